@@ -1,0 +1,126 @@
+"""The `cocoplus` command: a thin layer over cocoplus' functions.
+
+`main()` owns error handling: a CocoplusError is one line on stderr and
+its exit code (1, or 2 for usage); anything unexpected is one line plus a
+traceback in `.cocoplus/logs/cocoplus.log`, never a traceback on screen.
+`cocoplus hook ...` is routed before typer is imported: hooks run on every
+tool call and must start fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+import typer
+
+from cocoplus import __version__
+from cocoplus.cli import output
+from cocoplus.core.errors import CocoplusError
+
+app = typer.Typer(
+    name="cocoplus",
+    help="Continuity and operator control for long-running AI coding agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"cocoplus {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    directory: str = typer.Option(
+        None, "--dir", metavar="PATH", help="Use this .cocoplus directory (or project) instead of searching; same as COCOPLUS_DIR."
+    ),
+) -> None:
+    if directory:
+        os.environ["COCOPLUS_DIR"] = os.path.abspath(directory)
+
+
+def _register() -> None:
+    from cocoplus.cli.commands import config_cmd, init_cmd, session_cmd, shell_cmd
+
+    init_cmd.register(app)
+    session_cmd.register(app)
+    config_cmd.register(app)
+    shell_cmd.register(app)
+    for name in ("hooks_cmd", "budget_cmd", "chat_cmd", "supervision_cmd", "server_cmd", "mcp_cmd"):
+        try:
+            mod = __import__(f"cocoplus.cli.commands.{name}", fromlist=["register"])
+        except ModuleNotFoundError as exc:
+            if exc.name != f"cocoplus.cli.commands.{name}":
+                raise
+            continue
+        mod.register(app)
+
+
+_register()
+
+
+def _log_crash(exc: BaseException) -> str | None:
+    try:
+        from cocoplus.core import clock
+        from cocoplus.core.paths import Layout, find_state_dir
+
+        found = find_state_dir()
+        if not found:
+            return None
+        layout = Layout(found)
+        os.makedirs(layout.logs_dir, exist_ok=True)
+        with open(layout.cli_log, "a", encoding="utf-8") as fh:
+            fh.write(f"--- {clock.iso()} cocoplus {__version__} python {sys.version.split()[0]} argv={sys.argv[1:]!r}\n")
+            fh.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        return layout.rel(layout.cli_log)
+    except Exception:
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "hook":
+        from cocoplus.hook.__main__ import main as hook_main
+
+        return hook_main(args[1:])
+    from typer._click import exceptions as cx
+    from typer.main import get_command
+
+    command = get_command(app)
+    try:
+        rv = command.main(args=args, prog_name="cocoplus", standalone_mode=False)
+    except cx.UsageError as exc:
+        exc.show()
+        return 2
+    except cx.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except typer.Abort:
+        output.note("cocoplus: aborted")
+        return 130
+    except CocoplusError as exc:
+        output.error_line(exc.message, exc.hint)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        output.note("cocoplus: interrupted")
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into one line
+        where = _log_crash(exc)
+        detail = f"; details in {where}" if where else ""
+        output.error_line(f"internal error: {type(exc).__name__}: {exc}{detail}")
+        return 1
+    return rv if isinstance(rv, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,297 @@
+"""`cocoplus session status|progress|steer|stop|resume|queue|check`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+
+from cocoplus.cli import output
+from cocoplus.cli.commands import JSON_HELP, layout, operator_name
+from cocoplus.core.errors import CocoplusError
+
+
+def _damaged(part: dict[str, Any]) -> str | None:
+    return f"DAMAGED: {part['error']}" if part.get("damaged") else None
+
+
+def render_status(rep: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    t = Table(title=f"cocoplus session status: {rep['project']}", title_justify="left", show_header=False)
+    t.add_column("what", style="bold")
+    t.add_column("state")
+
+    h = rep["handoff"]
+    if _damaged(h):
+        t.add_row("handoff", _damaged(h))
+    elif not h.get("exists"):
+        t.add_row("handoff", f"{h['path']} missing")
+    else:
+        fresh = "STALE" if h["stale"] else "fresh"
+        extra = f"; missing sections: {', '.join(h['missing_sections'])}" if h["missing_sections"] else ""
+        t.add_row("handoff", f"{h['path']} updated {h['age']} ago ({fresh}, stale after {h['stale_after_hours']:g} h){extra}")
+
+    p = rep["predicates"]
+    if _damaged(p):
+        t.add_row("predicates", _damaged(p))
+    else:
+        lines = [a["text"] for a in p.get("active", [])]
+        t.add_row("predicates", "\n".join(lines) if lines else "none")
+        for prob in p.get("problems", []):
+            t.add_row("", f"bad line: {prob}")
+
+    q = rep["queue"]
+    t.add_row("queued work", _damaged(q) or f"{q['pending']} pending" + "".join(f"\n  {i['id']}: {i['request']}" for i in q["items"][:5]))
+
+    ib = rep["iteration_budget"]
+    if _damaged(ib):
+        t.add_row("iteration budget", _damaged(ib))
+    elif not ib.get("exists"):
+        t.add_row("iteration budget", "not started")
+    else:
+        flags = []
+        if ib["warned"]:
+            flags.append("checkpoint requested")
+        if ib["stopped"]:
+            flags.append("cap reached")
+        t.add_row(
+            "iteration budget",
+            f"{ib['consumed']}/{ib['cap']} (warn at {ib['warn_at']}, {ib['remaining']} left)" + (f"; {', '.join(flags)}" if flags else ""),
+        )
+
+    cb = rep["cost_budget"]
+    if _damaged(cb):
+        t.add_row("cost budget", _damaged(cb))
+    elif not cb.get("exists"):
+        t.add_row("cost budget", "not started")
+    elif cb["limit"] > 0:
+        t.add_row(
+            "cost budget",
+            f"{cb['state']}: ${cb['spent']:.2f} of ${cb['limit']:.2f} (reserve from ${cb['reserve_at']:.2f}, ${cb['remaining']:.2f} left)",
+        )
+    else:
+        t.add_row("cost budget", f"{cb['state']}: ${cb['spent']:.2f} spent, no limit set")
+
+    for key, label in (("status", "terminal state"), ("pod_state", "pod state")):
+        s = rep[key]
+        if _damaged(s):
+            t.add_row(label, _damaged(s))
+        elif not s.get("exists"):
+            t.add_row(label, "unknown (file missing)")
+        else:
+            t.add_row(label, s["state"] + (f" ({s['reason']})" if s.get("reason") else "") + f" since {s['updated_at']}")
+
+    k = rep["kill_switch"]
+    if _damaged(k):
+        t.add_row("kill switch", _damaged(k))
+    elif k["present"]:
+        t.add_row(
+            "kill switch",
+            f"STOPPED by {k.get('operator') or 'unknown'} at {k.get('created_at') or 'unknown time'}: {k.get('reason') or 'no reason given'}",
+        )
+    else:
+        t.add_row("kill switch", "off")
+
+    st = rep["steer"]
+    if _damaged(st):
+        t.add_row("pending steer", _damaged(st))
+    elif st["pending"]:
+        text = st["text"].strip()
+        t.add_row("pending steer", text if len(text) <= 300 else text[:297] + "...")
+    else:
+        t.add_row("pending steer", "none" + (f" ({st['in_flight']} being delivered)" if st.get("in_flight") else ""))
+    if rep.get("ctx"):
+        c = rep["ctx"]
+        t.add_row("ctx", c.get("summary", ""))
+    if rep["damaged_copies"]:
+        t.add_row("damaged copies kept", "\n".join(rep["damaged_copies"]))
+    return t
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(help="Operator view and controls of the current work session.", no_args_is_help=True)
+    app.add_typer(group, name="session")
+
+    @group.command("status")
+    def status(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+        """Handoff freshness, predicates, queued work, budgets, terminal state, kill switch, pending steer."""
+        from cocoplus.state.report import status_report
+
+        rep = status_report(layout())
+        if json_out:
+            output.emit_json(rep)
+            return
+        output.out().print(render_status(rep))
+        for prob in rep["problems"]:
+            output.note(f"cocoplus: problem: {prob}")
+
+    @group.command("progress")
+    def progress_cmd(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+        """Print PROGRESS.md's Done / In Progress / Next / Notes."""
+        from cocoplus.state.report import sections
+
+        lay = layout()
+        rep = sections(lay)
+        if json_out:
+            output.emit_json(rep)
+            return
+        if not rep["exists"]:
+            raise CocoplusError(f"{rep['path']}: missing", hint="run `cocoplus init` to create the handoff template")
+        con = output.out()
+        for title, sec in rep["sections"].items():
+            con.rule(title, align="left")
+            if sec is None:
+                con.print("(section missing)")
+            elif sec["text"]:
+                con.print(sec["text"], markup=False)
+            else:
+                con.print("(empty)")
+            for line in rep.get("ctx", {}).get(title, []):
+                con.print(f"[ctx] {line}", markup=False)
+        if rep.get("ctx_note"):
+            con.print(rep["ctx_note"], markup=False)
+
+    @group.command("steer")
+    def steer(
+        instruction: str = typer.Argument(..., help="The instruction for the agent's next prompt."),
+        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    ) -> None:
+        """Queue a one-shot instruction, injected once into the agent's next prompt."""
+        from cocoplus.session import control
+
+        result = control.steer(layout(), instruction, operator=operator_name())
+        if json_out:
+            output.emit_json(result)
+            return
+        what = "added after the pending steer" if result["appended"] else "written"
+        output.out().print(f"steer {what}; it will be injected once into the agent's next prompt")
+
+    @group.command("stop")
+    def stop(
+        reason: str = typer.Option("stopped by operator", "--reason", "-r", help="Why the agent is stopped."),
+        operator: str = typer.Option(None, "--operator", "-o", help="Who stops it (default: your login name)."),
+        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    ) -> None:
+        """Create AGENT_STOP: every agent tool call is blocked until `session resume`."""
+        from cocoplus.session import control
+
+        result = control.stop(layout(), operator or operator_name(), reason)
+        if json_out:
+            output.emit_json(result)
+            return
+        s = result["stop"]
+        output.out().print(f"AGENT_STOP created by {s['operator']} at {s['created_at']}: {s['reason']}")
+        output.out().print("agent tools are now blocked; `cocoplus session resume` lifts the stop")
+
+    @group.command("resume")
+    def resume(
+        yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+        reset_budget: bool = typer.Option(False, "--reset-budget", help="Also start the iteration count again from 0."),
+        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    ) -> None:
+        """Remove AGENT_STOP after confirming, so the agent may use tools again."""
+        from cocoplus.session import control, iteration
+
+        lay = layout()
+        info = control.read_stop(lay)
+        if not yes:
+            if not sys.stdin.isatty():
+                raise CocoplusError(
+                    "resume needs confirmation and stdin is not a terminal", hint="pass --yes to resume without asking"
+                )
+            what = (
+                f"AGENT_STOP by {info.get('operator') or 'unknown'}: {info.get('reason') or 'no reason'}"
+                if info
+                else "no AGENT_STOP is present"
+            )
+            if not typer.confirm(f"{what}. Resume the agent?", default=False):
+                raise CocoplusError("resume cancelled; AGENT_STOP left in place")
+        result = control.resume(lay, operator_name(), reset_budget=reset_budget)
+        try:
+            ib = iteration.read(lay)
+        except CocoplusError:
+            ib = None
+        exhausted = bool(ib and ib["consumed"] >= ib["cap"])
+        result["iteration_budget_exhausted"] = exhausted
+        if json_out:
+            output.emit_json(result)
+            return
+        output.out().print("AGENT_STOP removed; status running" if result["resumed"] else "no AGENT_STOP was present; status running")
+        if exhausted:
+            output.note(
+                f"cocoplus: note: the iteration budget is used up ({ib['consumed']}/{ib['cap']}); the next tool call "
+                "stops the agent again. Use `session resume --reset-budget` or raise max_iterations."
+            )
+
+    qgroup = typer.Typer(help="Mid-session requests (task-queue.jsonl).", no_args_is_help=True)
+    group.add_typer(qgroup, name="queue")
+
+    @qgroup.command("add")
+    def queue_add(
+        request: str = typer.Argument(..., help="The request; it goes to Next, not replacing the current item."),
+        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    ) -> None:
+        """Append a request to the task queue."""
+        from cocoplus.session import queue
+
+        rec = queue.add(layout(), request, by=operator_name())
+        if json_out:
+            output.emit_json(rec)
+            return
+        output.out().print(f"queued {rec['id']}: {rec['request']}")
+
+    @qgroup.command("list")
+    def queue_list(
+        all_items: bool = typer.Option(False, "--all", help="Include done and dropped requests."),
+        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    ) -> None:
+        """Show pending requests."""
+        from cocoplus.session import queue
+
+        items, problems = queue.read(layout())
+        shown = items if all_items else [i for i in items if i["state"] == "queued"]
+        if json_out:
+            output.emit_json({"items": shown, "problems": problems})
+            return
+        if not shown:
+            output.out().print("no pending requests")
+        for i in shown:
+            output.out().print(f"{i['id']}  {i['state']:<7}  {i['request']}", markup=False)
+        for p in problems:
+            output.note(f"cocoplus: problem: {p}")
+
+    @qgroup.command("done")
+    def queue_done(
+        queue_id: str = typer.Argument(..., help="The request id (q_...)."),
+        drop: bool = typer.Option(False, "--drop", help="Mark it dropped instead of done."),
+        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    ) -> None:
+        """Mark a queued request done (or dropped)."""
+        from cocoplus.session import queue
+
+        rec = queue.finish(layout(), queue_id, "dropped" if drop else "done", by=operator_name())
+        if json_out:
+            output.emit_json(rec)
+            return
+        output.out().print(f"{queue_id}: {rec['state']}")
+
+    @group.command("check")
+    def check(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+        """Check the exit criteria: handoff sections, predicates, canonical states, budget states."""
+        from cocoplus.state.report import check as do_check
+
+        result = do_check(layout())
+        if json_out:
+            output.emit_json(result)
+        else:
+            con = output.out()
+            for r in result["checks"]:
+                mark = "ok  " if r["ok"] else "FAIL"
+                con.print(f"{mark}  {r['check']}: {r['detail']}", markup=False)
+        if not result["ok"]:
+            bad = [r for r in result["checks"] if not r["ok"]]
+            if not json_out:
+                output.error_line(f"{len(bad)} check(s) failed: " + "; ".join(r["detail"] for r in bad))
+            raise typer.Exit(1)

@@ -1,0 +1,451 @@
+"""File state done safely: atomic whole-file writes, locked read-modify-write,
+single-record JSONL appends with torn-tail repair, and setting damaged files aside.
+
+Standard library only (the hook path imports it).  These are the only
+functions in cocoplus that write under `.cocoplus/`; see
+`reference/reliability.md` section 0 for why each step is there.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat as _stat
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from cocoplus.core import clock
+from cocoplus.core.errors import CocoplusError, StateCorrupt
+from cocoplus.core.lock import DEFAULT_TIMEOUT, Lock
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+MAX_JSON_BYTES = 8 * 1024 * 1024
+MAX_TEXT_BYTES = 8 * 1024 * 1024
+MAX_JSONL_BYTES = 256 * 1024 * 1024
+TMP_MARK = ".tmp-"
+
+
+def ensure_dir(path: str) -> None:
+    """Create `path` (and parents) as 0700 directories if missing."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except FileExistsError:
+        raise CocoplusError(f"{path}: exists and is not a directory") from None
+    except OSError as exc:
+        raise CocoplusError(f"{path}: cannot create directory ({exc.strerror})") from None
+
+
+def _write_all(fd: int, data: bytes, path: str) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:  # pragma: no cover - os.write raises rather than return 0
+            raise CocoplusError(f"{path}: short write")
+        view = view[n:]
+
+
+def fsync_dir(directory: str) -> None:
+    try:
+        dfd = os.open(directory, os.O_RDONLY | _CLOEXEC)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(dfd)
+    except OSError as exc:  # pragma: no cover - fs without directory fsync
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(dfd)
+
+
+def atomic_write_bytes(path: str, data: bytes, mode: int = 0o600) -> None:
+    """Replace `path` with `data` so readers see the old file or the new one, never a mix.
+
+    Temp file in the same directory, write, fsync, rename over, fsync the
+    directory.  On any failure the temp file is removed and the old file is
+    left as it was; the error names the path and the cause.
+    """
+    directory = os.path.dirname(path) or "."
+    base = os.path.basename(path)
+    tmp = os.path.join(directory, f".{base}{TMP_MARK}{os.getpid()}-{os.urandom(4).hex()}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode)
+    except FileNotFoundError:
+        ensure_dir(directory)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode)
+    except OSError as exc:
+        raise CocoplusError(f"{path}: cannot write ({exc.strerror})") from None
+    try:
+        try:
+            _write_all(fd, data, path)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if os.path.isdir(path) and not os.path.islink(path):
+            raise CocoplusError(f"{path}: is a directory, expected a file")
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise CocoplusError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        raise
+    fsync_dir(directory)
+
+
+def atomic_write_text(path: str, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def atomic_write_json(path: str, obj: Any) -> None:
+    atomic_write_bytes(path, dumps(obj).encode("utf-8"))
+
+
+def read_bytes(path: str, limit: int = MAX_TEXT_BYTES) -> bytes | None:
+    """The file's bytes, None if it does not exist; StateCorrupt if it is not a readable file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise StateCorrupt(path, "is a directory, expected a file") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise StateCorrupt(path, "is a symbolic link; refusing to follow it") from None
+        if exc.errno == errno.ENOTDIR:
+            return None
+        raise StateCorrupt(path, f"cannot read ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if _stat.S_ISDIR(st.st_mode):
+            raise StateCorrupt(path, "is a directory, expected a file")
+        if not _stat.S_ISREG(st.st_mode):
+            raise StateCorrupt(path, "is not a regular file")
+        if st.st_size > limit:
+            raise StateCorrupt(path, f"is {st.st_size} bytes, over the {limit}-byte limit")
+        chunks = []
+        remaining = limit + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > limit:
+            raise StateCorrupt(path, f"is over the {limit}-byte limit")
+        return data
+    except IsADirectoryError:
+        raise StateCorrupt(path, "is a directory, expected a file") from None
+    except OSError as exc:
+        raise StateCorrupt(path, f"cannot read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+
+
+def decode_text(data: bytes, path: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StateCorrupt(path, f"not UTF-8 text (bad byte at offset {exc.start})") from None
+
+
+def read_text(path: str, limit: int = MAX_TEXT_BYTES) -> str | None:
+    data = read_bytes(path, limit)
+    return None if data is None else decode_text(data, path)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def loads_object(data: bytes | str, path: str) -> dict[str, Any]:
+    """Parse JSON text that must be one object; StateCorrupt naming `path` otherwise."""
+    if isinstance(data, bytes):
+        text = decode_text(data, path)
+    else:
+        text = data
+    if not text.strip():
+        raise StateCorrupt(path, "is empty")
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise StateCorrupt(path, "nested too deeply to be valid state") from None
+    except ValueError as exc:
+        raise StateCorrupt(path, f"not valid JSON ({_short(exc)})") from None
+    if not isinstance(obj, dict):
+        raise StateCorrupt(path, f"expected a JSON object, found {_json_kind(obj)}")
+    return obj
+
+
+def read_json(path: str, limit: int = MAX_JSON_BYTES) -> dict[str, Any] | None:
+    """The JSON object in `path`, None if missing; StateCorrupt if damaged (file left in place)."""
+    data = read_bytes(path, limit)
+    if data is None:
+        return None
+    return loads_object(data, path)
+
+
+def quarantine(path: str) -> str | None:
+    """Move a damaged file aside as `NAME.corrupt-<time>`; return where it went."""
+    if not os.path.lexists(path):
+        return None
+    target = f"{path}.corrupt-{clock.compact()}"
+    n = 1
+    while os.path.lexists(target):
+        n += 1
+        target = f"{path}.corrupt-{clock.compact()}-{n}"
+    try:
+        os.rename(path, target)
+    except OSError as exc:
+        raise CocoplusError(f"{path}: damaged, and cannot be moved aside ({exc.strerror})") from None
+    return target
+
+
+def quarantined_copies(path: str) -> list[str]:
+    """Damaged copies of `path` kept aside earlier."""
+    directory = os.path.dirname(path)
+    prefix = os.path.basename(path) + ".corrupt-"
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return sorted(os.path.join(directory, n) for n in names if n.startswith(prefix))
+
+
+def locked_update(
+    path: str,
+    lock_path: str,
+    update: Callable[[dict[str, Any] | None], dict[str, Any]],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    validate: Callable[[dict[str, Any], str], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Read `path`, apply `update`, write the result atomically, all under the sidecar lock.
+
+    `update` receives the current object (None if the file is missing) and
+    returns the new one.  A damaged file (bad JSON, or rejected by
+    `validate`) is set aside and StateCorrupt is raised naming both places;
+    it is never replaced by a fresh value here.
+    """
+    with Lock(lock_path, timeout):
+        try:
+            current = read_json(path)
+            if current is not None and validate is not None:
+                current = validate(current, path)
+        except StateCorrupt as exc:
+            kept = quarantine(path)
+            raise StateCorrupt(exc.path, exc.cause, kept) from None
+        new = update(current)
+        atomic_write_json(path, new)
+        return new
+
+
+# -- JSONL -------------------------------------------------------------------
+
+
+class JsonlRead:
+    """Records of a JSONL file, and what was wrong with it."""
+
+    __slots__ = ("records", "bad_lines", "torn_tail", "path", "end_offset")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.records: list[dict[str, Any]] = []
+        self.bad_lines: list[tuple[int, str]] = []  # (1-based line number, reason)
+        self.torn_tail: bytes | None = None
+        self.end_offset = 0  # byte offset just past the last complete line
+
+    @property
+    def problems(self) -> list[str]:
+        out = [f"{self.path}: line {n}: {why}" for n, why in self.bad_lines]
+        if self.torn_tail is not None:
+            out.append(
+                f"{self.path}: unterminated last line ({len(self.torn_tail)} bytes), "
+                "left by an interrupted write; it is set aside on the next append"
+            )
+        return out
+
+
+def parse_jsonl(data: bytes, path: str, first_line: int = 1) -> JsonlRead:
+    out = JsonlRead(path)
+    pos = 0
+    lineno = first_line - 1
+    n = len(data)
+    while pos < n:
+        nl = data.find(b"\n", pos)
+        if nl == -1:
+            out.torn_tail = data[pos:]
+            break
+        lineno += 1
+        raw = data[pos:nl]
+        pos = nl + 1
+        out.end_offset = pos
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            out.bad_lines.append((lineno, f"not valid JSON ({_short(exc)})"))
+            continue
+        if not isinstance(obj, dict):
+            out.bad_lines.append((lineno, f"expected a JSON object, found {_json_kind(obj)}"))
+            continue
+        out.records.append(obj)
+    return out
+
+
+def read_jsonl(path: str, limit: int = MAX_JSONL_BYTES) -> JsonlRead:
+    """Every complete record; an unterminated last line is a torn tail, not an error."""
+    data = read_bytes(path, limit)
+    return parse_jsonl(data or b"", path)
+
+
+def read_jsonl_from(path: str, offset: int, limit: int = MAX_JSONL_BYTES) -> JsonlRead:
+    """Complete records from byte `offset` on (for followers that remember where they were).
+
+    `end_offset` of the result is absolute.  If the file shrank below
+    `offset` (replaced or truncated), reading restarts at 0.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+    except FileNotFoundError:
+        r = JsonlRead(path)
+        r.end_offset = 0
+        return r
+    except OSError as exc:
+        raise StateCorrupt(path, f"cannot read ({exc.strerror})") from None
+    try:
+        size = os.fstat(fd).st_size
+        if offset > size:
+            offset = 0
+        if size - offset > limit:
+            raise StateCorrupt(path, f"{size - offset} unread bytes, over the {limit}-byte limit")
+        os.lseek(fd, offset, os.SEEK_SET)
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    r = parse_jsonl(b"".join(chunks), path)
+    r.end_offset += offset
+    return r
+
+
+def _last_newline(fd: int, size: int) -> int:
+    """Offset just past the last b"\\n" in the file (0 if none)."""
+    pos = size
+    while pos > 0:
+        step = min(65536, pos)
+        pos -= step
+        chunk = os.pread(fd, step, pos)
+        i = chunk.rfind(b"\n")
+        if i != -1:
+            return pos + i + 1
+    return 0
+
+
+def repair_tail(path: str, fd: int) -> str | None:
+    """Make the file end on a newline before an append (caller holds the log's lock).
+
+    A fragment that parses as a JSON object only lacked its newline: it is
+    terminated and kept.  Anything else is copied to `NAME.torn-<time>` and
+    cut off, so the next record starts on a fresh line and nothing is glued
+    to the fragment.  Returns where a cut fragment was kept.
+    """
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return None
+    start = _last_newline(fd, size)
+    fragment = os.pread(fd, size - start, start)
+    try:
+        obj = json.loads(fragment.decode("utf-8"), parse_constant=_reject_constant)
+        complete = isinstance(obj, dict)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        complete = False
+    if complete:
+        _write_all(fd, b"\n", path)
+        return None
+    kept = f"{path}.torn-{clock.compact()}-{os.getpid()}"
+    atomic_write_bytes(kept, fragment)
+    os.ftruncate(fd, start)
+    return kept
+
+
+def append_jsonl(
+    path: str,
+    record: dict[str, Any],
+    lock_path: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    durable: bool = True,
+) -> None:
+    """Append one record as one line with one write, under the log's lock."""
+    line = (json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n").encode(
+        "utf-8"
+    )
+    with Lock(lock_path, timeout):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
+        except FileNotFoundError:
+            ensure_dir(os.path.dirname(path))
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
+        except IsADirectoryError:
+            raise CocoplusError(f"{path}: is a directory, expected a file") from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise CocoplusError(f"{path}: is a symbolic link; refusing to follow it") from None
+            raise CocoplusError(f"{path}: cannot append ({exc.strerror})") from None
+        try:
+            repair_tail(path, fd)
+            before = os.fstat(fd).st_size
+            try:
+                n = os.write(fd, line)
+                if n != len(line):
+                    raise OSError(errno.ENOSPC, "short write")
+                if durable:
+                    os.fsync(fd)
+            except OSError as exc:
+                # Leave the log ending on its last whole record.
+                try:
+                    os.ftruncate(fd, before)
+                except OSError:
+                    pass
+                raise CocoplusError(f"{path}: cannot append ({exc.strerror or exc})") from None
+        finally:
+            os.close(fd)
+
+
+def iter_jsonl_records(path: str) -> Iterator[dict[str, Any]]:
+    yield from read_jsonl(path).records
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _json_kind(obj: object) -> str:
+    if obj is None:
+        return "null"
+    if isinstance(obj, bool):
+        return "a boolean"
+    if isinstance(obj, (int, float)):
+        return "a number"
+    if isinstance(obj, str):
+        return "a string"
+    if isinstance(obj, list):
+        return "an array"
+    return type(obj).__name__

@@ -1,0 +1,211 @@
+"""PROGRESS.md, the human handoff: parse and render without losing a byte.
+
+The document is a preamble plus level-2 sections (`## Done`, `## In
+Progress`, `## Next`, `## Notes`, `## Iteration Budget`, and any the user
+adds).  `render(parse(text)) == text` for every text, so cocoplus can change
+the lines it owns (Cap, Consumed, Warn At and Cost in Iteration Budget) and
+leave everything else exactly as the agent or the user wrote it.
+
+Standard library only, no `re`: the PostToolUse hook updates the budget
+lines on every tool call.
+"""
+
+from __future__ import annotations
+
+HANDOFF_SECTIONS = ("Done", "In Progress", "Next", "Notes")
+BUDGET_SECTION = "Iteration Budget"
+BUDGET_LABELS = ("Cap", "Consumed", "Warn At")
+COST_LABEL = "Cost"
+
+
+class Section:
+    __slots__ = ("heading", "title", "body")
+
+    def __init__(self, heading: str, body: str) -> None:
+        self.heading = heading  # the raw heading line, with its line ending
+        self.title = heading_title(heading)
+        self.body = body  # raw text up to the next level-2 heading
+
+    def items(self) -> list[str]:
+        """The section's non-blank lines, stripped (bullets kept)."""
+        return [ln.strip() for ln in self.body.splitlines() if ln.strip()]
+
+    def text(self) -> str:
+        return self.body.strip("\r\n")
+
+
+class Progress:
+    __slots__ = ("preamble", "sections")
+
+    def __init__(self, preamble: str, sections: list[Section]) -> None:
+        self.preamble = preamble
+        self.sections = sections
+
+    def render(self) -> str:
+        return self.preamble + "".join(s.heading + s.body for s in self.sections)
+
+    def find(self, title: str) -> Section | None:
+        want = _norm(title)
+        for s in self.sections:
+            if _norm(s.title) == want:
+                return s
+        return None
+
+    def missing(self, titles: tuple[str, ...] = HANDOFF_SECTIONS) -> list[str]:
+        return [t for t in titles if self.find(t) is None]
+
+    @property
+    def newline(self) -> str:
+        return "\r\n" if "\r\n" in self.render() else "\n"
+
+
+def _norm(title: str) -> str:
+    return " ".join(title.lower().split())
+
+
+def heading_title(line: str) -> str:
+    t = line.strip()[2:].strip()
+    # Closing hashes of an ATX heading ("## Done ##") are not part of the title.
+    if t.endswith("#"):
+        t = t.rstrip("#").rstrip()
+    return t
+
+
+def _is_h2(line: str) -> bool:
+    s = line.lstrip(" ")
+    if len(line) - len(s) > 3:
+        return False
+    s = s.rstrip("\r\n")
+    return s.startswith("## ") or s == "##"
+
+
+def _fence(line: str) -> str | None:
+    s = line.lstrip(" ")
+    if len(line) - len(s) > 3:
+        return None
+    for mark in ("```", "~~~"):
+        if s.startswith(mark):
+            return mark
+    return None
+
+
+def parse(text: str) -> Progress:
+    lines = text.splitlines(keepends=True)
+    preamble: list[str] = []
+    sections: list[Section] = []
+    body: list[str] = []
+    heading: str | None = None
+    fence: str | None = None
+    for line in lines:
+        mark = _fence(line)
+        if fence is not None:
+            if mark == fence:
+                fence = None
+        elif mark is not None:
+            fence = mark
+        elif _is_h2(line):
+            if heading is None:
+                preamble = body
+            else:
+                sections.append(Section(heading, "".join(body)))
+            heading, body = line, []
+            continue
+        body.append(line)
+    if heading is None:
+        return Progress("".join(body), [])
+    sections.append(Section(heading, "".join(body)))
+    return Progress("".join(preamble), sections)
+
+
+def template(cap: int, consumed: int, warn_at: int, title: str = "Progress") -> str:
+    return (
+        f"# {title}\n\n"
+        "## Done\n\n"
+        "## In Progress\n\n"
+        "## Next\n\n"
+        "## Notes\n\n"
+        f"## {BUDGET_SECTION}\n"
+        f"- Cap: {cap}\n"
+        f"- Consumed: {consumed}\n"
+        f"- Warn At: {warn_at}\n"
+    )
+
+
+def _owned_label(line: str) -> tuple[str, str] | None:
+    """(`label`, bullet prefix) if the line is one cocoplus owns, e.g. `- Cap: 200`."""
+    s = line.strip()
+    prefix = ""
+    for b in ("- ", "* ", "+ "):
+        if s.startswith(b):
+            prefix, s = b, s[2:]
+            break
+    label, sep, _ = s.partition(":")
+    if not sep:
+        return None
+    name = label.strip().strip("*").strip()
+    for owned in (*BUDGET_LABELS, COST_LABEL):
+        if name.lower() == owned.lower():
+            return owned, prefix
+    return None
+
+
+def budget_values(doc: Progress) -> dict[str, str]:
+    """The Iteration Budget lines as written: {'Cap': '200', ...}."""
+    sec = doc.find(BUDGET_SECTION)
+    out: dict[str, str] = {}
+    if sec is None:
+        return out
+    for line in sec.body.splitlines():
+        owned = _owned_label(line)
+        if owned:
+            out[owned[0]] = line.split(":", 1)[1].strip()
+    return out
+
+
+def set_budget(text: str, values: dict[str, str]) -> str:
+    """Return `text` with the Iteration Budget lines set to `values`.
+
+    Only lines whose label is in `values` change; every other byte stays.
+    A missing line is added after the section's last owned line; a missing
+    section is appended at the end of the document.
+    """
+    doc = parse(text)
+    nl = doc.newline
+    sec = doc.find(BUDGET_SECTION)
+    if sec is None:
+        base = doc.render()
+        if base and not base.endswith("\n"):
+            base += nl
+        if base and not base.endswith(nl + nl) and base.strip():
+            base += nl
+        order = [k for k in (*BUDGET_LABELS, COST_LABEL) if k in values]
+        block = f"## {BUDGET_SECTION}{nl}" + "".join(f"- {k}: {values[k]}{nl}" for k in order)
+        return base + block
+    lines = sec.body.splitlines(keepends=True)
+    seen: set[str] = set()
+    last_owned = -1
+    for i, line in enumerate(lines):
+        owned = _owned_label(line)
+        if owned is None:
+            continue
+        label, prefix = owned
+        last_owned = i
+        if label in values:
+            seen.add(label)
+            ending = line[len(line.rstrip("\r\n")) :] or nl
+            indent = line[: len(line) - len(line.lstrip())]
+            lines[i] = f"{indent}{prefix or '- '}{label}: {values[label]}{ending}"
+    missing = [k for k in (*BUDGET_LABELS, COST_LABEL) if k in values and k not in seen]
+    if missing:
+        new = [f"- {k}: {values[k]}{nl}" for k in missing]
+        if last_owned == -1:
+            # Put them right under the heading, before any prose the user wrote.
+            lines[0:0] = new
+        else:
+            if not lines[last_owned].endswith("\n"):
+                lines[last_owned] += nl
+            lines[last_owned + 1 : last_owned + 1] = new
+    if not sec.heading.endswith("\n"):
+        sec.heading += nl
+    sec.body = "".join(lines)
+    return doc.render()

@@ -1,0 +1,170 @@
+"""Shapes of the state files the hook reads and writes, checked without pydantic.
+
+`cocoplus.state.models` holds the pydantic models for every file (used by
+the CLI, server and `session check`); this module is the hook's stdlib
+reader for the few files on its path.  tests/state/test_contract.py checks
+that both accept and reject the same documents.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cocoplus.core import clock
+from cocoplus.core.errors import StateCorrupt
+
+SCHEMA_VERSION = 1
+
+RUN_STATES = ("running", "paused", "completed", "exited", "failed", "idle", "retired")
+BUDGET_STATES = ("normal", "reserve", "exhausted")
+ATTENTION_STATES = ("pending", "awaiting_authorization", "awaiting_decision")
+RUNTIMES = ("claude", "codex", "gemini", "cursor")
+ALIAS_PREFIX = {"claude": "cc", "codex": "cx", "gemini": "gm", "cursor": "cu"}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v not in (float("inf"), float("-inf"))
+
+
+def check_version(obj: dict[str, Any], path: str) -> None:
+    v = obj.get("schema_version", SCHEMA_VERSION)
+    if not _is_int(v):
+        raise StateCorrupt(path, f"schema_version: expected an integer, got {v!r}")
+    if v > SCHEMA_VERSION:
+        raise StateCorrupt(path, f"written by a newer cocoplus (schema_version {v}; this one reads {SCHEMA_VERSION})")
+    if v < 1:
+        raise StateCorrupt(path, f"schema_version: expected >= 1, got {v}")
+
+
+def _field(obj: dict[str, Any], path: str, name: str, ok: bool, expected: str) -> None:
+    if not ok:
+        raise StateCorrupt(path, f"{name}: expected {expected}, got {_show(obj.get(name, '<missing>'))}")
+
+
+# -- iteration-budget.json ------------------------------------------------------
+
+
+def new_iteration_budget(cap: int, warn_at: int) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "cap": cap,
+        "consumed": 0,
+        "warn_at": warn_at,
+        "warned": False,
+        "stopped": False,
+        "updated_at": clock.iso(),
+    }
+
+
+def check_iteration_budget(obj: dict[str, Any], path: str) -> dict[str, Any]:
+    check_version(obj, path)
+    g = obj.get
+    _field(obj, path, "cap", _is_int(g("cap")) and g("cap") >= 1, "an integer >= 1")
+    _field(obj, path, "consumed", _is_int(g("consumed")) and g("consumed") >= 0, "an integer >= 0")
+    _field(obj, path, "warn_at", _is_int(g("warn_at")) and g("warn_at") >= 0, "an integer >= 0")
+    _field(obj, path, "warned", isinstance(g("warned"), bool), "true or false")
+    _field(obj, path, "stopped", isinstance(g("stopped"), bool), "true or false")
+    if "updated_at" in obj:
+        _field(obj, path, "updated_at", isinstance(g("updated_at"), str), "an ISO-8601 time")
+    return obj
+
+
+# -- status.json / pod-state.json -------------------------------------------------
+
+
+def new_status(state: str, reason: str | None = None) -> dict[str, Any]:
+    return {"schema_version": SCHEMA_VERSION, "state": state, "reason": reason, "updated_at": clock.iso()}
+
+
+def check_status(obj: dict[str, Any], path: str) -> dict[str, Any]:
+    check_version(obj, path)
+    _field(obj, path, "state", obj.get("state") in RUN_STATES, "one of " + ", ".join(RUN_STATES))
+    r = obj.get("reason")
+    _field(obj, path, "reason", r is None or isinstance(r, str), "a string or null")
+    _field(obj, path, "updated_at", isinstance(obj.get("updated_at"), str), "an ISO-8601 time")
+    return obj
+
+
+# -- sessions/<cs_id>.json -----------------------------------------------------------
+
+
+def check_session(obj: dict[str, Any], path: str) -> dict[str, Any]:
+    check_version(obj, path)
+    g = obj.get
+    _field(obj, path, "id", isinstance(g("id"), str) and g("id").startswith("cs_"), "a cs_ id")
+    _field(obj, path, "runtime", g("runtime") in RUNTIMES, "one of " + ", ".join(RUNTIMES))
+    _field(obj, path, "runtime_session_id", isinstance(g("runtime_session_id"), str), "a string")
+    _field(obj, path, "alias", isinstance(g("alias"), str), "a string")
+    _field(obj, path, "state", g("state") in RUN_STATES, "one of " + ", ".join(RUN_STATES))
+    a = g("attention")
+    _field(obj, path, "attention", a is None or a in ATTENTION_STATES, "null or one of " + ", ".join(ATTENTION_STATES))
+    return obj
+
+
+# -- AGENT_STOP ------------------------------------------------------------------------
+
+
+def render_stop(operator: str, reason: str, created_at: str | None = None, source: str = "operator") -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "operator": operator,
+        "reason": reason,
+        "created_at": created_at or clock.iso(),
+        "source": source,
+    }
+
+
+def parse_stop(data: bytes | None) -> dict[str, Any]:
+    """What an AGENT_STOP file says, whatever its content (it stops either way).
+
+    Returns operator/reason/created_at (None where unknown) and `readable`.
+    """
+    info: dict[str, Any] = {"operator": None, "reason": None, "created_at": None, "readable": False}
+    if not data:
+        return info
+    try:
+        import json
+
+        obj = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        obj = None
+    if isinstance(obj, dict):
+        for k in ("operator", "reason", "created_at"):
+            v = obj.get(k)
+            if isinstance(v, str) and v:
+                info[k] = v[:500]
+        info["readable"] = True
+        return info
+    # A hand-made file: "reason text" or "key: value" lines.
+    try:
+        text = data[:4000].decode("utf-8", errors="replace").strip()
+    except Exception:  # pragma: no cover - errors="replace" cannot fail
+        text = ""
+    for line in text.splitlines():
+        key, sep, val = line.partition(":")
+        k = key.strip().lower()
+        if sep and k in ("operator", "reason", "created_at", "time"):
+            info["created_at" if k == "time" else k] = val.strip()[:500]
+    if info["reason"] is None and text:
+        info["reason"] = text.splitlines()[0][:500]
+    return info
+
+
+def stop_sentence(info: dict[str, Any], created_fallback: str | None = None) -> str:
+    """One sentence naming who stopped the agent, when, why, and how to resume."""
+    who = info.get("operator") or "an operator"
+    when = info.get("created_at") or created_fallback or "an unknown time"
+    why = info.get("reason") or "no reason given"
+    return (
+        f"cocoplus: the agent was stopped by {who} at {when} (reason: {why}); "
+        "no tools may run until the operator runs `cocoplus session resume`."
+    )
+
+
+def _show(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,29 @@
+"""session/steps.jsonl: one JSON object per session event, appended."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from cocoplus.core import clock, fsio
+from cocoplus.core.paths import Layout
+from cocoplus.core.records import SCHEMA_VERSION
+
+
+def log_step(layout: Layout, event: str, timeout: float = 5.0, **fields: Any) -> dict[str, Any]:
+    """Append one event (`{"ts", "event", ...}`) to steps.jsonl and return it."""
+    record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "ts": clock.iso(), "event": event}
+    for k, v in fields.items():
+        if v is not None:
+            record[k] = v
+    fsio.append_jsonl(layout.steps, record, layout.lock("steps"), timeout=timeout)
+    return record
+
+
+def read_steps(layout: Layout) -> fsio.JsonlRead:
+    return fsio.read_jsonl(layout.steps)
+
+
+def new_id(prefix: str) -> str:
+    """A sortable unique id such as `st_20261129T210548Z_3f2a9c1b`."""
+    return f"{prefix}_{clock.compact()}_{os.urandom(4).hex()}"

@@ -1,0 +1,75 @@
+"""session/task-queue.jsonl: mid-session requests, appended, never replacing the current item.
+
+Each line is a record `{"id", "ts", "state", ...}`.  Adding appends a
+`queued` record with the request; finishing appends a `done` (or
+`dropped`) record with the same id.  The latest record per id wins, so the
+log is the history and the pending list is derived from it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cocoplus.core import clock, fsio
+from cocoplus.core.errors import CocoplusError, NotFound
+from cocoplus.core.paths import Layout
+from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.session import events
+
+QUEUE_STATES = ("queued", "done", "dropped")
+
+
+def add(layout: Layout, request: str, by: str | None = None) -> dict[str, Any]:
+    text = request.strip()
+    if not text:
+        raise CocoplusError("queue add: the request is empty")
+    record = {
+        "schema_version": SCHEMA_VERSION,
+        "id": events.new_id("q"),
+        "ts": clock.iso(),
+        "state": "queued",
+        "request": text,
+        "by": by,
+        "placement": "next",
+    }
+    fsio.append_jsonl(layout.task_queue, record, layout.lock("task-queue"))
+    events.log_step(layout, "queue_add", queue_id=record["id"], by=by)
+    return record
+
+
+def fold(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per id, in order of first appearance, with the latest state."""
+    items: dict[str, dict[str, Any]] = {}
+    for r in records:
+        qid = r.get("id")
+        if not isinstance(qid, str) or r.get("state") not in QUEUE_STATES:
+            continue
+        if qid not in items:
+            if not isinstance(r.get("request"), str):
+                continue
+            items[qid] = dict(r)
+        else:
+            items[qid]["state"] = r["state"]
+            items[qid]["updated_at"] = r.get("ts")
+    return list(items.values())
+
+
+def read(layout: Layout) -> tuple[list[dict[str, Any]], list[str]]:
+    """(all items with their current state, problems with the file)."""
+    log = fsio.read_jsonl(layout.task_queue)
+    return fold(log.records), log.problems
+
+
+def pending(layout: Layout) -> tuple[list[dict[str, Any]], list[str]]:
+    items, problems = read(layout)
+    return [i for i in items if i["state"] == "queued"], problems
+
+
+def finish(layout: Layout, qid: str, state: str = "done", by: str | None = None) -> dict[str, Any]:
+    items, _ = read(layout)
+    if not any(i["id"] == qid for i in items):
+        raise NotFound(f"no queued request {qid!r} in {layout.rel(layout.task_queue)}")
+    record = {"schema_version": SCHEMA_VERSION, "id": qid, "ts": clock.iso(), "state": state, "by": by}
+    fsio.append_jsonl(layout.task_queue, record, layout.lock("task-queue"))
+    events.log_step(layout, f"queue_{state}", queue_id=qid, by=by)
+    return record

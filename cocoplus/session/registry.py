@@ -1,0 +1,263 @@
+"""Agent-runtime sessions seen by the hooks: `.cocoplus/sessions/<cs_id>.json`.
+
+Each runtime session gets a cocoplus id `cs_...` (safe as a file name,
+derived from the runtime's id so concurrent hooks agree on it without a
+lookup) and a short alias by runtime (`cc1`, `cx1`, `gm1`, `cu1`).  Any of
+the three names a session wherever one is asked for.
+
+Attention changes and exits are also appended to
+`supervision/signals.jsonl`, which the supervisor reads to decide whether
+to wake the main brain.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+from cocoplus.core import clock, fsio
+from cocoplus.core.errors import CocoplusError, NotFound, StateCorrupt
+from cocoplus.core.lock import Lock
+from cocoplus.core.paths import Layout, is_valid_id
+from cocoplus.core.records import ALIAS_PREFIX, RUNTIMES, SCHEMA_VERSION, check_session
+
+ACTIVE_STATES = ("running", "paused", "idle")
+
+
+def cs_id_for(runtime_session_id: str) -> str:
+    """`cs_<runtime id>` when that id is safe as a file name, else a checksum form."""
+    rid = runtime_session_id
+    if is_valid_id(rid) and len(rid) <= 100:
+        return "cs_" + rid
+    raw = rid.encode("utf-8", "surrogatepass")
+    return f"cs_x{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}{len(raw):x}"
+
+
+def _lock(layout: Layout) -> Lock:
+    return Lock(layout.lock("sessions"))
+
+
+def read_record(layout: Layout, cs_id: str) -> dict[str, Any] | None:
+    path = layout.session_record(cs_id)
+    obj = fsio.read_json(path)
+    return None if obj is None else check_session(obj, path)
+
+
+def _read_index(layout: Layout) -> dict[str, Any]:
+    try:
+        obj = fsio.read_json(layout.sessions_index)
+    except StateCorrupt:
+        kept = fsio.quarantine(layout.sessions_index)
+        obj = _rebuild_index(layout)
+        obj["rebuilt_from_records"] = True
+        obj["damaged_copy"] = kept
+        return obj
+    if obj is None or not isinstance(obj.get("counters"), dict) or not isinstance(obj.get("aliases"), dict):
+        return _rebuild_index(layout)
+    return obj
+
+
+def _rebuild_index(layout: Layout) -> dict[str, Any]:
+    """Recreate alias counters from the session records themselves."""
+    index: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "counters": {}, "aliases": {}}
+    for rec in _iter_records(layout):
+        alias = rec.get("alias")
+        if not isinstance(alias, str):
+            continue
+        index["aliases"][alias] = rec["id"]
+        prefix = alias.rstrip("0123456789")
+        try:
+            n = int(alias[len(prefix) :])
+        except ValueError:
+            continue
+        index["counters"][prefix] = max(index["counters"].get(prefix, 0), n)
+    return index
+
+
+def _iter_records(layout: Layout) -> list[dict[str, Any]]:
+    out = []
+    try:
+        names = sorted(os.listdir(layout.sessions_dir))
+    except FileNotFoundError:
+        return out
+    for name in names:
+        if not (name.startswith("cs_") and name.endswith(".json")):
+            continue
+        try:
+            rec = read_record(layout, name[:-5])
+        except CocoplusError:
+            continue
+        if rec is not None:
+            out.append(rec)
+    return out
+
+
+def ensure(
+    layout: Layout,
+    runtime: str,
+    runtime_session_id: str,
+    *,
+    event: str,
+    change: Callable[[dict[str, Any]], None] | None = None,
+    info: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Register the session if new, apply `change`, record `event`. Returns (record, before)."""
+    if runtime not in RUNTIMES:
+        raise CocoplusError(f"unknown runtime {runtime!r}")
+    cs_id = cs_id_for(runtime_session_id)
+    path = layout.session_record(cs_id)
+    now = clock.iso()
+    with _lock(layout):
+        try:
+            before = read_record(layout, cs_id)
+        except StateCorrupt:
+            fsio.quarantine(path)
+            before = None
+        if before is None:
+            rec = _new_record(layout, cs_id, runtime, runtime_session_id, now)
+        else:
+            rec = dict(before)
+        for k, v in (info or {}).items():
+            if v is not None:
+                rec[k] = v
+        if change is not None:
+            change(rec)
+        rec["last_event"] = event
+        rec["last_event_at"] = now
+        rec["updated_at"] = now
+        fsio.atomic_write_json(path, rec)
+    return rec, before
+
+
+def _new_record(layout: Layout, cs_id: str, runtime: str, rid: str, now: str) -> dict[str, Any]:
+    index = _read_index(layout)
+    prefix = ALIAS_PREFIX[runtime]
+    n = int(index["counters"].get(prefix, 0)) + 1
+    alias = f"{prefix}{n}"
+    while alias in index["aliases"]:
+        n += 1
+        alias = f"{prefix}{n}"
+    index["counters"][prefix] = n
+    index["aliases"][alias] = cs_id
+    index["schema_version"] = SCHEMA_VERSION
+    fsio.atomic_write_json(layout.sessions_index, index)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "id": cs_id,
+        "runtime": runtime,
+        "runtime_session_id": rid,
+        "alias": alias,
+        "state": "running",
+        "attention": None,
+        "attention_since": None,
+        "started_at": now,
+        "last_signal": None,
+        "tool_calls": 0,
+    }
+
+
+def update(layout: Layout, cs_id: str, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    path = layout.session_record(cs_id)
+    with _lock(layout):
+        rec = read_record(layout, cs_id)
+        if rec is None:
+            raise NotFound(f"no session {cs_id}")
+        change(rec)
+        rec["updated_at"] = clock.iso()
+        fsio.atomic_write_json(path, rec)
+    return rec
+
+
+def set_attention(rec: dict[str, Any], attention: str | None) -> bool:
+    """Change a record's attention; True if it changed."""
+    if rec.get("attention") == attention:
+        return False
+    rec["attention"] = attention
+    rec["attention_since"] = clock.iso() if attention else None
+    return True
+
+
+def list_sessions(layout: Layout) -> tuple[list[dict[str, Any]], list[str]]:
+    """All session records (oldest alias first) and one line per damaged record."""
+    records: list[dict[str, Any]] = []
+    problems: list[str] = []
+    try:
+        names = sorted(os.listdir(layout.sessions_dir))
+    except FileNotFoundError:
+        return records, problems
+    for name in names:
+        if not (name.startswith("cs_") and name.endswith(".json")):
+            continue
+        try:
+            rec = read_record(layout, name[:-5])
+        except CocoplusError as exc:
+            problems.append(str(exc))
+            continue
+        if rec is not None:
+            records.append(rec)
+    records.sort(key=lambda r: (r.get("started_at") or "", r.get("alias") or ""))
+    return records, problems
+
+
+def resolve(layout: Layout, ref: str) -> dict[str, Any]:
+    """A session by cs_ id, alias (`cc1`) or the runtime's own id."""
+    if not isinstance(ref, str) or not ref:
+        raise NotFound("no session named ''")
+    if is_valid_id(ref) and ref.startswith("cs_"):
+        rec = read_record(layout, ref)
+        if rec is not None:
+            return rec
+    records, _ = list_sessions(layout)
+    for rec in records:
+        if ref in (rec.get("alias"), rec.get("runtime_session_id")):
+            return rec
+    cs = cs_id_for(ref)
+    rec = read_record(layout, cs) if is_valid_id(cs) else None
+    if rec is not None:
+        return rec
+    shown = ref if len(ref) <= 60 else ref[:57] + "..."
+    raise NotFound(f"no session {shown!r} (use a cs_ id, an alias such as cc1, or the runtime's session id)")
+
+
+def append_signal(layout: Layout, rec: dict[str, Any], kind: str, value: str | None = None, **extra: Any) -> dict[str, Any]:
+    signal: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "ts": clock.iso(),
+        "session": rec["id"],
+        "alias": rec.get("alias"),
+        "runtime": rec.get("runtime"),
+        "kind": kind,
+    }
+    if value is not None:
+        signal["value"] = value
+    for k, v in extra.items():
+        if v is not None:
+            signal[k] = v
+    fsio.append_jsonl(layout.signals, signal, layout.lock("signals"))
+    return signal
+
+
+def heal_stale(layout: Layout, max_age_s: float, now: float | None = None, skip: str | None = None) -> list[str]:
+    """Sessions still `running` with no event for `max_age_s` become `exited`. Returns their ids."""
+    now = clock.parse_iso(clock.iso()) if now is None else now
+    healed: list[str] = []
+    records, _ = list_sessions(layout)
+    for rec in records:
+        if rec["id"] == skip or rec.get("state") != "running":
+            continue
+        last = clock.parse_iso(rec.get("last_event_at") or rec.get("updated_at"))
+        if last is None or now - last < max_age_s:
+            continue
+
+        def change(r: dict[str, Any]) -> None:
+            r["state"] = "exited"
+            r["exit_reason"] = f"no event for over {max_age_s / 3600:g} h; marked exited"
+
+        try:
+            update(layout, rec["id"], change)
+            healed.append(rec["id"])
+        except CocoplusError:
+            continue
+    return healed

@@ -1,0 +1,104 @@
+"""`cocoplus init`: create `.cocoplus/` with its templates, idempotently.
+
+Existing files are never overwritten (the handoff above all); missing ones
+are created from cocoplus.toml's values.  A state directory that exists but
+is not a directory, or is a symbolic link, is refused.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from cocoplus import config as config_mod
+from cocoplus.core import fsio, predicates, progress
+from cocoplus.core.errors import CocoplusError
+from cocoplus.core.paths import Layout
+from cocoplus.core.records import SCHEMA_VERSION, new_iteration_budget, new_status
+
+README = """\
+# .cocoplus
+
+This directory is maintained by cocoplus (continuity and operator control for
+long-running coding agents). Humans and agents may edit session/PROGRESS.md and
+session/CONTEXT.md; the rest is written by cocoplus commands and hooks.
+
+- AGENT_STOP: kill switch. While it exists, agent tools are blocked.
+  `cocoplus session stop` creates it, `cocoplus session resume` removes it.
+- STEER.md: one pending operator instruction, injected once into the agent's
+  next prompt (`cocoplus session steer "..."`).
+- session/: PROGRESS.md (handoff), CONTEXT.md (predicates), task-queue.jsonl,
+  iteration-budget.json, budget-state.json, status.json, steps.jsonl.
+- sessions/: one record per agent-runtime session seen by the hooks.
+- supervision/, chat/: supervision state and the master-agent conversation.
+- locks/: lock files. Never delete them while cocoplus may be running.
+"""
+
+
+def new_budget_state(cfg: config_mod.Config) -> dict[str, Any]:
+    from cocoplus.core import clock
+
+    s = cfg.session
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "state": "normal",
+        "limit": s["budget_limit"],
+        "spent": 0.0,
+        "reserve_fraction": s["budget_reserve_fraction"],
+        "enforcement": s["budget_enforcement"],
+        "updated_at": clock.iso(),
+    }
+
+
+def init(state_dir: str, environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """Create what is missing under `state_dir`; report what was created and kept."""
+    if os.path.islink(state_dir):
+        raise CocoplusError(f"{state_dir}: is a symbolic link; refusing to use it as the state directory")
+    if os.path.exists(state_dir) and not os.path.isdir(state_dir):
+        raise CocoplusError(f"{state_dir}: exists and is not a directory")
+    layout = Layout(state_dir)
+    cfg = config_mod.load(layout.project, environ)
+    created: list[str] = []
+    kept: list[str] = []
+    existed = os.path.isdir(state_dir)
+    fsio.ensure_dir(layout.state)
+    if not existed:
+        os.chmod(layout.state, 0o700)
+        created.append(layout.state)
+    for d in (layout.session_dir, layout.sessions_dir, layout.supervision_dir, layout.chat_dir, layout.locks_dir, layout.logs_dir):
+        if not os.path.isdir(d):
+            fsio.ensure_dir(d)
+            created.append(d)
+
+    s = cfg.session
+
+    def put(path: str, content: str | bytes | dict[str, Any]) -> None:
+        if os.path.lexists(path):
+            kept.append(path)
+            return
+        if isinstance(content, dict):
+            fsio.atomic_write_json(path, content)
+        elif isinstance(content, bytes):
+            fsio.atomic_write_bytes(path, content)
+        else:
+            fsio.atomic_write_text(path, content)
+        created.append(path)
+
+    put(layout.readme, README)
+    put(layout.progress, progress.template(s["max_iterations"], 0, s["iteration_warn_at"]))
+    put(layout.context, predicates.TEMPLATE)
+    put(layout.iteration_budget, new_iteration_budget(s["max_iterations"], s["iteration_warn_at"]))
+    put(layout.budget_state, new_budget_state(cfg))
+    put(layout.status, new_status("idle", "initialised"))
+    put(layout.pod_state, new_status("idle", "initialised"))
+    for path in (layout.task_queue, layout.steps):
+        if not os.path.lexists(path):
+            fsio.atomic_write_bytes(path, b"")
+            created.append(path)
+    config_mod.compile_for_hook(layout)
+    return {
+        "state_dir": layout.state,
+        "created": [layout.rel(p) for p in created],
+        "kept": [layout.rel(p) for p in kept],
+        "config": layout.rel(cfg.path) if cfg.path else None,
+    }

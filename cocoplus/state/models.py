@@ -1,0 +1,121 @@
+"""Typed models of every JSON state file, for the CLI, the server and `session check`.
+
+The hook does not import pydantic; it reads the files it needs through
+`cocoplus.core.records`.  tests/state/test_contract.py keeps the two in step.
+Unknown extra fields are allowed (newer writers may add some); wrong types
+and out-of-range values are not.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
+
+from cocoplus.core.errors import StateCorrupt
+from cocoplus.core.records import SCHEMA_VERSION
+
+RunState = Literal["running", "paused", "completed", "exited", "failed", "idle", "retired"]
+BudgetState = Literal["normal", "reserve", "exhausted"]
+Attention = Literal["pending", "awaiting_authorization", "awaiting_decision"]
+Runtime = Literal["claude", "codex", "gemini", "cursor"]
+Version = Annotated[StrictInt, Field(ge=1, le=SCHEMA_VERSION)]
+Money = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=False)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class IterationBudget(_Model):
+    schema_version: Version = SCHEMA_VERSION
+    cap: Annotated[StrictInt, Field(ge=1)]
+    consumed: Annotated[StrictInt, Field(ge=0)]
+    warn_at: Annotated[StrictInt, Field(ge=0)]
+    warned: StrictBool
+    stopped: StrictBool
+    updated_at: StrictStr | None = None
+
+
+class CostBudget(_Model):
+    schema_version: Version = SCHEMA_VERSION
+    state: BudgetState
+    limit: Money
+    spent: Money
+    reserve_fraction: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False, strict=False)]
+    enforcement: Literal["stage-boundary", "off"] = "stage-boundary"
+    updated_at: StrictStr | None = None
+
+    @field_validator("limit", "spent", "reserve_fraction", mode="before")
+    @classmethod
+    def _number(cls, v: Any) -> Any:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v)):
+            raise ValueError("expected a finite number")
+        return float(v)
+
+
+class Status(_Model):
+    schema_version: Version = SCHEMA_VERSION
+    state: RunState
+    reason: StrictStr | None = None
+    updated_at: StrictStr
+
+
+class PodState(Status):
+    pass
+
+
+class AgentStop(_Model):
+    """AGENT_STOP as cocoplus writes it. Any content (or none) still stops."""
+
+    schema_version: Version = SCHEMA_VERSION
+    operator: StrictStr
+    reason: StrictStr
+    created_at: StrictStr
+    source: StrictStr = "operator"
+
+
+class QueueEntry(_Model):
+    schema_version: Version = SCHEMA_VERSION
+    id: StrictStr
+    ts: StrictStr
+    state: Literal["queued", "done", "dropped"]
+    request: StrictStr | None = None
+    by: StrictStr | None = None
+
+
+class StepEvent(_Model):
+    schema_version: Version = SCHEMA_VERSION
+    ts: StrictStr
+    event: StrictStr
+
+
+class SessionRecord(_Model):
+    schema_version: Version = SCHEMA_VERSION
+    id: Annotated[StrictStr, Field(pattern=r"^cs_")]
+    runtime: Runtime
+    runtime_session_id: StrictStr
+    alias: StrictStr
+    state: RunState
+    attention: Attention | None = None
+    last_event: StrictStr | None = None
+    last_event_at: StrictStr | None = None
+
+
+FILE_MODELS: dict[str, type[_Model]] = {
+    "iteration-budget.json": IterationBudget,
+    "budget-state.json": CostBudget,
+    "status.json": Status,
+    "pod-state.json": PodState,
+}
+
+
+def validate(model: type[_Model], obj: Any, path: str) -> _Model:
+    """Check `obj` against `model`; StateCorrupt naming the file and first problem."""
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err.get("loc", ())) or "document"
+        raise StateCorrupt(path, f"{where}: {err.get('msg', 'invalid')}") from None
