@@ -1,0 +1,54 @@
+"""The handoff a new session receives at SessionStart, built from files alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cocoplus.core import fsio, predicates
+from cocoplus.core.errors import CocoplusError
+from cocoplus.core.paths import Layout
+from cocoplus.core.records import stop_sentence
+from cocoplus.session import control, queue
+
+MAX_PROGRESS_CHARS = 6000
+
+
+def context(layout: Layout, rec: dict[str, Any] | None) -> str:
+    parts: list[str] = []
+    who = f" (you are session {rec['alias']})" if rec else ""
+    parts.append(
+        "cocoplus handoff for this project" + who + ", read from .cocoplus/ files. Resume the work from here; "
+        "keep .cocoplus/session/PROGRESS.md current (Done, In Progress, Next, Notes)."
+    )
+    try:
+        text = fsio.read_text(layout.progress)
+    except CocoplusError as exc:
+        text = None
+        parts.append(f"PROGRESS.md could not be read: {exc}")
+    if text is not None and text.strip():
+        if len(text) > MAX_PROGRESS_CHARS:
+            text = text[:MAX_PROGRESS_CHARS] + "\n[... PROGRESS.md continues; read the file for the rest]"
+        parts.append("== .cocoplus/session/PROGRESS.md ==\n" + text.strip())
+    try:
+        ctext = fsio.read_text(layout.context)
+    except CocoplusError:
+        ctext = None
+    if ctext:
+        preds, _bad = predicates.parse(ctext)
+        if preds:
+            parts.append(
+                "== Active predicates (.cocoplus/session/CONTEXT.md; quote them verbatim, do not restate them as new states) ==\n"
+                + "\n".join(p.raw for p in preds)
+            )
+    try:
+        pend, _ = queue.pending(layout)
+    except CocoplusError:
+        pend = []
+    if pend:
+        parts.append(
+            "== Queued requests (.cocoplus/session/task-queue.jsonl; they go to Next, they do not replace the current item) ==\n"
+            + "\n".join(f"- {i['id']}: {i['request']}" for i in pend[:20])
+        )
+    if control.stop_present(layout):
+        parts.append("== Kill switch ==\n" + stop_sentence(control.read_stop(layout) or {}))
+    return "\n\n".join(parts)
