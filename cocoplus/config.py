@@ -9,11 +9,15 @@ hook can fall back to it on the rare run where the compiled copy is stale.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from cocoplus.core import fsio, settings
 from cocoplus.core.errors import ConfigInvalid, CocoplusError
 from cocoplus.core.paths import CONFIG_FILE_NAME, Layout
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
 
 ACCOUNT_KINDS = ("claude", "codex", "openai", "command")
 EFFORTS = ("low", "medium", "high")

@@ -9,15 +9,18 @@ functions in cocoplus that write under `.cocoplus/`; see
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat as _stat
-from collections.abc import Callable, Iterator
-from typing import Any
 
-from cocoplus.core import clock
+from cocoplus.core import clock, jsonfast
 from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.lock import DEFAULT_TIMEOUT, Lock
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -103,7 +106,7 @@ def atomic_write_text(path: str, text: str) -> None:
 
 
 def dumps(obj: Any) -> str:
-    return json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return jsonfast.dumps(obj, indent=2) + "\n"
 
 
 def atomic_write_json(path: str, obj: Any) -> None:
@@ -164,10 +167,6 @@ def read_text(path: str, limit: int = MAX_TEXT_BYTES) -> str | None:
     return None if data is None else decode_text(data, path)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
 def loads_object(data: bytes | str, path: str) -> dict[str, Any]:
     """Parse JSON text that must be one object; StateCorrupt naming `path` otherwise."""
     if isinstance(data, bytes):
@@ -177,7 +176,7 @@ def loads_object(data: bytes | str, path: str) -> dict[str, Any]:
     if not text.strip():
         raise StateCorrupt(path, "is empty")
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = jsonfast.loads(text)
     except RecursionError:
         raise StateCorrupt(path, "nested too deeply to be valid state") from None
     except ValueError as exc:
@@ -293,7 +292,7 @@ def parse_jsonl(data: bytes, path: str, first_line: int = 1) -> JsonlRead:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+            obj = jsonfast.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             out.bad_lines.append((lineno, f"not valid JSON ({_short(exc)})"))
             continue
@@ -371,7 +370,7 @@ def repair_tail(path: str, fd: int) -> str | None:
     start = _last_newline(fd, size)
     fragment = os.pread(fd, size - start, start)
     try:
-        obj = json.loads(fragment.decode("utf-8"), parse_constant=_reject_constant)
+        obj = jsonfast.loads(fragment.decode("utf-8"))
         complete = isinstance(obj, dict)
     except (UnicodeDecodeError, ValueError, RecursionError):
         complete = False
@@ -393,9 +392,7 @@ def append_jsonl(
     durable: bool = True,
 ) -> None:
     """Append one record as one line with one write, under the log's lock."""
-    line = (json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n").encode(
-        "utf-8"
-    )
+    line = (jsonfast.dumps(record, compact=True) + "\n").encode("utf-8")
     with Lock(lock_path, timeout):
         try:
             fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)

@@ -16,9 +16,13 @@ import errno
 import os
 import time
 from _thread import get_ident
-from types import TracebackType
 
 from cocoplus.core.errors import CocoplusError, LockTimeout
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from types import TracebackType
+
 
 try:  # pragma: no cover - Windows has no fcntl; cocoplus targets POSIX first
     import fcntl

@@ -8,10 +8,14 @@ that both accept and reject the same documents.
 
 from __future__ import annotations
 
-from typing import Any
 
 from cocoplus.core import clock
 from cocoplus.core.errors import StateCorrupt
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
 
 SCHEMA_VERSION = 1
 
@@ -127,9 +131,9 @@ def parse_stop(data: bytes | None) -> dict[str, Any]:
     if not data:
         return info
     try:
-        import json
+        from cocoplus.core import jsonfast
 
-        obj = json.loads(data.decode("utf-8"))
+        obj = jsonfast.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         obj = None
     if isinstance(obj, dict):

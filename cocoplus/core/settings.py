@@ -9,9 +9,13 @@ coercion, so both always agree on what a value means.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from cocoplus.core.errors import ConfigInvalid
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
 
 ENV_PREFIX = "COCOPLUS_"
 

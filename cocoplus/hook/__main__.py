@@ -23,8 +23,11 @@ import sys
 if __name__ == "__main__" and not __package__:
     # Run as a file (`python -S .../cocoplus/hook/__main__.py`): make the
     # directory holding the `cocoplus` package importable, and nothing else.
+    # Appended, not prepended: standard-library imports should not search
+    # a crowded site-packages first.
     _here = os.path.dirname(os.path.abspath(__file__))
-    sys.path[0] = os.path.dirname(os.path.dirname(_here))
+    del sys.path[0]
+    sys.path.append(os.path.dirname(os.path.dirname(_here)))
 
 # Normalised event name -> what cocoplus does with it.  Names are compared
 # lower-cased with '-' and '_' removed, so `PreToolUse`, `pre-tool-use` and

@@ -15,7 +15,11 @@ Every function returns the JSON object to print (or None for nothing).
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
+
 
 RUNTIMES = ("claude", "codex", "gemini", "cursor")
 GEMINI_EVENTS = {"BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent", "BeforeModel", "AfterModel", "BeforeToolSelection", "PreCompress"}

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from cocoplus.core import fsio, predicates
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import stop_sentence
 from cocoplus.session import control, queue
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
 
 MAX_PROGRESS_CHARS = 6000
 

@@ -10,18 +10,23 @@ closed); nothing ever hangs (every lock has a finite timeout).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import zlib
-from typing import Any
 
-from cocoplus.core import clock
+from cocoplus.core import clock, jsonfast
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout, walk_up
 from cocoplus.core.records import RUNTIMES, stop_sentence
 from cocoplus.hook import dialects
 from cocoplus.session import control, events, iteration, registry, status
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
+    Answer = tuple[dict[str, Any] | None, int]
+
 
 MAX_LOG_BYTES = 5 * 1024 * 1024
 
@@ -131,7 +136,6 @@ class Hook:
 
 
 # -- handlers ------------------------------------------------------------------------
-Answer = tuple[dict[str, Any] | None, int]
 
 
 def on_pre_tool(h: Hook) -> Answer:
@@ -162,13 +166,24 @@ def _detail(h: Hook) -> str | None:
     return None
 
 
+def _sorted(value: Any) -> Any:
+    """`value` with dict keys in order, so equal inputs give equal fingerprints."""
+    if isinstance(value, dict):
+        return {str(k): _sorted(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, (list, tuple)):
+        return [_sorted(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return repr(value)
+
+
 def fingerprint(payload: dict[str, Any]) -> str:
     tool = payload.get("tool_name") or payload.get("command") or ""
     body = payload.get("tool_input")
     if body is None:
         body = payload.get("command")
     try:
-        text = json.dumps([tool, body], sort_keys=True, ensure_ascii=False, default=str)
+        text = jsonfast.dumps([tool, _sorted(body)])
     except (TypeError, ValueError):
         text = repr((tool, body))
     raw = text.encode("utf-8", "surrogatepass")
@@ -456,7 +471,7 @@ def parse_payload(data: bytes, rest: list[str]) -> tuple[dict[str, Any], str | N
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw.decode("utf-8", "replace"))
+            obj = jsonfast.loads(raw.decode("utf-8", "replace"))
         except (ValueError, RecursionError) as exc:
             problem = f"stdin is not JSON ({len(raw)} bytes; {str(exc)[:80]})"
             continue
@@ -489,7 +504,7 @@ def emit(obj: dict[str, Any] | None) -> bool:
     if obj is None:
         return True
     try:
-        sys.stdout.write(json.dumps(obj, ensure_ascii=False))
+        sys.stdout.write(jsonfast.dumps(obj))
         sys.stdout.flush()
     except (BrokenPipeError, OSError, ValueError):
         return False

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Any
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError
@@ -24,6 +23,11 @@ from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import parse_stop, render_stop
 from cocoplus.session import events, status
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
 
 MAX_STEER_BYTES = 64 * 1024
 STEER_SEPARATOR = "\n\n"

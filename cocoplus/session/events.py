@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
 
 
 def log_step(layout: Layout, event: str, timeout: float = 5.0, **fields: Any) -> dict[str, Any]:

@@ -11,13 +11,17 @@ folded in by the next holder, so a count is never lost and a hook never hangs.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from cocoplus.core import clock, fsio, progress
 from cocoplus.core.errors import CocoplusError, LockTimeout, StateCorrupt
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import check_iteration_budget, new_iteration_budget
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
 
 
 class Outcome:

@@ -8,13 +8,17 @@ log is the history and the pending list is derived from it.
 
 from __future__ import annotations
 
-from typing import Any
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError, NotFound
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.session import events
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
 
 QUEUE_STATES = ("queued", "done", "dropped")
 

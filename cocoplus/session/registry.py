@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Callable
-from typing import Any
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError, NotFound, StateCorrupt
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.core.records import ALIAS_PREFIX, RUNTIMES, SCHEMA_VERSION, check_session
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Callable
+    from typing import Any
+
 
 ACTIVE_STATES = ("running", "paused", "idle")
 

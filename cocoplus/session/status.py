@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from cocoplus.core import fsio
 from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import RUN_STATES, check_status, new_status
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
 
 
 def read_status(layout: Layout, which: str = "status") -> dict[str, Any] | None:

@@ -8,13 +8,17 @@ is not a directory, or is a symbolic link, is refused.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from cocoplus import config as config_mod
 from cocoplus.core import fsio, predicates, progress
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION, new_iteration_budget, new_status
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
 
 README = """\
 # .cocoplus

@@ -1,0 +1,91 @@
+"""JSON for the hook path without `import json`.
+
+`import json` pulls in `re`, `enum` and friends, which costs most of a bare
+interpreter start (bench/hooks.py).  The C accelerator `_json` that the
+json package itself uses needs none of that, so this module drives it
+directly: the same parser and the same string encoder, strict (no NaN or
+Infinity), falling back to the `json` package where `_json` is missing.
+"""
+
+from __future__ import annotations
+
+try:
+    import _json
+except ImportError:  # pragma: no cover - every CPython ships _json
+    _json = None  # type: ignore[assignment]
+
+_WS = " \t\n\r"
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class _Context:
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = staticmethod(_reject_constant)
+    memo: dict[str, str] = {}
+
+
+_scanner = _json.make_scanner(_Context()) if _json is not None else None
+
+
+def loads(text: str) -> object:
+    """Parse one JSON document; ValueError (with the position) if it is not one."""
+    if _scanner is None:  # pragma: no cover
+        import json
+
+        return json.loads(text, parse_constant=_reject_constant)
+    idx = len(text) - len(text.lstrip(_WS))
+    try:
+        obj, end = _scanner(text, idx)
+    except StopIteration as exc:
+        raise ValueError(f"Expecting value: char {exc.value}") from None
+    finally:
+        _Context.memo.clear()
+    rest = len(text) - len(text.rstrip(_WS))
+    if end != len(text) - rest:
+        raise ValueError(f"Extra data: char {end}")
+    return obj
+
+
+def _default(obj: object) -> object:
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+if _json is not None:
+    _encode = _json.make_encoder(None, _default, _json.encode_basestring, None, ": ", ", ", False, False, False)
+    _encode_compact = _json.make_encoder(None, _default, _json.encode_basestring, None, ":", ",", False, False, False)
+else:  # pragma: no cover
+    _encode = _encode_compact = None
+
+
+def dumps(obj: object, indent: int | None = None, compact: bool = False) -> str:
+    """Serialise `obj`; `indent` gives json.dumps-style pretty output. NaN/Infinity raise ValueError."""
+    if _encode is None:  # pragma: no cover
+        import json
+
+        seps = (",", ":") if compact else (", ", ": ")
+        return json.dumps(obj, indent=indent, ensure_ascii=False, allow_nan=False, separators=None if indent else seps)
+    if indent is None:
+        return "".join((_encode_compact if compact else _encode)(obj, 0))
+    return _pretty(obj, 0, indent)
+
+
+def _pretty(obj: object, level: int, indent: int) -> str:
+    if isinstance(obj, dict) and obj:
+        inner = "\n" + " " * (indent * (level + 1))
+        parts = []
+        for k, v in obj.items():
+            if not isinstance(k, str):
+                k = "".join(_encode(k, 0)).strip('"')
+            parts.append(inner + _json.encode_basestring(k) + ": " + _pretty(v, level + 1, indent))
+        return "{" + ",".join(parts) + "\n" + " " * (indent * level) + "}"
+    if isinstance(obj, (list, tuple)) and obj:
+        inner = "\n" + " " * (indent * (level + 1))
+        return "[" + ",".join(inner + _pretty(v, level + 1, indent) for v in obj) + "\n" + " " * (indent * level) + "]"
+    return "".join(_encode(obj, 0))
