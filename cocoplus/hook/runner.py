@@ -425,8 +425,8 @@ def on_notification(h: Hook) -> Answer:
 
 def on_session_end(h: Hook) -> Answer:
     def change(rec: dict[str, Any]) -> None:
+        # Attention is kept: a session that ended waiting for dispatch still needs it.
         was_active = rec.get("state") != "exited"
-        registry.set_attention(rec, None)
         rec["state"] = "exited"
         reason = h.payload.get("reason")
         rec["exit_reason"] = reason if isinstance(reason, str) else "session ended"

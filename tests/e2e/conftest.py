@@ -1,0 +1,74 @@
+"""End-to-end fixtures: real agent runtime CLIs in throwaway projects and homes.
+
+The CLIs come from tests/e2e/runtimes (pinned in package.json; installed by
+tests/e2e/runtimes/install.sh, which the test command runs).  Each test
+gets a git-initialised project with `.cocoplus/` and the runtime's hooks
+installed by `cocoplus install`, a fresh HOME, and a scripted model
+stand-in on 127.0.0.1 (tests/support/model_stubs.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+RUNTIMES_DIR = Path(__file__).parent / "runtimes"
+BIN = RUNTIMES_DIR / "node_modules" / ".bin"
+
+
+def runtime_bin(name: str) -> str:
+    path = BIN / name
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run `sh tests/e2e/runtimes/install.sh` (the README's test command does)")
+    return str(path)
+
+
+def cocoplus(project: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    full_env = dict(os.environ if env is None else env)
+    r = subprocess.run(
+        [sys.executable, "-m", "cocoplus", *args], cwd=project, env=full_env, capture_output=True, text=True, timeout=60
+    )
+    if check and r.returncode != 0:
+        raise AssertionError(f"cocoplus {' '.join(args)} failed ({r.returncode}): {r.stderr}")
+    return r
+
+
+class Project:
+    def __init__(self, root: Path, home: Path) -> None:
+        self.root = root
+        self.home = home
+        self.state = root / ".cocoplus"
+
+    def cocoplus(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return cocoplus(self.root, *args, env=self.env(), check=check)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        keep = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE_", "ANTHROPIC_", "GEMINI_", "CODEX_", "OPENAI_"))}
+        keep.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.home / ".config"), XDG_DATA_HOME=str(self.home / ".local/share"))
+        keep.update(extra)
+        return keep
+
+    def read_json(self, rel: str) -> Any:
+        return json.loads((self.state / rel).read_text())
+
+    def steps(self) -> list[dict[str, Any]]:
+        path = self.state / "session" / "steps.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def e2e_project(tmp_path: Path) -> Project:
+    root = tmp_path / "project"
+    home = tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    proj = Project(root, home)
+    proj.cocoplus("init")
+    return proj

@@ -1,0 +1,11 @@
+#!/bin/sh
+# Install the pinned agent runtime CLIs used by the end-to-end tests
+# (versions in package.json / package-lock.json). Lifecycle scripts are
+# skipped except Claude Code's, which places its native binary.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+npm ci --prefix "$here" --ignore-scripts --no-audit --no-fund --loglevel=error
+node "$here/node_modules/@anthropic-ai/claude-code/install.cjs"
+"$here/node_modules/.bin/claude" --version
+"$here/node_modules/.bin/codex" --version
+"$here/node_modules/.bin/gemini" --version

@@ -1,0 +1,155 @@
+"""The real Claude Code CLI, driven by a scripted Messages-API stand-in, with cocoplus' hooks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Project, runtime_bin
+from tests.support.model_stubs import AnthropicStub, text, tool
+
+pytestmark = pytest.mark.e2e
+
+
+def run_claude(
+    project: Project,
+    stub: AnthropicStub,
+    prompt: str = "Work on the next item.",
+    *,
+    resume: str | None = None,
+    timeout: float = 120,
+    **env: str,
+) -> dict[str, Any]:
+    argv = [runtime_bin("claude"), "-p", prompt, "--output-format", "json", "--allowedTools", "Bash"]
+    if resume:
+        argv += ["--resume", resume]
+    r = subprocess.run(
+        argv,
+        cwd=project.root,
+        env=project.env(
+            ANTHROPIC_BASE_URL=stub.url,
+            ANTHROPIC_API_KEY="sk-test-local",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            DISABLE_AUTOUPDATER="1",
+            **env,
+        ),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert r.stdout.strip(), f"claude printed nothing (rc {r.returncode}): {r.stderr[-2000:]}"
+    result = json.loads(r.stdout)
+    assert isinstance(result, dict)
+    return result
+
+
+@pytest.fixture
+def claude_project(e2e_project: Project) -> Project:
+    e2e_project.cocoplus("install", "claude")
+    return e2e_project
+
+
+def test_kill_switch_blocks_bash_and_the_model_learns_why(claude_project: Project) -> None:
+    p = claude_project
+    p.cocoplus("session", "stop", "--reason", "release freeze", "--operator", "alice")
+    side_effect = p.root / "side_effect.txt"
+    with AnthropicStub([tool("Bash", command=f"touch {side_effect}", description="make a file"), text("done")]) as stub:
+        result = run_claude(p, stub)
+        assert not side_effect.exists(), "the Bash tool ran although AGENT_STOP exists"
+        assert result.get("terminal_reason") == "hook_stopped"
+        assert [d["tool_name"] for d in result.get("permission_denials", [])] == ["Bash"]
+        # The stop reason reached the model with the prompt (who, why, how to resume).
+        first = json.dumps(stub.loop_requests[0])
+        assert "alice" in first and "release freeze" in first and "cocoplus session resume" in first
+        session_id = result["session_id"]
+
+    # After the operator resumes, the same session carries on and the model sees the
+    # denied call's result: the deny reason itself.
+    p.cocoplus("session", "resume", "--yes")
+    with AnthropicStub([text("understood")]) as stub2:
+        run_claude(p, stub2, "continue", resume=session_id)
+        results = stub2.tool_results()
+        assert any("stopped by alice" in r and "release freeze" in r for r in results), results
+    assert not side_effect.exists()
+
+
+def test_steer_reaches_the_model_exactly_once_and_not_in_a_later_session(claude_project: Project) -> None:
+    p = claude_project
+    token = "STEER-7f3a: the release branch is frozen"
+    p.cocoplus("session", "steer", token)
+    script = [tool("Bash", command="echo one", description="x"), tool("Bash", command="echo two", description="x"), text("done")]
+    with AnthropicStub(script) as stub:
+        run_claude(p, stub)
+        assert len(stub.loop_requests) == 3
+        # Injected once: present in the conversation, and only once even in the last request.
+        assert json.dumps(stub.loop_requests[0]).count("STEER-7f3a") == 1
+        assert json.dumps(stub.loop_requests[-1]).count("STEER-7f3a") == 1
+    assert not (p.state / "STEER.md").exists()
+    injected = [s for s in p.steps() if s["event"] == "steer_injected"]
+    assert len(injected) == 1 and injected[0]["steer_id"].startswith("st_")
+    assert list((p.state / "steer-claimed").iterdir()) == []
+    with AnthropicStub([text("hello again")]) as stub:
+        run_claude(p, stub)
+        assert "STEER-7f3a" not in stub.all_text()
+
+
+def test_new_session_resumes_from_progress_md(claude_project: Project) -> None:
+    p = claude_project
+    progress = p.state / "session" / "PROGRESS.md"
+    text_now = progress.read_text().replace("## In Progress\n", "## In Progress\n- migrate the HANDOFF-91c2 parser\n")
+    progress.write_text(text_now)
+    (p.state / "session" / "CONTEXT.md").write_text("build.status=green\nrelease.branch=frozen until Friday\n")
+    p.cocoplus("session", "queue", "add", "QUEUED-5d1e: update the changelog")
+    with AnthropicStub([text("resuming")]) as stub:
+        run_claude(p, stub, "Resume.")
+        first = json.dumps(stub.loop_requests[0])
+        assert "HANDOFF-91c2" in first
+        assert "release.branch=frozen until Friday" in first
+        assert "QUEUED-5d1e" in first
+
+
+def test_iteration_cap_runs_exactly_n_tools_then_stops(claude_project: Project) -> None:
+    p = claude_project
+    (p.root / "cocoplus.toml").write_text("[session]\nmax_iterations = 3\niteration_warn_at = 2\n")
+    calls = p.root / "calls.txt"
+    script = [tool("Bash", command=f"echo {i} >> {calls}", description="x") for i in range(6)] + [text("done")]
+    with AnthropicStub(script) as stub:
+        result = run_claude(p, stub)
+        assert result.get("terminal_reason") == "hook_stopped"
+    assert calls.read_text().split() == ["0", "1", "2"]
+    stop = p.read_json("AGENT_STOP")
+    assert stop["operator"] == "cocoplus" and stop["reason"] == "iteration budget exhausted (3/3)"
+    assert p.read_json("session/status.json")["state"] == "exited"
+    budget = p.read_json("session/iteration-budget.json")
+    assert (budget["consumed"], budget["cap"], budget["stopped"]) == (3, 3, True)
+    events = [s["event"] for s in p.steps()]
+    assert events.count("checkpoint_requested") == 1 and events.count("iteration_cap") == 1
+    assert "- Consumed: 3" in (p.state / "session" / "PROGRESS.md").read_text()
+
+
+def test_turn_end_marks_the_session_pending_as_cc1(claude_project: Project) -> None:
+    p = claude_project
+    with AnthropicStub([tool("Bash", command="echo hi", description="x"), text("all done")]) as stub:
+        result = run_claude(p, stub)
+    listing = json.loads(p.cocoplus("sessions", "list", "--json").stdout)
+    assert len(listing["sessions"]) == 1
+    s = listing["sessions"][0]
+    assert s["alias"] == "cc1" and s["runtime"] == "claude"
+    assert s["attention"] == "pending"
+    assert s["runtime_session_id"] == result["session_id"]
+    assert s["last_event"] in ("Stop", "SessionEnd")
+    signals = [json.loads(line) for line in (p.state / "supervision" / "signals.jsonl").read_text().splitlines()]
+    assert any(sig["alias"] == "cc1" and sig["value"] == "pending" for sig in signals)
+
+
+def test_doctor_sees_the_hooks_fire(claude_project: Project) -> None:
+    p = claude_project
+    before = json.loads(p.cocoplus("doctor", "--json").stdout)["runtimes"]["claude"]
+    assert before["wired"] and not before["fired"] and not before["missing"] and not before["outdated"]
+    with AnthropicStub([text("hi")]) as stub:
+        run_claude(p, stub)
+    after = json.loads(p.cocoplus("doctor", "--json").stdout)["runtimes"]["claude"]
+    assert after["fired"] and after["sessions_seen"] == 1
