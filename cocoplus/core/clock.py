@@ -9,9 +9,12 @@ def iso(t: float | None = None) -> str:
     """`2026-11-29T21:05:48.123Z` for epoch seconds `t` (default: now)."""
     if t is None:
         t = time.time()
-    whole = int(t)
-    ms = int((t - whole) * 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{ms:03d}Z"
+    # Round to the nearest millisecond on the whole value: truncating the
+    # fraction alone turns 5.356 (stored as 5.35599...) into ".355", so a
+    # parsed timestamp would not print as it was read.
+    whole, ms = divmod(round(t * 1000), 1000)
+    g = time.gmtime(whole)  # fields by hand: strftime's %Y does not pad years before 1000
+    return f"{g.tm_year:04d}-{g.tm_mon:02d}-{g.tm_mday:02d}T{g.tm_hour:02d}:{g.tm_min:02d}:{g.tm_sec:02d}.{ms:03d}Z"
 
 
 def compact(t: float | None = None) -> str:

@@ -1,0 +1,150 @@
+"""Shared fixtures: an isolated environment for every test, a fresh project, and CLI runners.
+
+Every test runs with HOME and the XDG directories inside its own tmp_path and
+without any COCOPLUS_*, CLAUDE_*, GEMINI_* or CURSOR_* variables from the
+caller's environment, so nothing a test does can reach the real home
+directory or an agent session the developer has open.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from cocoplus.core.paths import Layout
+
+ENV_PREFIXES = ("COCOPLUS_", "CLAUDE_", "GEMINI_", "CURSOR_")
+XDG_DIRS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR")
+OPERATOR = "tester"
+
+# The home directory of whoever runs the suite, remembered before any test changes HOME.
+REAL_HOME = os.path.realpath(os.path.expanduser("~"))
+
+
+def _scrub(env: dict[str, str] | os._Environ[str]) -> list[str]:
+    return [name for name in env if name.startswith(ENV_PREFIXES)]
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """HOME and XDG_* in a private directory; no cocoplus or agent-runtime variables."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("USERPROFILE", str(home))
+    for name in XDG_DIRS:
+        d = home / name.lower()
+        d.mkdir(mode=0o700)
+        monkeypatch.setenv(name, str(d))
+    for name in _scrub(os.environ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COCOPLUS_OPERATOR", OPERATOR)
+    # Wide enough that Rich never wraps a file name across two lines.
+    monkeypatch.setenv("COLUMNS", "300")
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert os.path.realpath(os.path.expanduser("~")) != REAL_HOME
+    yield str(home)
+
+
+@pytest.fixture
+def project_dir(tmp_path: os.PathLike[str]) -> str:
+    d = os.path.join(str(tmp_path), "proj")
+    os.mkdir(d)
+    return d
+
+
+@pytest.fixture
+def project(project_dir: str) -> Layout:
+    """A project with a freshly initialised `.cocoplus/`; returns its Layout."""
+    from cocoplus.session.workspace import init
+
+    init(os.path.join(project_dir, ".cocoplus"))
+    return Layout(os.path.join(project_dir, ".cocoplus"))
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def __iter__(self) -> Iterator[object]:
+        return iter((self.code, self.out, self.err))
+
+
+def _restore_environ(saved: dict[str, str]) -> None:
+    for name in list(os.environ):
+        if name not in saved:
+            del os.environ[name]
+    for name, value in saved.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
+    """`cli("session", "status", cwd=dir)` runs `cocoplus.cli.app.main` in this process.
+
+    Returns a Result that unpacks as (exit_code, stdout, stderr).  `stdin`
+    replaces sys.stdin (a non-terminal stream) for the call.
+    """
+    from cocoplus.cli import output
+    from cocoplus.cli.app import main
+
+    def run(*argv: str, cwd: str | os.PathLike[str] | None = None, stdin: str | None = None) -> Result:
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        if stdin is not None:
+            monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        capsys.readouterr()  # drop anything printed before the call
+        output.reset()
+        saved = dict(os.environ)
+        try:
+            code = main(list(argv))
+        finally:
+            _restore_environ(saved)  # `--dir` sets COCOPLUS_DIR in os.environ
+            output.reset()
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run
+
+
+def run_cli_subprocess(
+    *argv: str,
+    cwd: str | os.PathLike[str],
+    input: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> Result:
+    """`python -m cocoplus ARGV` in a real child process (environment: the isolated one)."""
+    child_env = dict(os.environ)
+    if env:
+        child_env.update(env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cocoplus", *argv],
+        cwd=str(cwd),
+        env=child_env,
+        input=input,
+        stdin=None if input is not None else subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def cli_subprocess() -> Callable[..., Result]:
+    return run_cli_subprocess
+
+
+def assert_no_traceback(*texts: str) -> None:
+    for text in texts:
+        assert "Traceback (most recent call last)" not in text, text
+        assert "internal error" not in text, text
