@@ -45,6 +45,9 @@ def loads(text: str) -> object:
         obj, end = _scanner(text, idx)
     except StopIteration as exc:
         raise ValueError(f"Expecting value: char {exc.value}") from None
+    except (RecursionError, SystemError):
+        # _json reports running out of stack as a SystemError on some versions.
+        raise ValueError("nested too deeply") from None
     finally:
         _Context.memo.clear()
     rest = len(text) - len(text.rstrip(_WS))

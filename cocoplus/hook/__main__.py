@@ -163,6 +163,11 @@ def main(argv=None, stdin_bytes=None, environ=None):
 
 def _last_resort(exc, kind, state):
     """Something failed before or inside the runner: log it; block only if AGENT_STOP exists."""
+    if state is None:
+        try:
+            state = _walk_up(os.getcwd())
+        except OSError:
+            state = None
     try:
         if state:
             os.makedirs(state + "/logs", exist_ok=True)

@@ -1,0 +1,113 @@
+"""Running the hook exactly as a runtime does: the installed command, a payload on stdin."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from cocoplus.core.paths import Layout
+from cocoplus.runtimes import hook_script
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hook-payloads"
+
+
+def fixture(name: str) -> dict[str, Any]:
+    return json.loads((FIXTURES / name).read_text())
+
+
+def expected(name: str) -> dict[str, Any]:
+    return json.loads((FIXTURES / "outputs" / name).read_text())
+
+
+class HookRun:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code = code
+        self.out = out
+        self.err = err
+
+    @property
+    def json(self) -> dict[str, Any] | None:
+        if not self.out.strip():
+            return None
+        obj = json.loads(self.out)
+        assert isinstance(obj, dict)
+        return obj
+
+    def __repr__(self) -> str:
+        return f"HookRun(code={self.code}, out={self.out[:300]!r}, err={self.err[:300]!r})"
+
+
+def hook_argv(event: str, runtime: str | None = "claude", *extra: str) -> list[str]:
+    argv = [sys.executable, "-S", hook_script(), event]
+    if runtime:
+        argv += ["--runtime", runtime]
+    return argv + list(extra)
+
+
+def hook_env(layout: Layout | None, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE_", "GEMINI_", "CURSOR_"))}
+    if layout is not None:
+        env["COCOPLUS_DIR"] = layout.state
+    env.update(extra)
+    return env
+
+
+def run_hook(
+    layout: Layout | None,
+    event: str,
+    payload: dict[str, Any] | bytes | str,
+    runtime: str | None = "claude",
+    *extra: str,
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 30,
+) -> HookRun:
+    if isinstance(payload, dict):
+        data = json.dumps(payload).encode()
+    elif isinstance(payload, str):
+        data = payload.encode()
+    else:
+        data = payload
+    r = subprocess.run(
+        hook_argv(event, runtime, *extra),
+        input=data,
+        capture_output=True,
+        env=env if env is not None else hook_env(layout),
+        cwd=cwd,
+        timeout=timeout,
+    )
+    return HookRun(r.returncode, r.stdout.decode(), r.stderr.decode())
+
+
+def same_shape(actual: Any, want: Any, path: str = "$", extra: dict[str, Any] | None = None) -> None:
+    """Same keys at every level; decisions and flags equal; free text only has to be text.
+
+    `extra` names top-level keys cocoplus adds on purpose, with their values
+    (None: any non-empty text).
+    """
+    exact = {"permissionDecision", "hookEventName", "decision", "permission", "continue", "behavior"}
+    if extra:
+        assert isinstance(actual, dict)
+        for k, v in extra.items():
+            assert k in actual, f"{path}: missing {k}"
+            if v is None:
+                assert isinstance(actual[k], str) and actual[k]
+            else:
+                assert actual[k] == v, f"{path}.{k}: {actual[k]!r} != {v!r}"
+        actual = {k: v for k, v in actual.items() if k not in extra}
+    if isinstance(want, dict):
+        assert isinstance(actual, dict), f"{path}: expected an object, got {actual!r}"
+        assert set(actual) == set(want), f"{path}: keys {sorted(actual)} != {sorted(want)}"
+        for k, v in want.items():
+            if k in exact:
+                assert actual[k] == v, f"{path}.{k}: {actual[k]!r} != {v!r}"
+            else:
+                same_shape(actual[k], v, f"{path}.{k}")
+    elif isinstance(want, str):
+        assert isinstance(actual, str) and actual, f"{path}: expected text, got {actual!r}"
+    else:
+        assert actual == want, f"{path}: {actual!r} != {want!r}"
