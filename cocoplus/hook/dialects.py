@@ -6,7 +6,8 @@ The differences decide whether a deny really blocks:
   false` to halt the agent; context in `hookSpecificOutput.additionalContext`.
 * Codex: the same deny shape but *never* `continue`/`stopReason` on
   PreToolUse (Codex then marks the hook failed and runs the tool).
-* Gemini: top-level `decision: "deny"` + `reason`; `continue: false` stops.
+* Gemini: top-level `decision: "deny"` + `reason`, plus `continue: false`
+  to halt the agent (checked against Gemini CLI 0.61.0, docs/runtimes.md).
 * Cursor: `permission: "deny"` with `user_message`/`agent_message`; it has
   no post-tool stop and no prompt context channel.
 
@@ -37,7 +38,9 @@ def detect(event: str, payload: dict[str, Any]) -> str:
     if name in GEMINI_EVENTS or event in GEMINI_EVENTS or ("timestamp" in payload and "turn_id" not in payload):
         return "gemini"
     tp = payload.get("transcript_path")
-    if "turn_id" in payload or (isinstance(tp, str) and "/.codex/" in tp) or "thread-id" in payload:
+    # Codex's SessionStart has no turn_id; its transcript is CODEX_HOME/sessions/Y/M/D/rollout-<ts>-<id>.jsonl.
+    codex_tp = isinstance(tp, str) and ("/.codex/" in tp or ("/sessions/" in tp and "/rollout-" in tp))
+    if "turn_id" in payload or codex_tp or "thread-id" in payload:
         return "codex"
     return "claude"
 
@@ -67,7 +70,14 @@ def deny_tool(runtime: str, event: str, reason: str, *, halt: bool = True) -> di
             }
         }
     if runtime == "gemini":
-        return {"decision": "deny", "reason": reason}
+        # Gemini CLI 0.61.0: `decision: deny` alone blocks the tool and the model gets the reason
+        # as a tool error, then keeps going; `continue: false` also ends the agent loop at once
+        # ("Agent execution stopped: <stopReason>"), as Claude's deny does.
+        out = {"decision": "deny", "reason": reason}
+        if halt:
+            out["continue"] = False
+            out["stopReason"] = reason
+        return out
     return {"continue": True, "permission": "deny", "user_message": reason, "agent_message": reason}
 
 

@@ -238,3 +238,187 @@ class AnthropicStub(_Stub):
                         if c not in seen:
                             seen.append(c)
         return seen
+
+
+# -- OpenAI Responses API ---------------------------------------------------------------------------
+
+
+class ResponsesStub(_Stub):
+    """`POST /v1/responses` as Codex CLI calls it (SSE), or as a plain HTTP client does (JSON).
+
+    A tool step becomes one `function_call` output item (`call_id`, `name`,
+    `arguments` as a JSON string); a text step one `message` item with an
+    `output_text` part.  Codex offers its shell as `exec_command` with a
+    `cmd` string argument.
+    """
+
+    def handle_get(self, h: BaseHTTPRequestHandler) -> None:
+        if h.path.split("?")[0].endswith("/models"):
+            _send_json(h, 200, {"object": "list", "data": [], "models": []})
+            return
+        super().handle_get(h)
+
+    def handle_post(self, h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        path = h.path.split("?")[0]
+        if not path.endswith("/responses"):
+            _send_json(h, 404, {"error": {"type": "not_found", "message": path}})
+            return
+        model = body.get("model", "gpt-5")
+        step = self.next_turn(body) if body.get("tools") else text("ok")
+        n = len(self.requests)
+        resp_id = f"resp_stub_{n:04d}"
+        if step["type"] == "tool":
+            item: dict[str, Any] = {
+                "type": "function_call",
+                "id": f"fc_stub_{n:04d}",
+                "call_id": f"call_stub_{n:04d}",
+                "name": step["name"],
+                "arguments": json.dumps(step["input"]),
+                "status": "completed",
+            }
+        else:
+            item = {
+                "type": "message",
+                "id": f"msg_stub_{n:04d}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": step["text"], "annotations": []}],
+            }
+        usage = {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 5,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 15,
+        }
+        response = {
+            "id": resp_id,
+            "object": "response",
+            "created_at": 0,
+            "model": model,
+            "status": "in_progress",
+            "output": [],
+        }
+        done = {**response, "status": "completed", "output": [item], "usage": usage}
+        if not body.get("stream"):
+            _send_json(h, 200, done)
+            return
+        added = dict(item, status="in_progress")
+        if item["type"] == "function_call":
+            added["arguments"] = ""
+        else:
+            added["content"] = []
+        events: list[tuple[str | None, Any]] = []
+
+        def event(name: str, **fields: Any) -> None:
+            events.append((name, {"type": name, "sequence_number": len(events), **fields}))
+
+        event("response.created", response=response)
+        event("response.output_item.added", output_index=0, item=added)
+        if item["type"] == "message":
+            event("response.output_text.delta", item_id=item["id"], output_index=0, content_index=0, delta=step["text"])
+        event("response.output_item.done", output_index=0, item=item)
+        event("response.completed", response=done)
+        _send_sse(h, events)
+
+    def function_outputs(self) -> list[str]:
+        """Text of every function_call_output the model received, in order of first appearance."""
+        seen: list[str] = []
+        for body in self.loop_requests:
+            items = body.get("input")
+            if not isinstance(items, list):
+                continue
+            for item in items:
+                if not isinstance(item, dict) or item.get("type") != "function_call_output":
+                    continue
+                out = item.get("output")
+                if isinstance(out, list):
+                    out = "".join(str(x.get("text", "")) for x in out if isinstance(x, dict))
+                elif isinstance(out, dict):
+                    out = str(out.get("content", json.dumps(out)))
+                out = str(out)
+                if out not in seen:
+                    seen.append(out)
+        return seen
+
+
+# -- Gemini API ---------------------------------------------------------------------------------------------
+
+
+def _fill_schema(schema: Any, key: str = "") -> Any:
+    """A small value matching a JSON schema (Gemini CLI's routing / next-speaker side calls ask for JSON)."""
+    if not isinstance(schema, dict):
+        return "ok"
+    if key == "next_speaker":
+        return "user"  # let the loop end when the script says so
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        props = schema.get("properties") or {}
+        return {k: _fill_schema(v, k) for k, v in props.items()}
+    if kind == "array":
+        return []
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 1)
+    if kind == "boolean":
+        return False
+    return "stub"
+
+
+class GeminiStub(_Stub):
+    """`POST /v1beta/models/M:streamGenerateContent?alt=sse` (agent loop) and `:generateContent` (side calls).
+
+    A tool step becomes a `functionCall` part (`name`, `args`); a text step a
+    `text` part.  Gemini CLI offers its shell as `run_shell_command` with a
+    `command` argument.  Side calls that ask for JSON (routing, next
+    speaker) get a value built from their response schema.
+    """
+
+    def handle_post(self, h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+        path = h.path.split("?")[0]
+        model, _, method = path.rpartition("/")[2].partition(":")
+        if method == "countTokens":
+            _send_json(h, 200, {"totalTokens": 100})
+            return
+        if method not in ("streamGenerateContent", "generateContent"):
+            _send_json(h, 404, {"error": {"code": 404, "message": path, "status": "NOT_FOUND"}})
+            return
+        offered = any(isinstance(t, dict) and t.get("functionDeclarations") for t in body.get("tools") or [])
+        if offered:
+            step = self.next_turn(body)
+        else:
+            config = body.get("generationConfig") or {}
+            schema = config.get("responseJsonSchema") or config.get("responseSchema")
+            step = text(json.dumps(_fill_schema(schema)) if schema is not None else "ok")
+        if step["type"] == "tool":
+            part: dict[str, Any] = {"functionCall": {"name": step["name"], "args": step["input"]}}
+        else:
+            part = {"text": step["text"]}
+        answer = {
+            "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+            "modelVersion": model or "gemini-2.5-pro",
+            "responseId": f"stub-{len(self.requests):04d}",
+        }
+        if method == "generateContent":
+            _send_json(h, 200, answer)
+            return
+        _send_sse(h, [(None, answer)])
+
+    def function_responses(self) -> list[str]:
+        """Every functionResponse.response the model received (as JSON text), in order of first appearance."""
+        seen: list[str] = []
+        for body in self.loop_requests:
+            for content in body.get("contents") or []:
+                if not isinstance(content, dict):
+                    continue
+                for part in content.get("parts") or []:
+                    fr = part.get("functionResponse") if isinstance(part, dict) else None
+                    if not isinstance(fr, dict):
+                        continue
+                    resp = fr.get("response")
+                    out = resp if isinstance(resp, str) else json.dumps(resp, ensure_ascii=False)
+                    if out not in seen:
+                        seen.append(out)
+        return seen
