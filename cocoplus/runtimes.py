@@ -52,6 +52,7 @@ EVENTS: dict[str, list[tuple[str, str | None]]] = {
         ("SessionStart", None),
         ("Stop", None),
         ("PermissionRequest", None),
+        ("SessionEnd", None),
     ],
     "gemini": [
         ("BeforeTool", "*"),
