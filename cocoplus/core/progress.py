@@ -28,7 +28,7 @@ class Section:
 
     def items(self) -> list[str]:
         """The section's non-blank lines, stripped (bullets kept)."""
-        return [ln.strip() for ln in self.body.splitlines() if ln.strip()]
+        return [ln.strip() for ln in split_lines(self.body) if ln.strip()]
 
     def text(self) -> str:
         return self.body.strip("\r\n")
@@ -57,6 +57,28 @@ class Progress:
     @property
     def newline(self) -> str:
         return "\r\n" if "\r\n" in self.render() else "\n"
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings. Only LF, CRLF and CR end a line, as in Markdown
+
+    (str.splitlines also breaks at form feeds, U+2028 and other characters
+    that are ordinary text in a Markdown file).
+    """
+    out: list[str] = []
+    start, n = 0, len(text)
+    while start < n:
+        lf = text.find("\n", start)
+        cr = text.find("\r", start, n if lf == -1 else lf)
+        if cr != -1:
+            end = cr + 2 if text.startswith("\n", cr + 1) else cr + 1
+        elif lf != -1:
+            end = lf + 1
+        else:
+            end = n
+        out.append(text[start:end])
+        start = end
+    return out
 
 
 def _norm(title: str) -> str:
@@ -89,8 +111,21 @@ def _fence(line: str) -> str | None:
     return None
 
 
+def open_fence(text: str) -> str | None:
+    """The fence mark (```` ``` ```` or `~~~`) left open at the end of `text`, if any."""
+    fence: str | None = None
+    for line in split_lines(text):
+        mark = _fence(line)
+        if fence is not None:
+            if mark == fence:
+                fence = None
+        elif mark is not None:
+            fence = mark
+    return fence
+
+
 def parse(text: str) -> Progress:
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     preamble: list[str] = []
     sections: list[Section] = []
     body: list[str] = []
@@ -155,7 +190,7 @@ def budget_values(doc: Progress) -> dict[str, str]:
     out: dict[str, str] = {}
     if sec is None:
         return out
-    for line in sec.body.splitlines():
+    for line in split_lines(sec.body):
         owned = _owned_label(line)
         if owned:
             out[owned[0]] = line.split(":", 1)[1].strip()
@@ -167,21 +202,27 @@ def set_budget(text: str, values: dict[str, str]) -> str:
 
     Only lines whose label is in `values` change; every other byte stays.
     A missing line is added after the section's last owned line; a missing
-    section is appended at the end of the document.
+    section is appended at the end of the document (after closing a code
+    block the document leaves open, so the new heading is a heading).
     """
     doc = parse(text)
     nl = doc.newline
     sec = doc.find(BUDGET_SECTION)
     if sec is None:
         base = doc.render()
-        if base and not base.endswith("\n"):
+        if base and not base.endswith(("\n", "\r")):
             base += nl
+        fence = open_fence(base)
+        if fence is not None:
+            # A heading inside an unclosed code block is not a heading: close
+            # the block, or the section would be appended again on every call.
+            base += fence + nl
         if base and not base.endswith(nl + nl) and base.strip():
             base += nl
         order = [k for k in (*BUDGET_LABELS, COST_LABEL) if k in values]
         block = f"## {BUDGET_SECTION}{nl}" + "".join(f"- {k}: {values[k]}{nl}" for k in order)
         return base + block
-    lines = sec.body.splitlines(keepends=True)
+    lines = split_lines(sec.body)
     seen: set[str] = set()
     last_owned = -1
     for i, line in enumerate(lines):
@@ -202,10 +243,10 @@ def set_budget(text: str, values: dict[str, str]) -> str:
             # Put them right under the heading, before any prose the user wrote.
             lines[0:0] = new
         else:
-            if not lines[last_owned].endswith("\n"):
+            if not lines[last_owned].endswith(("\n", "\r")):
                 lines[last_owned] += nl
             lines[last_owned + 1 : last_owned + 1] = new
-    if not sec.heading.endswith("\n"):
+    if not sec.heading.endswith(("\n", "\r")):
         sec.heading += nl
     sec.body = "".join(lines)
     return doc.render()
