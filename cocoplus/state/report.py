@@ -155,6 +155,33 @@ def steer_part(layout: Layout) -> dict[str, Any]:
     }
 
 
+def sessions_part(layout: Layout) -> dict[str, Any]:
+    """Agent-runtime sessions the hooks recorded; a damaged record is a problem naming its file."""
+    from cocoplus.session import registry
+
+    records, problems = registry.list_sessions(layout)
+    return {
+        "path": layout.rel(layout.sessions_dir),
+        "count": len(records),
+        "active": sum(1 for r in records if r.get("state") in registry.ACTIVE_STATES),
+        "needs_attention": sum(1 for r in records if r.get("attention")),
+        "problems": problems,
+    }
+
+
+def steps_part(layout: Layout) -> dict[str, Any]:
+    """session/steps.jsonl: how many events, the last one, and bad lines by number."""
+    log = fsio.read_jsonl(layout.steps)
+    last = log.records[-1] if log.records else {}
+    return {
+        "path": layout.rel(layout.steps),
+        "events": len(log.records),
+        "last_event": last.get("event"),
+        "last_at": last.get("ts"),
+        "problems": log.problems,
+    }
+
+
 def status_report(layout: Layout, environ: dict[str, str] | None = None, now: float | None = None) -> dict[str, Any]:
     problems: list[str] = []
     try:
@@ -176,8 +203,10 @@ def status_report(layout: Layout, environ: dict[str, str] | None = None, now: fl
         "pod_state": _part(lambda: status_part(layout, "pod"), problems),
         "kill_switch": _part(lambda: kill_switch(layout), problems),
         "steer": _part(lambda: steer_part(layout), problems),
+        "sessions": _part(lambda: sessions_part(layout), problems),
+        "steps": _part(lambda: steps_part(layout), problems),
     }
-    for key in ("predicates", "queue"):
+    for key in ("predicates", "queue", "sessions", "steps"):
         problems.extend(report[key].get("problems", []))
     kept = []
     for path in (layout.iteration_budget, layout.budget_state, layout.status, layout.pod_state, layout.progress):
