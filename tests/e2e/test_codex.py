@@ -1,0 +1,171 @@
+"""The real Codex CLI (`codex exec`), driven by a scripted Responses-API stand-in, with cocoplus' hooks.
+
+Setup as in docs/runtimes.md: a throwaway CODEX_HOME whose config.toml points a
+`stub` provider at the stand-in and trusts the project, the hooks written by
+`cocoplus install codex`, stdin closed, `--dangerously-bypass-hook-trust`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Project, runtime_bin
+from tests.support.model_stubs import ResponsesStub, text, tool
+
+pytestmark = pytest.mark.e2e
+
+BLOCKED = "Command blocked by PreToolUse hook: "
+
+
+def run_codex(
+    project: Project, stub: ResponsesStub, prompt: str = "Work on the next item.", *, timeout: float = 120
+) -> list[dict[str, Any]]:
+    """One `codex exec --json` run; returns its JSONL events."""
+    codex_home = project.home / ".codex"
+    codex_home.mkdir(exist_ok=True)
+    (codex_home / "config.toml").write_text(
+        'model = "gpt-5-codex"\n'
+        'model_provider = "stub"\n'
+        "[model_providers.stub]\n"
+        'name = "stub"\n'
+        f'base_url = "{stub.url}/v1"\n'
+        'wire_api = "responses"\n'
+        'env_key = "STUB_API_KEY"\n'
+        f'[projects."{project.root.resolve()}"]\n'
+        'trust_level = "trusted"\n'
+    )
+    argv = [
+        runtime_bin("codex"),
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-hook-trust",
+        "-s",
+        "workspace-write",
+        prompt,
+    ]
+    r = subprocess.run(
+        argv,
+        cwd=project.root,
+        env=project.env(CODEX_HOME=str(codex_home), STUB_API_KEY="sk-test-local"),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert r.returncode == 0, f"codex exec failed ({r.returncode}): {r.stderr[-3000:]}"
+    events = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    assert events, f"codex printed no events: {r.stderr[-3000:]}"
+    hook_log = project.state / "logs" / "hook.log"
+    problems = hook_log.read_text().strip() if hook_log.exists() else ""
+    assert not problems, f"cocoplus hooks reported problems: {problems}"
+    return events
+
+
+def thread_id(events: list[dict[str, Any]]) -> str:
+    ids = [e["thread_id"] for e in events if e.get("type") == "thread.started"]
+    assert len(ids) == 1, events
+    return str(ids[0])
+
+
+@pytest.fixture
+def codex_project(e2e_project: Project) -> Project:
+    e2e_project.cocoplus("install", "codex")
+    return e2e_project
+
+
+def test_kill_switch_blocks_the_shell_and_the_model_learns_why(codex_project: Project) -> None:
+    p = codex_project
+    p.cocoplus("session", "stop", "--reason", "release freeze", "--operator", "alice")
+    side_effect = p.root / "side_effect.txt"
+    with ResponsesStub([tool("exec_command", cmd=f"touch {side_effect}"), text("done")]) as stub:
+        run_codex(p, stub)
+    assert not side_effect.exists(), "the shell command ran although AGENT_STOP exists"
+    # Codex takes the deny alone (no halt): the denial comes back as the call's output.
+    outputs = stub.function_outputs()
+    assert len(outputs) == 1, outputs
+    assert outputs[0].startswith(BLOCKED), outputs
+    assert "stopped by alice" in outputs[0] and "release freeze" in outputs[0]
+    assert "cocoplus session resume" in outputs[0]
+    # The model was told before it asked for the tool, too: the session-start handoff and the
+    # prompt hook carry the stop notice as developer messages.
+    first = stub.loop_requests[0]["input"]
+    developer = json.dumps([m for m in first if m.get("role") == "developer"])
+    assert "stopped by alice" in developer and "release freeze" in developer
+
+
+def test_iteration_cap_runs_exactly_n_tools_then_stops(codex_project: Project) -> None:
+    p = codex_project
+    (p.root / "cocoplus.toml").write_text("[session]\nmax_iterations = 3\niteration_warn_at = 2\n")
+    calls = p.root / "calls.txt"
+    script = [tool("exec_command", cmd=f"echo {i} >> {calls}") for i in range(6)] + [text("done")]
+    with ResponsesStub(script) as stub:
+        run_codex(p, stub)
+    assert calls.read_text().split() == ["0", "1", "2"]
+    stop = p.read_json("AGENT_STOP")
+    assert stop["operator"] == "cocoplus" and stop["reason"] == "iteration budget exhausted (3/3)"
+    assert p.read_json("session/status.json")["state"] == "exited"
+    budget = p.read_json("session/iteration-budget.json")
+    assert (budget["consumed"], budget["cap"], budget["stopped"]) == (3, 3, True)
+    events = [s["event"] for s in p.steps()]
+    assert events.count("checkpoint_requested") == 1 and events.count("iteration_cap") == 1
+    # Codex 0.169.0 does not end the turn on a PostToolUse stop (docs/runtimes.md): the third
+    # call's output is replaced by cocoplus' note, and the model is asked again; the remaining
+    # scripted calls are then denied by the AGENT_STOP the cap created.
+    outputs = stub.function_outputs()
+    assert len(outputs) == 6, outputs
+    assert "Iteration cap reached" in outputs[2]
+    assert all(o.startswith(BLOCKED) and "iteration budget exhausted (3/3)" in o for o in outputs[3:]), outputs[3:]
+    # The warn-at checkpoint request reached the model after the second call.
+    assert "Checkpoint now" in json.dumps(stub.loop_requests[2]["input"])
+
+
+def test_steer_reaches_the_model_exactly_once_and_not_in_a_later_session(codex_project: Project) -> None:
+    p = codex_project
+    token = "STEER-7f3a: the release branch is frozen"
+    p.cocoplus("session", "steer", token)
+    script = [tool("exec_command", cmd="echo one"), tool("exec_command", cmd="echo two"), text("done")]
+    with ResponsesStub(script) as stub:
+        run_codex(p, stub)
+        assert len(stub.loop_requests) == 3
+        # Injected once: in the first request, and still only once in the last one.
+        assert json.dumps(stub.loop_requests[0]).count("STEER-7f3a") == 1
+        assert json.dumps(stub.loop_requests[-1]).count("STEER-7f3a") == 1
+    assert not (p.state / "STEER.md").exists()
+    assert list((p.state / "steer-claimed").iterdir()) == []
+    injected = [s for s in p.steps() if s["event"] == "steer_injected"]
+    assert len(injected) == 1 and injected[0]["steer_id"].startswith("st_")
+    with ResponsesStub([text("hello again")]) as stub:
+        run_codex(p, stub)
+        assert stub.loop_requests and "STEER-7f3a" not in stub.all_text()
+
+
+def test_new_session_resumes_from_progress_md(codex_project: Project) -> None:
+    p = codex_project
+    progress = p.state / "session" / "PROGRESS.md"
+    progress.write_text(progress.read_text().replace("## In Progress\n", "## In Progress\n- migrate HANDOFF-91c2\n"))
+    with ResponsesStub([text("resuming")]) as stub:
+        run_codex(p, stub, "Resume.")
+        first = stub.loop_requests[0]["input"]
+    developer = json.dumps([m for m in first if m.get("role") == "developer"])
+    assert "HANDOFF-91c2" in developer and "(you are session cx1)" in developer
+
+
+def test_turn_end_marks_the_session_pending_as_cx1(codex_project: Project) -> None:
+    p = codex_project
+    with ResponsesStub([tool("exec_command", cmd="echo hi"), text("all done")]) as stub:
+        events = run_codex(p, stub)
+    listing = json.loads(p.cocoplus("sessions", "list", "--json").stdout)
+    assert len(listing["sessions"]) == 1, listing
+    s = listing["sessions"][0]
+    assert s["alias"] == "cx1" and s["runtime"] == "codex"
+    assert s["runtime_session_id"] == thread_id(events)
+    # Stop fires at turn end (pending); SessionEnd, when it fires at exit, keeps the attention.
+    assert s["attention"] == "pending"
+    assert s["last_event"] in ("Stop", "SessionEnd")
+    signals = [json.loads(line) for line in (p.state / "supervision" / "signals.jsonl").read_text().splitlines()]
+    assert any((sig["alias"], sig["value"], sig["event"]) == ("cx1", "pending", "Stop") for sig in signals), signals
