@@ -53,6 +53,12 @@ class Config:
     def session(self) -> dict[str, Any]:
         return self.values["session"]
 
+    def hook_values(self) -> dict[str, Any]:
+        """Sections plus `pricing`, the shape the hook-side functions take."""
+        out: dict[str, Any] = {sec: dict(v) for sec, v in self.values.items()}
+        out["pricing"] = {m: dict(p) for m, p in self.pricing.items()}
+        return out
+
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {s: dict(v) for s, v in self.values.items()}
         out["pricing"] = {m: dict(p) for m, p in self.pricing.items()}
@@ -231,6 +237,7 @@ def for_hook(layout: Layout, environ: dict[str, str]) -> tuple[dict[str, dict[st
     """
     problem = None
     values: dict[str, dict[str, Any]] | None = None
+    pricing: Any = None
     try:
         doc = fsio.read_json(layout.hook_config)
     except CocoplusError:
@@ -238,17 +245,25 @@ def for_hook(layout: Layout, environ: dict[str, str]) -> tuple[dict[str, dict[st
     if doc is not None and doc.get("schema_version") == HOOK_CONFIG_VERSION and isinstance(doc.get("values"), dict):
         if doc.get("source") == _stamp(layout.config):
             values = _merge_defaults(doc["values"])
+            pricing = doc.get("pricing")
     if values is None:
         try:
-            values = _merge_defaults(compile_for_hook(layout)["values"])
+            fresh = compile_for_hook(layout)
+            values = _merge_defaults(fresh["values"])
+            pricing = fresh.get("pricing")
         except CocoplusError as exc:
             problem = str(exc)
-            values = _merge_defaults(doc["values"]) if doc and isinstance(doc.get("values"), dict) else settings.defaults()
+            if doc and isinstance(doc.get("values"), dict):
+                values = _merge_defaults(doc["values"])
+                pricing = doc.get("pricing")
+            else:
+                values = settings.defaults()
     try:
         for _dotted, (key, value) in settings.env_overrides(environ).items():
             values[key.section][key.name] = value
     except CocoplusError as exc:
         problem = str(exc)
+    values["pricing"] = pricing if isinstance(pricing, dict) else {}
     return values, problem
 
 

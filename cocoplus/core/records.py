@@ -93,6 +93,22 @@ def check_status(obj: dict[str, Any], path: str) -> dict[str, Any]:
     return obj
 
 
+# -- budget-state.json ------------------------------------------------------------------
+
+
+def check_budget_state(obj: dict[str, Any], path: str) -> dict[str, Any]:
+    check_version(obj, path)
+    g = obj.get
+    _field(obj, path, "state", g("state") in BUDGET_STATES, "one of " + ", ".join(BUDGET_STATES))
+    _field(obj, path, "limit", _is_num(g("limit")) and g("limit") >= 0, "a number >= 0")
+    _field(obj, path, "spent", _is_num(g("spent")) and g("spent") >= 0, "a number >= 0")
+    rf = g("reserve_fraction")
+    _field(obj, path, "reserve_fraction", _is_num(rf) and 0 <= rf < 1, "a number >= 0 and < 1")
+    if "enforcement" in obj:
+        _field(obj, path, "enforcement", g("enforcement") in ("stage-boundary", "off"), 'one of "stage-boundary", "off"')
+    return obj
+
+
 # -- sessions/<cs_id>.json -----------------------------------------------------------
 
 

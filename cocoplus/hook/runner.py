@@ -97,6 +97,9 @@ class Hook:
         sid = self.session_id
         if sid is None or self.runtime not in RUNTIMES:
             return None
+        tp = self.payload.get("transcript_path")
+        if isinstance(tp, str) and tp:
+            info = {"transcript_path": tp, **(info or {})}
         try:
             rec, _before = registry.ensure(
                 self.layout, self.runtime, sid, event=self.event_name, change=change, info=info

@@ -153,3 +153,48 @@ def test_doctor_sees_the_hooks_fire(claude_project: Project) -> None:
         run_claude(p, stub)
     after = json.loads(p.cocoplus("doctor", "--json").stdout)["runtimes"]["claude"]
     assert after["fired"] and after["sessions_seen"] == 1
+
+
+def test_cost_budget_stops_at_the_turn_end_not_mid_turn(claude_project: Project) -> None:
+    p = claude_project
+    (p.root / "cocoplus.toml").write_text("[session]\nbudget_limit = 1.00\nbudget_reserve_fraction = 0.10\n")
+    calls = p.root / "calls.txt"
+    script = [tool("Bash", command=f"echo {i} >> {calls}", description="x") for i in range(3)] + [text("done")]
+    # Every answer reports 70,000 output tokens: $1.05 each at claude-sonnet-4-5's $15/MTok,
+    # so the limit is passed during the turn, with the first answer.
+    with AnthropicStub(script, usage={"output_tokens": 70_000}) as stub:
+        result = run_claude(p, stub, "Run the three steps.", **{"ANTHROPIC_MODEL": "claude-sonnet-4-5"})
+        assert result.get("terminal_reason") != "hook_stopped"
+    # No tool call was interrupted mid-turn: all three ran.
+    assert calls.read_text().split() == ["0", "1", "2"]
+    # At the turn end (Stop), the budget was exhausted and the agent stopped.
+    stop = p.read_json("AGENT_STOP")
+    assert stop["operator"] == "cocoplus" and stop["reason"].startswith("cost budget exhausted: spent $")
+    assert p.read_json("session/status.json")["state"] == "exited"
+    budget = p.read_json("session/budget-state.json")
+    assert budget["state"] == "exhausted" and budget["spent"] >= 1.0
+    assert budget["last_boundary"]["source"] == "turn-end"
+    changes = [s for s in p.steps() if s["event"] == "budget_state_changed"]
+    assert [(c["from"], c["to"]) for c in changes] == [("normal", "exhausted")]
+    # The next turn's tool call is denied.
+    side_effect = p.root / "after.txt"
+    with AnthropicStub([tool("Bash", command=f"touch {side_effect}", description="x"), text("ok")]) as stub:
+        run_claude(p, stub, "Continue.")
+    assert not side_effect.exists()
+
+
+def test_loop_guard_stops_an_agent_repeating_one_bash_command(claude_project: Project) -> None:
+    p = claude_project
+    (p.root / "cocoplus.toml").write_text("[session]\nloop_guard_repeats = 3\n")
+    calls = p.root / "calls.txt"
+    script = [tool("Bash", command=f"echo again >> {calls}", description="retry")] * 10 + [text("done")]
+    with AnthropicStub(script) as stub:
+        result = run_claude(p, stub, "Keep trying.")
+        assert result.get("terminal_reason") == "hook_stopped"
+        # After the third identical call the model was told it is repeating itself.
+        assert "repeating yourself" in stub.all_text()
+    assert calls.read_text().split() == ["again"] * 6  # stopped at twice the threshold
+    stop = p.read_json("AGENT_STOP")
+    assert stop["source"] == "loop-guard" and "6 times in a row" in stop["reason"]
+    events = [s["event"] for s in p.steps()]
+    assert events.count("checkpoint_requested") == 1 and events.count("loop_guard_stop") == 1

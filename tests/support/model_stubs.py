@@ -153,6 +153,12 @@ def _send_sse(h: BaseHTTPRequestHandler, events: list[tuple[str | None, Any]]) -
 
 
 class AnthropicStub(_Stub):
+    """`usage` sets the token counts reported for every agent-loop answer (to make spend)."""
+
+    def __init__(self, script: list[dict[str, Any]] | None = None, *, repeat_last: bool = False, usage: dict[str, int] | None = None) -> None:
+        super().__init__(script, repeat_last=repeat_last)
+        self.usage = usage
+
     def handle_post(self, h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         path = h.path.split("?")[0]
         if path.endswith("/count_tokens"):
@@ -169,6 +175,8 @@ class AnthropicStub(_Stub):
         n = len(self.requests)
         msg_id = f"msg_stub_{n:04d}"
         usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        if self.usage and body.get("tools"):
+            usage = {**usage, **self.usage}
         start = {
             "type": "message_start",
             "message": {
@@ -208,7 +216,7 @@ class AnthropicStub(_Stub):
             ]
             stop_reason = "end_turn"
         events += [
-            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None}, "usage": {"output_tokens": 5}}),
+            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None}, "usage": {"output_tokens": usage["output_tokens"]}}),
             ("message_stop", {"type": "message_stop"}),
         ]
         if body.get("stream"):

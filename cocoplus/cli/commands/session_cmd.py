@@ -119,7 +119,11 @@ def register(app: typer.Typer) -> None:
         """Handoff freshness, predicates, queued work, budgets, terminal state, kill switch, pending steer."""
         from cocoplus.state.report import status_report
 
-        rep = status_report(layout())
+        from cocoplus.state import ctx
+
+        lay = layout()
+        rep = status_report(lay)
+        ctx.supplement_status(rep, lay)
         if json_out:
             output.emit_json(rep)
             return
@@ -134,6 +138,9 @@ def register(app: typer.Typer) -> None:
 
         lay = layout()
         rep = sections(lay)
+        from cocoplus.state import ctx
+
+        ctx.supplement_progress(rep, lay)
         if json_out:
             output.emit_json(rep)
             return

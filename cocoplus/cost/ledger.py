@@ -1,0 +1,170 @@
+"""The spend ledger (`.cocoplus/cost/ledger.jsonl`): measured usage and manual costs.
+
+`measure()` reads what the runtimes wrote since last time (cursors in
+`cost/cursors.json`), prices it, and appends one record per usage entry;
+`add_cost()` appends spend from elsewhere (an API bill, a CI job).
+`totals()` folds the ledger into the spend by session, model and category.
+Dollar amounts are fixed when a record is written, so reading the ledger
+never needs the price table.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from cocoplus.core import clock, fsio
+from cocoplus.core.errors import StateCorrupt, UsageError
+from cocoplus.core.lock import Lock
+from cocoplus.core.paths import Layout
+from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.cost import usage
+
+CATEGORIES = ("execution", "coordination", "landing")
+READERS = {"claude": usage.claude_entries, "codex": usage.codex_entries}
+
+
+def _files_for(rec: dict[str, Any]) -> list[tuple[str, str]]:
+    tp = rec.get("transcript_path")
+    runtime = rec.get("runtime")
+    if not isinstance(tp, str) or runtime not in READERS:
+        return []
+    files = usage.claude_files(tp) if runtime == "claude" else [tp]
+    return [(f, runtime) for f in files]
+
+
+def measure(layout: Layout, overrides: dict[str, dict[str, float]], extra: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Ingest new usage from every known session's records; return what was added."""
+    from cocoplus.session import registry
+
+    records, _problems = registry.list_sessions(layout)
+    sessions = list(records) + list(extra or [])
+    added: list[dict[str, Any]] = []
+    unpriced: dict[str, str] = {}
+    with Lock(layout.lock("cost"), timeout=15):
+        try:
+            cursors = fsio.read_json(layout.cost_cursors) or {}
+        except StateCorrupt:
+            # Cursors are derived data: rebuilding them re-reads the files, and the
+            # de-duplication keys in the ledger stop anything from counting twice.
+            fsio.quarantine(layout.cost_cursors)
+            cursors = {}
+        files: dict[str, Any] = cursors.setdefault("files", {})
+        known_keys: set[str] | None = None
+        seen_files: set[str] = set()
+        for rec in sessions:
+            for path, runtime in _files_for(rec):
+                if path in seen_files:
+                    continue
+                seen_files.add(path)
+                cur = files.setdefault(path, {"runtime": runtime, "session": rec.get("id")})
+                fresh = "offset" not in cur
+                try:
+                    entries = READERS[runtime](path, cur)
+                except OSError as exc:
+                    cur["error"] = str(exc)
+                    continue
+                if fresh and entries and runtime == "claude":
+                    # A rebuilt cursor must not count what the ledger already has.
+                    if known_keys is None:
+                        known_keys = {r.get("key") for r in fsio.read_jsonl(layout.cost_ledger).records if r.get("key")}
+                    entries = [e for e in entries if e.get("key") not in known_keys]
+                for e in entries:
+                    rec_out = _priced_record(e, rec, runtime, path, overrides)
+                    if rec_out["usd"] is None:
+                        unpriced[e["model"]] = rec_out.get("price_error") or "unknown model"
+                    added.append(rec_out)
+        for rec_out in added:
+            fsio.append_jsonl(layout.cost_ledger, rec_out, layout.lock("cost-ledger"), durable=False)
+        if added:
+            fsio.fsync_dir(layout.cost_dir)
+        cursors["updated_at"] = clock.iso()
+        cursors["schema_version"] = SCHEMA_VERSION
+        fsio.atomic_write_json(layout.cost_cursors, cursors)
+    return {"added": len(added), "usd": sum(r["usd"] or 0.0 for r in added), "unpriced": unpriced}
+
+
+def _priced_record(e: dict[str, Any], rec: dict[str, Any], runtime: str, path: str, overrides: dict[str, dict[str, float]]) -> dict[str, Any]:
+    from cocoplus.cost import pricing
+
+    p = pricing.price(e["model"], e["tokens"], runtime, overrides)
+    out: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "ts": clock.iso(),
+        "kind": "usage",
+        "session": rec.get("id"),
+        "alias": rec.get("alias"),
+        "runtime": runtime,
+        "model": e["model"],
+        "tokens": e["tokens"],
+        "usd": None if p.usd is None else round(p.usd, 10),
+        "price_source": p.source,
+        "category": "execution",
+        "source_file": path,
+    }
+    if e.get("key"):
+        out["key"] = e["key"]
+    if p.error:
+        out["price_error"] = p.error[:300]
+    return out
+
+
+def add_cost(layout: Layout, usd: float, category: str = "execution", note: str | None = None, by: str | None = None) -> dict[str, Any]:
+    if not isinstance(usd, (int, float)) or isinstance(usd, bool) or not math.isfinite(usd) or usd < 0:
+        raise UsageError(f"add-cost: amount must be a finite number >= 0, got {usd!r}")
+    if category not in CATEGORIES:
+        raise UsageError(f"add-cost: category must be one of {', '.join(CATEGORIES)}, got {category!r}")
+    record = {
+        "schema_version": SCHEMA_VERSION,
+        "ts": clock.iso(),
+        "kind": "manual",
+        "session": None,
+        "model": None,
+        "usd": round(float(usd), 10),
+        "price_source": "manual",
+        "category": category,
+        "note": note,
+        "by": by,
+    }
+    fsio.append_jsonl(layout.cost_ledger, record, layout.lock("cost-ledger"))
+    return record
+
+
+def totals(layout: Layout) -> dict[str, Any]:
+    """Spend folded from the ledger: total, by session, by model, by category, and unpriced usage."""
+    log = fsio.read_jsonl(layout.cost_ledger)
+    spent = 0.0
+    by_session: dict[str, float] = {}
+    by_model: dict[str, float] = {}
+    by_category: dict[str, float] = {c: 0.0 for c in CATEGORIES}
+    unpriced: dict[str, dict[str, Any]] = {}
+    aliases: dict[str, str] = {}
+    for r in log.records:
+        usd = r.get("usd")
+        model = r.get("model")
+        if usd is None:
+            if r.get("kind") == "usage" and isinstance(model, str):
+                u = unpriced.setdefault(model, {"tokens": 0, "records": 0, "error": r.get("price_error")})
+                u["tokens"] += usage.total(r.get("tokens") or {})
+                u["records"] += 1
+            continue
+        if not isinstance(usd, (int, float)) or isinstance(usd, bool) or not math.isfinite(usd):
+            continue
+        spent += usd
+        cat = r.get("category") if r.get("category") in CATEGORIES else "execution"
+        by_category[cat] += usd
+        key = r.get("session") or "(manual)"
+        by_session[key] = by_session.get(key, 0.0) + usd
+        if isinstance(r.get("alias"), str) and r.get("session"):
+            aliases[r["session"]] = r["alias"]
+        mkey = model if isinstance(model, str) else "(manual)"
+        by_model[mkey] = by_model.get(mkey, 0.0) + usd
+    return {
+        "spent": spent,
+        "by_session": [{"session": s, "alias": aliases.get(s), "usd": v} for s, v in sorted(by_session.items(), key=lambda kv: -kv[1])],
+        "by_model": [{"model": m, "usd": v} for m, v in sorted(by_model.items(), key=lambda kv: -kv[1])],
+        "by_category": by_category,
+        "unpriced": [{"model": m, **v} for m, v in sorted(unpriced.items())],
+        "problems": log.problems,
+    }
+

@@ -1,0 +1,177 @@
+"""normal / reserve / exhausted, applied only at stage boundaries."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from cocoplus import config
+from cocoplus.core.errors import CocoplusError
+from cocoplus.core.paths import Layout
+from cocoplus.cost import enforce, ledger
+from cocoplus.session import control
+from tests.hook.helpers import fixture, run_hook
+
+
+def values(layout: Layout, **session: object) -> dict:
+    v = config.load_for(layout).hook_values()
+    v["session"].update(session)
+    return v
+
+
+def state(layout: Layout) -> str:
+    return json.load(open(layout.budget_state))["state"]
+
+
+def steps(layout: Layout, event: str) -> list[dict]:
+    return [json.loads(x) for x in open(layout.steps).read().splitlines() if f'"event":"{event}"' in x]
+
+
+@pytest.fixture
+def limited(project: Layout) -> Layout:
+    with open(project.config, "w") as fh:
+        fh.write("[session]\nbudget_limit = 1.00\nbudget_reserve_fraction = 0.10\n")
+    return project
+
+
+def test_thresholds_apply_at_boundaries_only(limited: Layout) -> None:
+    v = values(limited)
+    ledger.add_cost(limited, 0.89)
+    enforce.stage_start(limited, "build", v)
+    enforce.stage_end(limited, "build", v)
+    assert state(limited) == "normal"
+
+    ledger.add_cost(limited, 0.01)  # 0.90: reserve, but not before the next boundary
+    r = enforce.boundary(limited, v, source="status", enforce=False)
+    assert state(limited) == "normal" and r["spent"] == pytest.approx(0.90)
+    assert enforce.target_state(r["spent"], 1.0, 0.1) == "reserve"
+    with pytest.raises(CocoplusError, match="reserve"):  # the boundary applies it (and refuses the new stage)
+        enforce.stage_start(limited, "test", v)
+    assert state(limited) == "reserve"
+    assert not control.stop_present(limited)
+    ledger.add_cost(limited, 0.10)  # 1.00: exhausted at the next boundary, not before
+    enforce.boundary(limited, v, source="status", enforce=False)
+    assert state(limited) == "reserve" and not control.stop_present(limited)
+    r = run_hook(limited, "Stop", fixture("claude-stop.json"))
+    assert r.code == 0 and state(limited) == "exhausted" and control.stop_present(limited)
+    assert json.load(open(limited.status))["state"] == "exited"
+    assert [(c["from"], c["to"]) for c in steps(limited, "budget_state_changed")] == [("normal", "reserve"), ("reserve", "exhausted")]
+
+
+def test_reserve_refuses_a_new_stage_and_tells_the_agent_once(limited: Layout) -> None:
+    v = values(limited)
+    ledger.add_cost(limited, 0.95)
+    with pytest.raises(CocoplusError) as ei:
+        enforce.stage_start(limited, "deploy", v)
+    assert "reserve" in str(ei.value) and "wrap-up" in str(ei.value)
+    assert state(limited) == "reserve"
+    assert len(steps(limited, "budget_state_changed")) == 1
+    assert steps(limited, "stage_refused")[0]["stage"] == "deploy"
+    # The next prompt is told that only wrap-up work remains, once.
+    r = run_hook(limited, "UserPromptSubmit", fixture("claude-userpromptsubmit.json"))
+    assert "only wrap-up work remains" in r.json["hookSpecificOutput"]["additionalContext"]
+    again = run_hook(limited, "UserPromptSubmit", fixture("claude-userpromptsubmit.json"))
+    assert again.out == ""
+    # A wrap-up stage may still start.
+    enforce.stage_start(limited, "handoff", v, wrap_up=True)
+    enforce.stage_end(limited, "handoff", v)
+
+
+def test_exhausted_stops_the_agent_at_the_boundary_with_exited(limited: Layout) -> None:
+    v = values(limited)
+    enforce.stage_start(limited, "build", v)
+    ledger.add_cost(limited, 1.00)
+    # A stage in progress is never interrupted: nothing happens until it ends.
+    assert not control.stop_present(limited)
+    out = enforce.stage_end(limited, "build", v)
+    assert out["budget"]["state"] == "exhausted" and out["budget"]["stopped_now"]
+    stop = json.load(open(limited.agent_stop))
+    assert stop["operator"] == "cocoplus" and "$1.00 of the $1.00 limit" in stop["reason"]
+    assert json.load(open(limited.status))["state"] == "exited"
+    changes = steps(limited, "budget_state_changed")
+    assert [(c["from"], c["to"]) for c in changes] == [("normal", "exhausted")]
+    assert "- Cost: $1.00 of $1.00 (exhausted)" in open(limited.progress).read()
+
+
+def test_exhausted_after_an_execution_error_is_failed(limited: Layout) -> None:
+    v = values(limited)
+    enforce.stage_start(limited, "build", v)
+    ledger.add_cost(limited, 1.50)
+    enforce.stage_end(limited, "build", v, outcome="error")
+    assert json.load(open(limited.status))["state"] == "failed"
+
+
+def test_no_limit_measures_but_stays_normal(project: Layout) -> None:
+    v = values(project)
+    ledger.add_cost(project, 500.0)
+    enforce.stage_start(project, "s", v)
+    enforce.stage_end(project, "s", v)
+    doc = json.load(open(project.budget_state))
+    assert doc["state"] == "normal" and doc["spent"] == 500.0
+    assert not control.stop_present(project)
+
+
+def test_turn_end_is_a_boundary(limited: Layout) -> None:
+    ledger.add_cost(limited, 1.2)
+    r = run_hook(limited, "Stop", fixture("claude-stop.json"))
+    assert r.code == 0
+    assert state(limited) == "exhausted" and control.stop_present(limited)
+    assert "cost budget exhausted" in r.json["systemMessage"]
+
+
+def test_turn_end_is_not_a_boundary_when_configured_off(limited: Layout) -> None:
+    with open(limited.config, "a") as fh:
+        fh.write("stop_is_boundary = false\n")
+    ledger.add_cost(limited, 1.2)
+    run_hook(limited, "Stop", fixture("claude-stop.json"))
+    assert state(limited) == "normal" and not control.stop_present(limited)
+    assert json.load(open(limited.budget_state))["spent"] == pytest.approx(1.2)  # still measured
+
+
+def test_turn_end_inside_a_stage_does_not_interrupt_it(limited: Layout) -> None:
+    enforce.stage_start(limited, "long", values(limited))
+    ledger.add_cost(limited, 1.2)
+    run_hook(limited, "Stop", fixture("claude-stop.json"))
+    assert state(limited) == "normal" and not control.stop_present(limited)
+
+
+def test_damaged_budget_state_fails_closed(limited: Layout) -> None:
+    with open(limited.budget_state, "w") as fh:
+        fh.write('{"state": "plenty"}')
+    with pytest.raises(CocoplusError):
+        enforce.stage_start(limited, "x", values(limited))
+    assert control.stop_present(limited)
+    assert any(n.startswith("budget-state.json.corrupt-") for n in os.listdir(limited.session_dir))
+
+
+def test_budget_cli(limited: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+    code, out, err = cli("budget", "add-cost", "0.5", "--category", "landing", "--note", "CI run", cwd=limited.project)
+    assert code == 0, err
+    code, out, err = cli("budget", "status", "--json", cwd=limited.project)
+    rep = json.loads(out)
+    assert rep["spent"] == 0.5 and rep["limit"] == 1.0 and rep["remaining"] == 0.5
+    assert rep["reserve_threshold"] == 0.9 and rep["state"] == "normal"
+    assert rep["by_category"]["landing"] == 0.5
+    code, out, err = cli("budget", "add-cost", "-3", cwd=limited.project)
+    assert code != 0 and "Traceback" not in err
+    code, out, err = cli("stage", "start", "one", cwd=limited.project)
+    assert code == 0, err
+    code, out, err = cli("stage", "start", "two", cwd=limited.project)
+    assert code == 1 and "in progress" in err
+    code, out, err = cli("stage", "end", "one", "--outcome", "maybe", cwd=limited.project)
+    assert code != 0
+
+
+def test_budget_status_reports_unpriced_models(project: Layout, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    from cocoplus.session import registry
+    from tests.cost.test_spend import assistant_line
+
+    t = tmp_path / "t.jsonl"
+    t.write_text(assistant_line("mystery-model-1", "m1", "r1", 10, 10) + "\n")
+    registry.ensure(project, "claude", "u1", event="SessionStart", info={"transcript_path": str(t)})
+    code, out, err = cli("budget", "status", cwd=project.project)
+    assert code == 0
+    assert "mystery-model-1" in err and "[pricing" in err
