@@ -36,6 +36,7 @@ class _Stub:
     def __init__(self, script: list[dict[str, Any]] | None = None, *, repeat_last: bool = False) -> None:
         self.script = list(script or [])
         self.repeat_last = repeat_last
+        self.plain_reply = "ok"  # the answer to requests outside the agent loop (no tools offered)
         self.requests: list[dict[str, Any]] = []  # every request: {"path", "body"}
         self.loop_requests: list[dict[str, Any]] = []  # agent-loop requests only
         self.lock = threading.Lock()
@@ -171,7 +172,7 @@ class AnthropicStub(_Stub):
         if body.get("tools"):
             step = self.next_turn(body)
         else:
-            step = text("ok")
+            step = text(self.plain_reply)
         n = len(self.requests)
         msg_id = f"msg_stub_{n:04d}"
         usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
@@ -272,7 +273,7 @@ class ResponsesStub(_Stub):
             _send_json(h, 404, {"error": {"type": "not_found", "message": path}})
             return
         model = body.get("model", "gpt-5")
-        step = self.next_turn(body) if body.get("tools") else text("ok")
+        step = self.next_turn(body) if body.get("tools") else text(self.plain_reply)
         n = len(self.requests)
         resp_id = f"resp_stub_{n:04d}"
         if step["type"] == "tool":
