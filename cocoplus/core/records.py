@@ -31,7 +31,14 @@ def _is_int(v: Any) -> bool:
 
 
 def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v not in (float("inf"), float("-inf"))
+    """A finite number (an integer too large for a float is not one: budgets compute in floats)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        f = float(v)
+    except OverflowError:
+        return False
+    return f == f and f not in (float("inf"), float("-inf"))
 
 
 def check_version(obj: dict[str, Any], path: str) -> None:

@@ -51,9 +51,15 @@ class CostBudget(_Model):
     @field_validator("limit", "spent", "reserve_fraction", mode="before")
     @classmethod
     def _number(cls, v: Any) -> Any:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ValueError("expected a finite number")
-        return float(v)
+        try:
+            f = float(v)
+        except OverflowError:  # an integer beyond any float
+            raise ValueError("expected a finite number") from None
+        if not math.isfinite(f):
+            raise ValueError("expected a finite number")
+        return f
 
 
 class Status(_Model):

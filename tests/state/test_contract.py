@@ -1,7 +1,7 @@
 """The hook's stdlib checks (cocoplus.core.records) and the pydantic models agree.
 
-The hook reads iteration-budget.json, status.json, pod-state.json and
-sessions/<id>.json through `records`; `session check`, the CLI and the
+The hook reads iteration-budget.json, budget-state.json, status.json,
+pod-state.json and sessions/<id>.json through `records`; `session check`, the CLI and the
 server read them through `cocoplus.state.models`.  A document one accepts
 and the other rejects would make the hook stop an agent that `session
 check` calls healthy, or the reverse.
@@ -48,6 +48,10 @@ extras = st.dictionaries(
             "attention",
             "last_event",
             "last_event_at",
+            "limit",
+            "spent",
+            "reserve_fraction",
+            "enforcement",
         }
     ),
     json_scalars,
@@ -109,11 +113,34 @@ session_records = combine(
     extras,
 )
 
+money = st.one_of(
+    st.integers(min_value=0, max_value=10**308),
+    st.floats(min_value=0, allow_nan=False, allow_infinity=False),
+    st.just(10**308),
+)
+# JSON allows integers no float can hold; a budget cannot compute with them.
+TOO_BIG = [10**309, 2**1024, 10**400]
+cost_budgets = combine(
+    version,
+    st.fixed_dictionaries(
+        {
+            "state": st.sampled_from(records.BUDGET_STATES),
+            "limit": money,
+            "spent": money,
+            "reserve_fraction": st.one_of(st.just(0), st.floats(min_value=0, max_value=1, exclude_max=True)),
+        }
+    ),
+    maybe("enforcement", st.sampled_from(["stage-boundary", "off"])),
+    maybe("updated_at", st.one_of(st.none(), iso_text)),
+    extras,
+)
+
 KINDS = {
     "iteration-budget": (records.check_iteration_budget, models.IterationBudget, iteration_budgets),
     "status": (records.check_status, models.Status, statuses),
     "pod-state": (records.check_status, models.PodState, statuses),
     "session": (records.check_session, models.SessionRecord, session_records),
+    "budget-state": (records.check_budget_state, models.CostBudget, cost_budgets),
 }
 
 # Wrong values for every field `records` checks (each must be rejected by both sides).
@@ -147,11 +174,21 @@ WRONG: dict[str, dict[str, list[Any]]] = {
     },
 }
 WRONG["pod-state"] = WRONG["status"]
+NOT_MONEY = ["1.5", True, False, None, [], {}, -1, -0.5, *TOO_BIG]
+WRONG["budget-state"] = {
+    "schema_version": ["1", 1.0, True, 0, records.SCHEMA_VERSION + 1],
+    "state": ["broke", "Normal", None, 0, ""],
+    "limit": NOT_MONEY,
+    "spent": NOT_MONEY,
+    "reserve_fraction": [*NOT_MONEY, 1, 1.0, 2],
+    "enforcement": ["always", None, 1, ""],
+}
 REQUIRED = {
     "iteration-budget": ("cap", "consumed", "warn_at", "warned", "stopped"),
     "status": ("state", "updated_at"),
     "pod-state": ("state", "updated_at"),
     "session": ("id", "runtime", "runtime_session_id", "alias", "state"),
+    "budget-state": ("state", "limit", "spent", "reserve_fraction"),
 }
 
 

@@ -237,3 +237,15 @@ def test_bad_config_does_not_hide_status(project, cli):
     assert rep["config_ok"] is False
     assert any("cocoplus.toml" in p for p in rep["problems"])
     assert rep["iteration_budget"]["cap"] == 200
+
+
+def test_budget_number_beyond_any_float_is_damage_not_a_crash(project, cli):
+    with open(project.budget_state, "w") as fh:
+        fh.write('{"state": "normal", "limit": 1' + "0" * 400 + ', "spent": 0, "reserve_fraction": 0.1}\n')
+    code, out, err = cli("session", "status", "--json", cwd=project.project)
+    assert code == 0, err
+    assert_no_traceback(out, err)
+    part = json.loads(out)["cost_budget"]
+    assert part["damaged"] and "budget-state.json" in part["error"]
+    code, out, err = cli("session", "check", cwd=project.project)
+    assert code == 1 and "budget-state.json" in err
