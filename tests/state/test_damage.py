@@ -26,6 +26,8 @@ ROWS = (
     "pod state",
     "kill switch",
     "pending steer",
+    "sessions",
+    "session log",
 )
 PARTS = (
     "handoff",

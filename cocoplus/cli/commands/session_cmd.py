@@ -102,6 +102,22 @@ def render_status(rep: dict[str, Any]) -> Any:
         t.add_row("pending steer", text if len(text) <= 300 else text[:297] + "...")
     else:
         t.add_row("pending steer", "none" + (f" ({st['in_flight']} being delivered)" if st.get("in_flight") else ""))
+    ss = rep.get("sessions")
+    if ss is not None:
+        if _damaged(ss):
+            t.add_row("sessions", _damaged(ss))
+        else:
+            text = f"{ss['count']} recorded, {ss['active']} active"
+            if ss.get("needs_attention"):
+                text += f", {ss['needs_attention']} need attention"
+            t.add_row("sessions", text + "".join(f"\nDAMAGED: {p}" for p in ss.get("problems", [])))
+    sp = rep.get("steps")
+    if sp is not None:
+        if _damaged(sp):
+            t.add_row("session log", _damaged(sp))
+        else:
+            last = f"; last: {sp['last_event']} at {sp['last_at']}" if sp.get("last_event") else ""
+            t.add_row("session log", f"{sp['events']} event(s){last}" + "".join(f"\n{p}" for p in sp.get("problems", [])))
     if rep.get("ctx"):
         c = rep["ctx"]
         t.add_row("ctx", c.get("summary", ""))
