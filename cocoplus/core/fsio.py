@@ -255,11 +255,12 @@ def locked_update(
 class JsonlRead:
     """Records of a JSONL file, and what was wrong with it."""
 
-    __slots__ = ("records", "bad_lines", "torn_tail", "path", "end_offset")
+    __slots__ = ("records", "lines", "bad_lines", "torn_tail", "path", "end_offset")
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.records: list[dict[str, Any]] = []
+        self.lines: list[int] = []  # 1-based line number of each record
         self.bad_lines: list[tuple[int, str]] = []  # (1-based line number, reason)
         self.torn_tail: bytes | None = None
         self.end_offset = 0  # byte offset just past the last complete line
@@ -300,6 +301,7 @@ def parse_jsonl(data: bytes, path: str, first_line: int = 1) -> JsonlRead:
             out.bad_lines.append((lineno, f"expected a JSON object, found {_json_kind(obj)}"))
             continue
         out.records.append(obj)
+        out.lines.append(lineno)
     return out
 
 

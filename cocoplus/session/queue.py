@@ -58,10 +58,31 @@ def fold(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(items.values())
 
 
+def record_problems(log: fsio.JsonlRead) -> list[str]:
+    """Lines that are JSON objects but not queue records (fold skips them; say so, by line)."""
+    out: list[str] = []
+    known: set[str] = set()
+    for rec, line in zip(log.records, log.lines):
+        qid = rec.get("id")
+        why = None
+        if not isinstance(qid, str):
+            why = "id: expected a string"
+        elif rec.get("state") not in QUEUE_STATES:
+            why = "state: expected one of " + ", ".join(QUEUE_STATES)
+        elif qid not in known:
+            if isinstance(rec.get("request"), str):
+                known.add(qid)
+            else:
+                why = f"request: expected a string (first record of {qid})"
+        if why:
+            out.append(f"{log.path}: line {line}: not a queue record ({why}); ignored")
+    return out
+
+
 def read(layout: Layout) -> tuple[list[dict[str, Any]], list[str]]:
     """(all items with their current state, problems with the file)."""
     log = fsio.read_jsonl(layout.task_queue)
-    return fold(log.records), log.problems
+    return fold(log.records), record_problems(log) + log.problems
 
 
 def pending(layout: Layout) -> tuple[list[dict[str, Any]], list[str]]:

@@ -320,7 +320,14 @@ def check(layout: Layout, environ: dict[str, str] | None = None) -> dict[str, An
 
         return run
 
-    guarded("task-queue.jsonl", jsonl_check(layout.task_queue))
+    def queue_check() -> tuple[bool, str]:
+        ok, detail = jsonl_check(layout.task_queue)()
+        if not ok:
+            return ok, detail
+        bad = queue.record_problems(fsio.read_jsonl(layout.task_queue))
+        return (False, "; ".join(bad[:3])) if bad else (True, detail)
+
+    guarded("task-queue.jsonl", queue_check)
     guarded("steps.jsonl", jsonl_check(layout.steps))
 
     def sessions_check() -> tuple[bool, str]:

@@ -339,3 +339,13 @@ def test_failed_append_leaves_log_on_its_last_whole_record(log):
     assert lines_of(path) == [b'{"n":1}']
     fsio.append_jsonl(path, {"n": 3}, lock)
     assert [json.loads(x)["n"] for x in lines_of(path)] == [1, 3]
+
+
+def test_records_carry_their_line_numbers(tmp_path):
+    path = str(tmp_path / "q.jsonl")
+    with open(path, "wb") as fh:
+        fh.write(b'{"a": 1}\n\nbad\n{"b": 2}\n{"c": 3}\n{"torn": ')
+    r = fsio.read_jsonl(path)
+    assert r.records == [{"a": 1}, {"b": 2}, {"c": 3}]
+    assert r.lines == [1, 4, 5]
+    assert r.bad_lines[0][0] == 3

@@ -1,0 +1,107 @@
+"""task-queue.jsonl: the log is the history; the pending list is folded from it."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from cocoplus.core import fsio
+from cocoplus.session import queue
+
+
+def write_lines(path: str, *records: object) -> None:
+    with open(path, "w") as fh:
+        for r in records:
+            fh.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
+
+
+def test_add_then_finish_folds_to_latest_state(project):
+    a = queue.add(project, "first", by="ann")
+    b = queue.add(project, "second")
+    queue.finish(project, a["id"])
+    items, problems = queue.read(project)
+    assert problems == []
+    assert [(i["request"], i["state"]) for i in items] == [("first", "done"), ("second", "queued")]
+    pend, _ = queue.pending(project)
+    assert [i["id"] for i in pend] == [b["id"]]
+    assert items[0]["updated_at"]
+
+
+def test_duplicate_ids_are_one_item_and_order_is_first_appearance(project):
+    write_lines(
+        project.task_queue,
+        {"id": "q2", "ts": "t", "state": "queued", "request": "two"},
+        {"id": "q1", "ts": "t", "state": "queued", "request": "one"},
+        {"id": "q2", "ts": "t", "state": "queued", "request": "two again"},
+        {"id": "q1", "ts": "t", "state": "done"},
+    )
+    items, problems = queue.read(project)
+    assert problems == []
+    assert [(i["id"], i["request"], i["state"]) for i in items] == [("q2", "two", "queued"), ("q1", "one", "done")]
+
+
+def test_records_of_the_wrong_shape_are_reported_by_line_not_dropped_silently(project, cli):
+    write_lines(
+        project.task_queue,
+        {"id": "q1", "ts": "t", "state": "queued", "request": "fine"},
+        {"id": 5, "ts": "t", "state": "queued", "request": "numeric id"},
+        {"id": "q3", "ts": "t", "state": "started", "request": "unknown state"},
+        "",
+        {"id": "q4", "ts": "t", "state": "queued", "request": 7},
+        {"id": "q9", "ts": "t", "state": "done"},
+        "not json",
+    )
+    items, problems = queue.read(project)
+    assert [i["id"] for i in items] == ["q1"]
+    lines = sorted(int(p.split(": line ")[1].split(":")[0]) for p in problems)
+    assert lines == [2, 3, 5, 6, 7]
+    assert all(p.startswith(project.task_queue) for p in problems)
+
+    code, out, err = cli("session", "queue", "list", cwd=project.project)
+    assert code == 0 and "fine" in out
+    assert err.count("task-queue.jsonl: line") == 5
+
+    code, out, err = cli("session", "check", cwd=project.project)
+    assert code == 1
+    assert any(ln.startswith("FAIL") and "task-queue.jsonl" in ln and "line 7" in ln for ln in out.splitlines())
+
+    # Valid JSON throughout, but not queue records: check still fails, by line.
+    write_lines(project.task_queue, {"id": "q1", "ts": "t", "state": "queued", "request": "fine"}, {"id": 5, "state": "done"})
+    code, out, err = cli("session", "check", cwd=project.project)
+    assert code == 1
+    assert any(ln.startswith("FAIL") and "task-queue.jsonl" in ln and "line 2" in ln for ln in out.splitlines())
+
+
+def test_torn_queue_tail_is_repaired_by_the_next_add(project, cli):
+    write_lines(project.task_queue, {"id": "q1", "ts": "t", "state": "queued", "request": "kept"})
+    with open(project.task_queue, "a") as fh:
+        fh.write('{"id": "q2", "ts": "t", "sta')
+    items, problems = queue.read(project)
+    assert [i["id"] for i in items] == ["q1"]
+    assert len(problems) == 1 and "unterminated" in problems[0]
+    code, out, err = cli("session", "check", cwd=project.project)
+    assert code == 0 and "torn tail" in out
+
+    queue.add(project, "after the crash")
+    items, problems = queue.read(project)
+    assert [i["request"] for i in items] == ["kept", "after the crash"]
+    assert problems == []
+    assert [n for n in os.listdir(os.path.dirname(project.task_queue)) if n.startswith("task-queue.jsonl.torn-")]
+
+
+def test_finish_unknown_and_empty_request(project):
+    from cocoplus.core.errors import CocoplusError, NotFound
+
+    with pytest.raises(NotFound):
+        queue.finish(project, "q_missing")
+    with pytest.raises(CocoplusError):
+        queue.add(project, "  \n ")
+    assert fsio.read_jsonl(project.task_queue).records == []
+
+
+def test_queue_add_logs_a_step(project):
+    rec = queue.add(project, "x", by="tester")
+    steps = fsio.read_jsonl(project.steps).records
+    assert steps[-1]["event"] == "queue_add" and steps[-1]["queue_id"] == rec["id"]
