@@ -306,7 +306,7 @@ def test_for_hook_keeps_last_good_values_on_a_bad_toml(layout):
 def test_for_hook_with_bad_toml_and_no_compiled_copy_uses_defaults(layout):
     write_toml(layout.project, "[session\n")
     values, problem = config.for_hook(layout, {})
-    assert values == settings.defaults()
+    assert {s: values[s] for s in settings.SECTIONS} == settings.defaults()
     assert problem and "cocoplus.toml" in problem
 
 
