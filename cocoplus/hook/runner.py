@@ -157,7 +157,9 @@ def on_permission(h: Hook) -> Answer:
 
 def _attention(h: Hook, rec: dict[str, Any], attention: str | None) -> None:
     if registry.set_attention(rec, attention) and attention is not None:
-        h.after.append(lambda: h.signal("attention", attention, detail=_detail(h)))
+        detail = _detail(h)
+        rec["last_signal"] = {"kind": "attention", "value": attention, "message": detail, "ts": clock.iso()}
+        h.after.append(lambda: h.signal("attention", attention, detail=detail))
 
 
 def _detail(h: Hook) -> str | None:

@@ -1,0 +1,167 @@
+"""`.cocoplus/supervision/state.json`: the `autonomous` object and the supervision scope.
+
+`{"autonomous": null}` until supervision is first enabled; then
+`{"enabled", "turns_used", "max_turns", "task_hint", "enabled_by": user|workflow,
+"workflow_run", "enabled_at", "updated_at", "snapshot_at", "finished_at",
+"finish_summary", "finish_reason"}`.  The scope (which sessions may wake the
+main brain) is kept beside it so exclusions survive enable/finish cycles.
+These are the main-brain tools of seed 000 as functions: the CLI, the
+server and the MCP server all call them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cocoplus.core import clock, fsio
+from cocoplus.core.errors import CocoplusError, StateCorrupt, UsageError
+from cocoplus.core.lock import Lock
+from cocoplus.core.paths import Layout
+from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.session import events
+
+DEFAULT_MAX_TURNS = 60
+
+
+def _empty() -> dict[str, Any]:
+    return {"schema_version": SCHEMA_VERSION, "autonomous": None, "scope": {"mode": "all", "only": None, "excluded": []}}
+
+
+def read(layout: Layout) -> dict[str, Any]:
+    doc = fsio.read_json(layout.supervision_state)
+    if doc is None:
+        return _empty()
+    doc.setdefault("autonomous", None)
+    scope = doc.get("scope") if isinstance(doc.get("scope"), dict) else {}
+    doc["scope"] = {
+        "mode": scope.get("mode") if scope.get("mode") in ("all", "only", "except") else "all",
+        "only": list(scope["only"]) if isinstance(scope.get("only"), list) else None,
+        "excluded": list(scope.get("excluded") or []),
+    }
+    return doc
+
+
+def update(layout: Layout, change: Any) -> dict[str, Any]:
+    """Read-modify-write state.json under its lock; `change(doc)` edits in place."""
+
+    fsio.ensure_dir(layout.supervision_dir)
+    with Lock(layout.lock("supervision-state")):
+        try:
+            doc = read(layout)
+        except StateCorrupt as exc:
+            kept = fsio.quarantine(layout.supervision_state)
+            events.log_step(layout, "supervision_state_damaged", cause=exc.cause, kept_at=kept)
+            doc = _empty()
+        change(doc)
+        doc["schema_version"] = SCHEMA_VERSION
+        fsio.atomic_write_json(layout.supervision_state, doc)
+    return doc
+
+
+def status(layout: Layout) -> dict[str, Any]:
+    """`{"autonomous": ...}` in the seed's shape, with the scope inside when enabled once."""
+    doc = read(layout)
+    auto = doc["autonomous"]
+    if auto is None:
+        return {"autonomous": None, "scope": scope_view(layout, doc)}
+    out = dict(auto)
+    out["scope"] = scope_view(layout, doc)
+    out["turns_left"] = max(0, int(auto.get("max_turns", 0)) - int(auto.get("turns_used", 0)))
+    return {"autonomous": out}
+
+
+def enable(
+    layout: Layout,
+    *,
+    task_hint: str | None = None,
+    max_turns: int | None = None,
+    scope_mode: str | None = None,
+    scope_session_ids: list[str] | None = None,
+    enabled_by: str = "user",
+    workflow_run: str | None = None,
+) -> dict[str, Any]:
+    """enable_supervision: on, turns_used reset to 0; optionally set the scope in the same step."""
+    from cocoplus import config as config_mod
+
+    if max_turns is None:
+        try:
+            max_turns = int(config_mod.load_for(layout).get("supervision.max_turns"))
+        except CocoplusError:
+            max_turns = DEFAULT_MAX_TURNS
+    if not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1 or max_turns > 10000:
+        raise UsageError(f"max_turns must be an integer from 1 to 10000, got {max_turns!r}")
+    if task_hint is not None and len(task_hint) > 4000:
+        raise UsageError("task_hint is over 4000 characters")
+    if scope_mode is not None:
+        from cocoplus.supervision import scope as scope_mod
+
+        scope_mod.set_scope(layout, scope_mode, scope_session_ids or [], allow_invert=False)
+    now = clock.iso()
+
+    def change(doc: dict[str, Any]) -> None:
+        prev = doc.get("autonomous") or {}
+        doc["autonomous"] = {
+            "enabled": True,
+            "turns_used": 0,
+            "max_turns": max_turns,
+            "task_hint": task_hint if task_hint is not None else prev.get("task_hint", ""),
+            "enabled_by": enabled_by,
+            "workflow_run": workflow_run,
+            "enabled_at": now,
+            "updated_at": now,
+            "snapshot_at": now,
+            "finished_at": None,
+            "finish_summary": None,
+            "finish_reason": None,
+        }
+
+    update(layout, change)
+    events.log_step(layout, "supervision_enabled", task_hint=task_hint, max_turns=max_turns, enabled_by=enabled_by, workflow_run=workflow_run)
+    return status(layout)
+
+
+def finish(layout: Layout, summary: str | None = None, reason: str = "finished by the main brain") -> dict[str, Any]:
+    """finish_supervision: off, with the summary recorded."""
+    now = clock.iso()
+    was: dict[str, Any] = {}
+
+    def change(doc: dict[str, Any]) -> None:
+        auto = doc.get("autonomous")
+        if auto is None:
+            doc["autonomous"] = {"enabled": False, "turns_used": 0, "max_turns": DEFAULT_MAX_TURNS, "task_hint": ""}
+            auto = doc["autonomous"]
+        was["enabled"] = auto.get("enabled")
+        auto["enabled"] = False
+        auto["finished_at"] = now
+        auto["updated_at"] = now
+        auto["finish_summary"] = summary
+        auto["finish_reason"] = reason
+
+    update(layout, change)
+    if was.get("enabled"):
+        events.log_step(layout, "supervision_finished", summary=summary, reason=reason)
+    return status(layout)
+
+
+def is_enabled(layout: Layout) -> bool:
+    auto = read(layout).get("autonomous")
+    return bool(auto and auto.get("enabled"))
+
+
+def touch_snapshot(layout: Layout, holder: int | None = None) -> None:
+    """Record that a supervisor (pid `holder`) holds the enabled state right now (for restore after a restart)."""
+
+    def change(doc: dict[str, Any]) -> None:
+        auto = doc.get("autonomous")
+        if auto and auto.get("enabled"):
+            auto["snapshot_at"] = clock.iso()
+            if holder is not None:
+                auto["holder_pid"] = holder
+
+    update(layout, change)
+
+
+def scope_view(layout: Layout, doc: dict[str, Any] | None = None) -> dict[str, Any]:
+    from cocoplus.supervision import scope as scope_mod
+
+    return scope_mod.view(layout, doc)

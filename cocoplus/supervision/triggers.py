@@ -1,0 +1,119 @@
+"""Which worker signals wake the main brain (seed 000's trigger table), and the wake prompt.
+
+| signal | wakes the brain |
+|---|---|
+| attention `pending`, `awaiting_authorization`, `awaiting_decision` | yes |
+| worker exit | yes if other supervised workers are still active; otherwise supervision converges and closes |
+| report_progress `working` | no |
+| report_progress `completed`, `blocked`, `needs_review` | yes |
+| notify_blocked, ask_human | always |
+| request_context | never |
+| stall watchdog | yes |
+
+Excluded sessions and sessions outside the scope never wake it; nothing
+does while supervision is off.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cocoplus.core import fsio, progress
+from cocoplus.core.errors import CocoplusError
+from cocoplus.core.paths import Layout
+from cocoplus.session import registry
+from cocoplus.supervision.scope import supervised
+
+WAKE_ATTENTION = ("pending", "awaiting_authorization", "awaiting_decision")
+WAKE_PROGRESS = ("completed", "blocked", "needs_review")
+PROGRESS_STATUSES = ("working", *WAKE_PROGRESS)
+ACTIVE = registry.ACTIVE_STATES
+
+
+def classify(signal: dict[str, Any], doc: dict[str, Any], records: dict[str, dict[str, Any]]) -> tuple[str | None, str]:
+    """("trigger" | "converge" | None, why) for one signal."""
+    auto = doc.get("autonomous")
+    if not auto or not auto.get("enabled"):
+        return None, "supervision is off"
+    cs = signal.get("session")
+    if not isinstance(cs, str) or cs not in records:
+        return None, "unknown session"
+    if not supervised(doc, cs):
+        return None, "session excluded or outside the scope"
+    kind, value = signal.get("kind"), signal.get("value")
+    if kind == "attention":
+        return ("trigger", f"attention {value}") if value in WAKE_ATTENTION else (None, f"attention {value}")
+    if kind == "exit":
+        others = [r for i, r in records.items() if i != cs and r.get("state") in ACTIVE and supervised(doc, i)]
+        return ("trigger", "worker exited; others still active") if others else ("converge", "no supervised worker is active")
+    if kind == "report_progress":
+        return ("trigger", f"progress {value}") if value in WAKE_PROGRESS else (None, "progress heartbeat")
+    if kind in ("notify_blocked", "ask_human", "stall"):
+        return "trigger", kind
+    if kind == "request_context":
+        return None, "context request"
+    return None, f"unknown signal kind {kind!r}"
+
+
+def describe(t: dict[str, Any]) -> str:
+    who = t.get("alias") or t.get("session")
+    kind, value = t.get("kind"), t.get("value")
+    text = {
+        "attention": f"{who} is {value}",
+        "exit": f"{who} exited",
+        "report_progress": f"{who} reported progress: {value}",
+        "notify_blocked": f"{who} is blocked",
+        "ask_human": f"{who} asks the human a question",
+        "stall": f"{who} has been {value} for a long time (stall watchdog)",
+        "initial": "supervision started",
+    }.get(kind or "", f"{who}: {kind} {value or ''}".strip())
+    msg = t.get("message") or t.get("detail")
+    return text + (f": {msg}" if msg else "")
+
+
+def _handoff(layout: Layout) -> tuple[list[str], list[str]]:
+    try:
+        text = fsio.read_text(layout.progress)
+    except CocoplusError:
+        return [], []
+    doc = progress.parse(text or "")
+    ip = doc.find("In Progress")
+    nx = doc.find("Next")
+    return (ip.items() if ip else []), (nx.items() if nx else [])
+
+
+def wake_prompt(layout: Layout, doc: dict[str, Any], triggers: list[dict[str, Any]], round_no: int) -> str:
+    """The prompt of a supervision round, built from files alone."""
+    auto = doc["autonomous"] or {}
+    used, cap = int(auto.get("turns_used", 0)), int(auto.get("max_turns", 0))
+    records, _ = registry.list_sessions(layout)
+    lines = [
+        f"You are the main brain supervising coding agents (workers) for the project at {layout.project}.",
+        f"Supervision goal (task hint): {auto.get('task_hint') or '(none given)'}",
+        f"This is supervision round {round_no}; turns used {used} of {cap}, {max(0, cap - used)} left.",
+        "",
+        "Why you were woken:",
+    ]
+    lines += [f"- {describe(t)}" for t in triggers] or ["- (no trigger recorded)"]
+    lines += ["", "Supervised sessions (alias, runtime, state, attention, last signal):"]
+    sup = [r for r in records if supervised(doc, r["id"])]
+    if not sup:
+        lines.append("- none")
+    for r in sup:
+        ls = r.get("last_signal") or {}
+        last = f"{ls.get('kind')} {ls.get('value') or ''}".strip() + (f" ({ls.get('message')})" if ls.get("message") else "") if ls else "-"
+        lines.append(f"- {r.get('alias')}: {r.get('runtime')}, {r.get('state')}, attention {r.get('attention') or '-'}, last signal {last}")
+    ip, nx = _handoff(layout)
+    lines += ["", "Handoff (.cocoplus/session/PROGRESS.md):", "In Progress:"]
+    lines += [f"  {i}" for i in ip] or ["  (empty)"]
+    lines += ["Next:"]
+    lines += [f"  {i}" for i in nx] or ["  (empty)"]
+    lines += [
+        "",
+        "What you can do: `cocoplus sessions list`; `cocoplus session steer \"...\"` to give a worker its next instruction; "
+        "`cocoplus session queue add \"...\"`; `cocoplus supervision scope ...`; `cocoplus supervision finish --summary \"...\"` when the goal is met.",
+        "Safety: supervision never bypasses a runtime's permissions. Ask the human in this conversation before any irreversible "
+        "action: deleting, publishing, merging, or sending external notifications.",
+        "Reply with what you decided and why, briefly.",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,401 @@
+"""`cocoplus supervisor run`: the watcher that wakes the main brain.
+
+One per project (the `supervisor` lock, held for the process's life; a
+second one says which pid runs and exits).  File events from watchdog are
+hints that something changed: on every wake the watcher re-reads the files
+(new lines of `supervision/signals.jsonl` from a saved offset, the current
+round, session records).  It also wakes on a timer, so missed or coalesced
+events, an observer that died, or a file system without inotify only
+delay it by a tick; if inotify cannot be used it switches to polling.
+
+Triggers are debounced on a monotonic clock (`[supervision]
+quiet_window_s`, with `max_wait_s` so a steady stream still gets a round)
+and merged into one round; rounds are single flight (see rounds.py).
+
+Environment (seed 000), read at start:
+`JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S=90` (<= 0 disables),
+`JARVIS_SUPERVISION_STALL_THRESHOLD_S=900`, `JARVIS_SUPERVISION_STALL_COOLDOWN_S=1800`,
+`JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S=45`,
+`JARVIS_SUPERVISION_RESTORE_TTL_S=900`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from cocoplus.core import clock, fsio
+from cocoplus.core.errors import CocoplusError
+from cocoplus.core.lock import is_locked, try_lock
+from cocoplus.core.paths import Layout
+from cocoplus.session import events, registry
+from cocoplus.supervision import rounds
+from cocoplus.supervision import state as state_mod
+from cocoplus.supervision import triggers as trig
+from cocoplus.supervision import workflow
+
+ENV_DEFAULTS = {
+    "JARVIS_SUPERVISION_RESTORE_TTL_S": 900.0,
+    "JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S": 90.0,
+    "JARVIS_SUPERVISION_STALL_THRESHOLD_S": 900.0,
+    "JARVIS_SUPERVISION_STALL_COOLDOWN_S": 1800.0,
+    "JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S": 45.0,
+}
+TICK = 0.5
+
+
+def env_settings(environ: dict[str, str] | None = None) -> dict[str, float]:
+    env = os.environ if environ is None else environ
+    out = {}
+    for name, default in ENV_DEFAULTS.items():
+        raw = env.get(name)
+        try:
+            out[name] = float(raw) if raw not in (None, "") else default
+        except ValueError:
+            sys.stderr.write(f"cocoplus supervisor: {name}={raw!r} is not a number; using {default:g}\n")
+            out[name] = default
+    return out
+
+
+def running_pid(layout: Layout) -> int | None:
+    """The pid of the supervisor running for this project, if one does."""
+    if not is_locked(layout.lock("supervisor")):
+        return None
+    try:
+        doc = fsio.read_json(layout.supervisor_pid) or {}
+    except CocoplusError:
+        return -1
+    pid = doc.get("pid")
+    return pid if isinstance(pid, int) else -1
+
+
+def start_detached(layout: Layout) -> int | None:
+    """Start `cocoplus supervisor run` in the background unless one runs; return its pid."""
+    import subprocess
+
+    if running_pid(layout) is not None:
+        return None
+    fsio.ensure_dir(layout.logs_dir)
+    log = open(os.path.join(layout.logs_dir, "supervisor.log"), "ab")
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cocoplus", "supervisor", "run"],
+            cwd=layout.project,
+            env=dict(os.environ, COCOPLUS_DIR=layout.state),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+    finally:
+        log.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if running_pid(layout) is not None or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    return proc.pid
+
+
+class Supervisor:
+    def __init__(self, layout: Layout, environ: dict[str, str] | None = None, *, polling: bool | None = None) -> None:
+        from cocoplus import config as config_mod
+
+        self.layout = layout
+        self.env = env_settings(environ)
+        cfg = config_mod.load_for(layout, environ)
+        self.quiet = float(cfg.get("supervision.quiet_window_s"))
+        self.max_wait = float(cfg.get("supervision.max_wait_s"))
+        self.reconcile_every = float(cfg.get("supervision.reconcile_s"))
+        env = os.environ if environ is None else environ
+        self.force_polling = polling if polling is not None else env.get("COCOPLUS_SUPERVISOR_POLLING") == "1"
+        self.wake = threading.Event()
+        self.stopping = False
+        self.pending: list[dict[str, Any]] = []
+        self.first_at = 0.0
+        self.last_at = 0.0
+        self.started = time.monotonic()
+        self.next_stall = self.started + self.env["JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S"]
+        self.stall_fired: dict[tuple[str, str], float] = {}
+        self.next_reconcile = 0.0
+        self.observer: Any = None
+        self.observer_kind = "none"
+        self.handler_errors = 0
+
+    # -- logging -----------------------------------------------------------------
+    def log(self, message: str) -> None:
+        sys.stderr.write(f"{clock.iso()} supervisor: {message}\n")
+        sys.stderr.flush()
+
+    # -- file events ---------------------------------------------------------------
+    def _start_observer(self) -> None:
+        from watchdog.events import FileSystemEventHandler
+        from watchdog.observers import Observer
+        from watchdog.observers.polling import PollingObserver
+
+        sup = self
+
+        class Handler(FileSystemEventHandler):
+            def on_any_event(self, event: Any) -> None:
+                try:
+                    path = getattr(event, "dest_path", None) or event.src_path
+                    path = os.fsdecode(path)
+                    if "/locks/" in path or path.endswith(".lock") or "/logs/" in path or ".tmp-" in os.path.basename(path):
+                        return
+                    sup.wake.set()
+                except Exception:  # noqa: BLE001 - an exception here would kill the observer thread
+                    sup.handler_errors += 1
+
+        handler = Handler()
+        kinds = [("polling", PollingObserver)] if self.force_polling else [("inotify", Observer), ("polling", PollingObserver)]
+        for kind, cls in kinds:
+            obs = cls(timeout=1) if kind == "polling" else cls()
+            try:
+                obs.schedule(handler, self.layout.state, recursive=True)
+                obs.start()
+            except OSError as exc:
+                self.log(f"{kind} file watching unavailable ({exc}); falling back")
+                continue
+            self.observer, self.observer_kind = obs, kind
+            self.log(f"watching {self.layout.state} ({kind})")
+            return
+        self.log("no file watching available; reconciling on a timer only")
+
+    def _check_observer(self) -> None:
+        if self.observer is not None and not self.observer.is_alive():
+            self.log("the file observer stopped; restarting it")
+            try:
+                self.observer.stop()
+            except Exception:  # noqa: BLE001
+                pass
+            self.observer = None
+            self._start_observer()
+
+    # -- signals -> triggers ----------------------------------------------------------
+    def _cursor_path(self) -> str:
+        return self.layout.supervision_dir + "/cursor.json"
+
+    def read_signals(self) -> list[dict[str, Any]]:
+        try:
+            cur = fsio.read_json(self._cursor_path()) or {}
+        except CocoplusError:
+            cur = {}
+        offset = int(cur.get("signals_offset") or 0)
+        try:
+            size = os.path.getsize(self.layout.signals)
+        except OSError:
+            return []
+        if size == offset:
+            return []
+        got = fsio.read_jsonl_from(self.layout.signals, offset)
+        if got.end_offset != offset:
+            fsio.atomic_write_json(self._cursor_path(), {"signals_offset": got.end_offset, "updated_at": clock.iso()})
+        return got.records
+
+    def process_signals(self) -> None:
+        sigs = self.read_signals()
+        if not sigs:
+            return
+        doc = state_mod.read(self.layout)
+        records = {r["id"]: r for r in registry.list_sessions(self.layout)[0]}
+        for sig in sigs:
+            verdict, why = trig.classify(sig, doc, records)
+            if verdict == "trigger":
+                self.add_trigger({k: sig.get(k) for k in ("session", "alias", "runtime", "kind", "value", "message", "detail", "ts")})
+            elif verdict == "converge":
+                self.converge(sig)
+                doc = state_mod.read(self.layout)
+
+    def add_trigger(self, t: dict[str, Any]) -> None:
+        now = time.monotonic()
+        if not self.pending:
+            self.first_at = now
+        self.last_at = now
+        self.pending.append(t)
+
+    def converge(self, sig: dict[str, Any]) -> None:
+        auto = state_mod.read(self.layout).get("autonomous") or {}
+        summary = f"no supervised worker is active any more (last: {sig.get('alias') or sig.get('session')} exited)"
+        if auto.get("enabled_by") == "workflow":
+            workflow.close_if_owned(self.layout, auto.get("workflow_run"), summary)
+        else:
+            state_mod.finish(self.layout, summary, reason="converged")
+        self.pending.clear()
+        self.log("supervision converged and finished: " + summary)
+
+    def maybe_flush(self) -> None:
+        if not self.pending:
+            return
+        now = time.monotonic()
+        if now - self.last_at < self.quiet and now - self.first_at < self.max_wait:
+            return
+        batch, self.pending = self.pending, []
+        try:
+            result = rounds.start_round(self.layout, batch)
+        except CocoplusError as exc:
+            self.log(f"round not started: {exc}")
+            return
+        self.log(f"{len(batch)} trigger(s): {result}")
+
+    # -- stall watchdog ---------------------------------------------------------------
+    def stall_check(self) -> None:
+        interval = self.env["JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S"]
+        if interval <= 0:
+            return
+        now = time.monotonic()
+        if now < self.next_stall:
+            return
+        self.next_stall = now + interval
+        doc = state_mod.read(self.layout)
+        auto = doc.get("autonomous")
+        if not auto or not auto.get("enabled"):
+            return
+        threshold = self.env["JARVIS_SUPERVISION_STALL_THRESHOLD_S"]
+        cooldown = self.env["JARVIS_SUPERVISION_STALL_COOLDOWN_S"]
+        wall = clock.parse_iso(clock.iso()) or time.time()
+        from cocoplus.supervision.scope import supervised
+
+        for rec in registry.list_sessions(self.layout)[0]:
+            att = rec.get("attention")
+            if rec.get("state") not in registry.ACTIVE_STATES or att not in trig.WAKE_ATTENTION or not supervised(doc, rec["id"]):
+                continue
+            since = clock.parse_iso(rec.get("attention_since") or rec.get("last_event_at"))
+            if since is None or wall - since < threshold:
+                continue
+            key = (rec["id"], att)
+            last = self.stall_fired.get(key)
+            if last is not None and now - last < cooldown:
+                continue
+            self.stall_fired[key] = now
+            events.log_step(self.layout, "stall_detected", session=rec["id"], alias=rec.get("alias"), attention=att, seconds=int(wall - since))
+            self.add_trigger({"session": rec["id"], "alias": rec.get("alias"), "runtime": rec.get("runtime"), "kind": "stall", "value": att, "message": f"in {att} for {int(wall - since)}s"})
+
+    # -- restart restore ---------------------------------------------------------------
+    def restore(self) -> str:
+        doc = state_mod.read(self.layout)
+        auto = doc.get("autonomous")
+        if not auto or not auto.get("enabled"):
+            return "nothing to restore"
+        if auto.get("holder_pid") in (None, os.getpid()):
+            # Enabled since no supervisor last held it (a fresh enable): adopt it, there is nothing to restore.
+            state_mod.touch_snapshot(self.layout, os.getpid())
+            return "adopted"
+        ttl = self.env["JARVIS_SUPERVISION_RESTORE_TTL_S"]
+        snap = clock.parse_iso(auto.get("snapshot_at") or auto.get("updated_at"))
+        age = (clock.parse_iso(clock.iso()) or time.time()) - (snap or 0)
+        if snap is None or age > ttl:
+            state_mod.finish(self.layout, None, reason=f"not restored after a restart: the last snapshot is {int(age)}s old (TTL {ttl:g}s)")
+            events.log_step(self.layout, "supervision_not_restored", reason="snapshot older than the TTL", age_s=int(age))
+            return "closed: snapshot too old"
+        from cocoplus.supervision.scope import supervised
+
+        live = [r for r in registry.list_sessions(self.layout)[0] if r.get("state") in registry.ACTIVE_STATES and supervised(doc, r["id"])]
+        if not live:
+            state_mod.finish(self.layout, None, reason="not restored after a restart: no supervised worker is recoverable")
+            events.log_step(self.layout, "supervision_not_restored", reason="no recoverable worker")
+            return "closed: no recoverable worker"
+        state_mod.touch_snapshot(self.layout, os.getpid())
+        events.log_step(self.layout, "supervision_restored", age_s=int(age), workers=[r.get("alias") for r in live])
+        return "restored"
+
+    # -- loop -------------------------------------------------------------------------------
+    def reconcile(self) -> None:
+        now = time.monotonic()
+        if now < self.next_reconcile:
+            return
+        self.next_reconcile = now + min(self.reconcile_every, max(1.0, self.env["JARVIS_SUPERVISION_RESTORE_TTL_S"] / 3))
+        from cocoplus.chat import worker as chat_worker
+
+        chat_worker.recover(self.layout)
+        state_mod.touch_snapshot(self.layout, os.getpid())
+        self._check_observer()
+
+    def step(self) -> None:
+        self.process_signals()
+        rounds.poll(self.layout)
+        self.stall_check()
+        self.maybe_flush()
+        self.reconcile()
+
+    def run(self) -> int:
+        fd = try_lock(self.layout.lock("supervisor"))
+        if fd is None:
+            pid = running_pid(self.layout)
+            sys.stderr.write(f"cocoplus supervisor: already running for this project (pid {pid})\n")
+            return 1
+        fsio.ensure_dir(self.layout.supervision_dir)
+        fsio.atomic_write_json(self.layout.supervisor_pid, {"pid": os.getpid(), "started_at": clock.iso()})
+
+        def on_signal(signum: int, _frame: Any) -> None:
+            self.stopping = True
+            self.wake.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        self.log(f"started (pid {os.getpid()}); restore: {self.restore()}")
+        self._start_observer()
+        try:
+            while not self.stopping:
+                try:
+                    self.step()
+                except CocoplusError as exc:
+                    self.log(f"error: {exc}")
+                except Exception as exc:  # noqa: BLE001 - the watcher must survive a bad file
+                    self.log(f"unexpected error: {type(exc).__name__}: {exc}")
+                timeout = TICK
+                if self.pending:
+                    now = time.monotonic()
+                    timeout = max(0.01, min(TICK, self.quiet - (now - self.last_at), self.max_wait - (now - self.first_at)))
+                self.wake.wait(timeout)
+                self.wake.clear()
+        finally:
+            if self.observer is not None:
+                try:
+                    self.observer.stop()
+                    self.observer.join(timeout=5)
+                except Exception:  # noqa: BLE001
+                    pass
+            try:
+                os.unlink(self.layout.supervisor_pid)
+            except OSError:
+                pass
+            self.log("stopped")
+        return 0
+
+
+def stop(layout: Layout, timeout: float = 10.0) -> dict[str, Any]:
+    pid = running_pid(layout)
+    if pid is None:
+        return {"stopped": False, "why": "no supervisor is running"}
+    if pid <= 0:
+        return {"stopped": False, "why": "a supervisor holds the lock but its pid file is unreadable"}
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if running_pid(layout) is None:
+            return {"stopped": True, "pid": pid}
+        time.sleep(0.05)
+    return {"stopped": False, "pid": pid, "why": f"still running after {timeout:g}s"}
+
+
+def status(layout: Layout) -> dict[str, Any]:
+    pid = running_pid(layout)
+    try:
+        info = fsio.read_json(layout.supervisor_pid) or {}
+    except CocoplusError:
+        info = {}
+    return {"running": pid is not None, "pid": pid, "started_at": info.get("started_at") if pid else None, "round": rounds.current(layout), **state_mod.status(layout)}
+
+
+def supervise(layout: Layout, goal: str | None, max_turns: int | None = None) -> dict[str, Any]:
+    """`/supervise GOAL`: enable with GOAL as task_hint, make sure the watcher runs, run one round now."""
+    out = state_mod.enable(layout, task_hint=goal, max_turns=max_turns)
+    pid = start_detached(layout)
+    records = registry.list_sessions(layout)[0]
+    initial = [{"session": None, "alias": None, "kind": "initial", "value": None, "message": f"{len(records)} session(s) known"}]
+    rnd = rounds.start_round(layout, initial, source="initial")
+    return {**out, "supervisor": {"started": pid is not None, "pid": pid or running_pid(layout)}, "initial_round": rnd}
