@@ -370,12 +370,29 @@ def on_session_start(h: Hook) -> Answer:
         except CocoplusError as exc:
             h.log(f"status not updated: {exc}")
     h.step("session_start", alias=rec["alias"] if rec else None, source=info["source"])
+    if rec is not None:
+        _export_session(h, rec["id"])
     from cocoplus.hook import handoff
 
     text = handoff.context(h.layout, rec)
     if h.runtime == "cursor":
         return None, 0
     return dialects.add_context(h.runtime, h.event_name, text), 0
+
+
+def _export_session(h: Hook, cs_id: str) -> None:
+    """Tell the runtime's shell which session this is, so worker tools find it (Claude Code's CLAUDE_ENV_FILE)."""
+    path = h.environ.get("CLAUDE_ENV_FILE") if h.runtime == "claude" else None
+    if not path:
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, f"export COCOPLUS_SESSION={cs_id}\n".encode())
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        h.log(f"could not write CLAUDE_ENV_FILE: {exc}")
 
 
 def _heal_status(h: Hook, max_age: float) -> None:
