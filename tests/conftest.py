@@ -16,8 +16,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from cocoplus.core.paths import Layout
+
+# Property tests check results, not speed: no per-example deadline, so a busy
+# machine cannot turn a slow example into a failure.
+hypothesis_settings.register_profile("cocoplus", deadline=None)
+hypothesis_settings.load_profile("cocoplus")
 
 ENV_PREFIXES = ("COCOPLUS_", "CLAUDE_", "GEMINI_", "CURSOR_")
 XDG_DIRS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR")
