@@ -1,0 +1,245 @@
+"""`cocoplus mcp`: the main-brain and worker tools of seed 000 as a stdio MCP server.
+
+Built on the official `mcp` SDK (`MCPServer`).  Every tool calls the same
+function the CLI calls (`cocoplus.supervision.state`, `.scope`, `.signals`)
+and answers with the JSON the CLI prints with `--json` (as text, and as
+structured content).  A handled failure (a `CocoplusError`: no valid id for
+only/except, an unknown session, a bad status, no `.cocoplus/`) is a tool
+error carrying cocoplus' one-line message; anything unexpected is a tool
+error too, with the traceback in `.cocoplus/logs/cocoplus.log`.  The server
+itself never stops because of a tool.
+
+The project is found on every call with `cocoplus.core.paths.discover()`
+(`--dir`/`COCOPLUS_DIR`, else the nearest `.cocoplus/` above the working
+directory), so the server starts even before `cocoplus init`.
+Worker tools speak for the session named by their `session` argument, else
+the one the runtime's environment names (`signals.which_session`: Claude
+Code gives its MCP servers `CLAUDE_CODE_SESSION_ID`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from cocoplus import __version__
+from cocoplus.core.errors import CocoplusError
+from cocoplus.core.paths import Layout, discover
+
+ROLES = ("brain", "worker", "all")
+BRAIN_TOOLS = ("enable_supervision", "finish_supervision", "supervision_status", "set_supervision_scope", "list_sessions")
+WORKER_TOOLS = ("report_progress", "notify_blocked", "ask_human", "request_context")
+
+INSTRUCTIONS = (
+    "cocoplus keeps this project's agent-session state in .cocoplus/. "
+    "If you are the main brain (the supervising agent), use enable_supervision, supervision_status, "
+    "set_supervision_scope, list_sessions and finish_supervision. "
+    "If you are a worker session, tell the supervisor how the work goes with report_progress, "
+    "notify_blocked, ask_human and request_context; your session is found from the environment, "
+    "or pass `session` (an alias such as cc1 from list_sessions, or a cs_ id)."
+)
+
+SESSION_ARG = Field(
+    default=None,
+    description=(
+        "Which worker session you are: an alias such as cc1 (see list_sessions) or a cs_... id. "
+        "Leave it out when your runtime tells cocoplus (Claude Code does); pass it if the tool says it cannot tell."
+    ),
+)
+IDS_HELP = "Session ids: full cs_... ids or the short aliases list_sessions shows (cc1, cx1, gm1, cu1)."
+
+
+def _json_text(obj: Any) -> str:
+    """Exactly what the CLI prints with --json (cocoplus.cli.output.emit_json, without the newline)."""
+    return json.dumps(obj, indent=2, ensure_ascii=False, default=str)
+
+
+def _log_unexpected(name: str, exc: BaseException) -> str | None:
+    try:
+        from cocoplus.core import clock
+        from cocoplus.core.paths import find_state_dir
+
+        found = find_state_dir()
+        if not found:
+            return None
+        layout = Layout(found)
+        os.makedirs(layout.logs_dir, exist_ok=True)
+        with open(layout.cli_log, "a", encoding="utf-8") as fh:
+            fh.write(f"--- {clock.iso()} cocoplus {__version__} mcp tool {name} python {sys.version.split()[0]}\n")
+            fh.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        return layout.rel(layout.cli_log)
+    except Exception:  # noqa: BLE001 - logging must not turn one failure into two
+        return None
+
+
+def run_tool(name: str, fn: Callable[[Layout], Any]) -> CallToolResult:
+    """Discover the project, call `fn(layout)`, and shape the answer (or the error) for MCP."""
+    try:
+        result = fn(discover())
+    except CocoplusError as exc:
+        # The messages are the CLI's; here the worker's option is a tool argument.
+        msg = exc.message.replace("pass --session", "pass the `session` argument") + (f" (hint: {exc.hint})" if exc.hint else "")
+        raise ToolError(msg) from None
+    except Exception as exc:  # noqa: BLE001 - a tool failure must never take the server down
+        where = _log_unexpected(name, exc)
+        raise ToolError(f"internal error: {type(exc).__name__}: {exc}" + (f"; details in {where}" if where else "")) from None
+    text = _json_text(result)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=json.loads(text))
+
+
+def build(role: str = "all") -> MCPServer:
+    """An MCPServer with the brain tools, the worker tools, or both."""
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+    server = MCPServer(name="cocoplus", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    if role in ("brain", "all"):
+        _brain_tools(server)
+    if role in ("worker", "all"):
+        _worker_tools(server)
+    return server
+
+
+def _brain_tools(server: MCPServer) -> None:
+    from cocoplus.supervision import scope, state
+
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
+
+    @server.tool(
+        description=(
+            "Turn on autonomous supervision: from now on worker sessions that finish a turn, get blocked, need review, "
+            "need authorization or ask the human wake you (the main brain) for a supervision round. "
+            "Default cap 60 rounds; calling it again resets turns_used to 0. Optionally set the scope in the same step "
+            "(scope_mode all|only|except with scope_session_ids). Returns {\"autonomous\": {enabled, turns_used, "
+            "max_turns, task_hint, scope, ...}}."
+        )
+    )
+    def enable_supervision(
+        task_hint: Annotated[str | None, Field(description="The supervision goal, e.g. 'keep the docs PR going until it merges'.")] = None,
+        max_turns: Annotated[int | None, Field(description="Cap on supervision rounds (1-10000; default 60 or [supervision] max_turns).")] = None,
+        scope_mode: Annotated[
+            str | None,
+            Field(
+                description="Which sessions may wake you: all (every session), only (just scope_session_ids), except (all but scope_session_ids).",
+                json_schema_extra={"enum": ["all", "only", "except"]},
+            ),
+        ] = None,
+        scope_session_ids: Annotated[list[str] | None, Field(description="For scope_mode only/except (at least one valid). " + IDS_HELP)] = None,
+    ) -> CallToolResult:
+        return run_tool(
+            "enable_supervision",
+            lambda lay: state.enable(lay, task_hint=task_hint, max_turns=max_turns, scope_mode=scope_mode, scope_session_ids=list(scope_session_ids or [])),
+        )
+
+    @server.tool(
+        description=(
+            "Turn autonomous supervision off and record a closing summary of what was achieved "
+            "(no more supervision rounds until enable_supervision is called again)."
+        )
+    )
+    def finish_supervision(
+        summary: Annotated[str | None, Field(description="What was achieved and what is left, for the record.")] = None,
+    ) -> CallToolResult:
+        return run_tool("finish_supervision", lambda lay: state.finish(lay, summary))
+
+    @server.tool(
+        description=(
+            "Read-only: is supervision on, turns used and left, the goal (task_hint), and the scope (mode, excluded "
+            "sessions, sessions supervised now). {\"autonomous\": null} means it was never enabled."
+        ),
+        annotations=read_only,
+    )
+    def supervision_status() -> CallToolResult:
+        return run_tool("supervision_status", state.status)
+
+    @server.tool(
+        description=(
+            "Set which sessions may wake you. mode all: every session (clears exclusions); only: just the listed "
+            "sessions, every other one (and new ones) excluded; except: all but the listed sessions. only and except "
+            "need at least one session_ids entry that names a known session, else nothing changes and the call fails. "
+            "Unknown ids are ignored and listed in unknown_ids."
+        )
+    )
+    def set_supervision_scope(
+        mode: Annotated[str, Field(description="all, only or except.", json_schema_extra={"enum": ["all", "only", "except"]})],
+        session_ids: Annotated[list[str] | None, Field(description="For only/except. " + IDS_HELP)] = None,
+    ) -> CallToolResult:
+        return run_tool("set_supervision_scope", lambda lay: scope.set_scope(lay, mode, list(session_ids or []), allow_invert=False))
+
+    @server.tool(
+        description=(
+            "Every agent session cocoplus knows, with its short alias (cc1 = Claude Code, cx1 = Codex, gm1 = Gemini, "
+            "cu1 = Cursor), runtime, state, attention (pending / awaiting_authorization / awaiting_decision), last "
+            "event and signal, and whether it is excluded from supervision. Use the aliases in the other tools."
+        ),
+        annotations=read_only,
+    )
+    def list_sessions() -> CallToolResult:
+        return run_tool("list_sessions", scope.list_sessions)
+
+
+def _worker_tools(server: MCPServer) -> None:
+    from cocoplus.supervision import signals
+
+    @server.tool(
+        description=(
+            "Tell the supervisor (the main brain) how your work is going. status working is a heartbeat and does "
+            "not wake it; completed (a milestone is done, check it or hand out the next task), blocked and "
+            "needs_review wake it."
+        )
+    )
+    def report_progress(
+        status: Annotated[
+            str,
+            Field(description="working, completed, blocked or needs_review.", json_schema_extra={"enum": ["working", "completed", "blocked", "needs_review"]}),
+        ],
+        message: Annotated[str | None, Field(description="What happened, in a sentence or two.")] = None,
+        session: Annotated[str | None, SESSION_ARG] = None,
+    ) -> CallToolResult:
+        return run_tool("report_progress", lambda lay: signals.report_progress(lay, status, message, session))
+
+    @server.tool(description="Say you are blocked and why. Always wakes the main brain to deal with it.")
+    def notify_blocked(
+        message: Annotated[str, Field(description="What blocks the work and what you need to go on.")],
+        session: Annotated[str | None, SESSION_ARG] = None,
+    ) -> CallToolResult:
+        return run_tool("notify_blocked", lambda lay: signals.notify_blocked(lay, message, session))
+
+    @server.tool(
+        description=(
+            "Ask the human a question (a decision, a missing fact, permission for something irreversible). The "
+            "question goes to the main conversation, your session is marked awaiting a decision, and the main "
+            "brain is woken. The answer comes back later as an instruction; do not wait for it in this call."
+        )
+    )
+    def ask_human(
+        question: Annotated[str, Field(description="The question, self-contained.")],
+        session: Annotated[str | None, SESSION_ARG] = None,
+    ) -> CallToolResult:
+        return run_tool("ask_human", lambda lay: signals.ask_human(lay, question, session))
+
+    @server.tool(
+        description=(
+            "Get the project's handoff now: PROGRESS.md (done / in progress / next), the active CONTEXT.md "
+            "predicates and pending queue items, in the `context` field. Records what you asked for; never wakes "
+            "the main brain."
+        )
+    )
+    def request_context(
+        what: Annotated[str | None, Field(description="What context you need (recorded for the supervisor).")] = None,
+        session: Annotated[str | None, SESSION_ARG] = None,
+    ) -> CallToolResult:
+        return run_tool("request_context", lambda lay: signals.request_context(lay, what, session))
+
+
+def run(role: str = "all") -> None:
+    """Serve on stdin/stdout until the client closes the connection."""
+    build(role).run("stdio")
