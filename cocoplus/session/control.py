@@ -18,7 +18,7 @@ import errno
 import os
 
 from cocoplus.core import clock, fsio
-from cocoplus.core.errors import CocoplusError
+from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import parse_stop, render_stop
@@ -106,13 +106,37 @@ def create_stop(
     return True, doc
 
 
+def _secondary(problems: list[str], fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a bookkeeping step (log, status) whose failure must not undo or hide the main action."""
+    try:
+        return fn(*args, **kwargs)
+    except CocoplusError as exc:
+        problems.append(str(exc))
+        return None
+
+
 def stop(layout: Layout, operator: str, reason: str) -> dict[str, Any]:
-    """`session stop`: AGENT_STOP, a steps event, status `paused`."""
+    """`session stop`: AGENT_STOP, a steps event, status `paused`.
+
+    Once AGENT_STOP exists the agent is stopped, so a damaged steps.jsonl
+    or status file is reported in `problems` rather than failing the stop;
+    an AGENT_STOP that cannot be rewritten (a directory, say) is kept, as it
+    stops the agent all the same.
+    """
     previous = read_stop(layout)
-    _, doc = create_stop(layout, operator, reason, source="operator", replace=True)
-    events.log_step(layout, "stop", operator=operator, reason=reason)
-    status.set_state(layout, "paused", f"stopped by {operator}: {reason}")
-    return {"stopped": True, "stop": doc, "replaced": previous}
+    problems: list[str] = []
+    kept_existing = False
+    try:
+        _, doc = create_stop(layout, operator, reason, source="operator", replace=True)
+    except CocoplusError as exc:
+        if not stop_present(layout):
+            raise
+        kept_existing = True
+        doc = dict(previous or {})
+        problems.append(f"{exc}; the AGENT_STOP already there was kept and still stops the agent")
+    _secondary(problems, events.log_step, layout, "stop", operator=operator, reason=reason)
+    _secondary(problems, status.set_state, layout, "paused", f"stopped by {operator}: {reason}")
+    return {"stopped": True, "stop": doc, "replaced": previous, "kept_existing": kept_existing, "problems": problems}
 
 
 def resume(layout: Layout, operator: str, *, reset_budget: bool = False) -> dict[str, Any]:
@@ -134,7 +158,10 @@ def resume(layout: Layout, operator: str, *, reset_budget: bool = False) -> dict
         from cocoplus.session import iteration
 
         reset = iteration.reset(layout)
-    events.log_step(
+    problems: list[str] = []
+    _secondary(
+        problems,
+        events.log_step,
         layout,
         "resume",
         operator=operator,
@@ -142,8 +169,8 @@ def resume(layout: Layout, operator: str, *, reset_budget: bool = False) -> dict
         previous_reason=(previous or {}).get("reason"),
         budget_reset=bool(reset_budget),
     )
-    status.set_state(layout, "running", f"resumed by {operator}")
-    return {"resumed": previous is not None, "previous": previous, "budget_reset": reset}
+    _secondary(problems, status.set_state, layout, "running", f"resumed by {operator}")
+    return {"resumed": previous is not None, "previous": previous, "budget_reset": reset, "problems": problems}
 
 
 # -- steering -------------------------------------------------------------------------
@@ -162,16 +189,24 @@ def steer(layout: Layout, instruction: str, operator: str | None = None) -> dict
     text = instruction.strip("\n")
     if not text.strip():
         raise CocoplusError("steer: the instruction is empty")
+    problems: list[str] = []
     with Lock(layout.lock("steer")):
-        existing = fsio.read_text(layout.steer, limit=MAX_STEER_BYTES * 4)
+        try:
+            existing = fsio.read_text(layout.steer, limit=MAX_STEER_BYTES * 4)
+        except StateCorrupt as exc:
+            # Nothing deliverable in it: keep it aside for the operator, and write the new steer.
+            kept = fsio.quarantine(layout.steer)
+            problems.append(str(StateCorrupt(exc.path, exc.cause, kept)))
+            existing = None
         combined = text if not existing or not existing.strip() else existing.rstrip("\n") + STEER_SEPARATOR + text
         if len(combined.encode("utf-8")) > MAX_STEER_BYTES:
             raise CocoplusError(
                 f"{layout.steer}: a pending steer plus this one would exceed {MAX_STEER_BYTES // 1024} KiB"
             )
         fsio.atomic_write_text(layout.steer, combined + "\n")
-    events.log_step(layout, "steer_queued", operator=operator, chars=len(text), appended=bool(existing and existing.strip()))
-    return {"pending": combined + "\n", "appended": bool(existing and existing.strip())}
+    appended = bool(existing and existing.strip())
+    _secondary(problems, events.log_step, layout, "steer_queued", operator=operator, chars=len(text), appended=appended)
+    return {"pending": combined + "\n", "appended": appended, "problems": problems}
 
 
 class Claim:

@@ -479,3 +479,86 @@ def test_unexpected_errors_are_one_line_and_logged(cli, initialised, monkeypatch
     assert len(error_lines(err)) == 1 and "ZeroDivisionError" in err and "cocoplus.log" in err
     log = open(initialised.cli_log).read()
     assert "Traceback" in log and "surprise" in log
+
+
+# -- operator text is shown as written; controls work with damaged bookkeeping -------------------
+
+MARKUP = "use [/b] and [red]this[/red] [link=x]literally[/link]"
+
+
+def test_text_that_looks_like_markup_is_shown_literally(cli, initialised):
+    cwd = initialised.project
+    with open(initialised.context, "a") as fh:
+        fh.write(f"note.markup={MARKUP}\n")
+    for argv in (
+        ("session", "steer", MARKUP),
+        ("session", "queue", "add", MARKUP),
+        ("session", "stop", "--reason", MARKUP, "--operator", "[ops]"),
+    ):
+        code, out, err = cli(*argv, cwd=cwd)
+        assert code == 0, err
+        assert_no_traceback(out, err)
+    code, out, err = cli("session", "stop", "--reason", MARKUP, cwd=cwd)
+    assert MARKUP in out
+    code, out, err = cli("session", "status", cwd=cwd)
+    assert code == 0, err
+    assert_no_traceback(out, err)
+    assert "STOPPED by " + OPERATOR in out
+    flat = " ".join(out.split())
+    assert out.count("[/b]") >= 4 and "[red]this[/red]" in flat, out
+    code, out, err = cli("session", "queue", "list", cwd=cwd)
+    assert MARKUP in out
+
+
+def test_markup_in_the_project_path_and_config(cli, tmp_path):
+    odd = tmp_path / "[bold]proj[red]"
+    odd.mkdir()
+    (odd / "cocoplus.toml").write_text('[ctx]\ncommand = "[/x]"\n')
+    code, out, err = cli("init", cwd=odd)
+    assert code == 0, err
+    assert "[bold]proj[red]" in out
+    code, out, err = cli("session", "status", cwd=odd)
+    assert code == 0, err
+    assert "[bold]proj[red]" in out
+    code, out, err = cli("config", "show", cwd=odd)
+    assert code == 0, err
+    assert "'[/x]'" in out
+
+
+def test_stop_over_an_agent_stop_directory_keeps_it(cli, initialised):
+    os.mkdir(initialised.agent_stop)
+    code, out, err = cli("session", "stop", "--reason", "again", cwd=initialised.project)
+    assert code == 0, err
+    assert "already present" in out
+    assert os.path.isdir(initialised.agent_stop)
+    assert status_json(cli, initialised.project)["kill_switch"]["present"] is True
+
+
+@pytest.mark.parametrize("bookkeeping", ["steps", "status"])
+def test_stop_and_resume_work_when_bookkeeping_is_damaged(cli, initialised, bookkeeping):
+    damaged = getattr(initialised, bookkeeping)
+    os.unlink(damaged)
+    os.mkdir(damaged)
+    with open(os.path.join(damaged, "keep"), "w"):
+        pass  # a non-empty directory cannot be replaced or set aside by a rename over it
+    code, out, err = cli("session", "stop", "--reason", "R", cwd=initialised.project)
+    assert code == 0, err
+    assert os.path.isfile(initialised.agent_stop)
+    assert_no_traceback(out, err)
+    if bookkeeping == "steps":
+        assert "steps.jsonl" in err and "warning" in err
+
+    code, out, err = cli("session", "resume", "--yes", cwd=initialised.project)
+    assert code == 0, err
+    assert not os.path.exists(initialised.agent_stop)
+
+
+def test_steer_over_a_damaged_steer_file_keeps_it_aside(cli, initialised):
+    with open(initialised.steer, "wb") as fh:
+        fh.write(b"\xff\xfe\x00 not text")
+    code, out, err = cli("session", "steer", "new instruction", cwd=initialised.project)
+    assert code == 0, err
+    assert "STEER.md" in err and "kept at" in err
+    assert open(initialised.steer).read() == "new instruction\n"
+    kept = fsio.quarantined_copies(initialised.steer)
+    assert len(kept) == 1 and open(kept[0], "rb").read() == b"\xff\xfe\x00 not text"

@@ -39,17 +39,20 @@ def register(app: typer.Typer) -> None:
             return
         from rich.table import Table
 
-        table = Table(title=f"cocoplus config ({cfg.path or 'no cocoplus.toml; defaults'})", title_justify="left")
+        from rich.text import Text
+
+        table = Table(title=Text(f"cocoplus config ({cfg.path or 'no cocoplus.toml; defaults'})"), title_justify="left")
         table.add_column("key")
         table.add_column("value")
         table.add_column("from")
         for k in settings.KEYS:
-            table.add_row(k.dotted, repr(cfg.get(k.dotted)) if isinstance(cfg.get(k.dotted), str) else str(cfg.get(k.dotted)), cfg.origins[k.dotted])
+            value = cfg.get(k.dotted)
+            table.add_row(k.dotted, Text(repr(value) if isinstance(value, str) else str(value)), cfg.origins[k.dotted])
         output.out().print(table)
         if cfg.pricing:
-            output.out().print("pricing overrides: " + ", ".join(sorted(cfg.pricing)))
+            output.out().print("pricing overrides: " + ", ".join(sorted(cfg.pricing)), markup=False)
         if cfg.accounts:
-            output.out().print("accounts: " + ", ".join(f"{n} ({a['kind']})" for n, a in cfg.accounts.items()))
+            output.out().print("accounts: " + ", ".join(f"{n} ({a['kind']})" for n, a in cfg.accounts.items()), markup=False)
 
     @group.command("example")
     def example() -> None:

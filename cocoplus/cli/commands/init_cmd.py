@@ -20,11 +20,11 @@ def register(app: typer.Typer) -> None:
             output.emit_json(result)
             return
         con = output.out()
-        con.print(f"cocoplus state directory: {result['state_dir']}")
+        con.print(f"cocoplus state directory: {result['state_dir']}", markup=False)
         for p in result["created"]:
-            con.print(f"  created  {p}")
+            con.print(f"  created  {p}", markup=False)
         for p in result["kept"]:
-            con.print(f"  kept     {p}")
+            con.print(f"  kept     {p}", markup=False)
         if not result["created"]:
             con.print("  nothing to create; everything was already in place")
         con.print("next: `cocoplus install claude` (or codex, gemini, cursor) to wire the hooks")

@@ -16,114 +16,129 @@ def _damaged(part: dict[str, Any]) -> str | None:
     return f"DAMAGED: {part['error']}" if part.get("damaged") else None
 
 
+def _row(table: Any, *cells: str) -> None:
+    """A table row shown as plain text: steers, reasons and predicates may hold `[...]`."""
+    from rich.text import Text
+
+    table.add_row(*(Text(c) if isinstance(c, str) else c for c in cells))
+
+
 def render_status(rep: dict[str, Any]) -> Any:
     from rich.table import Table
 
-    t = Table(title=f"cocoplus session status: {rep['project']}", title_justify="left", show_header=False)
+    from rich.text import Text
+
+    t = Table(title=Text(f"cocoplus session status: {rep['project']}"), title_justify="left", show_header=False)
     t.add_column("what", style="bold")
     t.add_column("state")
 
     h = rep["handoff"]
     if _damaged(h):
-        t.add_row("handoff", _damaged(h))
+        _row(t, "handoff", _damaged(h))
     elif not h.get("exists"):
-        t.add_row("handoff", f"{h['path']} missing")
+        _row(t, "handoff", f"{h['path']} missing")
     else:
         fresh = "STALE" if h["stale"] else "fresh"
         extra = f"; missing sections: {', '.join(h['missing_sections'])}" if h["missing_sections"] else ""
-        t.add_row("handoff", f"{h['path']} updated {h['age']} ago ({fresh}, stale after {h['stale_after_hours']:g} h){extra}")
+        _row(t, "handoff", f"{h['path']} updated {h['age']} ago ({fresh}, stale after {h['stale_after_hours']:g} h){extra}")
 
     p = rep["predicates"]
     if _damaged(p):
-        t.add_row("predicates", _damaged(p))
+        _row(t, "predicates", _damaged(p))
     else:
         lines = [a["text"] for a in p.get("active", [])]
-        t.add_row("predicates", "\n".join(lines) if lines else "none")
+        _row(t, "predicates", "\n".join(lines) if lines else "none")
         for prob in p.get("problems", []):
-            t.add_row("", f"bad line: {prob}")
+            _row(t, "", f"bad line: {prob}")
 
     q = rep["queue"]
-    t.add_row("queued work", _damaged(q) or f"{q['pending']} pending" + "".join(f"\n  {i['id']}: {i['request']}" for i in q["items"][:5]))
+    _row(t, "queued work", _damaged(q) or f"{q['pending']} pending" + "".join(f"\n  {i['id']}: {i['request']}" for i in q["items"][:5]))
 
     ib = rep["iteration_budget"]
     if _damaged(ib):
-        t.add_row("iteration budget", _damaged(ib))
+        _row(t, "iteration budget", _damaged(ib))
     elif not ib.get("exists"):
-        t.add_row("iteration budget", "not started")
+        _row(t, "iteration budget", "not started")
     else:
         flags = []
         if ib["warned"]:
             flags.append("checkpoint requested")
         if ib["stopped"]:
             flags.append("cap reached")
-        t.add_row(
+        _row(t, 
             "iteration budget",
             f"{ib['consumed']}/{ib['cap']} (warn at {ib['warn_at']}, {ib['remaining']} left)" + (f"; {', '.join(flags)}" if flags else ""),
         )
 
     cb = rep["cost_budget"]
     if _damaged(cb):
-        t.add_row("cost budget", _damaged(cb))
+        _row(t, "cost budget", _damaged(cb))
     elif not cb.get("exists"):
-        t.add_row("cost budget", "not started")
+        _row(t, "cost budget", "not started")
     elif cb["limit"] > 0:
-        t.add_row(
+        _row(t, 
             "cost budget",
             f"{cb['state']}: ${cb['spent']:.2f} of ${cb['limit']:.2f} (reserve from ${cb['reserve_at']:.2f}, ${cb['remaining']:.2f} left)",
         )
     else:
-        t.add_row("cost budget", f"{cb['state']}: ${cb['spent']:.2f} spent, no limit set")
+        _row(t, "cost budget", f"{cb['state']}: ${cb['spent']:.2f} spent, no limit set")
 
     for key, label in (("status", "terminal state"), ("pod_state", "pod state")):
         s = rep[key]
         if _damaged(s):
-            t.add_row(label, _damaged(s))
+            _row(t, label, _damaged(s))
         elif not s.get("exists"):
-            t.add_row(label, "unknown (file missing)")
+            _row(t, label, "unknown (file missing)")
         else:
-            t.add_row(label, s["state"] + (f" ({s['reason']})" if s.get("reason") else "") + f" since {s['updated_at']}")
+            _row(t, label, s["state"] + (f" ({s['reason']})" if s.get("reason") else "") + f" since {s['updated_at']}")
 
     k = rep["kill_switch"]
     if _damaged(k):
-        t.add_row("kill switch", _damaged(k))
+        _row(t, "kill switch", _damaged(k))
     elif k["present"]:
-        t.add_row(
+        _row(t, 
             "kill switch",
             f"STOPPED by {k.get('operator') or 'unknown'} at {k.get('created_at') or 'unknown time'}: {k.get('reason') or 'no reason given'}",
         )
     else:
-        t.add_row("kill switch", "off")
+        _row(t, "kill switch", "off")
 
     st = rep["steer"]
     if _damaged(st):
-        t.add_row("pending steer", _damaged(st))
+        _row(t, "pending steer", _damaged(st))
     elif st["pending"]:
         text = st["text"].strip()
-        t.add_row("pending steer", text if len(text) <= 300 else text[:297] + "...")
+        _row(t, "pending steer", text if len(text) <= 300 else text[:297] + "...")
     else:
-        t.add_row("pending steer", "none" + (f" ({st['in_flight']} being delivered)" if st.get("in_flight") else ""))
+        _row(t, "pending steer", "none" + (f" ({st['in_flight']} being delivered)" if st.get("in_flight") else ""))
     ss = rep.get("sessions")
     if ss is not None:
         if _damaged(ss):
-            t.add_row("sessions", _damaged(ss))
+            _row(t, "sessions", _damaged(ss))
         else:
             text = f"{ss['count']} recorded, {ss['active']} active"
             if ss.get("needs_attention"):
                 text += f", {ss['needs_attention']} need attention"
-            t.add_row("sessions", text + "".join(f"\nDAMAGED: {p}" for p in ss.get("problems", [])))
+            _row(t, "sessions", text + "".join(f"\nDAMAGED: {p}" for p in ss.get("problems", [])))
     sp = rep.get("steps")
     if sp is not None:
         if _damaged(sp):
-            t.add_row("session log", _damaged(sp))
+            _row(t, "session log", _damaged(sp))
         else:
             last = f"; last: {sp['last_event']} at {sp['last_at']}" if sp.get("last_event") else ""
-            t.add_row("session log", f"{sp['events']} event(s){last}" + "".join(f"\n{p}" for p in sp.get("problems", [])))
+            _row(t, "session log", f"{sp['events']} event(s){last}" + "".join(f"\n{p}" for p in sp.get("problems", [])))
     if rep.get("ctx"):
         c = rep["ctx"]
-        t.add_row("ctx", c.get("summary", ""))
+        _row(t, "ctx", c.get("summary", ""))
     if rep["damaged_copies"]:
-        t.add_row("damaged copies kept", "\n".join(rep["damaged_copies"]))
+        _row(t, "damaged copies kept", "\n".join(rep["damaged_copies"]))
     return t
+
+
+def _warn(result: dict[str, Any]) -> None:
+    """Bookkeeping that failed while the action itself succeeded (one line each, stderr)."""
+    for problem in result.get("problems") or []:
+        output.note(f"cocoplus: warning: {problem}")
 
 
 def register(app: typer.Typer) -> None:
@@ -190,6 +205,7 @@ def register(app: typer.Typer) -> None:
             return
         what = "added after the pending steer" if result["appended"] else "written"
         output.out().print(f"steer {what}; it will be injected once into the agent's next prompt")
+        _warn(result)
 
     @group.command("stop")
     def stop(
@@ -205,8 +221,12 @@ def register(app: typer.Typer) -> None:
             output.emit_json(result)
             return
         s = result["stop"]
-        output.out().print(f"AGENT_STOP created by {s['operator']} at {s['created_at']}: {s['reason']}")
+        if result.get("kept_existing"):
+            output.out().print("AGENT_STOP was already present and is kept (it could not be rewritten)", markup=False)
+        else:
+            output.out().print(f"AGENT_STOP created by {s['operator']} at {s['created_at']}: {s['reason']}", markup=False)
         output.out().print("agent tools are now blocked; `cocoplus session resume` lifts the stop")
+        _warn(result)
 
     @group.command("resume")
     def resume(
@@ -242,6 +262,7 @@ def register(app: typer.Typer) -> None:
             output.emit_json(result)
             return
         output.out().print("AGENT_STOP removed; status running" if result["resumed"] else "no AGENT_STOP was present; status running")
+        _warn(result)
         if exhausted:
             output.note(
                 f"cocoplus: note: the iteration budget is used up ({ib['consumed']}/{ib['cap']}); the next tool call "
@@ -263,7 +284,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             output.emit_json(rec)
             return
-        output.out().print(f"queued {rec['id']}: {rec['request']}")
+        output.out().print(f"queued {rec['id']}: {rec['request']}", markup=False)
 
     @qgroup.command("list")
     def queue_list(
@@ -298,7 +319,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             output.emit_json(rec)
             return
-        output.out().print(f"{queue_id}: {rec['state']}")
+        output.out().print(f"{queue_id}: {rec['state']}", markup=False)
 
     @group.command("check")
     def check(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
