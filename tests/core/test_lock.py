@@ -89,7 +89,7 @@ def test_lock_times_out_in_bounded_time(holder, lock_path):
     with pytest.raises(LockTimeout) as info:
         Lock(lock_path, timeout=0.3).acquire()
     elapsed = time.monotonic() - start
-    assert 0.3 <= elapsed < 2.0
+    assert 0.3 <= elapsed < 3.0  # bounded: the timeout plus scheduling slack
     assert lock_path in str(info.value) and "0.3s" in str(info.value)
     h.release()
     with Lock(lock_path, timeout=2):
@@ -101,7 +101,7 @@ def test_zero_timeout_tries_once(holder, lock_path):
     start = time.monotonic()
     with pytest.raises(LockTimeout):
         Lock(lock_path, timeout=0).acquire()
-    assert time.monotonic() - start < 0.5
+    assert time.monotonic() - start < 1.5
 
 
 def test_lock_is_released_when_holder_is_killed(holder, lock_path):
@@ -110,7 +110,7 @@ def test_lock_is_released_when_holder_is_killed(holder, lock_path):
     h.kill()
     start = time.monotonic()
     with Lock(lock_path, timeout=5):
-        assert time.monotonic() - start < 1.0
+        assert time.monotonic() - start < 2.0
     assert os.path.exists(lock_path), "the lock file stays (never deleted)"
 
 
