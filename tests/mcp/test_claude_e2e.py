@@ -1,0 +1,181 @@
+"""The real Claude Code CLI calls cocoplus' MCP tools (registered by `cocoplus install claude`).
+
+The scripted Messages-API stand-in plays the model.  Claude Code 2.1.x defers
+MCP tools: the first request lists `mcp__cocoplus__*` by name only, and
+`ToolSearch` loads a tool's schema.  `claude -p` starts the project's
+`.mcp.json` servers; `--allowedTools` grants the one tool the script calls.
+Claude Code gives its MCP servers `CLAUDE_CODE_SESSION_ID`, so the worker
+tool finds its session with no `session` argument.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cocoplus.core.paths import Layout
+from tests.e2e.conftest import Project, e2e_project, runtime_bin  # noqa: F401 - e2e_project is a fixture
+from tests.mcp.conftest import ALL_TOOLS
+from tests.support.model_stubs import AnthropicStub, text, tool
+
+pytestmark = pytest.mark.e2e
+
+
+def run_claude(project: Project, stub: AnthropicStub, allowed: str, prompt: str = "Go.") -> dict[str, Any]:
+    argv = [runtime_bin("claude"), "-p", prompt, "--output-format", "json", "--allowedTools", allowed]
+    r = subprocess.run(
+        argv,
+        cwd=project.root,
+        env=project.env(
+            ANTHROPIC_BASE_URL=stub.url,
+            ANTHROPIC_API_KEY="sk-test-local",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            DISABLE_AUTOUPDATER="1",
+        ),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert r.stdout.strip(), f"claude printed nothing (rc {r.returncode}): {r.stderr[-2000:]}"
+    result = json.loads(r.stdout)
+    assert result.get("is_error") is False, result
+    return result
+
+
+def wait_until(fn: Any, timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = fn()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"condition not met within {timeout}s")
+
+
+def jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+
+
+@pytest.fixture
+def claude_project(e2e_project: Project) -> Project:
+    e2e_project.cocoplus("install", "claude")
+    entry = json.loads((e2e_project.root / ".mcp.json").read_text())["mcpServers"]["cocoplus"]
+    assert entry["args"][-1] == "mcp"
+    return e2e_project
+
+
+def test_the_model_enables_supervision_through_the_mcp_tool(claude_project: Project) -> None:
+    p = claude_project
+    goal = "keep PR-77 green until it merges"
+    name = "mcp__cocoplus__enable_supervision"
+    script = [
+        tool("ToolSearch", query=f"select:{name}"),
+        tool(name, task_hint=goal, max_turns=12),
+        text("Supervision is on."),
+    ]
+    with AnthropicStub(script) as stub:
+        result = run_claude(p, stub, name)
+        # The tools as Claude Code shows them to the model: every cocoplus tool, by name ...
+        offered = set(re.findall(r"mcp__cocoplus__(\w+)", json.dumps(stub.loop_requests[0])))
+        assert offered == ALL_TOOLS
+        # ... and, once loaded, the schema with the seed's parameter names and our descriptions.
+        schemas = {t["name"]: t for t in stub.loop_requests[1]["tools"]}
+        props = schemas[name]["input_schema"]["properties"]
+        assert set(props) == {"task_hint", "max_turns", "scope_mode", "scope_session_ids"}
+        assert "wake you" in schemas[name]["description"]
+        answers = stub.tool_results()
+    assert result["permission_denials"] == []
+    state = json.loads((p.state / "supervision" / "state.json").read_text())
+    assert state["autonomous"]["enabled"] is True
+    assert state["autonomous"]["task_hint"] == goal and state["autonomous"]["max_turns"] == 12
+    # The tool's answer reached the model: the status JSON with the goal.
+    reply = json.loads(answers[-1])
+    assert reply["autonomous"]["task_hint"] == goal and reply["autonomous"]["scope"]["supervised"] == ["cc1"]
+
+
+def test_a_worker_reporting_blocked_wakes_the_brain(claude_project: Project) -> None:
+    p = claude_project
+    (p.root / "cocoplus.toml").write_text(
+        '[chat]\ncontroller = "x"\n'
+        '[accounts.x]\nkind = "command"\ncommand = ["sh", "-c", "cat >> prompts.txt; echo ok"]\n'
+        "[supervision]\nquiet_window_s = 0.3\n"
+    )
+    p.cocoplus("supervision", "enable", "--task-hint", "ship the parser")
+    layout = Layout(str(p.state))
+    log = (p.root / "supervisor.log").open("w")
+    sup = subprocess.Popen(
+        [sys.executable, "-m", "cocoplus", "supervisor", "run"],
+        cwd=p.root,
+        env=p.env(),
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_until(lambda: os.path.exists(layout.supervisor_pid) or sup.poll() is not None)
+        assert sup.poll() is None, (p.root / "supervisor.log").read_text()
+        name = "mcp__cocoplus__report_progress"
+        script = [
+            tool("ToolSearch", query=f"select:{name}"),
+            tool(name, status="blocked", message="BLOCKED-5e2: the staging database refuses the migration"),
+            text("Reported."),
+        ]
+        with AnthropicStub(script) as stub:
+            result = run_claude(p, stub, name)
+            answers = stub.tool_results()
+        session_id = result["session_id"]
+        # The worker session came from Claude Code's environment: no `session` argument was given.
+        reply = json.loads(answers[-1])
+        assert reply["alias"] == "cc1" and reply["session"] == f"cs_{session_id}"
+        rounds = Path(layout.rounds)
+
+        def woke() -> list[dict[str, Any]]:
+            started = [r for r in jsonl(rounds) if r.get("event") == "round_started"]
+            return [
+                r
+                for r in started
+                if any(t.get("kind") == "report_progress" and t.get("value") == "blocked" for t in r.get("triggers") or [])
+            ]
+
+        got = wait_until(woke)[0]
+        trig = next(t for t in got["triggers"] if t.get("kind") == "report_progress")
+        assert trig["alias"] == "cc1" and trig["session"] == f"cs_{session_id}"
+        assert "cc1 reported progress: blocked: BLOCKED-5e2" in got["prompt_summary"]
+        # The brain (the command backend) was asked, with the worker's report in the prompt.
+        # (The turn's end, `pending`, wakes it again afterwards: the prompts are appended.)
+        prompts = p.root / "prompts.txt"
+        woken = "Why you were woken:\n- cc1 reported progress: blocked: BLOCKED-5e2: the staging database refuses the migration"
+        text_ = wait_until(lambda: prompts.exists() and woken in prompts.read_text() and prompts.read_text())
+        assert "Supervision goal (task hint): ship the parser" in text_
+    finally:
+        if sup.poll() is None:
+            sup.send_signal(signal.SIGTERM)
+            try:
+                sup.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                sup.kill()
+                sup.wait()
+        log.close()
+        _stop_chat_worker(layout)
+    assert sup.returncode == 0, (p.root / "supervisor.log").read_text()
+
+
+def _stop_chat_worker(layout: Layout) -> None:
+    try:
+        pid = json.loads(Path(layout.chat_worker_pid).read_text())["pid"]
+    except (OSError, ValueError, KeyError):
+        return
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except OSError:
+        pass
