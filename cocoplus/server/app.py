@@ -1,0 +1,422 @@
+"""The REST API of seeds 000 and 001 over the files the CLI uses.
+
+Every handler calls the function the matching CLI command calls (named in
+each docstring); nothing here decides anything the CLI does not.  Handlers
+are plain `def`s, so FastAPI runs them in its thread pool and a slow file
+lock never blocks the event loop.
+
+Errors are JSON `{"error": "...", "hint"?: "..."}` with no traceback:
+usage errors and invalid ids 400, unknown sessions/tasks 404, a damaged
+file or a state conflict 409, a lock held too long 503, a body that does
+not match its schema 422 (with `errors`: where and what).  An unexpected
+failure is 500 with one line; the traceback goes to
+`.cocoplus/logs/cocoplus.log`.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal
+
+from fastapi import Body, Depends, FastAPI, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.security import HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from cocoplus import __version__
+from cocoplus.core import clock
+from cocoplus.core.errors import (
+    CocoplusError,
+    ConfigInvalid,
+    InvalidId,
+    LockTimeout,
+    NotFound,
+    NotInitialized,
+    StateCorrupt,
+    UsageError,
+)
+from cocoplus.core.paths import Layout
+from cocoplus.server import events as events_mod
+from cocoplus.server.security import Guard
+
+STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+CONV_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+MAX_ID = 200
+MAX_IDS = 500
+
+# Documents the bearer token in the OpenAPI description; the Guard middleware enforces it.
+bearer = HTTPBearer(auto_error=False, description="The token printed by `cocoplus serve` (also in .cocoplus/server-token).")
+WRITE: dict[str, Any] = {"dependencies": [Depends(bearer)]}
+
+SessionRef = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
+Conv = Annotated[str, Path(pattern=CONV_PATTERN, description="The conversation (the seed's is `master-agent`).")]
+Operator = Annotated[str | None, Field(None, min_length=1, max_length=100, description="Who acts (default: the login name of the server's user).")]
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"description": "Invalid request (the message says why)"},
+    401: {"description": "Missing or wrong token"},
+    403: {"description": "Host or Origin is not this server"},
+    404: {"description": "Not found"},
+    409: {"description": "A state file is damaged or the change conflicts with the current state"},
+    415: {"description": "The body is not JSON"},
+    422: {"description": "The body does not match its schema"},
+    503: {"description": "A lock is held by another process; try again"},
+}
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def _not_blank(value: str | None, what: str) -> str | None:
+    if value is not None and not value.strip():
+        raise ValueError(f"{what} is empty")
+    return value
+
+
+class AutonomousBody(_Body):
+    """Seed 000: `{"enabled": true, "task_hint"?, "max_turns"?}` or `{"enabled": false}`."""
+
+    enabled: bool
+    task_hint: str | None = Field(None, max_length=4000, description="The supervision goal (enable only).")
+    max_turns: int | None = Field(None, ge=1, le=10000, description="Turn cap (default from cocoplus.toml, else 60).")
+    scope_mode: Literal["all", "only", "except"] | None = Field(None, description="Set the scope in the same step (enable only).")
+    scope_session_ids: list[SessionRef] | None = Field(None, max_length=MAX_IDS)
+    summary: str | None = Field(None, max_length=4000, description="Finish summary (disable only).")
+    start_supervisor: bool = Field(False, description="Also start the watcher (`cocoplus supervisor run`) if none runs.")
+
+
+class ExcludeBody(_Body):
+    excluded: bool
+
+
+class ScopeBody(_Body):
+    mode: Literal["all", "only", "except", "invert"]
+    session_ids: list[SessionRef] = Field(default_factory=list, max_length=MAX_IDS)
+
+
+class StopBody(_Body):
+    reason: str = Field("stopped by operator", min_length=1, max_length=1000)
+    operator: Operator = None
+
+    @field_validator("reason")
+    @classmethod
+    def _reason(cls, v: str) -> str:
+        return _not_blank(v, "reason")  # type: ignore[return-value]
+
+
+class ResumeBody(_Body):
+    reset_budget: bool = False
+    operator: Operator = None
+
+
+class SteerBody(_Body):
+    text: str = Field(..., min_length=1, max_length=64 * 1024, description="Injected once into the agent's next prompt.")
+    operator: Operator = None
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, v: str) -> str:
+        return _not_blank(v, "the instruction")  # type: ignore[return-value]
+
+
+class MessageBody(_Body):
+    text: str = Field(..., min_length=1, max_length=64 * 1024)
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, v: str) -> str:
+        return _not_blank(v, "the message")  # type: ignore[return-value]
+
+
+class OverridesBody(_Body):
+    """Per conversation; a key set to null clears that override, an absent key leaves it."""
+
+    modelOverride: str | None = Field(None, min_length=1, max_length=200)
+    reasoningEffortOverride: Literal["low", "medium", "high"] | None = None
+
+    @field_validator("modelOverride")
+    @classmethod
+    def _model(cls, v: str | None) -> str | None:
+        return _not_blank(v, "modelOverride")
+
+
+class RetryBody(_Body):
+    task_id: str | None = Field(None, min_length=1, max_length=MAX_ID, description="Default: the last failed task.")
+
+
+def _status_for(exc: CocoplusError) -> int:
+    if isinstance(exc, (UsageError, InvalidId)):
+        return 400
+    if isinstance(exc, NotFound):
+        return 404
+    if isinstance(exc, LockTimeout):
+        return 503
+    if isinstance(exc, NotInitialized):
+        return 503
+    if isinstance(exc, (StateCorrupt, ConfigInvalid)):
+        return 409
+    return 409
+
+
+def _error(status: int, message: str, hint: str | None = None, **extra: Any) -> JSONResponse:
+    body: dict[str, Any] = {"error": message}
+    if hint:
+        body["hint"] = hint
+    body.update(extra)
+    return JSONResponse(body, status_code=status)
+
+
+def _log_crash(layout: Layout, request: Request, exc: BaseException) -> str:
+    try:
+        os.makedirs(layout.logs_dir, exist_ok=True)
+        with open(layout.cli_log, "a", encoding="utf-8") as fh:
+            fh.write(f"--- {clock.iso()} cocoplus {__version__} server {request.method} {request.url.path}\n")
+            fh.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    except OSError:
+        pass
+    return layout.rel(layout.cli_log)
+
+
+def _operator(given: str | None) -> str:
+    if given:
+        return given
+    from cocoplus.cli.commands import operator_name
+
+    return operator_name()
+
+
+def create_app(
+    layout: Layout,
+    *,
+    token: str,
+    port: int,
+    hub: events_mod.Hub | None = None,
+    on_shutdown: Callable[[], None] | None = None,
+) -> Any:
+    """The ASGI application: FastAPI routes behind the Host/Origin/token guard."""
+    from cocoplus.chat import api as chat_api
+    from cocoplus.chat import store as chat_store
+    from cocoplus.session import control
+    from cocoplus.supervision import rounds as rounds_mod
+    from cocoplus.supervision import scope as scope_mod
+    from cocoplus.supervision import state as sup_state
+    from cocoplus.supervision import watcher
+
+    hub = hub or events_mod.Hub(layout)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> Any:
+        hub.start()
+        try:
+            yield
+        finally:
+            await hub.stop()
+            if on_shutdown is not None:
+                on_shutdown()
+
+    app = FastAPI(
+        title="cocoplus local server",
+        version=__version__,
+        description=(
+            "Supervision, agent sessions, operator controls and the master-agent conversation of one project, "
+            "over the same files the `cocoplus` CLI uses. Loopback only; every request that changes state needs "
+            "`Authorization: Bearer <token>` (printed by `cocoplus serve`, stored in .cocoplus/server-token)."
+        ),
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/api/v1/openapi.json",
+        lifespan=lifespan,
+    )
+    app.state.layout = layout
+    app.state.hub = hub
+    app.state.port = port
+
+    @app.exception_handler(CocoplusError)
+    async def _cocoplus_error(_request: Request, exc: CocoplusError) -> JSONResponse:
+        return _error(_status_for(exc), exc.message, exc.hint)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = []
+        for e in exc.errors():
+            loc = [str(p) for p in e.get("loc", ())]
+            errors.append({"loc": loc, "msg": str(e.get("msg", "invalid")), "type": str(e.get("type", ""))})
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        where = ".".join(first["loc"]) or "request"
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        return _error(422, f"invalid request: {where}: {first['msg']}{more}", errors=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        resp = _error(exc.status_code, str(exc.detail))
+        for k, v in (exc.headers or {}).items():
+            resp.headers[k] = v
+        return resp
+
+    @app.exception_handler(Exception)
+    async def _crash(request: Request, exc: Exception) -> JSONResponse:
+        where = _log_crash(layout, request, exc)
+        return _error(500, f"internal error ({type(exc).__name__}); details in {where}")
+
+    # -- supervision (seed 000) -------------------------------------------------------
+    def _supervisor() -> dict[str, Any]:
+        pid = watcher.running_pid(layout)
+        return {"running": pid is not None, "pid": pid}
+
+    @app.get("/api/v1/session-os/main-brain/autonomous", tags=["supervision"], responses=ERRORS)
+    def get_autonomous() -> dict[str, Any]:
+        """supervision_status (`cocoplus supervision status`): `{"autonomous": null | {...}}`, plus whether the watcher runs."""
+        return {**sup_state.status(layout), "supervisor": _supervisor()}
+
+    @app.post("/api/v1/session-os/main-brain/autonomous", tags=["supervision"], responses=ERRORS, **WRITE)
+    def post_autonomous(body: AutonomousBody) -> dict[str, Any]:
+        """enable_supervision / finish_supervision (`cocoplus supervision enable|finish`); the UI switch."""
+        if body.enabled:
+            out = sup_state.enable(
+                layout,
+                task_hint=body.task_hint,
+                max_turns=body.max_turns,
+                scope_mode=body.scope_mode,
+                scope_session_ids=list(body.scope_session_ids or []),
+            )
+            started = watcher.start_detached(layout) if body.start_supervisor else None
+            return {**out, "supervisor": {**_supervisor(), "started": started is not None}}
+        out = sup_state.finish(layout, body.summary, reason="turned off by the operator")
+        return {**out, "supervisor": _supervisor()}
+
+    @app.get("/api/v1/session-os/main-brain/rounds", tags=["supervision"], responses=ERRORS)
+    def get_rounds(limit: Annotated[int, Query(ge=1, le=1000)] = 20) -> dict[str, Any]:
+        """The current round and the last `limit` entries of supervision/rounds.jsonl."""
+        return {"current": rounds_mod.current(layout), "rounds": rounds_mod.history(layout)[-limit:]}
+
+    @app.get("/api/v1/coding-sessions", tags=["sessions"], responses=ERRORS)
+    def get_sessions() -> dict[str, Any]:
+        """list_sessions (`cocoplus sessions list`): alias, runtime, state, attention, excluded; and the scope."""
+        out = scope_mod.list_sessions(layout)
+        out["scope"] = scope_mod.view(layout)
+        return out
+
+    @app.patch("/api/v1/coding-sessions/{session_id}/supervision", tags=["sessions"], responses=ERRORS, **WRITE)
+    def patch_supervision(session_id: Annotated[str, Path(min_length=1, max_length=MAX_ID)], body: ExcludeBody) -> dict[str, Any]:
+        """`cocoplus supervision exclude|include ID`: the session's state (full cs_ id, alias or runtime id)."""
+        return scope_mod.exclude(layout, session_id, body.excluded)
+
+    @app.post("/api/v1/coding-sessions/supervision-scope", tags=["sessions"], responses=ERRORS, **WRITE)
+    def post_scope(body: ScopeBody) -> dict[str, Any]:
+        """set_supervision_scope (`cocoplus supervision scope MODE IDS`), plus `invert` for the visible list."""
+        return scope_mod.set_scope(layout, body.mode, list(body.session_ids), allow_invert=True)
+
+    # -- session operator controls (seed 002) ------------------------------------------------
+    @app.get("/api/v1/session", tags=["session"], responses=ERRORS)
+    def get_session() -> dict[str, Any]:
+        """`cocoplus session status --json`."""
+        from cocoplus.state import ctx
+        from cocoplus.state.report import status_report
+
+        rep = status_report(layout)
+        ctx.supplement_status(rep, layout)
+        return rep
+
+    @app.post("/api/v1/session/stop", tags=["session"], responses=ERRORS, **WRITE)
+    def post_stop(body: Annotated[StopBody | None, Body()] = None) -> dict[str, Any]:
+        """`cocoplus session stop`: the kill switch (AGENT_STOP)."""
+        body = body or StopBody()
+        return control.stop(layout, _operator(body.operator), body.reason)
+
+    @app.post("/api/v1/session/resume", tags=["session"], responses=ERRORS, **WRITE)
+    def post_resume(body: Annotated[ResumeBody | None, Body()] = None) -> dict[str, Any]:
+        """`cocoplus session resume --yes`: remove AGENT_STOP."""
+        from cocoplus.session import iteration
+
+        body = body or ResumeBody()
+        out = control.resume(layout, _operator(body.operator), reset_budget=body.reset_budget)
+        try:
+            ib = iteration.read(layout)
+        except CocoplusError:
+            ib = None
+        out["iteration_budget_exhausted"] = bool(ib and ib["consumed"] >= ib["cap"])
+        return out
+
+    @app.post("/api/v1/session/steer", tags=["session"], responses=ERRORS, **WRITE)
+    def post_steer(body: SteerBody) -> dict[str, Any]:
+        """`cocoplus session steer TEXT`: a one-shot instruction for the agent's next prompt."""
+        return control.steer(layout, body.text, operator=_operator(body.operator))
+
+    # -- master-agent conversation (seed 001) -------------------------------------------------
+    def _details(conversation: str) -> dict[str, Any]:
+        from cocoplus.cli.chat_menu import model_options
+
+        view = chat_api.conversation_view(layout, conversation)
+        info = chat_api.info(layout, conversation)
+        problems = list(dict.fromkeys(view.pop("problems") + info.pop("problems")))
+        return {
+            **info,
+            **view,
+            "thinking": bool(view["pending"]),
+            "modelOptions": model_options(layout, conversation),
+            "reasoningEffortOptions": list(chat_store.EFFORTS),
+            "problems": problems,
+        }
+
+    @app.get("/api/v1/projects/{conversation}", tags=["master agent"], responses=ERRORS)
+    def get_project(conversation: Conv) -> dict[str, Any]:
+        """`chat info` + `chat log --json`: overrides, effective model/effort, messages, thinking/failed state."""
+        return _details(conversation)
+
+    @app.patch("/api/v1/projects/{conversation}", tags=["master agent"], responses=ERRORS, **WRITE)
+    def patch_project(conversation: Conv, body: OverridesBody) -> dict[str, Any]:
+        """`chat set --model/--effort` and the "..." menu's pickers: saved for this conversation only."""
+        given = body.model_fields_set
+        if not given:
+            raise UsageError("give modelOverride and/or reasoningEffortOverride (null clears one)")
+        model = body.modelOverride if "modelOverride" in given else None
+        effort = body.reasoningEffortOverride if "reasoningEffortOverride" in given else None
+        if model is not None or effort is not None:
+            chat_api.set_overrides(layout, conversation, model=model, effort=effort)
+        clear_model = "modelOverride" in given and body.modelOverride is None
+        clear_effort = "reasoningEffortOverride" in given and body.reasoningEffortOverride is None
+        if clear_model or clear_effort:
+            chat_store.set_overrides(layout, conversation, clear_model=clear_model, clear_effort=clear_effort)
+        return _details(conversation)
+
+    @app.post("/api/v1/projects/{conversation}/messages", tags=["master agent"], responses=ERRORS, **WRITE)
+    def post_message(conversation: Conv, body: MessageBody) -> dict[str, Any]:
+        """`chat send`: returns at once with `message`, `task`, `masterReplyState`; the reply lands in the ledger."""
+        return chat_api.send(layout, body.text, conversation)
+
+    @app.post("/api/v1/projects/{conversation}/retry", tags=["master agent"], responses=ERRORS, **WRITE)
+    def post_retry(conversation: Conv, body: Annotated[RetryBody | None, Body()] = None) -> dict[str, Any]:
+        """`chat retry [TASK]`: queue a failed reply again."""
+        return chat_api.retry(layout, conversation, (body or RetryBody()).task_id)
+
+    # -- events and the page -------------------------------------------------------------------
+    @app.get(
+        "/api/v1/events",
+        tags=["events"],
+        response_class=StreamingResponse,
+        responses={200: {"content": {"text/event-stream": {}}, "description": "Server-sent events: hello, session, sessions, supervision, round, ledger, resync"}},
+    )
+    async def get_events() -> StreamingResponse:
+        """Server-sent events: which topic changed (hints; re-read the matching endpoint)."""
+        return StreamingResponse(
+            events_mod.stream(hub),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    def _static(name: str, media: str) -> Any:
+        def handler() -> FileResponse:
+            return FileResponse(os.path.join(STATIC, name), media_type=media)
+
+        return handler
+
+    app.get("/", include_in_schema=False)(_static("index.html", "text/html; charset=utf-8"))
+    app.get("/app.js", include_in_schema=False)(_static("app.js", "text/javascript; charset=utf-8"))
+    app.get("/app.css", include_in_schema=False)(_static("app.css", "text/css; charset=utf-8"))
+
+    return Guard(app, port=port, token=token)

@@ -1,0 +1,99 @@
+"""`cocoplus serve`: bind 127.0.0.1, create the token, run uvicorn.
+
+The socket is bound before the application is built, so the Host/Origin
+checks know the real port even with `--port 0` (any free port).  The token
+is new for every run; the file is removed again when the server stops.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from cocoplus.core.errors import CocoplusError, UsageError
+from cocoplus.core.paths import Layout
+
+HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+
+
+def bind(port: int) -> socket.socket:
+    if not 0 <= port <= 65535:
+        raise UsageError(f"--port must be 0-65535, got {port}")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise CocoplusError(f"{HOST}:{port} is already in use", hint="choose another with --port (0 picks a free one)") from None
+        raise CocoplusError(f"cannot listen on {HOST}:{port}: {exc.strerror or exc}") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def urls(port: int, token: str) -> tuple[str, str]:
+    base = f"http://{HOST}:{port}/"
+    return base, f"{base}#token={token}"
+
+
+def serve(
+    layout: Layout,
+    port: int = DEFAULT_PORT,
+    *,
+    open_browser: bool = False,
+    announce: Callable[[str], None] | None = None,
+    log_level: str = "warning",
+) -> int:
+    import uvicorn
+
+    from cocoplus.server import security
+    from cocoplus.server.app import create_app
+
+    sock = bind(port)
+    port = sock.getsockname()[1]
+    token = security.new_token(layout)
+    # uvicorn re-raises SIGTERM/SIGINT after its shutdown, so the token file is removed in the lifespan's shutdown.
+    app = create_app(layout, token=token, port=port, on_shutdown=lambda: security.remove_token(layout, token))
+    base, with_token = urls(port, token)
+    say = announce or (lambda line: (sys.stdout.write(line + "\n"), sys.stdout.flush()))
+    say(f"cocoplus server for {layout.project}")
+    say(f"  page:    {with_token}")
+    say(f"  api:     {base}api/v1/  (OpenAPI: {base}api/v1/openapi.json)")
+    say(f"  token:   {token}  (also in {layout.rel(layout.server_token)}, mode 0600; send it as `Authorization: Bearer <token>`)")
+    say("  stop with Ctrl-C")
+    config = uvicorn.Config(
+        app,
+        log_level=log_level,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=3,
+        server_header=False,
+        proxy_headers=False,
+    )
+    server = uvicorn.Server(config)
+    if open_browser:
+        threading.Thread(target=_open_when_up, args=(server, with_token), daemon=True).start()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+        security.remove_token(layout, token)
+    return 0 if server.started else 1
+
+
+def _open_when_up(server: Any, url: str) -> None:
+    import time
+    import webbrowser
+
+    deadline = time.monotonic() + 15
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if server.started:
+        webbrowser.open(url)

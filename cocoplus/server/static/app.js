@@ -1,0 +1,430 @@
+// The cocoplus page: reads the REST API, writes with the server's token, and
+// re-reads whatever /api/v1/events says changed. No build step, no libraries.
+//
+// The token reaches the page in the URL fragment (`/#token=...`, printed by
+// `cocoplus serve`); fragments are never sent to a server. The page keeps it
+// in sessionStorage for this tab and removes it from the address bar.
+"use strict";
+
+const CONV = "master-agent";
+const API = "/api/v1";
+const TOKEN_KEY = "cocoplus-token";
+const $ = (id) => document.getElementById(id);
+const state = { autonomous: null, sessions: [], conversation: null, busySwitch: false };
+
+// -- token --------------------------------------------------------------------------
+function takeTokenFromFragment() {
+  const m = /(?:^|[#&])token=([^&]+)/.exec(location.hash || "");
+  if (m) {
+    sessionStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+}
+function token() { return sessionStorage.getItem(TOKEN_KEY); }
+function showTokenBanner() { $("token-banner").hidden = !!token(); }
+
+// -- HTTP ---------------------------------------------------------------------------
+class ApiError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+async function call(method, path, body) {
+  const headers = { "Accept": "application/json" };
+  const opts = { method, headers, cache: "no-store", credentials: "omit" };
+  if (method !== "GET") {
+    const t = token();
+    if (t) headers["Authorization"] = "Bearer " + t;
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+      opts.body = JSON.stringify(body);
+    }
+  }
+  let resp;
+  try {
+    resp = await fetch(API + path, opts);
+  } catch (e) {
+    throw new ApiError(0, "the server cannot be reached (is `cocoplus serve` still running?)");
+  }
+  let data = null;
+  try { data = await resp.json(); } catch (e) { data = null; }
+  if (!resp.ok) {
+    const msg = (data && data.error) || ("HTTP " + resp.status);
+    if (resp.status === 401) {
+      sessionStorage.removeItem(TOKEN_KEY);
+      showTokenBanner();
+    }
+    throw new ApiError(resp.status, msg);
+  }
+  return data;
+}
+function showError(e) {
+  $("error-text").textContent = e instanceof Error ? e.message : String(e);
+  $("error").hidden = false;
+}
+async function act(fn) {
+  try { return await fn(); } catch (e) { showError(e); return null; }
+}
+
+// -- helpers ------------------------------------------------------------------------
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k === "dataset") Object.assign(node.dataset, v);
+    else if (k in node && typeof v !== "string") node[k] = v;
+    else node.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children) {
+    if (c === null || c === undefined) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+function timeOf(ts) { return ts ? String(ts).slice(11, 19) : ""; }
+const ACTIVE = new Set(["running", "paused", "idle"]);
+
+// -- supervision ------------------------------------------------------------------------
+async function loadAutonomous() {
+  const data = await call("GET", "/session-os/main-brain/autonomous");
+  state.autonomous = data;
+  renderAutonomous();
+}
+function renderAutonomous() {
+  const data = state.autonomous || {};
+  const a = data.autonomous;
+  const on = !!(a && a.enabled);
+  if (!state.busySwitch) $("sup-switch").checked = on;
+  $("turns").textContent = a ? `${a.turns_used} / ${a.max_turns}` : "– (never enabled)";
+  if (a && document.activeElement !== $("task-hint") && !$("task-hint").dataset.edited) $("task-hint").value = a.task_hint || "";
+  if (a && document.activeElement !== $("max-turns") && !$("max-turns").dataset.edited) $("max-turns").value = a.max_turns || 60;
+  const sup = data.supervisor || {};
+  $("watcher").textContent = sup.running ? `watcher running (pid ${sup.pid})` : "watcher not running (`cocoplus supervisor run`)";
+  let st = on ? "on" : (a ? "off" : "never enabled");
+  if (a && !on && a.finish_reason) st += ` — ${a.finish_reason}` + (a.finish_summary ? `: ${a.finish_summary}` : "");
+  $("sup-state").textContent = "· " + st;
+  const scope = (a && a.scope) || data.scope;
+  if (scope) renderScope(scope);
+}
+async function loadRounds() {
+  const data = await call("GET", "/session-os/main-brain/rounds?limit=1");
+  const cur = data.current;
+  const last = data.rounds[data.rounds.length - 1];
+  if (cur && cur.number !== undefined) $("round").textContent = `round ${cur.number} in progress since ${timeOf(cur.started_at)}`;
+  else if (last) {
+    const what = last.event === "round_finished" ? `finished (${last.outcome})` : "started";
+    $("round").textContent = `last round ${last.number}: ${what} at ${timeOf(last.ts)}`;
+  } else $("round").textContent = "no round yet";
+}
+async function toggleSupervision() {
+  const sw = $("sup-switch");
+  const want = sw.checked;
+  state.busySwitch = true;
+  sw.disabled = true;
+  const body = want ? { enabled: true, start_supervisor: $("start-watcher").checked } : { enabled: false };
+  if (want) {
+    const hint = $("task-hint").value.trim();
+    if (hint) body.task_hint = hint;
+    const turns = parseInt($("max-turns").value, 10);
+    if (!Number.isNaN(turns)) body.max_turns = turns;
+  }
+  const data = await act(() => call("POST", "/session-os/main-brain/autonomous", body));
+  state.busySwitch = false;
+  sw.disabled = false;
+  delete $("task-hint").dataset.edited;
+  delete $("max-turns").dataset.edited;
+  if (data) { state.autonomous = data; }
+  renderAutonomous();
+  await act(loadSessions);
+}
+
+// -- sessions ---------------------------------------------------------------------------
+async function loadSessions() {
+  const data = await call("GET", "/coding-sessions");
+  state.sessions = data.sessions || [];
+  renderScope(data.scope);
+  renderSessions();
+}
+function renderScope(scope) {
+  if (!scope) return;
+  const ex = (scope.excluded || []).map((e) => e.alias || e.id).join(", ") || "none";
+  let text = `scope: ${scope.mode}; excluded: ${ex}`;
+  if (scope.only) text += `; only: ${scope.only.map((e) => e.alias || e.id).join(", ")}`;
+  $("scope").textContent = text;
+}
+function visibleSessions() {
+  const all = $("show-ended").checked;
+  return state.sessions.filter((s) => all || ACTIVE.has(s.state));
+}
+function renderSessions() {
+  const tbody = $("sessions").querySelector("tbody");
+  const rows = visibleSessions();
+  tbody.replaceChildren(...rows.map((s) => {
+    const box = el("input", { type: "checkbox", class: "exclude", "aria-label": `exclude ${s.alias || s.id}` });
+    box.checked = !!s.excluded;
+    box.addEventListener("change", async () => {
+      box.disabled = true;
+      const r = await act(() => call("PATCH", `/coding-sessions/${encodeURIComponent(s.id)}/supervision`, { excluded: box.checked }));
+      box.disabled = false;
+      if (!r) box.checked = !box.checked;
+      await act(loadSessions);
+    });
+    return el("tr", { class: s.excluded ? "excluded" : "", dataset: { id: s.id, alias: s.alias || "" } },
+      el("td", { title: s.id }, s.alias || s.id),
+      el("td", {}, s.runtime || ""),
+      el("td", {}, s.state || ""),
+      el("td", { class: s.attention ? "attn" : "" }, s.attention || ""),
+      el("td", {}, box));
+  }));
+  $("no-sessions").hidden = rows.length > 0;
+  $("sessions").hidden = rows.length === 0;
+  $("invert").disabled = rows.length === 0;
+}
+async function invertVisible() {
+  const ids = visibleSessions().map((s) => s.id);
+  if (!ids.length) return;
+  await act(() => call("POST", "/coding-sessions/supervision-scope", { mode: "invert", session_ids: ids }));
+  await act(loadSessions);
+}
+async function scopeAll() {
+  await act(() => call("POST", "/coding-sessions/supervision-scope", { mode: "all", session_ids: [] }));
+  await act(loadSessions);
+}
+
+// -- session (operator) ---------------------------------------------------------------------
+async function loadSession() {
+  const rep = await call("GET", "/session");
+  $("project").textContent = rep.project || "";
+  const st = rep.status || {};
+  const k = rep.kill_switch || {};
+  const pill = $("run-state");
+  pill.textContent = k.present ? "STOPPED" : (st.state || "unknown");
+  pill.className = "pill" + (k.present ? " stopped" : (st.state === "running" ? " on" : ""));
+  if (k.damaged) $("kill-state").textContent = `kill switch: damaged (${k.error})`;
+  else if (k.present) $("kill-state").textContent = `kill switch ON: stopped by ${k.operator || "unknown"} at ${k.created_at || k.created_at_fallback || "?"}: ${k.reason || "no reason given"}`;
+  else $("kill-state").textContent = "kill switch: off";
+  $("stop-btn").disabled = !!k.present;
+  $("resume-btn").disabled = !k.present;
+  const ib = rep.iteration_budget || {};
+  let budget = ib.damaged ? `iteration budget: damaged (${ib.error})` : (ib.exists ? `iteration budget: ${ib.consumed}/${ib.cap}` : "iteration budget: not started");
+  const cb = rep.cost_budget || {};
+  if (cb.exists && !cb.damaged) budget += ` · cost: ${cb.state}` + (cb.limit > 0 ? ` ($${Number(cb.spent).toFixed(2)} of $${Number(cb.limit).toFixed(2)})` : "");
+  $("budget").textContent = budget;
+  const s = rep.steer || {};
+  $("steer-state").textContent = s.pending ? `pending steer: ${String(s.text || "").trim().slice(0, 300)}` : "pending steer: none" + (s.in_flight ? ` (${s.in_flight} being delivered)` : "");
+}
+async function stopAgent() {
+  const reason = $("stop-reason").value.trim();
+  await act(() => call("POST", "/session/stop", reason ? { reason } : {}));
+  await act(loadSession);
+}
+async function resumeAgent() {
+  if (!confirm("Remove AGENT_STOP and let the agent use tools again?")) return;
+  const r = await act(() => call("POST", "/session/resume", {}));
+  if (r && r.iteration_budget_exhausted) showError("The iteration budget is used up: the next tool call stops the agent again (use `session resume --reset-budget`).");
+  await act(loadSession);
+}
+async function sendSteer() {
+  const text = $("steer-text").value;
+  if (!text.trim()) return;
+  const r = await act(() => call("POST", "/session/steer", { text }));
+  if (r) $("steer-text").value = "";
+  await act(loadSession);
+}
+
+// -- master agent -------------------------------------------------------------------------------
+async function loadConversation() {
+  const data = await call("GET", `/projects/${CONV}`);
+  state.conversation = data;
+  renderConversation();
+}
+function renderConversation() {
+  const c = state.conversation;
+  if (!c) return;
+  const box = $("messages");
+  const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+  const who = { user: "you", assistant: "master agent", system: "system" };
+  box.replaceChildren(...c.messages.map((m) => el("li", { class: `msg ${m.role}`, dataset: { id: m.id, role: m.role } },
+    el("span", { class: "who" }, `${who[m.role] || ("worker " + (m.session_alias || ""))} · ${timeOf(m.ts)}`),
+    m.text)));
+  if (atBottom) box.scrollTop = box.scrollHeight;
+  const queued = c.pending.length && c.pending.every((p) => p.state === "queued");
+  $("thinking").textContent = "Master agent is thinking…" + (queued ? " (queued)" : "");
+  $("thinking").hidden = !c.thinking;
+  $("failed").hidden = !(c.failed && !c.thinking);
+  if (c.failed) $("failed-text").textContent = `The master agent's reply failed: ${c.failed.error || "unknown error"}`;
+  const model = c.model || "backend default";
+  $("chat-model").textContent = `${model} · ${c.effort}` + (c.controller ? ` · ${c.controller}` : " · no controller account");
+}
+async function sendMessage(ev) {
+  ev.preventDefault();
+  const input = $("chat-input");
+  const text = input.value;
+  if (!text.trim()) return;
+  $("chat-send").disabled = true;
+  const r = await act(() => call("POST", `/projects/${CONV}/messages`, { text }));
+  $("chat-send").disabled = false;
+  if (!r) return;
+  input.value = "";
+  // Show the message and the waiting state at once; the reply arrives through the event stream.
+  const c = state.conversation;
+  if (c && !c.messages.some((m) => m.id === r.message.id)) {
+    c.messages.push(r.message);
+    if (r.masterReplyState === "queued" || r.masterReplyState === "running") {
+      c.pending.push({ id: r.task.id, state: r.task.state, kind: r.task.kind });
+      c.thinking = true;
+    } else if (r.masterReplyState === "failed") {
+      c.failed = { id: r.task.id, error: r.task.error };
+    }
+    if (r.reply) c.messages.push(r.reply);
+    renderConversation();
+  }
+  await act(loadConversation);
+}
+async function retryFailed() {
+  const c = state.conversation;
+  await act(() => call("POST", `/projects/${CONV}/retry`, c && c.failed ? { task_id: c.failed.id } : {}));
+  await act(loadConversation);
+}
+
+// -- the "..." menu --------------------------------------------------------------------------------
+function toggleMenu(open) {
+  const menu = $("menu");
+  const show = open === undefined ? menu.hidden : open;
+  menu.hidden = !show;
+  $("menu-btn").setAttribute("aria-expanded", String(show));
+  if (show) menu.querySelector("li").focus();
+}
+function openPicker(kind) {
+  const c = state.conversation || {};
+  const isModel = kind === "model";
+  const current = isModel ? c.modelOverride : c.reasoningEffortOverride;
+  const options = isModel ? (c.modelOptions || []) : (c.reasoningEffortOptions || ["low", "medium", "high"]);
+  $("picker-title").textContent = isModel ? "Model for this conversation" : "Reasoning effort for this conversation";
+  const box = $("picker-options");
+  const choices = options.map((o) => ({ value: o, label: o }));
+  if (isModel) choices.push({ value: "__other__", label: "Other…" });
+  const effective = isModel ? (c.model || "backend default") : c.effort;
+  choices.push({ value: "__default__", label: "Use the default", hint: `(now: ${effective}, from ${isModel ? c.modelSource : c.effortSource})` });
+  box.replaceChildren(...choices.map((ch) => {
+    const r = el("input", { type: "radio", name: "choice", value: ch.value });
+    r.checked = ch.value === "__default__" ? !current : ch.value === current;
+    return el("label", {}, r, ch.label, ch.hint ? el("span", { class: "hint" }, ch.hint) : null);
+  }));
+  const otherRow = $("picker-other-row");
+  otherRow.hidden = true;
+  $("picker-other").value = "";
+  box.onchange = () => { otherRow.hidden = box.querySelector("input:checked")?.value !== "__other__"; };
+  const dlg = $("picker");
+  dlg.dataset.kind = kind;
+  dlg.showModal();
+}
+async function savePicker(ev) {
+  ev.preventDefault();
+  const dlg = $("picker");
+  const kind = dlg.dataset.kind;
+  const picked = $("picker-options").querySelector("input:checked");
+  if (!picked) { dlg.close(); return; }
+  const key = kind === "model" ? "modelOverride" : "reasoningEffortOverride";
+  let value = picked.value;
+  if (value === "__default__") value = null;
+  else if (value === "__other__") {
+    value = $("picker-other").value.trim();
+    if (!value) { $("picker-other").focus(); return; }
+  }
+  const data = await act(() => call("PATCH", `/projects/${CONV}`, { [key]: value }));
+  if (data) {
+    state.conversation = data;
+    renderConversation();
+    dlg.close();
+  }
+}
+function showInfo() {
+  const c = state.conversation || {};
+  const rows = [
+    ["conversation", c.conversation],
+    ["controller", c.controller ? `${c.controller} (${c.controllerKind})` : "(none configured)"],
+    ["model", `${c.model || "(backend default)"} [${c.modelSource}]`],
+    ["reasoning effort", `${c.effort} [${c.effortSource}]`],
+    ["overrides", `model=${c.modelOverride || "-"} effort=${c.reasoningEffortOverride || "-"}`],
+    ["reply state", c.masterReplyState],
+    ["worker", c.workerRunning ? "running" : "not running"],
+    ["tasks", Object.entries(c.tasks || {}).map(([k, v]) => `${k} ${v}`).join(", ")],
+    ...Object.entries(c.files || {}),
+    ...((c.problems || []).map((p) => ["problem", p])),
+  ];
+  $("info-list").replaceChildren(...rows.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v ?? "")]));
+  $("info").showModal();
+}
+async function menuItem(item) {
+  toggleMenu(false);
+  await act(loadConversation);
+  if (item === "model" || item === "effort") openPicker(item);
+  else if (item === "info") showInfo();
+}
+
+// -- live updates --------------------------------------------------------------------------------
+async function loadAll() {
+  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadRounds)]);
+}
+function connectEvents() {
+  const es = new EventSource(API + "/events");
+  const live = $("live");
+  es.onopen = () => { live.textContent = "live"; live.className = "pill on"; loadAll(); };
+  es.onerror = () => { live.textContent = "reconnecting"; live.className = "pill off"; };
+  const on = (topic, fn) => es.addEventListener(topic, (ev) => fn(JSON.parse(ev.data || "{}")));
+  on("session", () => act(loadSession));
+  on("sessions", () => act(loadSessions));
+  on("supervision", () => { act(loadAutonomous); act(loadSessions); });
+  on("round", () => { act(loadRounds); act(loadAutonomous); });
+  on("ledger", (d) => { if (!d.conversations || !d.conversations.length || d.conversations.includes(CONV)) act(loadConversation); });
+  on("resync", () => loadAll());
+}
+// A slow poll while a reply is pending, in case an event is missed.
+setInterval(() => { if (state.conversation && state.conversation.thinking) act(loadConversation); }, 3000);
+
+// -- wiring ----------------------------------------------------------------------------------------
+function wire() {
+  $("sup-switch").addEventListener("change", toggleSupervision);
+  for (const id of ["task-hint", "max-turns"]) $(id).addEventListener("input", () => { $(id).dataset.edited = "1"; });
+  $("invert").addEventListener("click", invertVisible);
+  $("scope-all").addEventListener("click", scopeAll);
+  $("show-ended").addEventListener("change", renderSessions);
+  $("stop-btn").addEventListener("click", stopAgent);
+  $("resume-btn").addEventListener("click", resumeAgent);
+  $("steer-btn").addEventListener("click", sendSteer);
+  $("chat-form").addEventListener("submit", sendMessage);
+  $("chat-input").addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); $("chat-form").requestSubmit(); }
+  });
+  $("retry").addEventListener("click", retryFailed);
+  $("menu-btn").addEventListener("click", (ev) => { ev.stopPropagation(); toggleMenu(); });
+  for (const li of $("menu").querySelectorAll("li")) {
+    li.addEventListener("click", () => menuItem(li.dataset.item));
+    li.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); menuItem(li.dataset.item); }
+      else if (ev.key === "ArrowDown") (li.nextElementSibling || li.parentElement.firstElementChild).focus();
+      else if (ev.key === "ArrowUp") (li.previousElementSibling || li.parentElement.lastElementChild).focus();
+      else if (ev.key === "Escape") { toggleMenu(false); $("menu-btn").focus(); }
+    });
+  }
+  document.addEventListener("click", (ev) => { if (!$("menu").hidden && !ev.target.closest(".menu-wrap")) toggleMenu(false); });
+  $("picker-form").addEventListener("submit", savePicker);
+  $("picker-cancel").addEventListener("click", () => $("picker").close());
+  $("info-close").addEventListener("click", () => $("info").close());
+  $("error-close").addEventListener("click", () => { $("error").hidden = true; });
+  $("token-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const t = $("token-input").value.trim();
+    if (t) sessionStorage.setItem(TOKEN_KEY, t);
+    $("token-input").value = "";
+    showTokenBanner();
+  });
+}
+
+takeTokenFromFragment();
+document.addEventListener("DOMContentLoaded", () => {
+  wire();
+  showTokenBanner();
+  loadAll();
+  connectEvents();
+});
