@@ -217,4 +217,5 @@ def serve(layout: Layout, *, idle_exit: float | None = None, poll: float = 0.2, 
             os.unlink(layout.chat_worker_pid)
         except OSError:
             pass
+        os.close(fd)  # releases the worker lock
     return 0

@@ -50,7 +50,7 @@ def _task_state(layout: Layout, rnd: dict[str, Any]) -> str:
         return "failed"
 
 
-def start_round(layout: Layout, triggers: list[dict[str, Any]], source: str = "triggers") -> dict[str, Any]:
+def start_round(layout: Layout, triggers: list[dict[str, Any]], source: str = "triggers", *, start_worker: bool = True) -> dict[str, Any]:
     """Start a round now, or fold the triggers into the running round's follow-up."""
     from cocoplus.chat import api, worker
 
@@ -87,7 +87,7 @@ def start_round(layout: Layout, triggers: list[dict[str, Any]], source: str = "t
         summary = f"supervision round {number}: " + "; ".join(trig.describe(t) for t in triggers[:10])
         if len(triggers) > 10:
             summary += f"; and {len(triggers) - 10} more"
-        sent = api.send(layout, summary, CONVERSATION, kind="supervision", prompt=prompt, role="system", round=number)
+        sent = api.send(layout, summary, CONVERSATION, kind="supervision", prompt=prompt, role="system", start_worker=start_worker, round=number)
         rnd = {
             "schema_version": SCHEMA_VERSION,
             "number": number,
@@ -125,7 +125,7 @@ def _close(layout: Layout, rnd: dict[str, Any]) -> None:
         pass
 
 
-def poll(layout: Layout) -> dict[str, Any] | None:
+def poll(layout: Layout, *, start_worker: bool = True) -> dict[str, Any] | None:
     """Close the current round if its task is done; start its single follow-up if triggers came meanwhile."""
     with Lock(layout.lock("supervision-round"), timeout=30):
         rnd = current(layout)
@@ -137,7 +137,7 @@ def poll(layout: Layout) -> dict[str, Any] | None:
         followup = list(rnd.get("followup") or [])
         pending = bool(rnd.get("followup_pending"))
     if pending and followup:
-        return start_round(layout, _dedupe(followup), source="follow-up")
+        return start_round(layout, _dedupe(followup), source="follow-up", start_worker=start_worker)
     return {"closed": rnd["number"]}
 
 

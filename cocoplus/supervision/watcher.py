@@ -363,6 +363,7 @@ class Supervisor:
                 os.unlink(self.layout.supervisor_pid)
             except OSError:
                 pass
+            os.close(fd)  # releases the supervisor lock
             self.log("stopped")
         return 0
 

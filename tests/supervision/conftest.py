@@ -1,0 +1,134 @@
+"""Supervision fixtures: a project with sessions, a recording brain, and a real watcher process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cocoplus.core.paths import Layout
+from cocoplus.session import registry
+
+BRAIN = """\
+import os, sys, time
+d = sys.argv[1]
+os.makedirs(d, exist_ok=True)
+prompt = sys.stdin.read()
+name = os.path.join(d, f"{time.time_ns()}.txt")
+open(name, "w").write(prompt)
+time.sleep(float(sys.argv[2]))
+print("brain: noted")
+"""
+
+
+def wait_until(fn: Any, timeout: float = 30.0, interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = fn()
+        if got:
+            return got
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s")
+
+
+class Brain:
+    """A `command` backend that records every prompt it gets as a file."""
+
+    def __init__(self, layout: Layout, sleep: float = 0.0, quiet: float = 0.5, max_wait: float = 10.0) -> None:
+        self.layout = layout
+        self.dir = Path(layout.project) / "prompts"
+        script = Path(layout.project) / "brain.py"
+        script.write_text(BRAIN)
+        Path(layout.config).write_text(
+            f'[chat]\ncontroller = "brain"\n[accounts.brain]\nkind = "command"\n'
+            f'command = ["{sys.executable}", "{script}", "{self.dir}", "{sleep}"]\n'
+            f"[supervision]\nquiet_window_s = {quiet}\nmax_wait_s = {max_wait}\nreconcile_s = 1\n"
+        )
+
+    def prompts(self) -> list[str]:
+        if not self.dir.exists():
+            return []
+        return [p.read_text() for p in sorted(self.dir.iterdir())]
+
+
+def rounds_started(layout: Layout) -> list[dict[str, Any]]:
+    try:
+        lines = Path(layout.rounds).read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    return [r for r in (json.loads(x) for x in lines) if r["event"] == "round_started"]
+
+
+def rounds_finished(layout: Layout) -> list[dict[str, Any]]:
+    try:
+        lines = Path(layout.rounds).read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    return [r for r in (json.loads(x) for x in lines) if r["event"] == "round_finished"]
+
+
+class Watcher:
+    def __init__(self, layout: Layout, env: dict[str, str] | None = None, polling: bool = False) -> None:
+        self.layout = layout
+        full = dict(os.environ, COCOPLUS_DIR=layout.state, **(env or {}))
+        argv = [sys.executable, "-m", "cocoplus", "supervisor", "run"] + (["--polling"] if polling else [])
+        self.log = Path(layout.project) / "supervisor.log"
+        self.fh = self.log.open("w")
+        self.proc = subprocess.Popen(argv, cwd=layout.project, env=full, stdout=self.fh, stderr=subprocess.STDOUT)
+        wait_until(lambda: "watching" in self.log.read_text() or self.proc.poll() is not None, timeout=20)
+        assert self.proc.poll() is None, self.log.read_text()
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.fh.close()
+        return self.proc.returncode
+
+    def text(self) -> str:
+        return self.log.read_text()
+
+
+def stop_chat_worker(layout: Layout) -> None:
+    try:
+        pid = json.load(open(layout.chat_worker_pid))["pid"]
+        os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError, KeyError):
+        pass
+
+
+@pytest.fixture
+def sessions(project: Layout):  # type: ignore[no-untyped-def]
+    """Three claude sessions cc1..cc3 and a codex session cx1, all running."""
+    made = {}
+    for rid, runtime in (("s-one", "claude"), ("s-two", "claude"), ("s-three", "claude"), ("x-one", "codex")):
+        rec, _ = registry.ensure(project, runtime, rid, event="SessionStart")
+        made[rec["alias"]] = rec
+    yield made
+    stop_chat_worker(project)
+
+
+@pytest.fixture
+def watchers(project: Layout):  # type: ignore[no-untyped-def]
+    started: list[Watcher] = []
+
+    def start(**kw: Any) -> Watcher:
+        w = Watcher(project, **kw)
+        started.append(w)
+        return w
+
+    yield start
+    for w in started:
+        w.stop()
+    stop_chat_worker(project)
