@@ -8,8 +8,9 @@
 | Cursor | `.cursor/mcp.json` | `mcpServers.cocoplus = {type: stdio, command, args}` |
 
 The entry under the name `cocoplus` is cocoplus' own: `install` writes or
-upgrades it and leaves every other server and setting as it was; running it
-again changes nothing; `uninstall` removes only that entry (and a file that
+upgrades its command (keeping any other keys added to it, such as `env` or
+Codex's `default_tools_approval_mode`) and leaves every other server and
+setting as it was; running it again changes nothing; `uninstall` removes only that entry (and a file that
 is left empty by it).  The command is this interpreter with `-m cocoplus
 --dir <project> mcp`, like the hooks' absolute interpreter.  Standard library
 and cocoplus.core only: `cocoplus install` imports this module.
@@ -59,6 +60,11 @@ def entry(runtime: str, project: str) -> dict[str, Any]:
     return {"command": command, "args": args}
 
 
+def _merged(current: Any, ours: dict[str, Any]) -> dict[str, Any]:
+    """Our entry, keeping any other keys someone added to it (env, approvals, trust, ...)."""
+    return {**current, **ours} if isinstance(current, dict) else ours
+
+
 # -- JSON files (Claude, Gemini, Cursor) ------------------------------------------------------
 
 
@@ -96,7 +102,7 @@ def _install_json(runtime: str, project: str) -> dict[str, Any]:
     path = config_path(runtime, project)
     doc = _load_json(path)
     servers = _servers(path, doc)
-    want = entry(runtime, project)
+    want = _merged(servers.get(NAME), entry(runtime, project))
     if servers.get(NAME) == want:
         return {"changed": False, "path": path}
     existed = NAME in servers
@@ -165,26 +171,26 @@ def _strip_ours(text: str) -> tuple[str, bool]:
     return "".join(out), removed
 
 
-def _toml_block(project: str) -> str:
+def _toml_block(table: dict[str, Any]) -> str:
     import tomli_w
 
-    return tomli_w.dumps({"mcp_servers": {NAME: entry("codex", project)}})
+    return tomli_w.dumps({"mcp_servers": {NAME: table}})
 
 
 def _install_toml(project: str) -> dict[str, Any]:
     path = config_path("codex", project)
     text = fsio.read_text(path) or ""
-    _parse_toml(path, text)
+    current = (_parse_toml(path, text).get("mcp_servers") or {}).get(NAME)
     kept, removed = _strip_ours(text)
     left = _parse_toml(path, kept)
     if NAME in (left.get("mcp_servers") or {}):
         raise CocoplusError(f"{path}: mcp_servers.{NAME} is not written as a [mcp_servers.{NAME}] table; remove it by hand and install again")
-    block = _toml_block(project)
-    new = (kept.rstrip("\n") + "\n\n" if kept.strip() else "") + block
+    want = _merged(current, entry("codex", project))
+    new = (kept.rstrip("\n") + "\n\n" if kept.strip() else "") + _toml_block(want)
     if new == text:
         return {"changed": False, "path": path}
     got = _parse_toml(path, new)
-    if (got.get("mcp_servers") or {}).get(NAME) != entry("codex", project):
+    if (got.get("mcp_servers") or {}).get(NAME) != want:
         raise CocoplusError(f"{path}: the [mcp_servers.{NAME}] table did not come out as written; fix the file by hand")
     fsio.ensure_dir(os.path.dirname(path))
     fsio.atomic_write_bytes(path, new.encode("utf-8"), mode=0o644)

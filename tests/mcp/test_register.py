@@ -145,3 +145,30 @@ def test_the_registered_command_starts_a_working_server(project: Layout, cli: Ca
     names, status = serve(scenario, cwd=tmp_path, command=entry["command"], args=entry["args"])
     assert names == ALL_TOOLS
     assert status["autonomous"] is None
+
+
+def test_keys_added_to_our_entry_survive_an_upgrade(project: Layout, cli: Callable[..., Any]) -> None:
+    """Someone lets Codex call the tools without a prompt, or gives the server an env: re-installing keeps it."""
+    root = Path(project.project)
+    assert cli("install", "codex", cwd=root).code == 0
+    assert cli("install", "cursor", cwd=root).code == 0
+    toml_path = root / ".codex" / "config.toml"
+    text = toml_path.read_text().replace("[mcp_servers.cocoplus]\ncommand = ", '[mcp_servers.cocoplus]\ndefault_tools_approval_mode = "approve"\ncommand = ')
+    text = text.replace(f'"{sys.executable}"', '"/old/python"') + '\n[mcp_servers.cocoplus.env]\nCOCOPLUS_OPERATOR = "ci"\n'
+    toml_path.write_text(text)
+    cursor = root / ".cursor" / "mcp.json"
+    doc = json.loads(cursor.read_text())
+    doc["mcpServers"]["cocoplus"].update(command="/old/python", env={"COCOPLUS_OPERATOR": "ci"})
+    cursor.write_text(json.dumps(doc))
+
+    for runtime in ("codex", "cursor"):
+        code, out, err = cli("install", runtime, "--json", cwd=root)
+        assert code == 0 and any("MCP server" in c for c in json.loads(out)["changes"]), err
+    ours = tomllib.loads(toml_path.read_text())["mcp_servers"]["cocoplus"]
+    assert ours["command"] == sys.executable and ours["default_tools_approval_mode"] == "approve"
+    assert ours["env"] == {"COCOPLUS_OPERATOR": "ci"}
+    ours = json.loads(cursor.read_text())["mcpServers"]["cocoplus"]
+    assert ours["command"] == sys.executable and ours["env"] == {"COCOPLUS_OPERATOR": "ci"}
+    before = toml_path.read_bytes()
+    assert cli("install", "codex", cwd=root).code == 0
+    assert toml_path.read_bytes() == before
