@@ -82,6 +82,9 @@ def load(project_dir: str, environ: dict[str, str] | None = None) -> Config:
     for dotted, (key, value) in settings.env_overrides(environ).items():
         cfg.values[key.section][key.name] = value
         cfg.origins[dotted] = f"env {key.env}"
+    derived = settings.derive(cfg.values, {d for d, o in cfg.origins.items() if o != "default"})
+    if derived:
+        cfg.origins["session.iteration_warn_at"] = derived
     settings.check_relations(cfg.values, shown if data is not None else "configuration")
     return cfg
 
@@ -214,6 +217,7 @@ def compile_for_hook(layout: Layout, cfg: Config | None = None) -> dict[str, Any
         "written_by": "cocoplus config",
         "source": stamp,
         "values": values,
+        "explicit": sorted(k for k, o in cfg.origins.items() if o == "file"),
         "pricing": cfg.pricing,
     }
     fsio.atomic_write_json(layout.hook_config, doc)
@@ -246,9 +250,11 @@ def for_hook(layout: Layout, environ: dict[str, str]) -> tuple[dict[str, dict[st
         if doc.get("source") == _stamp(layout.config):
             values = _merge_defaults(doc["values"])
             pricing = doc.get("pricing")
+    used: dict[str, Any] = doc or {}
     if values is None:
         try:
             fresh = compile_for_hook(layout)
+            used = fresh
             values = _merge_defaults(fresh["values"])
             pricing = fresh.get("pricing")
         except CocoplusError as exc:
@@ -258,11 +264,16 @@ def for_hook(layout: Layout, environ: dict[str, str]) -> tuple[dict[str, dict[st
                 pricing = doc.get("pricing")
             else:
                 values = settings.defaults()
-    try:
-        for _dotted, (key, value) in settings.env_overrides(environ).items():
-            values[key.section][key.name] = value
-    except CocoplusError as exc:
-        problem = str(exc)
+    errors: list[str] = []
+    overrides = settings.env_overrides(environ, errors)
+    for _dotted, (key, value) in overrides.items():
+        values[key.section][key.name] = value
+    if errors:
+        problem = "; ".join(errors)
+    explicit = set(overrides)
+    if isinstance(used.get("explicit"), list):
+        explicit |= {k for k in used["explicit"] if isinstance(k, str)}
+    settings.derive(values, explicit)
     values["pricing"] = pricing if isinstance(pricing, dict) else {}
     return values, problem
 

@@ -189,6 +189,19 @@ def defaults() -> dict[str, dict[str, Any]]:
     return out
 
 
+def derive(values: dict[str, dict[str, Any]], explicit: set[str]) -> str | None:
+    """Fill in values that follow others when the user did not set them.
+
+    `iteration_warn_at` left at its default follows a lowered cap: 80% of
+    `max_iterations`.  Returns a note saying what was derived, if anything.
+    """
+    s = values["session"]
+    if "session.iteration_warn_at" not in explicit and s["iteration_warn_at"] > s["max_iterations"]:
+        s["iteration_warn_at"] = s["max_iterations"] * 4 // 5
+        return "derived (80% of max_iterations)"
+    return None
+
+
 def check_relations(values: dict[str, dict[str, Any]], where: str) -> None:
     s = values["session"]
     if s["iteration_warn_at"] > s["max_iterations"]:
@@ -198,14 +211,24 @@ def check_relations(values: dict[str, dict[str, Any]], where: str) -> None:
         )
 
 
-def env_overrides(environ: dict[str, str] | None = None) -> dict[str, tuple[Key, Any]]:
-    """`COCOPLUS_<SECTION>_<KEY>` values present in the environment, checked."""
+def env_overrides(environ: dict[str, str] | None = None, errors: list[str] | None = None) -> dict[str, tuple[Key, Any]]:
+    """`COCOPLUS_<SECTION>_<KEY>` values present in the environment, checked.
+
+    With `errors`, a bad variable is reported there and skipped (the others
+    still apply); without it, the first bad one raises ConfigInvalid.
+    """
     env = os.environ if environ is None else environ
     out: dict[str, tuple[Key, Any]] = {}
     for k in KEYS:
         raw = env.get(k.env)
-        if raw is not None:
+        if raw is None:
+            continue
+        try:
             out[k.dotted] = (k, k.parse_env(raw))
+        except ConfigInvalid as exc:
+            if errors is None:
+                raise
+            errors.append(str(exc))
     return out
 
 

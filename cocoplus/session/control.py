@@ -295,8 +295,8 @@ def _take_orphan(layout: Layout, claimed_dir: str) -> Claim | None:
     delivered: set[str] | None = None
     for name in names:
         pid = _claim_pid(name)
-        if pid is not None and pid != mine and _alive(pid):
-            continue  # a live consumer is still delivering it
+        if pid is not None and (pid == mine or _alive(pid)):
+            continue  # a live consumer (this process included) is still delivering it
         path = os.path.join(claimed_dir, name)
         if delivered is None:
             delivered = delivered_ids(layout)

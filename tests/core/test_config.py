@@ -329,3 +329,27 @@ def test_for_hook_survives_a_damaged_compiled_copy(layout):
     values, problem = config.for_hook(layout, {})
     assert problem is None and values["session"]["max_iterations"] == 300
     assert fsio.read_json(layout.hook_config)["values"]["session"]["max_iterations"] == 300
+
+
+def test_warn_at_follows_a_lowered_cap_unless_set(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from cocoplus import config as config_mod
+
+    cfg = config_mod.load(str(tmp_path), {"COCOPLUS_SESSION_MAX_ITERATIONS": "50"})
+    assert cfg.get("session.iteration_warn_at") == 40
+    assert cfg.origins["session.iteration_warn_at"].startswith("derived")
+    (tmp_path / "cocoplus.toml").write_text("[session]\nmax_iterations = 10\niteration_warn_at = 3\n")
+    cfg = config_mod.load(str(tmp_path), {})
+    assert cfg.get("session.iteration_warn_at") == 3 and cfg.origins["session.iteration_warn_at"] == "file"
+    (tmp_path / "cocoplus.toml").write_text("[session]\nmax_iterations = 10\niteration_warn_at = 30\n")
+    with pytest.raises(ConfigInvalid, match="iteration_warn_at"):
+        config_mod.load(str(tmp_path), {})
+
+
+def test_hook_keeps_good_env_overrides_when_one_is_bad(project) -> None:  # type: ignore[no-untyped-def]
+    from cocoplus import config as config_mod
+
+    values, problem = config_mod.for_hook(project, {"COCOPLUS_SESSION_MAX_ITERATIONS": "12", "COCOPLUS_SESSION_LOOP_GUARD_REPEATS": "many"})
+    assert values["session"]["max_iterations"] == 12
+    assert values["session"]["iteration_warn_at"] == 9  # derived: 80% of 12
+    assert values["session"]["loop_guard_repeats"] == 8
+    assert problem is not None and "COCOPLUS_SESSION_LOOP_GUARD_REPEATS" in problem

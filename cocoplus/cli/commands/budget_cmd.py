@@ -60,6 +60,7 @@ def register(app: typer.Typer) -> None:
             output.emit_json(rep)
             return
         from rich.table import Table
+        from rich.text import Text
 
         con = output.out()
         if rep["limit"] > 0:
@@ -79,7 +80,7 @@ def register(app: typer.Typer) -> None:
                 t.add_column("USD", justify="right")
                 for r in rows:
                     label = r[key] if key != "session" or not r.get("alias") else f"{r['alias']} ({r['session']})"
-                    t.add_row(label, f"{r['usd']:.4f}")
+                    t.add_row(Text(str(label)), f"{r['usd']:.4f}")
                 con.print(t)
         con.print("by category: " + ", ".join(f"{k} ${v:.2f}" for k, v in rep["by_category"].items()), markup=False)
         for u in rep["unpriced"]:

@@ -34,7 +34,9 @@ def render_sessions(records: list[dict[str, Any]], excluded: set[str] | None = N
         ]
         if excluded is not None:
             row.append("no (excluded)" if r.get("id") in excluded else "yes")
-        t.add_row(*row)
+        from rich.text import Text
+
+        t.add_row(*(Text(str(c)) for c in row))  # stored text is shown literally, never as markup
     return t
 
 
