@@ -217,11 +217,12 @@ class Hub:
                     self._publish(topic, dirty[topic])
 
     def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self._start_observer()
         self._fingerprint = self.scan()
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._task = self._loop.create_task(self._run())
 
-    async def stop(self) -> None:
+    def _end_streams(self) -> None:
         self.closed = True
         for q in list(self._subscribers):
             try:
@@ -229,6 +230,20 @@ class Hub:
             except asyncio.QueueFull:
                 q.get_nowait()
                 q.put_nowait(None)
+
+    def close_streams(self) -> None:
+        """End every event stream (callable from any thread or a signal handler).
+
+        The server calls this when it is asked to stop, before it waits for
+        open connections: an event stream never ends by itself.
+        """
+        self.closed = True
+        loop = getattr(self, "_loop", None)
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._end_streams)
+
+    async def stop(self) -> None:
+        self._end_streams()
         if self._task is not None:
             self._task.cancel()
             try:

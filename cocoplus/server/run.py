@@ -55,12 +55,14 @@ def serve(
 
     from cocoplus.server import security
     from cocoplus.server.app import create_app
+    from cocoplus.server.events import Hub
 
     sock = bind(port)
     port = sock.getsockname()[1]
     token = security.new_token(layout)
     # uvicorn re-raises SIGTERM/SIGINT after its shutdown, so the token file is removed in the lifespan's shutdown.
-    app = create_app(layout, token=token, port=port, on_shutdown=lambda: security.remove_token(layout, token))
+    hub = Hub(layout)
+    app = create_app(layout, token=token, port=port, hub=hub, on_shutdown=lambda: security.remove_token(layout, token))
     base, with_token = urls(port, token)
     say = announce or (lambda line: (sys.stdout.write(line + "\n"), sys.stdout.flush()))
     say(f"cocoplus server for {layout.project}")
@@ -77,7 +79,13 @@ def serve(
         server_header=False,
         proxy_headers=False,
     )
-    server = uvicorn.Server(config)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            hub.close_streams()  # uvicorn waits for open connections; event streams must end first
+            super().handle_exit(sig, frame)
+
+    server = Server(config)
     if open_browser:
         threading.Thread(target=_open_when_up, args=(server, with_token), daemon=True).start()
     try:

@@ -121,8 +121,8 @@ class Served:
         return {"Authorization": f"Bearer {self.token}"}
 
 
-def start_server(layout: Layout, *extra: str, timeout: float = 30.0) -> Served:
-    env = dict(os.environ, COCOPLUS_DIR=layout.state, PYTHONUNBUFFERED="1")
+def start_server(layout: Layout, *extra: str, timeout: float = 30.0, env: dict[str, str] | None = None) -> Served:
+    env = dict(os.environ if env is None else env, COCOPLUS_DIR=layout.state, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
         [sys.executable, "-m", "cocoplus", "serve", "--port", "0", *extra],
         cwd=layout.project,
