@@ -125,6 +125,7 @@ class Supervisor:
         self.observer: Any = None
         self.observer_kind = "none"
         self.handler_errors = 0
+        self.closing: dict[str, Any] | None = None
 
     # -- logging -----------------------------------------------------------------
     def log(self, message: str) -> None:
@@ -218,6 +219,33 @@ class Supervisor:
         self.pending.append(t)
 
     def converge(self, sig: dict[str, Any]) -> None:
+        """The last supervised worker exited: close supervision, after the brain saw what was pending.
+
+        If triggers are waiting (typically the worker's own turn end, fired
+        just before its exit) or a round is running, they are answered
+        first and supervision closes once that round is over.
+        """
+        if self.pending or rounds.current(self.layout) is not None:
+            self.closing = sig
+            self.add_trigger(
+                {k: sig.get(k) for k in ("session", "alias", "runtime", "kind", "value", "ts")}
+                | {"message": "the last supervised worker; supervision closes after this round"}
+            )
+            return
+        self.close(sig)
+
+    def close_if_due(self) -> None:
+        if self.closing is None or self.pending or rounds.current(self.layout) is not None:
+            return
+        sig, self.closing = self.closing, None
+        from cocoplus.supervision.scope import supervised
+
+        doc = state_mod.read(self.layout)
+        active = [r for r in registry.list_sessions(self.layout)[0] if r.get("state") in registry.ACTIVE_STATES and supervised(doc, r["id"])]
+        if not active:
+            self.close(sig)
+
+    def close(self, sig: dict[str, Any]) -> None:
         auto = state_mod.read(self.layout).get("autonomous") or {}
         summary = f"no supervised worker is active any more (last: {sig.get('alias') or sig.get('session')} exited)"
         if auto.get("enabled_by") == "workflow":
@@ -319,6 +347,7 @@ class Supervisor:
         rounds.poll(self.layout)
         self.stall_check()
         self.maybe_flush()
+        self.close_if_due()
         self.reconcile()
 
     def run(self) -> int:
