@@ -99,9 +99,9 @@ function renderAutonomous() {
   if (a && document.activeElement !== $("max-turns") && !$("max-turns").dataset.edited) $("max-turns").value = a.max_turns || 60;
   const sup = data.supervisor || {};
   $("watcher").textContent = sup.running ? `watcher running (pid ${sup.pid})` : "watcher not running (`cocoplus supervisor run`)";
-  let st = on ? "on" : (a ? "off" : "never enabled");
-  if (a && !on && a.finish_reason) st += ` — ${a.finish_reason}` + (a.finish_summary ? `: ${a.finish_summary}` : "");
-  $("sup-state").textContent = "· " + st;
+  let st = "supervision " + (on ? "on" : (a ? "off" : "never enabled"));
+  if (a && !on && a.finish_reason) st += ` (${a.finish_reason}` + (a.finish_summary ? `: ${a.finish_summary})` : ")");
+  $("sup-state").textContent = st;
   const scope = (a && a.scope) || data.scope;
   if (scope) renderScope(scope);
 }

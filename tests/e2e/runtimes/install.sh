@@ -9,3 +9,5 @@ node "$here/node_modules/@anthropic-ai/claude-code/install.cjs"
 "$here/node_modules/.bin/claude" --version
 "$here/node_modules/.bin/codex" --version
 "$here/node_modules/.bin/gemini" --version
+# Headless Chromium for the web page's browser test (Debian's package).
+sh "$here/install-chromium.sh"
