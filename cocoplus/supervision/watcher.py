@@ -143,9 +143,13 @@ class Supervisor:
         class Handler(FileSystemEventHandler):
             def on_any_event(self, event: Any) -> None:
                 try:
-                    path = getattr(event, "dest_path", None) or event.src_path
-                    path = os.fsdecode(path)
-                    if "/locks/" in path or path.endswith(".lock") or "/logs/" in path or ".tmp-" in os.path.basename(path):
+                    if event.event_type in ("opened", "closed_no_write"):
+                        return  # reads, ours included: reacting to them would wake us in a loop
+                    if event.is_directory and event.event_type == "modified":
+                        return  # the file events inside say more; lock files touch their directory on every use
+                    path = os.fsdecode(getattr(event, "dest_path", None) or event.src_path)
+                    top = os.path.relpath(path, sup.layout.state).split(os.sep)[0]
+                    if top in ("locks", "logs") or ".tmp-" in os.path.basename(path):
                         return
                     sup.wake.set()
                 except Exception:  # noqa: BLE001 - an exception here would kill the observer thread
