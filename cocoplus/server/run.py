@@ -24,8 +24,11 @@ DEFAULT_PORT = 8765
 def bind(port: int) -> socket.socket:
     if not 0 <= port <= 65535:
         raise UsageError(f"--port must be 0-65535, got {port}")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets whose proto says TCP; with proto 0,
+    # keep-alive responses written in two parts wait ~40 ms for a delayed ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((HOST, port))
     except OSError as exc:

@@ -212,3 +212,27 @@ def test_events_survive_a_burst_and_the_server_stops_with_a_client_connected(spr
         ev.close()
     assert time.monotonic() - t0 < 10, "shutdown waited for the event stream"
     assert_no_traceback(out)
+
+
+def test_listening_socket_is_tcp_nodelay() -> None:
+    """Without TCP_NODELAY on accepted sockets, every keep-alive response waited ~40 ms for a delayed ACK."""
+    from cocoplus.server.run import bind
+
+    sock = bind(0)
+    try:
+        assert sock.getsockname()[0] == "127.0.0.1"
+        assert sock.proto == socket.IPPROTO_TCP  # what asyncio checks before it sets TCP_NODELAY per connection
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+    finally:
+        sock.close()
+
+
+def test_keep_alive_requests_are_fast(served: Served) -> None:
+    with httpx.Client(base_url=served.url) as c:
+        c.get("/app.css")
+        times = []
+        for _ in range(10):
+            t = time.perf_counter()
+            assert c.get("/app.css").status_code == 200
+            times.append(time.perf_counter() - t)
+    assert sorted(times)[5] < 0.030, times  # the delayed-ACK stall was 40 ms on every request

@@ -1,0 +1,177 @@
+"""Request latency of `cocoplus serve` under concurrent loopback load.
+
+Starts the real server (`cocoplus serve --port 0`) on a fresh project with
+three agent sessions and a `command` backend that sleeps 1 s, then runs C
+concurrent clients (threads, each with its own keep-alive HTTP connection)
+against 127.0.0.1 only:
+
+* status: `GET /api/v1/session` (the `session status` report), and
+* send: `POST /api/v1/projects/master-agent/messages` (returns at once;
+  the reply is produced later by the background worker),
+
+and prints, per endpoint, the median and p99 wall time of one request and
+the requests per second.  Every loop is bounded (`--requests` per client);
+the server and the chat worker are stopped at the end.
+
+    python bench/server.py [--clients 8] [--requests 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import httpx
+
+
+def start(project: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], str, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cocoplus", "serve", "--port", "0"],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        m = re.search(r"page:\s+(http://127\.0\.0\.1:\d+)/#token=(\S+)", line)
+        if m:
+            url, token = m.group(1), m.group(2)
+            while time.monotonic() < deadline:
+                try:
+                    if httpx.get(url + "/api/v1/session-os/main-brain/autonomous", timeout=2).status_code == 200:
+                        return proc, url, token
+                except httpx.HTTPError:
+                    time.sleep(0.05)
+        if not line and proc.poll() is not None:
+            break
+    proc.kill()
+    raise SystemExit("cocoplus serve did not start")
+
+
+def load(url: str, clients: int, requests: int, make: object) -> tuple[list[float], int, float]:
+    """`clients` threads each send `requests` requests; returns (latencies, errors, wall seconds)."""
+    latencies: list[float] = []
+    errors = [0]
+    lock = threading.Lock()
+    barrier = threading.Barrier(clients)
+
+    def worker(n: int) -> None:
+        mine = []
+        bad = 0
+        with httpx.Client(base_url=url, timeout=30) as c:
+            barrier.wait()
+            for i in range(requests):
+                t = time.perf_counter()
+                r = make(c, n, i)  # type: ignore[operator]
+                mine.append(time.perf_counter() - t)
+                if r.status_code != 200:
+                    bad += 1
+        with lock:
+            latencies.extend(mine)
+            errors[0] += bad
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
+    t0 = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return latencies, errors[0], time.perf_counter() - t0
+
+
+def p(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, int(round(q * (len(s) - 1)))))]
+
+
+def report(name: str, lat: list[float], errors: int, wall: float) -> None:
+    print(
+        f"  {name:<52} n={len(lat):<4} median {statistics.median(lat) * 1000:6.1f} ms   p99 {p(lat, 0.99) * 1000:6.1f} ms"
+        f"   max {max(lat) * 1000:6.1f} ms   {len(lat) / wall:6.0f} req/s   errors {errors}"
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--requests", type=int, default=50, help="requests per client and endpoint")
+    args = ap.parse_args()
+
+    project = tempfile.mkdtemp(prefix="cocoplus-bench-server-")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COCOPLUS_")}
+    env["HOME"] = tempfile.mkdtemp(prefix="cocoplus-bench-home-")
+    env["COCOPLUS_DIR"] = os.path.join(project, ".cocoplus")
+    subprocess.run([sys.executable, "-m", "cocoplus", "init"], cwd=project, env=env, check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(project, "cocoplus.toml"), "w") as fh:
+        fh.write('[chat]\ncontroller = "slow"\n[accounts.slow]\nkind = "command"\ncommand = ["sh", "-c", "sleep 1; echo done"]\n')
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from cocoplus.core.paths import Layout
+    from cocoplus.session import registry
+
+    lay = Layout(env["COCOPLUS_DIR"])
+    for runtime, rid in (("claude", "bench-1"), ("codex", "bench-2"), ("gemini", "bench-3")):
+        registry.ensure(lay, runtime, rid, event="SessionStart")
+
+    proc, url, token = start(project, env)
+    auth = {"Authorization": f"Bearer {token}"}
+    try:
+        # warm-up: imports, the first worker start
+        with httpx.Client(base_url=url) as c:
+            for _ in range(5):
+                c.get("/api/v1/session")
+            c.post("/api/v1/projects/master-agent/messages", json={"text": "warm-up"}, headers=auth)
+        def status_req(c: httpx.Client, n: int, i: int) -> httpx.Response:
+            return c.get("/api/v1/session")
+
+        def auto_req(c: httpx.Client, n: int, i: int) -> httpx.Response:
+            return c.get("/api/v1/session-os/main-brain/autonomous")
+
+        def send_req(c: httpx.Client, n: int, i: int) -> httpx.Response:
+            return c.post("/api/v1/projects/master-agent/messages", json={"text": f"client {n} message {i}"}, headers=auth)
+
+        print(f"cocoplus serve on {url}, loopback, 1 s backend; {os.cpu_count()} cores shared by server and clients")
+        print("one client, sequential (no queueing):")
+        report("status  GET  /api/v1/session", *load(url, 1, args.requests, status_req))
+        report("send    POST /api/v1/projects/master-agent/messages", *load(url, 1, args.requests, send_req))
+        sent = 1 + args.requests
+        print(f"{args.clients} concurrent clients x {args.requests} requests each:")
+        status = load(url, args.clients, args.requests, status_req)
+        report("status  GET  /api/v1/session", *status)
+        report("        GET  /api/v1/session-os/main-brain/autonomous", *load(url, args.clients, args.requests, auto_req))
+        send = load(url, args.clients, args.requests, send_req)
+        report("send    POST /api/v1/projects/master-agent/messages", *send)
+        sent += args.clients * args.requests
+        ledger = httpx.get(url + "/api/v1/projects/master-agent").json()
+        users = sum(1 for m in ledger["messages"] if m["role"] == "user")
+        print(f"ledger: {users} user messages (expected {sent}), {len(ledger['pending'])} replies still pending (1 s each, one at a time)")
+        ok = status[1] == 0 and send[1] == 0 and users == sent
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        try:
+            pid = json.load(open(os.path.join(project, ".cocoplus", "chat", "worker.json")))["pid"]
+            os.kill(pid, signal.SIGTERM)
+        except (OSError, ValueError, KeyError):
+            pass
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
