@@ -1,0 +1,138 @@
+"""`cocoplus install/uninstall/doctor`: merge, idempotence, upgrade, never drop anyone else's hooks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cocoplus import runtimes
+from cocoplus.core.paths import Layout
+
+OTHER = {"type": "command", "command": "/usr/local/bin/audit-log --json", "timeout": 5}
+
+
+def settings_path(layout: Layout, runtime: str) -> Path:
+    return Path(layout.project, *runtimes.SETTINGS_FILE[runtime])
+
+
+@pytest.mark.parametrize("runtime", runtimes.RUNTIMES)
+def test_install_is_idempotent_and_covers_every_event(project: Layout, runtime: str) -> None:
+    first = runtimes.install(runtime, project.project)
+    assert first["changed"]
+    text = settings_path(project, runtime).read_text()
+    second = runtimes.install(runtime, project.project)
+    assert not second["changed"] and second["changes"] == []
+    assert settings_path(project, runtime).read_text() == text
+    doc = json.loads(text)
+    for event, _ in runtimes.EVENTS[runtime]:
+        cmds = runtimes._commands(doc["hooks"][event])
+        assert cmds == [runtimes.hook_command(runtime, event, project.project)]
+    assert first["todo"], "install says what the user must still do"
+
+
+def test_claude_entries_have_timeouts_matchers_and_the_slash_command(project: Layout) -> None:
+    runtimes.install("claude", project.project, timeout_s=7)
+    doc = json.loads(settings_path(project, "claude").read_text())
+    pre = doc["hooks"]["PreToolUse"][0]
+    assert pre["matcher"] == "*" and pre["hooks"][0]["timeout"] == 7 and pre["hooks"][0]["type"] == "command"
+    assert "-S" in pre["hooks"][0]["command"] and "--runtime claude" in pre["hooks"][0]["command"]
+    slash = Path(project.project, ".claude", "commands", "supervise.md").read_text()
+    assert "supervise" in slash and "$ARGUMENTS" in slash and "allowed-tools:" in slash
+
+
+def test_gemini_timeouts_are_milliseconds_and_hooks_are_named(project: Layout) -> None:
+    runtimes.install("gemini", project.project, timeout_s=10)
+    doc = json.loads(settings_path(project, "gemini").read_text())
+    h = doc["hooks"]["BeforeTool"][0]["hooks"][0]
+    assert h["timeout"] == 10_000 and h["name"] == "cocoplus-BeforeTool"
+
+
+def test_codex_and_cursor_commands_name_the_project(project: Layout) -> None:
+    runtimes.install("codex", project.project)
+    runtimes.install("cursor", project.project)
+    codex = json.loads(settings_path(project, "codex").read_text())
+    assert "--dir" in codex["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    cursor = json.loads(settings_path(project, "cursor").read_text())
+    assert cursor["version"] == 1 and "--dir" in cursor["hooks"]["beforeShellExecution"][0]["command"]
+
+
+@pytest.mark.parametrize("runtime", ["claude", "codex", "gemini"])
+def test_other_hooks_are_kept_through_install_upgrade_and_uninstall(project: Layout, runtime: str) -> None:
+    path = settings_path(project, runtime)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    event = runtimes.EVENTS[runtime][0][0]
+    stale = {"type": "command", "command": "/old/venv/bin/python -S /old/site-packages/cocoplus/hook/__main__.py PreToolUse --runtime x", "timeout": 3}
+    original = {
+        "model": "keep-me",
+        "hooks": {
+            event: [{"matcher": "Bash", "hooks": [OTHER, stale]}],
+            "SomethingElse": [{"hooks": [OTHER]}],
+        },
+    }
+    path.write_text(json.dumps(original))
+    result = runtimes.install(runtime, project.project)
+    assert f"{event}: updated" in result["changes"]
+    doc = json.loads(path.read_text())
+    assert doc["model"] == "keep-me" and doc["hooks"]["SomethingElse"] == [{"hooks": [OTHER]}]
+    cmds = runtimes._commands(doc["hooks"][event])
+    assert OTHER["command"] in cmds and stale["command"] not in cmds
+    assert cmds.count(runtimes.hook_command(runtime, event, project.project)) == 1
+    runtimes.uninstall(runtime, project.project)
+    doc = json.loads(path.read_text())
+    assert doc["hooks"] == {event: [{"matcher": "Bash", "hooks": [OTHER]}], "SomethingElse": [{"hooks": [OTHER]}]}
+    assert doc["model"] == "keep-me"
+
+
+def test_damaged_settings_are_never_overwritten(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+    path = settings_path(project, "claude")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"hooks": {broken')
+    code, out, err = cli("install", "claude", cwd=project.project)
+    assert code == 1 and "not valid JSON" in err and ".claude/settings.json" in err
+    assert path.read_text() == '{"hooks": {broken'
+    path.write_text('{"hooks": []}')
+    code, out, err = cli("install", "claude", cwd=project.project)
+    assert code == 1 and '"hooks" is not an object' in err
+
+
+def test_a_foreign_supervise_command_is_not_replaced(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+    cmd = Path(project.project, ".claude", "commands", "supervise.md")
+    cmd.parent.mkdir(parents=True)
+    cmd.write_text("my own command\n")
+    code, out, err = cli("install", "claude", cwd=project.project)
+    assert code == 1 and "not written by cocoplus" in err
+    assert cmd.read_text() == "my own command\n"
+
+
+def test_unknown_runtime_is_a_usage_error(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+    code, out, err = cli("install", "windsurf", cwd=project.project)
+    assert code == 2 and "claude, codex, gemini, cursor" in err
+
+
+def test_doctor_reports_wired_missing_outdated_and_fired(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+    from cocoplus.session import registry
+
+    cli("install", "claude", cwd=project.project)
+    path = settings_path(project, "claude")
+    doc = json.loads(path.read_text())
+    del doc["hooks"]["Stop"]
+    doc["hooks"]["PostToolUse"][0]["hooks"][0]["command"] = "/gone/python -S /gone/cocoplus/hook/__main__.py PostToolUse --runtime claude"
+    path.write_text(json.dumps(doc))
+    rep = json.loads(cli("doctor", "--json", cwd=project.project).out)["runtimes"]
+    c = rep["claude"]
+    assert c["wired"] and "Stop" in c["missing"] and "PostToolUse" in c["outdated"] and not c["fired"]
+    assert rep["codex"]["wired"] is False
+    registry.ensure(project, "claude", "abc", event="PreToolUse")
+    rep = json.loads(cli("doctor", "--json", cwd=project.project).out)["runtimes"]
+    assert rep["claude"]["fired"] and rep["claude"]["sessions_seen"] == 1
+    code, out, err = cli("doctor", cwd=project.project)
+    assert "outdated PostToolUse" in out and "not wired (run `cocoplus install codex`)" in out
+
+
+def test_example_config_file_is_current() -> None:
+    from cocoplus import config
+
+    example = Path(__file__).resolve().parents[2] / "cocoplus.toml.example"
+    assert example.read_text() == config.example_toml(), "regenerate with `cocoplus config example > cocoplus.toml.example`"
