@@ -40,6 +40,8 @@ def run_claude(project: Project, stub: AnthropicStub, allowed: str, prompt: str 
             ANTHROPIC_API_KEY="sk-test-local",
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
             DISABLE_AUTOUPDATER="1",
+            # Wait for the MCP servers before the first request (Claude Code connects them in the background by default).
+            MCP_CONNECTION_NONBLOCKING="false",
         ),
         stdin=subprocess.DEVNULL,
         capture_output=True,

@@ -4,9 +4,12 @@ Codex 0.169.0 reads `[mcp_servers.cocoplus]` from the project's
 `.codex/config.toml` (the project is trusted in the throwaway CODEX_HOME),
 offers the tools to the model as one namespace `mcp__cocoplus`, and answers
 a `function_call` that names the namespace.  It gives MCP servers a minimal
-environment with no session id, so a Codex worker passes `session`.  `codex
-exec` never prompts, so the tools need `default_tools_approval_mode =
-"approve"` in cocoplus' table (kept by later installs).
+environment with no session id, so a Codex worker passes `session`.  Two
+keys a user adds to cocoplus' table (later installs keep them) make `codex
+exec` usable: `default_tools_approval_mode = "approve"` (exec never prompts,
+so an unapproved MCP call fails) and `required = true` (otherwise exec starts
+the first turn without waiting for the server, and a server that takes half a
+second longer to start, as on a busy machine, is missing from the turn).
 """
 
 from __future__ import annotations
@@ -46,7 +49,10 @@ def test_a_codex_worker_reports_progress_naming_its_session(e2e_project: Project
     p = e2e_project
     p.cocoplus("install", "codex")
     cfg = p.root / ".codex" / "config.toml"
-    cfg.write_text(cfg.read_text().replace("[mcp_servers.cocoplus]\n", '[mcp_servers.cocoplus]\ndefault_tools_approval_mode = "approve"\n'))
+    added = 'default_tools_approval_mode = "approve"\nrequired = true\n'
+    cfg.write_text(cfg.read_text().replace("[mcp_servers.cocoplus]\n", "[mcp_servers.cocoplus]\n" + added))
+    p.cocoplus("install", "codex")  # an upgrade keeps them
+    assert added in cfg.read_text()
     name = f"{NAMESPACE}__report_progress"
     script = [
         tool(name, status="needs_review", message="REVIEW-4b1: the parser is done"),
