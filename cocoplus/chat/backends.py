@@ -28,6 +28,7 @@ import subprocess
 import tempfile
 from typing import Any
 
+from cocoplus.core import proc
 from cocoplus.core.errors import CocoplusError
 
 DEFAULT_EFFORT = "medium"
@@ -76,28 +77,11 @@ def resolve(cfg: Any, conversation: dict[str, Any]) -> dict[str, Any]:
 
 def _run(argv: list[str], prompt: str, timeout: float, cwd: str | None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-        )
+        return proc.run(argv, input=prompt, timeout=timeout, cwd=cwd, env=env)
     except OSError as exc:
         raise BackendError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
-    try:
-        out, err = proc.communicate(prompt, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, 9)
-        except OSError:
-            pass
-        proc.communicate()
+    except proc.Timeout:
         raise BackendError(f"{os.path.basename(argv[0])} did not answer within {timeout:g}s") from None
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def _fail(what: str, r: subprocess.CompletedProcess[str]) -> BackendError:

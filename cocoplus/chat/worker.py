@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 from typing import Any
 
 from cocoplus.chat import backends, store
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, proc
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import is_locked, try_lock
 from cocoplus.core.paths import Layout
@@ -58,22 +57,10 @@ def ensure_worker(layout: Layout) -> int | None:
     """Start a detached worker unless one runs. Returns the new pid, if any."""
     if worker_running(layout):
         return None
-    fsio.ensure_dir(layout.logs_dir)
-    log = open(os.path.join(layout.logs_dir, "chat-worker.log"), "ab")
-    env = dict(os.environ, COCOPLUS_DIR=layout.state)
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cocoplus", "chat", "worker", "--idle-exit", "60"],
-            cwd=layout.project,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-        )
-    finally:
-        log.close()
-    return proc.pid
+    child = proc.spawn_cocoplus(
+        ["chat", "worker", "--idle-exit", "60"], state_dir=layout.state, cwd=layout.project, log_path=os.path.join(layout.logs_dir, "chat-worker.log")
+    )
+    return child.pid
 
 
 def _next_task(layout: Layout) -> dict[str, Any] | None:

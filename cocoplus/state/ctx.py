@@ -36,10 +36,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from typing import Any
 
-from cocoplus.core import clock, fsio, progress
+from cocoplus.core import clock, fsio, proc, progress
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 
@@ -127,30 +126,13 @@ def read(layout: Layout, values: dict[str, Any] | None = None, *, for_stage: boo
     if for_stage:
         env["CTX_STEP_ENFORCEMENT"] = "false"
     try:
-        proc = subprocess.Popen(
-            [exe, "ctx", "show", "all"],
-            cwd=layout.project,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            start_new_session=True,  # so a timeout can stop everything ctx started
-        )
+        r = proc.run([exe, "ctx", "show", "all"], input=None, timeout=float(cfg["timeout_s"]), cwd=layout.project, env=env)
     except OSError as exc:
         _debug(layout, f"`{cfg['command']} ctx show all` could not run ({exc}); skipped")
         return {"ok": False, "skipped": "could not run"}
-    try:
-        stdout, stderr = proc.communicate(timeout=float(cfg["timeout_s"]))
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, 9)
-        except OSError:
-            pass
-        proc.communicate()
+    except proc.Timeout:
         _debug(layout, f"`{cfg['command']} ctx show all` took longer than {cfg['timeout_s']:g}s; skipped")
         return {"ok": False, "skipped": "timed out"}
-    r = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     if r.returncode != 0:
         first = (r.stderr.strip().splitlines() or [""])[0][:200]
         _debug(layout, f"`{cfg['command']} ctx show all` exited {r.returncode} ({first}); skipped")

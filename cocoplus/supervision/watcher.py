@@ -28,7 +28,7 @@ import threading
 import time
 from typing import Any
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, proc
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import is_locked, try_lock
 from cocoplus.core.paths import Layout
@@ -75,30 +75,15 @@ def running_pid(layout: Layout) -> int | None:
 
 def start_detached(layout: Layout) -> int | None:
     """Start `cocoplus supervisor run` in the background unless one runs; return its pid."""
-    import subprocess
-
     if running_pid(layout) is not None:
         return None
-    fsio.ensure_dir(layout.logs_dir)
-    log = open(os.path.join(layout.logs_dir, "supervisor.log"), "ab")
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cocoplus", "supervisor", "run"],
-            cwd=layout.project,
-            env=dict(os.environ, COCOPLUS_DIR=layout.state),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-        )
-    finally:
-        log.close()
+    child = proc.spawn_cocoplus(["supervisor", "run"], state_dir=layout.state, cwd=layout.project, log_path=os.path.join(layout.logs_dir, "supervisor.log"))
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        if running_pid(layout) is not None or proc.poll() is not None:
+        if running_pid(layout) is not None or child.poll() is not None:
             break
         time.sleep(0.05)
-    return proc.pid
+    return child.pid
 
 
 class Supervisor:
