@@ -348,15 +348,19 @@ def create_app(
         return control.steer(layout, body.text, operator=_operator(body.operator))
 
     # -- master-agent conversation (seed 001) -------------------------------------------------
-    def _details(conversation: str) -> dict[str, Any]:
+    def _details(conversation: str, limit: int | None = None) -> dict[str, Any]:
         from cocoplus.cli.chat_menu import model_options
 
         view = chat_api.conversation_view(layout, conversation)
         info = chat_api.info(layout, conversation)
         problems = list(dict.fromkeys(view.pop("problems") + info.pop("problems")))
+        total = len(view["messages"])
+        if limit is not None:
+            view["messages"] = view["messages"][-limit:]
         return {
             **info,
             **view,
+            "messagesTotal": total,
             "thinking": bool(view["pending"]),
             "modelOptions": model_options(layout, conversation),
             "reasoningEffortOptions": list(chat_store.EFFORTS),
@@ -364,9 +368,9 @@ def create_app(
         }
 
     @app.get("/api/v1/projects/{conversation}", tags=["master agent"], responses=ERRORS)
-    def get_project(conversation: Conv) -> dict[str, Any]:
+    def get_project(conversation: Conv, limit: Annotated[int | None, Query(ge=1, le=100000, description="Only the last N messages.")] = None) -> dict[str, Any]:
         """`chat info` + `chat log --json`: overrides, effective model/effort, messages, thinking/failed state."""
-        return _details(conversation)
+        return _details(conversation, limit)
 
     @app.patch("/api/v1/projects/{conversation}", tags=["master agent"], responses=ERRORS, **WRITE)
     def patch_project(conversation: Conv, body: OverridesBody) -> dict[str, Any]:

@@ -205,8 +205,11 @@ class Hub:
             if now >= next_reconcile:
                 next_reconcile = now + self.reconcile_s
                 try:
-                    await asyncio.to_thread(self.reconcile)
                     self._check_observer()
+                    if self._subscribers:
+                        await asyncio.to_thread(self.reconcile)
+                    else:
+                        self._fingerprint = None  # nobody listens: no scanning; the next scan sets a new baseline
                 except Exception:  # noqa: BLE001 - a bad directory entry must not stop the events
                     pass
             dirty = self._take()

@@ -60,6 +60,10 @@ def serve(
     from cocoplus.server.app import create_app
     from cocoplus.server.events import Hub
 
+    import warnings
+
+    # watchdog warns when a new directory's watch replaces one it already had; harmless, and not for the terminal.
+    warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
     sock = bind(port)
     port = sock.getsockname()[1]
     token = security.new_token(layout)

@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -157,17 +158,24 @@ def start_server(layout: Layout, *extra: str, timeout: float = 30.0, env: dict[s
             return False
 
     wait_until(up, timeout=timeout)
+
+    def drain() -> None:  # keep reading, so a chatty server never blocks on a full pipe
+        for line in proc.stdout:  # type: ignore[union-attr]
+            lines.append(line)
+
+    threading.Thread(target=drain, daemon=True).start()
     return Served(proc, url.rstrip("/"), token, layout, lines)
 
 
 def stop_server(served: Served) -> str:
     served.proc.send_signal(signal.SIGINT)
     try:
-        rest, _ = served.proc.communicate(timeout=15)
+        served.proc.wait(timeout=15)
     except subprocess.TimeoutExpired:
         served.proc.kill()
-        rest, _ = served.proc.communicate()
-    return "".join(served.lines) + (rest or "")
+        served.proc.wait()
+    time.sleep(0.1)  # the drain thread reads what is left
+    return "".join(served.lines)
 
 
 @pytest.fixture

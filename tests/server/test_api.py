@@ -14,6 +14,9 @@ import pytest
 from cocoplus.core.paths import Layout
 from tests.server.conftest import AUTH, BASE, PORT, TOKEN, wait_until, write_backend
 
+# watchdog warns when a directory is created while its parent's watch is being added; harmless here.
+pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
+
 AUTO = "/api/v1/session-os/main-brain/autonomous"
 SCOPE = "/api/v1/coding-sessions/supervision-scope"
 CONV = "/api/v1/projects/master-agent"
@@ -576,3 +579,14 @@ def test_the_page_and_its_assets(client: Any) -> None:
     assert js.status_code == 200 and "javascript" in js.headers["content-type"] and "EventSource" in js.text
     assert "innerHTML" not in js.text  # text goes in with textContent only
     assert client.get("/app.css").status_code == 200
+
+
+def test_conversation_limit(client: Any, sproject: Layout) -> None:
+    from cocoplus.chat import store
+
+    for i in range(5):
+        store.append_message(sproject, "master-agent", "user", f"m{i}")
+    d = client.get(CONV + "?limit=2").json()
+    assert [m["text"] for m in d["messages"]] == ["m3", "m4"] and d["messagesTotal"] == 5
+    assert len(client.get(CONV).json()["messages"]) == 5
+    error_of(client.get(CONV + "?limit=0"), 422)

@@ -236,3 +236,22 @@ def test_keep_alive_requests_are_fast(served: Served) -> None:
             assert c.get("/app.css").status_code == 200
             times.append(time.perf_counter() - t)
     assert sorted(times)[5] < 0.030, times  # the delayed-ACK stall was 40 ms on every request
+
+
+def test_open_starts_a_browser_on_the_page_and_sigterm_cleans_up(sproject: Layout, tmp_path: Any) -> None:
+    got = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {got}\n')
+    browser.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env["BROWSER"] = str(browser)
+    s = start_server(sproject, "--open", env=env)
+    try:
+        from tests.server.conftest import wait_until
+
+        wait_until(lambda: got.exists() and got.read_text(), timeout=20)
+        assert got.read_text() == f"{s.url}/#token={s.token}"
+    finally:
+        s.proc.terminate()  # SIGTERM
+        s.proc.wait(timeout=15)
+    assert not os.path.exists(sproject.server_token)

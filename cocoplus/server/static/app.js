@@ -9,6 +9,7 @@
 const CONV = "master-agent";
 const API = "/api/v1";
 const TOKEN_KEY = "cocoplus-token";
+const MESSAGES_SHOWN = 300;
 const $ = (id) => document.getElementById(id);
 const state = { autonomous: null, sessions: [], conversation: null, busySwitch: false };
 
@@ -233,7 +234,7 @@ async function sendSteer() {
 
 // -- master agent -------------------------------------------------------------------------------
 async function loadConversation() {
-  const data = await call("GET", `/projects/${CONV}`);
+  const data = await call("GET", `/projects/${CONV}?limit=${MESSAGES_SHOWN}`);
   state.conversation = data;
   renderConversation();
 }
@@ -246,6 +247,9 @@ function renderConversation() {
   box.replaceChildren(...c.messages.map((m) => el("li", { class: `msg ${m.role}`, dataset: { id: m.id, role: m.role } },
     el("span", { class: "who" }, `${who[m.role] || ("worker " + (m.session_alias || ""))} · ${timeOf(m.ts)}`),
     m.text)));
+  if (c.messagesTotal > c.messages.length) {
+    box.prepend(el("li", { class: "msg system" }, `${c.messagesTotal - c.messages.length} earlier message(s): cocoplus chat log`));
+  }
   if (atBottom) box.scrollTop = box.scrollHeight;
   const queued = c.pending.length && c.pending.every((p) => p.state === "queued");
   $("thinking").textContent = "Master agent is thinking…" + (queued ? " (queued)" : "");
@@ -269,13 +273,14 @@ async function sendMessage(ev) {
   const c = state.conversation;
   if (c && !c.messages.some((m) => m.id === r.message.id)) {
     c.messages.push(r.message);
+    c.messagesTotal = (c.messagesTotal || 0) + 1;
     if (r.masterReplyState === "queued" || r.masterReplyState === "running") {
       c.pending.push({ id: r.task.id, state: r.task.state, kind: r.task.kind });
       c.thinking = true;
     } else if (r.masterReplyState === "failed") {
       c.failed = { id: r.task.id, error: r.task.error };
     }
-    if (r.reply) c.messages.push(r.reply);
+    if (r.reply) { c.messages.push(r.reply); c.messagesTotal += 1; }
     renderConversation();
   }
   await act(loadConversation);
