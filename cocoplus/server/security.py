@@ -13,6 +13,7 @@
 * **Bodies.** A state-changing request with a body must say
   `Content-Type: application/json` (415 otherwise), so a cross-origin form
   or `text/plain` post is refused even before the token is looked at.
+* **Size.** A body over 1 MiB is refused with 413 before it is parsed.
 * **No CORS.** No `Access-Control-Allow-*` header is ever sent.
 
 `Guard` is plain ASGI middleware, so the checks run before FastAPI routes
@@ -32,6 +33,7 @@ from cocoplus.core import fsio
 from cocoplus.core.paths import Layout
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+MAX_BODY = 1024 * 1024
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 Scope = MutableMapping[str, Any]
@@ -129,7 +131,47 @@ class Guard:
             if has_body and ctype != "application/json":
                 await _refuse(send, 415, "the request body must be JSON (Content-Type: application/json)")
                 return
+            if has_body:
+                declared = int(length) if length.isdigit() else 0
+                if declared > MAX_BODY:
+                    await _refuse(send, 413, f"the request body is over {MAX_BODY // 1024} KiB")
+                    return
+                body = await _read_body(receive, MAX_BODY)
+                if body is None:
+                    await _refuse(send, 413, f"the request body is over {MAX_BODY // 1024} KiB")
+                    return
+                receive = _replay(body, receive)
         await self.app(scope, receive, _with_headers(send))
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole body, or None when it is longer than `limit` (chunked bodies have no length up front)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b"".join(chunks)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 SECURITY_HEADERS = [

@@ -590,3 +590,26 @@ def test_conversation_limit(client: Any, sproject: Layout) -> None:
     assert [m["text"] for m in d["messages"]] == ["m3", "m4"] and d["messagesTotal"] == 5
     assert len(client.get(CONV).json()["messages"]) == 5
     error_of(client.get(CONV + "?limit=0"), 422)
+
+
+def test_oversized_bodies_are_refused_before_parsing(client: Any, sproject: Layout) -> None:
+    big = b'{"text": "' + b"x" * (1024 * 1024) + b'"}'
+    r = client.post("/api/v1/session/steer", content=big, headers={"Content-Type": "application/json", **AUTH})
+    assert "KiB" in error_of(r, 413)
+
+    def chunks() -> Any:  # no Content-Length: chunked
+        yield b'{"text": "'
+        for _ in range(20):
+            yield b"y" * 65536
+        yield b'"}'
+
+    r = client.post("/api/v1/session/steer", content=chunks(), headers={"Content-Type": "application/json", **AUTH})
+    error_of(r, 413)
+
+    def small() -> Any:
+        yield b'{"text": '
+        yield b'"chunked but small"}'
+
+    r = client.post("/api/v1/session/steer", content=small(), headers={"Content-Type": "application/json", **AUTH})
+    assert r.status_code == 200, r.text
+    assert Path(sproject.steer).read_text() == "chunked but small\n"
