@@ -125,7 +125,8 @@ def _settings_path(project: str, runtime: str) -> str:
     return os.path.join(project, *SETTINGS_FILE[runtime])
 
 
-def _load_settings(path: str) -> dict[str, Any]:
+def load_settings(path: str) -> dict[str, Any]:
+    """A runtime's JSON settings file ({} if absent or empty); refuses to touch a damaged one."""
     data = fsio.read_bytes(path, limit=4 * 1024 * 1024)
     if data is None:
         return {}
@@ -139,6 +140,11 @@ def _load_settings(path: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise CocoplusError(f"{path}: expected a JSON object at the top; cocoplus will not overwrite it")
     return obj
+
+
+def write_settings(path: str, obj: dict[str, Any]) -> None:
+    fsio.ensure_dir(os.path.dirname(path))
+    fsio.atomic_write_bytes(path, (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8"), mode=0o644)
 
 
 def _handler(runtime: str, event: str, project: str, timeout_s: int) -> dict[str, Any]:
@@ -176,7 +182,7 @@ def install(runtime: str, project: str, timeout_s: int = 10) -> dict[str, Any]:
     if runtime not in RUNTIMES:
         raise UsageError(f"unknown runtime {runtime!r}: use one of {', '.join(RUNTIMES)}")
     path = _settings_path(project, runtime)
-    settings = _load_settings(path)
+    settings = load_settings(path)
     before = json.dumps(settings, sort_keys=True)
     hooks = settings.get("hooks")
     if hooks is None:
@@ -212,8 +218,7 @@ def install(runtime: str, project: str, timeout_s: int = 10) -> dict[str, Any]:
             extra.append("hooks are disabled in this settings file (tools.enableHooks = false); enable them")
     wrote = json.dumps(settings, sort_keys=True) != before
     if wrote:
-        fsio.ensure_dir(os.path.dirname(path))
-        fsio.atomic_write_bytes(path, (json.dumps(settings, indent=2, ensure_ascii=False) + "\n").encode("utf-8"), mode=0o644)
+        write_settings(path, settings)
     files = [path]
     if runtime == "claude":
         cmd_path, cmd_changed = _install_slash_command(project)
@@ -291,7 +296,7 @@ def uninstall(runtime: str, project: str) -> dict[str, Any]:
     if runtime not in RUNTIMES:
         raise UsageError(f"unknown runtime {runtime!r}: use one of {', '.join(RUNTIMES)}")
     path = _settings_path(project, runtime)
-    settings = _load_settings(path)
+    settings = load_settings(path)
     changes: list[str] = []
     hooks = settings.get("hooks")
     if isinstance(hooks, dict):
@@ -309,7 +314,7 @@ def uninstall(runtime: str, project: str) -> dict[str, Any]:
         if not hooks:
             del settings["hooks"]
     if changes:
-        fsio.atomic_write_bytes(path, (json.dumps(settings, indent=2, ensure_ascii=False) + "\n").encode("utf-8"), mode=0o644)
+        write_settings(path, settings)
     if runtime == "claude":
         cmd_path = os.path.join(project, *SLASH_COMMAND)
         current = fsio.read_text(cmd_path) if os.path.exists(cmd_path) else None
@@ -338,7 +343,7 @@ def doctor(layout: Layout) -> dict[str, Any]:
         path = _settings_path(project, runtime)
         info: dict[str, Any] = {"settings": path, "exists": os.path.exists(path)}
         try:
-            settings = _load_settings(path)
+            settings = load_settings(path)
         except CocoplusError as exc:
             info.update(wired=False, error=str(exc))
             out["runtimes"][runtime] = info

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 
 import typer
 
@@ -67,24 +66,6 @@ def _register() -> None:
 _register()
 
 
-def _log_crash(exc: BaseException) -> str | None:
-    try:
-        from cocoplus.core import clock
-        from cocoplus.core.paths import Layout, find_state_dir
-
-        found = find_state_dir()
-        if not found:
-            return None
-        layout = Layout(found)
-        os.makedirs(layout.logs_dir, exist_ok=True)
-        with open(layout.cli_log, "a", encoding="utf-8") as fh:
-            fh.write(f"--- {clock.iso()} cocoplus {__version__} python {sys.version.split()[0]} argv={sys.argv[1:]!r}\n")
-            fh.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-        return layout.rel(layout.cli_log)
-    except Exception:
-        return None
-
-
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "hook":
@@ -115,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 1
     except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into one line
-        where = _log_crash(exc)
+        from cocoplus.core.crashlog import log_exception
+
+        where = log_exception(f"argv={sys.argv[1:]!r}", exc)
         detail = f"; details in {where}" if where else ""
         output.error_line(f"internal error: {type(exc).__name__}: {exc}{detail}")
         return 1

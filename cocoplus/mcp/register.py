@@ -18,7 +18,6 @@ and cocoplus.core only: `cocoplus install` imports this module.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -69,24 +68,15 @@ def _merged(current: Any, ours: dict[str, Any]) -> dict[str, Any]:
 
 
 def _load_json(path: str) -> dict[str, Any]:
-    data = fsio.read_bytes(path, limit=4 * 1024 * 1024)
-    if data is None:
-        return {}
-    text = fsio.decode_text(data, path)
-    if not text.strip():
-        return {}
-    try:
-        obj = json.loads(text)
-    except ValueError as exc:
-        raise CocoplusError(f"{path}: not valid JSON ({exc}); fix it by hand, cocoplus will not overwrite it") from None
-    if not isinstance(obj, dict):
-        raise CocoplusError(f"{path}: expected a JSON object at the top; cocoplus will not overwrite it")
-    return obj
+    from cocoplus.runtimes import load_settings
+
+    return load_settings(path)
 
 
 def _write_json(path: str, obj: dict[str, Any]) -> None:
-    fsio.ensure_dir(os.path.dirname(path))
-    fsio.atomic_write_bytes(path, (json.dumps(obj, indent=2, ensure_ascii=False) + "\n").encode("utf-8"), mode=0o644)
+    from cocoplus.runtimes import write_settings
+
+    write_settings(path, obj)
 
 
 def _servers(path: str, doc: dict[str, Any]) -> dict[str, Any]:

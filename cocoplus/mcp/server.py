@@ -20,9 +20,6 @@ Code gives its MCP servers `CLAUDE_CODE_SESSION_ID`).
 from __future__ import annotations
 
 import json
-import os
-import sys
-import traceback
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -64,21 +61,9 @@ def _json_text(obj: Any) -> str:
 
 
 def _log_unexpected(name: str, exc: BaseException) -> str | None:
-    try:
-        from cocoplus.core import clock
-        from cocoplus.core.paths import find_state_dir
+    from cocoplus.core.crashlog import log_exception
 
-        found = find_state_dir()
-        if not found:
-            return None
-        layout = Layout(found)
-        os.makedirs(layout.logs_dir, exist_ok=True)
-        with open(layout.cli_log, "a", encoding="utf-8") as fh:
-            fh.write(f"--- {clock.iso()} cocoplus {__version__} mcp tool {name} python {sys.version.split()[0]}\n")
-            fh.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-        return layout.rel(layout.cli_log)
-    except Exception:  # noqa: BLE001 - logging must not turn one failure into two
-        return None
+    return log_exception(f"mcp tool {name}", exc)
 
 
 def run_tool(name: str, fn: Callable[[Layout], Any]) -> CallToolResult:
