@@ -359,6 +359,12 @@ def doctor(layout: Layout) -> dict[str, Any]:
             wired.append(event)
             if hook_command(runtime, event, project) not in ours:
                 stale.append(event)
+        try:
+            from cocoplus.mcp import register as mcp_register
+
+            info["mcp_registered"] = mcp_register.registered(runtime, project)
+        except ImportError:
+            info["mcp_registered"] = None
         mine = [r for r in records if r.get("runtime") == runtime]
         last = max((r.get("last_event_at") or "" for r in mine), default="") or None
         info.update(

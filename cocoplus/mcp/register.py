@@ -221,3 +221,19 @@ def uninstall(runtime: str, project: str) -> dict[str, Any]:
     if runtime == "codex":
         return _uninstall_toml(project)
     return _uninstall_json(runtime, project)
+
+
+def registered(runtime: str, project: str) -> bool:
+    """Whether the runtime's project MCP config names cocoplus' server (for `cocoplus doctor`)."""
+    path = config_path(runtime, project)
+    if not os.path.exists(path):
+        return False
+    try:
+        if runtime == "codex":
+            text = fsio.read_text(path) or ""
+            servers = _parse_toml(path, text).get("mcp_servers")
+        else:
+            servers = _servers(path, _load_json(path))
+    except CocoplusError:
+        return False
+    return isinstance(servers, dict) and NAME in servers

@@ -123,6 +123,7 @@ def test_doctor_reports_wired_missing_outdated_and_fired(project: Layout, cli) -
     rep = json.loads(cli("doctor", "--json", cwd=project.project).out)["runtimes"]
     c = rep["claude"]
     assert c["wired"] and "Stop" in c["missing"] and "PostToolUse" in c["outdated"] and not c["fired"]
+    assert c["mcp_registered"] is True
     assert rep["codex"]["wired"] is False
     registry.ensure(project, "claude", "abc", event="PreToolUse")
     rep = json.loads(cli("doctor", "--json", cwd=project.project).out)["runtimes"]

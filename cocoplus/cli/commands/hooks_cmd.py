@@ -127,6 +127,8 @@ def register(app: typer.Typer) -> None:
                     notes.append("missing " + ", ".join(info["missing"]))
                 if info["outdated"]:
                     notes.append("outdated " + ", ".join(info["outdated"]) + f" (run `cocoplus install {name}`)")
+                if info.get("mcp_registered") is False:
+                    notes.append("MCP server not registered")
                 con.print(f"{name:7} wired; {fired}" + (f"; {'; '.join(notes)}" if notes else ""), markup=False)
         for p in result["problems"]:
             output.note(f"cocoplus: problem: {p}")
