@@ -14,13 +14,17 @@ from cocoplus.core import clock
 from cocoplus.core.paths import Layout, find_state_dir
 
 
-def log_exception(context: str, exc: BaseException) -> str | None:
-    """Append the traceback with `context`; return the log's path as shown to users (or None)."""
+def log_exception(context: str, exc: BaseException, layout: Layout | None = None) -> str | None:
+    """Append the traceback with `context`; return the log's path as shown to users (or None).
+
+    Without `layout`, the project is found from the working directory.
+    """
     try:
-        found = find_state_dir()
-        if not found:
-            return None
-        layout = Layout(found)
+        if layout is None:
+            found = find_state_dir()
+            if not found:
+                return None
+            layout = Layout(found)
         os.makedirs(layout.logs_dir, exist_ok=True)
         with open(layout.cli_log, "a", encoding="utf-8") as fh:
             fh.write(f"--- {clock.iso()} cocoplus {__version__} python {sys.version.split()[0]} {context}\n")

@@ -16,7 +16,6 @@ failure is 500 with one line; the traceback goes to
 from __future__ import annotations
 
 import os
-import traceback
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
@@ -29,7 +28,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cocoplus import __version__
-from cocoplus.core import clock
 from cocoplus.core.errors import (
     CocoplusError,
     ConfigInvalid,
@@ -172,14 +170,9 @@ def _error(status: int, message: str, hint: str | None = None, **extra: Any) -> 
 
 
 def _log_crash(layout: Layout, request: Request, exc: BaseException) -> str:
-    try:
-        os.makedirs(layout.logs_dir, exist_ok=True)
-        with open(layout.cli_log, "a", encoding="utf-8") as fh:
-            fh.write(f"--- {clock.iso()} cocoplus {__version__} server {request.method} {request.url.path}\n")
-            fh.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-    except OSError:
-        pass
-    return layout.rel(layout.cli_log)
+    from cocoplus.core.crashlog import log_exception
+
+    return log_exception(f"server {request.method} {request.url.path}", exc, layout) or layout.rel(layout.cli_log)
 
 
 def _operator(given: str | None) -> str:

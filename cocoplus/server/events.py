@@ -78,9 +78,8 @@ class Hub:
         self._task: asyncio.Task[None] | None = None
         self._fingerprint: dict[str, tuple[int, int]] | None = None
         self._seen: set[str] = set()  # paths the watcher reported since the last scan
-        self.observer: Any = None
+        self.watch: Any = None
         self.observer_kind = "none"
-        self.handler_errors = 0
         self.closed = False
 
     # -- the watcher -------------------------------------------------------------
@@ -99,42 +98,15 @@ class Hub:
                 self._seen.add(rel.replace(os.sep, "/"))
 
     def _start_observer(self) -> None:
-        from watchdog.events import FileSystemEventHandler
-        from watchdog.observers import Observer
-        from watchdog.observers.polling import PollingObserver
+        from cocoplus.watching import Watch
 
-        hub = self
-
-        class Handler(FileSystemEventHandler):
-            def on_any_event(self, event: Any) -> None:
-                try:
-                    for attr in ("src_path", "dest_path"):
-                        p = getattr(event, attr, None)
-                        if p:
-                            hub.note(os.fsdecode(p))
-                except Exception:  # noqa: BLE001 - an exception here would kill the observer thread
-                    hub.handler_errors += 1
-
-        kinds = [("polling", PollingObserver)] if self.force_polling else [("inotify", Observer), ("polling", PollingObserver)]
-        for kind, cls in kinds:
-            obs = cls(timeout=1) if kind == "polling" else cls()
-            try:
-                obs.schedule(Handler(), self.layout.state, recursive=True)
-                obs.start()
-            except OSError:
-                continue
-            self.observer, self.observer_kind = obs, kind
-            return
-        self.observer, self.observer_kind = None, "none"
+        self.watch = Watch(self.layout.state, self.note, polling=self.force_polling)
+        self.observer_kind = self.watch.start()
 
     def _check_observer(self) -> None:
-        if self.observer is not None and not self.observer.is_alive():
-            try:
-                self.observer.stop()
-            except Exception:  # noqa: BLE001
-                pass
-            self.observer = None
-            self._start_observer()
+        if self.watch is not None:
+            self.watch.ensure_alive()
+            self.observer_kind = self.watch.kind
 
     # -- reconciliation ----------------------------------------------------------
     def scan(self) -> dict[str, tuple[int, int]]:
@@ -253,15 +225,12 @@ class Hub:
                 await self._task
             except (asyncio.CancelledError, Exception):  # noqa: BLE001
                 pass
-        if self.observer is not None:
-            try:
-                self.observer.stop()
-                self.observer.join(timeout=5)
-            except Exception:  # noqa: BLE001
-                pass
+        if self.watch is not None:
+            self.watch.stop()
 
     def info(self) -> dict[str, Any]:
-        return {"observer": self.observer_kind, "alive": bool(self.observer and self.observer.is_alive()), "subscribers": len(self._subscribers)}
+        obs = self.watch.observer if self.watch is not None else None
+        return {"observer": self.observer_kind, "alive": bool(obs and obs.is_alive()), "subscribers": len(self._subscribers)}
 
 
 def _frame(event: dict[str, Any]) -> str:

@@ -107,9 +107,7 @@ class Supervisor:
         self.next_stall = self.started + self.env["JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S"]
         self.stall_fired: dict[tuple[str, str], float] = {}
         self.next_reconcile = 0.0
-        self.observer: Any = None
-        self.observer_kind = "none"
-        self.handler_errors = 0
+        self.watch: Any = None
         self.closing: dict[str, Any] | None = None
 
     # -- logging -----------------------------------------------------------------
@@ -118,52 +116,19 @@ class Supervisor:
         sys.stderr.flush()
 
     # -- file events ---------------------------------------------------------------
-    def _start_observer(self) -> None:
-        from watchdog.events import FileSystemEventHandler
-        from watchdog.observers import Observer
-        from watchdog.observers.polling import PollingObserver
-
-        sup = self
-
-        class Handler(FileSystemEventHandler):
-            def on_any_event(self, event: Any) -> None:
-                try:
-                    if event.event_type in ("opened", "closed_no_write"):
-                        return  # reads, ours included: reacting to them would wake us in a loop
-                    if event.is_directory and event.event_type == "modified":
-                        return  # the file events inside say more; lock files touch their directory on every use
-                    path = os.fsdecode(getattr(event, "dest_path", None) or event.src_path)
-                    top = os.path.relpath(path, sup.layout.state).split(os.sep)[0]
-                    if top in ("locks", "logs") or ".tmp-" in os.path.basename(path):
-                        return
-                    sup.wake.set()
-                except Exception:  # noqa: BLE001 - an exception here would kill the observer thread
-                    sup.handler_errors += 1
-
-        handler = Handler()
-        kinds = [("polling", PollingObserver)] if self.force_polling else [("inotify", Observer), ("polling", PollingObserver)]
-        for kind, cls in kinds:
-            obs = cls(timeout=1) if kind == "polling" else cls()
-            try:
-                obs.schedule(handler, self.layout.state, recursive=True)
-                obs.start()
-            except OSError as exc:
-                self.log(f"{kind} file watching unavailable ({exc}); falling back")
-                continue
-            self.observer, self.observer_kind = obs, kind
-            self.log(f"watching {self.layout.state} ({kind})")
+    def _on_change(self, path: str) -> None:
+        top = os.path.relpath(path, self.layout.state).split(os.sep)[0]
+        if top in ("locks", "logs") or ".tmp-" in os.path.basename(path):
             return
-        self.log("no file watching available; reconciling on a timer only")
+        self.wake.set()
 
-    def _check_observer(self) -> None:
-        if self.observer is not None and not self.observer.is_alive():
-            self.log("the file observer stopped; restarting it")
-            try:
-                self.observer.stop()
-            except Exception:  # noqa: BLE001
-                pass
-            self.observer = None
-            self._start_observer()
+    def _start_observer(self) -> None:
+        from cocoplus.watching import Watch
+
+        self.watch = Watch(self.layout.state, self._on_change, polling=self.force_polling, log=self.log)
+        kind = self.watch.start()
+        if kind != "none":
+            self.log(f"watching {self.layout.state} ({kind})")
 
     # -- signals -> triggers ----------------------------------------------------------
     def _cursor_path(self) -> str:
@@ -329,7 +294,8 @@ class Supervisor:
 
         chat_worker.recover(self.layout)
         state_mod.touch_snapshot(self.layout, os.getpid())
-        self._check_observer()
+        if self.watch is not None:
+            self.watch.ensure_alive()
 
     def step(self) -> None:
         self.process_signals()
@@ -371,12 +337,8 @@ class Supervisor:
                 self.wake.wait(timeout)
                 self.wake.clear()
         finally:
-            if self.observer is not None:
-                try:
-                    self.observer.stop()
-                    self.observer.join(timeout=5)
-                except Exception:  # noqa: BLE001
-                    pass
+            if self.watch is not None:
+                self.watch.stop()
             try:
                 os.unlink(self.layout.supervisor_pid)
             except OSError:
