@@ -45,14 +45,16 @@ from cocoplus.core.paths import Layout
 ACTIVE = {"in_progress", "in-progress", "active", "doing", "started"}
 
 
-def _debug(layout: Layout, message: str) -> None:
+def _debug(layout: Layout, message: str, *, keep: bool = True) -> None:
+    """One debug line: on stderr with COCOPLUS_DEBUG=1, and in the log when ctx misbehaved (`keep`)."""
     line = f"{clock.iso()} ctx: {message}\n"
-    try:
-        os.makedirs(layout.logs_dir, exist_ok=True)
-        with open(layout.cli_log, "a", encoding="utf-8") as fh:
-            fh.write(line)
-    except OSError:
-        pass
+    if keep:
+        try:
+            os.makedirs(layout.logs_dir, exist_ok=True)
+            with open(layout.cli_log, "a", encoding="utf-8") as fh:
+                fh.write(line)
+        except OSError:
+            pass
     if os.environ.get("COCOPLUS_DEBUG"):
         import sys
 
@@ -120,7 +122,7 @@ def read(layout: Layout, values: dict[str, Any] | None = None, *, for_stage: boo
         return {"ok": False, "skipped": "disabled in cocoplus.toml"}
     exe = shutil.which(cfg["command"])
     if exe is None:
-        _debug(layout, f"{cfg['command']!r} not on PATH; skipped")
+        _debug(layout, f"{cfg['command']!r} not on PATH; skipped", keep=False)  # the usual case: no log noise
         return {"ok": False, "skipped": "not on PATH"}
     env = dict(os.environ)
     if for_stage:
