@@ -56,6 +56,7 @@ def main() -> int:
         settings = json.load(fh)
     commands = {ev: settings["hooks"][ev][0]["hooks"][0]["command"] for ev in ("PreToolUse", "PostToolUse", "UserPromptSubmit")}
     baseline = f"{shlex.quote(sys.executable)} -c pass"
+    baseline_nosite = f"{shlex.quote(sys.executable)} -S -c pass"  # for scale: what the hook's -S alone saves
 
     transcript = os.path.join(home, "transcript.jsonl")
     with open(os.path.join(FIXTURES, "claude-transcript.jsonl"), "rb") as src, open(transcript, "wb") as dst:
@@ -104,6 +105,7 @@ def main() -> int:
                 base_times[name].append(run(baseline, data, env, project))
     if os.path.exists(stop_path):
         os.unlink(stop_path)
+    nosite = statistics.median([run(baseline_nosite, b"", env, project) for _ in range(args.rounds)]) * 1000
 
     targets = {"PreToolUse (no AGENT_STOP)": 1.5}
     rows = []
@@ -116,13 +118,14 @@ def main() -> int:
     with open(os.path.join(project, ".cocoplus", "session", "iteration-budget.json")) as fh:
         consumed = json.load(fh)["consumed"]
     if args.json:
-        print(json.dumps({"rows": rows, "rounds": args.rounds, "python": sys.version.split()[0], "post_tool_use_counted": consumed, "spend": args.spend}, indent=2))
+        print(json.dumps({"rows": rows, "rounds": args.rounds, "python": sys.version.split()[0], "post_tool_use_counted": consumed, "spend": args.spend, "bare_python_no_site_ms": round(nosite, 2)}, indent=2))
     else:
         print(f"hook start-up vs bare `{os.path.basename(sys.executable)} -c pass`, median of {args.rounds} interleaved runs each" + (" (cost limit set)" if args.spend else ""))
         print(f"{'event':<28}{'hook ms':>9}{'bare ms':>9}{'ratio':>7}{'target':>8}")
         for r in rows:
             print(f"{r['event']:<28}{r['hook_ms']:>9.2f}{r['bare_python_ms']:>9.2f}{r['ratio']:>7.2f}{r['target']:>7.1f}x {'ok' if r['ok'] else 'OVER'}")
         print(f"PostToolUse calls counted: {consumed} (expected {args.rounds})")
+        print(f"for scale: `{os.path.basename(sys.executable)} -S -c pass` (no site-packages scan, as the hook runs) {nosite:.2f} ms")
     return 0 if all(r["ok"] for r in rows) else 1
 
 
