@@ -17,6 +17,7 @@ from cocoplus.chat import api, backends, store, worker
 from cocoplus.config import load_for
 from cocoplus.core.paths import Layout
 from tests.support.model_stubs import AnthropicStub, ResponsesStub, text
+from tests.support.waiting import wait_until  # noqa: F401 - also re-exported for tests here
 
 E2E_BIN = Path(__file__).resolve().parent.parent / "e2e" / "runtimes" / "node_modules" / ".bin"
 
@@ -39,16 +40,6 @@ def sleeper(layout: Layout, seconds: float, extra: str = "") -> None:
         layout,
         f'[chat]\ncontroller = "local"\n{extra}\n[accounts.local]\nkind = "command"\ncommand = ["{script}", "{{model}}", "{{effort}}"]\ndefault_model = "acct-model"\n',
     )
-
-
-def wait_until(fn: Any, timeout: float = 30.0, interval: float = 0.1) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = fn()
-        if got:
-            return got
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s")
 
 
 def stop_worker(layout: Layout) -> None:

@@ -16,7 +16,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from cocoplus.core.paths import Layout
 from tests.e2e.conftest import Project, e2e_project, runtime_bin  # noqa: F401 - e2e_project is a fixture
 from tests.mcp.conftest import ALL_TOOLS
 from tests.support.model_stubs import AnthropicStub, text, tool
+from tests.support.waiting import wait_until  # noqa: F401 - also re-exported for tests here
 
 pytestmark = pytest.mark.e2e
 
@@ -52,16 +52,6 @@ def run_claude(project: Project, stub: AnthropicStub, allowed: str, prompt: str 
     result = json.loads(r.stdout)
     assert result.get("is_error") is False, result
     return result
-
-
-def wait_until(fn: Any, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = fn()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"condition not met within {timeout}s")
 
 
 def jsonl(path: Path) -> list[dict[str, Any]]:

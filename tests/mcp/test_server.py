@@ -66,7 +66,7 @@ def test_tools_by_role_with_the_seed_parameters(project: Layout) -> None:
 
 
 def test_brain_tools_change_the_state_files_like_the_cli(project: Layout, sessions: dict[str, Any]) -> None:
-    cc1, cx1 = sessions["cc1"], sessions["cx1"]
+    cc1 = sessions["cc1"]
 
     async def scenario(c: Client) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -129,7 +129,7 @@ def test_enable_again_resets_turns_used(project: Layout, sessions: dict[str, Any
 
 
 def test_worker_tools_write_signals_ledger_and_attention(project: Layout, sessions: dict[str, Any]) -> None:
-    cc1, cx1 = sessions["cc1"], sessions["cx1"]
+    cc1 = sessions["cc1"]
     Path(project.progress).write_text(Path(project.progress).read_text().replace("## In Progress\n", "## In Progress\n- HANDOFF-3c1 migrate the parser\n"))
 
     async def scenario(c: Client) -> dict[str, Any]:

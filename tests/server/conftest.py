@@ -18,22 +18,12 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
+from tests.support.waiting import wait_until  # noqa: F401 - also re-exported for tests here
 
 PORT = 48765  # what the in-process app believes it listens on (TestClient opens no socket)
 BASE = f"http://127.0.0.1:{PORT}"
 TOKEN = "test-token-0123456789abcdefghijklmnopqrstuv"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-
-
-def wait_until(fn: Any, timeout: float = 20.0, interval: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = fn()
-        if got:
-            return got
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(interval)
 
 
 def write_backend(layout: Layout, seconds: float = 1.0, fail: bool = False) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
-from tests.server.conftest import AUTH, BASE, PORT, TOKEN, wait_until, write_backend
+from tests.server.conftest import AUTH, PORT, TOKEN, wait_until, write_backend
 
 # watchdog warns when a directory is created while its parent's watch is being added; harmless here.
 pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")

@@ -155,7 +155,7 @@ def test_damaged_file_via_subprocess(project, file_key):
 
 
 def test_check_via_subprocess_names_the_file(project):
-    path = inflict(project, "iteration-budget.json", "nan")
+    inflict(project, "iteration-budget.json", "nan")
     r = run_cli_subprocess("session", "check", cwd=project.project)
     assert r.code == 1
     assert_no_traceback(r.out, r.err)

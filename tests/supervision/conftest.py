@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
+from tests.support.waiting import wait_until  # noqa: F401 - also re-exported for tests here
 
 BRAIN = """\
 import os, sys, time
@@ -26,16 +26,6 @@ open(name, "w").write(prompt)
 time.sleep(float(sys.argv[2]))
 print("brain: noted")
 """
-
-
-def wait_until(fn: Any, timeout: float = 30.0, interval: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = fn()
-        if got:
-            return got
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s")
 
 
 class Brain:
