@@ -66,7 +66,7 @@ def test_tools_by_role_with_the_seed_parameters(project: Layout) -> None:
 
 
 def test_brain_tools_change_the_state_files_like_the_cli(project: Layout, sessions: dict[str, Any]) -> None:
-    cc1 = sessions["cc1"]
+    cc1, cx1 = sessions["cc1"], sessions["cx1"]
 
     async def scenario(c: Client) -> dict[str, Any]:
         out: dict[str, Any] = {}
