@@ -202,7 +202,7 @@ def turn_boundary(h: Any) -> dict[str, Any] | None:
     enforce = bool(s["stop_is_boundary"]) and stage is None
     extra = []
     tp = h.payload.get("transcript_path")
-    if isinstance(tp, str) and h.session_id and h.runtime in ("claude", "codex"):
+    if isinstance(tp, str) and h.session_id and h.runtime in ("claude", "codex", "gemini"):
         from cocoplus.session import registry
 
         extra.append({"id": registry.cs_id_for(h.session_id), "runtime": h.runtime, "transcript_path": tp, "alias": (h.record or {}).get("alias")})

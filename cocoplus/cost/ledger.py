@@ -21,7 +21,7 @@ from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.cost import usage
 
 CATEGORIES = ("execution", "coordination", "landing")
-READERS = {"claude": usage.claude_entries, "codex": usage.codex_entries}
+READERS = {"claude": usage.claude_entries, "codex": usage.codex_entries, "gemini": usage.gemini_entries}
 
 
 def _files_for(rec: dict[str, Any]) -> list[tuple[str, str]]:
@@ -64,7 +64,7 @@ def measure(layout: Layout, overrides: dict[str, dict[str, float]], extra: list[
                 except OSError as exc:
                     cur["error"] = str(exc)
                     continue
-                if fresh and entries and runtime == "claude":
+                if fresh and entries and runtime in ("claude", "gemini"):
                     # A rebuilt cursor must not count what the ledger already has.
                     if known_keys is None:
                         known_keys = {r.get("key") for r in fsio.read_jsonl(layout.cost_ledger).records if r.get("key")}

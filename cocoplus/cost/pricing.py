@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-PROVIDER = {"claude": "anthropic", "codex": "openai"}
+PROVIDER = {"claude": "anthropic", "codex": "openai", "gemini": "google"}
 
 
 class Price:

@@ -8,6 +8,11 @@
 * Codex rollout files: `event_msg` lines of type `token_count`; the delta of
   the cumulative `total_token_usage` (or `last_token_usage` when there is no
   total), priced by the model of the latest `turn_context`.
+* Gemini CLI chat recordings (`transcript_path`, JSONL): each `gemini`
+  message carries `tokens` `{input, output, cached, thoughts, tool}`; a
+  message may be written again as it grows (also inside `$set` records), so
+  it is de-duplicated by id like Claude's.  `input` includes `cached`;
+  thoughts are billed as output, tool-use prompt tokens as input.
 
 Each file has a cursor (byte offset, inode, and the state needed to
 de-duplicate) so a file is never read twice; only complete lines are
@@ -158,6 +163,60 @@ def codex_entries(path: str, cursor: dict[str, Any]) -> list[dict[str, Any]]:
         if total(tokens) == 0:
             continue
         out.append({"model": cursor.get("model") or payload.get("model") or "unknown", "tokens": tokens, "key": None})
+    return out
+
+
+def _gemini_messages(obj: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            if x.get("type") == "gemini" and isinstance(x.get("tokens"), dict):
+                found.append(x)
+            else:
+                stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(reversed(x))
+    return found
+
+
+def gemini_entries(path: str, cursor: dict[str, Any]) -> list[dict[str, Any]]:
+    """New usage entries from a Gemini CLI chat recording."""
+    lines, _ = _read_new_lines(path, cursor)
+    seen: dict[str, list[int]] = cursor.setdefault("seen", {})
+    out: list[dict[str, Any]] = []
+    for raw in lines:
+        if b'"tokens"' not in raw:
+            continue
+        try:
+            obj = jsonfast.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        for msg in _gemini_messages(obj):
+            t = msg["tokens"]
+            cached = min(_int(t.get("cached")), _int(t.get("input")))
+            tokens = {
+                "input": _int(t.get("input")) - cached + _int(t.get("tool")),
+                "output": _int(t.get("output")) + _int(t.get("thoughts")),
+                "cache_read": cached,
+                "cache_write_5m": 0,
+                "cache_write_1h": 0,
+            }
+            key = msg.get("id") if isinstance(msg.get("id"), str) else None
+            if key is not None:
+                key = "gemini:" + key
+                vec = [tokens[k] for k in COMPONENTS]
+                before = seen.get(key)
+                if before is not None:
+                    if sum(vec) <= sum(before):
+                        continue
+                    tokens = {k: max(0, tokens[k] - before[i]) for i, k in enumerate(COMPONENTS)}
+                seen[key] = vec
+            if total(tokens) == 0:
+                continue
+            model = msg.get("model") if isinstance(msg.get("model"), str) else "unknown"
+            out.append({"model": model, "tokens": tokens, "key": key})
     return out
 
 

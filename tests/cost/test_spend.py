@@ -189,3 +189,17 @@ def test_cursors_survive_damage_without_double_counting(project: Layout, tmp_pat
     ledger.measure(project, {})
     assert abs(ledger.totals(project)["spent"] - expected_usd("claude-haiku-4-5", 1000, 1000)) < 1e-12
     assert any(n.startswith("cursors.json.corrupt-") for n in os.listdir(project.cost_dir))
+
+
+def test_gemini_chat_recording_tokens(project: Layout, tmp_path: Path) -> None:
+    """Gemini CLI 0.61 recordings: `tokens` per gemini message, repeated inside `$set` records."""
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "runtime-records" / "gemini-chat-recording.jsonl"
+    t = tmp_path / "session.jsonl"
+    t.write_bytes(src.read_bytes())
+    register(project, "gm-1", "gemini", t)
+    got = ledger.measure(project, {})
+    assert got["added"] == 2 and got["unpriced"] == {}
+    # gemini-2.5-flash: $0.30 input, $2.50 output (thoughts billed as output), $0.03 cached input per MTok.
+    want = (4000 * 0.30 + 500 * 2.50 + 8000 * 0.03) / 1e6 + ((3000 + 100) * 0.30 + 40 * 2.50 + 12000 * 0.03) / 1e6
+    assert abs(ledger.totals(project)["spent"] - want) < 1e-9
+    assert ledger.measure(project, {})["added"] == 0

@@ -166,3 +166,8 @@ def test_turn_end_marks_the_session_pending_as_gm1(gemini_project: Project) -> N
     signals = [json.loads(line) for line in (p.state / "supervision" / "signals.jsonl").read_text().splitlines()]
     wanted = ("gm1", "pending", "AfterAgent")
     assert any((sig["alias"], sig["value"], sig["event"]) == wanted for sig in signals), signals
+    # Spend is measured from Gemini's own chat recording (the stand-in reports its usage).
+    budget = json.loads(p.cocoplus("budget", "status", "--json").stdout)
+    by_model = {m["model"]: m["usd"] for m in budget["by_model"]}
+    assert by_model.get("gemini-2.5-flash", 0) > 0, budget
+    assert budget["unpriced"] == []
