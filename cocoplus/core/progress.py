@@ -111,25 +111,9 @@ def _fence(line: str) -> str | None:
     return None
 
 
-def open_fence(text: str) -> str | None:
-    """The fence mark (```` ``` ```` or `~~~`) left open at the end of `text`, if any."""
-    fence: str | None = None
-    for line in split_lines(text):
-        mark = _fence(line)
-        if fence is not None:
-            if mark == fence:
-                fence = None
-        elif mark is not None:
-            fence = mark
-    return fence
-
-
-def parse(text: str) -> Progress:
-    lines = split_lines(text)
-    preamble: list[str] = []
-    sections: list[Section] = []
-    body: list[str] = []
-    heading: str | None = None
+def _scan(lines: list[str]) -> tuple[list[tuple[str, bool]], str | None]:
+    """Each line with whether it is a level-2 heading outside code fences, and the fence left open."""
+    out: list[tuple[str, bool]] = []
     fence: str | None = None
     for line in lines:
         mark = _fence(line)
@@ -139,6 +123,25 @@ def parse(text: str) -> Progress:
         elif mark is not None:
             fence = mark
         elif _is_h2(line):
+            out.append((line, True))
+            continue
+        out.append((line, False))
+    return out, fence
+
+
+def open_fence(text: str) -> str | None:
+    """The fence mark (```` ``` ```` or `~~~`) left open at the end of `text`, if any."""
+    return _scan(split_lines(text))[1]
+
+
+def parse(text: str) -> Progress:
+    lines = split_lines(text)
+    preamble: list[str] = []
+    sections: list[Section] = []
+    body: list[str] = []
+    heading: str | None = None
+    for line, is_heading in _scan(lines)[0]:
+        if is_heading:
             if heading is None:
                 preamble = body
             else:

@@ -70,6 +70,20 @@ def _read_new_lines(path: str, cursor: dict[str, Any]) -> tuple[list[bytes], boo
     return data[: end + 1].splitlines(), replaced
 
 
+def _once(seen: dict[str, list[int]], key: str | None, tokens: dict[str, int]) -> dict[str, int] | None:
+    """Count a step once: a repeat adds nothing, a repeat with larger usage adds only the difference."""
+    if key is None:
+        return tokens
+    vec = [tokens[k] for k in COMPONENTS]
+    before = seen.get(key)
+    if before is not None:
+        if sum(vec) <= sum(before):
+            return None
+        tokens = {k: max(0, tokens[k] - before[i]) for i, k in enumerate(COMPONENTS)}
+    seen[key] = vec
+    return tokens
+
+
 def claude_entries(path: str, cursor: dict[str, Any]) -> list[dict[str, Any]]:
     """New usage entries from a Claude Code transcript: [{"model", "tokens", "key"}]."""
     lines, _ = _read_new_lines(path, cursor)
@@ -104,17 +118,10 @@ def claude_entries(path: str, cursor: dict[str, Any]) -> list[dict[str, Any]]:
         mid = msg.get("id")
         rid = obj.get("requestId")
         key = f"{mid}:{rid}" if isinstance(mid, str) and isinstance(rid, str) else (mid if isinstance(mid, str) else None)
-        if key is not None:
-            before = seen.get(key)
-            vec = [tokens[k] for k in COMPONENTS]
-            if before is not None:
-                if sum(vec) <= sum(before):
-                    continue  # the same step again: counted once
-                delta = {k: max(0, tokens[k] - before[i]) for i, k in enumerate(COMPONENTS)}
-                seen[key] = vec
-                tokens = delta
-            else:
-                seen[key] = vec
+        counted = _once(seen, key, tokens)
+        if counted is None:
+            continue  # the same step again: counted once
+        tokens = counted
         if total(tokens) == 0:
             continue
         out.append({"model": model, "tokens": tokens, "key": key, "speed": u.get("speed")})
@@ -203,16 +210,11 @@ def gemini_entries(path: str, cursor: dict[str, Any]) -> list[dict[str, Any]]:
                 "cache_write_5m": 0,
                 "cache_write_1h": 0,
             }
-            key = msg.get("id") if isinstance(msg.get("id"), str) else None
-            if key is not None:
-                key = "gemini:" + key
-                vec = [tokens[k] for k in COMPONENTS]
-                before = seen.get(key)
-                if before is not None:
-                    if sum(vec) <= sum(before):
-                        continue
-                    tokens = {k: max(0, tokens[k] - before[i]) for i, k in enumerate(COMPONENTS)}
-                seen[key] = vec
+            key = "gemini:" + msg["id"] if isinstance(msg.get("id"), str) else None
+            counted = _once(seen, key, tokens)
+            if counted is None:
+                continue
+            tokens = counted
             if total(tokens) == 0:
                 continue
             model = msg.get("model") if isinstance(msg.get("model"), str) else "unknown"
