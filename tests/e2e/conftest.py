@@ -72,3 +72,38 @@ def e2e_project(tmp_path: Path) -> Project:
     proj = Project(root, home)
     proj.cocoplus("init")
     return proj
+
+
+def run_claude(
+    project: Project,
+    stub: Any,
+    prompt: str = "Work on the next item.",
+    *,
+    allowed: str = "Bash",
+    resume: str | None = None,
+    timeout: float = 120,
+    **env: str,
+) -> dict[str, Any]:
+    """`claude -p PROMPT --output-format json` in the project against the stand-in; the parsed result."""
+    argv = [runtime_bin("claude"), "-p", prompt, "--output-format", "json", "--allowedTools", allowed]
+    if resume:
+        argv += ["--resume", resume]
+    r = subprocess.run(
+        argv,
+        cwd=project.root,
+        env=project.env(
+            ANTHROPIC_BASE_URL=stub.url,
+            ANTHROPIC_API_KEY="sk-test-local",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            DISABLE_AUTOUPDATER="1",
+            **env,
+        ),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert r.stdout.strip(), f"claude printed nothing (rc {r.returncode}): {r.stderr[-2000:]}"
+    result = json.loads(r.stdout)
+    assert isinstance(result, dict)
+    return result

@@ -3,47 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Project, runtime_bin
+from tests.e2e.conftest import Project, run_claude
 from tests.support.model_stubs import AnthropicStub, text, tool
 
 pytestmark = pytest.mark.e2e
-
-
-def run_claude(
-    project: Project,
-    stub: AnthropicStub,
-    prompt: str = "Work on the next item.",
-    *,
-    resume: str | None = None,
-    timeout: float = 120,
-    **env: str,
-) -> dict[str, Any]:
-    argv = [runtime_bin("claude"), "-p", prompt, "--output-format", "json", "--allowedTools", "Bash"]
-    if resume:
-        argv += ["--resume", resume]
-    r = subprocess.run(
-        argv,
-        cwd=project.root,
-        env=project.env(
-            ANTHROPIC_BASE_URL=stub.url,
-            ANTHROPIC_API_KEY="sk-test-local",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_AUTOUPDATER="1",
-            **env,
-        ),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert r.stdout.strip(), f"claude printed nothing (rc {r.returncode}): {r.stderr[-2000:]}"
-    result = json.loads(r.stdout)
-    assert isinstance(result, dict)
-    return result
 
 
 @pytest.fixture

@@ -9,8 +9,7 @@ import pytest
 
 from cocoplus.core.paths import Layout
 from cocoplus.supervision import state
-from tests.e2e.conftest import Project
-from tests.e2e.test_claude import run_claude
+from tests.e2e.conftest import Project, run_claude
 from tests.supervision.conftest import Brain, Watcher, rounds_started, stop_chat_worker, wait_until
 from tests.support.model_stubs import AnthropicStub, text, tool
 

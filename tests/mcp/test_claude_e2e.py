@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
-from tests.e2e.conftest import Project, e2e_project, runtime_bin  # noqa: F401 - e2e_project is a fixture
+from tests.e2e.conftest import Project, e2e_project  # noqa: F401 - e2e_project is a fixture
+from tests.e2e.conftest import run_claude as e2e_run_claude
 from tests.mcp.conftest import ALL_TOOLS
 from tests.support.model_stubs import AnthropicStub, text, tool
 from tests.support.waiting import wait_until  # noqa: F401 - also re-exported for tests here
@@ -31,25 +32,8 @@ pytestmark = pytest.mark.e2e
 
 
 def run_claude(project: Project, stub: AnthropicStub, allowed: str, prompt: str = "Go.") -> dict[str, Any]:
-    argv = [runtime_bin("claude"), "-p", prompt, "--output-format", "json", "--allowedTools", allowed]
-    r = subprocess.run(
-        argv,
-        cwd=project.root,
-        env=project.env(
-            ANTHROPIC_BASE_URL=stub.url,
-            ANTHROPIC_API_KEY="sk-test-local",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_AUTOUPDATER="1",
-            # Wait for the MCP servers before the first request (Claude Code connects them in the background by default).
-            MCP_CONNECTION_NONBLOCKING="false",
-        ),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-    assert r.stdout.strip(), f"claude printed nothing (rc {r.returncode}): {r.stderr[-2000:]}"
-    result = json.loads(r.stdout)
+    # Wait for the MCP servers before the first request (Claude Code connects them in the background by default).
+    result = e2e_run_claude(project, stub, prompt, allowed=allowed, timeout=90, MCP_CONNECTION_NONBLOCKING="false")
     assert result.get("is_error") is False, result
     return result
 
