@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from cocoplus.core.paths import Layout  # noqa: E402
 from cocoplus.session import registry, workspace  # noqa: E402
-from cocoplus.supervision import state  # noqa: E402
+from cocoplus.supervision import autonomy  # noqa: E402
 
 QUIET = 0.3
 
@@ -54,12 +54,12 @@ def main() -> int:
     args = ap.parse_args()
     project = tempfile.mkdtemp(prefix="cocoplus-bench-sup-")
     layout = Layout(os.path.join(project, ".cocoplus"))
-    workspace.init(layout.state)
+    workspace.init(layout.root)
     with open(layout.config, "w") as fh:
         fh.write(f'[chat]\ncontroller = "b"\n[accounts.b]\nkind = "command"\ncommand = ["true"]\n[supervision]\nquiet_window_s = {QUIET}\n')
     recs = [registry.ensure(layout, "claude", f"bench-{i:03d}", event="SessionStart")[0] for i in range(100)]
-    state.enable(layout, task_hint="bench", max_turns=1000)
-    env = dict(os.environ, COCOPLUS_DIR=layout.state)
+    autonomy.enable(layout, task_hint="bench", max_turns=1000)
+    env = dict(os.environ, COCOPLUS_DIR=layout.root)
     log = open(os.path.join(project, "supervisor.log"), "w")
     proc = subprocess.Popen([sys.executable, "-m", "cocoplus", "supervisor", "run"], cwd=project, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:

@@ -48,17 +48,17 @@ def check_id(value: object, kind: str = "id") -> str:
 class Layout:
     """Every path under one `.cocoplus/` directory."""
 
-    __slots__ = ("state", "project")
+    __slots__ = ("root", "project")
 
     def __init__(self, state_dir: str) -> None:
-        self.state = os.path.abspath(state_dir)
-        self.project = os.path.dirname(self.state)
+        self.root = os.path.abspath(state_dir)
+        self.project = os.path.dirname(self.root)
 
     def __repr__(self) -> str:
-        return f"Layout({self.state!r})"
+        return f"Layout({self.root!r})"
 
     def _p(self, *parts: str) -> str:
-        return os.path.join(self.state, *parts)
+        return os.path.join(self.root, *parts)
 
     # -- project level ---------------------------------------------------
     @property
@@ -145,8 +145,13 @@ class Layout:
         return self._p("cost")
 
     @property
-    def cost_ledger(self) -> str:
+    def spend_log(self) -> str:
         """Every priced usage record and manual cost, appended."""
+        return self._p("cost", "spend.jsonl")
+
+    @property
+    def legacy_spend_log(self) -> str:
+        """Where releases before 0.2 kept the spend log; moved to `spend_log` on first use."""
         return self._p("cost", "ledger.jsonl")
 
     @property

@@ -1,6 +1,6 @@
 """Shapes of the state files the hook reads and writes, checked without pydantic.
 
-`cocoplus.state.models` holds the pydantic models for every file (used by
+`cocoplus.report.models` holds the pydantic models for every file (used by
 the CLI, server and `session check`); this module is the hook's stdlib
 reader for the few files on its path.  tests/state/test_contract.py checks
 that both accept and reject the same documents.

@@ -13,7 +13,7 @@ interrupted by a cost check.  At a boundary:
 * exhausted: one steps event; AGENT_STOP (operator `cocoplus`), the final
   budget state, status `exited` (`failed` if the stage ended in an error).
 
-This module is imported by hooks: the ledger and prices load only when a
+This module is imported by hooks: the spend log and prices load only when a
 boundary actually measures.
 """
 
@@ -73,12 +73,12 @@ def boundary(
     extra_sessions: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Measure spend, then (when `enforce`) apply the state it implies."""
-    from cocoplus.cost import ledger
+    from cocoplus.cost import spend
 
     s = values["session"]
     pricing = values.get("pricing") or {}
-    measured = ledger.measure(layout, pricing, extra_sessions)
-    totals = ledger.totals(layout)
+    measured = spend.measure(layout, pricing, extra_sessions)
+    totals = spend.totals(layout)
     spent = round(totals["spent"], 10)
     limit = float(s["budget_limit"])
     fraction = float(s["budget_reserve_fraction"])
@@ -264,7 +264,7 @@ def stage_end(layout: Layout, name: str, values: dict[str, Any], outcome: str = 
 
 def _ctx_active_task(layout: Layout, values: dict[str, Any]) -> str | None:
     try:
-        from cocoplus.state import ctx
+        from cocoplus.report import ctx
     except ImportError:  # pragma: no cover
         return None
     snap = ctx.read(layout, values, for_stage=True)

@@ -372,7 +372,7 @@ def on_session_start(h: Hook) -> Answer:
     h.step("session_start", alias=rec["alias"] if rec else None, source=info["source"])
     if rec is not None:
         _export_session(h, rec["id"])
-    from cocoplus.hook import handoff
+    from cocoplus.session import handoff
 
     text = handoff.context(h.layout, rec)
     if h.runtime == "cursor":

@@ -1,7 +1,7 @@
 """`cocoplus mcp`: the main-brain and worker tools of seed 000 as a stdio MCP server.
 
 Built on the official `mcp` SDK (`MCPServer`).  Every tool calls the same
-function the CLI calls (`cocoplus.supervision.state`, `.scope`, `.signals`)
+function the CLI calls (`cocoplus.supervision.autonomy`, `.scope`, `.signals`)
 and answers with the JSON the CLI prints with `--json` (as text, and as
 structured content).  A handled failure (a `CocoplusError`: no valid id for
 only/except, an unknown session, a bad status, no `.cocoplus/`) is a tool
@@ -94,7 +94,7 @@ def build(role: str = "all") -> MCPServer:
 
 
 def _brain_tools(server: MCPServer) -> None:
-    from cocoplus.supervision import scope, state
+    from cocoplus.supervision import autonomy, scope
 
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 
@@ -121,7 +121,7 @@ def _brain_tools(server: MCPServer) -> None:
     ) -> CallToolResult:
         return run_tool(
             "enable_supervision",
-            lambda lay: state.enable(lay, task_hint=task_hint, max_turns=max_turns, scope_mode=scope_mode, scope_session_ids=list(scope_session_ids or [])),
+            lambda lay: autonomy.enable(lay, task_hint=task_hint, max_turns=max_turns, scope_mode=scope_mode, scope_session_ids=list(scope_session_ids or [])),
         )
 
     @server.tool(
@@ -133,7 +133,7 @@ def _brain_tools(server: MCPServer) -> None:
     def finish_supervision(
         summary: Annotated[str | None, Field(description="What was achieved and what is left, for the record.")] = None,
     ) -> CallToolResult:
-        return run_tool("finish_supervision", lambda lay: state.finish(lay, summary))
+        return run_tool("finish_supervision", lambda lay: autonomy.finish(lay, summary))
 
     @server.tool(
         description=(
@@ -143,7 +143,7 @@ def _brain_tools(server: MCPServer) -> None:
         annotations=read_only,
     )
     def supervision_status() -> CallToolResult:
-        return run_tool("supervision_status", state.status)
+        return run_tool("supervision_status", autonomy.status)
 
     @server.tool(
         description=(
@@ -168,7 +168,7 @@ def _brain_tools(server: MCPServer) -> None:
         annotations=read_only,
     )
     def list_sessions() -> CallToolResult:
-        return run_tool("list_sessions", scope.list_sessions)
+        return run_tool("list_sessions", scope.sessions_view)
 
 
 def _worker_tools(server: MCPServer) -> None:

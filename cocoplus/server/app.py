@@ -197,7 +197,7 @@ def create_app(
     from cocoplus.session import control
     from cocoplus.supervision import rounds as rounds_mod
     from cocoplus.supervision import scope as scope_mod
-    from cocoplus.supervision import state as sup_state
+    from cocoplus.supervision import autonomy
     from cocoplus.supervision import watcher
 
     hub = hub or events_mod.Hub(layout)
@@ -264,13 +264,13 @@ def create_app(
     @app.get("/api/v1/session-os/main-brain/autonomous", tags=["supervision"], responses=ERRORS)
     def get_autonomous() -> dict[str, Any]:
         """supervision_status (`cocoplus supervision status`): `{"autonomous": null | {...}}`, plus whether the watcher runs."""
-        return {**sup_state.status(layout), "supervisor": _supervisor()}
+        return {**autonomy.status(layout), "supervisor": _supervisor()}
 
     @app.post("/api/v1/session-os/main-brain/autonomous", tags=["supervision"], responses=ERRORS, **WRITE)
     def post_autonomous(body: AutonomousBody) -> dict[str, Any]:
         """enable_supervision / finish_supervision (`cocoplus supervision enable|finish`); the UI switch."""
         if body.enabled:
-            out = sup_state.enable(
+            out = autonomy.enable(
                 layout,
                 task_hint=body.task_hint,
                 max_turns=body.max_turns,
@@ -279,7 +279,7 @@ def create_app(
             )
             started = watcher.start_detached(layout) if body.start_supervisor else None
             return {**out, "supervisor": {**_supervisor(), "started": started is not None}}
-        out = sup_state.finish(layout, body.summary, reason="turned off by the operator")
+        out = autonomy.finish(layout, body.summary, reason="turned off by the operator")
         return {**out, "supervisor": _supervisor()}
 
     @app.get("/api/v1/session-os/main-brain/rounds", tags=["supervision"], responses=ERRORS)
@@ -290,7 +290,7 @@ def create_app(
     @app.get("/api/v1/coding-sessions", tags=["sessions"], responses=ERRORS)
     def get_sessions() -> dict[str, Any]:
         """list_sessions (`cocoplus sessions list`): alias, runtime, state, attention, excluded; and the scope."""
-        out = scope_mod.list_sessions(layout)
+        out = scope_mod.sessions_view(layout)
         out["scope"] = scope_mod.view(layout)
         return out
 
@@ -308,8 +308,8 @@ def create_app(
     @app.get("/api/v1/session", tags=["session"], responses=ERRORS)
     def get_session() -> dict[str, Any]:
         """`cocoplus session status --json`."""
-        from cocoplus.state import ctx
-        from cocoplus.state.report import status_report
+        from cocoplus.report import ctx
+        from cocoplus.report.views import status_report
 
         rep = status_report(layout)
         ctx.supplement_status(rep, layout)

@@ -85,7 +85,7 @@ class Hub:
     # -- the watcher -------------------------------------------------------------
     def note(self, path: str, *, from_scan: bool = False) -> None:
         """A file event for `path` (absolute or relative to `.cocoplus/`); thread-safe."""
-        rel = os.path.relpath(path, self.layout.state) if os.path.isabs(path) else path
+        rel = os.path.relpath(path, self.layout.root) if os.path.isabs(path) else path
         if rel.startswith(".."):
             return
         got = classify(rel)
@@ -100,7 +100,7 @@ class Hub:
     def _start_observer(self) -> None:
         from cocoplus.watching import Watch
 
-        self.watch = Watch(self.layout.state, self.note, polling=self.force_polling)
+        self.watch = Watch(self.layout.root, self.note, polling=self.force_polling)
         self.observer_kind = self.watch.start()
 
     def _check_observer(self) -> None:
@@ -112,7 +112,7 @@ class Hub:
     def scan(self) -> dict[str, tuple[int, int]]:
         """Size and mtime of every file that maps to a topic."""
         out: dict[str, tuple[int, int]] = {}
-        root = self.layout.state
+        root = self.layout.root
         for dirpath, dirnames, filenames in os.walk(root):
             rel_dir = os.path.relpath(dirpath, root)
             if rel_dir == ".":

@@ -102,7 +102,7 @@ def create_stop(
             pass
     if not created:
         return False, read_stop(layout) or {}
-    fsio.fsync_dir(layout.state)
+    fsio.fsync_dir(layout.root)
     return True, doc
 
 

@@ -65,10 +65,10 @@ def init(state_dir: str, environ: dict[str, str] | None = None) -> dict[str, Any
     created: list[str] = []
     kept: list[str] = []
     existed = os.path.isdir(state_dir)
-    fsio.ensure_dir(layout.state)
+    fsio.ensure_dir(layout.root)
     if not existed:
-        os.chmod(layout.state, 0o700)
-        created.append(layout.state)
+        os.chmod(layout.root, 0o700)
+        created.append(layout.root)
     for d in (layout.session_dir, layout.sessions_dir, layout.supervision_dir, layout.chat_dir, layout.locks_dir, layout.logs_dir):
         if not os.path.isdir(d):
             fsio.ensure_dir(d)
@@ -101,7 +101,7 @@ def init(state_dir: str, environ: dict[str, str] | None = None) -> dict[str, Any
             created.append(path)
     config_mod.compile_for_hook(layout)
     return {
-        "state_dir": layout.state,
+        "state_dir": layout.root,
         "created": [layout.rel(p) for p in created],
         "kept": [layout.rel(p) for p in kept],
         "config": layout.rel(cfg.path) if cfg.path else None,

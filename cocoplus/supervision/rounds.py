@@ -20,7 +20,7 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
-from cocoplus.supervision import state as state_mod
+from cocoplus.supervision import autonomy
 from cocoplus.supervision import triggers as trig
 
 CONVERSATION = "master-agent"
@@ -56,7 +56,7 @@ def start_round(layout: Layout, triggers: list[dict[str, Any]], source: str = "t
 
     triggers = _dedupe(triggers)
     with Lock(layout.lock("supervision-round"), timeout=30):
-        doc = state_mod.read(layout)
+        doc = autonomy.read(layout)
         auto = doc.get("autonomous")
         if not auto or not auto.get("enabled"):
             return {"started": False, "why": "supervision is off"}
@@ -71,7 +71,7 @@ def start_round(layout: Layout, triggers: list[dict[str, Any]], source: str = "t
             _close(layout, rnd)
         used, cap = int(auto.get("turns_used", 0)), int(auto.get("max_turns", 0))
         if used >= cap:
-            state_mod.finish(layout, f"turn cap reached ({used}/{cap})", reason="max_turns")
+            autonomy.finish(layout, f"turn cap reached ({used}/{cap})", reason="max_turns")
             return {"started": False, "why": f"turn cap reached ({used}/{cap}); supervision finished"}
         number = int(doc.get("rounds_total") or 0) + 1
 
@@ -82,7 +82,7 @@ def start_round(layout: Layout, triggers: list[dict[str, Any]], source: str = "t
             a["updated_at"] = clock.iso()
             a["last_round_at"] = clock.iso()
 
-        doc = state_mod.update(layout, consume)
+        doc = autonomy.update(layout, consume)
         prompt = trig.wake_prompt(layout, doc, triggers, number)
         summary = f"supervision round {number}: " + "; ".join(trig.describe(t) for t in triggers[:10])
         if len(triggers) > 10:

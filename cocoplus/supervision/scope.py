@@ -46,7 +46,7 @@ def _resolve_all(layout: Layout, ids: list[str]) -> tuple[list[str], list[str]]:
 
 
 def set_scope(layout: Layout, mode: str, session_ids: list[str] | None = None, *, allow_invert: bool = True) -> dict[str, Any]:
-    from cocoplus.supervision import state
+    from cocoplus.supervision import autonomy
 
     if mode not in MODES or (mode == "invert" and not allow_invert):
         allowed = MODES if allow_invert else MODES[:3]
@@ -81,7 +81,7 @@ def set_scope(layout: Layout, mode: str, session_ids: list[str] | None = None, *
                 sc["excluded"] = excluded
                 sc["mode"] = "except" if excluded else "all"
 
-    doc = state.update(layout, change)
+    doc = autonomy.update(layout, change)
     events.log_step(layout, "supervision_scope", mode=mode, sessions=found or None, unknown=unknown or None)
     out = view(layout, doc)
     if unknown:
@@ -91,7 +91,7 @@ def set_scope(layout: Layout, mode: str, session_ids: list[str] | None = None, *
 
 def exclude(layout: Layout, ref: str, excluded: bool = True) -> dict[str, Any]:
     """PATCH .../supervision {"excluded": bool} for one session (full id, alias or runtime id)."""
-    from cocoplus.supervision import state
+    from cocoplus.supervision import autonomy
 
     rec = registry.resolve(layout, ref)
     cs = rec["id"]
@@ -106,7 +106,7 @@ def exclude(layout: Layout, ref: str, excluded: bool = True) -> dict[str, Any]:
             if sc["mode"] == "only" and cs not in (sc["only"] or []):
                 sc["only"] = (sc["only"] or []) + [cs]
 
-    doc = state.update(layout, change)
+    doc = autonomy.update(layout, change)
     events.log_step(layout, "supervision_exclude" if excluded else "supervision_include", session=cs, alias=rec.get("alias"))
     return session_view(rec, doc)
 
@@ -127,9 +127,9 @@ def session_view(rec: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def view(layout: Layout, doc: dict[str, Any] | None = None) -> dict[str, Any]:
-    from cocoplus.supervision import state
+    from cocoplus.supervision import autonomy
 
-    doc = doc or state.read(layout)
+    doc = doc or autonomy.read(layout)
     records, _ = registry.list_sessions(layout)
     alias = {r["id"]: r.get("alias") for r in records}
     sc = doc["scope"]
@@ -142,17 +142,17 @@ def view(layout: Layout, doc: dict[str, Any] | None = None) -> dict[str, Any]:
 
 
 def excluded_ids(layout: Layout) -> set[str]:
-    from cocoplus.supervision import state
+    from cocoplus.supervision import autonomy
 
-    doc = state.read(layout)
+    doc = autonomy.read(layout)
     records, _ = registry.list_sessions(layout)
     return {r["id"] for r in records if not supervised(doc, r["id"])}
 
 
-def list_sessions(layout: Layout) -> dict[str, Any]:
+def sessions_view(layout: Layout) -> dict[str, Any]:
     """list_sessions: every session with alias, runtime, state, attention and whether it is excluded."""
-    from cocoplus.supervision import state
+    from cocoplus.supervision import autonomy
 
-    doc = state.read(layout)
+    doc = autonomy.read(layout)
     records, problems = registry.list_sessions(layout)
     return {"sessions": [session_view(r, doc) for r in records], "problems": problems}

@@ -99,7 +99,7 @@ def ask_human(layout: Layout, question: str, session: str | None = None) -> dict
 
 def request_context(layout: Layout, what: str | None = None, session: str | None = None) -> dict[str, Any]:
     """Never wakes the brain; answers with the handoff so the worker has it at once."""
-    from cocoplus.hook import handoff
+    from cocoplus.session import handoff
 
     rec = which_session(layout, session)
     out = _signal(layout, rec, "request_context", None, _text(what, "request"))

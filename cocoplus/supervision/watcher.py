@@ -34,7 +34,7 @@ from cocoplus.core.lock import is_locked, try_lock
 from cocoplus.core.paths import Layout
 from cocoplus.session import events, registry
 from cocoplus.supervision import rounds
-from cocoplus.supervision import state as state_mod
+from cocoplus.supervision import autonomy
 from cocoplus.supervision import triggers as trig
 from cocoplus.supervision import workflow
 
@@ -77,7 +77,7 @@ def start_detached(layout: Layout) -> int | None:
     """Start `cocoplus supervisor run` in the background unless one runs; return its pid."""
     if running_pid(layout) is not None:
         return None
-    child = proc.spawn_cocoplus(["supervisor", "run"], state_dir=layout.state, cwd=layout.project, log_path=os.path.join(layout.logs_dir, "supervisor.log"))
+    child = proc.spawn_cocoplus(["supervisor", "run"], state_dir=layout.root, cwd=layout.project, log_path=os.path.join(layout.logs_dir, "supervisor.log"))
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         if running_pid(layout) is not None or child.poll() is not None:
@@ -117,7 +117,7 @@ class Supervisor:
 
     # -- file events ---------------------------------------------------------------
     def _on_change(self, path: str) -> None:
-        top = os.path.relpath(path, self.layout.state).split(os.sep)[0]
+        top = os.path.relpath(path, self.layout.root).split(os.sep)[0]
         if top in ("locks", "logs") or ".tmp-" in os.path.basename(path):
             return
         self.wake.set()
@@ -125,10 +125,10 @@ class Supervisor:
     def _start_observer(self) -> None:
         from cocoplus.watching import Watch
 
-        self.watch = Watch(self.layout.state, self._on_change, polling=self.force_polling, log=self.log)
+        self.watch = Watch(self.layout.root, self._on_change, polling=self.force_polling, log=self.log)
         kind = self.watch.start()
         if kind != "none":
-            self.log(f"watching {self.layout.state} ({kind})")
+            self.log(f"watching {self.layout.root} ({kind})")
 
     # -- signals -> triggers ----------------------------------------------------------
     def _cursor_path(self) -> str:
@@ -155,7 +155,7 @@ class Supervisor:
         sigs = self.read_signals()
         if not sigs:
             return
-        doc = state_mod.read(self.layout)
+        doc = autonomy.read(self.layout)
         records = {r["id"]: r for r in registry.list_sessions(self.layout)[0]}
         for sig in sigs:
             verdict, why = trig.classify(sig, doc, records)
@@ -163,7 +163,7 @@ class Supervisor:
                 self.add_trigger({k: sig.get(k) for k in ("session", "alias", "runtime", "kind", "value", "message", "detail", "ts")})
             elif verdict == "converge":
                 self.converge(sig)
-                doc = state_mod.read(self.layout)
+                doc = autonomy.read(self.layout)
 
     def add_trigger(self, t: dict[str, Any]) -> None:
         now = time.monotonic()
@@ -194,18 +194,18 @@ class Supervisor:
         sig, self.closing = self.closing, None
         from cocoplus.supervision.scope import supervised
 
-        doc = state_mod.read(self.layout)
+        doc = autonomy.read(self.layout)
         active = [r for r in registry.list_sessions(self.layout)[0] if r.get("state") in registry.ACTIVE_STATES and supervised(doc, r["id"])]
         if not active:
             self.close(sig)
 
     def close(self, sig: dict[str, Any]) -> None:
-        auto = state_mod.read(self.layout).get("autonomous") or {}
+        auto = autonomy.read(self.layout).get("autonomous") or {}
         summary = f"no supervised worker is active any more (last: {sig.get('alias') or sig.get('session')} exited)"
         if auto.get("enabled_by") == "workflow":
             workflow.close_if_owned(self.layout, auto.get("workflow_run"), summary)
         else:
-            state_mod.finish(self.layout, summary, reason="converged")
+            autonomy.finish(self.layout, summary, reason="converged")
         self.pending.clear()
         self.log("supervision converged and finished: " + summary)
 
@@ -232,7 +232,7 @@ class Supervisor:
         if now < self.next_stall:
             return
         self.next_stall = now + interval
-        doc = state_mod.read(self.layout)
+        doc = autonomy.read(self.layout)
         auto = doc.get("autonomous")
         if not auto or not auto.get("enabled"):
             return
@@ -258,29 +258,29 @@ class Supervisor:
 
     # -- restart restore ---------------------------------------------------------------
     def restore(self) -> str:
-        doc = state_mod.read(self.layout)
+        doc = autonomy.read(self.layout)
         auto = doc.get("autonomous")
         if not auto or not auto.get("enabled"):
             return "nothing to restore"
         if auto.get("holder_pid") in (None, os.getpid()):
             # Enabled since no supervisor last held it (a fresh enable): adopt it, there is nothing to restore.
-            state_mod.touch_snapshot(self.layout, os.getpid())
+            autonomy.touch_snapshot(self.layout, os.getpid())
             return "adopted"
         ttl = self.env["JARVIS_SUPERVISION_RESTORE_TTL_S"]
         snap = clock.parse_iso(auto.get("snapshot_at") or auto.get("updated_at"))
         age = (clock.parse_iso(clock.iso()) or time.time()) - (snap or 0)
         if snap is None or age > ttl:
-            state_mod.finish(self.layout, None, reason=f"not restored after a restart: the last snapshot is {int(age)}s old (TTL {ttl:g}s)")
+            autonomy.finish(self.layout, None, reason=f"not restored after a restart: the last snapshot is {int(age)}s old (TTL {ttl:g}s)")
             events.log_step(self.layout, "supervision_not_restored", reason="snapshot older than the TTL", age_s=int(age))
             return "closed: snapshot too old"
         from cocoplus.supervision.scope import supervised
 
         live = [r for r in registry.list_sessions(self.layout)[0] if r.get("state") in registry.ACTIVE_STATES and supervised(doc, r["id"])]
         if not live:
-            state_mod.finish(self.layout, None, reason="not restored after a restart: no supervised worker is recoverable")
+            autonomy.finish(self.layout, None, reason="not restored after a restart: no supervised worker is recoverable")
             events.log_step(self.layout, "supervision_not_restored", reason="no recoverable worker")
             return "closed: no recoverable worker"
-        state_mod.touch_snapshot(self.layout, os.getpid())
+        autonomy.touch_snapshot(self.layout, os.getpid())
         events.log_step(self.layout, "supervision_restored", age_s=int(age), workers=[r.get("alias") for r in live])
         return "restored"
 
@@ -293,7 +293,7 @@ class Supervisor:
         from cocoplus.chat import worker as chat_worker
 
         chat_worker.recover(self.layout)
-        state_mod.touch_snapshot(self.layout, os.getpid())
+        autonomy.touch_snapshot(self.layout, os.getpid())
         if self.watch is not None:
             self.watch.ensure_alive()
 
@@ -369,12 +369,12 @@ def status(layout: Layout) -> dict[str, Any]:
         info = fsio.read_json(layout.supervisor_pid) or {}
     except CocoplusError:
         info = {}
-    return {"running": pid is not None, "pid": pid, "started_at": info.get("started_at") if pid else None, "round": rounds.current(layout), **state_mod.status(layout)}
+    return {"running": pid is not None, "pid": pid, "started_at": info.get("started_at") if pid else None, "round": rounds.current(layout), **autonomy.status(layout)}
 
 
 def supervise(layout: Layout, goal: str | None, max_turns: int | None = None) -> dict[str, Any]:
     """`/supervise GOAL`: enable with GOAL as task_hint, make sure the watcher runs, run one round now."""
-    out = state_mod.enable(layout, task_hint=goal, max_turns=max_turns)
+    out = autonomy.enable(layout, task_hint=goal, max_turns=max_turns)
     pid = start_detached(layout)
     records = registry.list_sessions(layout)[0]
     initial = [{"session": None, "alias": None, "kind": "initial", "value": None, "message": f"{len(records)} session(s) known"}]

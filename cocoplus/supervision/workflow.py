@@ -17,7 +17,7 @@ from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout, check_id
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.session import events
-from cocoplus.supervision import state as state_mod
+from cocoplus.supervision import autonomy
 
 
 def _read(layout: Layout) -> dict[str, Any]:
@@ -37,19 +37,19 @@ def start(layout: Layout, run_id: str, auto_supervise: bool | None = None, task_
         auto_supervise = bool(config_mod.load_for(layout).get("supervision.auto_supervise"))
     with Lock(layout.lock("workflows")):
         doc = _read(layout)
-        auto = state_mod.read(layout).get("autonomous") or {}
+        auto = autonomy.read(layout).get("autonomous") or {}
         action = "none"
         if auto_supervise:
             if auto.get("enabled"):
                 action = "reused"
             else:
-                state_mod.enable(layout, task_hint=task_hint or f"workflow run {run_id}", enabled_by="workflow", workflow_run=run_id)
+                autonomy.enable(layout, task_hint=task_hint or f"workflow run {run_id}", enabled_by="workflow", workflow_run=run_id)
                 action = "enabled"
         doc["runs"][run_id] = {"started_at": clock.iso(), "auto_supervise": auto_supervise, "supervision": action, "ended_at": None}
         fsio.ensure_dir(layout.supervision_dir)
         fsio.atomic_write_json(layout.workflows, doc)
     events.log_step(layout, "workflow_start", run=run_id, auto_supervise=auto_supervise, supervision=action)
-    return {"run": run_id, "auto_supervise": auto_supervise, "supervision": action, **state_mod.status(layout)}
+    return {"run": run_id, "auto_supervise": auto_supervise, "supervision": action, **autonomy.status(layout)}
 
 
 def end(layout: Layout, run_id: str, summary: str | None = None) -> dict[str, Any]:
@@ -64,14 +64,14 @@ def end(layout: Layout, run_id: str, summary: str | None = None) -> dict[str, An
         run["closed_supervision"] = closed
         fsio.atomic_write_json(layout.workflows, doc)
     events.log_step(layout, "workflow_end", run=run_id, closed_supervision=closed)
-    return {"run": run_id, "closed_supervision": closed, **state_mod.status(layout)}
+    return {"run": run_id, "closed_supervision": closed, **autonomy.status(layout)}
 
 
 def close_if_owned(layout: Layout, run_id: str | None, summary: str) -> bool:
-    auto = state_mod.read(layout).get("autonomous") or {}
+    auto = autonomy.read(layout).get("autonomous") or {}
     if not auto.get("enabled") or auto.get("enabled_by") != "workflow":
         return False
     if run_id is not None and auto.get("workflow_run") != run_id:
         return False
-    state_mod.finish(layout, summary, reason="workflow converged")
+    autonomy.finish(layout, summary, reason="workflow converged")
     return True

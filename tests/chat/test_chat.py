@@ -280,5 +280,5 @@ def test_only_one_worker_runs(chat_project: Layout) -> None:
     sleeper(p, 3)
     api.send(p, "x")
     wait_until(lambda: worker.worker_running(p), timeout=15)
-    r = subprocess.run([sys.executable, "-m", "cocoplus", "chat", "worker", "--once"], cwd=p.project, capture_output=True, text=True, env=dict(os.environ, COCOPLUS_DIR=p.state))
+    r = subprocess.run([sys.executable, "-m", "cocoplus", "chat", "worker", "--once"], cwd=p.project, capture_output=True, text=True, env=dict(os.environ, COCOPLUS_DIR=p.root))
     assert r.returncode == 0 and "already runs" in r.stderr

@@ -186,7 +186,7 @@ def test_check_passes_on_a_fresh_project(cli, initialised):
     ],
 )
 def test_check_fails_naming_the_damaged_file(cli, initialised, rel, content, name):
-    with open(os.path.join(initialised.state, rel), "wb") as fh:
+    with open(os.path.join(initialised.root, rel), "wb") as fh:
         fh.write(content)
     code, out, err = cli("session", "check", cwd=initialised.project)
     assert code == 1
@@ -420,19 +420,19 @@ def test_found_from_a_subdirectory_and_with_dir(cli, initialised, tmp_path):
     sub = os.path.join(initialised.project, "src", "pkg")
     os.makedirs(sub)
     rep = status_json(cli, sub)
-    assert rep["state_dir"] == initialised.state
+    assert rep["state_dir"] == initialised.root
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     code, out, err = cli("--dir", initialised.project, "session", "status", "--json", cwd=elsewhere)
-    assert code == 0 and json.loads(out)["state_dir"] == initialised.state
+    assert code == 0 and json.loads(out)["state_dir"] == initialised.root
     assert "COCOPLUS_DIR" not in os.environ
 
 
 def test_cocoplus_dir_environment(cli, initialised, tmp_path, monkeypatch):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    monkeypatch.setenv("COCOPLUS_DIR", initialised.state)
-    assert status_json(cli, elsewhere)["state_dir"] == initialised.state
+    monkeypatch.setenv("COCOPLUS_DIR", initialised.root)
+    assert status_json(cli, elsewhere)["state_dir"] == initialised.root
     monkeypatch.setenv("COCOPLUS_DIR", str(tmp_path / "missing"))
     code, out, err = cli("session", "status", cwd=elsewhere)
     assert code == 1 and "COCOPLUS_DIR" in err
@@ -467,7 +467,7 @@ def test_usage_error_in_a_real_process(initialised):
 
 
 def test_unexpected_errors_are_one_line_and_logged(cli, initialised, monkeypatch):
-    from cocoplus.state import report
+    from cocoplus.report import views as report
 
     def boom(*a, **k):
         raise ZeroDivisionError("surprise")

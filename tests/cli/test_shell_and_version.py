@@ -111,7 +111,7 @@ def test_shell_init_from_the_console_script_works_in_bash(project, tmp_path):
     assert_no_traceback(r.stdout, r.stderr)
     report = json.loads(r.stdout[r.stdout.index("{") :])
     assert report["steer"]["text"].strip() == "from the shell"
-    assert report["state_dir"] == project.state
+    assert report["state_dir"] == project.root
 
 
 @needs_bash

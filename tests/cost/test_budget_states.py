@@ -11,7 +11,7 @@ import pytest
 from cocoplus import config
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
-from cocoplus.cost import enforce, ledger
+from cocoplus.cost import enforce, spend
 from cocoplus.session import control
 from tests.hook.helpers import fixture, run_hook
 
@@ -39,12 +39,12 @@ def limited(project: Layout) -> Layout:
 
 def test_thresholds_apply_at_boundaries_only(limited: Layout) -> None:
     v = values(limited)
-    ledger.add_cost(limited, 0.89)
+    spend.add_cost(limited, 0.89)
     enforce.stage_start(limited, "build", v)
     enforce.stage_end(limited, "build", v)
     assert state(limited) == "normal"
 
-    ledger.add_cost(limited, 0.01)  # 0.90: reserve, but not before the next boundary
+    spend.add_cost(limited, 0.01)  # 0.90: reserve, but not before the next boundary
     r = enforce.boundary(limited, v, source="status", enforce=False)
     assert state(limited) == "normal" and r["spent"] == pytest.approx(0.90)
     assert enforce.target_state(r["spent"], 1.0, 0.1) == "reserve"
@@ -52,7 +52,7 @@ def test_thresholds_apply_at_boundaries_only(limited: Layout) -> None:
         enforce.stage_start(limited, "test", v)
     assert state(limited) == "reserve"
     assert not control.stop_present(limited)
-    ledger.add_cost(limited, 0.10)  # 1.00: exhausted at the next boundary, not before
+    spend.add_cost(limited, 0.10)  # 1.00: exhausted at the next boundary, not before
     enforce.boundary(limited, v, source="status", enforce=False)
     assert state(limited) == "reserve" and not control.stop_present(limited)
     r = run_hook(limited, "Stop", fixture("claude-stop.json"))
@@ -63,7 +63,7 @@ def test_thresholds_apply_at_boundaries_only(limited: Layout) -> None:
 
 def test_reserve_refuses_a_new_stage_and_tells_the_agent_once(limited: Layout) -> None:
     v = values(limited)
-    ledger.add_cost(limited, 0.95)
+    spend.add_cost(limited, 0.95)
     with pytest.raises(CocoplusError) as ei:
         enforce.stage_start(limited, "deploy", v)
     assert "reserve" in str(ei.value) and "wrap-up" in str(ei.value)
@@ -83,7 +83,7 @@ def test_reserve_refuses_a_new_stage_and_tells_the_agent_once(limited: Layout) -
 def test_exhausted_stops_the_agent_at_the_boundary_with_exited(limited: Layout) -> None:
     v = values(limited)
     enforce.stage_start(limited, "build", v)
-    ledger.add_cost(limited, 1.00)
+    spend.add_cost(limited, 1.00)
     # A stage in progress is never interrupted: nothing happens until it ends.
     assert not control.stop_present(limited)
     out = enforce.stage_end(limited, "build", v)
@@ -99,14 +99,14 @@ def test_exhausted_stops_the_agent_at_the_boundary_with_exited(limited: Layout) 
 def test_exhausted_after_an_execution_error_is_failed(limited: Layout) -> None:
     v = values(limited)
     enforce.stage_start(limited, "build", v)
-    ledger.add_cost(limited, 1.50)
+    spend.add_cost(limited, 1.50)
     enforce.stage_end(limited, "build", v, outcome="error")
     assert json.load(open(limited.status))["state"] == "failed"
 
 
 def test_no_limit_measures_but_stays_normal(project: Layout) -> None:
     v = values(project)
-    ledger.add_cost(project, 500.0)
+    spend.add_cost(project, 500.0)
     enforce.stage_start(project, "s", v)
     enforce.stage_end(project, "s", v)
     doc = json.load(open(project.budget_state))
@@ -115,7 +115,7 @@ def test_no_limit_measures_but_stays_normal(project: Layout) -> None:
 
 
 def test_turn_end_is_a_boundary(limited: Layout) -> None:
-    ledger.add_cost(limited, 1.2)
+    spend.add_cost(limited, 1.2)
     r = run_hook(limited, "Stop", fixture("claude-stop.json"))
     assert r.code == 0
     assert state(limited) == "exhausted" and control.stop_present(limited)
@@ -125,7 +125,7 @@ def test_turn_end_is_a_boundary(limited: Layout) -> None:
 def test_turn_end_is_not_a_boundary_when_configured_off(limited: Layout) -> None:
     with open(limited.config, "a") as fh:
         fh.write("stop_is_boundary = false\n")
-    ledger.add_cost(limited, 1.2)
+    spend.add_cost(limited, 1.2)
     run_hook(limited, "Stop", fixture("claude-stop.json"))
     assert state(limited) == "normal" and not control.stop_present(limited)
     assert json.load(open(limited.budget_state))["spent"] == pytest.approx(1.2)  # still measured
@@ -133,7 +133,7 @@ def test_turn_end_is_not_a_boundary_when_configured_off(limited: Layout) -> None
 
 def test_turn_end_inside_a_stage_does_not_interrupt_it(limited: Layout) -> None:
     enforce.stage_start(limited, "long", values(limited))
-    ledger.add_cost(limited, 1.2)
+    spend.add_cost(limited, 1.2)
     run_hook(limited, "Stop", fixture("claude-stop.json"))
     assert state(limited) == "normal" and not control.stop_present(limited)
 

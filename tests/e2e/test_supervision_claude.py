@@ -8,7 +8,7 @@ import time
 import pytest
 
 from cocoplus.core.paths import Layout
-from cocoplus.supervision import state
+from cocoplus.supervision import autonomy
 from tests.e2e.conftest import Project, run_claude
 from tests.supervision.conftest import Brain, Watcher, rounds_started, stop_chat_worker, wait_until
 from tests.support.model_stubs import AnthropicStub, text, tool
@@ -19,9 +19,9 @@ pytestmark = pytest.mark.e2e
 def test_a_worker_turn_end_wakes_the_brain_once_and_the_reply_is_in_the_ledger(e2e_project: Project) -> None:
     p = e2e_project
     p.cocoplus("install", "claude")
-    layout = Layout(str(p.state))
+    layout = Layout(str(p.root))
     brain = Brain(layout, quiet=2.0)
-    state.enable(layout, task_hint="land the parser change")
+    autonomy.enable(layout, task_hint="land the parser change")
     watcher = Watcher(layout)
     try:
         with AnthropicStub([tool("Bash", command="echo working", description="x"), text("parser change done")]) as stub:
@@ -33,8 +33,8 @@ def test_a_worker_turn_end_wakes_the_brain_once_and_the_reply_is_in_the_ledger(e
         # `claude -p` ends its session right after the turn: the brain hears both, in one round,
         # and supervision then converges (no supervised worker is left).
         assert [(t["alias"], t["kind"], t["value"]) for t in started[0]["triggers"]] == [("cc1", "attention", "pending"), ("cc1", "exit", "exited")]
-        wait_until(lambda: not state.status(layout)["autonomous"]["enabled"], timeout=15)
-        assert state.status(layout)["autonomous"]["finish_reason"] == "converged"
+        wait_until(lambda: not autonomy.status(layout)["autonomous"]["enabled"], timeout=15)
+        assert autonomy.status(layout)["autonomous"]["finish_reason"] == "converged"
         (prompt,) = brain.prompts()
         assert "cc1 is pending" in prompt and "- cc1: claude" in prompt and "land the parser change" in prompt
         messages = json.loads(p.cocoplus("chat", "log", "--json").stdout)["messages"]

@@ -132,7 +132,7 @@ def test_steer_claimed_by_a_process_that_died_is_delivered_next_time(project: La
     # A consumer claims the steer and is killed before it can answer.
     code = (
         "import os, sys; from cocoplus.core.paths import Layout; from cocoplus.session import control; "
-        f"c = control.claim_steer(Layout({project.state!r})); print(c.id, flush=True); os._exit(9)"
+        f"c = control.claim_steer(Layout({project.root!r})); print(c.id, flush=True); os._exit(9)"
     )
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert child.returncode == 9 and child.stdout.startswith("st_")
@@ -150,7 +150,7 @@ def test_claimed_steer_already_logged_is_not_delivered_twice(project: Layout) ->
     # A consumer delivers and logs the steer, then dies before removing the claimed file.
     code = (
         "import os; from cocoplus.core.paths import Layout; from cocoplus.session import control, events; "
-        f"lay = Layout({project.state!r}); c = control.claim_steer(lay); "
+        f"lay = Layout({project.root!r}); c = control.claim_steer(lay); "
         "events.log_step(lay, 'steer_injected', steer_id=c.id); os._exit(9)"
     )
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

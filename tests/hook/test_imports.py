@@ -18,7 +18,7 @@ from tests.hook.helpers import fixture, hook_env
 
 HEAVY = {"typer", "rich", "pydantic", "pydantic_core", "filelock", "watchdog", "tomllib", "tomli_w", "click", "genai_prices", "httpx", "fastapi", "mcp"}
 # cocoplus modules that must never load in a hook process
-NOT_IN_HOOK = {"cocoplus.cli", "cocoplus.state", "cocoplus.supervision", "cocoplus.chat", "cocoplus.server", "cocoplus.mcp", "cocoplus.runtimes"}
+NOT_IN_HOOK = {"cocoplus.cli", "cocoplus.report", "cocoplus.supervision", "cocoplus.chat", "cocoplus.server", "cocoplus.mcp", "cocoplus.runtimes"}
 
 PROBE = """
 import os, sys

@@ -116,10 +116,10 @@ def test_brain_tools_change_the_state_files_like_the_cli(project: Layout, sessio
 
 
 def test_enable_again_resets_turns_used(project: Layout, sessions: dict[str, Any]) -> None:
-    from cocoplus.supervision import state
+    from cocoplus.supervision import autonomy
 
-    state.enable(project, task_hint="first")
-    state.update(project, lambda d: d["autonomous"].update(turns_used=5))
+    autonomy.enable(project, task_hint="first")
+    autonomy.update(project, lambda d: d["autonomous"].update(turns_used=5))
 
     async def scenario(c: Client) -> Any:
         return await c.call("enable_supervision")

@@ -113,7 +113,7 @@ class Served:
 
 
 def start_server(layout: Layout, *extra: str, timeout: float = 30.0, env: dict[str, str] | None = None) -> Served:
-    env = dict(os.environ if env is None else env, COCOPLUS_DIR=layout.state, PYTHONUNBUFFERED="1")
+    env = dict(os.environ if env is None else env, COCOPLUS_DIR=layout.root, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
         [sys.executable, "-m", "cocoplus", "serve", "--port", "0", *extra],
         cwd=layout.project,

@@ -532,7 +532,7 @@ def test_unexpected_error_is_one_line_and_logged(client: Any, sproject: Layout, 
     def boom(*_a: Any, **_k: Any) -> Any:
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(scope, "list_sessions", boom)
+    monkeypatch.setattr(scope, "sessions_view", boom)
     r = client.get("/api/v1/coding-sessions")
     msg = error_of(r, 500)
     assert "RuntimeError" in msg and "secret internals" not in r.text and "cocoplus.log" in msg

@@ -190,7 +190,7 @@ def test_page_end_to_end(served: Served, page: Any) -> None:
     assert rows == {"cc1": True, "cx1": False, "cc2": True}
 
     # -- live updates from changes made elsewhere (CLI and hooks), without reloading
-    env = dict(os.environ, COCOPLUS_DIR=lay.state)
+    env = dict(os.environ, COCOPLUS_DIR=lay.root)
     subprocess.run([sys.executable, "-m", "cocoplus", "session", "stop", "--reason", "stopped from a terminal"], env=env, check=True, capture_output=True, timeout=60)
     expect(page.locator("#kill-state")).to_contain_text("stopped from a terminal")
     from cocoplus.session import registry

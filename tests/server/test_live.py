@@ -139,7 +139,7 @@ def test_port_in_use_is_one_line(sproject: Layout) -> None:
         r = subprocess.run(
             [sys.executable, "-m", "cocoplus", "serve", "--port", str(port)],
             cwd=sproject.project,
-            env=dict(os.environ, COCOPLUS_DIR=sproject.state),
+            env=dict(os.environ, COCOPLUS_DIR=sproject.root),
             capture_output=True,
             text=True,
             timeout=60,
@@ -167,7 +167,7 @@ def test_events_for_api_cli_and_hook_changes(served: Served) -> None:
         ev.expect("session")
 
         # a change made by the CLI in another process
-        env = dict(os.environ, COCOPLUS_DIR=lay.state)
+        env = dict(os.environ, COCOPLUS_DIR=lay.root)
         subprocess.run([sys.executable, "-m", "cocoplus", "session", "steer", "from the cli"], env=env, check=True, capture_output=True, timeout=60)
         ev.expect("session")
 

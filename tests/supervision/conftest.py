@@ -67,7 +67,7 @@ def rounds_finished(layout: Layout) -> list[dict[str, Any]]:
 class Watcher:
     def __init__(self, layout: Layout, env: dict[str, str] | None = None, polling: bool = False) -> None:
         self.layout = layout
-        full = dict(os.environ, COCOPLUS_DIR=layout.state, **(env or {}))
+        full = dict(os.environ, COCOPLUS_DIR=layout.root, **(env or {}))
         argv = [sys.executable, "-m", "cocoplus", "supervisor", "run"] + (["--polling"] if polling else [])
         self.log = Path(layout.project) / "supervisor.log"
         self.fh = self.log.open("w")

@@ -12,12 +12,12 @@ import pytest
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
-from cocoplus.supervision import rounds, scope, signals, state, triggers, watcher, workflow
+from cocoplus.supervision import autonomy, rounds, scope, signals, triggers, watcher, workflow
 from tests.supervision.conftest import Brain, rounds_finished, rounds_started, wait_until
 
 
 def classify(layout: Layout, sig: dict[str, Any]) -> str | None:
-    doc = state.read(layout)
+    doc = autonomy.read(layout)
     records = {r["id"]: r for r in registry.list_sessions(layout)[0]}
     return triggers.classify(sig, doc, records)[0]
 
@@ -46,12 +46,12 @@ def sig(rec: dict[str, Any], kind: str, value: str | None = None) -> dict[str, A
     ],
 )
 def test_trigger_table(project: Layout, sessions: dict, kind: str, value: str | None, wakes: str | None) -> None:
-    state.enable(project, task_hint="t")
+    autonomy.enable(project, task_hint="t")
     assert classify(project, sig(sessions["cc1"], kind, value)) == wakes
 
 
 def test_worker_exit_wakes_while_others_are_active_then_converges(project: Layout, sessions: dict) -> None:
-    state.enable(project, task_hint="t")
+    autonomy.enable(project, task_hint="t")
     assert classify(project, sig(sessions["cc1"], "exit", "exited")) == "trigger"
     for alias in ("cc1", "cc2", "cc3"):
         registry.update(project, sessions[alias]["id"], lambda r: r.update(state="exited"))
@@ -61,13 +61,13 @@ def test_worker_exit_wakes_while_others_are_active_then_converges(project: Layou
 
 def test_nothing_wakes_while_supervision_is_off(project: Layout, sessions: dict) -> None:
     assert classify(project, sig(sessions["cc1"], "notify_blocked")) is None
-    state.enable(project)
-    state.finish(project, "done")
+    autonomy.enable(project)
+    autonomy.finish(project, "done")
     assert classify(project, sig(sessions["cc1"], "ask_human")) is None
 
 
 def test_excluded_and_out_of_scope_sessions_never_wake(project: Layout, sessions: dict) -> None:
-    state.enable(project)
+    autonomy.enable(project)
     scope.exclude(project, "cc2")
     assert classify(project, sig(sessions["cc2"], "notify_blocked")) is None
     scope.set_scope(project, "only", ["cc1"])
@@ -127,14 +127,14 @@ def test_ids_can_be_full_aliases_or_runtime_ids(project: Layout, sessions: dict)
 
 
 def test_enable_resets_turns_and_can_set_scope(project: Layout, sessions: dict) -> None:
-    state.enable(project, task_hint="a", max_turns=5)
-    state.update(project, lambda d: d["autonomous"].update(turns_used=4))
-    st = state.enable(project, task_hint="b", scope_mode="only", scope_session_ids=["cc1"])
+    autonomy.enable(project, task_hint="a", max_turns=5)
+    autonomy.update(project, lambda d: d["autonomous"].update(turns_used=4))
+    st = autonomy.enable(project, task_hint="b", scope_mode="only", scope_session_ids=["cc1"])
     auto = st["autonomous"]
     assert (auto["turns_used"], auto["task_hint"], auto["enabled"]) == (0, "b", True)
     assert auto["scope"]["supervised"] == ["cc1"]
     with pytest.raises(UsageError):
-        state.enable(project, max_turns=0)
+        autonomy.enable(project, max_turns=0)
 
 
 def test_status_shape_matches_the_seed(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
@@ -154,7 +154,7 @@ def test_status_shape_matches_the_seed(project: Layout, cli) -> None:  # type: i
 
 def test_every_round_costs_a_turn_and_the_cap_finishes_supervision(project: Layout, sessions: dict) -> None:
     Brain(project)
-    state.enable(project, task_hint="cap", max_turns=2)
+    autonomy.enable(project, task_hint="cap", max_turns=2)
     t = [sig(sessions["cc1"], "attention", "pending")]
     for _ in range(2):
         assert rounds.start_round(project, t, start_worker=False)["started"]
@@ -164,7 +164,7 @@ def test_every_round_costs_a_turn_and_the_cap_finishes_supervision(project: Layo
         rounds.poll(project, start_worker=False)
     third = rounds.start_round(project, t, start_worker=False)
     assert not third["started"] and "turn cap reached (2/2)" in third["why"]
-    auto = state.status(project)["autonomous"]
+    auto = autonomy.status(project)["autonomous"]
     assert auto["enabled"] is False and auto["finish_reason"] == "max_turns" and "2/2" in auto["finish_summary"]
     assert [r["number"] for r in rounds_started(project)] == [1, 2]
     assert [r["outcome"] for r in rounds_finished(project)] == ["succeeded", "succeeded"]
@@ -172,7 +172,7 @@ def test_every_round_costs_a_turn_and_the_cap_finishes_supervision(project: Layo
 
 def test_triggers_during_a_round_make_exactly_one_follow_up(project: Layout, sessions: dict) -> None:
     Brain(project)
-    state.enable(project, task_hint="sf")
+    autonomy.enable(project, task_hint="sf")
     first = rounds.start_round(project, [sig(sessions["cc1"], "attention", "pending")], start_worker=False)
     assert first["started"]
     for alias in ("cc2", "cc3", "cx1", "cc2"):
@@ -195,8 +195,8 @@ def test_wake_prompt_is_built_from_files(project: Layout, sessions: dict) -> Non
     text = Path(project.progress).read_text().replace("## In Progress\n", "## In Progress\n- port the billing job\n").replace("## Next\n", "## Next\n- run the load test\n")
     Path(project.progress).write_text(text)
     signals.report_progress(project, "completed", "parser done", session="cc1")
-    state.enable(project, task_hint="ship billing", max_turns=9)
-    doc = state.read(project)
+    autonomy.enable(project, task_hint="ship billing", max_turns=9)
+    doc = autonomy.read(project)
     prompt = triggers.wake_prompt(project, doc, [sig(sessions["cc1"], "report_progress", "completed")], 1)
     for needle in ("ship billing", "cc1 reported progress: completed", "cc1: claude, running", "report_progress completed (parser done)",
                    "port the billing job", "run the load test", "turns used 0 of 9", "Ask the human", "irreversible"):
@@ -238,7 +238,7 @@ def test_workflow_enables_and_closes_its_own_supervision(project: Layout) -> Non
 
 
 def test_workflow_reuses_a_user_supervision_and_never_closes_it(project: Layout) -> None:
-    state.enable(project, task_hint="mine")
+    autonomy.enable(project, task_hint="mine")
     out = workflow.start(project, "run-2")
     assert out["supervision"] == "reused"
     end = workflow.end(project, "run-2")
@@ -249,7 +249,7 @@ def test_workflow_reuses_a_user_supervision_and_never_closes_it(project: Layout)
 def test_workflow_without_auto_supervise_leaves_it_off(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
     code, out, err = cli("workflow", "start", "run-3", "--no-auto-supervise", "--json", cwd=project.project)
     assert code == 0 and json.loads(out)["supervision"] == "none"
-    assert state.status(project)["autonomous"] is None
+    assert autonomy.status(project)["autonomous"] is None
     code, out, err = cli("workflow", "end", "nope", cwd=project.project)
     assert code == 1 and "no workflow run" in err
 
@@ -258,7 +258,7 @@ def test_convergence_closes_a_workflow_supervision_only_if_it_enabled_it(project
     workflow.start(project, "run-4")
     sup = watcher.Supervisor(project)
     sup.converge({"alias": "cc1"})
-    assert state.status(project)["autonomous"]["enabled"] is False
+    assert autonomy.status(project)["autonomous"]["enabled"] is False
 
 
 # -- restore after a restart ------------------------------------------------------------------------------------
@@ -267,23 +267,23 @@ def test_convergence_closes_a_workflow_supervision_only_if_it_enabled_it(project
 def _held_by_old_supervisor(project: Layout, snapshot_age_s: float) -> None:
     from cocoplus.core import clock
 
-    state.enable(project, task_hint="restore me")
+    autonomy.enable(project, task_hint="restore me")
     at = clock.iso(clock.parse_iso(clock.iso()) - snapshot_age_s)  # type: ignore[operator]
-    state.update(project, lambda d: d["autonomous"].update(holder_pid=999999, snapshot_at=at))
+    autonomy.update(project, lambda d: d["autonomous"].update(holder_pid=999999, snapshot_at=at))
 
 
 def test_restore_inside_the_ttl_with_a_live_worker(project: Layout, sessions: dict) -> None:
     _held_by_old_supervisor(project, 60)
     sup = watcher.Supervisor(project, environ={"JARVIS_SUPERVISION_RESTORE_TTL_S": "900"})
     assert sup.restore() == "restored"
-    assert state.status(project)["autonomous"]["enabled"] is True
+    assert autonomy.status(project)["autonomous"]["enabled"] is True
 
 
 def test_restore_outside_the_ttl_closes_with_the_reason(project: Layout, sessions: dict) -> None:
     _held_by_old_supervisor(project, 1200)
     sup = watcher.Supervisor(project, environ={"JARVIS_SUPERVISION_RESTORE_TTL_S": "900"})
     assert sup.restore() == "closed: snapshot too old"
-    auto = state.status(project)["autonomous"]
+    auto = autonomy.status(project)["autonomous"]
     assert auto["enabled"] is False and "TTL 900s" in auto["finish_reason"]
 
 
@@ -293,13 +293,13 @@ def test_restore_without_a_recoverable_worker_closes(project: Layout, sessions: 
         registry.update(project, rec["id"], lambda r: r.update(state="exited"))
     sup = watcher.Supervisor(project, environ={"JARVIS_SUPERVISION_RESTORE_TTL_S": "900"})
     assert sup.restore() == "closed: no recoverable worker"
-    assert "no supervised worker is recoverable" in state.status(project)["autonomous"]["finish_reason"]
+    assert "no supervised worker is recoverable" in autonomy.status(project)["autonomous"]["finish_reason"]
 
 
 def test_a_fresh_enable_is_adopted_not_restored(project: Layout) -> None:
-    state.enable(project, task_hint="new")
+    autonomy.enable(project, task_hint="new")
     assert watcher.Supervisor(project).restore() == "adopted"
-    assert state.status(project)["autonomous"]["enabled"] is True
+    assert autonomy.status(project)["autonomous"]["enabled"] is True
 
 
 def test_environment_defaults(project: Layout) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from cocoplus.core import clock
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
-from cocoplus.supervision import state
+from cocoplus.supervision import autonomy
 from tests.supervision.conftest import Brain, rounds_finished, rounds_started, wait_until
 
 
@@ -28,7 +28,7 @@ def make_sessions(layout: Layout, n: int) -> list[dict]:
 def test_a_burst_of_100_signals_from_20_sessions_is_one_round(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
     brain = Brain(project, sleep=0.0, quiet=3.0)
     recs = make_sessions(project, 20)
-    state.enable(project, task_hint="burst")
+    autonomy.enable(project, task_hint="burst")
     w = watchers()
     t0 = time.monotonic()
     for i in range(100):
@@ -44,14 +44,14 @@ def test_a_burst_of_100_signals_from_20_sessions_is_one_round(project: Layout, w
     assert len({t["alias"] for t in started[0]["triggers"]}) == 20
     prompts = brain.prompts()
     assert len(prompts) == 1 and "cc20" in prompts[0] and "Why you were woken" in prompts[0]
-    assert state.status(project)["autonomous"]["turns_used"] == 1
+    assert autonomy.status(project)["autonomous"]["turns_used"] == 1
     assert w.proc.poll() is None
 
 
 def test_a_signal_during_a_running_round_causes_exactly_one_follow_up(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
     brain = Brain(project, sleep=3.0, quiet=0.3)
     recs = make_sessions(project, 3)
-    state.enable(project, task_hint="follow-up")
+    autonomy.enable(project, task_hint="follow-up")
     watchers()
     attention(project, recs[0], "pending")
     wait_until(lambda: rounds_started(project), timeout=30)
@@ -74,7 +74,7 @@ def test_excluded_sessions_and_off_supervision_do_not_wake(project: Layout, watc
     attention(project, recs[0], "pending")  # supervision is off
     time.sleep(1.5)
     assert rounds_started(project) == []
-    state.enable(project, task_hint="x")
+    autonomy.enable(project, task_hint="x")
     from cocoplus.supervision import scope
 
     scope.exclude(project, recs[1]["alias"])
@@ -93,7 +93,7 @@ def test_a_stall_is_detected_with_short_settings(project: Layout, watchers) -> N
     (rec,) = make_sessions(project, 1)
     old = clock.iso(time.time() - 30)
     registry.update(project, rec["id"], lambda r: r.update(attention="awaiting_authorization", attention_since=old))
-    state.enable(project, task_hint="stall")
+    autonomy.enable(project, task_hint="stall")
     env = {
         "JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S": "0.3",
         "JARVIS_SUPERVISION_STALL_THRESHOLD_S": "5",
@@ -114,7 +114,7 @@ def test_the_stall_watchdog_can_be_disabled(project: Layout, watchers) -> None: 
     Brain(project, quiet=0.2)
     (rec,) = make_sessions(project, 1)
     registry.update(project, rec["id"], lambda r: r.update(attention="pending", attention_since=clock.iso(time.time() - 3600)))
-    state.enable(project)
+    autonomy.enable(project)
     watchers(env={"JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S": "0", "JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S": "0", "JARVIS_SUPERVISION_STALL_THRESHOLD_S": "1"})
     time.sleep(2.0)
     assert rounds_started(project) == []
@@ -123,19 +123,19 @@ def test_the_stall_watchdog_can_be_disabled(project: Layout, watchers) -> None: 
 def test_last_worker_exit_converges_and_closes(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
     Brain(project, quiet=0.2)
     (rec,) = make_sessions(project, 1)
-    state.enable(project, task_hint="converge")
+    autonomy.enable(project, task_hint="converge")
     watchers()
     registry.update(project, rec["id"], lambda r: r.update(state="exited"))
     registry.append_signal(project, rec, "exit", "exited")
-    wait_until(lambda: not state.status(project)["autonomous"]["enabled"], timeout=20)
-    assert state.status(project)["autonomous"]["finish_reason"] == "converged"
+    wait_until(lambda: not autonomy.status(project)["autonomous"]["enabled"], timeout=20)
+    assert autonomy.status(project)["autonomous"]["finish_reason"] == "converged"
     assert rounds_started(project) == []
 
 
 def test_only_one_watcher_per_project_and_it_survives_kill_9(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
     Brain(project)
     first = watchers()
-    second = subprocess.run([sys.executable, "-m", "cocoplus", "supervisor", "run"], cwd=project.project, env=dict(os.environ, COCOPLUS_DIR=project.state), capture_output=True, text=True, timeout=30)
+    second = subprocess.run([sys.executable, "-m", "cocoplus", "supervisor", "run"], cwd=project.project, env=dict(os.environ, COCOPLUS_DIR=project.root), capture_output=True, text=True, timeout=30)
     assert second.returncode == 1 and f"pid {first.proc.pid}" in second.stderr
     first.proc.send_signal(signal.SIGKILL)
     first.proc.wait()
@@ -158,7 +158,7 @@ def test_sigterm_stops_it_cleanly_and_status_says_so(project: Layout, watchers, 
 def test_polling_fallback_still_wakes(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
     Brain(project, quiet=0.2)
     (rec,) = make_sessions(project, 1)
-    state.enable(project)
+    autonomy.enable(project)
     w = watchers(polling=True)
     assert "(polling)" in w.text()
     attention(project, rec, "pending")
@@ -168,7 +168,7 @@ def test_polling_fallback_still_wakes(project: Layout, watchers) -> None:  # typ
 def test_a_damaged_signal_line_is_reported_and_the_watcher_carries_on(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
     Brain(project, quiet=0.2)
     (rec,) = make_sessions(project, 1)
-    state.enable(project)
+    autonomy.enable(project)
     w = watchers()
     with open(project.signals, "a") as fh:
         fh.write("{not json}\n")

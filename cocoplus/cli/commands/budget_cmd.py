@@ -99,9 +99,9 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """Record spend from elsewhere (an API bill, a CI job)."""
-        from cocoplus.cost import ledger
+        from cocoplus.cost import spend
 
-        rec = ledger.add_cost(layout(), usd, category, note, by=operator_name())
+        rec = spend.add_cost(layout(), usd, category, note, by=operator_name())
         if json_out:
             output.emit_json(rec)
             return

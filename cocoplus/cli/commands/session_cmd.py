@@ -148,9 +148,9 @@ def register(app: typer.Typer) -> None:
     @group.command("status")
     def status(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
         """Handoff freshness, predicates, queued work, budgets, terminal state, kill switch, pending steer."""
-        from cocoplus.state.report import status_report
+        from cocoplus.report.views import status_report
 
-        from cocoplus.state import ctx
+        from cocoplus.report import ctx
 
         lay = layout()
         rep = status_report(lay)
@@ -165,11 +165,11 @@ def register(app: typer.Typer) -> None:
     @group.command("progress")
     def progress_cmd(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
         """Print PROGRESS.md's Done / In Progress / Next / Notes."""
-        from cocoplus.state.report import sections
+        from cocoplus.report.views import sections
 
         lay = layout()
         rep = sections(lay)
-        from cocoplus.state import ctx
+        from cocoplus.report import ctx
 
         ctx.supplement_progress(rep, lay)
         if json_out:
@@ -324,7 +324,7 @@ def register(app: typer.Typer) -> None:
     @group.command("check")
     def check(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
         """Check the exit criteria: handoff sections, predicates, canonical states, budget states."""
-        from cocoplus.state.report import check as do_check
+        from cocoplus.report.views import check as do_check
 
         result = do_check(layout())
         if json_out:

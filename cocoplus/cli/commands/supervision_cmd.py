@@ -41,9 +41,9 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """enable_supervision: turn supervision on (calling again resets turns_used)."""
-        from cocoplus.supervision import state
+        from cocoplus.supervision import autonomy
 
-        st = state.enable(layout(), task_hint=task_hint, max_turns=max_turns, scope_mode=scope_mode, scope_session_ids=list(session or []))
+        st = autonomy.enable(layout(), task_hint=task_hint, max_turns=max_turns, scope_mode=scope_mode, scope_session_ids=list(session or []))
         output.emit_json(st) if json_out else _show_status(st)
 
     @sup.command("finish")
@@ -52,17 +52,17 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """finish_supervision: turn supervision off and record the summary."""
-        from cocoplus.supervision import state
+        from cocoplus.supervision import autonomy
 
-        st = state.finish(layout(), summary)
+        st = autonomy.finish(layout(), summary)
         output.emit_json(st) if json_out else _show_status(st)
 
     @sup.command("status")
     def status(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
         """supervision_status: state, turns and scope."""
-        from cocoplus.supervision import state
+        from cocoplus.supervision import autonomy
 
-        st = state.status(layout())
+        st = autonomy.status(layout())
         output.emit_json(st) if json_out else _show_status(st)
 
     @sup.command("scope")

@@ -113,7 +113,7 @@ def test_automatic_stop_never_replaces_the_operators(project):
     created, doc = control.create_stop(project, "cocoplus", "iteration cap", source="budget", replace=False)
     assert created is True
     assert control.read_stop(project)["reason"] == "iteration cap"
-    assert [n for n in os.listdir(project.state) if "tmp" in n] == []
+    assert [n for n in os.listdir(project.root) if "tmp" in n] == []
 
 
 def test_steer_claim_delivers_once_and_redelivers_an_orphan(project):

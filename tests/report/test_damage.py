@@ -13,7 +13,7 @@ import os
 import pytest
 
 from tests.conftest import assert_no_traceback, run_cli_subprocess
-from tests.state.damage import DAMAGES, FILES, expectation, inflict
+from tests.report.damage import DAMAGES, FILES, expectation, inflict
 
 # Rows of `session status` (text) and keys of `session status --json`.
 ROWS = (
@@ -132,7 +132,7 @@ def test_damaged_file_in_process(project, cli, file_key, damage):
     if os.path.isdir(path):
         assert damage == "directory"
     else:
-        from tests.state.damage import content
+        from tests.report.damage import content
 
         with open(path, "rb") as fh:
             assert fh.read() == content(file_key, damage)

@@ -18,7 +18,7 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import ATTENTION_STATES, BUDGET_STATES, RUN_STATES
 from cocoplus.session import control, queue
-from cocoplus.state import models
+from cocoplus.report import models
 
 
 def _part(fn: Callable[[], dict[str, Any]], problems: list[str]) -> dict[str, Any]:
@@ -193,7 +193,7 @@ def status_report(layout: Layout, environ: dict[str, str] | None = None, now: fl
         stale_hours = 24.0
     report: dict[str, Any] = {
         "project": layout.project,
-        "state_dir": layout.state,
+        "state_dir": layout.root,
         "handoff": _part(lambda: handoff(layout, stale_hours, now), problems),
         "predicates": _part(lambda: predicate_part(layout), problems),
         "queue": _part(lambda: queue_part(layout), problems),

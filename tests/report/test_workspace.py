@@ -8,7 +8,7 @@ import stat
 from cocoplus.core import fsio, predicates, progress
 from cocoplus.core.paths import Layout
 from cocoplus.session import workspace
-from cocoplus.state import models
+from cocoplus.report import models
 
 
 def modes(state_dir: str) -> dict[str, int]:
@@ -55,7 +55,7 @@ def test_init_never_follows_or_replaces_existing_entries(project: Layout, tmp_pa
     outside.write_text("outside\n")
     os.unlink(project.progress)
     os.symlink(outside, project.progress)
-    result = workspace.init(project.state)
+    result = workspace.init(project.root)
     assert ".cocoplus/session/PROGRESS.md" in result["kept"]
     assert outside.read_text() == "outside\n"
     assert os.path.islink(project.progress)

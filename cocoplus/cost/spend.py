@@ -1,16 +1,17 @@
-"""The spend ledger (`.cocoplus/cost/ledger.jsonl`): measured usage and manual costs.
+"""The spend log (`.cocoplus/cost/spend.jsonl`): measured usage and manual costs.
 
 `measure()` reads what the runtimes wrote since last time (cursors in
 `cost/cursors.json`), prices it, and appends one record per usage entry;
 `add_cost()` appends spend from elsewhere (an API bill, a CI job).
-`totals()` folds the ledger into the spend by session, model and category.
-Dollar amounts are fixed when a record is written, so reading the ledger
+`totals()` folds the log into the spend by session, model and category.
+Dollar amounts are fixed when a record is written, so reading the log
 never needs the price table.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 from cocoplus.core import clock, fsio
@@ -24,6 +25,16 @@ CATEGORIES = ("execution", "coordination", "landing")
 READERS = {"claude": usage.claude_entries, "codex": usage.codex_entries, "gemini": usage.gemini_entries}
 
 
+def _adopt_legacy(layout: Layout) -> None:
+    """Move a spend log written under its old name (`cost/ledger.jsonl`) to `cost/spend.jsonl`, once."""
+    old, new = layout.legacy_spend_log, layout.spend_log
+    if os.path.lexists(old) and not os.path.lexists(new):
+        try:
+            os.rename(old, new)
+        except OSError:
+            pass
+
+
 def _files_for(rec: dict[str, Any]) -> list[tuple[str, str]]:
     tp = rec.get("transcript_path")
     runtime = rec.get("runtime")
@@ -35,6 +46,7 @@ def _files_for(rec: dict[str, Any]) -> list[tuple[str, str]]:
 
 def measure(layout: Layout, overrides: dict[str, dict[str, float]], extra: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Ingest new usage from every known session's records; return what was added."""
+    _adopt_legacy(layout)
     from cocoplus.session import registry
 
     records, _problems = registry.list_sessions(layout)
@@ -46,7 +58,7 @@ def measure(layout: Layout, overrides: dict[str, dict[str, float]], extra: list[
             cursors = fsio.read_json(layout.cost_cursors) or {}
         except StateCorrupt:
             # Cursors are derived data: rebuilding them re-reads the files, and the
-            # de-duplication keys in the ledger stop anything from counting twice.
+            # de-duplication keys in the log stop anything from counting twice.
             fsio.quarantine(layout.cost_cursors)
             cursors = {}
         files: dict[str, Any] = cursors.setdefault("files", {})
@@ -65,9 +77,9 @@ def measure(layout: Layout, overrides: dict[str, dict[str, float]], extra: list[
                     cur["error"] = str(exc)
                     continue
                 if fresh and entries and runtime in ("claude", "gemini"):
-                    # A rebuilt cursor must not count what the ledger already has.
+                    # A rebuilt cursor must not count what the log already has.
                     if known_keys is None:
-                        known_keys = {r.get("key") for r in fsio.read_jsonl(layout.cost_ledger).records if r.get("key")}
+                        known_keys = {r.get("key") for r in fsio.read_jsonl(layout.spend_log).records if r.get("key")}
                     entries = [e for e in entries if e.get("key") not in known_keys]
                 for e in entries:
                     rec_out = _priced_record(e, rec, runtime, path, overrides)
@@ -75,7 +87,7 @@ def measure(layout: Layout, overrides: dict[str, dict[str, float]], extra: list[
                         unpriced[e["model"]] = rec_out.get("price_error") or "unknown model"
                     added.append(rec_out)
         for rec_out in added:
-            fsio.append_jsonl(layout.cost_ledger, rec_out, layout.lock("cost-ledger"), durable=False)
+            fsio.append_jsonl(layout.spend_log, rec_out, layout.lock("spend"), durable=False)
         if added:
             fsio.fsync_dir(layout.cost_dir)
         cursors["updated_at"] = clock.iso()
@@ -114,6 +126,7 @@ def add_cost(layout: Layout, usd: float, category: str = "execution", note: str 
         raise UsageError(f"add-cost: amount must be a finite number >= 0, got {usd!r}")
     if category not in CATEGORIES:
         raise UsageError(f"add-cost: category must be one of {', '.join(CATEGORIES)}, got {category!r}")
+    _adopt_legacy(layout)
     record = {
         "schema_version": SCHEMA_VERSION,
         "ts": clock.iso(),
@@ -126,13 +139,14 @@ def add_cost(layout: Layout, usd: float, category: str = "execution", note: str 
         "note": note,
         "by": by,
     }
-    fsio.append_jsonl(layout.cost_ledger, record, layout.lock("cost-ledger"))
+    fsio.append_jsonl(layout.spend_log, record, layout.lock("spend"))
     return record
 
 
 def totals(layout: Layout) -> dict[str, Any]:
-    """Spend folded from the ledger: total, by session, by model, by category, and unpriced usage."""
-    log = fsio.read_jsonl(layout.cost_ledger)
+    """Spend folded from the log: total, by session, by model, by category, and unpriced usage."""
+    _adopt_legacy(layout)
+    log = fsio.read_jsonl(layout.spend_log)
     spent = 0.0
     by_session: dict[str, float] = {}
     by_model: dict[str, float] = {}

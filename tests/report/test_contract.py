@@ -2,7 +2,7 @@
 
 The hook reads iteration-budget.json, budget-state.json, status.json,
 pod-state.json and sessions/<id>.json through `records`; `session check`, the CLI and the
-server read them through `cocoplus.state.models`.  A document one accepts
+server read them through `cocoplus.report.models`.  A document one accepts
 and the other rejects would make the hook stop an agent that `session
 check` calls healthy, or the reverse.
 """
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from cocoplus.core import records
 from cocoplus.core.errors import StateCorrupt
-from cocoplus.state import models
+from cocoplus.report import models
 
 PATH = "/p/.cocoplus/session/x.json"
 
