@@ -40,13 +40,15 @@ def cocoplus(project: Path, *args: str, env: dict[str, str] | None = None, check
 
 
 class Project:
-    def __init__(self, root: Path, home: Path) -> None:
-        self.root = root
+    """A throwaway project: `project` is its directory, `root` its `.cocoplus/` (as in `Layout`)."""
+
+    def __init__(self, project: Path, home: Path) -> None:
+        self.project = project
         self.home = home
-        self.root = root / ".cocoplus"
+        self.root = project / ".cocoplus"
 
     def cocoplus(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return cocoplus(self.root, *args, env=self.env(), check=check)
+        return cocoplus(self.project, *args, env=self.env(), check=check)
 
     def env(self, **extra: str) -> dict[str, str]:
         keep = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE_", "ANTHROPIC_", "GEMINI_", "CODEX_", "OPENAI_"))}
@@ -90,7 +92,7 @@ def run_claude(
         argv += ["--resume", resume]
     r = subprocess.run(
         argv,
-        cwd=project.root,
+        cwd=project.project,
         env=project.env(
             ANTHROPIC_BASE_URL=stub.url,
             ANTHROPIC_API_KEY="sk-test-local",
