@@ -1,8 +1,9 @@
 """End-to-end fixtures: real agent runtime CLIs in throwaway projects and homes.
 
 The CLIs come from tests/e2e/runtimes (pinned in package.json; installed by
-tests/e2e/runtimes/install.sh, which the test command runs).  Each test
-gets a git-initialised project with `.cocoplus/` and the runtime's hooks
+tests/e2e/runtimes/install.sh, which the test command runs); a test gets
+one with `runtime_bin`, and only a test marked `e2e` may (see
+tests/support/runtimes.py).  Each test gets a git-initialised project with `.cocoplus/` and the runtime's hooks
 installed by `cocoplus install`, a fresh HOME, and a scripted model
 stand-in on 127.0.0.1 (tests/support/model_stubs.py).
 """
@@ -18,15 +19,7 @@ from typing import Any
 
 import pytest
 
-RUNTIMES_DIR = Path(__file__).parent / "runtimes"
-BIN = RUNTIMES_DIR / "node_modules" / ".bin"
-
-
-def runtime_bin(name: str) -> str:
-    path = BIN / name
-    if not path.exists():
-        pytest.fail(f"{path} is missing: run `sh tests/e2e/runtimes/install.sh` (the README's test command does)")
-    return str(path)
+from tests.support.runtimes import runtime_bin  # noqa: F401 - the e2e modules take it from here
 
 
 def cocoplus(project: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
