@@ -32,8 +32,9 @@ pytestmark = pytest.mark.e2e
 
 
 def run_claude(project: Project, stub: AnthropicStub, allowed: str, prompt: str = "Go.") -> dict[str, Any]:
-    # Wait for the MCP servers before the first request (Claude Code connects them in the background by default).
-    result = e2e_run_claude(project, stub, prompt, allowed=allowed, timeout=90, MCP_CONNECTION_NONBLOCKING="false")
+    # Wait for the MCP servers before the first request (Claude Code connects them in the background by
+    # default), and give a server as long to start as a busy machine needs (MCP_TIMEOUT, in ms).
+    result = e2e_run_claude(project, stub, prompt, allowed=allowed, timeout=90, MCP_CONNECTION_NONBLOCKING="false", MCP_TIMEOUT="60000")
     assert result.get("is_error") is False, result
     return result
 
