@@ -3,7 +3,9 @@
 Every test runs with HOME and the XDG directories inside its own tmp_path and
 without any COCOPLUS_*, CLAUDE_*, GEMINI_* or CURSOR_* variables from the
 caller's environment, so nothing a test does can reach the real home
-directory or an agent session the developer has open.
+directory or an agent session the developer has open.  Only tests marked
+`e2e` may run a real agent runtime CLI (tests/support/runtimes.py says how
+that is enforced).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 
 from cocoplus.core.paths import Layout
+from tests.support import runtimes
 
 # Property tests check results, not speed: no per-example deadline, so a busy
 # machine cannot turn a slow example into a failure.
@@ -33,13 +36,30 @@ OPERATOR = "tester"
 REAL_HOME = os.path.realpath(os.path.expanduser("~"))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return  # an xdist worker: the controller has checked already
+    named = runtimes.sources_naming_the_cli_dir()
+    if named:
+        raise pytest.UsageError(
+            "these test sources spell out where the runtime CLIs are installed; get a CLI's path from "
+            "tests.support.runtimes.runtime_bin, which only e2e tests may call: " + ", ".join(named)
+        )
+
+
 def _scrub(env: dict[str, str] | os._Environ[str]) -> list[str]:
     return [name for name in env if name.startswith(ENV_PREFIXES)]
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """HOME and XDG_* in a private directory; no cocoplus or agent-runtime variables."""
+def isolated_env(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """HOME and XDG_* in a private directory; no cocoplus or agent-runtime variables; runtime CLIs
+    on PATH are stand-ins, and only an `e2e` test may ask for the real ones."""
+    runtimes.current.update(nodeid=request.node.nodeid, e2e=request.node.get_closest_marker("e2e") is not None)
+    standins = runtimes.install_standins(tmp_path_factory.mktemp("bin"))
+    monkeypatch.setenv("PATH", f"{standins.parent}{os.pathsep}{os.environ.get('PATH', '')}")
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("USERPROFILE", str(home))
@@ -55,6 +75,10 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("NO_COLOR", "1")
     assert os.path.realpath(os.path.expanduser("~")) != REAL_HOME
     yield str(home)
+    runtimes.current.update(nodeid=None, e2e=False)
+    ran = runtimes.standin_calls(standins)
+    if ran:
+        pytest.fail(f"a runtime CLI was run through PATH during this test: {ran!r}", pytrace=False)
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
 """End-to-end fixtures: real agent runtime CLIs in throwaway projects and homes.
 
 The CLIs come from tests/e2e/runtimes (pinned in package.json; installed by
-tests/e2e/runtimes/install.sh, which the test command runs).  Each test
-gets a git-initialised project with `.cocoplus/` and the runtime's hooks
+tests/e2e/runtimes/install.sh, which the test command runs); a test gets
+one with `runtime_bin`, and only a test marked `e2e` may (see
+tests/support/runtimes.py).  Each test gets a git-initialised project with `.cocoplus/` and the runtime's hooks
 installed by `cocoplus install`, a fresh HOME, and a scripted model
 stand-in on 127.0.0.1 (tests/support/model_stubs.py).
 """
@@ -18,15 +19,7 @@ from typing import Any
 
 import pytest
 
-RUNTIMES_DIR = Path(__file__).parent / "runtimes"
-BIN = RUNTIMES_DIR / "node_modules" / ".bin"
-
-
-def runtime_bin(name: str) -> str:
-    path = BIN / name
-    if not path.exists():
-        pytest.fail(f"{path} is missing: run `sh tests/e2e/runtimes/install.sh` (the README's test command does)")
-    return str(path)
+from tests.support.runtimes import runtime_bin  # noqa: F401 - the e2e modules take it from here
 
 
 def cocoplus(project: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -40,13 +33,15 @@ def cocoplus(project: Path, *args: str, env: dict[str, str] | None = None, check
 
 
 class Project:
-    def __init__(self, root: Path, home: Path) -> None:
-        self.root = root
+    """A throwaway project: `project` is its directory, `root` its `.cocoplus/` (as in `Layout`)."""
+
+    def __init__(self, project: Path, home: Path) -> None:
+        self.project = project
         self.home = home
-        self.root = root / ".cocoplus"
+        self.root = project / ".cocoplus"
 
     def cocoplus(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return cocoplus(self.root, *args, env=self.env(), check=check)
+        return cocoplus(self.project, *args, env=self.env(), check=check)
 
     def env(self, **extra: str) -> dict[str, str]:
         keep = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE_", "ANTHROPIC_", "GEMINI_", "CODEX_", "OPENAI_"))}
@@ -90,7 +85,7 @@ def run_claude(
         argv += ["--resume", resume]
     r = subprocess.run(
         argv,
-        cwd=project.root,
+        cwd=project.project,
         env=project.env(
             ANTHROPIC_BASE_URL=stub.url,
             ANTHROPIC_API_KEY="sk-test-local",

@@ -21,7 +21,7 @@ def claude_project(e2e_project: Project) -> Project:
 def test_kill_switch_blocks_bash_and_the_model_learns_why(claude_project: Project) -> None:
     p = claude_project
     p.cocoplus("session", "stop", "--reason", "release freeze", "--operator", "alice")
-    side_effect = p.root / "side_effect.txt"
+    side_effect = p.project / "side_effect.txt"
     with AnthropicStub([tool("Bash", command=f"touch {side_effect}", description="make a file"), text("done")]) as stub:
         result = run_claude(p, stub)
         assert not side_effect.exists(), "the Bash tool ran although AGENT_STOP exists"
@@ -79,8 +79,8 @@ def test_new_session_resumes_from_progress_md(claude_project: Project) -> None:
 
 def test_iteration_cap_runs_exactly_n_tools_then_stops(claude_project: Project) -> None:
     p = claude_project
-    (p.root / "cocoplus.toml").write_text("[session]\nmax_iterations = 3\niteration_warn_at = 2\n")
-    calls = p.root / "calls.txt"
+    (p.project / "cocoplus.toml").write_text("[session]\nmax_iterations = 3\niteration_warn_at = 2\n")
+    calls = p.project / "calls.txt"
     script = [tool("Bash", command=f"echo {i} >> {calls}", description="x") for i in range(6)] + [text("done")]
     with AnthropicStub(script) as stub:
         result = run_claude(p, stub)
@@ -123,8 +123,8 @@ def test_doctor_sees_the_hooks_fire(claude_project: Project) -> None:
 
 def test_cost_budget_stops_at_the_turn_end_not_mid_turn(claude_project: Project) -> None:
     p = claude_project
-    (p.root / "cocoplus.toml").write_text("[session]\nbudget_limit = 1.00\nbudget_reserve_fraction = 0.10\n")
-    calls = p.root / "calls.txt"
+    (p.project / "cocoplus.toml").write_text("[session]\nbudget_limit = 1.00\nbudget_reserve_fraction = 0.10\n")
+    calls = p.project / "calls.txt"
     script = [tool("Bash", command=f"echo {i} >> {calls}", description="x") for i in range(3)] + [text("done")]
     # Every answer reports 70,000 output tokens: $1.05 each at claude-sonnet-4-5's $15/MTok,
     # so the limit is passed during the turn, with the first answer.
@@ -143,7 +143,7 @@ def test_cost_budget_stops_at_the_turn_end_not_mid_turn(claude_project: Project)
     changes = [s for s in p.steps() if s["event"] == "budget_state_changed"]
     assert [(c["from"], c["to"]) for c in changes] == [("normal", "exhausted")]
     # The next turn's tool call is denied.
-    side_effect = p.root / "after.txt"
+    side_effect = p.project / "after.txt"
     with AnthropicStub([tool("Bash", command=f"touch {side_effect}", description="x"), text("ok")]) as stub:
         run_claude(p, stub, "Continue.")
     assert not side_effect.exists()
@@ -151,8 +151,8 @@ def test_cost_budget_stops_at_the_turn_end_not_mid_turn(claude_project: Project)
 
 def test_loop_guard_stops_an_agent_repeating_one_bash_command(claude_project: Project) -> None:
     p = claude_project
-    (p.root / "cocoplus.toml").write_text("[session]\nloop_guard_repeats = 3\n")
-    calls = p.root / "calls.txt"
+    (p.project / "cocoplus.toml").write_text("[session]\nloop_guard_repeats = 3\n")
+    calls = p.project / "calls.txt"
     script = [tool("Bash", command=f"echo again >> {calls}", description="retry")] * 10 + [text("done")]
     with AnthropicStub(script) as stub:
         result = run_claude(p, stub, "Keep trying.")

@@ -35,7 +35,7 @@ def run_codex(
         f'base_url = "{stub.url}/v1"\n'
         'wire_api = "responses"\n'
         'env_key = "STUB_API_KEY"\n'
-        f'[projects."{project.root.resolve()}"]\n'
+        f'[projects."{project.project.resolve()}"]\n'
         'trust_level = "trusted"\n'
     )
     argv = [
@@ -50,7 +50,7 @@ def run_codex(
     ]
     r = subprocess.run(
         argv,
-        cwd=project.root,
+        cwd=project.project,
         env=project.env(CODEX_HOME=str(codex_home), STUB_API_KEY="sk-test-local"),
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -81,7 +81,7 @@ def codex_project(e2e_project: Project) -> Project:
 def test_kill_switch_blocks_the_shell_and_the_model_learns_why(codex_project: Project) -> None:
     p = codex_project
     p.cocoplus("session", "stop", "--reason", "release freeze", "--operator", "alice")
-    side_effect = p.root / "side_effect.txt"
+    side_effect = p.project / "side_effect.txt"
     with ResponsesStub([tool("exec_command", cmd=f"touch {side_effect}"), text("done")]) as stub:
         run_codex(p, stub)
     assert not side_effect.exists(), "the shell command ran although AGENT_STOP exists"
@@ -100,8 +100,8 @@ def test_kill_switch_blocks_the_shell_and_the_model_learns_why(codex_project: Pr
 
 def test_iteration_cap_runs_exactly_n_tools_then_stops(codex_project: Project) -> None:
     p = codex_project
-    (p.root / "cocoplus.toml").write_text("[session]\nmax_iterations = 3\niteration_warn_at = 2\n")
-    calls = p.root / "calls.txt"
+    (p.project / "cocoplus.toml").write_text("[session]\nmax_iterations = 3\niteration_warn_at = 2\n")
+    calls = p.project / "calls.txt"
     script = [tool("exec_command", cmd=f"echo {i} >> {calls}") for i in range(6)] + [text("done")]
     with ResponsesStub(script) as stub:
         run_codex(p, stub)

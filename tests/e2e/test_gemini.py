@@ -40,7 +40,7 @@ def run_gemini(
         argv += ["--resume", resume]
     r = subprocess.run(
         argv,
-        cwd=project.root,
+        cwd=project.project,
         # No relaunch of node with a larger heap: about 0.5 s less per run.
         env=project.env(
             GOOGLE_GEMINI_BASE_URL=stub.url, GEMINI_API_KEY="test-key-local", GEMINI_CLI_NO_RELAUNCH="true"
@@ -73,7 +73,7 @@ def gemini_project(e2e_project: Project) -> Project:
 def test_kill_switch_blocks_the_shell_and_the_model_learns_why(gemini_project: Project) -> None:
     p = gemini_project
     p.cocoplus("session", "stop", "--reason", "release freeze", "--operator", "alice")
-    side_effect = p.root / "side_effect.txt"
+    side_effect = p.project / "side_effect.txt"
     with GeminiStub([tool("run_shell_command", command=f"touch {side_effect}"), text("done")]) as stub:
         result, stderr = run_gemini(p, stub)
     assert not side_effect.exists(), "the shell command ran although AGENT_STOP exists"
@@ -97,8 +97,8 @@ def test_kill_switch_blocks_the_shell_and_the_model_learns_why(gemini_project: P
 
 def test_iteration_cap_runs_exactly_n_tools_then_stops(gemini_project: Project) -> None:
     p = gemini_project
-    (p.root / "cocoplus.toml").write_text("[session]\nmax_iterations = 3\niteration_warn_at = 2\n")
-    calls = p.root / "calls.txt"
+    (p.project / "cocoplus.toml").write_text("[session]\nmax_iterations = 3\niteration_warn_at = 2\n")
+    calls = p.project / "calls.txt"
     script = [tool("run_shell_command", command=f"echo {i} >> {calls}") for i in range(6)] + [text("done")]
     with GeminiStub(script) as stub:
         result, stderr = run_gemini(p, stub)

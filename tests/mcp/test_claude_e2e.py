@@ -32,8 +32,9 @@ pytestmark = pytest.mark.e2e
 
 
 def run_claude(project: Project, stub: AnthropicStub, allowed: str, prompt: str = "Go.") -> dict[str, Any]:
-    # Wait for the MCP servers before the first request (Claude Code connects them in the background by default).
-    result = e2e_run_claude(project, stub, prompt, allowed=allowed, timeout=90, MCP_CONNECTION_NONBLOCKING="false")
+    # Wait for the MCP servers before the first request (Claude Code connects them in the background by
+    # default), and give a server as long to start as a busy machine needs (MCP_TIMEOUT, in ms).
+    result = e2e_run_claude(project, stub, prompt, allowed=allowed, timeout=90, MCP_CONNECTION_NONBLOCKING="false", MCP_TIMEOUT="60000")
     assert result.get("is_error") is False, result
     return result
 
@@ -45,7 +46,7 @@ def jsonl(path: Path) -> list[dict[str, Any]]:
 @pytest.fixture
 def claude_project(e2e_project: Project) -> Project:
     e2e_project.cocoplus("install", "claude")
-    entry = json.loads((e2e_project.root / ".mcp.json").read_text())["mcpServers"]["cocoplus"]
+    entry = json.loads((e2e_project.project / ".mcp.json").read_text())["mcpServers"]["cocoplus"]
     assert entry["args"][-1] == "mcp"
     return e2e_project
 
@@ -81,17 +82,17 @@ def test_the_model_enables_supervision_through_the_mcp_tool(claude_project: Proj
 
 def test_a_worker_reporting_blocked_wakes_the_brain(claude_project: Project) -> None:
     p = claude_project
-    (p.root / "cocoplus.toml").write_text(
+    (p.project / "cocoplus.toml").write_text(
         '[chat]\ncontroller = "x"\n'
         '[accounts.x]\nkind = "command"\ncommand = ["sh", "-c", "cat >> prompts.txt; echo ok"]\n'
         "[supervision]\nquiet_window_s = 0.3\n"
     )
     p.cocoplus("supervision", "enable", "--task-hint", "ship the parser")
     layout = Layout(str(p.root))
-    log = (p.root / "supervisor.log").open("w")
+    log = (p.project / "supervisor.log").open("w")
     sup = subprocess.Popen(
         [sys.executable, "-m", "cocoplus", "supervisor", "run"],
-        cwd=p.root,
+        cwd=p.project,
         env=p.env(),
         stdin=subprocess.DEVNULL,
         stdout=log,
@@ -99,7 +100,7 @@ def test_a_worker_reporting_blocked_wakes_the_brain(claude_project: Project) -> 
     )
     try:
         wait_until(lambda: os.path.exists(layout.supervisor_pid) or sup.poll() is not None)
-        assert sup.poll() is None, (p.root / "supervisor.log").read_text()
+        assert sup.poll() is None, (p.project / "supervisor.log").read_text()
         name = "mcp__cocoplus__report_progress"
         script = [
             tool("ToolSearch", query=f"select:{name}"),
@@ -129,7 +130,7 @@ def test_a_worker_reporting_blocked_wakes_the_brain(claude_project: Project) -> 
         assert "cc1 reported progress: blocked: BLOCKED-5e2" in got["prompt_summary"]
         # The brain (the command backend) was asked, with the worker's report in the prompt.
         # (The turn's end, `pending`, wakes it again afterwards: the prompts are appended.)
-        prompts = p.root / "prompts.txt"
+        prompts = p.project / "prompts.txt"
         woken = "Why you were woken:\n- cc1 reported progress: blocked: BLOCKED-5e2: the staging database refuses the migration"
         text_ = wait_until(lambda: prompts.exists() and woken in prompts.read_text() and prompts.read_text())
         assert "Supervision goal (task hint): ship the parser" in text_
@@ -143,7 +144,7 @@ def test_a_worker_reporting_blocked_wakes_the_brain(claude_project: Project) -> 
                 sup.wait()
         log.close()
         _stop_chat_worker(layout)
-    assert sup.returncode == 0, (p.root / "supervisor.log").read_text()
+    assert sup.returncode == 0, (p.project / "supervisor.log").read_text()
 
 
 def _stop_chat_worker(layout: Layout) -> None:

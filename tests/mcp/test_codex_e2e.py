@@ -48,7 +48,7 @@ def namespaced_calls(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_codex_worker_reports_progress_naming_its_session(e2e_project: Project, namespaced_calls: None) -> None:
     p = e2e_project
     p.cocoplus("install", "codex")
-    cfg = p.root / ".codex" / "config.toml"
+    cfg = p.project / ".codex" / "config.toml"
     added = 'default_tools_approval_mode = "approve"\nrequired = true\n'
     cfg.write_text(cfg.read_text().replace("[mcp_servers.cocoplus]\n", "[mcp_servers.cocoplus]\n" + added))
     p.cocoplus("install", "codex")  # an upgrade keeps them

@@ -26,10 +26,13 @@ TOKEN = "test-token-0123456789abcdefghijklmnopqrstuv"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-def write_backend(layout: Layout, seconds: float = 1.0, fail: bool = False) -> None:
-    """`[chat] controller = "x"`, a `command` account that sleeps, then echoes the prompt's last line."""
+def write_backend(layout: Layout, seconds: float = 1.0, fail: bool = False, gate: Path | None = None) -> None:
+    """`[chat] controller = "x"`, a `command` account that sleeps (or, given `gate`, waits until that
+    file exists, 60 s at most), then echoes the prompt's last line."""
     script = Path(layout.project) / "backend.sh"
     body = "#!/bin/sh\n" f"sleep {seconds}\n" "prompt=$(cat)\n"
+    if gate is not None:
+        body += f"i=0; while [ ! -e '{gate}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n"
     if fail:
         body += 'echo "backend exploded" >&2\nexit 3\n'
     else:

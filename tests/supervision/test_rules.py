@@ -13,7 +13,7 @@ from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
 from cocoplus.supervision import autonomy, rounds, scope, signals, triggers, watcher, workflow
-from tests.supervision.conftest import Brain, rounds_finished, rounds_started, wait_until
+from tests.supervision.conftest import Brain, rounds_finished, rounds_started
 
 
 def classify(layout: Layout, sig: dict[str, Any]) -> str | None:
@@ -319,4 +319,3 @@ def test_sessions_list_shows_exclusion(project: Layout, sessions: dict, cli) -> 
     listing = json.loads(cli("sessions", "list", "--json", cwd=project.project).out)["sessions"]
     assert {s["alias"]: s["excluded"] for s in listing} == {"cc1": False, "cc2": False, "cc3": True, "cx1": False}
     assert os.path.exists(project.supervision_state)
-    assert wait_until(lambda: True)

@@ -13,8 +13,15 @@ from pathlib import Path
 from cocoplus.core import clock
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
-from cocoplus.supervision import autonomy
-from tests.supervision.conftest import Brain, rounds_finished, rounds_started, wait_until
+from cocoplus.supervision import autonomy, rounds
+from tests.supervision.conftest import (
+    Brain,
+    rounds_finished,
+    rounds_started,
+    triggers_of,
+    wait_until,
+    watcher_has_processed_every_signal,
+)
 
 
 def attention(layout: Layout, rec: dict, value: str) -> None:
@@ -23,6 +30,11 @@ def attention(layout: Layout, rec: dict, value: str) -> None:
 
 def make_sessions(layout: Layout, n: int) -> list[dict]:
     return [registry.ensure(layout, "claude", f"burst-{i:02d}", event="SessionStart")[0] for i in range(n)]
+
+
+def round_with(layout: Layout, trigger: tuple) -> list[dict]:
+    """Wait for a round that has `trigger` (alias, kind, value); return every round started so far."""
+    return wait_until(lambda: (started := rounds_started(layout)) and any(trigger in triggers_of(r) for r in started) and started, timeout=30)
 
 
 def test_a_burst_of_100_signals_from_20_sessions_is_one_round(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
@@ -38,33 +50,47 @@ def test_a_burst_of_100_signals_from_20_sessions_is_one_round(project: Layout, w
     burst = time.monotonic() - t0
     assert burst < 3.0, f"the burst took {burst:.2f}s, longer than the quiet window; the test would not test debounce"
     wait_until(lambda: rounds_finished(project), timeout=30)
-    time.sleep(3.5)  # more than a quiet window: nothing else may start
-    started = rounds_started(project)
-    assert len(started) == 1, [r["source"] for r in started]
+    # Nothing else may start. The proof that the watcher still listens: one more signal (a
+    # sentinel) gets a round of its own, and nothing held back from the burst came with it.
+    sentinel = (recs[0]["alias"], "report_progress", "needs_review")
+    registry.append_signal(project, recs[0], "report_progress", "needs_review")
+    started = round_with(project, sentinel)
+    assert len(started) == 2, [(r["source"], len(r["triggers"])) for r in started]
     assert len({t["alias"] for t in started[0]["triggers"]}) == 20
+    assert triggers_of(started[1]) == [sentinel]
+    wait_until(lambda: len(rounds_finished(project)) == 2, timeout=30)
     prompts = brain.prompts()
-    assert len(prompts) == 1 and "cc20" in prompts[0] and "Why you were woken" in prompts[0]
-    assert autonomy.status(project)["autonomous"]["turns_used"] == 1
+    assert len(prompts) == 2 and "cc20" in prompts[0] and "Why you were woken" in prompts[0]
+    assert autonomy.status(project)["autonomous"]["turns_used"] == 2
     assert w.proc.poll() is None
 
 
 def test_a_signal_during_a_running_round_causes_exactly_one_follow_up(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
-    brain = Brain(project, sleep=3.0, quiet=0.3)
+    brain = Brain(project, quiet=0.3, gated=True)
     recs = make_sessions(project, 3)
     autonomy.enable(project, task_hint="follow-up")
     watchers()
     attention(project, recs[0], "pending")
-    wait_until(lambda: rounds_started(project), timeout=30)
-    # While round 1 runs (the brain takes 3 s), three more signals arrive, spaced out.
+    wait_until(lambda: rounds_started(project) and brain.prompts(), timeout=30)
+    # While round 1 runs (the brain holds its answer until the gate opens), three more signals
+    # arrive, each more than a quiet window after the one before.
     for rec in recs:
         time.sleep(0.5)
         registry.append_signal(project, rec, "notify_blocked", None, message="stuck")
+    blocked = sorted((r["alias"], "notify_blocked", None) for r in recs)
+    wait_until(lambda: sorted(triggers_of({"triggers": (rounds.current(project) or {}).get("followup") or []})) == blocked, timeout=30)
+    assert len(rounds_started(project)) == 1
+    brain.open()
     wait_until(lambda: len(rounds_finished(project)) >= 2, timeout=40)
-    time.sleep(1.5)
-    started = rounds_started(project)
-    assert [r["source"] for r in started] == ["triggers", "follow-up"]
-    assert sorted(t["alias"] for t in started[1]["triggers"]) == ["cc1", "cc2", "cc3"]
     assert len(brain.prompts()) == 2
+    # Exactly one follow-up: a sentinel signal now gets a round of its own, the third.
+    sentinel = (recs[0]["alias"], "report_progress", "needs_review")
+    registry.append_signal(project, recs[0], "report_progress", "needs_review")
+    started = round_with(project, sentinel)
+    assert [r["source"] for r in started] == ["triggers", "follow-up", "triggers"], [(r["source"], triggers_of(r)) for r in started]
+    assert sorted(t["alias"] for t in started[1]["triggers"]) == ["cc1", "cc2", "cc3"]
+    assert triggers_of(started[2]) == [sentinel]
+    wait_until(lambda: len(rounds_finished(project)) == 3, timeout=40)  # no brain left running
 
 
 def test_excluded_sessions_and_off_supervision_do_not_wake(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
@@ -72,7 +98,7 @@ def test_excluded_sessions_and_off_supervision_do_not_wake(project: Layout, watc
     recs = make_sessions(project, 2)
     watchers()
     attention(project, recs[0], "pending")  # supervision is off
-    time.sleep(1.5)
+    watcher_has_processed_every_signal(project, recs[0])
     assert rounds_started(project) == []
     autonomy.enable(project, task_hint="x")
     from cocoplus.supervision import scope
@@ -81,16 +107,16 @@ def test_excluded_sessions_and_off_supervision_do_not_wake(project: Layout, watc
     registry.append_signal(project, recs[1], "notify_blocked", None)
     registry.append_signal(project, recs[0], "report_progress", "working")
     registry.append_signal(project, recs[0], "request_context", None)
-    time.sleep(1.5)
-    assert rounds_started(project) == []
+    watcher_has_processed_every_signal(project, recs[0])
+    # A sentinel that does wake: its round is the only one, with nothing but the sentinel in it.
     registry.append_signal(project, recs[0], "report_progress", "needs_review")
-    wait_until(lambda: rounds_started(project), timeout=20)
-    assert rounds_started(project)[0]["triggers"][0]["value"] == "needs_review"
+    started = round_with(project, (recs[0]["alias"], "report_progress", "needs_review"))
+    assert [triggers_of(r) for r in started] == [[(recs[0]["alias"], "report_progress", "needs_review")]]
 
 
 def test_a_stall_is_detected_with_short_settings(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
     brain = Brain(project, quiet=0.2)
-    (rec,) = make_sessions(project, 1)
+    rec, later = make_sessions(project, 2)
     old = clock.iso(time.time() - 30)
     registry.update(project, rec["id"], lambda r: r.update(attention="awaiting_authorization", attention_since=old))
     autonomy.enable(project, task_hint="stall")
@@ -101,13 +127,21 @@ def test_a_stall_is_detected_with_short_settings(project: Layout, watchers) -> N
         "JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S": "0.5",
     }
     watchers(env=env)
+    first = (rec["alias"], "stall", "awaiting_authorization")
     wait_until(lambda: rounds_started(project), timeout=20)
-    time.sleep(2.0)  # the cooldown keeps it to one
-    started = rounds_started(project)
-    assert len(started) == 1 and started[0]["triggers"][0]["kind"] == "stall"
+    # The cooldown keeps it to one. The proof that the watchdog went on checking meanwhile: a
+    # second session that stalls 2 s from now is reported, alone.
+    since = clock.iso(time.time() - 3)
+    registry.update(project, later["id"], lambda r: r.update(attention="pending", attention_since=since))
+    second = (later["alias"], "stall", "pending")
+    started = round_with(project, second)
+    assert [triggers_of(r) for r in started] == [[first], [second]]
     assert "long time (stall watchdog)" in brain.prompts()[0]
     steps = [json.loads(x) for x in Path(project.steps).read_text().splitlines()]
-    assert [s["attention"] for s in steps if s["event"] == "stall_detected"] == ["awaiting_authorization"]
+    assert [(s["alias"], s["attention"]) for s in steps if s["event"] == "stall_detected"] == [
+        (rec["alias"], "awaiting_authorization"),
+        (later["alias"], "pending"),
+    ]
 
 
 def test_the_stall_watchdog_can_be_disabled(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
@@ -116,8 +150,14 @@ def test_the_stall_watchdog_can_be_disabled(project: Layout, watchers) -> None: 
     registry.update(project, rec["id"], lambda r: r.update(attention="pending", attention_since=clock.iso(time.time() - 3600)))
     autonomy.enable(project)
     watchers(env={"JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S": "0", "JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S": "0", "JARVIS_SUPERVISION_STALL_THRESHOLD_S": "1"})
-    time.sleep(2.0)
-    assert rounds_started(project) == []
+    # Enabled, the watchdog would report the hour-old `pending` at the watcher's first step (no
+    # startup delay). A sentinel signal gets a round: the watcher ran, and no stall came with it.
+    sentinel = (rec["alias"], "report_progress", "needs_review")
+    registry.append_signal(project, rec, "report_progress", "needs_review")
+    started = round_with(project, sentinel)
+    assert [triggers_of(r) for r in started] == [[sentinel]]
+    steps = [json.loads(x) for x in Path(project.steps).read_text().splitlines()]
+    assert [s for s in steps if s["event"] == "stall_detected"] == []
 
 
 def test_last_worker_exit_converges_and_closes(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
