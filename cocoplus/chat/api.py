@@ -12,6 +12,7 @@ from typing import Any
 
 from cocoplus import config as config_mod
 from cocoplus.chat import backends, store, worker
+from cocoplus.core import vocab
 from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.paths import Layout, check_id
 
@@ -54,7 +55,7 @@ def send(layout: Layout, text: str, conversation: str = store.DEFAULT_CONVERSATI
     elif start_worker:
         worker.ensure_worker(layout)
         task = store.read_task(layout, conversation, task["id"])
-    out: dict[str, Any] = {"message": msg, "task": task, "masterReplyState": task["state"] if task["state"] in ("queued", "running", "failed") else "succeeded"}
+    out: dict[str, Any] = {"message": msg, "task": task, "masterReplyState": task["state"] if task["state"] in vocab.REPLY_STATES else "succeeded"}
     reply = _reply_of(layout, task)
     if reply:
         out["reply"] = reply
