@@ -137,7 +137,7 @@ def conversation_view(layout: Layout, conversation: str = store.DEFAULT_CONVERSA
     worker.recover(layout)
     log = store.messages(layout, conversation)
     items, problems = store.tasks(layout, conversation)
-    pending = [t for t in items if t["state"] in ("queued", "running")]
+    pending = [t for t in items if t["state"] in vocab.UNFINISHED_TASK_STATES]
     failed_last = None
     for t in items:
         if t["state"] == "failed":

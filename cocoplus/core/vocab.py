@@ -33,9 +33,11 @@ PROGRESS_STATUSES = ("working", "completed", "blocked", "needs_review")
 # Backends of an `[accounts.NAME]` table.
 ACCOUNT_KINDS = ("claude", "codex", "openai", "command")
 
-# A master-agent reply task, and the reply state `chat send` answers with (seed 001).
+# A master-agent reply task; the states of one not finished yet; the reply state `chat send`
+# answers with (seed 001).
 TASK_STATES = ("queued", "running", "succeeded", "failed")
-REPLY_STATES = ("queued", "running", "failed")
+UNFINISHED_TASK_STATES = TASK_STATES[:2]
+REPLY_STATES = (*UNFINISHED_TASK_STATES, "failed")
 
 # An item of session/task-queue.jsonl.
 QUEUE_STATES = ("queued", "done", "dropped")
@@ -55,6 +57,7 @@ def as_dict() -> dict[str, list[str]]:
         "progress_statuses": list(PROGRESS_STATUSES),
         "account_kinds": list(ACCOUNT_KINDS),
         "task_states": list(TASK_STATES),
+        "unfinished_task_states": list(UNFINISHED_TASK_STATES),
         "reply_states": list(REPLY_STATES),
         "queue_states": list(QUEUE_STATES),
     }
