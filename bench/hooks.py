@@ -44,7 +44,7 @@ def main() -> int:
     project = tempfile.mkdtemp(prefix="cocoplus-bench-")
     home = tempfile.mkdtemp(prefix="cocoplus-bench-home-")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE_"))}
-    env.update(HOME=home, CLAUDE_PROJECT_DIR=project, COCOPLUS_SESSION_MAX_ITERATIONS="1000000000", COCOPLUS_SESSION_ITERATION_WARN_AT="0")
+    env.update(HOME=home, CLAUDE_PROJECT_DIR=project, COCOPLUS_SESSION_MAX_ITERATIONS="1000000", COCOPLUS_SESSION_ITERATION_WARN_AT="0")
     cocoplus = [sys.executable, "-m", "cocoplus"]
     subprocess.run(["git", "init", "-q", project], check=True)
     if args.spend:

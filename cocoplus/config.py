@@ -1,9 +1,14 @@
 """cocoplus.toml: read, check, explain, and compile for the hook.
 
-Precedence: built-in default < cocoplus.toml < `COCOPLUS_<SECTION>_<KEY>`
-environment variable.  Every value remembers where it came from so
-`cocoplus config show` can say.  Standard library only (tomllib), so the
-hook can fall back to it on the rare run where the compiled copy is stale.
+Precedence: built-in default < configuration files (in the order of
+`sources`; today only the project's cocoplus.toml) < environment variable
+(`COCOPLUS_<SECTION>_<KEY>`, or the key's own name such as
+`JARVIS_SUPERVISION_RESTORE_TTL_S`).  Every value remembers where it came
+from (`origins`, and `files` for the file it was read from) so `cocoplus
+config show` can say.  What a key may hold is declared once, in
+`cocoplus.core.settings`; this module only reads files and merges.
+Standard library only (tomllib), so the hook can fall back to it on the
+rare run where the compiled copy is stale.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import os
 
 from cocoplus.core import fsio, settings
-from cocoplus.core.errors import ConfigInvalid, CocoplusError
+from cocoplus.core.errors import CocoplusError, ConfigInvalid
 from cocoplus.core.paths import CONFIG_FILE_NAME, Layout
 
 TYPE_CHECKING = False
@@ -19,19 +24,6 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
 
-ACCOUNT_KINDS = ("claude", "codex", "openai", "command")
-EFFORTS = ("low", "medium", "high")
-PRICING_FIELDS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
-ACCOUNT_FIELDS: dict[str, str] = {
-    "kind": "one of " + ", ".join(f'"{k}"' for k in ACCOUNT_KINDS),
-    "default_model": "a string",
-    "default_reasoning_effort": 'one of "low", "medium", "high"',
-    "command": "a list of strings (argv; {model} and {effort} are filled in)",
-    "binary": "a string (path of the CLI to run)",
-    "base_url": "a string (OpenAI-compatible endpoint)",
-    "api_key_env": "a string (name of the environment variable holding the key)",
-    "timeout_s": "a number > 0",
-}
 HOOK_CONFIG_VERSION = 1
 
 
@@ -40,10 +32,15 @@ class Config:
 
     def __init__(self) -> None:
         self.values = settings.defaults()
+        # "default", "file", "env NAME" or "derived (...)"; for "file", `files` names which one.
         self.origins: dict[str, str] = {k.dotted: "default" for k in settings.KEYS}
+        self.files: dict[str, str] = {}
         self.pricing: dict[str, dict[str, float]] = {}
         self.accounts: dict[str, dict[str, Any]] = {}
-        self.path: str | None = None
+        # "pricing.MODEL" / "accounts.NAME" -> the file that defined the entry.
+        self.entry_files: dict[str, str] = {}
+        self.path: str | None = None  # the project's cocoplus.toml, if it exists
+        self.read: list[str] = []  # every configuration file read, in order of precedence
 
     def get(self, dotted: str) -> Any:
         section, name = dotted.split(".", 1)
@@ -52,6 +49,10 @@ class Config:
     @property
     def session(self) -> dict[str, Any]:
         return self.values["session"]
+
+    def table(self, section: str) -> dict[str, dict[str, Any]]:
+        """The entries of `[pricing."model"]` or `[accounts.NAME]`."""
+        return {"pricing": self.pricing, "accounts": self.accounts}[section]
 
     def hook_values(self) -> dict[str, Any]:
         """Sections plus `pricing`, the shape the hook-side functions take."""
@@ -70,26 +71,63 @@ def config_path(project_dir: str) -> str:
     return os.path.join(project_dir, CONFIG_FILE_NAME)
 
 
+def sources(project_dir: str) -> list[tuple[str, str]]:
+    """The configuration files of a project, lowest precedence first: (path, name shown in messages).
+
+    A later file wins key by key (and entry by entry for `[accounts.NAME]`
+    and `[pricing."model"]`).
+    """
+    return [(config_path(project_dir), CONFIG_FILE_NAME)]
+
+
 def load(project_dir: str, environ: dict[str, str] | None = None) -> Config:
-    """The effective config for a project directory (the parent of `.cocoplus/`)."""
+    """The effective config for a project directory (the parent of `.cocoplus/`).
+
+    Raises ConfigInvalid, one line naming the file (or environment
+    variable), the key, what was expected and what was found.
+    """
     cfg = Config()
-    path = config_path(project_dir)
-    shown = CONFIG_FILE_NAME
-    data = _read_toml(path, shown)
-    if data is not None:
-        cfg.path = path
-        _apply_file(cfg, data, shown)
+    shown_last = "configuration"
+    for path, shown in sources(project_dir):
+        data = _read_toml(path, shown)
+        if data is None:
+            continue
+        _apply_file(cfg, path, shown, data)
+        shown_last = shown
+        if path == config_path(project_dir):
+            cfg.path = path
     for dotted, (key, value) in settings.env_overrides(environ).items():
         cfg.values[key.section][key.name] = value
         cfg.origins[dotted] = f"env {key.env}"
+        cfg.files.pop(dotted, None)
     derived = settings.derive(cfg.values, {d for d, o in cfg.origins.items() if o != "default"})
     if derived:
         cfg.origins["session.iteration_warn_at"] = derived
-    settings.check_relations(cfg.values, shown if data is not None else "configuration")
+    settings.check_relations(cfg.values, shown_last)
     return cfg
 
 
+def load_for(layout: Layout, environ: dict[str, str] | None = None) -> Config:
+    return load(layout.project, environ)
+
+
+def problem(layout: Layout, environ: dict[str, str] | None = None) -> str | None:
+    """Why the effective configuration cannot be used, in one line; None when it can.
+
+    For `doctor` and `session status`, which report a broken cocoplus.toml
+    (or a bad environment override) first; the hooks keep running on the
+    last good compiled values meanwhile.
+    """
+    try:
+        load(layout.project, environ)
+    except ConfigInvalid as exc:
+        return exc.message
+    return None
+
+
 def _read_toml(path: str, shown: str) -> dict[str, Any] | None:
+    # tomllib is imported here, not at the top: the hook imports this module
+    # only to call for_hook, which parses TOML only when the compiled copy is stale.
     import tomllib
 
     try:
@@ -108,92 +146,18 @@ def _read_toml(path: str, shown: str) -> dict[str, Any] | None:
         raise ConfigInvalid(f"{shown}: not valid TOML ({exc})") from None
 
 
-def _apply_file(cfg: Config, data: dict[str, Any], shown: str) -> None:
-    for section, body in data.items():
-        if section in settings.OPEN_SECTIONS:
-            if not isinstance(body, dict):
-                raise ConfigInvalid(f"{shown}: [{section}] must be a table")
-            if section == "pricing":
-                cfg.pricing = _check_pricing(body, shown)
-            else:
-                cfg.accounts = _check_accounts(body, shown)
-            continue
-        if section not in settings.SECTIONS:
-            known = ", ".join(f"[{s}]" for s in (*settings.SECTIONS, *settings.OPEN_SECTIONS))
-            raise ConfigInvalid(f'{shown}: unknown section [{section}] (known: {known})')
-        if not isinstance(body, dict):
-            raise ConfigInvalid(f"{shown}: {section} must be a table [{section}]")
+def _apply_file(cfg: Config, path: str, shown: str, data: dict[str, Any]) -> None:
+    values, tables = settings.check_document(data, shown)
+    for section, body in values.items():
         for name, value in body.items():
-            key = settings.BY_DOTTED.get(f"{section}.{name}")
-            if key is None:
-                known = ", ".join(k.name for k in settings.KEYS if k.section == section)
-                raise ConfigInvalid(f'{shown}: [{section}] unknown key "{name}" (known: {known})')
-            cfg.values[section][name] = key.coerce(value, shown)
-            cfg.origins[key.dotted] = "file"
-
-
-def _check_pricing(body: dict[str, Any], shown: str) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {}
-    for model, table in body.items():
-        if not isinstance(table, dict):
-            raise ConfigInvalid(
-                f'{shown}: [pricing] "{model}": expected a table of USD per million tokens '
-                f"({', '.join(PRICING_FIELDS)})"
-            )
-        prices: dict[str, float] = {}
-        for field, value in table.items():
-            if field not in PRICING_FIELDS:
-                raise ConfigInvalid(
-                    f'{shown}: [pricing."{model}"] unknown key "{field}" (known: {", ".join(PRICING_FIELDS)})'
-                )
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ConfigInvalid(
-                    f'{shown}: [pricing."{model}"] {field}: expected a number >= 0 (USD per million tokens), got {value!r}'
-                )
-            prices[field] = float(value)
-        for required in ("input", "output"):
-            if required not in prices:
-                raise ConfigInvalid(f'{shown}: [pricing."{model}"] {required}: missing (USD per million tokens)')
-        out[model] = prices
-    return out
-
-
-def _check_accounts(body: dict[str, Any], shown: str) -> dict[str, dict[str, Any]]:
-    from cocoplus.core.paths import is_valid_id
-
-    out: dict[str, dict[str, Any]] = {}
-    for name, table in body.items():
-        where = f"{shown}: [accounts.{name}]"
-        if not is_valid_id(name):
-            raise ConfigInvalid(f"{where}: account names use A-Z a-z 0-9 _ - .")
-        if not isinstance(table, dict):
-            raise ConfigInvalid(f"{where}: expected a table")
-        for field, value in table.items():
-            if field not in ACCOUNT_FIELDS:
-                raise ConfigInvalid(f'{where} unknown key "{field}" (known: {", ".join(ACCOUNT_FIELDS)})')
-            ok = True
-            if field == "kind":
-                ok = value in ACCOUNT_KINDS
-            elif field == "default_reasoning_effort":
-                ok = value in EFFORTS
-            elif field == "command":
-                ok = isinstance(value, list) and bool(value) and all(isinstance(x, str) for x in value)
-            elif field == "timeout_s":
-                ok = not isinstance(value, bool) and isinstance(value, (int, float)) and value > 0
-            else:
-                ok = isinstance(value, str)
-            if not ok:
-                raise ConfigInvalid(f"{where} {field}: expected {ACCOUNT_FIELDS[field]}, got {value!r}")
-        if "kind" not in table:
-            raise ConfigInvalid(f"{where} kind: missing (expected {ACCOUNT_FIELDS['kind']})")
-        if table["kind"] == "command" and "command" not in table:
-            raise ConfigInvalid(f"{where} command: missing (a command account needs an argv list)")
-        out[name] = dict(table)
-    return out
-
-
-def load_for(layout: Layout, environ: dict[str, str] | None = None) -> Config:
-    return load(layout.project, environ)
+            cfg.values[section][name] = value
+            cfg.origins[f"{section}.{name}"] = "file"
+            cfg.files[f"{section}.{name}"] = path
+    for section, entries in tables.items():
+        for name, entry in entries.items():
+            cfg.table(section)[name] = entry
+            cfg.entry_files[f"{section}.{name}"] = path
+    cfg.read.append(path)
 
 
 # -- the hook's flat copy -------------------------------------------------------
@@ -207,7 +171,7 @@ def compile_for_hook(layout: Layout, cfg: Config | None = None) -> dict[str, Any
     """
     if cfg is None:
         cfg = load(layout.project, environ={})
-    stamp = _stamp(layout.config)
+    stamp = _stamps(layout)
     values = settings.defaults()
     for k in settings.KEYS:
         if cfg.origins[k.dotted] == "file":
@@ -232,11 +196,16 @@ def _stamp(path: str) -> list[int] | None:
     return [st.st_mtime_ns, st.st_size]
 
 
+def _stamps(layout: Layout) -> list[list[int] | None]:
+    """(mtime, size) of every configuration file, so the hook sees any of them change."""
+    return [_stamp(path) for path, _shown in sources(layout.project)]
+
+
 def for_hook(layout: Layout, environ: dict[str, str]) -> tuple[dict[str, dict[str, Any]], str | None]:
     """Values the hook uses, and a problem to log (the hook never fails on config).
 
-    Reads the compiled copy; recompiles (importing tomllib) only when
-    cocoplus.toml changed since.  A bad cocoplus.toml keeps the last good
+    Reads the compiled copy; recompiles (importing tomllib) only when a
+    configuration file changed since.  A bad cocoplus.toml keeps the last good
     compiled values (or the defaults) and reports why.
     """
     problem = None
@@ -247,7 +216,7 @@ def for_hook(layout: Layout, environ: dict[str, str]) -> tuple[dict[str, dict[st
     except CocoplusError:
         doc = None
     if doc is not None and doc.get("schema_version") == HOOK_CONFIG_VERSION and isinstance(doc.get("values"), dict):
-        if doc.get("source") == _stamp(layout.config):
+        if doc.get("source") == _stamps(layout):
             values = _merge_defaults(doc["values"])
             pricing = doc.get("pricing")
     used: dict[str, Any] = doc or {}
@@ -269,7 +238,7 @@ def for_hook(layout: Layout, environ: dict[str, str]) -> tuple[dict[str, dict[st
     for _dotted, (key, value) in overrides.items():
         values[key.section][key.name] = value
     if errors:
-        problem = "; ".join(errors)
+        problem = "; ".join([problem, *errors] if problem else errors)
     explicit = set(overrides)
     if isinstance(used.get("explicit"), list):
         explicit |= {k for k in used["explicit"] if isinstance(k, str)}
@@ -291,12 +260,13 @@ def _merge_defaults(stored: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def example_toml() -> str:
-    """The text of cocoplus.toml.example: every key, its default and its meaning."""
+    """The text of cocoplus.toml.example: every key, its default, its bounds, its variable and its meaning."""
     lines = [
         "# cocoplus.toml: project configuration for cocoplus. Every key is optional;",
-        "# the values below are the defaults. Environment variables",
-        "# COCOPLUS_<SECTION>_<KEY> (for example COCOPLUS_SESSION_MAX_ITERATIONS=50)",
-        "# override this file. `cocoplus config show` prints the effective values.",
+        "# the values below are the defaults. Each key says what it accepts and the",
+        "# environment variable that overrides this file (COCOPLUS_<SECTION>_<KEY>,",
+        "# or the name the supervision seed fixed). `cocoplus config show` prints the",
+        "# effective values and where each came from.",
     ]
     for section in settings.SECTIONS:
         lines.append("")
@@ -305,22 +275,31 @@ def example_toml() -> str:
             if k.section != section:
                 continue
             lines.append(f"# {k.help}")
-            lines.append(f"{k.name} = {_toml_value(k.default)}")
-    lines += [
-        "",
-        "# Prices for models the bundled price table does not know, in USD per",
-        "# million tokens. input and output are required; cache_read, cache_write",
-        "# (5-minute cache writes) and cache_write_1h are optional.",
+            lines.append(f"# {k.expected()}; environment {k.env}")
+            lines.append(f"{k.name} = {settings.toml_value(k.default)}")
+    for table in settings.TABLES:
+        lines.append("")
+        lines.append(f"# [{table.section}.{table.entry}]: {table.help}.")
+        for f in table.fields:
+            need = " (required)" if f.required else ""
+            if f.required_when:
+                need = f' (required when {f.required_when[0]} = "{f.required_when[1]}")'
+            lines.append(f"#   {f.name}{need}: {f.help}")
+            lines.append(f"#     {f.expected()}")
+        lines += _EXAMPLES[table.section]
+    lines.append("")
+    return "\n".join(lines)
+
+
+_EXAMPLES: dict[str, list[str]] = {
+    "pricing": [
         '# [pricing."my-local-model"]',
         "# input = 0.50",
         "# output = 1.50",
         "# cache_read = 0.05",
         "# cache_write = 0.60",
-        "",
-        "# Accounts that can run the master agent; [chat] controller picks one.",
-        "# kind: claude (Claude Code CLI, print mode), codex (`codex exec`),",
-        "# openai (an OpenAI-compatible Responses endpoint), command (any program:",
-        "# the prompt on stdin, the reply on stdout).",
+    ],
+    "accounts": [
         "# [accounts.local]",
         '# kind = "command"',
         '# command = ["my-agent", "--model", "{model}", "--effort", "{effort}"]',
@@ -338,12 +317,5 @@ def example_toml() -> str:
         '# kind = "claude"',
         '# binary = "claude"',
         '# default_model = "claude-sonnet-5"',
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def _toml_value(value: Any) -> str:
-    import tomli_w
-
-    return tomli_w.dumps({"v": value}).split("=", 1)[1].strip()
+    ],
+}

@@ -28,7 +28,7 @@ from tests.support import runtimes
 hypothesis_settings.register_profile("cocoplus", deadline=None)
 hypothesis_settings.load_profile("cocoplus")
 
-ENV_PREFIXES = ("COCOPLUS_", "CLAUDE_", "GEMINI_", "CURSOR_", "CODEX_", "ANTHROPIC_", "OPENAI_")
+ENV_PREFIXES = ("COCOPLUS_", "JARVIS_", "CLAUDE_", "GEMINI_", "CURSOR_", "CODEX_", "ANTHROPIC_", "OPENAI_")
 XDG_DIRS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR")
 OPERATOR = "tester"
 

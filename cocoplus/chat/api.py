@@ -12,6 +12,7 @@ from typing import Any
 
 from cocoplus import config as config_mod
 from cocoplus.chat import backends, store, worker
+from cocoplus.core import vocab
 from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.paths import Layout, check_id
 
@@ -54,7 +55,7 @@ def send(layout: Layout, text: str, conversation: str = store.DEFAULT_CONVERSATI
     elif start_worker:
         worker.ensure_worker(layout)
         task = store.read_task(layout, conversation, task["id"])
-    out: dict[str, Any] = {"message": msg, "task": task, "masterReplyState": task["state"] if task["state"] in ("queued", "running", "failed") else "succeeded"}
+    out: dict[str, Any] = {"message": msg, "task": task, "masterReplyState": task["state"] if task["state"] in vocab.REPLY_STATES else "succeeded"}
     reply = _reply_of(layout, task)
     if reply:
         out["reply"] = reply
@@ -136,7 +137,7 @@ def conversation_view(layout: Layout, conversation: str = store.DEFAULT_CONVERSA
     worker.recover(layout)
     log = store.messages(layout, conversation)
     items, problems = store.tasks(layout, conversation)
-    pending = [t for t in items if t["state"] in ("queued", "running")]
+    pending = [t for t in items if t["state"] in vocab.UNFINISHED_TASK_STATES]
     failed_last = None
     for t in items:
         if t["state"] == "failed":

@@ -3,8 +3,7 @@
 Precedence for model and reasoning effort (seed 001): the conversation's
 override, else the controller account's default (`[chat] controller` names
 an `[accounts.NAME]` table; with no controller named and exactly one
-account, that one), else the system default (`[chat] default_model`,
-effort `medium`).
+account, that one), else the system default (`[chat] default_model` and `default_effort`).
 
 Backends (account `kind`), none through a shell:
 
@@ -30,8 +29,6 @@ from typing import Any
 
 from cocoplus.core import proc
 from cocoplus.core.errors import CocoplusError
-
-DEFAULT_EFFORT = "medium"
 
 
 class BackendError(CocoplusError):
@@ -64,7 +61,7 @@ def resolve(cfg: Any, conversation: dict[str, Any]) -> dict[str, Any]:
     if not effort:
         effort, effort_src = (acct or {}).get("default_reasoning_effort"), f"account {name}"
     if not effort:
-        effort, effort_src = cfg.get("chat.default_effort") or DEFAULT_EFFORT, "system default"
+        effort, effort_src = cfg.get("chat.default_effort"), "system default"
     return {
         "controller": name,
         "kind": (acct or {}).get("kind"),

@@ -19,12 +19,11 @@ from cocoplus.core import clock, fsio
 from cocoplus.core.errors import NotFound
 from cocoplus.core.paths import Layout, check_id
 from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.core.vocab import EFFORTS, TASK_STATES
 
 DEFAULT_CONVERSATION = "master-agent"
 ROLES = ("user", "assistant", "system", "worker")
-TASK_STATES = ("queued", "running", "succeeded", "failed")
 KINDS = ("chat", "supervision")
-EFFORTS = ("low", "medium", "high")
 
 
 def new_id(prefix: str) -> str:

@@ -8,9 +8,9 @@ that both accept and reject the same documents.
 
 from __future__ import annotations
 
-
 from cocoplus.core import clock
 from cocoplus.core.errors import StateCorrupt
+from cocoplus.core.vocab import ATTENTION_STATES, BUDGET_ENFORCEMENTS, BUDGET_STATES, RUN_STATES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -19,9 +19,6 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
 
 SCHEMA_VERSION = 1
 
-RUN_STATES = ("running", "paused", "completed", "exited", "failed", "idle", "retired")
-BUDGET_STATES = ("normal", "reserve", "exhausted")
-ATTENTION_STATES = ("pending", "awaiting_authorization", "awaiting_decision")
 RUNTIMES = ("claude", "codex", "gemini", "cursor")
 ALIAS_PREFIX = {"claude": "cc", "codex": "cx", "gemini": "gm", "cursor": "cu"}
 
@@ -112,7 +109,7 @@ def check_budget_state(obj: dict[str, Any], path: str) -> dict[str, Any]:
     rf = g("reserve_fraction")
     _field(obj, path, "reserve_fraction", _is_num(rf) and 0 <= rf < 1, "a number >= 0 and < 1")
     if "enforcement" in obj:
-        _field(obj, path, "enforcement", g("enforcement") in ("stage-boundary", "off"), 'one of "stage-boundary", "off"')
+        _field(obj, path, "enforcement", g("enforcement") in BUDGET_ENFORCEMENTS, "one of " + ", ".join(f'"{e}"' for e in BUDGET_ENFORCEMENTS))
     return obj
 
 

@@ -29,8 +29,12 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from cocoplus import __version__
+from cocoplus.core import settings, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout, discover
+
+# Annotations below are evaluated at module level (postponed evaluation), so this lives here.
+TURNS = settings.BY_DOTTED["supervision.max_turns"]
 
 ROLES = ("brain", "worker", "all")
 BRAIN_TOOLS = ("enable_supervision", "finish_supervision", "supervision_status", "set_supervision_scope", "list_sessions")
@@ -102,19 +106,19 @@ def _brain_tools(server: MCPServer) -> None:
         description=(
             "Turn on autonomous supervision: from now on worker sessions that finish a turn, get blocked, need review, "
             "need authorization or ask the human wake you (the main brain) for a supervision round. "
-            "Default cap 60 rounds; calling it again resets turns_used to 0. Optionally set the scope in the same step "
+            f"Default cap {TURNS.default} rounds; calling it again resets turns_used to 0. Optionally set the scope in the same step "
             "(scope_mode all|only|except with scope_session_ids). Returns {\"autonomous\": {enabled, turns_used, "
             "max_turns, task_hint, scope, ...}}."
         )
     )
     def enable_supervision(
         task_hint: Annotated[str | None, Field(description="The supervision goal, e.g. 'keep the docs PR going until it merges'.")] = None,
-        max_turns: Annotated[int | None, Field(description="Cap on supervision rounds (1-10000; default 60 or [supervision] max_turns).")] = None,
+        max_turns: Annotated[int | None, Field(description=f"Cap on supervision rounds ({TURNS.minimum:g}-{TURNS.maximum:g}; default [supervision] max_turns, else {TURNS.default}).")] = None,
         scope_mode: Annotated[
             str | None,
             Field(
                 description="Which sessions may wake you: all (every session), only (just scope_session_ids), except (all but scope_session_ids).",
-                json_schema_extra={"enum": ["all", "only", "except"]},
+                json_schema_extra={"enum": list(vocab.SCOPE_MODES)},
             ),
         ] = None,
         scope_session_ids: Annotated[list[str] | None, Field(description="For scope_mode only/except (at least one valid). " + IDS_HELP)] = None,
@@ -154,7 +158,7 @@ def _brain_tools(server: MCPServer) -> None:
         )
     )
     def set_supervision_scope(
-        mode: Annotated[str, Field(description="all, only or except.", json_schema_extra={"enum": ["all", "only", "except"]})],
+        mode: Annotated[str, Field(description="all, only or except.", json_schema_extra={"enum": list(vocab.SCOPE_MODES)})],
         session_ids: Annotated[list[str] | None, Field(description="For only/except. " + IDS_HELP)] = None,
     ) -> CallToolResult:
         return run_tool("set_supervision_scope", lambda lay: scope.set_scope(lay, mode, list(session_ids or []), allow_invert=False))
@@ -184,7 +188,7 @@ def _worker_tools(server: MCPServer) -> None:
     def report_progress(
         status: Annotated[
             str,
-            Field(description="working, completed, blocked or needs_review.", json_schema_extra={"enum": ["working", "completed", "blocked", "needs_review"]}),
+            Field(description="working, completed, blocked or needs_review.", json_schema_extra={"enum": list(vocab.PROGRESS_STATUSES)}),
         ],
         message: Annotated[str | None, Field(description="What happened, in a sentence or two.")] = None,
         session: Annotated[str | None, SESSION_ARG] = None,

@@ -13,12 +13,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
 
+from cocoplus.core import vocab
 from cocoplus.core.errors import StateCorrupt
 from cocoplus.core.records import SCHEMA_VERSION
 
-RunState = Literal["running", "paused", "completed", "exited", "failed", "idle", "retired"]
-BudgetState = Literal["normal", "reserve", "exhausted"]
-Attention = Literal["pending", "awaiting_authorization", "awaiting_decision"]
+# The word lists live in core/vocab.py; Literal of a tuple is Literal of its items
+# (mypy wants the items spelled out, hence the ignores).
+RunState = Literal[vocab.RUN_STATES]  # type: ignore[valid-type]
+BudgetState = Literal[vocab.BUDGET_STATES]  # type: ignore[valid-type]
+Attention = Literal[vocab.ATTENTION_STATES]  # type: ignore[valid-type]
+Enforcement = Literal[vocab.BUDGET_ENFORCEMENTS]  # type: ignore[valid-type]
+QueueState = Literal[vocab.QUEUE_STATES]  # type: ignore[valid-type]
 Runtime = Literal["claude", "codex", "gemini", "cursor"]
 Version = Annotated[StrictInt, Field(ge=1, le=SCHEMA_VERSION)]
 Money = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=False)]
@@ -45,7 +50,7 @@ class CostBudget(_Model):
     limit: Money
     spent: Money
     reserve_fraction: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False, strict=False)]
-    enforcement: Literal["stage-boundary", "off"] = "stage-boundary"
+    enforcement: Enforcement = "stage-boundary"
     updated_at: StrictStr | None = None
 
     @field_validator("limit", "spent", "reserve_fraction", mode="before")
@@ -87,7 +92,7 @@ class QueueEntry(_Model):
     schema_version: Version = SCHEMA_VERSION
     id: StrictStr
     ts: StrictStr
-    state: Literal["queued", "done", "dropped"]
+    state: QueueState
     request: StrictStr | None = None
     by: StrictStr | None = None
 

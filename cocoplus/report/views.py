@@ -16,7 +16,7 @@ from cocoplus import config as config_mod
 from cocoplus.core import clock, fsio, predicates, progress
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
-from cocoplus.core.records import ATTENTION_STATES, BUDGET_STATES, RUN_STATES
+from cocoplus.core.vocab import ACTIVE_STATES, ATTENTION_STATES, BUDGET_STATES, RUN_STATES
 from cocoplus.session import control, queue
 from cocoplus.report import models
 
@@ -163,7 +163,7 @@ def sessions_part(layout: Layout) -> dict[str, Any]:
     return {
         "path": layout.rel(layout.sessions_dir),
         "count": len(records),
-        "active": sum(1 for r in records if r.get("state") in registry.ACTIVE_STATES),
+        "active": sum(1 for r in records if r.get("state") in ACTIVE_STATES),
         "needs_attention": sum(1 for r in records if r.get("attention")),
         "problems": problems,
     }

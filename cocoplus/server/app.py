@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cocoplus import __version__
+from cocoplus.core import settings, vocab
 from cocoplus.core.errors import (
     CocoplusError,
     ConfigInvalid,
@@ -46,6 +47,7 @@ STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 CONV_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
 MAX_ID = 200
 MAX_IDS = 500
+TURNS = settings.BY_DOTTED["supervision.max_turns"]
 
 # Documents the bearer token in the OpenAPI description; the Guard middleware enforces it.
 bearer = HTTPBearer(auto_error=False, description="The token printed by `cocoplus serve` (also in .cocoplus/server-token).")
@@ -81,8 +83,8 @@ class AutonomousBody(_Body):
 
     enabled: bool
     task_hint: str | None = Field(None, max_length=4000, description="The supervision goal (enable only).")
-    max_turns: int | None = Field(None, ge=1, le=10000, description="Turn cap (default from cocoplus.toml, else 60).")
-    scope_mode: Literal["all", "only", "except"] | None = Field(None, description="Set the scope in the same step (enable only).")
+    max_turns: int | None = Field(None, ge=TURNS.minimum, le=TURNS.maximum, description=f"Turn cap (default from cocoplus.toml, else {TURNS.default}).")
+    scope_mode: Literal[vocab.SCOPE_MODES] | None = Field(None, description="Set the scope in the same step (enable only).")  # type: ignore[valid-type]
     scope_session_ids: list[SessionRef] | None = Field(None, max_length=MAX_IDS)
     summary: str | None = Field(None, max_length=4000, description="Finish summary (disable only).")
     start_supervisor: bool = Field(False, description="Also start the watcher (`cocoplus supervisor run`) if none runs.")
@@ -93,7 +95,7 @@ class ExcludeBody(_Body):
 
 
 class ScopeBody(_Body):
-    mode: Literal["all", "only", "except", "invert"]
+    mode: Literal[vocab.SCOPE_ACTIONS]  # type: ignore[valid-type]
     session_ids: list[SessionRef] = Field(default_factory=list, max_length=MAX_IDS)
 
 
@@ -135,7 +137,7 @@ class OverridesBody(_Body):
     """Per conversation; a key set to null clears that override, an absent key leaves it."""
 
     modelOverride: str | None = Field(None, min_length=1, max_length=200)
-    reasoningEffortOverride: Literal["low", "medium", "high"] | None = None
+    reasoningEffortOverride: Literal[vocab.EFFORTS] | None = None  # type: ignore[valid-type]
 
     @field_validator("modelOverride")
     @classmethod
@@ -356,7 +358,7 @@ def create_app(
             "messagesTotal": total,
             "thinking": bool(view["pending"]),
             "modelOptions": model_options(layout, conversation),
-            "reasoningEffortOptions": list(chat_store.EFFORTS),
+            "reasoningEffortOptions": list(vocab.EFFORTS),
             "problems": problems,
         }
 
@@ -390,6 +392,22 @@ def create_app(
     def post_retry(conversation: Conv, body: Annotated[RetryBody | None, Body()] = None) -> dict[str, Any]:
         """`chat retry [TASK]`: queue a failed reply again."""
         return chat_api.retry(layout, conversation, (body or RetryBody()).task_id)
+
+    # -- the page's vocabulary -----------------------------------------------------------------
+    @app.get("/api/v1/meta", tags=["meta"], responses=ERRORS)
+    def get_meta() -> dict[str, Any]:
+        """The allowed values of every enumerated field (efforts, states, scope modes, ...) and the turn cap's bounds."""
+        from cocoplus import config as config_mod
+
+        try:
+            turns = int(config_mod.load_for(layout).get(TURNS.dotted))
+        except CocoplusError:  # a broken cocoplus.toml is reported by `session status`; the page still needs a value
+            turns = TURNS.default
+        return {
+            "version": __version__,
+            "enums": vocab.as_dict(),
+            "settings": {TURNS.dotted: {"value": turns, "default": TURNS.default, "minimum": TURNS.minimum, "maximum": TURNS.maximum}},
+        }
 
     # -- events and the page -------------------------------------------------------------------
     @app.get(

@@ -8,11 +8,11 @@ log is the history and the pending list is derived from it.
 
 from __future__ import annotations
 
-
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError, NotFound
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.core.vocab import QUEUE_STATES
 from cocoplus.session import events
 
 TYPE_CHECKING = False
@@ -20,7 +20,6 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
 
-QUEUE_STATES = ("queued", "done", "dropped")
 
 
 def add(layout: Layout, request: str, by: str | None = None) -> dict[str, Any]:

@@ -27,8 +27,6 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
 
-ACTIVE_STATES = ("running", "paused", "idle")
-
 
 def cs_id_for(runtime_session_id: str) -> str:
     """`cs_<runtime id>` when that id is safe as a file name, else a checksum form."""

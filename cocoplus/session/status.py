@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-
 from cocoplus.core import fsio
 from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.paths import Layout
-from cocoplus.core.records import RUN_STATES, check_status, new_status
+from cocoplus.core.records import check_status, new_status
+from cocoplus.core.vocab import RUN_STATES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, settings, vocab
 from cocoplus.core.errors import CocoplusError, StateCorrupt, UsageError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.session import events
 
-DEFAULT_MAX_TURNS = 60
+MAX_TURNS = settings.BY_DOTTED["supervision.max_turns"]  # its default and bounds
 
 
 def _empty() -> dict[str, Any]:
@@ -34,7 +34,7 @@ def read(layout: Layout) -> dict[str, Any]:
     doc.setdefault("autonomous", None)
     scope = doc.get("scope") if isinstance(doc.get("scope"), dict) else {}
     doc["scope"] = {
-        "mode": scope.get("mode") if scope.get("mode") in ("all", "only", "except") else "all",
+        "mode": scope.get("mode") if scope.get("mode") in vocab.SCOPE_MODES else "all",
         "only": list(scope["only"]) if isinstance(scope.get("only"), list) else None,
         "excluded": list(scope.get("excluded") or []),
     }
@@ -87,9 +87,9 @@ def enable(
         try:
             max_turns = int(config_mod.load_for(layout).get("supervision.max_turns"))
         except CocoplusError:
-            max_turns = DEFAULT_MAX_TURNS
-    if not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1 or max_turns > 10000:
-        raise UsageError(f"max_turns must be an integer from 1 to 10000, got {max_turns!r}")
+            max_turns = MAX_TURNS.default
+    if not MAX_TURNS.accepts(max_turns):
+        raise UsageError(f"max_turns must be an integer from {MAX_TURNS.minimum:g} to {MAX_TURNS.maximum:g}, got {max_turns!r}")
     if task_hint is not None and len(task_hint) > 4000:
         raise UsageError("task_hint is over 4000 characters")
     if scope_mode is not None:
@@ -128,7 +128,7 @@ def finish(layout: Layout, summary: str | None = None, reason: str = "finished b
     def change(doc: dict[str, Any]) -> None:
         auto = doc.get("autonomous")
         if auto is None:
-            doc["autonomous"] = {"enabled": False, "turns_used": 0, "max_turns": DEFAULT_MAX_TURNS, "task_hint": ""}
+            doc["autonomous"] = {"enabled": False, "turns_used": 0, "max_turns": MAX_TURNS.default, "task_hint": ""}
             auto = doc["autonomous"]
         was["enabled"] = auto.get("enabled")
         auto["enabled"] = False

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
@@ -63,7 +63,7 @@ def start_round(layout: Layout, triggers: list[dict[str, Any]], source: str = "t
         rnd = current(layout)
         if rnd is not None:
             worker.recover(layout)
-            if _task_state(layout, rnd) in ("queued", "running"):
+            if _task_state(layout, rnd) in vocab.UNFINISHED_TASK_STATES:
                 rnd["followup"] = list(rnd.get("followup") or []) + triggers
                 rnd["followup_pending"] = True
                 fsio.atomic_write_json(_round_path(layout), rnd)
@@ -131,7 +131,7 @@ def poll(layout: Layout, *, start_worker: bool = True) -> dict[str, Any] | None:
         rnd = current(layout)
         if rnd is None:
             return None
-        if _task_state(layout, rnd) in ("queued", "running"):
+        if _task_state(layout, rnd) in vocab.UNFINISHED_TASK_STATES:
             return None
         _close(layout, rnd)
         followup = list(rnd.get("followup") or [])

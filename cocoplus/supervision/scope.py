@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from cocoplus.core import vocab
 from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.session import events, registry
 
-MODES = ("all", "only", "except", "invert")
-ACTIVE = registry.ACTIVE_STATES
+ACTIVE = vocab.ACTIVE_STATES
 
 
 def supervised(doc: dict[str, Any], cs_id: str) -> bool:
@@ -48,8 +48,8 @@ def _resolve_all(layout: Layout, ids: list[str]) -> tuple[list[str], list[str]]:
 def set_scope(layout: Layout, mode: str, session_ids: list[str] | None = None, *, allow_invert: bool = True) -> dict[str, Any]:
     from cocoplus.supervision import autonomy
 
-    if mode not in MODES or (mode == "invert" and not allow_invert):
-        allowed = MODES if allow_invert else MODES[:3]
+    allowed = vocab.SCOPE_ACTIONS if allow_invert else vocab.SCOPE_MODES
+    if mode not in allowed:
         raise UsageError(f"scope mode must be one of {', '.join(allowed)}, got {mode!r}")
     ids = list(session_ids or [])
     found, unknown = _resolve_all(layout, ids) if mode in ("only", "except", "invert") else ([], [])

@@ -17,8 +17,8 @@ from typing import Any
 from cocoplus.core import clock
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
+from cocoplus.core.vocab import PROGRESS_STATUSES
 from cocoplus.session import registry
-from cocoplus.supervision.triggers import PROGRESS_STATUSES
 
 ENV_VARS = ("COCOPLUS_SESSION", "GEMINI_SESSION_ID", "CODEX_SESSION_ID", "CODEX_THREAD_ID", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")
 MAX_TEXT = 8000

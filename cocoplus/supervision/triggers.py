@@ -18,16 +18,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from cocoplus.core import fsio, progress
+from cocoplus.core import fsio, progress, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
 from cocoplus.supervision.scope import supervised
 
-WAKE_ATTENTION = ("pending", "awaiting_authorization", "awaiting_decision")
-WAKE_PROGRESS = ("completed", "blocked", "needs_review")
-PROGRESS_STATUSES = ("working", *WAKE_PROGRESS)
-ACTIVE = registry.ACTIVE_STATES
+WAKE_ATTENTION = vocab.ATTENTION_STATES  # every attention state wakes the brain
+WAKE_PROGRESS = tuple(s for s in vocab.PROGRESS_STATUSES if s != "working")
+ACTIVE = vocab.ACTIVE_STATES
 
 
 def classify(signal: dict[str, Any], doc: dict[str, Any], records: dict[str, dict[str, Any]]) -> tuple[str | None, str]:

@@ -12,11 +12,11 @@ Triggers are debounced on a monotonic clock (`[supervision]
 quiet_window_s`, with `max_wait_s` so a steady stream still gets a round)
 and merged into one round; rounds are single flight (see rounds.py).
 
-Environment (seed 000), read at start:
-`JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S=90` (<= 0 disables),
-`JARVIS_SUPERVISION_STALL_THRESHOLD_S=900`, `JARVIS_SUPERVISION_STALL_COOLDOWN_S=1800`,
-`JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S=45`,
-`JARVIS_SUPERVISION_RESTORE_TTL_S=900`.
+The stall watchdog and restart restore follow `[supervision]`
+`stall_watchdog_interval_s` (<= 0 disables), `stall_threshold_s`,
+`stall_cooldown_s`, `stall_watchdog_startup_delay_s` and `restore_ttl_s`,
+read at start through `cocoplus.config` like every key; their environment
+overrides are the seed's `JARVIS_SUPERVISION_*` variables.
 """
 
 from __future__ import annotations
@@ -28,37 +28,15 @@ import threading
 import time
 from typing import Any
 
-from cocoplus.core import clock, fsio, proc
+from cocoplus.core import clock, fsio, proc, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import is_locked, try_lock
 from cocoplus.core.paths import Layout
 from cocoplus.session import events, registry
-from cocoplus.supervision import rounds
-from cocoplus.supervision import autonomy
+from cocoplus.supervision import autonomy, rounds, workflow
 from cocoplus.supervision import triggers as trig
-from cocoplus.supervision import workflow
 
-ENV_DEFAULTS = {
-    "JARVIS_SUPERVISION_RESTORE_TTL_S": 900.0,
-    "JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S": 90.0,
-    "JARVIS_SUPERVISION_STALL_THRESHOLD_S": 900.0,
-    "JARVIS_SUPERVISION_STALL_COOLDOWN_S": 1800.0,
-    "JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S": 45.0,
-}
 TICK = 0.5
-
-
-def env_settings(environ: dict[str, str] | None = None) -> dict[str, float]:
-    env = os.environ if environ is None else environ
-    out = {}
-    for name, default in ENV_DEFAULTS.items():
-        raw = env.get(name)
-        try:
-            out[name] = float(raw) if raw not in (None, "") else default
-        except ValueError:
-            sys.stderr.write(f"cocoplus supervisor: {name}={raw!r} is not a number; using {default:g}\n")
-            out[name] = default
-    return out
 
 
 def running_pid(layout: Layout) -> int | None:
@@ -91,11 +69,15 @@ class Supervisor:
         from cocoplus import config as config_mod
 
         self.layout = layout
-        self.env = env_settings(environ)
-        cfg = config_mod.load_for(layout, environ)
+        cfg = config_mod.load_for(layout, environ)  # a bad value is a ConfigInvalid naming it, not a default
         self.quiet = float(cfg.get("supervision.quiet_window_s"))
         self.max_wait = float(cfg.get("supervision.max_wait_s"))
         self.reconcile_every = float(cfg.get("supervision.reconcile_s"))
+        self.restore_ttl = float(cfg.get("supervision.restore_ttl_s"))
+        self.stall_interval = float(cfg.get("supervision.stall_watchdog_interval_s"))
+        self.stall_threshold = float(cfg.get("supervision.stall_threshold_s"))
+        self.stall_cooldown = float(cfg.get("supervision.stall_cooldown_s"))
+        self.stall_startup_delay = float(cfg.get("supervision.stall_watchdog_startup_delay_s"))
         env = os.environ if environ is None else environ
         self.force_polling = polling if polling is not None else env.get("COCOPLUS_SUPERVISOR_POLLING") == "1"
         self.wake = threading.Event()
@@ -104,7 +86,7 @@ class Supervisor:
         self.first_at = 0.0
         self.last_at = 0.0
         self.started = time.monotonic()
-        self.next_stall = self.started + self.env["JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S"]
+        self.next_stall = self.started + self.stall_startup_delay
         self.stall_fired: dict[tuple[str, str], float] = {}
         self.next_reconcile = 0.0
         self.watch: Any = None
@@ -195,7 +177,7 @@ class Supervisor:
         from cocoplus.supervision.scope import supervised
 
         doc = autonomy.read(self.layout)
-        active = [r for r in registry.list_sessions(self.layout)[0] if r.get("state") in registry.ACTIVE_STATES and supervised(doc, r["id"])]
+        active = [r for r in registry.list_sessions(self.layout)[0] if r.get("state") in vocab.ACTIVE_STATES and supervised(doc, r["id"])]
         if not active:
             self.close(sig)
 
@@ -225,7 +207,7 @@ class Supervisor:
 
     # -- stall watchdog ---------------------------------------------------------------
     def stall_check(self) -> None:
-        interval = self.env["JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S"]
+        interval = self.stall_interval
         if interval <= 0:
             return
         now = time.monotonic()
@@ -236,14 +218,14 @@ class Supervisor:
         auto = doc.get("autonomous")
         if not auto or not auto.get("enabled"):
             return
-        threshold = self.env["JARVIS_SUPERVISION_STALL_THRESHOLD_S"]
-        cooldown = self.env["JARVIS_SUPERVISION_STALL_COOLDOWN_S"]
+        threshold = self.stall_threshold
+        cooldown = self.stall_cooldown
         wall = clock.parse_iso(clock.iso()) or time.time()
         from cocoplus.supervision.scope import supervised
 
         for rec in registry.list_sessions(self.layout)[0]:
             att = rec.get("attention")
-            if rec.get("state") not in registry.ACTIVE_STATES or att not in trig.WAKE_ATTENTION or not supervised(doc, rec["id"]):
+            if rec.get("state") not in vocab.ACTIVE_STATES or att not in trig.WAKE_ATTENTION or not supervised(doc, rec["id"]):
                 continue
             since = clock.parse_iso(rec.get("attention_since") or rec.get("last_event_at"))
             if since is None or wall - since < threshold:
@@ -266,7 +248,7 @@ class Supervisor:
             # Enabled since no supervisor last held it (a fresh enable): adopt it, there is nothing to restore.
             autonomy.touch_snapshot(self.layout, os.getpid())
             return "adopted"
-        ttl = self.env["JARVIS_SUPERVISION_RESTORE_TTL_S"]
+        ttl = self.restore_ttl
         snap = clock.parse_iso(auto.get("snapshot_at") or auto.get("updated_at"))
         age = (clock.parse_iso(clock.iso()) or time.time()) - (snap or 0)
         if snap is None or age > ttl:
@@ -275,7 +257,7 @@ class Supervisor:
             return "closed: snapshot too old"
         from cocoplus.supervision.scope import supervised
 
-        live = [r for r in registry.list_sessions(self.layout)[0] if r.get("state") in registry.ACTIVE_STATES and supervised(doc, r["id"])]
+        live = [r for r in registry.list_sessions(self.layout)[0] if r.get("state") in vocab.ACTIVE_STATES and supervised(doc, r["id"])]
         if not live:
             autonomy.finish(self.layout, None, reason="not restored after a restart: no supervised worker is recoverable")
             events.log_step(self.layout, "supervision_not_restored", reason="no recoverable worker")
@@ -289,7 +271,7 @@ class Supervisor:
         now = time.monotonic()
         if now < self.next_reconcile:
             return
-        self.next_reconcile = now + min(self.reconcile_every, max(1.0, self.env["JARVIS_SUPERVISION_RESTORE_TTL_S"] / 3))
+        self.next_reconcile = now + min(self.reconcile_every, max(1.0, self.restore_ttl / 3))
         from cocoplus.chat import worker as chat_worker
 
         chat_worker.recover(self.layout)

@@ -19,25 +19,73 @@ def write_toml(project_dir: str, text: str) -> None:
 def test_config_show_json_origins(cli, project, monkeypatch):
     write_toml(project.project, "[session]\nbudget_limit = 12.5\nmax_iterations = 250\n")
     monkeypatch.setenv("COCOPLUS_SESSION_MAX_ITERATIONS", "300")
+    monkeypatch.setenv("JARVIS_SUPERVISION_STALL_THRESHOLD_S", "60")
     code, out, err = cli("config", "show", "--json", cwd=project.project)
     assert code == 0, err
     doc = json.loads(out)
-    assert doc["file"] == project.config
+    assert doc["file"] == project.config and doc["files"] == [project.config]
     vals = doc["values"]
     assert set(vals) == {k.dotted for k in settings.KEYS}
-    assert vals["session.budget_limit"] == {"value": 12.5, "origin": "file"}
-    assert vals["session.max_iterations"] == {"value": 300, "origin": "env COCOPLUS_SESSION_MAX_ITERATIONS"}
-    assert vals["session.iteration_warn_at"] == {"value": 160, "origin": "default"}
-    assert vals["chat.default_effort"] == {"value": "medium", "origin": "default"}
+    assert vals["session.budget_limit"] == {"value": 12.5, "origin": "file", "file": project.config}
+    assert vals["session.max_iterations"] == {"value": 300, "origin": "env COCOPLUS_SESSION_MAX_ITERATIONS", "file": None}
+    assert vals["session.iteration_warn_at"] == {"value": 160, "origin": "default", "file": None}
+    assert vals["chat.default_effort"] == {"value": "medium", "origin": "default", "file": None}
+    assert vals["supervision.stall_threshold_s"] == {"value": 60.0, "origin": "env JARVIS_SUPERVISION_STALL_THRESHOLD_S", "file": None}
+    assert vals["supervision.restore_ttl_s"] == {"value": 900.0, "origin": "default", "file": None}
 
 
-def test_config_show_text(cli, project):
-    write_toml(project.project, "[ctx]\nenabled = false\n")
+def test_config_show_text_is_toml_with_where_each_value_came_from(cli, project, monkeypatch):
+    import tomllib
+
+    write_toml(
+        project.project,
+        '[ctx]\nenabled = false\n[session]\nbudget_enforcement = "off"\n'
+        '[accounts.local]\nkind = "command"\ncommand = ["my-agent", "{model}"]\n[pricing."m-1.5"]\ninput = 1\noutput = 2\n',
+    )
+    monkeypatch.setenv("JARVIS_SUPERVISION_RESTORE_TTL_S", "120")
     code, out, err = cli("config", "show", cwd=project.project)
     assert code == 0, err
-    line = next(ln for ln in out.splitlines() if "ctx.enabled" in ln)
-    assert "False" in line and "file" in line
-    assert "session.max_iterations" in out and "default" in out
+    lines = out.splitlines()
+
+    def line(start: str) -> str:
+        return next(ln for ln in lines if ln.startswith(start))
+
+    assert line("enabled = ").split("#") == [line("enabled = ").split("#")[0], " cocoplus.toml"]
+    assert line("enabled = ").startswith("enabled = false ")  # TOML, not Python's False
+    assert line("budget_enforcement = ").startswith('budget_enforcement = "off" ') and line("budget_enforcement").endswith("# cocoplus.toml")
+    assert line("max_iterations = ").startswith("max_iterations = 200 ") and line("max_iterations").endswith("# default")
+    assert line("restore_ttl_s = ").startswith("restore_ttl_s = 120.0 ")
+    assert line("restore_ttl_s").endswith("# env JARVIS_SUPERVISION_RESTORE_TTL_S")
+    for dotted in ("supervision.stall_watchdog_interval_s", "supervision.stall_threshold_s", "supervision.stall_cooldown_s", "supervision.stall_watchdog_startup_delay_s"):
+        assert line(dotted.split(".")[1] + " = ").endswith("# default")
+    assert line("[accounts.local]").endswith("# cocoplus.toml") and line('[pricing."m-1.5"]').endswith("# cocoplus.toml")
+    assert "True" not in out and "'" not in out
+    # The whole output is TOML that reads back as the effective configuration.
+    shown = tomllib.loads(out)
+    from cocoplus import config
+
+    cfg = config.load(project.project)
+    for k in settings.KEYS:
+        assert shown[k.section][k.name] == cfg.get(k.dotted), k.dotted
+    assert shown["accounts"] == cfg.accounts and shown["pricing"] == cfg.pricing
+
+
+def test_config_show_names_the_variable_of_a_bad_seed_value(cli, project, monkeypatch):
+    monkeypatch.setenv("JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S", "often")
+    code, out, err = cli("config", "show", cwd=project.project)
+    assert code == 1 and out == ""
+    assert_no_traceback(out, err)
+    assert err.splitlines()[0] == (
+        "cocoplus: error: environment JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S: "
+        '[supervision] stall_watchdog_interval_s: expected a number <= 86400, got "often"'
+    )
+
+
+def test_supervisor_run_refuses_a_bad_seed_value(project):
+    r = run_cli_subprocess("supervisor", "run", cwd=project.project, env={"JARVIS_SUPERVISION_RESTORE_TTL_S": "-5"})
+    assert r.code == 1
+    assert_no_traceback(r.out, r.err)
+    assert r.err.startswith("cocoplus: error: environment JARVIS_SUPERVISION_RESTORE_TTL_S: [supervision] restore_ttl_s: expected a number >= 0")
 
 
 def test_config_show_without_a_project_uses_the_working_directory(cli, tmp_path):
@@ -73,6 +121,15 @@ def test_bad_toml_is_one_line_naming_the_file(cli, project_dir, text, needle, ar
         assert not os.path.exists(os.path.join(project_dir, ".cocoplus"))
 
 
+def test_lots_of_iterations_is_one_line_naming_file_key_expected_and_found(cli, project):
+    write_toml(project.project, '[session]\nmax_iterations = "lots"\n')
+    code, out, err = cli("config", "show", cwd=project.project)
+    assert code == 1
+    assert err.splitlines() == [
+        'cocoplus: error: cocoplus.toml: [session] max_iterations: expected an integer >= 1 and <= 1000000, got "lots"'
+    ]
+
+
 def test_bad_toml_in_a_real_process(project_dir):
     write_toml(project_dir, "[session]\nbudget_limit = -1\n")
     r = run_cli_subprocess("config", "show", cwd=project_dir)
@@ -105,3 +162,6 @@ def test_config_example_is_valid_toml_for_every_key(cli, tmp_path):
     data = tomllib.loads(out)
     for k in settings.KEYS:
         assert data[k.section][k.name] == k.default
+    assert "# an integer >= 1 and <= 1000000; environment COCOPLUS_SESSION_MAX_ITERATIONS\nmax_iterations = 200\n" in out
+    assert "# a number >= 0 and <= 604800; environment JARVIS_SUPERVISION_RESTORE_TTL_S\nrestore_ttl_s = 900.0\n" in out
+

@@ -522,7 +522,7 @@ def test_markup_in_the_project_path_and_config(cli, tmp_path):
     assert "[bold]proj[red]" in out
     code, out, err = cli("config", "show", cwd=odd)
     assert code == 0, err
-    assert "'[/x]'" in out
+    assert 'command = "[/x]"' in out  # TOML, and no markup eaten
 
 
 def test_stop_over_an_agent_stop_directory_keeps_it(cli, initialised):

@@ -37,6 +37,12 @@ EXPECTED_DEFAULTS = {
     "supervision.max_wait_s": 10.0,
     "supervision.reconcile_s": 30.0,
     "supervision.auto_supervise": True,
+    # seed 000's environment variables, as keys (SPEC section 7)
+    "supervision.restore_ttl_s": 900.0,
+    "supervision.stall_watchdog_interval_s": 90.0,
+    "supervision.stall_threshold_s": 900.0,
+    "supervision.stall_cooldown_s": 1800.0,
+    "supervision.stall_watchdog_startup_delay_s": 45.0,
 }
 
 
@@ -225,22 +231,175 @@ def test_unrelated_environment_is_ignored(tmp_path):
     assert all(o == "default" for o in cfg.origins.values())
 
 
-def test_pricing_and_accounts_are_checked(tmp_path):
-    write_toml(tmp_path, '[pricing."m1"]\ninput = 1\noutput = 2\n[accounts.local]\nkind = "command"\ncommand = ["x"]\n')
+def test_pricing_and_accounts_load_with_their_values_checked(tmp_path):
+    write_toml(
+        tmp_path,
+        '[pricing."m1"]\ninput = 1\noutput = 2\n'
+        '[accounts.local]\nkind = "command"\ncommand = ["x", "{model}"]\ntimeout_s = 30\ndefault_reasoning_effort = "high"\n',
+    )
     cfg = config.load(str(tmp_path), environ={})
     assert cfg.pricing == {"m1": {"input": 1.0, "output": 2.0}}
-    assert cfg.accounts["local"]["kind"] == "command"
-    for text, needle in [
-        ('[pricing."m1"]\ninput = -1\noutput = 2\n', "input"),
-        ('[pricing."m1"]\ninput = 1\n', "output: missing"),
-        ('[accounts.local]\nkind = "telepathy"\n', "kind"),
-        ('[accounts.local]\nkind = "command"\n', "command: missing"),
-        ('[accounts."../x"]\nkind = "claude"\n', "account names"),
-    ]:
-        write_toml(tmp_path, text)
-        with pytest.raises(ConfigInvalid) as info:
-            config.load(str(tmp_path), environ={})
-        assert_one_line_naming(info.value, "cocoplus.toml", needle)
+    assert cfg.accounts == {"local": {"kind": "command", "command": ["x", "{model}"], "timeout_s": 30.0, "default_reasoning_effort": "high"}}
+    assert type(cfg.accounts["local"]["timeout_s"]) is float  # coerced like a float key
+    path = os.path.join(str(tmp_path), "cocoplus.toml")
+    assert cfg.entry_files == {"pricing.m1": path, "accounts.local": path}
+
+
+# One valid entry per table, so that one field at a time can be made wrong.
+VALID_ENTRY = {"pricing": {"input": 1.0, "output": 2.0}, "accounts": {"kind": "command", "command": ["x"]}}
+ENTRY_NAME = {"pricing": "m1", "accounts": "local"}
+
+
+def _table_cases():
+    for table in settings.TABLES:
+        for key in table.fields:
+            for value in _wrong_values(key) + _out_of_range(key) + ([[]] if key.kind == "argv" else []):
+                yield table, key, value
+
+
+@pytest.mark.parametrize("table, key, value", list(_table_cases()), ids=lambda x: getattr(x, "dotted", None) or getattr(x, "section", None) or repr(x))
+def test_table_fields_are_checked_by_the_same_path_as_every_key(tmp_path, table, key, value):
+    entry = dict(VALID_ENTRY[table.section], **{key.name: value})
+    name = ENTRY_NAME[table.section]
+    write_toml(tmp_path, f"[{table.section}.{toml_literal(name)}]\n" + "".join(f"{k} = {toml_literal(v)}\n" for k, v in entry.items()))
+    with pytest.raises(ConfigInvalid) as info:
+        config.load(str(tmp_path), environ={})
+    label = table.label(name)
+    assert_one_line_naming(info.value, f"cocoplus.toml: {label} {key.name}: expected {key.expected()}, got ")
+    # The very message Key.coerce gives for a fixed key: one coercion, one error path.
+    with pytest.raises(ConfigInvalid) as direct:
+        key.coerce(value, "cocoplus.toml", label)
+    assert str(info.value) == str(direct.value)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('[pricing."m1"]\ninput = 1\n', 'cocoplus.toml: [pricing."m1"] output: missing (expected a number >= 0 and <= 10000)'),
+        ('[accounts.local]\ncommand = ["x"]\n', 'cocoplus.toml: [accounts.local] kind: missing (expected one of "claude", "codex", "openai", "command")'),
+        ('[accounts.local]\nkind = "command"\n', 'cocoplus.toml: [accounts.local] command: missing (needed when kind = "command"; expected a non-empty list of strings)'),
+        ('[accounts.local]\nkind = "claude"\nmodel = "m"\n', 'cocoplus.toml: [accounts.local] unknown key "model" (known: kind, command, binary, base_url, api_key_env, default_model, default_reasoning_effort, timeout_s)'),
+        ('[pricing."m1"]\ninput = 1\noutput = 2\ncached = 1\n', 'cocoplus.toml: [pricing."m1"] unknown key "cached" (known: input, output, cache_read, cache_write, cache_write_1h)'),
+        ('[accounts."../x"]\nkind = "claude"\n', 'cocoplus.toml: [accounts."../x"]: names in [accounts] use A-Z a-z 0-9 _ - . (1-128 characters, no ..)'),
+        ('[accounts]\nlocal = "claude"\n', 'cocoplus.toml: [accounts.local]: expected a table (accounts that can run the master agent; [chat] controller picks one), got "claude"'),
+        ('accounts = 3\n', 'cocoplus.toml: [accounts]: expected tables [accounts.NAME], got 3'),
+        ('[session]\nmax_iterations = "lots"\n', 'cocoplus.toml: [session] max_iterations: expected an integer >= 1 and <= 1000000, got "lots"'),
+        ("max_iterations = 5\n", 'cocoplus.toml: "max_iterations" is outside any section; it belongs under [session] (sections: [session], [hooks], [ctx], [chat], [supervision], [pricing], [accounts])'),
+    ],
+)
+def test_table_and_key_errors_read_the_same(tmp_path, text, message):
+    write_toml(tmp_path, text)
+    with pytest.raises(ConfigInvalid) as info:
+        config.load(str(tmp_path), environ={})
+    assert str(info.value) == message
+
+
+def test_hostile_names_and_values_stay_on_one_line(tmp_path):
+    write_toml(tmp_path, '[accounts."a\\nb"]\nkind = "claude"\n')
+    with pytest.raises(ConfigInvalid) as info:
+        config.load(str(tmp_path), environ={})
+    assert str(info.value).startswith('cocoplus.toml: [accounts."a\\nb"]: names in [accounts]')
+    write_toml(tmp_path, '[session]\nbudget_enforcement = "x\\ny"\n')
+    with pytest.raises(ConfigInvalid) as info:
+        config.load(str(tmp_path), environ={})
+    assert_one_line_naming(info.value, 'got "x\\ny"')
+    with pytest.raises(ConfigInvalid) as info:
+        config.load(str(tmp_path), environ={"COCOPLUS_CHAT_DEFAULT_EFFORT": "hi\nthere"})
+    assert "\n" not in str(info.value)
+
+
+# -- bounds: numbers no run can reach are refused -----------------------------------------
+
+
+@pytest.mark.parametrize("literal", ["99999999999999999999", "1000001", str(2**200)])
+def test_max_iterations_has_an_upper_bound(tmp_path, literal):
+    write_toml(tmp_path, f"[session]\nmax_iterations = {literal}\n")
+    with pytest.raises(ConfigInvalid) as info:
+        config.load(str(tmp_path), environ={})
+    assert str(info.value).startswith("cocoplus.toml: [session] max_iterations: expected an integer >= 1 and <= 1000000, got ")
+    with pytest.raises(ConfigInvalid) as info:
+        config.load(str(tmp_path / "elsewhere"), environ={"COCOPLUS_SESSION_MAX_ITERATIONS": literal})
+    assert_one_line_naming(info.value, "environment COCOPLUS_SESSION_MAX_ITERATIONS", "<= 1000000")
+    write_toml(tmp_path, "[session]\nmax_iterations = 1000000\n")
+    assert config.load(str(tmp_path), environ={}).session["max_iterations"] == 1_000_000
+
+
+def test_an_integer_beyond_any_float_is_refused_not_a_crash(tmp_path):
+    write_toml(tmp_path, f"[session]\nbudget_limit = {10**400}\n")
+    with pytest.raises(ConfigInvalid) as info:
+        config.load(str(tmp_path), environ={})
+    assert_one_line_naming(info.value, "[session] budget_limit: expected a number >= 0 and <= 1000000")
+
+
+def test_every_number_has_an_upper_bound():
+    numbers = [k for k in settings.KEYS if k.kind in ("int", "float")]
+    numbers += [f for t in settings.TABLES for f in t.fields if f.kind in ("int", "float")]
+    assert [k.dotted for k in numbers if k.maximum is None and k.below is None] == []
+
+
+# -- the supervision seed's environment variables -------------------------------------------
+
+SEED_ENV = {
+    "supervision.restore_ttl_s": ("JARVIS_SUPERVISION_RESTORE_TTL_S", 900.0),
+    "supervision.stall_watchdog_interval_s": ("JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S", 90.0),
+    "supervision.stall_threshold_s": ("JARVIS_SUPERVISION_STALL_THRESHOLD_S", 900.0),
+    "supervision.stall_cooldown_s": ("JARVIS_SUPERVISION_STALL_COOLDOWN_S", 1800.0),
+    "supervision.stall_watchdog_startup_delay_s": ("JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S", 45.0),
+}
+
+
+def test_the_seed_variables_are_keys_with_their_own_names():
+    for dotted, (env, default) in SEED_ENV.items():
+        key = settings.BY_DOTTED[dotted]
+        assert (key.env, key.default) == (env, default)
+    assert not any(k.env and k.env.startswith("JARVIS_") for k in settings.KEYS if k.dotted not in SEED_ENV)
+
+
+def test_the_seed_variables_override_the_file(tmp_path):
+    write_toml(tmp_path, "[supervision]\nrestore_ttl_s = 60\nstall_threshold_s = 30\nstall_watchdog_interval_s = -1\n")
+    cfg = config.load(str(tmp_path), environ={"JARVIS_SUPERVISION_STALL_THRESHOLD_S": "5", "COCOPLUS_SUPERVISION_RESTORE_TTL_S": "1"})
+    assert cfg.get("supervision.restore_ttl_s") == 60.0 and cfg.origins["supervision.restore_ttl_s"] == "file"
+    assert cfg.get("supervision.stall_threshold_s") == 5.0
+    assert cfg.origins["supervision.stall_threshold_s"] == "env JARVIS_SUPERVISION_STALL_THRESHOLD_S"
+    assert "supervision.stall_threshold_s" not in cfg.files
+    assert cfg.get("supervision.stall_watchdog_interval_s") == -1.0  # <= 0 disables the watchdog: allowed
+    assert cfg.get("supervision.stall_cooldown_s") == 1800.0 and cfg.origins["supervision.stall_cooldown_s"] == "default"
+
+
+@pytest.mark.parametrize("env, value", [(e, v) for e, _ in SEED_ENV.values() for v in ("soon", "nan", "1e9")])
+def test_a_bad_seed_variable_is_an_error_naming_it_not_a_default(tmp_path, env, value):
+    with pytest.raises(ConfigInvalid) as info:
+        config.load(str(tmp_path), environ={env: value})
+    assert_one_line_naming(info.value, f"environment {env}: [supervision] ", f'got "{value}"')
+
+
+def test_the_file_each_value_came_from(tmp_path):
+    path = write_toml(tmp_path, "[session]\nmax_iterations = 50\n")
+    cfg = config.load(str(tmp_path), environ={})
+    assert cfg.files == {"session.max_iterations": path}
+    assert cfg.read == [path] and cfg.path == path
+    cfg = config.load(str(tmp_path), environ={"COCOPLUS_SESSION_MAX_ITERATIONS": "70"})
+    assert cfg.files == {} and cfg.origins["session.max_iterations"] == "env COCOPLUS_SESSION_MAX_ITERATIONS"
+
+
+def test_problem_says_why_the_config_cannot_be_used(tmp_path):
+    state = tmp_path / ".cocoplus"
+    state.mkdir()
+    lay = Layout(str(state))
+    assert config.problem(lay, {}) is None
+    write_toml(tmp_path, '[session]\nmax_iterations = "lots"\n')
+    assert config.problem(lay, {}) == 'cocoplus.toml: [session] max_iterations: expected an integer >= 1 and <= 1000000, got "lots"'
+    write_toml(tmp_path, "")
+    got = config.problem(lay, {"JARVIS_SUPERVISION_RESTORE_TTL_S": "later"})
+    assert got is not None and got.startswith("environment JARVIS_SUPERVISION_RESTORE_TTL_S: ")
+
+
+def test_toml_value_writes_toml():
+    import tomllib
+
+    for value in (True, False, 0, 200, 0.1, 24.0, 1e-05, "stage-boundary", 'a "q" \\ \n\t\x01', ["a", "{model}"], []):
+        assert tomllib.loads(f"v = {settings.toml_value(value)}")["v"] == value
+    assert settings.toml_value(True) == "true" and settings.toml_value("off") == '"off"'
 
 
 def test_example_toml_is_valid_and_lists_every_key(tmp_path):
@@ -248,9 +407,24 @@ def test_example_toml_is_valid_and_lists_every_key(tmp_path):
     write_toml(tmp_path, text)
     cfg = config.load(str(tmp_path), environ={})
     for k in settings.KEYS:
-        assert f"\n{k.name} = " in text
+        # what it accepts (bounds included) and its variable, just above the key
+        assert f"\n# {k.expected()}; environment {k.env}\n{k.name} = " in text
         assert cfg.get(k.dotted) == k.default
         assert cfg.origins[k.dotted] == "file"
+    assert "# an integer >= 1 and <= 1000000; environment COCOPLUS_SESSION_MAX_ITERATIONS\nmax_iterations = 200\n" in text
+    for table in settings.TABLES:
+        for f in table.fields:
+            assert f"\n#     {f.expected()}\n" in text
+
+
+def test_the_commented_table_examples_are_valid(tmp_path):
+    text = config.example_toml()
+    import re
+
+    body = "\n".join(line[2:] for line in text.splitlines() if re.fullmatch(r"# (\[[^\]]+\]|[a-z_0-9]+ = .*)", line))
+    write_toml(tmp_path, body)
+    cfg = config.load(str(tmp_path), environ={})
+    assert set(cfg.accounts) == {"local", "api", "cc"} and set(cfg.pricing) == {"my-local-model"}
 
 
 # -- the hook's compiled copy ------------------------------------------------------

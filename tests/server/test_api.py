@@ -87,7 +87,7 @@ def test_writes_need_the_token(client: Any, sproject: Layout, headers: dict[str,
 
 
 def test_reads_need_no_token(client: Any) -> None:
-    for path in (AUTO, "/api/v1/coding-sessions", "/api/v1/session", CONV, "/api/v1/session-os/main-brain/rounds", "/api/v1/openapi.json", "/"):
+    for path in (AUTO, "/api/v1/coding-sessions", "/api/v1/session", CONV, "/api/v1/session-os/main-brain/rounds", "/api/v1/meta", "/api/v1/openapi.json", "/"):
         assert client.get(path).status_code == 200, path
 
 
@@ -534,6 +534,23 @@ def test_unexpected_error_is_one_line_and_logged(client: Any, sproject: Layout, 
     assert "secret internals" in Path(sproject.cli_log).read_text()
 
 
+def test_meta_gives_the_page_its_word_lists_and_the_effective_turn_cap(client: Any, sproject: Layout) -> None:
+    from cocoplus.core import vocab
+
+    meta = client.get("/api/v1/meta").json()
+    assert meta["enums"] == vocab.as_dict()
+    assert meta["enums"]["efforts"] == ["low", "medium", "high"]
+    assert meta["settings"]["supervision.max_turns"] == {"value": 60, "default": 60, "minimum": 1, "maximum": 10000}
+    Path(sproject.config).write_text(Path(sproject.config).read_text() + "\n[supervision]\nmax_turns = 25\n")
+    assert client.get("/api/v1/meta").json()["settings"]["supervision.max_turns"]["value"] == 25
+    # A broken cocoplus.toml does not take the page down; session status reports it.
+    Path(sproject.config).write_text("[supervision\n")
+    assert client.get("/api/v1/meta").json()["settings"]["supervision.max_turns"]["value"] == 60
+    # The validation of request bodies uses the same lists.
+    error_of(client.patch(CONV, json={"reasoningEffortOverride": "extreme"}, headers=AUTH), 422)
+    error_of(client.post(SCOPE, json={"mode": "sideways", "session_ids": []}, headers=AUTH), 422)
+
+
 def test_unknown_route_and_method(client: Any) -> None:
     error_of(client.get("/api/v1/nothing"), 404)
     error_of(client.delete(AUTO, headers=AUTH), 405)
@@ -556,6 +573,7 @@ def test_openapi_lists_every_endpoint(client: Any) -> None:
         "/api/v1/projects/{conversation}/messages": {"post"},
         "/api/v1/projects/{conversation}/retry": {"post"},
         "/api/v1/events": {"get"},
+        "/api/v1/meta": {"get"},
     }
     for path, methods in expected.items():
         assert set(paths[path]) == methods, path

@@ -81,6 +81,10 @@ def test_page_end_to_end(served: Served, page: Any) -> None:
     expect(page.locator("#token-banner")).to_be_hidden()
     expect(page.locator("#sessions tbody tr")).to_have_count(3)
 
+    # The turn cap's default and bounds come from GET /api/v1/meta (the page writes none of them).
+    expect(page.locator("#max-turns")).to_have_value("60")
+    expect(page.locator("#max-turns")).to_have_attribute("max", "10000")
+
     # -- supervision on, with a goal and a turn cap
     page.fill("#task-hint", "keep the PR green until it merges")
     page.fill("#max-turns", "5")
@@ -197,6 +201,13 @@ def test_page_end_to_end(served: Served, page: Any) -> None:
 
     registry.ensure(lay, "gemini", "gemini-session-1", event="SessionStart")
     expect(page.locator('#sessions tr[data-alias="gm1"]')).to_have_count(1)
+    # An ended session is hidden unless "show ended" is on: the active states come from the API.
+    gm1 = registry.resolve(lay, "gm1")
+    registry.update(lay, gm1["id"], lambda r: r.update(state="exited"))
+    expect(page.locator('#sessions tr[data-alias="gm1"]')).to_have_count(0)
+    page.check("#show-ended")
+    expect(page.locator('#sessions tr[data-alias="gm1"]')).to_have_count(1)
+    page.uncheck("#show-ended")
     subprocess.run([sys.executable, "-m", "cocoplus", "supervision", "finish", "--summary", "done"], env=env, check=True, capture_output=True, timeout=60)
     expect(page.locator("#sup-switch")).not_to_be_checked()
     shot(page, "09-live-updates")

@@ -302,16 +302,17 @@ def test_a_fresh_enable_is_adopted_not_restored(project: Layout) -> None:
     assert autonomy.status(project)["autonomous"]["enabled"] is True
 
 
-def test_environment_defaults(project: Layout) -> None:
-    env = watcher.env_settings({})
-    assert env == {
-        "JARVIS_SUPERVISION_RESTORE_TTL_S": 900.0,
-        "JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S": 90.0,
-        "JARVIS_SUPERVISION_STALL_THRESHOLD_S": 900.0,
-        "JARVIS_SUPERVISION_STALL_COOLDOWN_S": 1800.0,
-        "JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S": 45.0,
-    }
-    assert watcher.env_settings({"JARVIS_SUPERVISION_STALL_THRESHOLD_S": "5"})["JARVIS_SUPERVISION_STALL_THRESHOLD_S"] == 5.0
+def test_the_watcher_reads_the_seed_variables_through_config(project: Layout) -> None:
+    from cocoplus.core.errors import ConfigInvalid
+
+    sup = watcher.Supervisor(project, environ={})
+    assert (sup.restore_ttl, sup.stall_interval, sup.stall_threshold, sup.stall_cooldown, sup.stall_startup_delay) == (900.0, 90.0, 900.0, 1800.0, 45.0)
+    with open(project.config, "w") as fh:
+        fh.write("[supervision]\nstall_threshold_s = 120\nrestore_ttl_s = 60\n")
+    sup = watcher.Supervisor(project, environ={"JARVIS_SUPERVISION_STALL_THRESHOLD_S": "5"})
+    assert (sup.stall_threshold, sup.restore_ttl) == (5.0, 60.0)
+    with pytest.raises(ConfigInvalid, match="^environment JARVIS_SUPERVISION_STALL_COOLDOWN_S: .* got \"soon\"$"):
+        watcher.Supervisor(project, environ={"JARVIS_SUPERVISION_STALL_COOLDOWN_S": "soon"})
 
 
 def test_sessions_list_shows_exclusion(project: Layout, sessions: dict, cli) -> None:  # type: ignore[no-untyped-def]

@@ -10,6 +10,7 @@ import typer
 
 from cocoplus.cli import output
 from cocoplus.cli.commands import JSON_HELP, layout
+from cocoplus.core import vocab
 from cocoplus.core.errors import UsageError
 
 CONV_HELP = "Conversation id (default: master-agent)."
@@ -54,7 +55,7 @@ def register(app: typer.Typer) -> None:
 
         lay = layout()
         result = api.send(lay, message, conversation)
-        if wait and result["masterReplyState"] in ("queued", "running"):
+        if wait and result["masterReplyState"] in vocab.UNFINISHED_TASK_STATES:
             done = api.wait(lay, conversation, result["task"]["id"], timeout)
             result["task"] = done["task"]
             result["masterReplyState"] = done["task"]["state"] if done["task"]["state"] != "succeeded" else "succeeded"

@@ -4,11 +4,64 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import typer
 
 from cocoplus.cli import output
 from cocoplus.cli.commands import JSON_HELP
+
+
+def show_data(cfg: Any) -> dict[str, Any]:
+    """What `config show --json` prints: every key with its value, origin and the file it came from."""
+    from cocoplus.core import settings
+
+    return {
+        "file": cfg.path,
+        "files": list(cfg.read),
+        "values": {
+            k.dotted: {"value": cfg.get(k.dotted), "origin": cfg.origins[k.dotted], "file": cfg.files.get(k.dotted)}
+            for k in settings.KEYS
+        },
+        "pricing": cfg.pricing,
+        "accounts": cfg.accounts,
+        "entry_files": dict(cfg.entry_files),
+    }
+
+
+def origin_text(cfg: Any, project: str, dotted: str) -> str:
+    """`default`, `env NAME`, `derived (...)`, or the file the value was read from (relative to the project)."""
+    where = cfg.files.get(dotted) if cfg.origins.get(dotted) == "file" else cfg.entry_files.get(dotted)
+    if where is None:
+        return cfg.origins[dotted]
+    rel = os.path.relpath(where, project)
+    return rel if not rel.startswith("..") else where
+
+
+def render_text(cfg: Any, project: str) -> str:
+    """The effective configuration as TOML, each value followed by where it came from."""
+    from cocoplus.core import settings
+
+    read = ", ".join(cfg.read) if cfg.read else "no cocoplus.toml, so every value is a default"
+    lines = [f"# effective cocoplus configuration ({read})"]
+
+    def add(left: str, origin: str) -> None:
+        lines.append(f"{left:<{ALIGN}}  # {origin}" if len(left) < ALIGN else f"{left}  # {origin}")
+
+    for section in settings.SECTIONS:
+        lines += ["", f"[{section}]"]
+        for k in settings.KEYS:
+            if k.section == section:
+                add(f"{k.name} = {settings.toml_value(cfg.get(k.dotted))}", origin_text(cfg, project, k.dotted))
+    for spec in settings.TABLES:
+        for name, entry in cfg.table(spec.section).items():
+            lines.append("")
+            add(spec.label(name), origin_text(cfg, project, f"{spec.section}.{name}"))
+            lines += [f"{field} = {settings.toml_value(value)}" for field, value in entry.items()]
+    return "\n".join(lines) + "\n"
+
+
+ALIGN = 44
 
 
 def register(app: typer.Typer) -> None:
@@ -17,46 +70,21 @@ def register(app: typer.Typer) -> None:
 
     @group.command("show")
     def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
-        """Print every key's effective value and where it came from (default, file, environment)."""
+        """Print every key's effective value (as TOML) and where it came from (default, a file, the environment)."""
         from cocoplus import config as config_mod
-        from cocoplus.core import settings
         from cocoplus.core.paths import find_state_dir
 
         found = find_state_dir()
         project = os.path.dirname(found) if found else os.getcwd()
         cfg = config_mod.load(project)
         if json_out:
-            output.emit_json(
-                {
-                    "file": cfg.path,
-                    "values": {
-                        k.dotted: {"value": cfg.get(k.dotted), "origin": cfg.origins[k.dotted]} for k in settings.KEYS
-                    },
-                    "pricing": cfg.pricing,
-                    "accounts": cfg.accounts,
-                }
-            )
+            output.emit_json(show_data(cfg))
             return
-        from rich.table import Table
-
-        from rich.text import Text
-
-        table = Table(title=Text(f"cocoplus config ({cfg.path or 'no cocoplus.toml; defaults'})"), title_justify="left")
-        table.add_column("key")
-        table.add_column("value")
-        table.add_column("from")
-        for k in settings.KEYS:
-            value = cfg.get(k.dotted)
-            table.add_row(k.dotted, Text(repr(value) if isinstance(value, str) else str(value)), cfg.origins[k.dotted])
-        output.out().print(table)
-        if cfg.pricing:
-            output.out().print("pricing overrides: " + ", ".join(sorted(cfg.pricing)), markup=False)
-        if cfg.accounts:
-            output.out().print("accounts: " + ", ".join(f"{n} ({a['kind']})" for n, a in cfg.accounts.items()), markup=False)
+        sys.stdout.write(render_text(cfg, project))
 
     @group.command("example")
     def example() -> None:
-        """Print a cocoplus.toml listing every key with its default and meaning."""
+        """Print a cocoplus.toml listing every key with its default, bounds, environment variable and meaning."""
         from cocoplus import config as config_mod
 
         sys.stdout.write(config_mod.example_toml())

@@ -8,6 +8,9 @@ import typer
 
 from cocoplus.cli import output
 from cocoplus.cli.commands import JSON_HELP, layout
+from cocoplus.core import settings
+
+TURNS_HELP = f"Turn cap (default: [supervision] max_turns, else {settings.BY_DOTTED['supervision.max_turns'].default})."
 
 SESSION_HELP = "The session this worker is (cs_ id or alias); default: from the runtime's environment."
 
@@ -35,7 +38,7 @@ def register(app: typer.Typer) -> None:
     @sup.command("enable")
     def enable(
         task_hint: str = typer.Option(None, "--task-hint", help="The supervision goal."),
-        max_turns: int = typer.Option(None, "--max-turns", help="Turn cap (default 60)."),
+        max_turns: int = typer.Option(None, "--max-turns", help=TURNS_HELP),
         scope_mode: str = typer.Option(None, "--scope-mode", help="all, only or except."),
         session: list[str] = typer.Option(None, "--session", help="Session ids or aliases for --scope-mode (repeatable)."),
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -105,7 +108,7 @@ def register(app: typer.Typer) -> None:
     @app.command("supervise")
     def supervise(
         goal: list[str] = typer.Argument(None, help="The supervision goal (task_hint)."),
-        max_turns: int = typer.Option(None, "--max-turns", help="Turn cap (default 60)."),
+        max_turns: int = typer.Option(None, "--max-turns", help=TURNS_HELP),
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """/supervise GOAL: enable supervision, start the watcher, and run one round now."""

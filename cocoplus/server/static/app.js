@@ -12,6 +12,8 @@ const TOKEN_KEY = "cocoplus-token";
 const MESSAGES_SHOWN = 300;
 const $ = (id) => document.getElementById(id);
 const state = { autonomous: null, sessions: [], conversation: null, busySwitch: false };
+// Allowed values and bounds, from GET /api/v1/meta (the server defines them once; the page never lists them).
+const meta = { enums: {}, settings: {} };
 
 // -- token --------------------------------------------------------------------------
 function takeTokenFromFragment() {
@@ -82,7 +84,28 @@ function el(tag, attrs, ...children) {
   return node;
 }
 function timeOf(ts) { return ts ? String(ts).slice(11, 19) : ""; }
-const ACTIVE = new Set(["running", "paused", "idle"]);
+
+// -- vocabulary ---------------------------------------------------------------------------
+async function loadMeta() {
+  const data = await call("GET", "/meta");
+  meta.enums = data.enums || {};
+  meta.settings = data.settings || {};
+  const turns = meta.settings["supervision.max_turns"];
+  const box = $("max-turns");
+  if (turns) {
+    box.min = turns.minimum;
+    box.max = turns.maximum;
+    if (!box.dataset.edited) box.value = turns.value;
+  }
+}
+function isActive(s) {
+  const active = meta.enums.active_states;
+  return !active || active.includes(s.state);
+}
+function turnsDefault() {
+  const turns = meta.settings["supervision.max_turns"];
+  return turns ? turns.value : "";
+}
 
 // -- supervision ------------------------------------------------------------------------
 async function loadAutonomous() {
@@ -97,7 +120,7 @@ function renderAutonomous() {
   if (!state.busySwitch) $("sup-switch").checked = on;
   $("turns").textContent = a ? `${a.turns_used} / ${a.max_turns}` : "– (never enabled)";
   if (a && document.activeElement !== $("task-hint") && !$("task-hint").dataset.edited) $("task-hint").value = a.task_hint || "";
-  if (a && document.activeElement !== $("max-turns") && !$("max-turns").dataset.edited) $("max-turns").value = a.max_turns || 60;
+  if (a && document.activeElement !== $("max-turns") && !$("max-turns").dataset.edited) $("max-turns").value = a.max_turns || turnsDefault();
   const sup = data.supervisor || {};
   $("watcher").textContent = sup.running ? `watcher running (pid ${sup.pid})` : "watcher not running (`cocoplus supervisor run`)";
   let st = "supervision " + (on ? "on" : (a ? "off" : "never enabled"));
@@ -154,7 +177,7 @@ function renderScope(scope) {
 }
 function visibleSessions() {
   const all = $("show-ended").checked;
-  return state.sessions.filter((s) => all || ACTIVE.has(s.state));
+  return state.sessions.filter((s) => all || isActive(s));
 }
 function renderSessions() {
   const tbody = $("sessions").querySelector("tbody");
@@ -303,7 +326,7 @@ function openPicker(kind) {
   const c = state.conversation || {};
   const isModel = kind === "model";
   const current = isModel ? c.modelOverride : c.reasoningEffortOverride;
-  const options = isModel ? (c.modelOptions || []) : (c.reasoningEffortOptions || ["low", "medium", "high"]);
+  const options = isModel ? (c.modelOptions || []) : (c.reasoningEffortOptions || meta.enums.efforts || []);
   $("picker-title").textContent = isModel ? "Model for this conversation" : "Reasoning effort for this conversation";
   const box = $("picker-options");
   const choices = options.map((o) => ({ value: o, label: o }));
@@ -427,9 +450,10 @@ function wire() {
 }
 
 takeTokenFromFragment();
-document.addEventListener("DOMContentLoaded", () => {
+document.addEventListener("DOMContentLoaded", async () => {
   wire();
   showTokenBanner();
+  await act(loadMeta);
   loadAll();
   connectEvents();
 });

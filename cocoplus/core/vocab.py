@@ -1,0 +1,63 @@
+"""Every fixed word list of cocoplus, defined here and nowhere else.
+
+The state files, the config key table, the pydantic models, the REST API,
+the MCP tools and the web page (through `GET /api/v1/meta`) all take their
+allowed values from these tuples.  Standard library only and no imports at
+all: the hook reads it.
+"""
+
+from __future__ import annotations
+
+# Reasoning effort of the master agent (seed 001), in increasing order.
+EFFORTS = ("low", "medium", "high")
+
+# Canonical run states (status.json, pod-state.json, session records); a budget stop is `exited`.
+RUN_STATES = ("running", "paused", "completed", "exited", "failed", "idle", "retired")
+# The run states of a session that is still at work (supervised, shown by default, counted as active).
+ACTIVE_STATES = ("running", "paused", "idle")
+
+# Cost budget states (budget-state.json) and when cost is enforced.
+BUDGET_STATES = ("normal", "reserve", "exhausted")
+BUDGET_ENFORCEMENTS = ("stage-boundary", "off")
+
+# Attention states of a worker session; each one wakes the main brain.
+ATTENTION_STATES = ("pending", "awaiting_authorization", "awaiting_decision")
+
+# Which sessions supervision watches; `invert` is an action on the visible list, not a stored mode.
+SCOPE_MODES = ("all", "only", "except")
+SCOPE_ACTIONS = (*SCOPE_MODES, "invert")
+
+# report_progress statuses (seed 000); all but `working` wake the main brain.
+PROGRESS_STATUSES = ("working", "completed", "blocked", "needs_review")
+
+# Backends of an `[accounts.NAME]` table.
+ACCOUNT_KINDS = ("claude", "codex", "openai", "command")
+
+# A master-agent reply task; the states of one not finished yet; the reply state `chat send`
+# answers with (seed 001).
+TASK_STATES = ("queued", "running", "succeeded", "failed")
+UNFINISHED_TASK_STATES = TASK_STATES[:2]
+REPLY_STATES = (*UNFINISHED_TASK_STATES, "failed")
+
+# An item of session/task-queue.jsonl.
+QUEUE_STATES = ("queued", "done", "dropped")
+
+
+def as_dict() -> dict[str, list[str]]:
+    """Every list by name, as the REST API publishes it."""
+    return {
+        "efforts": list(EFFORTS),
+        "run_states": list(RUN_STATES),
+        "active_states": list(ACTIVE_STATES),
+        "budget_states": list(BUDGET_STATES),
+        "budget_enforcements": list(BUDGET_ENFORCEMENTS),
+        "attention_states": list(ATTENTION_STATES),
+        "scope_modes": list(SCOPE_MODES),
+        "scope_actions": list(SCOPE_ACTIONS),
+        "progress_statuses": list(PROGRESS_STATUSES),
+        "account_kinds": list(ACCOUNT_KINDS),
+        "task_states": list(TASK_STATES),
+        "unfinished_task_states": list(UNFINISHED_TASK_STATES),
+        "reply_states": list(REPLY_STATES),
+        "queue_states": list(QUEUE_STATES),
+    }
