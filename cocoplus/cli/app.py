@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import typer
 
 from cocoplus import __version__
-from cocoplus.cli import output
+from cocoplus.cli import commands, output
 from cocoplus.core.errors import CocoplusError
 
 app = typer.Typer(
@@ -42,28 +43,41 @@ def _root(
         None, "--dir", metavar="PATH", help="Use this .cocoplus directory (or project) instead of searching; same as COCOPLUS_DIR."
     ),
 ) -> None:
+    commands.dir_flag = directory or None
     if directory:
         os.environ["COCOPLUS_DIR"] = os.path.abspath(directory)
 
 
 def _register() -> None:
-    from cocoplus.cli.commands import config_cmd, init_cmd, session_cmd, shell_cmd
+    from cocoplus.cli.commands import (
+        budget_cmd,
+        chat_cmd,
+        config_cmd,
+        hooks_cmd,
+        init_cmd,
+        mcp_cmd,
+        server_cmd,
+        session_cmd,
+        shell_cmd,
+        supervision_cmd,
+    )
 
-    init_cmd.register(app)
-    session_cmd.register(app)
-    config_cmd.register(app)
-    shell_cmd.register(app)
-    for name in ("hooks_cmd", "budget_cmd", "chat_cmd", "supervision_cmd", "server_cmd", "mcp_cmd"):
-        try:
-            mod = __import__(f"cocoplus.cli.commands.{name}", fromlist=["register"])
-        except ModuleNotFoundError as exc:
-            if exc.name != f"cocoplus.cli.commands.{name}":
-                raise
-            continue
+    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, server_cmd, mcp_cmd):
         mod.register(app)
 
 
 _register()
+
+
+def usage_line(exc: Any) -> tuple[str, str | None]:
+    """A click usage error as cocoplus' one line (and a hint), instead of click's usage block."""
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    if message[:1].isupper() and not message[1:2].isupper():
+        message = message[0].lower() + message[1:]
+    ctx = getattr(exc, "ctx", None)
+    path = ctx.command_path if ctx is not None else "cocoplus"
+    where = path.split(" ", 1)[1] + ": " if " " in path else ""
+    return where + message, f"`{path} --help` shows the usage"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,8 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     command = get_command(app)
     try:
         rv = command.main(args=args, prog_name="cocoplus", standalone_mode=False)
+    except cx.NoArgsIsHelpError as exc:
+        exc.show()  # a group given no command: its help is the answer
+        return 2
     except cx.UsageError as exc:
-        exc.show()
+        output.error_line(*usage_line(exc))
         return 2
     except cx.ClickException as exc:
         exc.show()

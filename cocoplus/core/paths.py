@@ -101,6 +101,11 @@ class Layout:
         return self._p("session", "PROGRESS.md")
 
     @property
+    def handoff_stamp(self) -> str:
+        """When PROGRESS.md's content last changed, by checksum (a clone resets file times, not this)."""
+        return self._p("session", "handoff-stamp.json")
+
+    @property
     def context(self) -> str:
         return self._p("session", "CONTEXT.md")
 

@@ -17,6 +17,7 @@ from cocoplus.core.errors import CocoplusError, LockTimeout, StateCorrupt
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import check_iteration_budget, new_iteration_budget
+from cocoplus.session import freshness
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -171,6 +172,7 @@ def update_progress(layout: Layout, change: Any, attempts: int = 3) -> bool:
                 return False
             if (after.st_mtime_ns, after.st_size, after.st_ino) != (before.st_mtime_ns, before.st_size, before.st_ino):
                 continue
+            freshness.note(layout, text, before.st_mtime)  # our write must not make the handoff look fresh
             fsio.atomic_write_text(path, new)
             return True
     return False

@@ -411,8 +411,9 @@ def test_send_returns_at_once_then_the_reply_lands(client: Any, sproject: Layout
     assert [m["text"] for m in view["messages"]] == ["status of the migration?"]
 
     def replied() -> Any:
+        # The worker appends the reply, then marks the task succeeded: wait for both.
         v = client.get(CONV).json()
-        return v if any(m["role"] == "assistant" for m in v["messages"]) else None
+        return v if any(m["role"] == "assistant" for m in v["messages"]) and not v["thinking"] else None
 
     view = wait_until(replied, timeout=30)
     reply = view["messages"][-1]
@@ -527,12 +528,12 @@ def test_damaged_state_file_is_409_naming_it(client: Any, sproject: Layout) -> N
 
 
 def test_unexpected_error_is_one_line_and_logged(client: Any, sproject: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cocoplus.supervision import scope
+    from cocoplus.ops import sessions
 
     def boom(*_a: Any, **_k: Any) -> Any:
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(scope, "sessions_view", boom)
+    monkeypatch.setattr(sessions, "list_sessions", boom)
     r = client.get("/api/v1/coding-sessions")
     msg = error_of(r, 500)
     assert "RuntimeError" in msg and "secret internals" not in r.text and "cocoplus.log" in msg

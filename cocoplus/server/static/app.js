@@ -338,7 +338,8 @@ async function savePicker(ev) {
   }
   const data = await act(() => call("PATCH", `/projects/${CONV}`, { [key]: value }));
   if (data) {
-    state.conversation = data;
+    // `chat set`'s answer: the overrides and what a reply now uses; the messages stay as they are.
+    state.conversation = { ...state.conversation, ...data };
     renderConversation();
     dlg.close();
   }
