@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from cocoplus.core.errors import CocoplusError, UsageError
-from cocoplus.core.paths import STATE_DIR_NAME, walk_up
+from cocoplus.core.paths import STATE_DIR_NAME, is_state_dir, walk_up
 from cocoplus.session import workspace
 
 
@@ -29,13 +29,9 @@ def init_target(start: str, named: str | None = None, named_by: str = "--dir") -
     if not os.path.isdir(path):
         raise UsageError(f"{named_by} {named}: not a directory")
     inner = os.path.join(path, STATE_DIR_NAME)
-    if os.path.isdir(inner) or not _looks_like_state_dir(path):
+    if os.path.isdir(inner) or not is_state_dir(path):
         return inner
     return path
-
-
-def _looks_like_state_dir(path: str) -> bool:
-    return os.path.isdir(os.path.join(path, "session")) and os.path.isdir(os.path.join(path, "locks"))
 
 
 def enclosing_project(state_dir: str) -> str | None:

@@ -10,8 +10,10 @@ from typing import Any
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.ops import operator_name
-from cocoplus.report import ctx, views
 from cocoplus.session import control, queue
+
+# `cocoplus.report` (and with it pydantic, about 0.1 s) is imported by the operations that build a
+# report, not here: every CLI command imports this module when the CLI starts.
 
 
 def status(layout: Layout, environ: dict[str, str] | None = None, now: float | None = None) -> dict[str, Any]:
@@ -20,6 +22,8 @@ def status(layout: Layout, environ: dict[str, str] | None = None, now: float | N
     `config.ok` is false while cocoplus.toml is invalid (the doors report it
     as an error; the report still answers, with what the hooks use instead).
     """
+    from cocoplus.report import ctx, views
+
     rep = views.status_report(layout, environ, now)
     ctx.supplement_status(rep, layout)
     return rep
@@ -27,6 +31,8 @@ def status(layout: Layout, environ: dict[str, str] | None = None, now: float | N
 
 def progress(layout: Layout) -> dict[str, Any]:
     """PROGRESS.md's Done / In Progress / Next / Notes, plus ctx's tasks where ctx answers."""
+    from cocoplus.report import ctx, views
+
     rep = views.sections(layout)
     ctx.supplement_progress(rep, layout)
     return rep
@@ -34,6 +40,8 @@ def progress(layout: Layout) -> dict[str, Any]:
 
 def check(layout: Layout) -> dict[str, Any]:
     """The seed's exit criteria: `{"ok", "checks": [{"check", "ok", "detail"}]}`."""
+    from cocoplus.report import views
+
     return views.check(layout)
 
 
@@ -56,6 +64,8 @@ def resume(layout: Layout, operator: str | None = None, reset_budget: bool = Fal
 
 
 def _iteration_now(layout: Layout) -> dict[str, Any] | None:
+    from cocoplus.report import views
+
     try:
         part = views.iteration_now(layout)
     except CocoplusError:

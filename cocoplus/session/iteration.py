@@ -105,6 +105,12 @@ def count(layout: Layout, cap: int, warn_at: int, *, timeout: float = 5.0, sync_
     return out
 
 
+def exhausted_reason(doc: dict[str, Any]) -> str:
+    """Why the agent is stopped at the cap; the same words for the kill switch and the status, however
+    many calls came after the stop (they are counted, never shown as a count past the cap)."""
+    return f"iteration budget exhausted ({doc['cap']}/{doc['cap']})"
+
+
 def reset(layout: Layout) -> dict[str, Any]:
     """Start the count again (operator's `session resume --reset-budget`)."""
 

@@ -35,10 +35,7 @@ def run_state_text(status: dict[str, Any], pod: dict[str, Any]) -> Text:
         if s.get("stale"):
             t.append("; ")
             t.append("STALE", style=output.WARN)
-            t.append(
-                f": no activity for {s.get('idle_for')} (a `running` state over {s['stale_after_hours']:g} h old is "
-                "healed to exited at the next session start)"
-            )
+            t.append(f": no activity for {s.get('idle_for')} (stale after {s['stale_after_hours']:g} h)")
         return t
 
     t = one(status)
