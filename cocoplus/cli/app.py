@@ -17,6 +17,18 @@ import typer
 
 from cocoplus import __version__
 from cocoplus.cli import commands, output
+from cocoplus.cli.commands import (
+    budget_cmd,
+    chat_cmd,
+    config_cmd,
+    hooks_cmd,
+    init_cmd,
+    mcp_cmd,
+    server_cmd,
+    session_cmd,
+    shell_cmd,
+    supervision_cmd,
+)
 from cocoplus.core.errors import CocoplusError
 
 app = typer.Typer(
@@ -49,19 +61,6 @@ def _root(
 
 
 def _register() -> None:
-    from cocoplus.cli.commands import (
-        budget_cmd,
-        chat_cmd,
-        config_cmd,
-        hooks_cmd,
-        init_cmd,
-        mcp_cmd,
-        server_cmd,
-        session_cmd,
-        shell_cmd,
-        supervision_cmd,
-    )
-
     for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, server_cmd, mcp_cmd):
         mod.register(app)
 
@@ -83,13 +82,14 @@ def usage_line(exc: Any) -> tuple[str, str | None]:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "hook":
-        from cocoplus.hook.__main__ import main as hook_main
+        from cocoplus.hook.__main__ import main as hook_main  # deferred: only `cocoplus hook` needs it
 
         return hook_main(args[1:])
     from typer._click import exceptions as cx
     from typer.main import get_command
 
     command = get_command(app)
+    commands.dir_flag = None  # set again by the root callback when this command line gives --dir
     try:
         rv = command.main(args=args, prog_name="cocoplus", standalone_mode=False)
     except cx.NoArgsIsHelpError as exc:
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 1
     except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into one line
-        from cocoplus.core.crashlog import log_exception
+        from cocoplus.core.crashlog import log_exception  # deferred: only a failure needs it
 
         where = log_exception(f"argv={sys.argv[1:]!r}", exc)
         detail = f"; details in {where}" if where else ""

@@ -22,7 +22,7 @@ def status(layout: Layout, environ: dict[str, str] | None = None, now: float | N
     `config.ok` is false while cocoplus.toml is invalid (the doors report it
     as an error; the report still answers, with what the hooks use instead).
     """
-    from cocoplus.report import ctx, views
+    from cocoplus.report import ctx, views  # deferred: pydantic (see above)
 
     rep = views.status_report(layout, environ, now)
     ctx.supplement_status(rep, layout)
@@ -31,7 +31,7 @@ def status(layout: Layout, environ: dict[str, str] | None = None, now: float | N
 
 def progress(layout: Layout) -> dict[str, Any]:
     """PROGRESS.md's Done / In Progress / Next / Notes, plus ctx's tasks where ctx answers."""
-    from cocoplus.report import ctx, views
+    from cocoplus.report import ctx, views  # deferred: pydantic (see above)
 
     rep = views.sections(layout)
     ctx.supplement_progress(rep, layout)
@@ -40,7 +40,7 @@ def progress(layout: Layout) -> dict[str, Any]:
 
 def check(layout: Layout) -> dict[str, Any]:
     """The seed's exit criteria: `{"ok", "checks": [{"check", "ok", "detail"}]}`."""
-    from cocoplus.report import views
+    from cocoplus.report import views  # deferred: pydantic (see above)
 
     return views.check(layout)
 
@@ -64,7 +64,7 @@ def resume(layout: Layout, operator: str | None = None, reset_budget: bool = Fal
 
 
 def _iteration_now(layout: Layout) -> dict[str, Any] | None:
-    from cocoplus.report import views
+    from cocoplus.report import views  # deferred: pydantic (see above)
 
     try:
         part = views.iteration_now(layout)

@@ -135,7 +135,8 @@ def render_info(rep: dict[str, Any]) -> None:
         ("tasks", ", ".join(f"{k} {v}" for k, v in rep["tasks"].items())),
         *((k, v) for k, v in rep["files"].items()),
     ]
-    output.rows(pairs, indent="")
+    for label, value in pairs:
+        output.line(f"{label:<14} ", value)
     output.problems(rep["problems"])
 
 
