@@ -1,8 +1,8 @@
 """For the same state, every door answers an operation with the same data.
 
 Three identical copies of one project; the same scripted sequence of
-operations runs through the CLI (`python -m cocoplus ... --json`, a real
-process) on the first, the REST server (the real FastAPI app through its
+operations runs through the CLI (`cocoplus ... --json` through the CLI's
+own `main`, as the console script runs it) on the first, the REST server (the real FastAPI app through its
 test client) on the second and the MCP server (`cocoplus mcp` over stdio,
 driven by the SDK's client) on the third.  After each step the answers of
 the doors that offer the operation are compared; where a door does not
@@ -35,7 +35,6 @@ from cocoplus.ops import supervision as supervision_ops
 from cocoplus.ops import worker as worker_ops
 from cocoplus.session import registry
 from cocoplus.session.workspace import init
-from tests.conftest import run_cli_subprocess
 from tests.mcp.conftest import Client, serve
 from tests.server.conftest import AUTH, PORT, TOKEN, stop_background
 
@@ -214,9 +213,9 @@ def three(tmp_path: Path) -> Any:
         stop_background(lay)
 
 
-def cli_door(layout: Layout, step: Step) -> Any:
+def cli_door(cli: Any, layout: Layout, step: Step) -> Any:
     assert step.cli is not None
-    r = run_cli_subprocess(*step.cli, "--json", cwd=layout.project)
+    r = cli(*step.cli, "--json", cwd=layout.project)
     assert r.code in step.cli_codes, (step.op, r.code, r.err)
     return json.loads(r.out)
 
@@ -229,7 +228,7 @@ def rest_door(client: Any, step: Step) -> Any:
     return r.json()
 
 
-def test_the_cli_rest_and_mcp_doors_answer_alike(three: list[Layout]) -> None:
+def test_the_cli_rest_and_mcp_doors_answer_alike(three: list[Layout], cli: Any) -> None:
     from fastapi.testclient import TestClient
 
     from cocoplus.server.app import create_app
@@ -239,7 +238,7 @@ def test_the_cli_rest_and_mcp_doors_answer_alike(three: list[Layout]) -> None:
     async def scenario(c: Client) -> list[Step]:
         with TestClient(create_app(rest_lay, token=TOKEN, port=PORT), base_url=BASE, raise_server_exceptions=False) as client:
             for step in STEPS:
-                step.answers["cli"] = normalise(cli_door(cli_lay, step), cli_lay.project) if step.cli else _apply(step, cli_lay)
+                step.answers["cli"] = normalise(cli_door(cli, cli_lay, step), cli_lay.project) if step.cli else _apply(step, cli_lay)
                 step.answers["rest"] = normalise(rest_door(client, step), rest_lay.project) if step.rest else _apply(step, rest_lay)
                 if step.mcp:
                     name, args = step.mcp
