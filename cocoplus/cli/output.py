@@ -121,7 +121,7 @@ def table(columns: Sequence[tuple[str, bool]], rows: Sequence[Sequence[str]], wi
     ws = widths(keep)
     lines = []
     for cells in [[c[0] for c in columns], *rows]:
-        lines.append("  ".join(cells[i].ljust(w) for i, w in zip(keep, ws)).rstrip())
+        lines.append("  ".join(cells[i].ljust(w) for i, w in zip(keep, ws, strict=True)).rstrip())
     return lines
 
 

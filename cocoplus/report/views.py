@@ -281,7 +281,7 @@ def status_report(layout: Layout, environ: dict[str, str] | None = None, now: fl
     }
     for key in ("predicates", "queue", "sessions", "steps"):
         problems.extend(report[key].get("problems", []))
-    kept = []
+    kept: list[str] = []
     for path in (layout.iteration_budget, layout.budget_state, layout.status, layout.pod_state, layout.progress):
         kept.extend(layout.rel(p) for p in fsio.quarantined_copies(path))
     report["damaged_copies"] = kept

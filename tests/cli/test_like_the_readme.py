@@ -121,6 +121,15 @@ def test_broken_config_makes_status_fail_first_while_the_hooks_keep_the_last_goo
     assert rep["config"]["ok"] is False and "max_iterations" in rep["config"]["error"]
     assert rep["iteration_budget"]["cap"] == 3 and "last good values" in rep["iteration_budget"]["limits_from"]
 
+    # The page reads the same report and says the same.
+    from fastapi.testclient import TestClient
+
+    from cocoplus.server.app import create_app
+
+    with TestClient(create_app(project, token="t" * 40, port=48766), base_url="http://127.0.0.1:48766") as client:
+        page = client.get("/api/v1/session").json()
+    assert page["config"] == rep["config"] and page["iteration_budget"]["cap"] == 3
+
     # The hooks still work, on the last good cap: two more calls reach it.
     post_tool(project, 2)
     stop = json.loads(Path(project.agent_stop).read_text())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -163,5 +164,8 @@ def worker(
 def register(app: typer.Typer) -> None:
     chat = typer.Typer(help="Talk to the master agent: send returns at once, the reply lands in the ledger.", no_args_is_help=True)
     app.add_typer(chat, name="chat")
-    for name, fn in (("send", send), ("log", log), ("retry", retry), ("set", set_overrides), ("info", info), ("menu", menu), ("worker", worker)):
+    commands: tuple[tuple[str, Callable[..., None]], ...] = (
+        ("send", send), ("log", log), ("retry", retry), ("set", set_overrides), ("info", info), ("menu", menu), ("worker", worker)
+    )
+    for name, fn in commands:
         chat.command(name)(fn)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -349,9 +350,13 @@ def queue_done(
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Operator view and controls of the current work session.", no_args_is_help=True)
     app.add_typer(group, name="session")
-    for name, fn in (("status", status), ("progress", progress), ("steer", steer), ("stop", stop), ("resume", resume), ("check", check)):
+    commands: tuple[tuple[str, Callable[..., None]], ...] = (
+        ("status", status), ("progress", progress), ("steer", steer), ("stop", stop), ("resume", resume), ("check", check)
+    )
+    for name, fn in commands:
         group.command(name)(fn)
     qgroup = typer.Typer(help="Mid-session requests (task-queue.jsonl).", no_args_is_help=True)
     group.add_typer(qgroup, name="queue")
-    for name, fn in (("add", queue_add), ("list", queue_list), ("done", queue_done)):
+    queue_commands: tuple[tuple[str, Callable[..., None]], ...] = (("add", queue_add), ("list", queue_list), ("done", queue_done))
+    for name, fn in queue_commands:
         qgroup.command(name)(fn)

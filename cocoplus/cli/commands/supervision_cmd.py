@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -219,13 +220,17 @@ def workflow_end(
 def register(app: typer.Typer) -> None:
     sup = typer.Typer(help="Autonomous supervision: the main brain's controls.", no_args_is_help=True)
     app.add_typer(sup, name="supervision")
-    for name, fn in (("enable", enable), ("finish", finish), ("status", status), ("scope", scope), ("exclude", exclude), ("include", include)):
+    commands: tuple[tuple[str, Callable[..., None]], ...] = (
+        ("enable", enable), ("finish", finish), ("status", status), ("scope", scope), ("exclude", exclude), ("include", include)
+    )
+    for name, fn in commands:
         sup.command(name)(fn)
     app.command("supervise")(supervise)
     runner = typer.Typer(help="The watcher process that wakes the main brain.", no_args_is_help=True)
     app.add_typer(runner, name="supervisor")
-    for name, fn in (("run", supervisor_run), ("status", supervisor_status), ("stop", supervisor_stop)):
-        runner.command(name)(fn)
+    runner.command("run")(supervisor_run)
+    runner.command("status")(supervisor_status)
+    runner.command("stop")(supervisor_stop)
     report = typer.Typer(help="Worker signals to the supervisor.", no_args_is_help=True)
     app.add_typer(report, name="report")
     report.command("progress")(report_progress)
