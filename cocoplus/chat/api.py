@@ -155,5 +155,17 @@ def conversation_view(layout: Layout, conversation: str = store.DEFAULT_CONVERSA
     }
 
 
-def set_overrides(layout: Layout, conversation: str, *, model: str | None = None, effort: str | None = None, clear: bool = False) -> dict[str, Any]:
-    return store.set_overrides(layout, conversation, model=model, effort=effort, clear=clear)
+def set_overrides(
+    layout: Layout,
+    conversation: str,
+    *,
+    model: str | None = None,
+    effort: str | None = None,
+    clear: bool = False,
+    clear_model: bool = False,
+    clear_effort: bool = False,
+) -> dict[str, Any]:
+    """Set and/or clear this conversation's model and effort overrides in one locked update."""
+    return store.set_overrides(
+        layout, conversation, model=model, effort=effort, clear=clear, clear_model=clear_model, clear_effort=clear_effort
+    )

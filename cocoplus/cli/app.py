@@ -11,11 +11,24 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import typer
 
 from cocoplus import __version__
-from cocoplus.cli import output
+from cocoplus.cli import commands, output
+from cocoplus.cli.commands import (
+    budget_cmd,
+    chat_cmd,
+    config_cmd,
+    hooks_cmd,
+    init_cmd,
+    mcp_cmd,
+    server_cmd,
+    session_cmd,
+    shell_cmd,
+    supervision_cmd,
+)
 from cocoplus.core.errors import CocoplusError
 
 app = typer.Typer(
@@ -42,44 +55,48 @@ def _root(
         None, "--dir", metavar="PATH", help="Use this .cocoplus directory (or project) instead of searching; same as COCOPLUS_DIR."
     ),
 ) -> None:
+    commands.dir_flag = directory or None
     if directory:
         os.environ["COCOPLUS_DIR"] = os.path.abspath(directory)
 
 
 def _register() -> None:
-    from cocoplus.cli.commands import config_cmd, init_cmd, session_cmd, shell_cmd
-
-    init_cmd.register(app)
-    session_cmd.register(app)
-    config_cmd.register(app)
-    shell_cmd.register(app)
-    for name in ("hooks_cmd", "budget_cmd", "chat_cmd", "supervision_cmd", "server_cmd", "mcp_cmd"):
-        try:
-            mod = __import__(f"cocoplus.cli.commands.{name}", fromlist=["register"])
-        except ModuleNotFoundError as exc:
-            if exc.name != f"cocoplus.cli.commands.{name}":
-                raise
-            continue
+    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, server_cmd, mcp_cmd):
         mod.register(app)
 
 
 _register()
 
 
+def usage_line(exc: Any) -> tuple[str, str | None]:
+    """A click usage error as cocoplus' one line (and a hint), instead of click's usage block."""
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    if message[:1].isupper() and not message[1:2].isupper():
+        message = message[0].lower() + message[1:]
+    ctx = getattr(exc, "ctx", None)
+    path = ctx.command_path if ctx is not None else "cocoplus"
+    where = path.split(" ", 1)[1] + ": " if " " in path else ""
+    return where + message, f"`{path} --help` shows the usage"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "hook":
-        from cocoplus.hook.__main__ import main as hook_main
+        from cocoplus.hook.__main__ import main as hook_main  # deferred: only `cocoplus hook` needs it
 
         return hook_main(args[1:])
     from typer._click import exceptions as cx
     from typer.main import get_command
 
     command = get_command(app)
+    commands.dir_flag = None  # set again by the root callback when this command line gives --dir
     try:
         rv = command.main(args=args, prog_name="cocoplus", standalone_mode=False)
+    except cx.NoArgsIsHelpError as exc:
+        exc.show()  # a group given no command: its help is the answer
+        return 2
     except cx.UsageError as exc:
-        exc.show()
+        output.error_line(*usage_line(exc))
         return 2
     except cx.ClickException as exc:
         exc.show()
@@ -96,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 1
     except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into one line
-        from cocoplus.core.crashlog import log_exception
+        from cocoplus.core.crashlog import log_exception  # deferred: only a failure needs it
 
         where = log_exception(f"argv={sys.argv[1:]!r}", exc)
         detail = f"; details in {where}" if where else ""

@@ -179,6 +179,8 @@ def loads_object(data: bytes | str, path: str) -> dict[str, Any]:
         obj = jsonfast.loads(text)
     except RecursionError:
         raise StateCorrupt(path, "nested too deeply to be valid state") from None
+    except jsonfast.Truncated as exc:
+        raise StateCorrupt(path, _short(exc)) from None
     except ValueError as exc:
         raise StateCorrupt(path, f"not valid JSON ({_short(exc)})") from None
     if not isinstance(obj, dict):

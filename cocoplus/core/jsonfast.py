@@ -17,6 +17,19 @@ except ImportError:  # pragma: no cover - every CPython ships _json
 _WS = " \t\n\r"
 
 
+class Truncated(ValueError):
+    """The text ends before the JSON document does (a torn or cut-off write)."""
+
+
+class _DecodeError(ValueError):
+    """Stands in for json.decoder.JSONDecodeError while the json package is not loaded (see `_locate`)."""
+
+    def __init__(self, msg: str, doc: str, pos: int) -> None:
+        super().__init__(msg)
+        self.msg = msg
+        self.pos = pos
+
+
 def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not valid JSON")
 
@@ -44,16 +57,67 @@ def loads(text: str) -> object:
     try:
         obj, end = _scanner(text, idx)
     except StopIteration as exc:
-        raise ValueError(f"Expecting value: char {exc.value}") from None
-    except (RecursionError, SystemError):
-        # _json reports running out of stack as a SystemError on some versions.
+        raise _error(text, "Expecting value", exc.value) from None
+    except RecursionError:
         raise ValueError("nested too deeply") from None
+    except SystemError:
+        raise _locate(text, idx) from None
+    except ValueError as exc:  # json.decoder.JSONDecodeError, when the json package is loaded
+        raise _described(text, exc) from None
     finally:
         _Context.memo.clear()
     rest = len(text) - len(text.rstrip(_WS))
     if end != len(text) - rest:
         raise ValueError(f"Extra data: char {end}")
     return obj
+
+
+def _error(text: str, msg: str, pos: int) -> ValueError:
+    """The parser's complaint at `pos`, as Truncated when the document simply stops there."""
+    end = len(text.rstrip(_WS))
+    if pos >= end or msg.startswith("Unterminated string"):
+        return Truncated(f"truncated: the JSON stops at char {end} before it is complete")
+    return ValueError(f"{msg}: char {pos}")
+
+
+def _described(text: str, exc: ValueError) -> ValueError:
+    msg, pos = getattr(exc, "msg", None), getattr(exc, "pos", None)
+    if isinstance(msg, str) and isinstance(pos, int):
+        return _error(text, msg, pos)
+    return ValueError(str(exc))
+
+
+def _locate(text: str, idx: int) -> ValueError:
+    """Parse again to learn what is wrong and where.
+
+    The C scanner builds its error from `json.decoder.JSONDecodeError`,
+    which it looks up among loaded modules only (CPython 3.11); with the
+    json package not loaded (the hook path never loads it) it fails with a
+    SystemError that says nothing.  For this one call it gets a stand-in.
+    """
+    import sys
+
+    if "json.decoder" in sys.modules:
+        placeholder = None
+    else:
+        placeholder = type(sys)("json.decoder")
+        placeholder.JSONDecodeError = _DecodeError  # type: ignore[attr-defined]
+        sys.modules["json.decoder"] = placeholder
+    try:
+        _scanner(text, idx)
+    except StopIteration as exc:
+        return _error(text, "Expecting value", exc.value)
+    except RecursionError:
+        return ValueError("nested too deeply")
+    except ValueError as exc:
+        return _described(text, exc)
+    except SystemError:
+        return ValueError("not valid JSON")
+    finally:
+        _Context.memo.clear()
+        if placeholder is not None and sys.modules.get("json.decoder") is placeholder:
+            del sys.modules["json.decoder"]
+    return ValueError("not valid JSON")
 
 
 def _default(obj: object) -> object:

@@ -101,6 +101,11 @@ class Layout:
         return self._p("session", "PROGRESS.md")
 
     @property
+    def handoff_stamp(self) -> str:
+        """When PROGRESS.md's content last changed, by checksum (a clone resets file times, not this)."""
+        return self._p("session", "handoff-stamp.json")
+
+    @property
     def context(self) -> str:
         return self._p("session", "CONTEXT.md")
 
@@ -261,15 +266,29 @@ def _state_in(directory: str) -> str | None:
     return candidate if os.path.isdir(candidate) else None
 
 
+# Any of these in a directory makes it a state directory, whatever it is called.
+STATE_MARKERS = ("session", "sessions", "locks", "AGENT_STOP", "hook-config.json")
+
+
+def is_state_dir(path: str) -> bool:
+    """A directory cocoplus keeps state in: called `.cocoplus`, or holding its files."""
+    if not os.path.isdir(path):
+        return False
+    return os.path.basename(os.path.abspath(path)) == STATE_DIR_NAME or any(
+        os.path.lexists(os.path.join(path, m)) for m in STATE_MARKERS
+    )
+
+
 def find_state_dir(start: str | None = None, environ: dict[str, str] | None = None) -> str | None:
-    """Locate `.cocoplus/`: `COCOPLUS_DIR`, else the nearest ancestor of `start`."""
+    """Locate `.cocoplus/`: `COCOPLUS_DIR` (a project holding one, or a state directory itself),
+    else the nearest ancestor of `start`."""
     env = os.environ if environ is None else environ
     override = env.get(ENV_DIR)
     if override:
         inner = _state_in(override)
         if inner:
             return inner
-        return os.path.abspath(override) if os.path.isdir(override) else None
+        return os.path.abspath(override) if is_state_dir(override) else None
     return walk_up(start if start is not None else os.getcwd())
 
 

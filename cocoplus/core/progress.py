@@ -12,6 +12,8 @@ lines on every tool call.
 
 from __future__ import annotations
 
+import zlib
+
 HANDOFF_SECTIONS = ("Done", "In Progress", "Next", "Notes")
 BUDGET_SECTION = "Iteration Budget"
 BUDGET_LABELS = ("Cap", "Consumed", "Warn At")
@@ -153,6 +155,19 @@ def parse(text: str) -> Progress:
         return Progress("".join(body), [])
     sections.append(Section(heading, "".join(body)))
     return Progress("".join(preamble), sections)
+
+
+def content_checksum(text: str) -> str:
+    """A checksum of what the handoff says: every byte but the Iteration Budget section
+
+    (which cocoplus rewrites on every tool call), with line endings normalised
+    so a checkout that converts them does not count as a change.
+    """
+    doc = parse(text)
+    budget = _norm(BUDGET_SECTION)
+    kept = doc.preamble + "".join(s.heading + s.body for s in doc.sections if _norm(s.title) != budget)
+    raw = kept.replace("\r\n", "\n").replace("\r", "\n").encode("utf-8", "surrogatepass")
+    return f"{zlib.crc32(raw):08x}{len(raw):x}"
 
 
 def template(cap: int, consumed: int, warn_at: int, title: str = "Progress") -> str:

@@ -217,8 +217,7 @@ def on_post_tool(h: Hook) -> Answer:
         h.log(f"iteration-budget lock busy for {h.timeout:g}s; the increment was spooled and will be counted")
     b = out.budget
     if out.capped and b is not None:
-        shown = f"{b['cap']}/{b['cap']}" if out.capped_now else f"{b['consumed']}/{b['cap']}"
-        reason = f"iteration budget exhausted ({shown})"
+        reason = iteration.exhausted_reason(b)
         h.stop_agent(reason, source="iteration-budget", state="exited")
         if out.capped_now:
             h.step("iteration_cap", consumed=b["consumed"], cap=b["cap"], final_budget_state=_final_budget(h, b))

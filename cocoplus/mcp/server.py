@@ -1,9 +1,9 @@
 """`cocoplus mcp`: the main-brain and worker tools of seed 000 as a stdio MCP server.
 
-Built on the official `mcp` SDK (`MCPServer`).  Every tool calls the same
-function the CLI calls (`cocoplus.supervision.autonomy`, `.scope`, `.signals`)
-and answers with the JSON the CLI prints with `--json` (as text, and as
-structured content).  A handled failure (a `CocoplusError`: no valid id for
+Built on the official `mcp` SDK (`MCPServer`).  Every tool calls one
+operation of `cocoplus.ops` (`supervision`, `sessions`, `worker`), the
+function the matching CLI command and REST endpoint call, and answers with
+the JSON the CLI prints with `--json` (as text, and as structured content).  A handled failure (a `CocoplusError`: no valid id for
 only/except, an unknown session, a bad status, no `.cocoplus/`) is a tool
 error carrying cocoplus' one-line message; anything unexpected is a tool
 error too, with the traceback in `.cocoplus/logs/cocoplus.log`.  The server
@@ -32,6 +32,9 @@ from cocoplus import __version__
 from cocoplus.core import settings, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout, discover
+from cocoplus.ops import sessions as sessions_ops
+from cocoplus.ops import supervision as supervision_ops
+from cocoplus.ops import worker as worker_ops
 
 # Annotations below are evaluated at module level (postponed evaluation), so this lives here.
 TURNS = settings.BY_DOTTED["supervision.max_turns"]
@@ -98,8 +101,6 @@ def build(role: str = "all") -> MCPServer:
 
 
 def _brain_tools(server: MCPServer) -> None:
-    from cocoplus.supervision import autonomy, scope
-
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 
     @server.tool(
@@ -125,7 +126,7 @@ def _brain_tools(server: MCPServer) -> None:
     ) -> CallToolResult:
         return run_tool(
             "enable_supervision",
-            lambda lay: autonomy.enable(lay, task_hint=task_hint, max_turns=max_turns, scope_mode=scope_mode, scope_session_ids=list(scope_session_ids or [])),
+            lambda lay: supervision_ops.enable(lay, task_hint, max_turns, scope_mode, list(scope_session_ids or [])),
         )
 
     @server.tool(
@@ -137,7 +138,7 @@ def _brain_tools(server: MCPServer) -> None:
     def finish_supervision(
         summary: Annotated[str | None, Field(description="What was achieved and what is left, for the record.")] = None,
     ) -> CallToolResult:
-        return run_tool("finish_supervision", lambda lay: autonomy.finish(lay, summary))
+        return run_tool("finish_supervision", lambda lay: supervision_ops.finish(lay, summary, reason=supervision_ops.FINISHED_BY_BRAIN))
 
     @server.tool(
         description=(
@@ -147,7 +148,7 @@ def _brain_tools(server: MCPServer) -> None:
         annotations=read_only,
     )
     def supervision_status() -> CallToolResult:
-        return run_tool("supervision_status", autonomy.status)
+        return run_tool("supervision_status", supervision_ops.status)
 
     @server.tool(
         description=(
@@ -161,7 +162,7 @@ def _brain_tools(server: MCPServer) -> None:
         mode: Annotated[str, Field(description="all, only or except.", json_schema_extra={"enum": list(vocab.SCOPE_MODES)})],
         session_ids: Annotated[list[str] | None, Field(description="For only/except. " + IDS_HELP)] = None,
     ) -> CallToolResult:
-        return run_tool("set_supervision_scope", lambda lay: scope.set_scope(lay, mode, list(session_ids or []), allow_invert=False))
+        return run_tool("set_supervision_scope", lambda lay: supervision_ops.set_scope(lay, mode, list(session_ids or []), allow_invert=False))
 
     @server.tool(
         description=(
@@ -172,12 +173,10 @@ def _brain_tools(server: MCPServer) -> None:
         annotations=read_only,
     )
     def list_sessions() -> CallToolResult:
-        return run_tool("list_sessions", scope.sessions_view)
+        return run_tool("list_sessions", sessions_ops.list_sessions)
 
 
 def _worker_tools(server: MCPServer) -> None:
-    from cocoplus.supervision import signals
-
     @server.tool(
         description=(
             "Tell the supervisor (the main brain) how your work is going. status working is a heartbeat and does "
@@ -193,14 +192,14 @@ def _worker_tools(server: MCPServer) -> None:
         message: Annotated[str | None, Field(description="What happened, in a sentence or two.")] = None,
         session: Annotated[str | None, SESSION_ARG] = None,
     ) -> CallToolResult:
-        return run_tool("report_progress", lambda lay: signals.report_progress(lay, status, message, session))
+        return run_tool("report_progress", lambda lay: worker_ops.report_progress(lay, status, message, session))
 
     @server.tool(description="Say you are blocked and why. Always wakes the main brain to deal with it.")
     def notify_blocked(
         message: Annotated[str, Field(description="What blocks the work and what you need to go on.")],
         session: Annotated[str | None, SESSION_ARG] = None,
     ) -> CallToolResult:
-        return run_tool("notify_blocked", lambda lay: signals.notify_blocked(lay, message, session))
+        return run_tool("notify_blocked", lambda lay: worker_ops.notify_blocked(lay, message, session))
 
     @server.tool(
         description=(
@@ -213,7 +212,7 @@ def _worker_tools(server: MCPServer) -> None:
         question: Annotated[str, Field(description="The question, self-contained.")],
         session: Annotated[str | None, SESSION_ARG] = None,
     ) -> CallToolResult:
-        return run_tool("ask_human", lambda lay: signals.ask_human(lay, question, session))
+        return run_tool("ask_human", lambda lay: worker_ops.ask_human(lay, question, session))
 
     @server.tool(
         description=(
@@ -226,7 +225,7 @@ def _worker_tools(server: MCPServer) -> None:
         what: Annotated[str | None, Field(description="What context you need (recorded for the supervisor).")] = None,
         session: Annotated[str | None, SESSION_ARG] = None,
     ) -> CallToolResult:
-        return run_tool("request_context", lambda lay: signals.request_context(lay, what, session))
+        return run_tool("request_context", lambda lay: worker_ops.request_context(lay, what, session))
 
 
 def run(role: str = "all") -> None:

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, fsio, predicates, progress
+from cocoplus.core import clock, fsio, predicates, progress, settings
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.core.vocab import ACTIVE_STATES, ATTENTION_STATES, BUDGET_STATES, RUN_STATES
-from cocoplus.session import control, queue
+from cocoplus.session import control, freshness, queue
 from cocoplus.report import models
 
 
@@ -30,6 +30,7 @@ def _part(fn: Callable[[], dict[str, Any]], problems: list[str]) -> dict[str, An
 
 
 def handoff(layout: Layout, stale_hours: float, now: float | None = None) -> dict[str, Any]:
+    """PROGRESS.md's freshness: when its content last changed (session/freshness.py), not the file's time alone."""
     now = time.time() if now is None else now
     path = layout.progress
     out: dict[str, Any] = {"path": layout.rel(path), "exists": False}
@@ -38,11 +39,13 @@ def handoff(layout: Layout, stale_hours: float, now: float | None = None) -> dic
         out["missing_sections"] = list(progress.HANDOFF_SECTIONS)
         return out
     st = os.stat(path)
-    age = max(0.0, now - st.st_mtime)
+    changed, source = freshness.updated_at(layout, text, st.st_mtime)
+    age = max(0.0, now - changed)
     doc = progress.parse(text)
     out.update(
         exists=True,
-        updated_at=clock.iso(st.st_mtime),
+        updated_at=clock.iso(changed),
+        updated_from=source,
         age_seconds=round(age, 1),
         age=clock.age_text(age),
         stale=age > stale_hours * 3600,
@@ -96,14 +99,57 @@ def _model_file(layout: Layout, path: str, model: type[models._Model]) -> dict[s
     return models.validate(model, obj, layout.rel(path)).model_dump()
 
 
-def iteration_part(layout: Layout) -> dict[str, Any]:
+def iteration_part(layout: Layout, limits: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The count from iteration-budget.json against the cap the next hook applies.
+
+    `limits` (`cap`, `warn_at`, `source`) is the effective configuration;
+    the file keeps the cap of the last counted call, so after cocoplus.toml
+    changes the file's values are shown as `recorded_cap`/`recorded_warn_at`.
+    """
     doc = _model_file(layout, layout.iteration_budget, models.IterationBudget)
     if doc is None:
-        return {"path": layout.rel(layout.iteration_budget), "exists": False}
+        out: dict[str, Any] = {"path": layout.rel(layout.iteration_budget), "exists": False}
+        if limits:
+            out.update(cap=limits["cap"], warn_at=limits["warn_at"], limits_from=limits["source"])
+        return out
+    if limits:
+        if (doc["cap"], doc["warn_at"]) != (limits["cap"], limits["warn_at"]):
+            doc["recorded_cap"], doc["recorded_warn_at"] = doc["cap"], doc["warn_at"]
+        doc["cap"], doc["warn_at"] = limits["cap"], limits["warn_at"]
+        doc["limits_from"] = limits["source"]
     doc["remaining"] = max(0, doc["cap"] - doc["consumed"])
+    doc["over_cap"] = max(0, doc["consumed"] - doc["cap"])
     doc["path"] = layout.rel(layout.iteration_budget)
     doc["exists"] = True
     return doc
+
+
+def limits(layout: Layout, cfg: config_mod.Config | None, values: dict[str, Any]) -> dict[str, Any]:
+    """The iteration cap and warn threshold the hooks apply: cocoplus.toml's as it is now, or, while
+    it is invalid, the last good values the hooks kept (`values`, from hook-config.json)."""
+    if cfg is not None:
+        source = layout.rel(layout.config) if cfg.path else "defaults"
+    else:
+        source = f"last good values ({layout.rel(layout.hook_config)})"
+    s = values["session"]
+    return {"cap": int(s["max_iterations"]), "warn_at": int(s["iteration_warn_at"]), "source": source}
+
+
+def config_part(layout: Layout, cfg: config_mod.Config | None, error: str | None) -> dict[str, Any]:
+    """Whether cocoplus.toml is usable; while it is not, what the hooks do instead."""
+    out: dict[str, Any] = {"ok": error is None, "file": layout.rel(layout.config) if os.path.exists(layout.config) else None}
+    if error is not None:
+        out["error"] = error
+        try:
+            compiled = fsio.read_json(layout.hook_config)
+        except CocoplusError:
+            compiled = None
+        out["hooks"] = (
+            f"the hooks keep the last good values ({layout.rel(layout.hook_config)}) until the file is fixed"
+            if compiled
+            else "the hooks use the defaults until the file is fixed"
+        )
+    return out
 
 
 def cost_part(layout: Layout) -> dict[str, Any]:
@@ -121,7 +167,12 @@ def cost_part(layout: Layout) -> dict[str, Any]:
     return doc
 
 
-def status_part(layout: Layout, which: str = "status") -> dict[str, Any]:
+def status_part(layout: Layout, which: str = "status", stale_hours: float | None = None, now: float | None = None) -> dict[str, Any]:
+    """status.json (or pod-state.json); a `running` state with no activity for `stale_hours` is marked stale.
+
+    Activity is the state's own time or the newest event of a recorded
+    session, whichever is later (the same clock the hooks heal by).
+    """
     path = layout.status if which == "status" else layout.pod_state
     model = models.Status if which == "status" else models.PodState
     doc = _model_file(layout, path, model)
@@ -129,7 +180,28 @@ def status_part(layout: Layout, which: str = "status") -> dict[str, Any]:
         return {"path": layout.rel(path), "exists": False}
     doc["path"] = layout.rel(path)
     doc["exists"] = True
+    if stale_hours is not None and doc["state"] == "running":
+        last = _last_activity(layout, doc)
+        now = time.time() if now is None else now
+        doc["last_activity_at"] = clock.iso(last) if last is not None else None
+        doc["stale"] = last is not None and now - last > stale_hours * 3600
+        doc["stale_after_hours"] = stale_hours
+        if doc["stale"] and last is not None:
+            doc["idle_for"] = clock.age_text(now - last)
     return doc
+
+
+def _last_activity(layout: Layout, doc: dict[str, Any]) -> float | None:
+    from cocoplus.session import registry
+
+    times = [clock.parse_iso(doc.get("updated_at"))]
+    try:
+        records, _ = registry.list_sessions(layout)
+    except CocoplusError:
+        records = []
+    times += [clock.parse_iso(r.get("last_event_at") or r.get("updated_at")) for r in records]
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
 
 
 def kill_switch(layout: Layout) -> dict[str, Any]:
@@ -183,24 +255,25 @@ def steps_part(layout: Layout) -> dict[str, Any]:
 
 
 def status_report(layout: Layout, environ: dict[str, str] | None = None, now: float | None = None) -> dict[str, Any]:
+    """Every part of `session status`; the configuration is read now (cocoplus.toml as it is), not the hooks' copy."""
     problems: list[str] = []
-    try:
-        cfg = config_mod.load_for(layout, environ)
-        stale_hours = cfg.session["handoff_stale_hours"]
-    except CocoplusError as exc:
-        problems.append(str(exc))
-        cfg = None
-        stale_hours = 24.0
+    cfg, values, config_error = effective_config(layout, environ)
+    if config_error:
+        problems.append(config_error)
+    stale_hours = float(values["session"]["handoff_stale_hours"])
+    running_stale = float(values["session"]["running_stale_hours"])
+    lim = limits(layout, cfg, values)
     report: dict[str, Any] = {
         "project": layout.project,
         "state_dir": layout.root,
+        "config": config_part(layout, cfg, config_error),
         "handoff": _part(lambda: handoff(layout, stale_hours, now), problems),
         "predicates": _part(lambda: predicate_part(layout), problems),
         "queue": _part(lambda: queue_part(layout), problems),
-        "iteration_budget": _part(lambda: iteration_part(layout), problems),
+        "iteration_budget": _part(lambda: iteration_part(layout, lim), problems),
         "cost_budget": _part(lambda: cost_part(layout), problems),
-        "status": _part(lambda: status_part(layout, "status"), problems),
-        "pod_state": _part(lambda: status_part(layout, "pod"), problems),
+        "status": _part(lambda: status_part(layout, "status", running_stale, now), problems),
+        "pod_state": _part(lambda: status_part(layout, "pod", running_stale, now), problems),
         "kill_switch": _part(lambda: kill_switch(layout), problems),
         "steer": _part(lambda: steer_part(layout), problems),
         "sessions": _part(lambda: sessions_part(layout), problems),
@@ -208,13 +281,34 @@ def status_report(layout: Layout, environ: dict[str, str] | None = None, now: fl
     }
     for key in ("predicates", "queue", "sessions", "steps"):
         problems.extend(report[key].get("problems", []))
-    kept = []
+    kept: list[str] = []
     for path in (layout.iteration_budget, layout.budget_state, layout.status, layout.pod_state, layout.progress):
         kept.extend(layout.rel(p) for p in fsio.quarantined_copies(path))
     report["damaged_copies"] = kept
     report["problems"] = problems
     report["config_ok"] = cfg is not None
     return report
+
+
+def effective_config(layout: Layout, environ: dict[str, str] | None = None) -> tuple[config_mod.Config | None, dict[str, Any], str | None]:
+    """(the config, its values, None) from cocoplus.toml as it is now; while the file is invalid,
+    (None, the values the hooks keep using, the error).  Never raises for the config."""
+    try:
+        cfg = config_mod.load_for(layout, environ)
+        return cfg, cfg.values, None
+    except CocoplusError as exc:
+        error = str(exc)
+    try:
+        values, _problem = config_mod.for_hook(layout, dict(os.environ if environ is None else environ))
+    except CocoplusError:
+        values = settings.defaults()
+    return None, values, error
+
+
+def iteration_now(layout: Layout, environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """The iteration budget part against the cap the hooks apply now."""
+    cfg, values, _error = effective_config(layout, environ)
+    return iteration_part(layout, limits(layout, cfg, values))
 
 
 # -- session check: the seed's exit criteria ------------------------------------------

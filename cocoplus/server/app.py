@@ -1,7 +1,9 @@
 """The REST API of seeds 000 and 001 over the files the CLI uses.
 
-Every handler calls the function the matching CLI command calls (named in
-each docstring); nothing here decides anything the CLI does not.  Handlers
+Every handler parses its request and calls one operation of `cocoplus.ops`,
+the function the matching CLI command and MCP tool call (named in each
+docstring), and answers with its result as it is; nothing here decides
+anything the CLI does not.  Handlers
 are plain `def`s, so FastAPI runs them in its thread pool and a slow file
 lock never blocks the event loop.
 
@@ -40,6 +42,10 @@ from cocoplus.core.errors import (
     UsageError,
 )
 from cocoplus.core.paths import Layout
+from cocoplus.ops import chat as chat_ops
+from cocoplus.ops import session as session_ops
+from cocoplus.ops import sessions as sessions_ops
+from cocoplus.ops import supervision as supervision_ops
 from cocoplus.server import events as events_mod
 from cocoplus.server.security import Guard
 
@@ -87,6 +93,7 @@ class AutonomousBody(_Body):
     scope_mode: Literal[vocab.SCOPE_MODES] | None = Field(None, description="Set the scope in the same step (enable only).")  # type: ignore[valid-type]
     scope_session_ids: list[SessionRef] | None = Field(None, max_length=MAX_IDS)
     summary: str | None = Field(None, max_length=4000, description="Finish summary (disable only).")
+    reason: str | None = Field(None, min_length=1, max_length=1000, description="Why supervision ends, recorded as finish_reason (disable only; default: turned off by the operator).")
     start_supervisor: bool = Field(False, description="Also start the watcher (`cocoplus supervisor run`) if none runs.")
 
 
@@ -177,14 +184,6 @@ def _log_crash(layout: Layout, request: Request, exc: BaseException) -> str:
     return log_exception(f"server {request.method} {request.url.path}", exc, layout) or layout.rel(layout.cli_log)
 
 
-def _operator(given: str | None) -> str:
-    if given:
-        return given
-    from cocoplus.cli.commands import operator_name
-
-    return operator_name()
-
-
 def create_app(
     layout: Layout,
     *,
@@ -194,14 +193,6 @@ def create_app(
     on_shutdown: Callable[[], None] | None = None,
 ) -> Any:
     """The ASGI application: FastAPI routes behind the Host/Origin/token guard."""
-    from cocoplus.chat import api as chat_api
-    from cocoplus.chat import store as chat_store
-    from cocoplus.session import control
-    from cocoplus.supervision import rounds as rounds_mod
-    from cocoplus.supervision import scope as scope_mod
-    from cocoplus.supervision import autonomy
-    from cocoplus.supervision import watcher
-
     hub = hub or events_mod.Hub(layout)
 
     @asynccontextmanager
@@ -259,139 +250,93 @@ def create_app(
         return _error(500, f"internal error ({type(exc).__name__}); details in {where}")
 
     # -- supervision (seed 000) -------------------------------------------------------
-    def _supervisor() -> dict[str, Any]:
-        pid = watcher.running_pid(layout)
-        return {"running": pid is not None, "pid": pid}
-
     @app.get("/api/v1/session-os/main-brain/autonomous", tags=["supervision"], responses=ERRORS)
     def get_autonomous() -> dict[str, Any]:
         """supervision_status (`cocoplus supervision status`): `{"autonomous": null | {...}}`, plus whether the watcher runs."""
-        return {**autonomy.status(layout), "supervisor": _supervisor()}
+        return supervision_ops.status(layout)
 
     @app.post("/api/v1/session-os/main-brain/autonomous", tags=["supervision"], responses=ERRORS, **WRITE)
     def post_autonomous(body: AutonomousBody) -> dict[str, Any]:
         """enable_supervision / finish_supervision (`cocoplus supervision enable|finish`); the UI switch."""
         if body.enabled:
-            out = autonomy.enable(
-                layout,
-                task_hint=body.task_hint,
-                max_turns=body.max_turns,
-                scope_mode=body.scope_mode,
-                scope_session_ids=list(body.scope_session_ids or []),
+            return supervision_ops.enable(
+                layout, body.task_hint, body.max_turns, body.scope_mode, list(body.scope_session_ids or []), body.start_supervisor
             )
-            started = watcher.start_detached(layout) if body.start_supervisor else None
-            return {**out, "supervisor": {**_supervisor(), "started": started is not None}}
-        out = autonomy.finish(layout, body.summary, reason="turned off by the operator")
-        return {**out, "supervisor": _supervisor()}
+        return supervision_ops.finish(layout, body.summary, reason=body.reason or supervision_ops.FINISHED_BY_OPERATOR)
 
     @app.get("/api/v1/session-os/main-brain/rounds", tags=["supervision"], responses=ERRORS)
     def get_rounds(limit: Annotated[int, Query(ge=1, le=1000)] = 20) -> dict[str, Any]:
         """The current round and the last `limit` entries of supervision/rounds.jsonl."""
-        return {"current": rounds_mod.current(layout), "rounds": rounds_mod.history(layout)[-limit:]}
+        return supervision_ops.rounds_view(layout, limit)
 
     @app.get("/api/v1/coding-sessions", tags=["sessions"], responses=ERRORS)
     def get_sessions() -> dict[str, Any]:
-        """list_sessions (`cocoplus sessions list`): alias, runtime, state, attention, excluded; and the scope."""
-        out = scope_mod.sessions_view(layout)
-        out["scope"] = scope_mod.view(layout)
-        return out
+        """list_sessions (`cocoplus sessions list`): alias, runtime, state, attention, excluded, stale; and the scope."""
+        return sessions_ops.list_sessions(layout)
 
     @app.patch("/api/v1/coding-sessions/{session_id}/supervision", tags=["sessions"], responses=ERRORS, **WRITE)
     def patch_supervision(session_id: Annotated[str, Path(min_length=1, max_length=MAX_ID)], body: ExcludeBody) -> dict[str, Any]:
         """`cocoplus supervision exclude|include ID`: the session's state (full cs_ id, alias or runtime id)."""
-        return scope_mod.exclude(layout, session_id, body.excluded)
+        return supervision_ops.set_excluded(layout, session_id, body.excluded)
 
     @app.post("/api/v1/coding-sessions/supervision-scope", tags=["sessions"], responses=ERRORS, **WRITE)
     def post_scope(body: ScopeBody) -> dict[str, Any]:
         """set_supervision_scope (`cocoplus supervision scope MODE IDS`), plus `invert` for the visible list."""
-        return scope_mod.set_scope(layout, body.mode, list(body.session_ids), allow_invert=True)
+        return supervision_ops.set_scope(layout, body.mode, list(body.session_ids), allow_invert=True)
 
     # -- session operator controls (seed 002) ------------------------------------------------
     @app.get("/api/v1/session", tags=["session"], responses=ERRORS)
     def get_session() -> dict[str, Any]:
-        """`cocoplus session status --json`."""
-        from cocoplus.report import ctx
-        from cocoplus.report.views import status_report
-
-        rep = status_report(layout)
-        ctx.supplement_status(rep, layout)
-        return rep
+        """`cocoplus session status --json` (with `config.ok` false and `config.error` while cocoplus.toml is invalid)."""
+        return session_ops.status(layout)
 
     @app.post("/api/v1/session/stop", tags=["session"], responses=ERRORS, **WRITE)
     def post_stop(body: Annotated[StopBody | None, Body()] = None) -> dict[str, Any]:
         """`cocoplus session stop`: the kill switch (AGENT_STOP)."""
         body = body or StopBody()
-        return control.stop(layout, _operator(body.operator), body.reason)
+        return session_ops.stop(layout, body.reason, body.operator)
 
     @app.post("/api/v1/session/resume", tags=["session"], responses=ERRORS, **WRITE)
     def post_resume(body: Annotated[ResumeBody | None, Body()] = None) -> dict[str, Any]:
-        """`cocoplus session resume --yes`: remove AGENT_STOP."""
-        from cocoplus.session import iteration
-
+        """`cocoplus session resume --yes`: remove AGENT_STOP (with nothing stopped, nothing changes: `resumed` false)."""
         body = body or ResumeBody()
-        out = control.resume(layout, _operator(body.operator), reset_budget=body.reset_budget)
-        try:
-            ib = iteration.read(layout)
-        except CocoplusError:
-            ib = None
-        out["iteration_budget_exhausted"] = bool(ib and ib["consumed"] >= ib["cap"])
-        return out
+        return session_ops.resume(layout, body.operator, reset_budget=body.reset_budget)
 
     @app.post("/api/v1/session/steer", tags=["session"], responses=ERRORS, **WRITE)
     def post_steer(body: SteerBody) -> dict[str, Any]:
         """`cocoplus session steer TEXT`: a one-shot instruction for the agent's next prompt."""
-        return control.steer(layout, body.text, operator=_operator(body.operator))
+        return session_ops.steer(layout, body.text, body.operator)
 
     # -- master-agent conversation (seed 001) -------------------------------------------------
-    def _details(conversation: str, limit: int | None = None) -> dict[str, Any]:
-        from cocoplus.cli.chat_menu import model_options
-
-        view = chat_api.conversation_view(layout, conversation)
-        info = chat_api.info(layout, conversation)
-        problems = list(dict.fromkeys(view.pop("problems") + info.pop("problems")))
-        total = len(view["messages"])
-        if limit is not None:
-            view["messages"] = view["messages"][-limit:]
-        return {
-            **info,
-            **view,
-            "messagesTotal": total,
-            "thinking": bool(view["pending"]),
-            "modelOptions": model_options(layout, conversation),
-            "reasoningEffortOptions": list(vocab.EFFORTS),
-            "problems": problems,
-        }
-
     @app.get("/api/v1/projects/{conversation}", tags=["master agent"], responses=ERRORS)
     def get_project(conversation: Conv, limit: Annotated[int | None, Query(ge=1, le=100000, description="Only the last N messages.")] = None) -> dict[str, Any]:
         """`chat info` + `chat log --json`: overrides, effective model/effort, messages, thinking/failed state."""
-        return _details(conversation, limit)
+        return chat_ops.details(layout, conversation, limit)
 
     @app.patch("/api/v1/projects/{conversation}", tags=["master agent"], responses=ERRORS, **WRITE)
     def patch_project(conversation: Conv, body: OverridesBody) -> dict[str, Any]:
-        """`chat set --model/--effort` and the "..." menu's pickers: saved for this conversation only."""
+        """`chat set --model/--effort` and the "..." menu's pickers: saved for this conversation only (null clears one)."""
         given = body.model_fields_set
         if not given:
             raise UsageError("give modelOverride and/or reasoningEffortOverride (null clears one)")
-        model = body.modelOverride if "modelOverride" in given else None
-        effort = body.reasoningEffortOverride if "reasoningEffortOverride" in given else None
-        if model is not None or effort is not None:
-            chat_api.set_overrides(layout, conversation, model=model, effort=effort)
-        clear_model = "modelOverride" in given and body.modelOverride is None
-        clear_effort = "reasoningEffortOverride" in given and body.reasoningEffortOverride is None
-        if clear_model or clear_effort:
-            chat_store.set_overrides(layout, conversation, clear_model=clear_model, clear_effort=clear_effort)
-        return _details(conversation)
+        return chat_ops.set_overrides(
+            layout,
+            conversation,
+            model=body.modelOverride if "modelOverride" in given else None,
+            effort=body.reasoningEffortOverride if "reasoningEffortOverride" in given else None,
+            clear_model="modelOverride" in given and body.modelOverride is None,
+            clear_effort="reasoningEffortOverride" in given and body.reasoningEffortOverride is None,
+        )
 
     @app.post("/api/v1/projects/{conversation}/messages", tags=["master agent"], responses=ERRORS, **WRITE)
     def post_message(conversation: Conv, body: MessageBody) -> dict[str, Any]:
         """`chat send`: returns at once with `message`, `task`, `masterReplyState`; the reply lands in the ledger."""
-        return chat_api.send(layout, body.text, conversation)
+        return chat_ops.send(layout, body.text, conversation)
 
     @app.post("/api/v1/projects/{conversation}/retry", tags=["master agent"], responses=ERRORS, **WRITE)
     def post_retry(conversation: Conv, body: Annotated[RetryBody | None, Body()] = None) -> dict[str, Any]:
         """`chat retry [TASK]`: queue a failed reply again."""
-        return chat_api.retry(layout, conversation, (body or RetryBody()).task_id)
+        return chat_ops.retry(layout, conversation, (body or RetryBody()).task_id)
 
     # -- the page's vocabulary -----------------------------------------------------------------
     @app.get("/api/v1/meta", tags=["meta"], responses=ERRORS)

@@ -140,7 +140,11 @@ def stop(layout: Layout, operator: str, reason: str) -> dict[str, Any]:
 
 
 def resume(layout: Layout, operator: str, *, reset_budget: bool = False) -> dict[str, Any]:
-    """`session resume`: remove AGENT_STOP, log it, status `running`."""
+    """`session resume`: remove AGENT_STOP, log it, status `running`.
+
+    With no AGENT_STOP there is nothing to resume: the status and the log
+    stay as they are (`resumed` false); only an asked-for budget reset happens.
+    """
     previous = read_stop(layout)
     if previous is not None:
         path = layout.agent_stop
@@ -159,6 +163,10 @@ def resume(layout: Layout, operator: str, *, reset_budget: bool = False) -> dict
 
         reset = iteration.reset(layout)
     problems: list[str] = []
+    if previous is None:
+        if reset is not None:
+            _secondary(problems, events.log_step, layout, "budget_reset", operator=operator)
+        return {"resumed": False, "previous": None, "budget_reset": reset, "problems": problems}
     _secondary(
         problems,
         events.log_step,

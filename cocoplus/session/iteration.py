@@ -17,6 +17,7 @@ from cocoplus.core.errors import CocoplusError, LockTimeout, StateCorrupt
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import check_iteration_budget, new_iteration_budget
+from cocoplus.session import freshness
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -104,6 +105,12 @@ def count(layout: Layout, cap: int, warn_at: int, *, timeout: float = 5.0, sync_
     return out
 
 
+def exhausted_reason(doc: dict[str, Any]) -> str:
+    """Why the agent is stopped at the cap; the same words for the kill switch and the status, however
+    many calls came after the stop (they are counted, never shown as a count past the cap)."""
+    return f"iteration budget exhausted ({doc['cap']}/{doc['cap']})"
+
+
 def reset(layout: Layout) -> dict[str, Any]:
     """Start the count again (operator's `session resume --reset-budget`)."""
 
@@ -171,6 +178,7 @@ def update_progress(layout: Layout, change: Any, attempts: int = 3) -> bool:
                 return False
             if (after.st_mtime_ns, after.st_size, after.st_ino) != (before.st_mtime_ns, before.st_size, before.st_ino):
                 continue
+            freshness.note(layout, text, before.st_mtime)  # our write must not make the handoff look fresh
             fsio.atomic_write_text(path, new)
             return True
     return False

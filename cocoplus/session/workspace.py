@@ -8,12 +8,14 @@ is not a directory, or is a symbolic link, is refused.
 from __future__ import annotations
 
 import os
+import time
 
 from cocoplus import config as config_mod
 from cocoplus.core import fsio, predicates, progress
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION, new_iteration_budget, new_status
+from cocoplus.session import freshness
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -89,6 +91,8 @@ def init(state_dir: str, environ: dict[str, str] | None = None) -> dict[str, Any
         created.append(path)
 
     put(layout.readme, README)
+    if not os.path.lexists(layout.progress):
+        freshness.note(layout, progress.template(s["max_iterations"], 0, s["iteration_warn_at"]), time.time())
     put(layout.progress, progress.template(s["max_iterations"], 0, s["iteration_warn_at"]))
     put(layout.context, predicates.TEMPLATE)
     put(layout.iteration_budget, new_iteration_budget(s["max_iterations"], s["iteration_warn_at"]))

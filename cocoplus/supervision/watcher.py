@@ -58,7 +58,9 @@ def start_detached(layout: Layout) -> int | None:
     child = proc.spawn_cocoplus(["supervisor", "run"], state_dir=layout.root, cwd=layout.project, log_path=os.path.join(layout.logs_dir, "supervisor.log"))
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        if running_pid(layout) is not None or child.poll() is not None:
+        pid = running_pid(layout)
+        # Up (its lock taken and its pid written: -1 means the lock is held but the pid not yet readable), or gone.
+        if (pid is not None and pid > 0) or child.poll() is not None:
             break
         time.sleep(0.05)
     return child.pid

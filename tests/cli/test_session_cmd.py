@@ -450,7 +450,7 @@ def test_cocoplus_dir_environment(cli, initialised, tmp_path, monkeypatch):
         ("session", "queue", "add"),
         ("session", "queue", "done"),
         ("nonsense",),
-        ("shell-init", "fish"),
+        ("shell-init", "tcsh"),
         ("--nope",),
     ],
 )

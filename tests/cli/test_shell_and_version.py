@@ -46,6 +46,70 @@ def test_shell_init_defines_the_functions(cli, tmp_path, shell):
     assert shell in out.splitlines()[0]
 
 
+# Each shell's way of loading the functions, then the calls a user types.
+LOADERS = {
+    "sh": '. "{file}"\n',
+    "dash": '. "{file}"\n',
+    "bash": '. "{file}"\n',
+    "zsh": '. "{file}"\n',
+    "fish": "source {file}\n",
+}
+CALLS = "session status --json\nsession steer 'two words; $(echo not-run)'\nsupervise fix the flaky test\n"
+EXPECTED = ["<session>", "<status>", "<--json>", "<session>", "<steer>", "<two words; $(echo not-run)>", "<supervise>", "<fix the flaky test>"]
+
+
+def shell_exe(shell: str) -> str:
+    exe = shutil.which(shell)
+    if exe is None:
+        pytest.skip(f"{shell} is not installed here (tests/e2e/runtimes/install-shells.sh installs it)")
+    return exe
+
+
+def run_shell(shell: str, script: str, cwd, path_prefix: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if path_prefix:
+        env["PATH"] = path_prefix + os.pathsep + env.get("PATH", "")
+    argv = {"bash": ["--norc", "--noprofile"], "zsh": ["-f"], "fish": ["--no-config"]}.get(shell, [])
+    return subprocess.run([shell_exe(shell), *argv, "-c", script], cwd=str(cwd), env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("shell", ["sh", "dash", "bash", "zsh", "fish"])
+def test_shell_init_works_in_each_shell(cli, tmp_path, shell):
+    shell_exe(shell)
+    code, init_script, err = cli("shell-init", shell, cwd=tmp_path)
+    assert code == 0, err
+    script_file = tmp_path / "init.sh"
+    script_file.write_text(init_script)
+    bindir = fake_cocoplus(tmp_path / "bin")
+    calls = CALLS + ("/supervise keep CI green\n" if shell in ("bash", "zsh") else "")
+    r = run_shell(shell, LOADERS[shell].format(file=script_file) + calls, tmp_path, bindir)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    expected = EXPECTED + (["<supervise>", "<keep CI green>"] if shell in ("bash", "zsh") else [])
+    assert r.stdout.splitlines() == expected
+
+
+def test_the_default_script_is_posix_sh():
+    # `eval "$(cocoplus shell-init)"` must parse in dash (POSIX sh), where /supervise is not a valid name.
+    from cocoplus.cli.commands.shell_cmd import script
+
+    dash = shell_exe("dash")
+    r = subprocess.run([dash, "-n", "-c", script("sh", "cocoplus")], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "/supervise" in script("sh", "cocoplus")  # defined through eval, for bash and zsh only
+
+
+@pytest.mark.skipif(not os.path.exists(CONSOLE_SCRIPT), reason="console script not installed")
+@pytest.mark.parametrize("shell", ["dash", "zsh", "fish"])
+def test_shell_init_from_the_console_script_works(project, shell):
+    load = f'{CONSOLE_SCRIPT} shell-init fish | source\n' if shell == "fish" else f'eval "$({CONSOLE_SCRIPT} shell-init {shell})"\n'
+    r = run_shell(shell, load + 'session steer "from the shell"\nsession status --json\n', project.project)
+    assert r.returncode == 0, r.stderr
+    assert_no_traceback(r.stdout, r.stderr)
+    report = json.loads(r.stdout[r.stdout.index("{") :])
+    assert report["steer"]["text"].strip() == "from the shell"
+
+
 def fake_cocoplus(bindir) -> str:
     """A `cocoplus` that prints each argument it gets on its own line."""
     bindir.mkdir()

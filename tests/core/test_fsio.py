@@ -85,7 +85,10 @@ def test_atomic_write_rejects_nan(tmp_path):
     [
         (b"", "is empty"),
         (b"  \n", "is empty"),
-        (b'{"cap": 200, "consu', "not valid JSON"),
+        (b'{"cap": 200, "consu', "budget-state.json: truncated: the JSON stops at char 19 before it is complete"),
+        (b'{"cap": 200, "consumed": 3', "truncated"),
+        (b'{"cap": 200,', "truncated"),
+        (b'{"cap" 200}', "not valid JSON (Expecting ':' delimiter: char 7)"),
         (b'{"x": NaN}', "not valid JSON"),
         (b'{"x": Infinity}', "not valid JSON"),
         (b'{"x": ' + b"9" * 10_000 + b"}", "not valid JSON"),

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
@@ -64,3 +67,43 @@ def test_dumps_rejects_nan(value):
 def test_dumps_rejects_what_json_cannot_hold():
     with pytest.raises(TypeError):
         jsonfast.dumps({"a": object()})
+
+
+TRUNCATED = ['{"cap": 200, "consumed": 3', '{"a": [1, 2', '{"a": "unfinish', '{"a":', "[", '{"a": 1,']
+
+
+@pytest.mark.parametrize("text", TRUNCATED)
+def test_truncated_json_is_reported_as_truncated(text):
+    with pytest.raises(jsonfast.Truncated) as info:
+        jsonfast.loads(text)
+    assert str(info.value).startswith("truncated:") and "nested" not in str(info.value)
+
+
+@pytest.mark.parametrize("text", ['{"a" 1}', "[1,]", '{"a": 1} x', '{"a": tru}'])
+def test_a_syntax_error_is_not_called_truncated(text):
+    with pytest.raises(ValueError) as info:
+        jsonfast.loads(text)
+    assert not isinstance(info.value, jsonfast.Truncated) and "char" in str(info.value)
+
+
+def test_truncated_without_the_json_package_loaded():
+    # The hook path never loads the json package; the C parser's error must still say what happened.
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from cocoplus.core import jsonfast\n"
+        "for t in sys.argv[2:]:\n"
+        "    try: jsonfast.loads(t)\n"
+        "    except ValueError as e: print(type(e).__name__, e)\n"
+        "print('json' in sys.modules, 'json.decoder' in sys.modules)\n"
+    )
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(jsonfast.__file__))))
+    r = subprocess.run(
+        [sys.executable, "-S", "-c", probe, package_parent, '{"cap": 200, "consu', '{"a" 1}'],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("Truncated truncated: the JSON stops at char 19"), r.stdout + r.stderr
+    assert lines[1] == "ValueError Expecting ':' delimiter: char 5"
+    assert lines[2] == "False False"  # nothing was left behind in sys.modules

@@ -87,12 +87,18 @@ def test_brain_tools_change_the_state_files_like_the_cli(project: Layout, sessio
         return out
 
     out = serve(scenario, cwd=project.project)
-    assert out["status0"] == {"autonomous": None, "scope": {"mode": "all", "only": None, "excluded": [], "supervised": ["cc1", "cx1"]}}
+    assert out["status0"] == {
+        "autonomous": None,
+        "scope": {"mode": "all", "only": None, "excluded": [], "supervised": ["cc1", "cx1"]},
+        "supervisor": {"running": False, "pid": None},
+    }
 
     auto = out["after_enable"]["autonomous"]
     assert auto["enabled"] is True and auto["task_hint"] == "keep PR-77 green" and auto["max_turns"] == 7 and auto["turns_used"] == 0
     assert out["after_enable"]["scope"] == {"mode": "except", "only": None, "excluded": [cx1["id"]]}
     # The tool answers with what the CLI prints with --json.
+    started = out["enable"]["supervisor"].pop("started")
+    assert started is False  # the tool never starts the watcher
     assert out["enable"] == out["status"] == out["cli_status"]
     assert out["status"]["autonomous"]["scope"]["supervised"] == ["cc1"]
     assert out["status"]["autonomous"]["turns_left"] == 7

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,7 @@ def test_writes_need_the_token(client: Any, sproject: Layout, headers: dict[str,
 
 
 def test_reads_need_no_token(client: Any) -> None:
-    for path in (AUTO, "/api/v1/coding-sessions", "/api/v1/session", CONV, "/api/v1/session-os/main-brain/rounds", "/api/v1/meta", "/api/v1/openapi.json", "/"):
+    for path in (AUTO, "/api/v1/coding-sessions", "/api/v1/session", CONV, "/api/v1/session-os/main-brain/rounds", "/api/v1/openapi.json", "/"):
         assert client.get(path).status_code == 200, path
 
 
@@ -395,21 +396,26 @@ def test_session_control_validation(client: Any, sproject: Layout, path: str, bo
 # -- master agent ---------------------------------------------------------------------------------------
 
 
-def test_send_returns_at_once_then_the_reply_lands(client: Any, sproject: Layout, cli: Any, tmp_path: Path) -> None:
-    gate = tmp_path / "gate"
-    write_backend(sproject, 0, gate=gate)  # the backend answers only once the test opens the gate
+def test_send_returns_at_once_then_the_reply_lands(client: Any, sproject: Layout, cli: Any) -> None:
+    t0 = time.monotonic()
     r = client.post(f"{CONV}/messages", json={"text": "status of the migration?"}, headers=AUTH)
+    elapsed = time.monotonic() - t0
     assert r.status_code == 200, r.text
     body = r.json()
     assert set(body) >= {"message", "task", "masterReplyState"}
     assert body["masterReplyState"] in ("queued", "running")
     assert body["message"]["role"] == "user" and body["message"]["text"] == "status of the migration?"
+    assert elapsed < 1.0, elapsed  # the backend takes 1 s
     view = client.get(CONV).json()
     assert view["thinking"] is True and view["masterReplyState"] in ("queued", "running")
     assert [m["text"] for m in view["messages"]] == ["status of the migration?"]
-    gate.touch()
-    # The worker appends the reply, then marks the task done: wait for both.
-    view = wait_until(lambda: (v := client.get(CONV).json())["thinking"] is False and v, timeout=30)
+
+    def replied() -> Any:
+        # The worker appends the reply, then marks the task succeeded: wait for both.
+        v = client.get(CONV).json()
+        return v if any(m["role"] == "assistant" for m in v["messages"]) and not v["thinking"] else None
+
+    view = wait_until(replied, timeout=30)
     reply = view["messages"][-1]
     assert reply["role"] == "assistant" and reply["text"].startswith("echo model=model-a effort=medium")
     assert view["thinking"] is False and view["masterReplyState"] == "idle" and view["failed"] is None
@@ -522,33 +528,16 @@ def test_damaged_state_file_is_409_naming_it(client: Any, sproject: Layout) -> N
 
 
 def test_unexpected_error_is_one_line_and_logged(client: Any, sproject: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cocoplus.supervision import scope
+    from cocoplus.ops import sessions
 
     def boom(*_a: Any, **_k: Any) -> Any:
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(scope, "sessions_view", boom)
+    monkeypatch.setattr(sessions, "list_sessions", boom)
     r = client.get("/api/v1/coding-sessions")
     msg = error_of(r, 500)
     assert "RuntimeError" in msg and "secret internals" not in r.text and "cocoplus.log" in msg
     assert "secret internals" in Path(sproject.cli_log).read_text()
-
-
-def test_meta_gives_the_page_its_word_lists_and_the_effective_turn_cap(client: Any, sproject: Layout) -> None:
-    from cocoplus.core import vocab
-
-    meta = client.get("/api/v1/meta").json()
-    assert meta["enums"] == vocab.as_dict()
-    assert meta["enums"]["efforts"] == ["low", "medium", "high"]
-    assert meta["settings"]["supervision.max_turns"] == {"value": 60, "default": 60, "minimum": 1, "maximum": 10000}
-    Path(sproject.config).write_text(Path(sproject.config).read_text() + "\n[supervision]\nmax_turns = 25\n")
-    assert client.get("/api/v1/meta").json()["settings"]["supervision.max_turns"]["value"] == 25
-    # A broken cocoplus.toml does not take the page down; session status reports it.
-    Path(sproject.config).write_text("[supervision\n")
-    assert client.get("/api/v1/meta").json()["settings"]["supervision.max_turns"]["value"] == 60
-    # The validation of request bodies uses the same lists.
-    error_of(client.patch(CONV, json={"reasoningEffortOverride": "extreme"}, headers=AUTH), 422)
-    error_of(client.post(SCOPE, json={"mode": "sideways", "session_ids": []}, headers=AUTH), 422)
 
 
 def test_unknown_route_and_method(client: Any) -> None:
@@ -573,7 +562,6 @@ def test_openapi_lists_every_endpoint(client: Any) -> None:
         "/api/v1/projects/{conversation}/messages": {"post"},
         "/api/v1/projects/{conversation}/retry": {"post"},
         "/api/v1/events": {"get"},
-        "/api/v1/meta": {"get"},
     }
     for path, methods in expected.items():
         assert set(paths[path]) == methods, path

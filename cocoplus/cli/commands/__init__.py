@@ -1,25 +1,51 @@
-"""One module per command group; each registers itself on the root app."""
+"""One module per command group.
+
+Each command is a module-level function (importable and callable on its
+own) that parses its arguments, calls one operation in `cocoplus.ops`, and
+hands the result to `output.show` with its text renderer; `register(app)`
+attaches the functions to the typer app.
+"""
 
 from __future__ import annotations
 
-import getpass
 import os
+from typing import Annotated
 
-from cocoplus.core.paths import Layout, discover
+import typer
+
+from cocoplus.core.errors import NotInitialized
+from cocoplus.core.paths import ENV_DIR, Layout, discover
 
 JSON_HELP = "Print JSON (stable; see README 'JSON output')."
+JsonFlag = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
+
+# The `--dir` the command line gave (the root callback sets it), so errors can name the flag the user typed.
+dir_flag: str | None = None
 
 
 def layout() -> Layout:
-    return discover()
-
-
-def operator_name() -> str:
-    """The login name of whoever runs the command (COCOPLUS_OPERATOR overrides)."""
-    name = os.environ.get("COCOPLUS_OPERATOR")
-    if name:
-        return name
+    """The project's Layout: `--dir`, else COCOPLUS_DIR, else the nearest `.cocoplus/` above the working directory."""
     try:
-        return getpass.getuser()
-    except Exception:  # noqa: BLE001 - getpass raises various errors without a passwd entry
-        return "unknown"
+        return discover()
+    except NotInitialized:
+        if dir_flag is None:
+            raise
+        raise dir_error(dir_flag) from None
+
+
+def dir_error(given: str) -> NotInitialized:
+    path = os.path.abspath(given)
+    if not os.path.exists(path):
+        return NotInitialized(f"--dir {given}: no such directory", hint="give a project directory or its .cocoplus directory")
+    if not os.path.isdir(path):
+        return NotInitialized(f"--dir {given}: not a directory", hint="give a project directory or its .cocoplus directory")
+    return NotInitialized(
+        f"--dir {given}: no .cocoplus directory there", hint=f"run `cocoplus --dir {given} init` to create one"
+    )
+
+
+def named_dir() -> tuple[str | None, str]:
+    """The state or project directory named on the command line or in the environment, and by what."""
+    if dir_flag is not None:
+        return dir_flag, "--dir"
+    return os.environ.get(ENV_DIR) or None, ENV_DIR

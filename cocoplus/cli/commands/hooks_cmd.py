@@ -9,35 +9,43 @@ import typer
 
 from cocoplus.cli import output
 from cocoplus.cli.commands import JSON_HELP, layout
-from cocoplus.core.errors import CocoplusError
+from cocoplus.ops import sessions as sessions_ops
 
 RUNTIME_HELP = "claude, codex, gemini or cursor"
 
 
-def render_sessions(records: list[dict[str, Any]], excluded: set[str] | None = None) -> Any:
-    from rich.table import Table
+def render_sessions(result: dict[str, Any]) -> None:
+    """Sessions as a table that never cuts an id, a state or a time (see output.table)."""
+    records = result["sessions"]
+    if not records:
+        output.line("no agent sessions recorded yet (hooks record them; see `cocoplus doctor`)")
+    else:
+        supervised = any("excluded" in r for r in records)
+        columns = [("alias", True), ("runtime", False), ("state", True), ("attention", True), ("last event", False), ("at", True), ("id", True)]
+        if supervised:
+            columns.append(("supervised", False))
+        rows = []
+        for r in records:
+            row = [
+                r.get("alias") or "",
+                r.get("runtime") or "",
+                (r.get("state") or "") + (" (stale)" if r.get("stale") else ""),
+                r.get("attention") or "-",
+                r.get("last_event") or "",
+                r.get("last_event_at") or "",
+                r.get("id") or "",
+            ]
+            if supervised:
+                row.append("no (excluded)" if r.get("excluded") else "yes")
+            rows.append(row)
+        for ln in output.table(columns, rows, output.terminal_width()):
+            output.line(ln)
+    output.problems(result["problems"])
 
-    t = Table(title="agent sessions", title_justify="left")
-    for col in ("alias", "runtime", "state", "attention", "last event", "at", "id"):
-        t.add_column(col)
-    if excluded is not None:
-        t.add_column("supervised")
-    for r in records:
-        row = [
-            r.get("alias") or "",
-            r.get("runtime") or "",
-            r.get("state") or "",
-            r.get("attention") or "-",
-            r.get("last_event") or "",
-            r.get("last_event_at") or "",
-            r.get("id") or "",
-        ]
-        if excluded is not None:
-            row.append("no (excluded)" if r.get("id") in excluded else "yes")
-        from rich.text import Text
 
-        t.add_row(*(Text(str(c)) for c in row))  # stored text is shown literally, never as markup
-    return t
+def sessions_list(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """Sessions with id, alias, runtime, state, attention and last event."""
+    output.show(sessions_ops.list_sessions(layout()), json_out, render_sessions)
 
 
 def register(app: typer.Typer) -> None:
@@ -136,34 +144,4 @@ def register(app: typer.Typer) -> None:
     sessions = typer.Typer(help="Agent-runtime sessions seen by the hooks.", no_args_is_help=True)
     app.add_typer(sessions, name="sessions")
 
-    @sessions.command("list")
-    def sessions_list(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
-        """Sessions with id, alias, runtime, state, attention and last event."""
-        from cocoplus.session import registry
-
-        lay = layout()
-        records, problems = registry.list_sessions(lay)
-        excluded: set[str] | None = None
-        try:
-            from cocoplus.supervision import scope
-
-            excluded = scope.excluded_ids(lay)
-        except ImportError:
-            excluded = None
-        except CocoplusError as exc:
-            problems.append(str(exc))
-        if json_out:
-            items = []
-            for r in records:
-                item = {k: r.get(k) for k in ("id", "alias", "runtime", "runtime_session_id", "state", "attention", "last_event", "last_event_at", "started_at")}
-                if excluded is not None:
-                    item["excluded"] = r["id"] in excluded
-                items.append(item)
-            output.emit_json({"sessions": items, "problems": problems})
-            return
-        if not records:
-            output.out().print("no agent sessions recorded yet (hooks record them; see `cocoplus doctor`)")
-        else:
-            output.out().print(render_sessions(records, excluded))
-        for p in problems:
-            output.note(f"cocoplus: problem: {p}")
+    sessions.command("list")(sessions_list)

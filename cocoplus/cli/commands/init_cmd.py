@@ -2,29 +2,37 @@
 
 from __future__ import annotations
 
+import os
+from typing import Annotated, Any
+
 import typer
 
 from cocoplus.cli import output
-from cocoplus.cli.commands import JSON_HELP
+from cocoplus.cli.commands import JsonFlag, named_dir
+from cocoplus.ops import project
+
+
+def render_init(result: dict[str, Any]) -> None:
+    output.line("cocoplus state directory: ", result["state_dir"])
+    for p in result["created"]:
+        output.line("  created  ", p)
+    for p in result["kept"]:
+        output.line("  kept     ", p)
+    if not result["created"]:
+        output.line("  nothing to create; everything was already in place")
+    if result.get("nested_in"):
+        output.line("  nested inside the project of ", result["nested_in"], " (commands run below here use this one)")
+    output.line("next: `cocoplus install claude` (or codex, gemini, cursor) to wire the hooks")
+
+
+def init(
+    nested: Annotated[bool, typer.Option("--nested", help="Create it even inside a project that already has one (it shadows that one below here).")] = False,
+    json_out: JsonFlag = False,
+) -> None:
+    """Create .cocoplus/ here with its templates. Safe to run again: nothing existing is overwritten."""
+    named, named_by = named_dir()
+    output.show(project.init(os.getcwd(), named, named_by, nested=nested), json_out, render_init)
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("init")
-    def init(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
-        """Create .cocoplus/ here with its templates. Safe to run again: nothing existing is overwritten."""
-        from cocoplus.core.paths import init_target
-        from cocoplus.session.workspace import init as do_init
-
-        result = do_init(init_target())
-        if json_out:
-            output.emit_json(result)
-            return
-        con = output.out()
-        con.print(f"cocoplus state directory: {result['state_dir']}", markup=False)
-        for p in result["created"]:
-            con.print(f"  created  {p}", markup=False)
-        for p in result["kept"]:
-            con.print(f"  kept     {p}", markup=False)
-        if not result["created"]:
-            con.print("  nothing to create; everything was already in place")
-        con.print("next: `cocoplus install claude` (or codex, gemini, cursor) to wire the hooks")
+    app.command("init")(init)

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from cocoplus.core.errors import CocoplusError, UsageError
+from cocoplus.core.errors import UsageError
 
 ROLES = ("brain", "worker", "all")
 
 
+def mcp(role: Annotated[str, typer.Option("--role", help="Which tools to serve: brain, worker or all.")] = "all") -> None:
+    """Serve cocoplus' supervision tools over MCP on stdin/stdout (agents start this; see README 'MCP')."""
+    if role not in ROLES:
+        raise UsageError(f"--role must be one of {', '.join(ROLES)}, got {role!r}")
+    from cocoplus.mcp import server  # deferred: the MCP SDK loads only for this command
+
+    server.run(role)
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("mcp")
-    def mcp(
-        role: str = typer.Option("all", "--role", help="Which tools to serve: brain, worker or all."),
-    ) -> None:
-        """Serve cocoplus' supervision tools over MCP on stdin/stdout (agents start this; see README 'MCP')."""
-        if role not in ROLES:
-            raise UsageError(f"--role must be one of {', '.join(ROLES)}, got {role!r}")
-        try:
-            from cocoplus.mcp import server
-        except ImportError as exc:
-            raise CocoplusError(
-                f"the MCP server needs the `mcp` package ({exc})", hint="pip install 'mcp>=2' into cocoplus' environment"
-            ) from None
-        server.run(role)
+    app.command("mcp")(mcp)

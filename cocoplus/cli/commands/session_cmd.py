@@ -1,341 +1,362 @@
-"""`cocoplus session status|progress|steer|stop|resume|queue|check`."""
+"""`cocoplus session status|progress|check|steer|stop|resume|queue ...`."""
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
+from rich.text import Text
 
 from cocoplus.cli import output
-from cocoplus.cli.commands import JSON_HELP, layout, operator_name
+from cocoplus.cli.commands import JsonFlag, layout
 from cocoplus.core.errors import CocoplusError
+from cocoplus.ops import session as ops
+from cocoplus.session import control
+
+# -- status ----------------------------------------------------------------------------------
 
 
-def _damaged(part: dict[str, Any]) -> str | None:
-    return f"DAMAGED: {part['error']}" if part.get("damaged") else None
+def _damaged(part: dict[str, Any]) -> Text | None:
+    if not part.get("damaged"):
+        return None
+    return Text.assemble(("DAMAGED", output.ALERT), f": {part['error']}")
 
 
-def _row(table: Any, *cells: str) -> None:
-    """A table row shown as plain text: steers, reasons and predicates may hold `[...]`."""
-    from rich.text import Text
+def run_state_text(status: dict[str, Any], pod: dict[str, Any]) -> Text:
+    """One row for the run state: status.json, with pod-state.json only where it says something else."""
 
-    table.add_row(*(Text(c) if isinstance(c, str) else c for c in cells))
-
-
-def render_status(rep: dict[str, Any]) -> Any:
-    from rich.table import Table
-
-    from rich.text import Text
-
-    t = Table(title=Text(f"cocoplus session status: {rep['project']}"), title_justify="left", show_header=False)
-    t.add_column("what", style="bold")
-    t.add_column("state")
-
-    h = rep["handoff"]
-    if _damaged(h):
-        _row(t, "handoff", _damaged(h))
-    elif not h.get("exists"):
-        _row(t, "handoff", f"{h['path']} missing")
-    else:
-        fresh = "STALE" if h["stale"] else "fresh"
-        extra = f"; missing sections: {', '.join(h['missing_sections'])}" if h["missing_sections"] else ""
-        _row(t, "handoff", f"{h['path']} updated {h['age']} ago ({fresh}, stale after {h['stale_after_hours']:g} h){extra}")
-
-    p = rep["predicates"]
-    if _damaged(p):
-        _row(t, "predicates", _damaged(p))
-    else:
-        lines = [a["text"] for a in p.get("active", [])]
-        _row(t, "predicates", "\n".join(lines) if lines else "none")
-        for prob in p.get("problems", []):
-            _row(t, "", f"bad line: {prob}")
-
-    q = rep["queue"]
-    _row(t, "queued work", _damaged(q) or f"{q['pending']} pending" + "".join(f"\n  {i['id']}: {i['request']}" for i in q["items"][:5]))
-
-    ib = rep["iteration_budget"]
-    if _damaged(ib):
-        _row(t, "iteration budget", _damaged(ib))
-    elif not ib.get("exists"):
-        _row(t, "iteration budget", "not started")
-    else:
-        flags = []
-        if ib["warned"]:
-            flags.append("checkpoint requested")
-        if ib["stopped"]:
-            flags.append("cap reached")
-        _row(t, 
-            "iteration budget",
-            f"{ib['consumed']}/{ib['cap']} (warn at {ib['warn_at']}, {ib['remaining']} left)" + (f"; {', '.join(flags)}" if flags else ""),
-        )
-
-    cb = rep["cost_budget"]
-    if _damaged(cb):
-        _row(t, "cost budget", _damaged(cb))
-    elif not cb.get("exists"):
-        _row(t, "cost budget", "not started")
-    elif cb["limit"] > 0:
-        _row(t, 
-            "cost budget",
-            f"{cb['state']}: ${cb['spent']:.2f} of ${cb['limit']:.2f} (reserve from ${cb['reserve_at']:.2f}, ${cb['remaining']:.2f} left)",
-        )
-    else:
-        _row(t, "cost budget", f"{cb['state']}: ${cb['spent']:.2f} spent, no limit set")
-
-    for key, label in (("status", "terminal state"), ("pod_state", "pod state")):
-        s = rep[key]
+    def one(s: dict[str, Any]) -> Text:
         if _damaged(s):
-            _row(t, label, _damaged(s))
-        elif not s.get("exists"):
-            _row(t, label, "unknown (file missing)")
-        else:
-            _row(t, label, s["state"] + (f" ({s['reason']})" if s.get("reason") else "") + f" since {s['updated_at']}")
+            return _damaged(s)  # type: ignore[return-value]
+        if not s.get("exists"):
+            return Text(f"unknown ({s['path']} missing)")
+        t = Text(s["state"] + (f" ({s['reason']})" if s.get("reason") else "") + f" since {s['updated_at']}")
+        if s.get("stale"):
+            t.append("; ")
+            t.append("STALE", style=output.WARN)
+            t.append(f": no activity for {s.get('idle_for')} (stale after {s['stale_after_hours']:g} h)")
+        return t
 
-    k = rep["kill_switch"]
-    if _damaged(k):
-        _row(t, "kill switch", _damaged(k))
-    elif k["present"]:
-        _row(t, 
-            "kill switch",
-            f"STOPPED by {k.get('operator') or 'unknown'} at {k.get('created_at') or 'unknown time'}: {k.get('reason') or 'no reason given'}",
-        )
-    else:
-        _row(t, "kill switch", "off")
-
-    st = rep["steer"]
-    if _damaged(st):
-        _row(t, "pending steer", _damaged(st))
-    elif st["pending"]:
-        text = st["text"].strip()
-        _row(t, "pending steer", text if len(text) <= 300 else text[:297] + "...")
-    else:
-        _row(t, "pending steer", "none" + (f" ({st['in_flight']} being delivered)" if st.get("in_flight") else ""))
-    ss = rep.get("sessions")
-    if ss is not None:
-        if _damaged(ss):
-            _row(t, "sessions", _damaged(ss))
-        else:
-            text = f"{ss['count']} recorded, {ss['active']} active"
-            if ss.get("needs_attention"):
-                text += f", {ss['needs_attention']} need attention"
-            _row(t, "sessions", text + "".join(f"\nDAMAGED: {p}" for p in ss.get("problems", [])))
-    sp = rep.get("steps")
-    if sp is not None:
-        if _damaged(sp):
-            _row(t, "session log", _damaged(sp))
-        else:
-            last = f"; last: {sp['last_event']} at {sp['last_at']}" if sp.get("last_event") else ""
-            _row(t, "session log", f"{sp['events']} event(s){last}" + "".join(f"\n{p}" for p in sp.get("problems", [])))
-    if rep.get("ctx"):
-        c = rep["ctx"]
-        _row(t, "ctx", c.get("summary", ""))
-    if rep["damaged_copies"]:
-        _row(t, "damaged copies kept", "\n".join(rep["damaged_copies"]))
+    t = one(status)
+    same = {k: status.get(k) for k in ("state", "reason", "exists", "damaged")} == {
+        k: pod.get(k) for k in ("state", "reason", "exists", "damaged")
+    }
+    if not same:
+        t.append(f"\npod ({pod['path']}): " if pod.get("path") else "\npod: ")
+        t.append_text(one(pod))
     return t
 
 
-def _warn(result: dict[str, Any]) -> None:
+def iteration_text(ib: dict[str, Any]) -> Text:
+    if _damaged(ib):
+        return _damaged(ib)  # type: ignore[return-value]
+    if not ib.get("exists"):
+        return Text("not started" + (f" (cap {ib['cap']}, warn at {ib['warn_at']})" if ib.get("cap") else ""))
+    shown = min(ib["consumed"], ib["cap"])
+    text = f"{shown}/{ib['cap']} (warn at {ib['warn_at']}, {ib['remaining']} left)"
+    flags = []
+    if ib["consumed"] >= ib["cap"]:
+        flags.append("cap reached" + (f"; {ib['over_cap']} more call(s) after the stop" if ib.get("over_cap") else ""))
+    elif ib["stopped"]:
+        flags.append("stopped at an earlier cap")
+    if ib["warned"]:
+        flags.append("checkpoint requested")
+    if ib.get("recorded_cap") is not None:
+        flags.append(f"cap {ib['cap']} from {ib.get('limits_from')}; the hooks counted against {ib['recorded_cap']} so far")
+    return Text(text + (f"; {', '.join(flags)}" if flags else ""))
+
+
+def status_rows(rep: dict[str, Any]) -> list[tuple[str, Text | str]]:
+    rows: list[tuple[str, Text | str]] = []
+    cfg = rep.get("config") or {"ok": True}
+    if not cfg.get("ok"):
+        rows.append(("config", Text.assemble(("INVALID", output.ALERT), f": {cfg['error']}; {cfg['hooks']}")))
+
+    h = rep["handoff"]
+    if _damaged(h):
+        rows.append(("handoff", _damaged(h)))  # type: ignore[arg-type]
+    elif not h.get("exists"):
+        rows.append(("handoff", f"{h['path']} missing"))
+    else:
+        t = Text(f"{h['path']} updated {h['age']} ago (")
+        t.append("STALE", style=output.WARN) if h["stale"] else t.append("fresh")
+        t.append(f", stale after {h['stale_after_hours']:g} h)")
+        if h["missing_sections"]:
+            t.append(f"; missing sections: {', '.join(h['missing_sections'])}")
+        rows.append(("handoff", t))
+
+    p = rep["predicates"]
+    if _damaged(p):
+        rows.append(("predicates", _damaged(p)))  # type: ignore[arg-type]
+    else:
+        lines = [a["text"] for a in p.get("active", [])] + [f"bad line: {prob}" for prob in p.get("problems", [])]
+        rows.append(("predicates", "\n".join(lines) if lines else "none"))
+
+    q = rep["queue"]
+    rows.append(
+        ("queued work", _damaged(q) or f"{q['pending']} pending" + "".join(f"\n{i['id']}: {i['request']}" for i in q["items"][:5]))  # type: ignore[arg-type]
+    )
+    rows.append(("iteration budget", iteration_text(rep["iteration_budget"])))
+
+    cb = rep["cost_budget"]
+    if _damaged(cb):
+        rows.append(("cost budget", _damaged(cb)))  # type: ignore[arg-type]
+    elif not cb.get("exists"):
+        rows.append(("cost budget", "not started"))
+    elif cb["limit"] > 0:
+        rows.append(
+            (
+                "cost budget",
+                f"{cb['state']}: ${cb['spent']:.2f} of ${cb['limit']:.2f} (reserve from ${cb['reserve_at']:.2f}, ${cb['remaining']:.2f} left)",
+            )
+        )
+    else:
+        rows.append(("cost budget", f"{cb['state']}: ${cb['spent']:.2f} spent, no limit set"))
+
+    rows.append(("run state", run_state_text(rep["status"], rep["pod_state"])))
+
+    k = rep["kill_switch"]
+    if _damaged(k):
+        rows.append(("kill switch", _damaged(k)))  # type: ignore[arg-type]
+    elif k["present"]:
+        rows.append(
+            (
+                "kill switch",
+                Text.assemble(
+                    ("STOPPED", output.ALERT),
+                    f" by {k.get('operator') or 'unknown'} at {k.get('created_at') or 'unknown time'}: {k.get('reason') or 'no reason given'}",
+                ),
+            )
+        )
+    else:
+        rows.append(("kill switch", "off"))
+
+    st = rep["steer"]
+    if _damaged(st):
+        rows.append(("pending steer", _damaged(st)))  # type: ignore[arg-type]
+    elif st["pending"]:
+        text = st["text"].strip()
+        rows.append(("pending steer", text if len(text) <= 300 else text[:297] + "..."))
+    else:
+        rows.append(("pending steer", "none" + (f" ({st['in_flight']} being delivered)" if st.get("in_flight") else "")))
+
+    ss = rep.get("sessions")
+    if ss is not None:
+        if _damaged(ss):
+            rows.append(("sessions", _damaged(ss)))  # type: ignore[arg-type]
+        else:
+            t = Text(f"{ss['count']} recorded, {ss['active']} active")
+            if ss.get("needs_attention"):
+                t.append(f", {ss['needs_attention']} need attention")
+            for prob in ss.get("problems", []):
+                t.append("\n")
+                t.append_text(Text.assemble(("DAMAGED", output.ALERT), f": {prob}"))
+            rows.append(("sessions", t))
+    sp = rep.get("steps")
+    if sp is not None:
+        if _damaged(sp):
+            rows.append(("session log", _damaged(sp)))  # type: ignore[arg-type]
+        else:
+            last = f"; last: {sp['last_event']} at {sp['last_at']}" if sp.get("last_event") else ""
+            rows.append(("session log", f"{sp['events']} event(s){last}" + "".join(f"\n{p}" for p in sp.get("problems", []))))
+    if rep.get("ctx"):
+        rows.append(("ctx", rep["ctx"].get("summary", "")))
+    if rep["damaged_copies"]:
+        rows.append(("damaged copies kept", "\n".join(rep["damaged_copies"])))
+    return rows
+
+
+def render_status(rep: dict[str, Any]) -> None:
+    output.line(("cocoplus session status: ", "bold"), rep["project"])
+    output.rows(status_rows(rep))
+    cfg_error = (rep.get("config") or {}).get("error")
+    output.problems([p for p in rep["problems"] if p != cfg_error])
+
+
+def status(json_out: JsonFlag = False) -> None:
+    """Handoff freshness, predicates, queued work, budgets, run state, kill switch, pending steer."""
+    rep = ops.status(layout())
+    cfg = rep.get("config") or {}
+    if not cfg.get("ok", True):
+        # The error first, then everything that still answers (exit 1).
+        output.error_line(cfg["error"], f"{cfg['hooks']}; `cocoplus config show` checks the file")
+    output.show(rep, json_out, render_status)
+    if not cfg.get("ok", True):
+        raise typer.Exit(1)
+
+
+# -- progress, check -------------------------------------------------------------------------
+
+
+def render_progress(rep: dict[str, Any]) -> None:
+    if not rep["exists"]:
+        raise CocoplusError(f"{rep['path']}: missing", hint="run `cocoplus init` to create the handoff template")
+    con = output.out()
+    for title, sec in rep["sections"].items():
+        con.rule(Text(title), align="left")
+        if sec is None:
+            output.line("(section missing)")
+        elif sec["text"]:
+            output.line(sec["text"])
+        else:
+            output.line("(empty)")
+        for item in rep.get("ctx", {}).get(title, []):
+            output.line(f"[ctx] {item}")
+    if rep.get("ctx_note"):
+        output.line(rep["ctx_note"])
+
+
+def progress(json_out: JsonFlag = False) -> None:
+    """Print PROGRESS.md's Done / In Progress / Next / Notes."""
+    output.show(ops.progress(layout()), json_out, render_progress)
+
+
+def render_check(result: dict[str, Any]) -> None:
+    for r in result["checks"]:
+        output.line(("ok  ", "green") if r["ok"] else ("FAIL", output.ALERT), f"  {r['check']}: {r['detail']}")
+    bad = [r for r in result["checks"] if not r["ok"]]
+    if bad:
+        output.error_line(f"{len(bad)} check(s) failed: " + "; ".join(r["detail"] for r in bad))
+
+
+def check(json_out: JsonFlag = False) -> None:
+    """Check the exit criteria: handoff sections, predicates, canonical states, budget states (exit 1 naming what is wrong)."""
+    result = ops.check(layout())
+    output.show(result, json_out, render_check)
+    if not result["ok"]:
+        raise typer.Exit(1)
+
+
+# -- controls ----------------------------------------------------------------------------------
+
+
+def _warnings(result: dict[str, Any]) -> None:
     """Bookkeeping that failed while the action itself succeeded (one line each, stderr)."""
-    for problem in result.get("problems") or []:
-        output.note(f"cocoplus: warning: {problem}")
+    output.problems(result.get("problems") or [], "warning")
+
+
+def render_steer(result: dict[str, Any]) -> None:
+    what = "added after the pending steer" if result["appended"] else "written"
+    output.line(f"steer {what}; it will be injected once into the agent's next prompt")
+    _warnings(result)
+
+
+def steer(
+    instruction: Annotated[str, typer.Argument(help="The instruction for the agent's next prompt.")],
+    json_out: JsonFlag = False,
+) -> None:
+    """Queue a one-shot instruction, injected once into the agent's next prompt."""
+    output.show(ops.steer(layout(), instruction), json_out, render_steer)
+
+
+def render_stop(result: dict[str, Any]) -> None:
+    s = result["stop"]
+    if result.get("kept_existing"):
+        output.line("AGENT_STOP was already present and is kept (it could not be rewritten)")
+    else:
+        output.line("AGENT_STOP created by ", s["operator"], " at ", s["created_at"], ": ", s["reason"])
+    output.line("agent tools are now blocked; `cocoplus session resume` lifts the stop")
+    _warnings(result)
+
+
+def stop(
+    reason: Annotated[str, typer.Option("--reason", "-r", help="Why the agent is stopped.")] = "stopped by operator",
+    operator: Annotated[str | None, typer.Option("--operator", "-o", help="Who stops it (default: your login name).")] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Create AGENT_STOP: every agent tool call is blocked until `session resume`."""
+    output.show(ops.stop(layout(), reason, operator), json_out, render_stop)
+
+
+def render_resume(result: dict[str, Any]) -> None:
+    if result["resumed"]:
+        output.line("AGENT_STOP removed; status running")
+    else:
+        output.line("nothing to resume: no AGENT_STOP is present; nothing was changed")
+    if result.get("budget_reset"):
+        output.line(f"iteration count started again (0/{result['budget_reset']['cap']})")
+    _warnings(result)
+    ib = result.get("iteration_budget")
+    if result.get("iteration_budget_exhausted") and ib:
+        output.note(
+            f"cocoplus: note: the iteration budget is used up ({min(ib['consumed'], ib['cap'])}/{ib['cap']}); the next tool "
+            "call stops the agent again. Use `session resume --reset-budget` or raise max_iterations."
+        )
+
+
+def resume(
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    reset_budget: Annotated[bool, typer.Option("--reset-budget", help="Also start the iteration count again from 0.")] = False,
+    json_out: JsonFlag = False,
+) -> None:
+    """Remove AGENT_STOP after confirming, so the agent may use tools again."""
+    lay = layout()
+    info = control.read_stop(lay)
+    if info is not None and not yes:
+        if not sys.stdin.isatty():
+            raise CocoplusError("resume needs confirmation and stdin is not a terminal", hint="pass --yes to resume without asking")
+        what = f"AGENT_STOP by {info.get('operator') or 'unknown'}: {info.get('reason') or 'no reason'}"
+        if not typer.confirm(f"{what}. Resume the agent?", default=False):
+            raise CocoplusError("resume cancelled; AGENT_STOP left in place")
+    output.show(ops.resume(lay, reset_budget=reset_budget), json_out, render_resume)
+
+
+# -- queue -------------------------------------------------------------------------------------
+
+
+def render_queued(rec: dict[str, Any]) -> None:
+    output.line(f"queued {rec['id']}: ", rec["request"])
+
+
+def queue_add(
+    request: Annotated[str, typer.Argument(help="The request; it goes to Next, not replacing the current item.")],
+    json_out: JsonFlag = False,
+) -> None:
+    """Append a request to the task queue."""
+    output.show(ops.queue_add(layout(), request), json_out, render_queued)
+
+
+def render_queue(result: dict[str, Any]) -> None:
+    if not result["items"]:
+        output.line("no pending requests")
+    for i in result["items"]:
+        output.line(f"{i['id']}  {i['state']:<7}  ", i["request"])
+    output.problems(result["problems"])
+
+
+def queue_list(
+    all_items: Annotated[bool, typer.Option("--all", help="Include done and dropped requests.")] = False,
+    json_out: JsonFlag = False,
+) -> None:
+    """Show pending requests."""
+    output.show(ops.queue_list(layout(), all_items), json_out, render_queue)
+
+
+def render_queue_done(rec: dict[str, Any]) -> None:
+    output.line(f"{rec['id']}: {rec['state']}")
+
+
+def queue_done(
+    queue_id: Annotated[str, typer.Argument(help="The request id (q_...).")],
+    drop: Annotated[bool, typer.Option("--drop", help="Mark it dropped instead of done.")] = False,
+    json_out: JsonFlag = False,
+) -> None:
+    """Mark a queued request done (or dropped)."""
+    output.show(ops.queue_done(layout(), queue_id, drop), json_out, render_queue_done)
 
 
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Operator view and controls of the current work session.", no_args_is_help=True)
     app.add_typer(group, name="session")
-
-    @group.command("status")
-    def status(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
-        """Handoff freshness, predicates, queued work, budgets, terminal state, kill switch, pending steer."""
-        from cocoplus.report.views import status_report
-
-        from cocoplus.report import ctx
-
-        lay = layout()
-        rep = status_report(lay)
-        ctx.supplement_status(rep, lay)
-        if json_out:
-            output.emit_json(rep)
-            return
-        output.out().print(render_status(rep))
-        for prob in rep["problems"]:
-            output.note(f"cocoplus: problem: {prob}")
-
-    @group.command("progress")
-    def progress_cmd(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
-        """Print PROGRESS.md's Done / In Progress / Next / Notes."""
-        from cocoplus.report.views import sections
-
-        lay = layout()
-        rep = sections(lay)
-        from cocoplus.report import ctx
-
-        ctx.supplement_progress(rep, lay)
-        if json_out:
-            output.emit_json(rep)
-            return
-        if not rep["exists"]:
-            raise CocoplusError(f"{rep['path']}: missing", hint="run `cocoplus init` to create the handoff template")
-        con = output.out()
-        for title, sec in rep["sections"].items():
-            con.rule(title, align="left")
-            if sec is None:
-                con.print("(section missing)")
-            elif sec["text"]:
-                con.print(sec["text"], markup=False)
-            else:
-                con.print("(empty)")
-            for line in rep.get("ctx", {}).get(title, []):
-                con.print(f"[ctx] {line}", markup=False)
-        if rep.get("ctx_note"):
-            con.print(rep["ctx_note"], markup=False)
-
-    @group.command("steer")
-    def steer(
-        instruction: str = typer.Argument(..., help="The instruction for the agent's next prompt."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """Queue a one-shot instruction, injected once into the agent's next prompt."""
-        from cocoplus.session import control
-
-        result = control.steer(layout(), instruction, operator=operator_name())
-        if json_out:
-            output.emit_json(result)
-            return
-        what = "added after the pending steer" if result["appended"] else "written"
-        output.out().print(f"steer {what}; it will be injected once into the agent's next prompt")
-        _warn(result)
-
-    @group.command("stop")
-    def stop(
-        reason: str = typer.Option("stopped by operator", "--reason", "-r", help="Why the agent is stopped."),
-        operator: str = typer.Option(None, "--operator", "-o", help="Who stops it (default: your login name)."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """Create AGENT_STOP: every agent tool call is blocked until `session resume`."""
-        from cocoplus.session import control
-
-        result = control.stop(layout(), operator or operator_name(), reason)
-        if json_out:
-            output.emit_json(result)
-            return
-        s = result["stop"]
-        if result.get("kept_existing"):
-            output.out().print("AGENT_STOP was already present and is kept (it could not be rewritten)", markup=False)
-        else:
-            output.out().print(f"AGENT_STOP created by {s['operator']} at {s['created_at']}: {s['reason']}", markup=False)
-        output.out().print("agent tools are now blocked; `cocoplus session resume` lifts the stop")
-        _warn(result)
-
-    @group.command("resume")
-    def resume(
-        yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
-        reset_budget: bool = typer.Option(False, "--reset-budget", help="Also start the iteration count again from 0."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """Remove AGENT_STOP after confirming, so the agent may use tools again."""
-        from cocoplus.session import control, iteration
-
-        lay = layout()
-        info = control.read_stop(lay)
-        if not yes:
-            if not sys.stdin.isatty():
-                raise CocoplusError(
-                    "resume needs confirmation and stdin is not a terminal", hint="pass --yes to resume without asking"
-                )
-            what = (
-                f"AGENT_STOP by {info.get('operator') or 'unknown'}: {info.get('reason') or 'no reason'}"
-                if info
-                else "no AGENT_STOP is present"
-            )
-            if not typer.confirm(f"{what}. Resume the agent?", default=False):
-                raise CocoplusError("resume cancelled; AGENT_STOP left in place")
-        result = control.resume(lay, operator_name(), reset_budget=reset_budget)
-        try:
-            ib = iteration.read(lay)
-        except CocoplusError:
-            ib = None
-        exhausted = bool(ib and ib["consumed"] >= ib["cap"])
-        result["iteration_budget_exhausted"] = exhausted
-        if json_out:
-            output.emit_json(result)
-            return
-        output.out().print("AGENT_STOP removed; status running" if result["resumed"] else "no AGENT_STOP was present; status running")
-        _warn(result)
-        if exhausted:
-            output.note(
-                f"cocoplus: note: the iteration budget is used up ({ib['consumed']}/{ib['cap']}); the next tool call "
-                "stops the agent again. Use `session resume --reset-budget` or raise max_iterations."
-            )
-
+    commands: tuple[tuple[str, Callable[..., None]], ...] = (
+        ("status", status), ("progress", progress), ("steer", steer), ("stop", stop), ("resume", resume), ("check", check)
+    )
+    for name, fn in commands:
+        group.command(name)(fn)
     qgroup = typer.Typer(help="Mid-session requests (task-queue.jsonl).", no_args_is_help=True)
     group.add_typer(qgroup, name="queue")
-
-    @qgroup.command("add")
-    def queue_add(
-        request: str = typer.Argument(..., help="The request; it goes to Next, not replacing the current item."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """Append a request to the task queue."""
-        from cocoplus.session import queue
-
-        rec = queue.add(layout(), request, by=operator_name())
-        if json_out:
-            output.emit_json(rec)
-            return
-        output.out().print(f"queued {rec['id']}: {rec['request']}", markup=False)
-
-    @qgroup.command("list")
-    def queue_list(
-        all_items: bool = typer.Option(False, "--all", help="Include done and dropped requests."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """Show pending requests."""
-        from cocoplus.session import queue
-
-        items, problems = queue.read(layout())
-        shown = items if all_items else [i for i in items if i["state"] == "queued"]
-        if json_out:
-            output.emit_json({"items": shown, "problems": problems})
-            return
-        if not shown:
-            output.out().print("no pending requests")
-        for i in shown:
-            output.out().print(f"{i['id']}  {i['state']:<7}  {i['request']}", markup=False)
-        for p in problems:
-            output.note(f"cocoplus: problem: {p}")
-
-    @qgroup.command("done")
-    def queue_done(
-        queue_id: str = typer.Argument(..., help="The request id (q_...)."),
-        drop: bool = typer.Option(False, "--drop", help="Mark it dropped instead of done."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """Mark a queued request done (or dropped)."""
-        from cocoplus.session import queue
-
-        rec = queue.finish(layout(), queue_id, "dropped" if drop else "done", by=operator_name())
-        if json_out:
-            output.emit_json(rec)
-            return
-        output.out().print(f"{queue_id}: {rec['state']}", markup=False)
-
-    @group.command("check")
-    def check(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
-        """Check the exit criteria: handoff sections, predicates, canonical states, budget states."""
-        from cocoplus.report.views import check as do_check
-
-        result = do_check(layout())
-        if json_out:
-            output.emit_json(result)
-        else:
-            con = output.out()
-            for r in result["checks"]:
-                mark = "ok  " if r["ok"] else "FAIL"
-                con.print(f"{mark}  {r['check']}: {r['detail']}", markup=False)
-        if not result["ok"]:
-            bad = [r for r in result["checks"] if not r["ok"]]
-            if not json_out:
-                output.error_line(f"{len(bad)} check(s) failed: " + "; ".join(r["detail"] for r in bad))
-            raise typer.Exit(1)
+    queue_commands: tuple[tuple[str, Callable[..., None]], ...] = (("add", queue_add), ("list", queue_list), ("done", queue_done))
+    for name, fn in queue_commands:
+        qgroup.command(name)(fn)

@@ -232,6 +232,8 @@ async function loadSession() {
   let budget = ib.damaged ? `iteration budget: damaged (${ib.error})` : (ib.exists ? `iteration budget: ${ib.consumed}/${ib.cap}` : "iteration budget: not started");
   const cb = rep.cost_budget || {};
   if (cb.exists && !cb.damaged) budget += ` · cost: ${cb.state}` + (cb.limit > 0 ? ` ($${Number(cb.spent).toFixed(2)} of $${Number(cb.limit).toFixed(2)})` : "");
+  const cfg = rep.config || {};
+  if (cfg.ok === false) budget = `cocoplus.toml INVALID: ${cfg.error}; ${cfg.hooks} · ` + budget;
   $("budget").textContent = budget;
   const s = rep.steer || {};
   $("steer-state").textContent = s.pending ? `pending steer: ${String(s.text || "").trim().slice(0, 300)}` : "pending steer: none" + (s.in_flight ? ` (${s.in_flight} being delivered)` : "");
@@ -361,7 +363,8 @@ async function savePicker(ev) {
   }
   const data = await act(() => call("PATCH", `/projects/${CONV}`, { [key]: value }));
   if (data) {
-    state.conversation = data;
+    // `chat set`'s answer: the overrides and what a reply now uses; the messages stay as they are.
+    state.conversation = { ...state.conversation, ...data };
     renderConversation();
     dlg.close();
   }

@@ -1,0 +1,109 @@
+"""The master-agent conversation: `cocoplus chat ...` and `/api/v1/projects/{conversation}...`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cocoplus import config as config_mod
+from cocoplus.chat import api, store
+from cocoplus.core import vocab
+from cocoplus.core.errors import UsageError
+from cocoplus.core.paths import Layout
+
+DEFAULT_CONVERSATION = store.DEFAULT_CONVERSATION
+
+
+def send(
+    layout: Layout, text: str, conversation: str = DEFAULT_CONVERSATION, wait: bool = False, timeout: float = 600.0
+) -> dict[str, Any]:
+    """Write the message and queue a reply; returns at once with `masterReplyState` queued, running or failed
+    (with `wait`: once the reply is there, or `timeout` seconds passed, with `reply`)."""
+    result = api.send(layout, text, conversation)
+    if wait and result["masterReplyState"] in vocab.UNFINISHED_TASK_STATES:
+        done = api.wait(layout, conversation, result["task"]["id"], timeout)
+        result["task"] = done["task"]
+        result["masterReplyState"] = done["task"]["state"]
+        if done.get("reply"):
+            result["reply"] = done["reply"]
+    return result
+
+
+def log(layout: Layout, conversation: str = DEFAULT_CONVERSATION) -> dict[str, Any]:
+    """Messages in order, the pending and the last failed reply task, `masterReplyState`."""
+    return api.conversation_view(layout, conversation)
+
+
+def retry(layout: Layout, conversation: str = DEFAULT_CONVERSATION, task_id: str | None = None) -> dict[str, Any]:
+    """Queue a failed reply task again (default: the last failed one)."""
+    return api.retry(layout, conversation, task_id)
+
+
+def info(layout: Layout, conversation: str = DEFAULT_CONVERSATION) -> dict[str, Any]:
+    """The controller, the effective model and effort and where each came from, the conversation's files."""
+    return api.info(layout, conversation)
+
+
+def set_overrides(
+    layout: Layout,
+    conversation: str = DEFAULT_CONVERSATION,
+    model: str | None = None,
+    effort: str | None = None,
+    clear: bool = False,
+    clear_model: bool = False,
+    clear_effort: bool = False,
+) -> dict[str, Any]:
+    """Save (or clear) a model and/or reasoning effort for this conversation only.
+
+    Returns the conversation's settings (`modelOverride`,
+    `reasoningEffortOverride`, ...) together with `info`, so the answer
+    shows what a reply will now use.
+    """
+    if model is None and effort is None and not (clear or clear_model or clear_effort):
+        raise UsageError("chat set: give a model, an effort, or clear one")
+    doc = api.set_overrides(
+        layout, conversation, model=model, effort=effort, clear=clear, clear_model=clear_model, clear_effort=clear_effort
+    )
+    return {**doc, **info(layout, conversation)}
+
+
+def model_options(layout: Layout, conversation: str = DEFAULT_CONVERSATION) -> list[str]:
+    """Models worth offering in a picker: the accounts' defaults, `[chat] default_model`, models used, the override."""
+    cfg = config_mod.load_for(layout)
+    opts: list[str] = []
+    for acct in cfg.accounts.values():
+        if acct.get("default_model"):
+            opts.append(acct["default_model"])
+    if cfg.get("chat.default_model"):
+        opts.append(cfg.get("chat.default_model"))
+    for t in store.tasks(layout, conversation)[0]:
+        if t.get("model"):
+            opts.append(t["model"])
+    cur = store.conversation(layout, conversation).get("modelOverride")
+    if cur:
+        opts.append(cur)
+    return list(dict.fromkeys(opts))
+
+
+def effort_options() -> list[str]:
+    """The reasoning efforts a conversation may use."""
+    return list(vocab.EFFORTS)
+
+
+def details(layout: Layout, conversation: str = DEFAULT_CONVERSATION, limit: int | None = None) -> dict[str, Any]:
+    """`info` and `log` in one answer (the page's and the menu's view), with the picker options;
+    `limit` keeps only the last N messages (`messagesTotal` counts them all)."""
+    view = log(layout, conversation)
+    about = info(layout, conversation)
+    problems = list(dict.fromkeys(view.pop("problems") + about.pop("problems")))
+    total = len(view["messages"])
+    if limit is not None:
+        view["messages"] = view["messages"][-limit:]
+    return {
+        **about,
+        **view,
+        "messagesTotal": total,
+        "thinking": bool(view["pending"]),
+        "modelOptions": model_options(layout, conversation),
+        "reasoningEffortOptions": effort_options(),
+        "problems": problems,
+    }

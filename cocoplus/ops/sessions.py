@@ -1,0 +1,50 @@
+"""Agent-runtime sessions: `cocoplus sessions list`, `GET /api/v1/coding-sessions`, the `list_sessions` tool."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from cocoplus import config as config_mod
+from cocoplus.core import clock, settings
+from cocoplus.core.errors import CocoplusError
+from cocoplus.core.paths import Layout
+from cocoplus.session import registry
+from cocoplus.supervision import autonomy, scope
+
+FIELDS = ("id", "alias", "runtime", "runtime_session_id", "state", "attention", "last_event", "last_event_at", "started_at", "last_signal")
+
+
+def list_sessions(layout: Layout, now: float | None = None) -> dict[str, Any]:
+    """Every recorded session with alias, runtime, state, attention, last event, whether supervision
+    skips it (`excluded`) and whether it is `stale` (`running` with no event for running_stale_hours);
+    plus the supervision scope and problems reading the records."""
+    problems: list[str] = []
+    records, bad = registry.list_sessions(layout)
+    problems.extend(bad)
+    try:
+        doc = autonomy.read(layout)
+    except CocoplusError as exc:
+        problems.append(str(exc))
+        doc = None
+    stale_s = _running_stale_hours(layout) * 3600
+    now = time.time() if now is None else now
+    items = []
+    for r in records:
+        item = {k: r.get(k) for k in FIELDS}
+        if doc is not None:
+            item["excluded"] = not scope.supervised(doc, r["id"])
+        last = clock.parse_iso(r.get("last_event_at") or r.get("updated_at"))
+        item["stale"] = r.get("state") == "running" and last is not None and now - last > stale_s
+        items.append(item)
+    out: dict[str, Any] = {"sessions": items, "problems": problems}
+    if doc is not None:
+        out["scope"] = scope.view(layout, doc)
+    return out
+
+
+def _running_stale_hours(layout: Layout) -> float:
+    try:
+        return float(config_mod.load_for(layout).get("session.running_stale_hours"))
+    except CocoplusError:
+        return float(settings.BY_DOTTED["session.running_stale_hours"].default)
