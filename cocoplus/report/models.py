@@ -14,14 +14,15 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
 
 from cocoplus.core.errors import StateCorrupt
-from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.core.records import MAX_COUNT, MAX_MONEY, SCHEMA_VERSION
 
 RunState = Literal["running", "paused", "completed", "exited", "failed", "idle", "retired"]
 BudgetState = Literal["normal", "reserve", "exhausted"]
 Attention = Literal["pending", "awaiting_authorization", "awaiting_decision"]
 Runtime = Literal["claude", "codex", "gemini", "cursor"]
 Version = Annotated[StrictInt, Field(ge=1, le=SCHEMA_VERSION)]
-Money = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=False)]
+Money = Annotated[float, Field(ge=0, le=MAX_MONEY, allow_inf_nan=False, strict=False)]
+Count = Annotated[StrictInt, Field(ge=0, le=MAX_COUNT)]
 
 
 class _Model(BaseModel):
@@ -30,9 +31,9 @@ class _Model(BaseModel):
 
 class IterationBudget(_Model):
     schema_version: Version = SCHEMA_VERSION
-    cap: Annotated[StrictInt, Field(ge=1)]
-    consumed: Annotated[StrictInt, Field(ge=0)]
-    warn_at: Annotated[StrictInt, Field(ge=0)]
+    cap: Annotated[StrictInt, Field(ge=1, le=MAX_COUNT)]
+    consumed: Count
+    warn_at: Count
     warned: StrictBool
     stopped: StrictBool
     # May be missing, but not null: the hook's reader (records.check_iteration_budget) rejects null.
@@ -108,6 +109,7 @@ class SessionRecord(_Model):
     attention: Attention | None = None
     last_event: StrictStr | None = None
     last_event_at: StrictStr | None = None
+    tool_calls: Count = 0
 
 
 FILE_MODELS: dict[str, type[_Model]] = {

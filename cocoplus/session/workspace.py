@@ -12,7 +12,7 @@ import os
 from cocoplus import config as config_mod
 from cocoplus.core import fsio, predicates, progress
 from cocoplus.core.errors import CocoplusError
-from cocoplus.core.paths import Layout
+from cocoplus.core.paths import Layout, check_state_dir
 from cocoplus.core.records import SCHEMA_VERSION, new_iteration_budget, new_status
 
 TYPE_CHECKING = False
@@ -60,6 +60,7 @@ def init(state_dir: str, environ: dict[str, str] | None = None) -> dict[str, Any
         raise CocoplusError(f"{state_dir}: is a symbolic link; refusing to use it as the state directory")
     if os.path.exists(state_dir) and not os.path.isdir(state_dir):
         raise CocoplusError(f"{state_dir}: exists and is not a directory")
+    check_state_dir(state_dir)
     layout = Layout(state_dir)
     cfg = config_mod.load(layout.project, environ)
     created: list[str] = []
@@ -69,7 +70,16 @@ def init(state_dir: str, environ: dict[str, str] | None = None) -> dict[str, Any
     if not existed:
         os.chmod(layout.root, 0o700)
         created.append(layout.root)
-    for d in (layout.session_dir, layout.sessions_dir, layout.supervision_dir, layout.chat_dir, layout.locks_dir, layout.logs_dir):
+    # The spool is made now so that counting on a full disk never needs a new directory.
+    for d in (
+        layout.session_dir,
+        layout.sessions_dir,
+        layout.supervision_dir,
+        layout.chat_dir,
+        layout.locks_dir,
+        layout.logs_dir,
+        layout.iteration_spool_dir,
+    ):
         if not os.path.isdir(d):
             fsio.ensure_dir(d)
             created.append(d)
