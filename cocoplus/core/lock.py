@@ -25,6 +25,7 @@ import time
 from _thread import get_ident
 
 from cocoplus.core.errors import CocoplusError, LockTimeout
+from cocoplus.core.paths import dirs_below_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -202,6 +203,9 @@ def _open_lock_file(path: str) -> int:
         | getattr(os, "O_CLOEXEC", 0)
         | getattr(os, "O_NONBLOCK", 0)
     )
+    for d in dirs_below_root(path):  # the locks directory must not lead elsewhere either
+        if os.path.islink(d):
+            raise CocoplusError(f"{d}: is a symbolic link; refusing to lock through it")
     try:
         try:
             fd = os.open(path, flags, 0o600)

@@ -197,6 +197,11 @@ class Layout:
         return self._p("supervision", "rounds.jsonl")
 
     @property
+    def current_round(self) -> str:
+        """The supervision round in progress, if any."""
+        return self._p("supervision", "round.json")
+
+    @property
     def supervisor_pid(self) -> str:
         return self._p("supervision", "supervisor.json")
 

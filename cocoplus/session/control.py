@@ -33,7 +33,7 @@ import os
 import stat as _stat
 
 from cocoplus.core import clock, fsio
-from cocoplus.core.errors import CocoplusError, LockTimeout, StateCorrupt
+from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import parse_stop, render_stop, stop_sentence
@@ -257,12 +257,24 @@ def create_stop(
     """
     probs = problems if problems is not None else []
     doc = render_stop(operator, reason, source=source)
-    try:
-        with Lock(layout.kill_switch_lock, timeout, budget):
-            return _create(layout, doc, replace, probs)
-    except LockTimeout as exc:
-        probs.append(f"{exc}; AGENT_STOP was created without it")
+    lock = Lock(layout.kill_switch_lock, timeout, budget)
+    busy = _take(lock)
+    if busy is not None:
+        probs.append(f"{busy}; AGENT_STOP was created without it")
         return _create(layout, doc, False, probs)
+    try:
+        return _create(layout, doc, replace, probs)
+    finally:
+        lock.release()
+
+
+def _take(lock: Lock) -> CocoplusError | None:
+    """Acquire `lock`; the error instead if it is busy or cannot be made (a stop then goes ahead without it)."""
+    try:
+        lock.acquire()
+    except CocoplusError as exc:  # LockTimeout, or no inode left for the lock file
+        return exc
+    return None
 
 
 def _secondary(problems: list[str], fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -288,18 +300,20 @@ def stop(
     """
     problems: list[str] = []
     doc = render_stop(operator, reason, source="operator")
-    try:
-        with Lock(layout.kill_switch_lock, timeout, budget):
+    lock = Lock(layout.kill_switch_lock, timeout, budget)
+    busy = _take(lock)
+    if busy is None:
+        try:
             previous = read_stop(layout)
             created, content = _create(layout, doc, True, problems)
             _secondary(problems, events.log_step, layout, "stop", operator=operator, reason=reason, budget=budget)
             _secondary(problems, status.set_state, layout, "paused", f"stopped by {operator}: {reason}", budget=budget)
-            locked = True
-    except LockTimeout as exc:
+        finally:
+            lock.release()
+    else:
         previous = read_stop(layout)
         created, content = _create(layout, doc, False, problems)
-        problems.append(f"{exc}; AGENT_STOP was made without it and the run state was not updated")
-        locked = False
+        problems.append(f"{busy}; AGENT_STOP was made without it and the run state was not updated")
     if not os.path.lexists(layout.agent_stop):  # pragma: no cover - _create raises first
         raise CocoplusError(f"{layout.rel(layout.agent_stop)}: could not be created")
     return {
@@ -307,7 +321,7 @@ def stop(
         "stop": content if created else (previous or content),
         "replaced": previous if created else None,
         "kept_existing": not created,
-        "locked": locked,
+        "locked": busy is None,
         "problems": problems,
     }
 
@@ -334,17 +348,23 @@ def auto_stop(
     problems: list[str] = []
     doc = render_stop(operator, reason, source=source)
     state_written = False
-    try:
-        with Lock(layout.kill_switch_lock, timeout, budget):
+    lock = Lock(layout.kill_switch_lock, timeout, budget)
+    busy = _take(lock)
+    if busy is None:
+        try:
             created, content = _create(layout, doc, False, problems)
             state_written = _secondary(problems, status.set_state, layout, state, reason, budget=budget) is not None
-    except LockTimeout as exc:
+            if created:
+                _secondary(problems, events.log_step, layout, "stop", operator=operator, reason=reason, source=source, budget=budget)
+        finally:
+            lock.release()
+    else:
         created, content = _create(layout, doc, False, problems)
-        try:
+        try:  # once more, without waiting: the holder may be done by now
             status.set_state(layout, state, reason, timeout=0)
             state_written = True
         except CocoplusError as again:
-            problems.append(f"{exc}; AGENT_STOP was made without it, and the run state could not be set to {state} ({again})")
+            problems.append(f"{busy}; AGENT_STOP was made without it, and the run state could not be set to {state} ({again})")
     return {"created": created, "stop": content, "state_written": state_written, "problems": problems}
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 
 from cocoplus.core import clock, fsio, progress
-from cocoplus.core.errors import CocoplusError, LockTimeout, StateCorrupt
+from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import MAX_COUNT, check_iteration_budget, new_iteration_budget
@@ -52,8 +52,9 @@ def read(layout: Layout) -> dict[str, Any] | None:
 
 def _drain_spool(layout: Layout) -> list[str]:
     try:
+        fsio.refuse_linked_dirs(os.path.join(layout.iteration_spool_dir, "-"))
         names = os.listdir(layout.iteration_spool_dir)
-    except FileNotFoundError:
+    except (OSError, CocoplusError):  # missing, or not a real directory: nothing spooled there
         return []
     return [os.path.join(layout.iteration_spool_dir, n) for n in names if n.startswith("inc-")]
 
@@ -125,7 +126,7 @@ def count(
     lock = Lock(layout.lock("iteration-budget"), timeout, budget)
     try:
         lock.acquire()
-    except LockTimeout as exc:
+    except CocoplusError as exc:  # busy past the budget, or the lock file cannot be made
         _keep(layout, out, str(exc))
     else:
         try:
@@ -136,10 +137,13 @@ def count(
         # After the count's lock is released: the kill-switch lock comes first in lock order.
         from cocoplus.session import control  # control imports this module (resume --reset-budget)
 
-        stopped = control.auto_stop(
-            layout, f"cocoplus: {out.failed_closed}", source="iteration-budget", state="paused", budget=budget
-        )
-        out.problems.extend(stopped["problems"])
+        try:
+            stopped = control.auto_stop(
+                layout, f"cocoplus: {out.failed_closed}", source="iteration-budget", state="paused", budget=budget
+            )
+            out.problems.extend(stopped["problems"])
+        except CocoplusError as exc:  # not even an empty AGENT_STOP: the caller still blocks this call
+            out.problems.append(str(exc))
     elif sync_progress and out.budget is not None:
         try:
             sync_progress_file(layout, out.budget, timeout=timeout, budget=budget)

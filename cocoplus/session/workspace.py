@@ -12,6 +12,7 @@ import os
 from cocoplus import config as config_mod
 from cocoplus.core import fsio, predicates, progress
 from cocoplus.core.errors import CocoplusError
+from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout, check_state_dir
 from cocoplus.core.records import SCHEMA_VERSION, new_iteration_budget, new_status
 
@@ -83,6 +84,13 @@ def init(state_dir: str, environ: dict[str, str] | None = None) -> dict[str, Any
         if not os.path.isdir(d):
             fsio.ensure_dir(d)
             created.append(d)
+
+    # Lock files are made now too: on a disk with no inodes left, the kill switch
+    # and the count must not need a new file before they can even start.
+    for name in ("kill-switch", "iteration-budget", "progress", "steps", "steer", "sessions"):
+        if not os.path.lexists(layout.lock(name)):
+            with Lock(layout.lock(name), 0):
+                pass
 
     s = cfg.session
 
