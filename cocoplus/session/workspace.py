@@ -109,7 +109,16 @@ def init(state_dir: str, environ: dict[str, str] | None = None) -> dict[str, Any
     put(layout.readme, README)
     put(layout.progress, progress.template(s["max_iterations"], 0, s["iteration_warn_at"]))
     put(layout.context, predicates.TEMPLATE)
-    put(layout.iteration_budget, new_iteration_budget(s["max_iterations"], s["iteration_warn_at"]))
+    problems: list[str] = []
+    damaged = fsio.quarantined_copies(layout.iteration_budget) if not os.path.lexists(layout.iteration_budget) else []
+    if damaged:
+        # Set aside as damaged and not reset: a fresh file here would restart the count from 0.
+        problems.append(
+            f"{layout.rel(layout.iteration_budget)}: not recreated, it was set aside as damaged "
+            f"({layout.rel(damaged[-1])}); run `cocoplus session resume --reset-budget` to start a new count"
+        )
+    else:
+        put(layout.iteration_budget, new_iteration_budget(s["max_iterations"], s["iteration_warn_at"]))
     put(layout.budget_state, new_budget_state(cfg))
     put(layout.status, new_status("idle", "initialised"))
     put(layout.pod_state, new_status("idle", "initialised"))
@@ -122,5 +131,6 @@ def init(state_dir: str, environ: dict[str, str] | None = None) -> dict[str, Any
         "state_dir": layout.root,
         "created": [layout.rel(p) for p in created],
         "kept": [layout.rel(p) for p in kept],
+        "problems": problems,
         "config": layout.rel(cfg.path) if cfg.path else None,
     }

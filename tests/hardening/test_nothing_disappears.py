@@ -170,3 +170,16 @@ def test_hostile_ids_are_rejected_at_every_door_that_makes_a_path(project, tmp_p
         assert registry.resolve(project, bad)["id"] == rec["id"]
     assert set(os.listdir(tmp_path)) == before  # nothing made outside the project
     assert not os.path.exists("/etc/passwd.json")
+
+
+def test_init_does_not_restart_a_count_set_aside_as_damaged(project):
+    from cocoplus.session.workspace import init
+
+    with open(project.iteration_budget, "wb") as fh:
+        fh.write(b"[]")
+    assert iteration.count(project, 100, 80).corrupt is not None
+    result = init(project.root)  # "create what is missing" must not be a back door to a fresh count
+    assert any("set aside as damaged" in p for p in result["problems"])
+    assert not os.path.exists(project.iteration_budget)
+    again = iteration.count(project, 100, 80)
+    assert again.corrupt is not None and again.budget is None
