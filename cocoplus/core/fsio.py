@@ -516,7 +516,9 @@ def append_jsonl(
                 repair_tail(path, fd)
             except (OSError, CocoplusError) as exc:
                 note_loss(path, exc)
-                raise CocoplusError(f"{path}: cannot append (the torn last line could not be set aside: {exc})") from None
+                raise CocoplusError(
+                    f"{path}: cannot append (the torn last line could not be set aside: {exc})"
+                ) from None
             before = os.fstat(fd).st_size
             try:
                 n = os.write(fd, line)

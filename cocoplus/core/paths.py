@@ -341,7 +341,10 @@ def state_dir_problem(state_dir: str) -> str | None:
         return f"{state_dir}: exists and is not a directory"
     euid = os.geteuid() if hasattr(os, "geteuid") else None
     if euid is not None and st.st_uid != euid:
-        return f"{state_dir}: owned by uid {st.st_uid}, not by you (uid {euid}); cocoplus writes only to its own user's state"
+        return (
+            f"{state_dir}: owned by uid {st.st_uid}, not by you (uid {euid}); "
+            "cocoplus writes only to its own user's state"
+        )
     if st.st_mode & _stat.S_IWOTH:
         return f"{state_dir}: writable by every user (mode {_stat.S_IMODE(st.st_mode):o}); run `chmod 700 {state_dir}`"
     return None

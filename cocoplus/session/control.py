@@ -355,7 +355,9 @@ def auto_stop(
             created, content = _create(layout, doc, False, problems)
             state_written = _secondary(problems, status.set_state, layout, state, reason, budget=budget) is not None
             if created:
-                _secondary(problems, events.log_step, layout, "stop", operator=operator, reason=reason, source=source, budget=budget)
+                _secondary(
+                    problems, events.log_step, layout, "stop", operator=operator, reason=reason, source=source, budget=budget
+                )
         finally:
             lock.release()
     else:
@@ -364,7 +366,9 @@ def auto_stop(
             status.set_state(layout, state, reason, timeout=0)
             state_written = True
         except CocoplusError as again:
-            problems.append(f"{busy}; AGENT_STOP was made without it, and the run state could not be set to {state} ({again})")
+            problems.append(
+                f"{busy}; AGENT_STOP was made without it, and the run state could not be set to {state} ({again})"
+            )
     return {"created": created, "stop": content, "state_written": state_written, "problems": problems}
 
 
@@ -411,11 +415,9 @@ def resume(
 
             reset = iteration.reset(layout, budget=budget)
         if current is None:
-            message = "no AGENT_STOP was present; nothing changed" + ("" if reset is None else " except the iteration count, started again from 0")
-            if expect is not None:
-                message = "the AGENT_STOP that was read is gone already; nothing changed" + (
-                    "" if reset is None else " except the iteration count, started again from 0"
-                )
+            gone = "the AGENT_STOP that was read is gone already" if expect is not None else "no AGENT_STOP was present"
+            but = "" if reset is None else " except the iteration count, started again from 0"
+            message = f"{gone}; nothing changed{but}"
             return {
                 "resumed": False,
                 "removed": None,
@@ -642,7 +644,12 @@ def _take_orphan(layout: Layout, claimed_dir: str, budget: Budget | None = None)
 
 
 def finish_steer(
-    layout: Layout, claim: Claim, session: str | None = None, runtime: str | None = None, *, budget: Budget | None = None
+    layout: Layout,
+    claim: Claim,
+    session: str | None = None,
+    runtime: str | None = None,
+    *,
+    budget: Budget | None = None,
 ) -> None:
     """After the text was handed to the runtime: log it once, then drop the claimed file."""
     events.log_step(

@@ -15,7 +15,9 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
 
 
 
-def log_step(layout: Layout, event: str, timeout: float = 5.0, *, budget: Budget | None = None, **fields: Any) -> dict[str, Any]:
+def log_step(
+    layout: Layout, event: str, timeout: float = 5.0, *, budget: Budget | None = None, **fields: Any
+) -> dict[str, Any]:
     """Append one event (`{"ts", "event", ...}`) to steps.jsonl and return it.
 
     `budget` bounds the lock wait together with the caller's other waits.

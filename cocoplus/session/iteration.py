@@ -217,7 +217,11 @@ def reset(layout: Layout, *, budget: Budget | None = None) -> dict[str, Any]:
 
     try:
         doc = fsio.locked_update(
-            layout.iteration_budget, layout.lock("iteration-budget"), update, validate=check_iteration_budget, budget=budget
+            layout.iteration_budget,
+            layout.lock("iteration-budget"),
+            update,
+            validate=check_iteration_budget,
+            budget=budget,
         )
     except StateCorrupt:
         # The damaged copy is kept aside by locked_update; start fresh from config.

@@ -238,7 +238,13 @@ def resolve(layout: Layout, ref: str) -> dict[str, Any]:
 
 
 def append_signal(
-    layout: Layout, rec: dict[str, Any], kind: str, value: str | None = None, *, budget: Budget | None = None, **extra: Any
+    layout: Layout,
+    rec: dict[str, Any],
+    kind: str,
+    value: str | None = None,
+    *,
+    budget: Budget | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
     signal: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
