@@ -131,6 +131,13 @@ def count(
     else:
         try:
             _count_locked(layout, cap, warn_at, out)
+            if sync_progress and out.budget is not None:
+                # Still under the count's lock, so PROGRESS.md's lines change in count order;
+                # a busy progress lock is handled here and never touches the count again.
+                try:
+                    sync_progress_file(layout, out.budget, timeout=timeout, budget=budget)
+                except CocoplusError as exc:
+                    out.problems.append(f"PROGRESS.md budget lines not updated: {exc}")
         finally:
             lock.release()
     if out.failed_closed:
@@ -144,11 +151,6 @@ def count(
             out.problems.extend(stopped["problems"])
         except CocoplusError as exc:  # not even an empty AGENT_STOP: the caller still blocks this call
             out.problems.append(str(exc))
-    elif sync_progress and out.budget is not None:
-        try:
-            sync_progress_file(layout, out.budget, timeout=timeout, budget=budget)
-        except CocoplusError as exc:
-            out.problems.append(f"PROGRESS.md budget lines not updated: {exc}")
     return out
 
 
