@@ -58,7 +58,7 @@ def ensure_worker(layout: Layout) -> int | None:
     if worker_running(layout):
         return None
     child = proc.spawn_cocoplus(
-        ["chat", "worker", "--idle-exit", "60"], state_dir=layout.root, cwd=layout.project, log_path=os.path.join(layout.logs_dir, "chat-worker.log")
+        ["chat", "worker", "--idle-exit", "60"], state_dir=layout.root, cwd=layout.project, log_path=layout.chat_worker_log
     )
     return child.pid
 

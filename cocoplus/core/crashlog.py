@@ -1,16 +1,17 @@
 """Where unexpected failures go: one traceback block in `.cocoplus/logs/cocoplus.log`.
 
 The user sees one line; the details are kept here for whoever debugs it.
+Written with `fsio.append_line` (no symlinks followed, rotated, a loss
+recorded if the disk is full).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 
 from cocoplus import __version__
-from cocoplus.core import clock
+from cocoplus.core import clock, fsio
 from cocoplus.core.paths import Layout, find_state_dir
 
 
@@ -25,10 +26,11 @@ def log_exception(context: str, exc: BaseException, layout: Layout | None = None
             if not found:
                 return None
             layout = Layout(found)
-        os.makedirs(layout.logs_dir, exist_ok=True)
-        with open(layout.cli_log, "a", encoding="utf-8") as fh:
-            fh.write(f"--- {clock.iso()} cocoplus {__version__} python {sys.version.split()[0]} {context}\n")
-            fh.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        head = f"--- {clock.iso()} cocoplus {__version__} python {sys.version.split()[0]} {context}"
+        body = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip("\n")
+        # One write for the whole block, so blocks from two processes never interleave.
+        if not fsio.append_block(layout.cli_log, head + "\n" + body):
+            return None
         return layout.rel(layout.cli_log)
     except Exception:  # noqa: BLE001 - logging must not turn one failure into two
         return None

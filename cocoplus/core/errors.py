@@ -57,7 +57,7 @@ class LockTimeout(CocoplusError):
 
     def __init__(self, lock_path: str, timeout: float) -> None:
         super().__init__(
-            f"{lock_path}: lock still held by another process after {timeout:g}s",
+            f"{lock_path}: lock still held by another process after {round(timeout, 2):g}s",
             hint="another cocoplus process is busy; try again, or look for a hung process",
         )
         self.lock_path = lock_path

@@ -1,9 +1,17 @@
 """File state done safely: atomic whole-file writes, locked read-modify-write,
-single-record JSONL appends with torn-tail repair, and setting damaged files aside.
+single-record JSONL appends with torn-tail repair, plain log lines, and
+setting damaged files aside.
 
 Standard library only (the hook path imports it).  These are the only
 functions in cocoplus that write under `.cocoplus/`; see
 `reference/reliability.md` section 0 for why each step is there.
+
+No write follows a symbolic link: files are opened with O_NOFOLLOW (or
+created new with O_EXCL and renamed over the target, which replaces a link
+rather than writing through it), and no directory between the state
+directory and the file may be a link either (`paths.dirs_below_root`).
+A line that cannot be appended is not lost silently: an empty marker file
+next to the log records it (`note_loss`), costing no data blocks.
 """
 
 from __future__ import annotations
@@ -14,7 +22,8 @@ import stat as _stat
 
 from cocoplus.core import clock, jsonfast
 from cocoplus.core.errors import CocoplusError, StateCorrupt
-from cocoplus.core.lock import DEFAULT_TIMEOUT, Lock
+from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
+from cocoplus.core.paths import dirs_below_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -24,21 +33,86 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted where a file belongs must not hang an open
 
 MAX_JSON_BYTES = 8 * 1024 * 1024
 MAX_TEXT_BYTES = 8 * 1024 * 1024
 MAX_JSONL_BYTES = 256 * 1024 * 1024
+MAX_LOG_BYTES = 5 * 1024 * 1024
 TMP_MARK = ".tmp-"
+LOST_MARK = ".lost-"
+
+
+def refuse_linked_dirs(path: str) -> None:
+    """CocoplusError if a directory between the state directory and `path` is a symbolic link.
+
+    Missing directories are fine (they are created as real ones); paths
+    outside any state directory are not checked.
+    """
+    for d in dirs_below_root(path):
+        try:
+            st = os.lstat(d)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise CocoplusError(f"{d}: cannot examine ({exc.strerror})") from None
+        if _stat.S_ISLNK(st.st_mode):
+            raise CocoplusError(f"{d}: is a symbolic link; refusing to write {os.path.basename(path)} through it")
+        if not _stat.S_ISDIR(st.st_mode):
+            raise CocoplusError(f"{d}: exists and is not a directory")
 
 
 def ensure_dir(path: str) -> None:
     """Create `path` (and parents) as 0700 directories if missing."""
+    refuse_linked_dirs(os.path.join(path, "-"))
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
     except FileExistsError:
         raise CocoplusError(f"{path}: exists and is not a directory") from None
     except OSError as exc:
         raise CocoplusError(f"{path}: cannot create directory ({exc.strerror})") from None
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return True  # not a pid we can judge: keep the file
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def remove_stale_temps(path: str) -> list[str]:
+    """Remove `.NAME.tmp-<pid>-<rand>` files next to `path` whose writer is dead; return them.
+
+    A writer killed between creating its temp file and renaming it leaves
+    one behind; the next writer of the same file clears it.
+    """
+    directory = os.path.dirname(path) or "."
+    prefix = f".{os.path.basename(path)}{TMP_MARK}"
+    removed: list[str] = []
+    mine = os.getpid()
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(prefix)]
+    except OSError:
+        return removed
+    for name in names:
+        pid_text = name[len(prefix) :].split("-", 1)[0]
+        if not pid_text.isdigit():
+            continue
+        pid = int(pid_text)
+        if pid == mine or _pid_alive(pid):
+            continue
+        full = os.path.join(directory, name)
+        try:
+            os.unlink(full)
+            removed.append(full)
+        except OSError:
+            pass
+    return removed
 
 
 def _write_all(fd: int, data: bytes, path: str) -> None:
@@ -73,14 +147,18 @@ def atomic_write_bytes(path: str, data: bytes, mode: int = 0o600) -> None:
     """
     directory = os.path.dirname(path) or "."
     base = os.path.basename(path)
+    refuse_linked_dirs(path)
     tmp = os.path.join(directory, f".{base}{TMP_MARK}{os.getpid()}-{os.urandom(4).hex()}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode)
-    except FileNotFoundError:
-        ensure_dir(directory)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode)
+        try:
+            fd = os.open(tmp, flags, mode)
+        except FileNotFoundError:
+            ensure_dir(directory)
+            fd = os.open(tmp, flags, mode)
     except OSError as exc:
         raise CocoplusError(f"{path}: cannot write ({exc.strerror})") from None
+    remove_stale_temps(path)
     try:
         try:
             _write_all(fd, data, path)
@@ -116,7 +194,7 @@ def atomic_write_json(path: str, obj: Any) -> None:
 def read_bytes(path: str, limit: int = MAX_TEXT_BYTES) -> bytes | None:
     """The file's bytes, None if it does not exist; StateCorrupt if it is not a readable file."""
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
     except FileNotFoundError:
         return None
     except IsADirectoryError:
@@ -196,16 +274,23 @@ def read_json(path: str, limit: int = MAX_JSON_BYTES) -> dict[str, Any] | None:
     return loads_object(data, path)
 
 
-def quarantine(path: str) -> str | None:
-    """Move a damaged file aside as `NAME.corrupt-<time>`; return where it went."""
+def quarantine(path: str, to: str | None = None) -> str | None:
+    """Move a damaged file aside as `NAME.corrupt-<time>`; return where it went.
+
+    `to` names the file the copy is kept as a damaged copy *of* (default
+    `path` itself), for a file found damaged after it was moved (a claimed
+    steer is kept as `STEER.md.corrupt-<time>`).
+    """
     if not os.path.lexists(path):
         return None
-    target = f"{path}.corrupt-{clock.compact()}"
+    base = path if to is None else to
+    target = f"{base}.corrupt-{clock.compact()}"
     n = 1
     while os.path.lexists(target):
         n += 1
-        target = f"{path}.corrupt-{clock.compact()}-{n}"
+        target = f"{base}.corrupt-{clock.compact()}-{n}"
     try:
+        refuse_linked_dirs(target)
         os.rename(path, target)
     except OSError as exc:
         raise CocoplusError(f"{path}: damaged, and cannot be moved aside ({exc.strerror})") from None
@@ -230,15 +315,17 @@ def locked_update(
     *,
     timeout: float = DEFAULT_TIMEOUT,
     validate: Callable[[dict[str, Any], str], dict[str, Any]] | None = None,
+    budget: Budget | None = None,
 ) -> dict[str, Any]:
     """Read `path`, apply `update`, write the result atomically, all under the sidecar lock.
 
     `update` receives the current object (None if the file is missing) and
     returns the new one.  A damaged file (bad JSON, or rejected by
     `validate`) is set aside and StateCorrupt is raised naming both places;
-    it is never replaced by a fresh value here.
+    it is never replaced by a fresh value here.  `budget` bounds the lock
+    wait together with the caller's other waits.
     """
-    with Lock(lock_path, timeout):
+    with Lock(lock_path, timeout, budget):
         try:
             current = read_json(path)
             if current is not None and validate is not None:
@@ -320,7 +407,7 @@ def read_jsonl_from(path: str, offset: int, limit: int = MAX_JSONL_BYTES) -> Jso
     `offset` (replaced or truncated), reading restarts at 0.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
     except FileNotFoundError:
         r = JsonlRead(path)
         r.end_offset = 0
@@ -387,6 +474,28 @@ def repair_tail(path: str, fd: int) -> str | None:
     return kept
 
 
+def _open_append(path: str, flags: int) -> int:
+    """Open `path` to append, refusing links, directories and anything but a regular file."""
+    refuse_linked_dirs(path)
+    flags |= os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _NONBLOCK
+    try:
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileNotFoundError:
+            ensure_dir(os.path.dirname(path))
+            fd = os.open(path, flags, 0o600)
+    except IsADirectoryError:
+        raise CocoplusError(f"{path}: is a directory, expected a file") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CocoplusError(f"{path}: is a symbolic link; refusing to follow it") from None
+        raise CocoplusError(f"{path}: cannot append ({exc.strerror})") from None
+    if not _stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise CocoplusError(f"{path}: is not a regular file; refusing to append to it")
+    return fd
+
+
 def append_jsonl(
     path: str,
     record: dict[str, Any],
@@ -394,23 +503,24 @@ def append_jsonl(
     *,
     timeout: float = DEFAULT_TIMEOUT,
     durable: bool = True,
+    budget: Budget | None = None,
 ) -> None:
-    """Append one record as one line with one write, under the log's lock."""
+    """Append one record as one line with one write, under the log's lock.
+
+    A record that cannot be written (a full disk, say) leaves a loss marker
+    beside the log (`note_loss`) before the error is raised.
+    """
     line = (jsonfast.dumps(record, compact=True) + "\n").encode("utf-8")
-    with Lock(lock_path, timeout):
+    with Lock(lock_path, timeout, budget):
+        fd = _open_append(path, os.O_RDWR)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
-        except FileNotFoundError:
-            ensure_dir(os.path.dirname(path))
-            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC, 0o600)
-        except IsADirectoryError:
-            raise CocoplusError(f"{path}: is a directory, expected a file") from None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise CocoplusError(f"{path}: is a symbolic link; refusing to follow it") from None
-            raise CocoplusError(f"{path}: cannot append ({exc.strerror})") from None
-        try:
-            repair_tail(path, fd)
+            try:
+                repair_tail(path, fd)
+            except (OSError, CocoplusError) as exc:
+                note_loss(path, exc)
+                raise CocoplusError(
+                    f"{path}: cannot append (the torn last line could not be set aside: {exc})"
+                ) from None
             before = os.fstat(fd).st_size
             try:
                 n = os.write(fd, line)
@@ -424,9 +534,121 @@ def append_jsonl(
                     os.ftruncate(fd, before)
                 except OSError:
                     pass
+                note_loss(path, exc)
                 raise CocoplusError(f"{path}: cannot append ({exc.strerror or exc})") from None
         finally:
             os.close(fd)
+
+
+def open_log(path: str, max_bytes: int = MAX_LOG_BYTES) -> int:
+    """An fd appending to the plain-text log `path` (0600, no symlinks), rotated to `NAME.1` past `max_bytes`.
+
+    For a child process's stdout and stderr; the caller closes the fd.
+    """
+    fd = _open_append(path, os.O_WRONLY)
+    try:
+        st = os.fstat(fd)
+        if st.st_size > max_bytes:
+            try:
+                same = os.lstat(path).st_ino == st.st_ino
+            except OSError:
+                same = False
+            if same:
+                os.replace(path, path + ".1")
+                os.close(fd)
+                fd = _open_append(path, os.O_WRONLY)
+    except OSError as exc:
+        os.close(fd)
+        raise CocoplusError(f"{path}: cannot rotate ({exc.strerror})") from None
+    return fd
+
+
+def append_line(path: str, text: str, max_bytes: int = MAX_LOG_BYTES) -> bool:
+    """Append `text` as one line (newlines inside become spaces) to the log `path`, with one write.
+
+    The log is opened O_APPEND|O_NOFOLLOW|O_CLOEXEC, mode 0600, refusing a
+    symbolic link anywhere below the state directory, and set aside as
+    `NAME.1` once it passes `max_bytes`.  Never raises: a line that cannot
+    be written leaves a loss marker (`note_loss`) and False is returned.
+    For hook.log, cocoplus.log and the other diagnostic logs.
+    """
+    return _append_text(path, text.replace("\n", " ").rstrip() + "\n", max_bytes)
+
+
+def append_block(path: str, text: str, max_bytes: int = MAX_LOG_BYTES) -> bool:
+    """Like `append_line`, for several lines written together (a traceback): one write, never interleaved."""
+    return _append_text(path, text.rstrip("\n") + "\n", max_bytes)
+
+
+def _append_text(path: str, text: str, max_bytes: int) -> bool:
+    data = text.encode("utf-8", "replace")
+    try:
+        fd = open_log(path, max_bytes)
+    except CocoplusError as exc:
+        note_loss(path, exc)
+        return False
+    try:
+        n = os.write(fd, data)
+        if n != len(data):
+            raise OSError(errno.ENOSPC, "short write")
+        return True
+    except OSError as exc:
+        note_loss(path, exc)
+        return False
+    finally:
+        os.close(fd)
+
+
+def _cause_word(cause: BaseException | str) -> str:
+    if isinstance(cause, OSError) and cause.errno:
+        return errno.errorcode.get(cause.errno, f"E{cause.errno}")
+    text = str(cause)
+    for code, name in errno.errorcode.items():
+        if os.strerror(code) in text:
+            return name
+    if "symbolic link" in text:
+        return "ELOOP"
+    return "EIO" if isinstance(cause, OSError) else "ERROR"
+
+
+def note_loss(path: str, cause: BaseException | str) -> str | None:
+    """Record that a line meant for the log `path` was lost: an empty file `NAME.lost-<time>-<pid>-<ERRNO>`.
+
+    An empty file needs an inode but no data block, so this works on a full
+    disk.  One marker per process and second (a second loss in the same
+    second is already on record).  Returns the marker, or None if even that failed.
+    """
+    directory = os.path.dirname(path) or "."
+    marker = os.path.join(
+        directory, f"{os.path.basename(path)}{LOST_MARK}{clock.compact()}-{os.getpid()}-{_cause_word(cause)}"
+    )
+    try:
+        refuse_linked_dirs(marker)
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
+    except FileExistsError:
+        return marker
+    except (OSError, CocoplusError):
+        return None
+    os.close(fd)
+    return marker
+
+
+def losses(path: str) -> list[dict[str, Any]]:
+    """Loss markers left beside `path` (`note_loss`), oldest first: what was lost, when, by which pid, why."""
+    directory = os.path.dirname(path) or "."
+    prefix = os.path.basename(path) + LOST_MARK
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.startswith(prefix))
+    except OSError:
+        return []
+    out: list[dict[str, Any]] = []
+    for name in names:
+        parts = name[len(prefix) :].split("-")
+        when = parts[0] if parts else ""
+        pid = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+        cause = parts[2] if len(parts) > 2 else None
+        out.append({"file": path, "marker": os.path.join(directory, name), "at": when, "pid": pid, "cause": cause})
+    return out
 
 
 def iter_jsonl_records(path: str) -> Iterator[dict[str, Any]]:

@@ -11,8 +11,9 @@ may name the state directory itself or a project directory that holds one.
 from __future__ import annotations
 
 import os
+import stat as _stat
 
-from cocoplus.core.errors import InvalidId, NotInitialized
+from cocoplus.core.errors import CocoplusError, InvalidId, NotInitialized
 
 STATE_DIR_NAME = ".cocoplus"
 CONFIG_FILE_NAME = "cocoplus.toml"
@@ -24,6 +25,10 @@ RUNTIME_PROJECT_ENV = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "CURSOR_PROJE
 _ID_FIRST = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 _ID_REST = _ID_FIRST | frozenset("_-.")
 ID_MAX = 128
+
+# Every state directory a Layout was made for in this process, so writers can
+# check that no directory between it and the file they write is a symbolic link.
+_ROOTS: set[str] = set()
 
 
 def is_valid_id(value: object) -> bool:
@@ -53,6 +58,7 @@ class Layout:
     def __init__(self, state_dir: str) -> None:
         self.root = os.path.abspath(state_dir)
         self.project = os.path.dirname(self.root)
+        _ROOTS.add(self.root)
 
     def __repr__(self) -> str:
         return f"Layout({self.root!r})"
@@ -196,6 +202,11 @@ class Layout:
         return self._p("supervision", "rounds.jsonl")
 
     @property
+    def current_round(self) -> str:
+        """The supervision round in progress, if any."""
+        return self._p("supervision", "round.json")
+
+    @property
     def supervisor_pid(self) -> str:
         return self._p("supervision", "supervisor.json")
 
@@ -241,6 +252,11 @@ class Layout:
         return self._p("locks", check_id(name, "lock name") + ".lock")
 
     @property
+    def kill_switch_lock(self) -> str:
+        """Held while AGENT_STOP and the run state (status.json, pod-state.json) change together."""
+        return self.lock("kill-switch")
+
+    @property
     def logs_dir(self) -> str:
         return self._p("logs")
 
@@ -252,6 +268,34 @@ class Layout:
     def cli_log(self) -> str:
         return self._p("logs", "cocoplus.log")
 
+    @property
+    def supervisor_log(self) -> str:
+        """Output of a supervisor started in the background."""
+        return self._p("logs", "supervisor.log")
+
+    @property
+    def chat_worker_log(self) -> str:
+        """Output of a chat worker started in the background."""
+        return self._p("logs", "chat-worker.log")
+
+    def appended_files(self) -> list[str]:
+        """Every file cocoplus only ever appends to (logs and JSONL records), fixed names only.
+
+        A line that could not be appended to one of them leaves a marker
+        beside it (`fsio.note_loss`); `session status` reports those.
+        """
+        return [
+            self.steps,
+            self.task_queue,
+            self.signals,
+            self.rounds,
+            self.spend_log,
+            self.hook_log,
+            self.cli_log,
+            self.supervisor_log,
+            self.chat_worker_log,
+        ]
+
     def rel(self, path: str) -> str:
         """A path as shown to users: relative to the project directory."""
         try:
@@ -259,6 +303,64 @@ class Layout:
         except ValueError:
             return path
         return path if r.startswith("..") else r
+
+
+def dirs_below_root(path: str) -> list[str]:
+    """The directories between a known state directory and `path`'s file, nearest the root first.
+
+    Empty when `path` is not under the state directory of any Layout made
+    in this process (then only the caller knows what to trust).
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    for root in _ROOTS:
+        if directory == root:
+            return []
+        if directory.startswith(root + os.sep):
+            parts = directory[len(root) + 1 :].split(os.sep)
+            out = []
+            cur = root
+            for part in parts:
+                cur = os.path.join(cur, part)
+                out.append(cur)
+            return out
+    return []
+
+
+def state_dir_problem(state_dir: str) -> str | None:
+    """Why `state_dir` must not be written to, or None if it is safe.
+
+    It must be a real directory (not a symbolic link), owned by the user
+    running cocoplus, and not writable by others: a cloned repository or
+    another account must not be able to steer cocoplus's writes elsewhere.
+    A missing directory is no problem (there is nothing to write into yet).
+    """
+    try:
+        st = os.lstat(state_dir)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{state_dir}: cannot examine ({exc.strerror})"
+    if _stat.S_ISLNK(st.st_mode):
+        return f"{state_dir}: is a symbolic link; cocoplus only uses a real directory as its state directory"
+    if not _stat.S_ISDIR(st.st_mode):
+        return f"{state_dir}: exists and is not a directory"
+    euid = os.geteuid() if hasattr(os, "geteuid") else None
+    if euid is not None and st.st_uid != euid:
+        return (
+            f"{state_dir}: owned by uid {st.st_uid}, not by you (uid {euid}); "
+            "cocoplus writes only to its own user's state"
+        )
+    if st.st_mode & _stat.S_IWOTH:
+        return f"{state_dir}: writable by every user (mode {_stat.S_IMODE(st.st_mode):o}); run `chmod 700 {state_dir}`"
+    return None
+
+
+def check_state_dir(state_dir: str) -> str:
+    """`state_dir` if it is safe to write to (see `state_dir_problem`), else CocoplusError naming why."""
+    problem = state_dir_problem(state_dir)
+    if problem:
+        raise CocoplusError(problem)
+    return state_dir
 
 
 def _state_in(directory: str) -> str | None:
@@ -304,8 +406,13 @@ def walk_up(start: str) -> str | None:
         cur = parent
 
 
-def discover(start: str | None = None, environ: dict[str, str] | None = None) -> Layout:
-    """The Layout for the current project, or NotInitialized with what to do."""
+def discover(start: str | None = None, environ: dict[str, str] | None = None, *, check: bool = True) -> Layout:
+    """The Layout for the current project, or NotInitialized with what to do.
+
+    With `check` (the default, for anything that may write), a state
+    directory that is a symbolic link, owned by another user or writable by
+    everyone is refused (`state_dir_problem`).
+    """
     env = os.environ if environ is None else environ
     found = find_state_dir(start, env)
     if found is None:
@@ -319,6 +426,8 @@ def discover(start: str | None = None, environ: dict[str, str] | None = None) ->
             f"no .cocoplus directory in {where} or any parent",
             hint="run `cocoplus init` in the project directory",
         )
+    if check:
+        check_state_dir(found)
     return Layout(found)
 
 

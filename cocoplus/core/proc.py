@@ -11,6 +11,8 @@ import signal
 import subprocess
 import sys
 
+from cocoplus.core import fsio
+
 
 class Timeout(Exception):
     """The child did not finish in time; it and everything it started were killed."""
@@ -44,15 +46,20 @@ def run(argv: list[str], *, input: str | None, timeout: float, cwd: str | None =
 
 
 def spawn_cocoplus(args: list[str], *, state_dir: str, cwd: str, log_path: str) -> subprocess.Popen[bytes]:
-    """Start `python -m cocoplus ARGS` detached from this process, output appended to `log_path`."""
-    os.makedirs(os.path.dirname(log_path), mode=0o700, exist_ok=True)
-    with open(log_path, "ab") as log:
+    """Start `python -m cocoplus ARGS` detached from this process, output appended to `log_path`.
+
+    The log is opened by `fsio.open_log`: never through a symbolic link, 0600, rotated.
+    """
+    fd = fsio.open_log(log_path)
+    try:
         return subprocess.Popen(
             [sys.executable, "-m", "cocoplus", *args],
             cwd=cwd,
             env=dict(os.environ, COCOPLUS_DIR=state_dir),
             stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
+            stdout=fd,
+            stderr=fd,
             start_new_session=True,
         )
+    finally:
+        os.close(fd)

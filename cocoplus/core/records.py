@@ -19,6 +19,9 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
 
 SCHEMA_VERSION = 1
 
+# Bounds no real run reaches: a counter or limit beyond them is damage, not data.
+MAX_COUNT = 1_000_000_000  # tool calls in one run (cap, warn_at, consumed, per-session counts)
+MAX_MONEY = 1_000_000_000.0  # US dollars (cost limit and spend)
 RUNTIMES = ("claude", "codex", "gemini", "cursor")
 ALIAS_PREFIX = {"claude": "cc", "codex": "cx", "gemini": "gm", "cursor": "cu"}
 
@@ -71,9 +74,9 @@ def new_iteration_budget(cap: int, warn_at: int) -> dict[str, Any]:
 def check_iteration_budget(obj: dict[str, Any], path: str) -> dict[str, Any]:
     check_version(obj, path)
     g = obj.get
-    _field(obj, path, "cap", _is_int(g("cap")) and g("cap") >= 1, "an integer >= 1")
-    _field(obj, path, "consumed", _is_int(g("consumed")) and g("consumed") >= 0, "an integer >= 0")
-    _field(obj, path, "warn_at", _is_int(g("warn_at")) and g("warn_at") >= 0, "an integer >= 0")
+    _field(obj, path, "cap", _is_int(g("cap")) and 1 <= g("cap") <= MAX_COUNT, f"an integer from 1 to {MAX_COUNT}")
+    _field(obj, path, "consumed", _is_int(g("consumed")) and 0 <= g("consumed") <= MAX_COUNT, f"an integer from 0 to {MAX_COUNT}")
+    _field(obj, path, "warn_at", _is_int(g("warn_at")) and 0 <= g("warn_at") <= MAX_COUNT, f"an integer from 0 to {MAX_COUNT}")
     _field(obj, path, "warned", isinstance(g("warned"), bool), "true or false")
     _field(obj, path, "stopped", isinstance(g("stopped"), bool), "true or false")
     if "updated_at" in obj:
@@ -104,8 +107,8 @@ def check_budget_state(obj: dict[str, Any], path: str) -> dict[str, Any]:
     check_version(obj, path)
     g = obj.get
     _field(obj, path, "state", g("state") in BUDGET_STATES, "one of " + ", ".join(BUDGET_STATES))
-    _field(obj, path, "limit", _is_num(g("limit")) and g("limit") >= 0, "a number >= 0")
-    _field(obj, path, "spent", _is_num(g("spent")) and g("spent") >= 0, "a number >= 0")
+    _field(obj, path, "limit", _is_num(g("limit")) and 0 <= g("limit") <= MAX_MONEY, f"a number from 0 to {MAX_MONEY:.0f}")
+    _field(obj, path, "spent", _is_num(g("spent")) and 0 <= g("spent") <= MAX_MONEY, f"a number from 0 to {MAX_MONEY:.0f}")
     rf = g("reserve_fraction")
     _field(obj, path, "reserve_fraction", _is_num(rf) and 0 <= rf < 1, "a number >= 0 and < 1")
     if "enforcement" in obj:
@@ -126,6 +129,9 @@ def check_session(obj: dict[str, Any], path: str) -> dict[str, Any]:
     _field(obj, path, "state", g("state") in RUN_STATES, "one of " + ", ".join(RUN_STATES))
     a = g("attention")
     _field(obj, path, "attention", a is None or a in ATTENTION_STATES, "null or one of " + ", ".join(ATTENTION_STATES))
+    if "tool_calls" in obj:
+        n = g("tool_calls")
+        _field(obj, path, "tool_calls", _is_int(n) and 0 <= n <= MAX_COUNT, f"an integer from 0 to {MAX_COUNT}")
     return obj
 
 

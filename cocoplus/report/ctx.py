@@ -49,12 +49,7 @@ def _debug(layout: Layout, message: str, *, keep: bool = True) -> None:
     """One debug line: on stderr with COCOPLUS_DEBUG=1, and in the log when ctx misbehaved (`keep`)."""
     line = f"{clock.iso()} ctx: {message}\n"
     if keep:
-        try:
-            os.makedirs(layout.logs_dir, exist_ok=True)
-            with open(layout.cli_log, "a", encoding="utf-8") as fh:
-                fh.write(line)
-        except OSError:
-            pass
+        fsio.append_line(layout.cli_log, line)
     if os.environ.get("COCOPLUS_DEBUG"):
         import sys
 

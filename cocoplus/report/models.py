@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from cocoplus.core import vocab
 from cocoplus.core.errors import StateCorrupt
-from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.core.records import MAX_COUNT, MAX_MONEY, SCHEMA_VERSION
 
 # The word lists live in core/vocab.py; Literal of a tuple is Literal of its items
 # (mypy wants the items spelled out, hence the ignores).
@@ -26,7 +26,8 @@ Enforcement = Literal[vocab.BUDGET_ENFORCEMENTS]  # type: ignore[valid-type]
 QueueState = Literal[vocab.QUEUE_STATES]  # type: ignore[valid-type]
 Runtime = Literal["claude", "codex", "gemini", "cursor"]
 Version = Annotated[StrictInt, Field(ge=1, le=SCHEMA_VERSION)]
-Money = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=False)]
+Money = Annotated[float, Field(ge=0, le=MAX_MONEY, allow_inf_nan=False, strict=False)]
+Count = Annotated[StrictInt, Field(ge=0, le=MAX_COUNT)]
 
 
 class _Model(BaseModel):
@@ -35,9 +36,9 @@ class _Model(BaseModel):
 
 class IterationBudget(_Model):
     schema_version: Version = SCHEMA_VERSION
-    cap: Annotated[StrictInt, Field(ge=1)]
-    consumed: Annotated[StrictInt, Field(ge=0)]
-    warn_at: Annotated[StrictInt, Field(ge=0)]
+    cap: Annotated[StrictInt, Field(ge=1, le=MAX_COUNT)]
+    consumed: Count
+    warn_at: Count
     warned: StrictBool
     stopped: StrictBool
     # May be missing, but not null: the hook's reader (records.check_iteration_budget) rejects null.
@@ -113,6 +114,7 @@ class SessionRecord(_Model):
     attention: Attention | None = None
     last_event: StrictStr | None = None
     last_event_at: StrictStr | None = None
+    tool_calls: Count = 0
 
 
 FILE_MODELS: dict[str, type[_Model]] = {

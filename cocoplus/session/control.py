@@ -1,7 +1,19 @@
 """Operator controls: the AGENT_STOP kill switch and one-shot STEER.md.
 
 Kill switch: the *existence* of `.cocoplus/AGENT_STOP` stops the agent;
-its content (operator, time, reason) is only for the message.
+its content (operator, time, reason) is only for the message.  When its
+existence cannot be known (the state directory cannot be searched), the
+answer is "stopped" (`kill_switch_state`, `stop_present`).
+
+`stop`, `resume` and the automatic stops (`auto_stop`, `create_stop`) hold
+one lock, `Layout.kill_switch_lock`, while they change AGENT_STOP and the
+run state (status.json, pod-state.json, which `status.set_state` also
+writes under it), so the two agree whenever a command has returned.  A
+stop never waits on that lock past its caller's budget: if the lock is
+busy, AGENT_STOP is created anyway (only where none exists) and the state
+write is reported as not done.  A stop whose JSON body cannot be written (a
+full disk) is made as an empty file, or failing that a directory: either
+costs no data blocks and stops the agent all the same.
 
 Steering: `steer()` writes STEER.md under the steer lock, adding to a
 pending one rather than replacing it.  A consumer claims it by renaming it
@@ -9,19 +21,22 @@ to a unique name in `steer-claimed/` (under the same lock), delivers it,
 logs a `steer_injected` event with the claim's id, then deletes the claimed
 file.  A claimed file left by a consumer that died before delivering is
 re-delivered by the next consumer; one whose id is already logged is only
-removed.  See reference/reliability.md section 4.1.
+removed.  A steer that cannot be read is never delivered: it is kept as
+`STEER.md.corrupt-<time>` (`damaged_steers`) and logged as `steer_damaged`.
+See reference/reliability.md section 4.1.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import stat as _stat
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError, StateCorrupt
-from cocoplus.core.lock import Lock
+from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
 from cocoplus.core.paths import Layout
-from cocoplus.core.records import parse_stop, render_stop
+from cocoplus.core.records import parse_stop, render_stop, stop_sentence
 from cocoplus.session import events, status
 
 TYPE_CHECKING = False
@@ -31,35 +46,193 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
 
 MAX_STEER_BYTES = 64 * 1024
 STEER_SEPARATOR = "\n\n"
+STOP_NAME = "AGENT_STOP"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 # -- kill switch ----------------------------------------------------------------
 
 
+def kill_switch_state(state_dir: str) -> tuple[bool | None, str]:
+    """Whether the agent is stopped: (True, why) / (False, why) / (None, why it cannot be known).
+
+    Standard library calls only, one `lstat`.  None means the state
+    directory exists but AGENT_STOP's existence cannot be checked (the
+    directory is not searchable by this user, a path component is not a
+    directory, ...): callers must treat it as stopped and say the reason,
+    which names the directory and the error.
+    """
+    path = os.path.join(state_dir, STOP_NAME)
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return False, f"{path} does not exist"
+    except OSError as exc:
+        code = errno.errorcode.get(exc.errno or 0, "error")
+        return None, (
+            f"cannot tell whether {path} exists: {exc.strerror or exc} ({code}) on {state_dir}"
+        )
+    return True, f"{path} exists"
+
+
+def unknown_sentence(why: str) -> str:
+    """What a blocked tool is told when the kill switch cannot be read."""
+    return (
+        f"cocoplus: the kill switch cannot be read ({why}), so no tools may run: the agent may have been "
+        "stopped. The operator must make the state directory searchable by the agent's user (or remove it)."
+    )
+
+
+def kill_switch_sentence(layout: Layout) -> str | None:
+    """None if the agent may run; else the one sentence a blocked tool is told (stopped, or cannot tell)."""
+    stopped, why = kill_switch_state(layout.root)
+    if stopped is False:
+        return None
+    if stopped is None:
+        return unknown_sentence(why)
+    return stop_sentence(read_stop(layout) or {})
+
+
 def stop_present(layout: Layout) -> bool:
-    return os.path.lexists(layout.agent_stop)
+    """True if AGENT_STOP exists, or if that cannot be known (fail closed)."""
+    stopped, _ = kill_switch_state(layout.root)
+    return stopped is not False
+
+
+def _token(st: os.stat_result) -> str:
+    """Identifies one AGENT_STOP: a replaced or recreated one has another token."""
+    return f"{st.st_ino}-{st.st_mtime_ns}-{st.st_size}-{_stat.S_IFMT(st.st_mode):o}"
 
 
 def read_stop(layout: Layout) -> dict[str, Any] | None:
-    """What AGENT_STOP says, or None if there is none. Never raises for its content."""
+    """What AGENT_STOP says, or None if there is none. Never raises for its content.
+
+    `token` identifies this very stop (pass it to `resume(expect=...)`).
+    If the existence cannot be known, `present` is None and `unknown` says why.
+    """
     path = layout.agent_stop
-    if not os.path.lexists(path):
-        return None
-    data: bytes | None = None
-    created = None
     try:
         st = os.lstat(path)
-        created = clock.iso(st.st_mtime)
-        if os.path.isfile(path) and not os.path.islink(path):
-            with open(path, "rb") as fh:
-                data = fh.read(16384)
+    except FileNotFoundError:
+        return None
     except OSError:
-        data = None
+        _, why = kill_switch_state(layout.root)
+        info = parse_stop(None)
+        info.update(present=None, unknown=why, token=None, created_at_fallback=None)
+        return info
+    data: bytes | None = None
+    if _stat.S_ISREG(st.st_mode):
+        try:
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
+            try:
+                if _stat.S_ISREG(os.fstat(fd).st_mode):
+                    data = os.read(fd, 16384)
+            finally:
+                os.close(fd)
+        except OSError:
+            data = None
     info = parse_stop(data)
     info["present"] = True
+    info["token"] = _token(st)
     if info["created_at"] is None:
-        info["created_at_fallback"] = created
+        info["created_at_fallback"] = clock.iso(st.st_mtime)
     return info
+
+
+def _empty_stop(path: str) -> str:
+    """Create AGENT_STOP with no content (a file, else a directory); say which. Needs no data block."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
+    except FileExistsError:
+        return "existing"
+    except OSError as first:
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            return "existing"
+        except OSError as second:
+            raise CocoplusError(
+                f"{path}: cannot create even an empty kill switch ({first.strerror}; as a directory: {second.strerror})"
+            ) from None
+        return "directory"
+    os.close(fd)
+    return "file"
+
+
+def _link_new(path: str, data: bytes) -> bool:
+    """Create `path` with `data` only if nothing is there; readers never see a half-written file.
+
+    Written aside as `.NAME.tmp-<pid>-<rand>`, then hard-linked into place
+    (which fails if one exists).  False if one existed.
+    """
+    directory = os.path.dirname(path)
+    fsio.refuse_linked_dirs(path)
+    tmp = os.path.join(directory, f".{STOP_NAME}{fsio.TMP_MARK}{os.getpid()}-{os.urandom(4).hex()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+            return True
+        except FileExistsError:
+            return False
+        except OSError as exc:  # pragma: no cover - filesystems without hard links
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP):
+                raise
+            if os.path.lexists(path):
+                return False
+            os.replace(tmp, path)
+            return True
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _create(layout: Layout, doc: dict[str, Any], replace: bool, problems: list[str]) -> tuple[bool, dict[str, Any]]:
+    """AGENT_STOP with `doc` as its body; an empty one if the body cannot be written. (created, content)."""
+    path = layout.agent_stop
+    if not replace and os.path.lexists(path):
+        return False, read_stop(layout) or {}
+    data = fsio.dumps(doc).encode("utf-8")
+    try:
+        if replace:
+            fsio.atomic_write_bytes(path, data)
+            created = True
+        else:
+            created = _link_new(path, data)
+    except (OSError, CocoplusError) as exc:
+        cause = exc.strerror if isinstance(exc, OSError) else str(exc)
+        if os.path.lexists(path):
+            problems.append(f"{cause}; the AGENT_STOP already there was kept and still stops the agent")
+            return False, read_stop(layout) or {}
+        kind = _empty_stop(path)
+        if kind == "existing":
+            return False, read_stop(layout) or {}
+        problems.append(
+            f"{layout.rel(path)}: its content could not be written ({cause}); an empty AGENT_STOP "
+            f"{'file' if kind == 'file' else 'directory'} was created instead: it stops the agent all the same, "
+            "without saying who or why"
+        )
+        fsio.remove_stale_temps(path)
+        return True, {**doc, "body_written": False}
+    if not created:
+        return False, read_stop(layout) or {}
+    try:
+        fsio.fsync_dir(layout.root)
+    except OSError:
+        pass
+    fsio.remove_stale_temps(path)
+    return True, doc
 
 
 def create_stop(
@@ -69,41 +242,39 @@ def create_stop(
     *,
     source: str = "operator",
     replace: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+    budget: Budget | None = None,
+    problems: list[str] | None = None,
 ) -> tuple[bool, dict[str, Any]]:
-    """Create AGENT_STOP. Returns (created, content).
+    """Create AGENT_STOP under the kill-switch lock. Returns (created, content).
 
     With `replace=False` an existing AGENT_STOP is kept (an automatic stop
     never overwrites the operator's own); returns (False, existing info).
+    If the lock cannot be had within `timeout`/`budget`, AGENT_STOP is
+    created all the same where none exists (never replacing one), and the
+    busy lock is added to `problems`.  Does not touch the run state: use
+    `stop` or `auto_stop` for both together.
     """
+    probs = problems if problems is not None else []
     doc = render_stop(operator, reason, source=source)
-    data = fsio.dumps(doc).encode("utf-8")
-    if replace:
-        fsio.atomic_write_bytes(layout.agent_stop, data)
-        return True, doc
-    # Write aside, then link into place: fails if one exists, and nobody
-    # ever sees a half-written file.
-    tmp = f"{layout.agent_stop}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
-    fsio.atomic_write_bytes(tmp, data)
+    lock = Lock(layout.kill_switch_lock, timeout, budget)
+    busy = _take(lock)
+    if busy is not None:
+        probs.append(f"{busy}; AGENT_STOP was created without it")
+        return _create(layout, doc, False, probs)
     try:
-        os.link(tmp, layout.agent_stop)
-        created = True
-    except FileExistsError:
-        created = False
-    except OSError as exc:  # pragma: no cover - filesystems without hard links
-        if exc.errno not in (errno.EPERM, errno.ENOTSUP):
-            raise
-        created = not os.path.lexists(layout.agent_stop)
-        if created:
-            os.replace(tmp, layout.agent_stop)
+        return _create(layout, doc, replace, probs)
     finally:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-    if not created:
-        return False, read_stop(layout) or {}
-    fsio.fsync_dir(layout.root)
-    return True, doc
+        lock.release()
+
+
+def _take(lock: Lock) -> CocoplusError | None:
+    """Acquire `lock`; the error instead if it is busy or cannot be made (a stop then goes ahead without it)."""
+    try:
+        lock.acquire()
+    except CocoplusError as exc:  # LockTimeout, or no inode left for the lock file
+        return exc
+    return None
 
 
 def _secondary(problems: list[str], fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -115,70 +286,190 @@ def _secondary(problems: list[str], fn: Any, *args: Any, **kwargs: Any) -> Any:
         return None
 
 
-def stop(layout: Layout, operator: str, reason: str) -> dict[str, Any]:
-    """`session stop`: AGENT_STOP, a steps event, status `paused`.
+def stop(
+    layout: Layout, operator: str, reason: str, *, timeout: float = DEFAULT_TIMEOUT, budget: Budget | None = None
+) -> dict[str, Any]:
+    """`session stop`: AGENT_STOP, a steps event, status `paused`, together under the kill-switch lock.
 
     Once AGENT_STOP exists the agent is stopped, so a damaged steps.jsonl
     or status file is reported in `problems` rather than failing the stop;
     an AGENT_STOP that cannot be rewritten (a directory, say) is kept, as it
-    stops the agent all the same.
+    stops the agent all the same.  On a full disk an empty AGENT_STOP is
+    made (`problems` says so).  Raises only if no AGENT_STOP exists afterwards.
+    `replaced` is the stop this one replaced (None if there was none).
     """
-    previous = read_stop(layout)
     problems: list[str] = []
-    kept_existing = False
-    try:
-        _, doc = create_stop(layout, operator, reason, source="operator", replace=True)
-    except CocoplusError as exc:
-        if not stop_present(layout):
-            raise
-        kept_existing = True
-        doc = dict(previous or {})
-        problems.append(f"{exc}; the AGENT_STOP already there was kept and still stops the agent")
-    _secondary(problems, events.log_step, layout, "stop", operator=operator, reason=reason)
-    _secondary(problems, status.set_state, layout, "paused", f"stopped by {operator}: {reason}")
-    return {"stopped": True, "stop": doc, "replaced": previous, "kept_existing": kept_existing, "problems": problems}
-
-
-def resume(layout: Layout, operator: str, *, reset_budget: bool = False) -> dict[str, Any]:
-    """`session resume`: remove AGENT_STOP, log it, status `running`.
-
-    With no AGENT_STOP there is nothing to resume: the status and the log
-    stay as they are (`resumed` false); only an asked-for budget reset happens.
-    """
-    previous = read_stop(layout)
-    if previous is not None:
-        path = layout.agent_stop
+    doc = render_stop(operator, reason, source="operator")
+    lock = Lock(layout.kill_switch_lock, timeout, budget)
+    busy = _take(lock)
+    if busy is None:
         try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                os.rmdir(path)
-            else:
-                os.unlink(path)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise CocoplusError(f"{path}: cannot remove ({exc.strerror})") from None
-    reset = None
-    if reset_budget:
-        from cocoplus.session import iteration
+            previous = read_stop(layout)
+            created, content = _create(layout, doc, True, problems)
+            _secondary(problems, events.log_step, layout, "stop", operator=operator, reason=reason, budget=budget)
+            _secondary(problems, status.set_state, layout, "paused", f"stopped by {operator}: {reason}", budget=budget)
+        finally:
+            lock.release()
+    else:
+        previous = read_stop(layout)
+        created, content = _create(layout, doc, False, problems)
+        problems.append(f"{busy}; AGENT_STOP was made without it and the run state was not updated")
+    if not os.path.lexists(layout.agent_stop):  # pragma: no cover - _create raises first
+        raise CocoplusError(f"{layout.rel(layout.agent_stop)}: could not be created")
+    return {
+        "stopped": True,
+        "stop": content if created else (previous or content),
+        "replaced": previous if created else None,
+        "kept_existing": not created,
+        "locked": busy is None,
+        "problems": problems,
+    }
 
-        reset = iteration.reset(layout)
+
+def auto_stop(
+    layout: Layout,
+    reason: str,
+    *,
+    source: str,
+    state: str = "exited",
+    operator: str = "cocoplus",
+    timeout: float = DEFAULT_TIMEOUT,
+    budget: Budget | None = None,
+) -> dict[str, Any]:
+    """A stop cocoplus makes itself (iteration cap, loop guard, cost, damaged budget).
+
+    Under the kill-switch lock: AGENT_STOP unless one exists (an operator's
+    own is never replaced) and the run state `state`.  If the lock cannot
+    be had within `timeout`/`budget`, AGENT_STOP is still created and the
+    state write is tried once more without waiting; what was not done is
+    in `problems`, for the caller's log.  Returns `created` (this call made
+    AGENT_STOP), `stop` (its content), `state_written`, `problems`.
+    """
     problems: list[str] = []
-    if previous is None:
-        if reset is not None:
-            _secondary(problems, events.log_step, layout, "budget_reset", operator=operator)
-        return {"resumed": False, "previous": None, "budget_reset": reset, "problems": problems}
-    _secondary(
-        problems,
-        events.log_step,
-        layout,
-        "resume",
-        operator=operator,
-        was_stopped=previous is not None,
-        previous_reason=(previous or {}).get("reason"),
-        budget_reset=bool(reset_budget),
-    )
-    _secondary(problems, status.set_state, layout, "running", f"resumed by {operator}")
-    return {"resumed": previous is not None, "previous": previous, "budget_reset": reset, "problems": problems}
+    doc = render_stop(operator, reason, source=source)
+    state_written = False
+    lock = Lock(layout.kill_switch_lock, timeout, budget)
+    busy = _take(lock)
+    if busy is None:
+        try:
+            created, content = _create(layout, doc, False, problems)
+            state_written = _secondary(problems, status.set_state, layout, state, reason, budget=budget) is not None
+            if created:
+                _secondary(
+                    problems, events.log_step, layout, "stop", operator=operator, reason=reason, source=source, budget=budget
+                )
+        finally:
+            lock.release()
+    else:
+        created, content = _create(layout, doc, False, problems)
+        try:  # once more, without waiting: the holder may be done by now
+            status.set_state(layout, state, reason, timeout=0)
+            state_written = True
+        except CocoplusError as again:
+            problems.append(
+                f"{busy}; AGENT_STOP was made without it, and the run state could not be set to {state} ({again})"
+            )
+    return {"created": created, "stop": content, "state_written": state_written, "problems": problems}
+
+
+def resume(
+    layout: Layout,
+    operator: str,
+    *,
+    reset_budget: bool = False,
+    expect: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    budget: Budget | None = None,
+) -> dict[str, Any]:
+    """`session resume`: remove AGENT_STOP, log it, status `running`, together under the kill-switch lock.
+
+    Removes only the stop it read: with `expect` (the `token` of the stop
+    the operator saw, from `read_stop`), a different AGENT_STOP found under
+    the lock is left in place and returned as `kept`.  With nothing to
+    remove, nothing changes (`resumed` False), except that `reset_budget`
+    still starts the iteration count again.  `removed` (also `previous`)
+    is exactly the stop that was removed; `message` says what happened in
+    one sentence.  LockTimeout (nothing removed) if the lock stays busy.
+    """
+    problems: list[str] = []
+    with Lock(layout.kill_switch_lock, timeout, budget):
+        current = read_stop(layout)
+        if current is not None and current.get("present") is None:
+            raise CocoplusError(f"cannot resume: {current.get('unknown')}")
+        if current is not None and expect is not None and current.get("token") != expect:
+            return {
+                "resumed": False,
+                "removed": None,
+                "previous": None,
+                "kept": current,
+                "budget_reset": None,
+                "message": (
+                    f"AGENT_STOP changed since it was read: the one there now ({_describe(current)}) "
+                    "was left in place; nothing was resumed"
+                ),
+                "problems": problems,
+            }
+        reset = None
+        if reset_budget:
+            from cocoplus.session import iteration  # iteration imports this module
+
+            reset = iteration.reset(layout, budget=budget)
+        if current is None:
+            gone = "the AGENT_STOP that was read is gone already" if expect is not None else "no AGENT_STOP was present"
+            but = "" if reset is None else " except the iteration count, started again from 0"
+            message = f"{gone}; nothing changed{but}"
+            return {
+                "resumed": False,
+                "removed": None,
+                "previous": None,
+                "kept": None,
+                "budget_reset": reset,
+                "message": message,
+                "problems": problems,
+            }
+        _remove_stop(layout.agent_stop)
+        _secondary(
+            problems,
+            events.log_step,
+            layout,
+            "resume",
+            operator=operator,
+            was_stopped=True,
+            previous_reason=current.get("reason"),
+            previous_operator=current.get("operator"),
+            budget_reset=bool(reset_budget),
+            budget=budget,
+        )
+        _secondary(problems, status.set_state, layout, "running", f"resumed by {operator}", budget=budget)
+    return {
+        "resumed": True,
+        "removed": current,
+        "previous": current,
+        "kept": None,
+        "budget_reset": reset,
+        "message": f"AGENT_STOP removed ({_describe(current)}); status running",
+        "problems": problems,
+    }
+
+
+def _describe(info: dict[str, Any]) -> str:
+    who = info.get("operator") or "unknown"
+    when = info.get("created_at") or info.get("created_at_fallback") or "an unknown time"
+    why = info.get("reason") or "no reason given"
+    return f"by {who} at {when}: {why}"
+
+
+def _remove_stop(path: str) -> None:
+    try:
+        st = os.lstat(path)
+        if _stat.S_ISDIR(st.st_mode):
+            os.rmdir(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise CocoplusError(f"{path}: cannot remove ({exc.strerror})") from None
 
 
 # -- steering -------------------------------------------------------------------------
@@ -192,13 +483,15 @@ def pending_steer(layout: Layout) -> str | None:
     return text
 
 
-def steer(layout: Layout, instruction: str, operator: str | None = None) -> dict[str, Any]:
+def steer(
+    layout: Layout, instruction: str, operator: str | None = None, *, budget: Budget | None = None
+) -> dict[str, Any]:
     """Write STEER.md; a steer not yet consumed is kept and the new one added after it."""
     text = instruction.strip("\n")
     if not text.strip():
         raise CocoplusError("steer: the instruction is empty")
     problems: list[str] = []
-    with Lock(layout.lock("steer")):
+    with Lock(layout.lock("steer"), DEFAULT_TIMEOUT, budget):
         try:
             existing = fsio.read_text(layout.steer, limit=MAX_STEER_BYTES * 4)
         except StateCorrupt as exc:
@@ -257,42 +550,67 @@ def delivered_ids(layout: Layout) -> set[str]:
     return ids
 
 
-def claim_steer(layout: Layout, timeout: float = 5.0) -> Claim | None:
+def claim_steer(layout: Layout, timeout: float = 5.0, *, budget: Budget | None = None) -> Claim | None:
     """Take the pending steer for delivery, exactly one consumer wins.
 
     First re-delivers a claim abandoned by a consumer that died (its pid is
-    gone and its id was never logged as injected).
+    gone and its id was never logged as injected).  A steer that cannot be
+    read (not UTF-8, too large, not a file) is not delivered: it is kept as
+    `STEER.md.corrupt-<time>`, logged as `steer_damaged`, and None is
+    returned, so the agent is told nothing it did not get.
     """
     claimed_dir = layout.steer_claimed_dir
-    with Lock(layout.lock("steer"), timeout):
-        orphan = _take_orphan(layout, claimed_dir)
+    with Lock(layout.lock("steer"), timeout, budget):
+        orphan = _take_orphan(layout, claimed_dir, budget)
         if orphan is not None:
             return orphan
         if not os.path.lexists(layout.steer):
             return None
         name = _claim_name(os.getpid())
         dest = os.path.join(claimed_dir, name)
+        fsio.refuse_linked_dirs(dest)
         try:
             os.rename(layout.steer, dest)
         except FileNotFoundError:
             try:
-                os.makedirs(claimed_dir, mode=0o700, exist_ok=True)
+                fsio.ensure_dir(claimed_dir)
                 os.rename(layout.steer, dest)
             except FileNotFoundError:
                 return None
-    try:
-        text = fsio.read_text(dest, limit=MAX_STEER_BYTES * 4) or ""
-    except CocoplusError as exc:
-        # Keep it aside for the operator; there is nothing deliverable in it.
-        kept = fsio.quarantine(dest)
-        events.log_step(layout, "steer_unreadable", error=str(exc), kept_at=kept)
+        text = _read_claimed(layout, dest, budget)
+    if text is None:
         return None
     if len(text.encode("utf-8")) > MAX_STEER_BYTES:
         text = text.encode("utf-8")[:MAX_STEER_BYTES].decode("utf-8", "ignore") + "\n[steer truncated at 64 KiB]"
     return Claim(name[:-3], dest, text, redelivery=False)
 
 
-def _take_orphan(layout: Layout, claimed_dir: str) -> Claim | None:
+def _read_claimed(layout: Layout, path: str, budget: Budget | None) -> str | None:
+    """The claimed steer's text; None (and the file kept aside as a damaged copy) if it cannot be read."""
+    try:
+        return fsio.read_text(path, limit=MAX_STEER_BYTES * 4) or ""
+    except CocoplusError as exc:
+        cause = exc.cause if isinstance(exc, StateCorrupt) else str(exc)
+        try:
+            kept = fsio.quarantine(path, to=layout.steer)
+        except CocoplusError as again:
+            kept = None
+            cause += f"; {again}"
+        try:
+            events.log_step(
+                layout, "steer_damaged", cause=cause, kept_at=layout.rel(kept) if kept else None, budget=budget
+            )
+        except CocoplusError:
+            pass  # the damaged copy itself is what `session status` reports
+        return None
+
+
+def damaged_steers(layout: Layout) -> list[str]:
+    """Steers that could not be delivered, kept aside as `STEER.md.corrupt-<time>` (absolute paths, oldest first)."""
+    return fsio.quarantined_copies(layout.steer)
+
+
+def _take_orphan(layout: Layout, claimed_dir: str, budget: Budget | None = None) -> Claim | None:
     try:
         names = sorted(n for n in os.listdir(claimed_dir) if n.startswith("st_") and n.endswith(".md"))
     except FileNotFoundError:
@@ -318,16 +636,21 @@ def _take_orphan(layout: Layout, claimed_dir: str) -> Claim | None:
             os.rename(path, new_path)
         except FileNotFoundError:
             continue
-        try:
-            text = fsio.read_text(new_path, limit=MAX_STEER_BYTES * 4) or ""
-        except CocoplusError:
-            fsio.quarantine(new_path)
+        text = _read_claimed(layout, new_path, budget)
+        if text is None:
             continue
         return Claim(name[:-3], new_path, text, redelivery=True)
     return None
 
 
-def finish_steer(layout: Layout, claim: Claim, session: str | None = None, runtime: str | None = None) -> None:
+def finish_steer(
+    layout: Layout,
+    claim: Claim,
+    session: str | None = None,
+    runtime: str | None = None,
+    *,
+    budget: Budget | None = None,
+) -> None:
     """After the text was handed to the runtime: log it once, then drop the claimed file."""
     events.log_step(
         layout,
@@ -337,13 +660,14 @@ def finish_steer(layout: Layout, claim: Claim, session: str | None = None, runti
         runtime=runtime,
         chars=len(claim.text),
         redelivery=claim.redelivery or None,
+        budget=budget,
     )
     _unlink(claim.path)
 
 
-def release_steer(layout: Layout, claim: Claim) -> None:
+def release_steer(layout: Layout, claim: Claim, *, budget: Budget | None = None) -> None:
     """Put a claimed steer back (the runtime cannot take added context)."""
-    with Lock(layout.lock("steer")):
+    with Lock(layout.lock("steer"), DEFAULT_TIMEOUT, budget):
         if os.path.lexists(layout.steer):
             # A newer steer arrived meanwhile: keep both, older first.
             newer = fsio.read_text(layout.steer) or ""

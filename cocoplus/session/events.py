@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from cocoplus.core import clock, fsio
+from cocoplus.core.lock import Budget
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
 
@@ -14,14 +15,36 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
 
 
 
-def log_step(layout: Layout, event: str, timeout: float = 5.0, **fields: Any) -> dict[str, Any]:
-    """Append one event (`{"ts", "event", ...}`) to steps.jsonl and return it."""
+def log_step(
+    layout: Layout, event: str, timeout: float = 5.0, *, budget: Budget | None = None, **fields: Any
+) -> dict[str, Any]:
+    """Append one event (`{"ts", "event", ...}`) to steps.jsonl and return it.
+
+    `budget` bounds the lock wait together with the caller's other waits.
+    """
     record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "ts": clock.iso(), "event": event}
     for k, v in fields.items():
         if v is not None:
             record[k] = v
-    fsio.append_jsonl(layout.steps, record, layout.lock("steps"), timeout=timeout)
+    fsio.append_jsonl(layout.steps, record, layout.lock("steps"), timeout=timeout, budget=budget)
     return record
+
+
+def losses(layout: Layout) -> list[dict[str, Any]]:
+    """Lines that could not be appended to any of cocoplus's logs (full disk, refused symlink, ...).
+
+    Each: `file` and `marker` (paths as shown to users), `at` (compact UTC
+    time), `pid`, `cause` (an errno name such as ENOSPC).  For `session
+    status`; the markers are empty files, so recording a loss needs no
+    data blocks.
+    """
+    out: list[dict[str, Any]] = []
+    for path in layout.appended_files():
+        for loss in fsio.losses(path):
+            loss["file"] = layout.rel(loss["file"])
+            loss["marker"] = layout.rel(loss["marker"])
+            out.append(loss)
+    return out
 
 
 def read_steps(layout: Layout) -> fsio.JsonlRead:

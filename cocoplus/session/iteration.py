@@ -3,9 +3,17 @@
 `count()` is called by the PostToolUse hook for every tool call, possibly by
 many processes at once (a runtime fires one hook per parallel tool call).
 The read-modify-write of iteration-budget.json happens under its sidecar
-lock, so N concurrent calls count N.  If the lock cannot be had within the
-configured timeout, the increment is spooled as a file of its own and
-folded in by the next holder, so a count is never lost and a hook never hangs.
+lock, so N concurrent calls count N.  An increment that cannot be applied
+(the lock stays busy past the caller's budget, or the file cannot be
+written, on a full disk say) is spooled as an empty file of its own, which
+needs no data block, and folded in by the next holder, so a count is never
+lost and a hook never hangs.  If even the spool file cannot be made, the
+call fails closed: AGENT_STOP is created and `outcome.failed_closed` says why.
+
+A damaged iteration-budget.json is set aside and the agent is stopped
+(`outcome.corrupt`); until the operator restores the file or runs `session
+resume --reset-budget`, every later call fails closed the same way rather
+than starting again from 1.
 """
 
 from __future__ import annotations
@@ -13,10 +21,10 @@ from __future__ import annotations
 import os
 
 from cocoplus.core import clock, fsio, progress
-from cocoplus.core.errors import CocoplusError, LockTimeout, StateCorrupt
-from cocoplus.core.lock import Lock
+from cocoplus.core.errors import CocoplusError, StateCorrupt
+from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
 from cocoplus.core.paths import Layout
-from cocoplus.core.records import check_iteration_budget, new_iteration_budget
+from cocoplus.core.records import MAX_COUNT, check_iteration_budget, new_iteration_budget
 from cocoplus.session import freshness
 
 TYPE_CHECKING = False
@@ -24,17 +32,18 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
 
-
 class Outcome:
-    __slots__ = ("budget", "warned_now", "capped", "capped_now", "spooled", "corrupt")
+    __slots__ = ("budget", "warned_now", "capped", "capped_now", "spooled", "corrupt", "failed_closed", "problems")
 
     def __init__(self) -> None:
         self.budget: dict[str, Any] | None = None
         self.warned_now = False
         self.capped = False  # consumed >= cap (this call or earlier)
         self.capped_now = False  # this call reached the cap
-        self.spooled = False
-        self.corrupt: StateCorrupt | None = None
+        self.spooled = False  # the increment was kept in the spool, to be counted by the next holder
+        self.corrupt: StateCorrupt | None = None  # damaged (now, or earlier and not yet reset): stop the agent
+        self.failed_closed: str | None = None  # the increment could not be kept: AGENT_STOP was created; why
+        self.problems: list[str] = []  # what went wrong on the way, for the caller's log
 
 
 def read(layout: Layout) -> dict[str, Any] | None:
@@ -44,64 +53,105 @@ def read(layout: Layout) -> dict[str, Any] | None:
 
 def _drain_spool(layout: Layout) -> list[str]:
     try:
+        fsio.refuse_linked_dirs(os.path.join(layout.iteration_spool_dir, "-"))
         names = os.listdir(layout.iteration_spool_dir)
-    except FileNotFoundError:
+    except (OSError, CocoplusError):  # missing, or not a real directory: nothing spooled there
         return []
     return [os.path.join(layout.iteration_spool_dir, n) for n in names if n.startswith("inc-")]
 
 
+def spooled(layout: Layout) -> int:
+    """Increments kept in the spool, not yet folded into iteration-budget.json (for `session status`)."""
+    return len(_drain_spool(layout))
+
+
 def _spool(layout: Layout) -> None:
+    """Keep one increment as an empty file (no data block needed). CocoplusError if even that fails."""
     d = layout.iteration_spool_dir
     name = os.path.join(d, f"inc-{os.getpid()}-{os.urandom(6).hex()}")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(name, flags, 0o600)
-    except FileNotFoundError:
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        fd = os.open(name, flags, 0o600)
+        fsio.refuse_linked_dirs(name)
+        try:
+            fd = os.open(name, flags, 0o600)
+        except FileNotFoundError:
+            fsio.ensure_dir(d)
+            fd = os.open(name, flags, 0o600)
+    except OSError as exc:
+        raise CocoplusError(f"{name}: cannot spool the increment ({exc.strerror})") from None
     os.close(fd)
 
 
-def count(layout: Layout, cap: int, warn_at: int, *, timeout: float = 5.0, sync_progress: bool = True) -> Outcome:
-    """Count one tool call. Never raises for a busy lock (spools instead).
+def damaged_since_reset(layout: Layout) -> str | None:
+    """The damaged copy that still stands for iteration-budget.json, if the file is missing because it was set aside.
 
-    A damaged iteration-budget.json is set aside and reported in
-    `outcome.corrupt`: the caller must fail closed (stop the agent).
+    A budget set aside as damaged is not a fresh start: while the file is
+    missing and a damaged copy exists, counting fails closed.
     """
-    out = Outcome()
+    if os.path.lexists(layout.iteration_budget):
+        return None
+    copies = fsio.quarantined_copies(layout.iteration_budget)
+    return copies[-1] if copies else None
+
+
+def _keep(layout: Layout, out: Outcome, why: str) -> None:
+    """Spool this call's increment; if that fails too, mark the outcome to fail closed."""
     try:
-        with Lock(layout.lock("iteration-budget"), timeout):
-            spooled = _drain_spool(layout)
-            try:
-                current = read(layout)
-            except StateCorrupt as exc:
-                kept = fsio.quarantine(layout.iteration_budget)
-                out.corrupt = StateCorrupt(exc.path, exc.cause, kept)
-                return out
-            doc = current if current is not None else new_iteration_budget(cap, warn_at)
-            doc["cap"] = cap
-            doc["warn_at"] = warn_at
-            doc["consumed"] = doc["consumed"] + 1 + len(spooled)
-            if not doc["warned"] and 0 < warn_at < cap and doc["consumed"] >= warn_at:
-                doc["warned"] = True
-                out.warned_now = True
-            if doc["consumed"] >= cap:
-                out.capped = True
-                out.capped_now = not doc["stopped"]
-                doc["stopped"] = True
-            doc["updated_at"] = clock.iso()
-            fsio.atomic_write_json(layout.iteration_budget, doc)
-            for path in spooled:
-                try:
-                    os.unlink(path)
-                except FileNotFoundError:
-                    pass
-            out.budget = doc
-            if sync_progress:
-                sync_progress_file(layout, doc)
-    except LockTimeout:
         _spool(layout)
         out.spooled = True
+        out.problems.append(f"{why}; the increment was spooled and will be counted")
+    except CocoplusError as exc:
+        out.failed_closed = f"a tool call could not be counted ({why}; {exc}), so the agent is stopped"
+
+
+def count(
+    layout: Layout,
+    cap: int,
+    warn_at: int,
+    *,
+    timeout: float = 5.0,
+    sync_progress: bool = True,
+    budget: Budget | None = None,
+) -> Outcome:
+    """Count one tool call, exactly once. Never raises for a busy lock or a full disk.
+
+    A busy lock (past `timeout` or `budget`) or an unwritable file spools
+    the increment; if even that fails, AGENT_STOP is created and
+    `outcome.failed_closed` says why.  A damaged iteration-budget.json is
+    set aside and reported in `outcome.corrupt`, and so is one set aside
+    earlier and not yet reset: the caller must fail closed (stop the
+    agent).  A progress lock that stays busy only skips PROGRESS.md's
+    budget lines (in `outcome.problems`); the count is not touched again.
+    """
+    out = Outcome()
+    lock = Lock(layout.lock("iteration-budget"), timeout, budget)
+    try:
+        lock.acquire()
+    except CocoplusError as exc:  # busy past the budget, or the lock file cannot be made
+        _keep(layout, out, str(exc))
+    else:
+        try:
+            _count_locked(layout, cap, warn_at, out)
+            if sync_progress and out.budget is not None:
+                # Still under the count's lock, so PROGRESS.md's lines change in count order;
+                # a busy progress lock is handled here and never touches the count again.
+                try:
+                    sync_progress_file(layout, out.budget, timeout=timeout, budget=budget)
+                except CocoplusError as exc:
+                    out.problems.append(f"PROGRESS.md budget lines not updated: {exc}")
+        finally:
+            lock.release()
+    if out.failed_closed:
+        # After the count's lock is released: the kill-switch lock comes first in lock order.
+        from cocoplus.session import control  # control imports this module (resume --reset-budget)
+
+        try:
+            stopped = control.auto_stop(
+                layout, f"cocoplus: {out.failed_closed}", source="iteration-budget", state="paused", budget=budget
+            )
+            out.problems.extend(stopped["problems"])
+        except CocoplusError as exc:  # not even an empty AGENT_STOP: the caller still blocks this call
+            out.problems.append(str(exc))
     return out
 
 
@@ -111,39 +161,113 @@ def exhausted_reason(doc: dict[str, Any]) -> str:
     return f"iteration budget exhausted ({doc['cap']}/{doc['cap']})"
 
 
-def reset(layout: Layout) -> dict[str, Any]:
-    """Start the count again (operator's `session resume --reset-budget`)."""
+def _count_locked(layout: Layout, cap: int, warn_at: int, out: Outcome) -> None:
+    spooled_incs = _drain_spool(layout)
+    try:
+        current = read(layout)
+    except StateCorrupt as exc:
+        kept = fsio.quarantine(layout.iteration_budget)
+        out.corrupt = StateCorrupt(exc.path, exc.cause, kept)
+        _keep(layout, out, "the count is damaged")
+        return
+    if current is None:
+        earlier = damaged_since_reset(layout)
+        if earlier is not None:
+            out.corrupt = StateCorrupt(
+                layout.iteration_budget,
+                "was set aside as damaged and not reset yet (run `cocoplus session resume --reset-budget`)",
+                earlier,
+            )
+            _keep(layout, out, "the count is damaged")
+            return
+    cap = max(1, min(cap, MAX_COUNT))  # a written count must pass its own validation
+    warn_at = max(0, min(warn_at, MAX_COUNT))
+    doc = current if current is not None else new_iteration_budget(cap, warn_at)
+    doc["cap"] = cap
+    doc["warn_at"] = warn_at
+    doc["consumed"] = min(MAX_COUNT, doc["consumed"] + 1 + len(spooled_incs))
+    warned_now = not doc["warned"] and 0 < warn_at < cap and doc["consumed"] >= warn_at
+    if warned_now:
+        doc["warned"] = True
+    capped = doc["consumed"] >= cap
+    capped_now = capped and not doc["stopped"]
+    if capped:
+        doc["stopped"] = True
+    doc["updated_at"] = clock.iso()
+    try:
+        fsio.atomic_write_json(layout.iteration_budget, doc)
+    except CocoplusError as exc:
+        # The file keeps its old count; this call's increment goes to the spool
+        # (the drained ones stay there), so nothing is counted twice or lost.
+        _keep(layout, out, str(exc))
+        return
+    for path in spooled_incs:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+    out.budget = doc
+    out.warned_now = warned_now
+    out.capped = capped
+    out.capped_now = capped_now
+
+
+def reset(layout: Layout, *, budget: Budget | None = None) -> dict[str, Any]:
+    """Start the count again (operator's `session resume --reset-budget`).
+
+    Clears a damaged state too: a damaged file is set aside and a fresh one
+    written with the configured cap; spooled increments are dropped.
+    """
 
     def update(current: dict[str, Any] | None) -> dict[str, Any]:
-        base = current or new_iteration_budget(200, 160)
-        doc = new_iteration_budget(base["cap"], base["warn_at"])
-        return doc
+        if current is None:
+            return _fresh(layout)
+        return new_iteration_budget(current["cap"], current["warn_at"])
 
     try:
         doc = fsio.locked_update(
-            layout.iteration_budget, layout.lock("iteration-budget"), update, validate=check_iteration_budget
+            layout.iteration_budget,
+            layout.lock("iteration-budget"),
+            update,
+            validate=check_iteration_budget,
+            budget=budget,
         )
     except StateCorrupt:
         # The damaged copy is kept aside by locked_update; start fresh from config.
-        from cocoplus import config
-
-        cfg = config.load_for(layout)
-        doc = new_iteration_budget(cfg.session["max_iterations"], cfg.session["iteration_warn_at"])
-        fsio.atomic_write_json(layout.iteration_budget, doc)
+        with Lock(layout.lock("iteration-budget"), DEFAULT_TIMEOUT, budget):
+            doc = _fresh(layout)
+            fsio.atomic_write_json(layout.iteration_budget, doc)
     for path in _drain_spool(layout):
         try:
             os.unlink(path)
         except FileNotFoundError:
             pass
-    sync_progress_file(layout, doc)
+    try:
+        sync_progress_file(layout, doc, budget=budget)
+    except CocoplusError:
+        pass  # PROGRESS.md's lines follow at the next count
     return doc
+
+
+def _fresh(layout: Layout) -> dict[str, Any]:
+    from cocoplus import config  # TOML and settings: only when starting over, never on a hook's count
+
+    cfg = config.load_for(layout)
+    return new_iteration_budget(cfg.session["max_iterations"], cfg.session["iteration_warn_at"])
 
 
 def budget_lines(doc: dict[str, Any]) -> dict[str, str]:
     return {"Cap": str(doc["cap"]), "Consumed": str(doc["consumed"]), "Warn At": str(doc["warn_at"])}
 
 
-def sync_progress_file(layout: Layout, doc: dict[str, Any], extra: dict[str, str] | None = None) -> bool:
+def sync_progress_file(
+    layout: Layout,
+    doc: dict[str, Any],
+    extra: dict[str, str] | None = None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    budget: Budget | None = None,
+) -> bool:
     """Set PROGRESS.md's Iteration Budget lines, leaving every other byte as it was.
 
     Does nothing if PROGRESS.md does not exist.  If the file changes while
@@ -153,12 +277,15 @@ def sync_progress_file(layout: Layout, doc: dict[str, Any], extra: dict[str, str
     values = budget_lines(doc)
     if extra:
         values.update(extra)
-    return update_progress(layout, lambda text: progress.set_budget(text, values))
+    return update_progress(layout, lambda text: progress.set_budget(text, values), timeout=timeout, budget=budget)
 
 
-def update_progress(layout: Layout, change: Any, attempts: int = 3) -> bool:
+def update_progress(
+    layout: Layout, change: Any, attempts: int = 3, *, timeout: float = DEFAULT_TIMEOUT, budget: Budget | None = None
+) -> bool:
+    """Apply `change` (text -> text) to PROGRESS.md under the progress lock. LockTimeout if it stays busy."""
     path = layout.progress
-    with Lock(layout.lock("progress")):
+    with Lock(layout.lock("progress"), timeout, budget):
         for _ in range(attempts):
             try:
                 before = os.stat(path)

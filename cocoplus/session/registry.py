@@ -17,7 +17,7 @@ import zlib
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError, NotFound, StateCorrupt
-from cocoplus.core.lock import Lock
+from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
 from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.core.records import ALIAS_PREFIX, RUNTIMES, SCHEMA_VERSION, check_session
 
@@ -37,8 +37,8 @@ def cs_id_for(runtime_session_id: str) -> str:
     return f"cs_x{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}{len(raw):x}"
 
 
-def _lock(layout: Layout) -> Lock:
-    return Lock(layout.lock("sessions"))
+def _lock(layout: Layout, timeout: float = DEFAULT_TIMEOUT, budget: Budget | None = None) -> Lock:
+    return Lock(layout.lock("sessions"), timeout, budget)
 
 
 def read_record(layout: Layout, cs_id: str) -> dict[str, Any] | None:
@@ -104,14 +104,19 @@ def ensure(
     event: str,
     change: Callable[[dict[str, Any]], None] | None = None,
     info: dict[str, Any] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    budget: Budget | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Register the session if new, apply `change`, record `event`. Returns (record, before)."""
+    """Register the session if new, apply `change`, record `event`. Returns (record, before).
+
+    `timeout` and `budget` bound the wait for the sessions lock (LockTimeout).
+    """
     if runtime not in RUNTIMES:
         raise CocoplusError(f"unknown runtime {runtime!r}")
     cs_id = cs_id_for(runtime_session_id)
     path = layout.session_record(cs_id)
     now = clock.iso()
-    with _lock(layout):
+    with _lock(layout, timeout, budget):
         try:
             before = read_record(layout, cs_id)
         except StateCorrupt:
@@ -160,9 +165,16 @@ def _new_record(layout: Layout, cs_id: str, runtime: str, rid: str, now: str) ->
     }
 
 
-def update(layout: Layout, cs_id: str, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+def update(
+    layout: Layout,
+    cs_id: str,
+    change: Callable[[dict[str, Any]], None],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    budget: Budget | None = None,
+) -> dict[str, Any]:
     path = layout.session_record(cs_id)
-    with _lock(layout):
+    with _lock(layout, timeout, budget):
         rec = read_record(layout, cs_id)
         if rec is None:
             raise NotFound(f"no session {cs_id}")
@@ -223,7 +235,15 @@ def resolve(layout: Layout, ref: str) -> dict[str, Any]:
     raise NotFound(f"no session {shown!r} (use a cs_ id, an alias such as cc1, or the runtime's session id)")
 
 
-def append_signal(layout: Layout, rec: dict[str, Any], kind: str, value: str | None = None, **extra: Any) -> dict[str, Any]:
+def append_signal(
+    layout: Layout,
+    rec: dict[str, Any],
+    kind: str,
+    value: str | None = None,
+    *,
+    budget: Budget | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     signal: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "ts": clock.iso(),
@@ -237,11 +257,13 @@ def append_signal(layout: Layout, rec: dict[str, Any], kind: str, value: str | N
     for k, v in extra.items():
         if v is not None:
             signal[k] = v
-    fsio.append_jsonl(layout.signals, signal, layout.lock("signals"))
+    fsio.append_jsonl(layout.signals, signal, layout.lock("signals"), budget=budget)
     return signal
 
 
-def heal_stale(layout: Layout, max_age_s: float, now: float | None = None, skip: str | None = None) -> list[str]:
+def heal_stale(
+    layout: Layout, max_age_s: float, now: float | None = None, skip: str | None = None, *, budget: Budget | None = None
+) -> list[str]:
     """Sessions still `running` with no event for `max_age_s` become `exited`. Returns their ids."""
     now = clock.parse_iso(clock.iso()) if now is None else now
     healed: list[str] = []
@@ -258,7 +280,7 @@ def heal_stale(layout: Layout, max_age_s: float, now: float | None = None, skip:
             r["exit_reason"] = f"no event for over {max_age_s / 3600:g} h; marked exited"
 
         try:
-            update(layout, rec["id"], change)
+            update(layout, rec["id"], change, budget=budget)
             healed.append(rec["id"])
         except CocoplusError:
             continue

@@ -13,7 +13,8 @@ import time
 from cocoplus import config as config_mod
 from cocoplus.core import fsio, predicates, progress
 from cocoplus.core.errors import CocoplusError
-from cocoplus.core.paths import Layout
+from cocoplus.core.lock import Lock
+from cocoplus.core.paths import Layout, check_state_dir
 from cocoplus.core.records import SCHEMA_VERSION, new_iteration_budget, new_status
 from cocoplus.session import freshness
 
@@ -62,6 +63,7 @@ def init(state_dir: str, environ: dict[str, str] | None = None) -> dict[str, Any
         raise CocoplusError(f"{state_dir}: is a symbolic link; refusing to use it as the state directory")
     if os.path.exists(state_dir) and not os.path.isdir(state_dir):
         raise CocoplusError(f"{state_dir}: exists and is not a directory")
+    check_state_dir(state_dir)
     layout = Layout(state_dir)
     cfg = config_mod.load(layout.project, environ)
     created: list[str] = []
@@ -71,10 +73,26 @@ def init(state_dir: str, environ: dict[str, str] | None = None) -> dict[str, Any
     if not existed:
         os.chmod(layout.root, 0o700)
         created.append(layout.root)
-    for d in (layout.session_dir, layout.sessions_dir, layout.supervision_dir, layout.chat_dir, layout.locks_dir, layout.logs_dir):
+    # The spool is made now so that counting on a full disk never needs a new directory.
+    for d in (
+        layout.session_dir,
+        layout.sessions_dir,
+        layout.supervision_dir,
+        layout.chat_dir,
+        layout.locks_dir,
+        layout.logs_dir,
+        layout.iteration_spool_dir,
+    ):
         if not os.path.isdir(d):
             fsio.ensure_dir(d)
             created.append(d)
+
+    # Lock files are made now too: on a disk with no inodes left, the kill switch
+    # and the count must not need a new file before they can even start.
+    for name in ("kill-switch", "iteration-budget", "progress", "steps", "steer", "sessions"):
+        if not os.path.lexists(layout.lock(name)):
+            with Lock(layout.lock(name), 0):
+                pass
 
     s = cfg.session
 
@@ -95,7 +113,16 @@ def init(state_dir: str, environ: dict[str, str] | None = None) -> dict[str, Any
         freshness.note(layout, progress.template(s["max_iterations"], 0, s["iteration_warn_at"]), time.time())
     put(layout.progress, progress.template(s["max_iterations"], 0, s["iteration_warn_at"]))
     put(layout.context, predicates.TEMPLATE)
-    put(layout.iteration_budget, new_iteration_budget(s["max_iterations"], s["iteration_warn_at"]))
+    problems: list[str] = []
+    damaged = fsio.quarantined_copies(layout.iteration_budget) if not os.path.lexists(layout.iteration_budget) else []
+    if damaged:
+        # Set aside as damaged and not reset: a fresh file here would restart the count from 0.
+        problems.append(
+            f"{layout.rel(layout.iteration_budget)}: not recreated, it was set aside as damaged "
+            f"({layout.rel(damaged[-1])}); run `cocoplus session resume --reset-budget` to start a new count"
+        )
+    else:
+        put(layout.iteration_budget, new_iteration_budget(s["max_iterations"], s["iteration_warn_at"]))
     put(layout.budget_state, new_budget_state(cfg))
     put(layout.status, new_status("idle", "initialised"))
     put(layout.pod_state, new_status("idle", "initialised"))
@@ -108,5 +135,6 @@ def init(state_dir: str, environ: dict[str, str] | None = None) -> dict[str, Any
         "state_dir": layout.root,
         "created": [layout.rel(p) for p in created],
         "kept": [layout.rel(p) for p in kept],
+        "problems": problems,
         "config": layout.rel(cfg.path) if cfg.path else None,
     }

@@ -27,7 +27,7 @@ CONVERSATION = "master-agent"
 
 
 def _round_path(layout: Layout) -> str:
-    return layout.supervision_dir + "/round.json"
+    return layout.current_round
 
 
 def current(layout: Layout) -> dict[str, Any] | None:

@@ -55,7 +55,7 @@ def start_detached(layout: Layout) -> int | None:
     """Start `cocoplus supervisor run` in the background unless one runs; return its pid."""
     if running_pid(layout) is not None:
         return None
-    child = proc.spawn_cocoplus(["supervisor", "run"], state_dir=layout.root, cwd=layout.project, log_path=os.path.join(layout.logs_dir, "supervisor.log"))
+    child = proc.spawn_cocoplus(["supervisor", "run"], state_dir=layout.root, cwd=layout.project, log_path=layout.supervisor_log)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         pid = running_pid(layout)

@@ -184,9 +184,10 @@ GENERATED_ID = re.compile(r"\b([mtq]_[0-9a-fA-FTZ]+_[0-9a-f]+|st_[0-9TZ]+_\d+_[0
 
 
 def normalise(obj: Any, project: str) -> Any:
-    """Times, generated ids and this copy's path replaced; ages (seconds since a time) dropped."""
+    """Times, generated ids and this copy's path replaced; ages (seconds since a time) and file identities dropped."""
     if isinstance(obj, dict):
-        return {k: normalise(v, project) for k, v in obj.items() if k not in ("age", "age_seconds", "idle_for")}
+        # `token` identifies one AGENT_STOP file (inode and time): equal stops in two copies differ there.
+        return {k: normalise(v, project) for k, v in obj.items() if k not in ("age", "age_seconds", "idle_for", "token")}
     if isinstance(obj, list):
         return [normalise(v, project) for v in obj]
     if isinstance(obj, str):

@@ -73,9 +73,9 @@ iteration_budgets = combine(
     version,
     st.fixed_dictionaries(
         {
-            "cap": st.integers(min_value=1, max_value=10**12),
-            "consumed": st.integers(min_value=0, max_value=10**12),
-            "warn_at": st.integers(min_value=0, max_value=10**12),
+            "cap": st.integers(min_value=1, max_value=records.MAX_COUNT),
+            "consumed": st.integers(min_value=0, max_value=records.MAX_COUNT),
+            "warn_at": st.integers(min_value=0, max_value=records.MAX_COUNT),
             "warned": st.booleans(),
             "stopped": st.booleans(),
         }
@@ -110,16 +110,19 @@ session_records = combine(
     maybe("attention", st.one_of(st.none(), st.sampled_from(records.ATTENTION_STATES))),
     maybe("last_event", st.one_of(st.none(), st.text(max_size=20))),
     maybe("last_event_at", st.one_of(st.none(), iso_text)),
+    maybe("tool_calls", st.integers(min_value=0, max_value=records.MAX_COUNT)),
     extras,
 )
 
 money = st.one_of(
-    st.integers(min_value=0, max_value=10**308),
-    st.floats(min_value=0, allow_nan=False, allow_infinity=False),
-    st.just(10**308),
+    st.integers(min_value=0, max_value=int(records.MAX_MONEY)),
+    st.floats(min_value=0, max_value=records.MAX_MONEY, allow_nan=False, allow_infinity=False),
+    st.just(records.MAX_MONEY),
 )
 # JSON allows integers no float can hold; a budget cannot compute with them.
-TOO_BIG = [10**309, 2**1024, 10**400]
+# Beyond the bounds no run reaches, a number is damage too.
+TOO_BIG = [10**309, 2**1024, 10**400, 2**200, 10**308, records.MAX_MONEY * 1.5]
+BEYOND_COUNT = [records.MAX_COUNT + 1, 2**200, 10**20, 99999999999999999999]
 cost_budgets = combine(
     version,
     st.fixed_dictionaries(
@@ -150,9 +153,9 @@ NOT_STR = [5, 1.5, True, [], {}]
 WRONG: dict[str, dict[str, list[Any]]] = {
     "iteration-budget": {
         "schema_version": ["1", 1.0, True, 0, -1, records.SCHEMA_VERSION + 1, None],
-        "cap": [*NOT_INT, 0, -5],
-        "consumed": [*NOT_INT, -1],
-        "warn_at": [*NOT_INT, -1],
+        "cap": [*NOT_INT, 0, -5, *BEYOND_COUNT],
+        "consumed": [*NOT_INT, -1, *BEYOND_COUNT],
+        "warn_at": [*NOT_INT, -1, *BEYOND_COUNT],
         "warned": NOT_BOOL,
         "stopped": NOT_BOOL,
         "updated_at": [*NOT_STR, None],
@@ -171,6 +174,7 @@ WRONG: dict[str, dict[str, list[Any]]] = {
         "alias": [*NOT_STR, None],
         "state": ["crashed", None, 3, "stopped"],
         "attention": ["urgent", 1, True, "", ["pending"]],
+        "tool_calls": [*NOT_INT, -1, *BEYOND_COUNT],
     },
 }
 WRONG["pod-state"] = WRONG["status"]
