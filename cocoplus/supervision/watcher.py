@@ -80,7 +80,10 @@ def start_detached(layout: Layout) -> int | None:
     child = proc.spawn_cocoplus(["supervisor", "run"], state_dir=layout.root, cwd=layout.project, log_path=os.path.join(layout.logs_dir, "supervisor.log"))
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        if running_pid(layout) is not None or child.poll() is not None:
+        # Wait for its pid file, not just its lock: the watcher takes the lock first, and until it
+        # has written supervisor.json a caller would report its pid as unreadable (-1).
+        pid = running_pid(layout)
+        if (pid is not None and pid > 0) or child.poll() is not None:
             break
         time.sleep(0.05)
     return child.pid
