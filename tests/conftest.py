@@ -47,15 +47,6 @@ def pytest_configure(config: pytest.Config) -> None:
         )
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto` (pyproject's addopts): two workers per core. Most tests spend their time waiting on
-    child processes (hooks, servers, watchers, runtime CLIs), so one worker per core leaves the cores idle."""
-    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
-        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return 2 * cores
-
-
 def _scrub(env: dict[str, str] | os._Environ[str]) -> list[str]:
     return [name for name in env if name.startswith(ENV_PREFIXES)]
 
