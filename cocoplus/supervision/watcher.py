@@ -58,8 +58,9 @@ def start_detached(layout: Layout) -> int | None:
     child = proc.spawn_cocoplus(["supervisor", "run"], state_dir=layout.root, cwd=layout.project, log_path=layout.supervisor_log)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
+        # Wait for its pid file, not just its lock: the watcher takes the lock first, and until it
+        # has written supervisor.json a caller would report its pid as unreadable (-1).
         pid = running_pid(layout)
-        # Up (its lock taken and its pid written: -1 means the lock is held but the pid not yet readable), or gone.
         if (pid is not None and pid > 0) or child.poll() is not None:
             break
         time.sleep(0.05)

@@ -230,3 +230,16 @@ def test_supervise_enables_starts_the_watcher_and_runs_a_round_at_once(project: 
         assert "watch the release" in brain.prompts()[0] and "supervision started" in brain.prompts()[0]
     finally:
         cli("supervisor", "stop", cwd=project.project)
+
+
+def test_start_detached_returns_once_the_watcher_has_written_its_pid(project: Layout) -> None:
+    from cocoplus.supervision import watcher
+
+    Brain(project)
+    try:
+        pid = watcher.start_detached(project)
+        # Not just its lock: its pid file too, so a caller never reports the pid as unreadable (-1).
+        assert pid is not None and watcher.running_pid(project) == pid
+        assert watcher.start_detached(project) is None  # one per project
+    finally:
+        assert watcher.stop(project)["stopped"]
