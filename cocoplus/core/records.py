@@ -8,9 +8,9 @@ that both accept and reject the same documents.
 
 from __future__ import annotations
 
-
 from cocoplus.core import clock
 from cocoplus.core.errors import StateCorrupt
+from cocoplus.runtimes import registry as runtimes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -22,8 +22,6 @@ SCHEMA_VERSION = 1
 RUN_STATES = ("running", "paused", "completed", "exited", "failed", "idle", "retired")
 BUDGET_STATES = ("normal", "reserve", "exhausted")
 ATTENTION_STATES = ("pending", "awaiting_authorization", "awaiting_decision")
-RUNTIMES = ("claude", "codex", "gemini", "cursor")
-ALIAS_PREFIX = {"claude": "cc", "codex": "cx", "gemini": "gm", "cursor": "cu"}
 
 
 def _is_int(v: Any) -> bool:
@@ -123,7 +121,7 @@ def check_session(obj: dict[str, Any], path: str) -> dict[str, Any]:
     check_version(obj, path)
     g = obj.get
     _field(obj, path, "id", isinstance(g("id"), str) and g("id").startswith("cs_"), "a cs_ id")
-    _field(obj, path, "runtime", g("runtime") in RUNTIMES, "one of " + ", ".join(RUNTIMES))
+    _field(obj, path, "runtime", runtimes.known(g("runtime")), "one of " + ", ".join(runtimes.names()))
     _field(obj, path, "runtime_session_id", isinstance(g("runtime_session_id"), str), "a string")
     _field(obj, path, "alias", isinstance(g("alias"), str), "a string")
     _field(obj, path, "state", g("state") in RUN_STATES, "one of " + ", ".join(RUN_STATES))

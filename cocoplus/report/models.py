@@ -11,15 +11,34 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
 
 from cocoplus.core.errors import StateCorrupt
 from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.runtimes import registry as runtimes
 
 RunState = Literal["running", "paused", "completed", "exited", "failed", "idle", "retired"]
 BudgetState = Literal["normal", "reserve", "exhausted"]
 Attention = Literal["pending", "awaiting_authorization", "awaiting_decision"]
-Runtime = Literal["claude", "codex", "gemini", "cursor"]
+
+
+def _known_runtime(name: str) -> str:
+    if not runtimes.known(name):
+        raise ValueError(f"Input should be one of {', '.join(runtimes.names())}")
+    return name
+
+
+Runtime = Annotated[StrictStr, AfterValidator(_known_runtime)]  # the runtimes are the adapters in cocoplus/runtimes
 Version = Annotated[StrictInt, Field(ge=1, le=SCHEMA_VERSION)]
 Money = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=False)]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cocoplus.core.paths import Layout
-from cocoplus.runtimes import hook_script
+from cocoplus.runtimes.install import hook_script
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hook-payloads"
 

@@ -10,8 +10,10 @@ import typer
 from cocoplus.cli import output
 from cocoplus.cli.commands import JSON_HELP, layout
 from cocoplus.core.errors import CocoplusError
+from cocoplus.runtimes import install as runtimes
+from cocoplus.runtimes import registry
 
-RUNTIME_HELP = "claude, codex, gemini or cursor"
+RUNTIME_HELP = "one of " + registry.listing()
 
 
 def render_sessions(records: list[dict[str, Any]], excluded: set[str] | None = None) -> Any:
@@ -48,7 +50,7 @@ def register(app: typer.Typer) -> None:
     )
     def hook(ctx: typer.Context) -> None:
         """Run a hook event (called by agent runtimes): cocoplus hook <Event> [--runtime R]. Reads the payload on stdin."""
-        from cocoplus.hook.__main__ import main as hook_main
+        from cocoplus.hook.entry import main as hook_main
 
         raise typer.Exit(hook_main(list(ctx.args)))
 
@@ -59,7 +61,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Register cocoplus' hooks in a runtime's project settings (merging, idempotent)."""
         from cocoplus import config as config_mod
-        from cocoplus import runtimes
 
         lay = layout()
         cfg = config_mod.load_for(lay)
@@ -87,8 +88,6 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """Remove cocoplus' hooks from a runtime's project settings; other hooks stay."""
-        from cocoplus import runtimes
-
         lay = layout()
         result = runtimes.uninstall(runtime, lay.project)
         if json_out:
@@ -104,8 +103,6 @@ def register(app: typer.Typer) -> None:
     @app.command("doctor")
     def doctor(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
         """Report which runtimes are wired to cocoplus and whether their hooks have fired."""
-        from cocoplus import runtimes
-
         result = runtimes.doctor(layout())
         if json_out:
             output.emit_json(result)
@@ -144,12 +141,10 @@ def register(app: typer.Typer) -> None:
         lay = layout()
         records, problems = registry.list_sessions(lay)
         excluded: set[str] | None = None
-        try:
-            from cocoplus.supervision import scope
+        from cocoplus.supervision import scope
 
+        try:
             excluded = scope.excluded_ids(lay)
-        except ImportError:
-            excluded = None
         except CocoplusError as exc:
             problems.append(str(exc))
         if json_out:
