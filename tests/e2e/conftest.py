@@ -43,7 +43,7 @@ class Project:
     def __init__(self, root: Path, home: Path) -> None:
         self.root = root
         self.home = home
-        self.root = root / ".cocoplus"
+        self.cocodir = root / ".cocoplus"
 
     def cocoplus(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return cocoplus(self.root, *args, env=self.env(), check=check)
@@ -55,10 +55,10 @@ class Project:
         return keep
 
     def read_json(self, rel: str) -> Any:
-        return json.loads((self.root / rel).read_text())
+        return json.loads((self.cocodir / rel).read_text())
 
     def steps(self) -> list[dict[str, Any]]:
-        path = self.root / "session" / "steps.jsonl"
+        path = self.cocodir / "session" / "steps.jsonl"
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 

@@ -53,10 +53,10 @@ def test_steer_reaches_the_model_exactly_once_and_not_in_a_later_session(claude_
         # Injected once: present in the conversation, and only once even in the last request.
         assert json.dumps(stub.loop_requests[0]).count("STEER-7f3a") == 1
         assert json.dumps(stub.loop_requests[-1]).count("STEER-7f3a") == 1
-    assert not (p.root / "STEER.md").exists()
+    assert not (p.cocodir / "STEER.md").exists()
     injected = [s for s in p.steps() if s["event"] == "steer_injected"]
     assert len(injected) == 1 and injected[0]["steer_id"].startswith("st_")
-    assert list((p.root / "steer-claimed").iterdir()) == []
+    assert list((p.cocodir / "steer-claimed").iterdir()) == []
     with AnthropicStub([text("hello again")]) as stub:
         run_claude(p, stub)
         assert "STEER-7f3a" not in stub.all_text()
@@ -64,10 +64,10 @@ def test_steer_reaches_the_model_exactly_once_and_not_in_a_later_session(claude_
 
 def test_new_session_resumes_from_progress_md(claude_project: Project) -> None:
     p = claude_project
-    progress = p.root / "session" / "PROGRESS.md"
+    progress = p.cocodir / "session" / "PROGRESS.md"
     text_now = progress.read_text().replace("## In Progress\n", "## In Progress\n- migrate the HANDOFF-91c2 parser\n")
     progress.write_text(text_now)
-    (p.root / "session" / "CONTEXT.md").write_text("build.status=green\nrelease.branch=frozen until Friday\n")
+    (p.cocodir / "session" / "CONTEXT.md").write_text("build.status=green\nrelease.branch=frozen until Friday\n")
     p.cocoplus("session", "queue", "add", "QUEUED-5d1e: update the changelog")
     with AnthropicStub([text("resuming")]) as stub:
         run_claude(p, stub, "Resume.")
@@ -93,7 +93,7 @@ def test_iteration_cap_runs_exactly_n_tools_then_stops(claude_project: Project) 
     assert (budget["consumed"], budget["cap"], budget["stopped"]) == (3, 3, True)
     events = [s["event"] for s in p.steps()]
     assert events.count("checkpoint_requested") == 1 and events.count("iteration_cap") == 1
-    assert "- Consumed: 3" in (p.root / "session" / "PROGRESS.md").read_text()
+    assert "- Consumed: 3" in (p.cocodir / "session" / "PROGRESS.md").read_text()
 
 
 def test_turn_end_marks_the_session_pending_as_cc1(claude_project: Project) -> None:
@@ -107,7 +107,7 @@ def test_turn_end_marks_the_session_pending_as_cc1(claude_project: Project) -> N
     assert s["attention"] == "pending"
     assert s["runtime_session_id"] == result["session_id"]
     assert s["last_event"] in ("Stop", "SessionEnd")
-    signals = [json.loads(line) for line in (p.root / "supervision" / "signals.jsonl").read_text().splitlines()]
+    signals = [json.loads(line) for line in (p.cocodir / "supervision" / "signals.jsonl").read_text().splitlines()]
     assert any(sig["alias"] == "cc1" and sig["value"] == "pending" for sig in signals)
 
 

@@ -60,7 +60,7 @@ def run_codex(
     assert r.returncode == 0, f"codex exec failed ({r.returncode}): {r.stderr[-3000:]}"
     events = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
     assert events, f"codex printed no events: {r.stderr[-3000:]}"
-    hook_log = project.root / "logs" / "hook.log"
+    hook_log = project.cocodir / "logs" / "hook.log"
     problems = hook_log.read_text().strip() if hook_log.exists() else ""
     assert not problems, f"cocoplus hooks reported problems: {problems}"
     return events
@@ -135,8 +135,8 @@ def test_steer_reaches_the_model_exactly_once_and_not_in_a_later_session(codex_p
         # Injected once: in the first request, and still only once in the last one.
         assert json.dumps(stub.loop_requests[0]).count("STEER-7f3a") == 1
         assert json.dumps(stub.loop_requests[-1]).count("STEER-7f3a") == 1
-    assert not (p.root / "STEER.md").exists()
-    assert list((p.root / "steer-claimed").iterdir()) == []
+    assert not (p.cocodir / "STEER.md").exists()
+    assert list((p.cocodir / "steer-claimed").iterdir()) == []
     injected = [s for s in p.steps() if s["event"] == "steer_injected"]
     assert len(injected) == 1 and injected[0]["steer_id"].startswith("st_")
     with ResponsesStub([text("hello again")]) as stub:
@@ -146,7 +146,7 @@ def test_steer_reaches_the_model_exactly_once_and_not_in_a_later_session(codex_p
 
 def test_new_session_resumes_from_progress_md(codex_project: Project) -> None:
     p = codex_project
-    progress = p.root / "session" / "PROGRESS.md"
+    progress = p.cocodir / "session" / "PROGRESS.md"
     progress.write_text(progress.read_text().replace("## In Progress\n", "## In Progress\n- migrate HANDOFF-91c2\n"))
     with ResponsesStub([text("resuming")]) as stub:
         run_codex(p, stub, "Resume.")
@@ -167,5 +167,5 @@ def test_turn_end_marks_the_session_pending_as_cx1(codex_project: Project) -> No
     # Stop fires at turn end (pending); SessionEnd, when it fires at exit, keeps the attention.
     assert s["attention"] == "pending"
     assert s["last_event"] in ("Stop", "SessionEnd")
-    signals = [json.loads(line) for line in (p.root / "supervision" / "signals.jsonl").read_text().splitlines()]
+    signals = [json.loads(line) for line in (p.cocodir / "supervision" / "signals.jsonl").read_text().splitlines()]
     assert any((sig["alias"], sig["value"], sig["event"]) == ("cx1", "pending", "Stop") for sig in signals), signals

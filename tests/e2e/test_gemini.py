@@ -54,7 +54,7 @@ def run_gemini(
     assert r.stdout.strip(), f"gemini printed nothing: {r.stderr[-3000:]}"
     result = json.loads(r.stdout)
     assert isinstance(result, dict) and result.get("session_id"), result
-    hook_log = project.root / "logs" / "hook.log"
+    hook_log = project.cocodir / "logs" / "hook.log"
     problems = hook_log.read_text().strip() if hook_log.exists() else ""
     assert not problems, f"cocoplus hooks reported problems: {problems}"
     return result, r.stderr
@@ -129,8 +129,8 @@ def test_steer_reaches_the_model_exactly_once_and_not_in_a_later_session(gemini_
         # Injected once: in the first request, and still only once in the last one.
         assert json.dumps(stub.loop_requests[0]).count("STEER-7f3a") == 1
         assert json.dumps(stub.loop_requests[-1]).count("STEER-7f3a") == 1
-    assert not (p.root / "STEER.md").exists()
-    assert list((p.root / "steer-claimed").iterdir()) == []
+    assert not (p.cocodir / "STEER.md").exists()
+    assert list((p.cocodir / "steer-claimed").iterdir()) == []
     injected = [s for s in p.steps() if s["event"] == "steer_injected"]
     assert len(injected) == 1 and injected[0]["steer_id"].startswith("st_")
     with GeminiStub([text("hello again")]) as stub:
@@ -140,7 +140,7 @@ def test_steer_reaches_the_model_exactly_once_and_not_in_a_later_session(gemini_
 
 def test_new_session_resumes_from_progress_md(gemini_project: Project) -> None:
     p = gemini_project
-    progress = p.root / "session" / "PROGRESS.md"
+    progress = p.cocodir / "session" / "PROGRESS.md"
     progress.write_text(progress.read_text().replace("## In Progress\n", "## In Progress\n- migrate HANDOFF-91c2\n"))
     with GeminiStub([text("resuming")]) as stub:
         run_gemini(p, stub, "Resume.")
@@ -163,7 +163,7 @@ def test_turn_end_marks_the_session_pending_as_gm1(gemini_project: Project) -> N
     # AfterAgent at turn end sets pending; SessionEnd at exit keeps it.
     assert s["attention"] == "pending"
     assert s["last_event"] in ("AfterAgent", "SessionEnd")
-    signals = [json.loads(line) for line in (p.root / "supervision" / "signals.jsonl").read_text().splitlines()]
+    signals = [json.loads(line) for line in (p.cocodir / "supervision" / "signals.jsonl").read_text().splitlines()]
     wanted = ("gm1", "pending", "AfterAgent")
     assert any((sig["alias"], sig["value"], sig["event"]) == wanted for sig in signals), signals
     # Spend is measured from Gemini's own chat recording (the stand-in reports its usage).

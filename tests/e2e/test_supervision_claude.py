@@ -19,7 +19,7 @@ pytestmark = pytest.mark.e2e
 def test_a_worker_turn_end_wakes_the_brain_once_and_the_reply_is_in_the_ledger(e2e_project: Project) -> None:
     p = e2e_project
     p.cocoplus("install", "claude")
-    layout = Layout(str(p.root))
+    layout = Layout(str(p.cocodir))
     brain = Brain(layout, quiet=2.0)
     autonomy.enable(layout, task_hint="land the parser change")
     watcher = Watcher(layout)

@@ -71,7 +71,7 @@ def test_the_model_enables_supervision_through_the_mcp_tool(claude_project: Proj
         assert "wake you" in schemas[name]["description"]
         answers = stub.tool_results()
     assert result["permission_denials"] == []
-    state = json.loads((p.root / "supervision" / "state.json").read_text())
+    state = json.loads((p.cocodir / "supervision" / "state.json").read_text())
     assert state["autonomous"]["enabled"] is True
     assert state["autonomous"]["task_hint"] == goal and state["autonomous"]["max_turns"] == 12
     # The tool's answer reached the model: the status JSON with the goal.
@@ -87,7 +87,7 @@ def test_a_worker_reporting_blocked_wakes_the_brain(claude_project: Project) -> 
         "[supervision]\nquiet_window_s = 0.3\n"
     )
     p.cocoplus("supervision", "enable", "--task-hint", "ship the parser")
-    layout = Layout(str(p.root))
+    layout = Layout(str(p.cocodir))
     log = (p.root / "supervisor.log").open("w")
     sup = subprocess.Popen(
         [sys.executable, "-m", "cocoplus", "supervisor", "run"],

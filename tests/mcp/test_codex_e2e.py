@@ -69,6 +69,6 @@ def test_a_codex_worker_reports_progress_naming_its_session(e2e_project: Project
     # ... and with `session` it works.
     reply = json.loads(outputs[1][outputs[1].index("{") :])
     assert reply["alias"] == "cx1" and reply["signal"]["value"] == "needs_review"
-    sigs = [json.loads(x) for x in (p.root / "supervision" / "signals.jsonl").read_text().splitlines()]
+    sigs = [json.loads(x) for x in (p.cocodir / "supervision" / "signals.jsonl").read_text().splitlines()]
     mine = [s for s in sigs if s["kind"] == "report_progress"]
     assert [(s["alias"], s["runtime"], s["value"], s["message"]) for s in mine] == [("cx1", "codex", "needs_review", "REVIEW-4b1: the parser is done")]
