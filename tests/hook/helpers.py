@@ -49,7 +49,7 @@ def hook_argv(event: str, runtime: str | None = "claude", *extra: str) -> list[s
 
 
 def hook_env(layout: Layout | None, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE_", "GEMINI_", "CURSOR_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE_", "GEMINI_", "CURSOR_", "CORTEX_"))}
     if layout is not None:
         env["COCOPLUS_DIR"] = layout.root
     env.update(extra)
