@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import sys
-import zlib
 
 from cocoplus.core import clock, jsonfast
 from cocoplus.core.errors import CocoplusError
@@ -165,7 +164,16 @@ def _sorted(value: Any) -> Any:
     return repr(value)
 
 
+_M61 = (1 << 61) - 1  # a Mersenne prime
+
+
 def fingerprint(payload: dict[str, Any]) -> str:
+    """Tool and input, reduced to a short text that is equal for equal calls (the runaway-loop guard).
+
+    The payload as sorted JSON, read as one integer modulo a 61-bit prime, plus
+    its length: built-in arithmetic, stable across processes (unlike `hash`),
+    and no extension module to load on every tool call.
+    """
     tool = payload.get("tool_name") or payload.get("command") or ""
     body = payload.get("tool_input")
     if body is None:
@@ -175,7 +183,7 @@ def fingerprint(payload: dict[str, Any]) -> str:
     except (TypeError, ValueError):
         text = repr((tool, body))
     raw = text.encode("utf-8", "surrogatepass")
-    return f"{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}{len(raw):x}"
+    return f"{int.from_bytes(raw, 'little') % _M61:016x}{len(raw):x}"
 
 
 def on_post_tool(h: Hook) -> Answer:

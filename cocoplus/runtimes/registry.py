@@ -130,11 +130,9 @@ def resolve(named: str, environ: "Mapping[str, str]") -> "tuple[ModuleType, str 
     (`CORTEX_...`), checked before anything host-specific.  Only a runtime
     whose name begins some variable's name is imported to be asked.
     """
+    heads = {k.partition("_")[0] for k in environ}
     for name in names():
-        if name == named:
-            continue
-        prefix = name.upper() + "_"
-        if not any(k.startswith(prefix) for k in environ):
+        if name == named or name.upper() not in heads:
             continue
         adapter = get(name)
         if named in adapter.HOSTS and adapter.recognise(environ):
