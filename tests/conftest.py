@@ -1,7 +1,7 @@
 """Shared fixtures: an isolated environment for every test, a fresh project, and CLI runners.
 
 Every test runs with HOME and the XDG directories inside its own tmp_path and
-without any COCOPLUS_*, CLAUDE_*, GEMINI_* or CURSOR_* variables from the
+without any COCOPLUS_*, CLAUDE_*, GEMINI_*, CURSOR_* or CORTEX_* variables from the
 caller's environment, so nothing a test does can reach the real home
 directory or an agent session the developer has open.  Only tests marked
 `e2e` may run a real agent runtime CLI (tests/support/runtimes.py says how
@@ -28,7 +28,7 @@ from tests.support import runtimes
 hypothesis_settings.register_profile("cocoplus", deadline=None)
 hypothesis_settings.load_profile("cocoplus")
 
-ENV_PREFIXES = ("COCOPLUS_", "JARVIS_", "CLAUDE_", "GEMINI_", "CURSOR_", "CODEX_", "ANTHROPIC_", "OPENAI_")
+ENV_PREFIXES = ("COCOPLUS_", "JARVIS_", "CLAUDE_", "GEMINI_", "CURSOR_", "CODEX_", "CORTEX_", "ANTHROPIC_", "OPENAI_")
 XDG_DIRS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR")
 OPERATOR = "tester"
 

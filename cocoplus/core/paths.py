@@ -19,9 +19,6 @@ STATE_DIR_NAME = ".cocoplus"
 CONFIG_FILE_NAME = "cocoplus.toml"
 ENV_DIR = "COCOPLUS_DIR"
 
-# Environment variables through which runtimes name the project directory.
-RUNTIME_PROJECT_ENV = ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "CURSOR_PROJECT_DIR")
-
 _ID_FIRST = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 _ID_REST = _ID_FIRST | frozenset("_-.")
 ID_MAX = 128
@@ -164,6 +161,11 @@ class Layout:
     def legacy_spend_log(self) -> str:
         """Where releases before 0.2 kept the spend log; moved to `spend_log` on first use."""
         return self._p("cost", "ledger.jsonl")
+
+    @property
+    def price_table(self) -> str:
+        """Prices compiled from genai-prices by a cocoplus command, read by the turn-end hook."""
+        return self._p("cost", "price-table.json")
 
     @property
     def cost_cursors(self) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from cocoplus.core import clock
 from cocoplus.core.errors import StateCorrupt
 from cocoplus.core.vocab import ATTENTION_STATES, BUDGET_ENFORCEMENTS, BUDGET_STATES, RUN_STATES
+from cocoplus.runtimes import registry as runtimes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -22,8 +23,6 @@ SCHEMA_VERSION = 1
 # Bounds no real run reaches: a counter or limit beyond them is damage, not data.
 MAX_COUNT = 1_000_000_000  # tool calls in one run (cap, warn_at, consumed, per-session counts)
 MAX_MONEY = 1_000_000_000.0  # US dollars (cost limit and spend)
-RUNTIMES = ("claude", "codex", "gemini", "cursor")
-ALIAS_PREFIX = {"claude": "cc", "codex": "cx", "gemini": "gm", "cursor": "cu"}
 
 
 def _is_int(v: Any) -> bool:
@@ -123,7 +122,7 @@ def check_session(obj: dict[str, Any], path: str) -> dict[str, Any]:
     check_version(obj, path)
     g = obj.get
     _field(obj, path, "id", isinstance(g("id"), str) and g("id").startswith("cs_"), "a cs_ id")
-    _field(obj, path, "runtime", g("runtime") in RUNTIMES, "one of " + ", ".join(RUNTIMES))
+    _field(obj, path, "runtime", runtimes.known(g("runtime")), "one of " + ", ".join(runtimes.names()))
     _field(obj, path, "runtime_session_id", isinstance(g("runtime_session_id"), str), "a string")
     _field(obj, path, "alias", isinstance(g("alias"), str), "a string")
     _field(obj, path, "state", g("state") in RUN_STATES, "one of " + ", ".join(RUN_STATES))

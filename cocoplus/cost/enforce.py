@@ -13,8 +13,16 @@ interrupted by a cost check.  At a boundary:
 * exhausted: one steps event; AGENT_STOP (operator `cocoplus`), the final
   budget state, status `exited` (`failed` if the stage ended in an error).
 
+Prices come from the compiled price table (`cocoplus.cost.prices`).  A
+cocoplus command compiles it when it is missing or stale; the turn-end hook
+only reads it.  If a turn end finds new usage that needs the table and there
+is none, that usage is left unread for the next command, and, when this
+boundary enforces a limit, the agent is stopped until a command has priced
+it: spend that cannot be known is not spend within the limit.
+
 This module is imported by hooks: the spend log and prices load only when a
-boundary actually measures.
+boundary actually measures.  It decides; the runtime adapter says it (a
+turn end returns a `Decision`, never a runtime's wire format).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION, check_budget_state
+from cocoplus.cost import prices
 from cocoplus.session import control, events, iteration, status
 
 TYPE_CHECKING = False
@@ -33,6 +42,18 @@ if TYPE_CHECKING:
     from typing import Any
 
 WRAP_UP = "only wrap-up work remains: final quality review, state updates (PROGRESS.md, status), and handoff notes"
+
+
+class Decision:
+    """What a turn-end boundary decided: whether it stopped the agent, why, what to tell the user, what to log."""
+
+    __slots__ = ("log", "notice", "reason", "stopped")
+
+    def __init__(self, stopped: bool = False, reason: str | None = None, notice: str | None = None, log: list[str] | None = None) -> None:
+        self.stopped = stopped
+        self.reason = reason
+        self.notice = notice
+        self.log = log or []
 
 
 def target_state(spent: float, limit: float, fraction: float, enforcement: str = "stage-boundary") -> str:
@@ -71,18 +92,24 @@ def boundary(
     outcome: str = "ok",
     enforce: bool = True,
     extra_sessions: list[dict[str, Any]] | None = None,
+    table: Any = prices.CURRENT,
 ) -> dict[str, Any]:
-    """Measure spend, then (when `enforce`) apply the state it implies."""
-    from cocoplus.cost import spend
+    """Measure spend, then (when `enforce`) apply the state it implies.
+
+    `table`: the price table to price new usage with (None: there is none);
+    by default the compiled one, compiled first if missing or stale.
+    """
+    from cocoplus.cost import spend  # deferred: prompts import this module for the reserve notice and never measure
 
     s = values["session"]
-    pricing = values.get("pricing") or {}
-    measured = spend.measure(layout, pricing, extra_sessions)
-    totals = spend.totals(layout)
-    spent = round(totals["spent"], 10)
     limit = float(s["budget_limit"])
     fraction = float(s["budget_reserve_fraction"])
     enforcement = s["budget_enforcement"]
+    measured = spend.measure(layout, values.get("pricing") or {}, extra_sessions, table)
+    if measured["deferred"] and enforce and limit > 0 and enforcement != "off":
+        return _unpriced_stop(layout, measured, source, stage)
+    totals = spend.totals(layout)
+    spent = round(totals["spent"], 10)
     target = target_state(spent, limit, fraction, enforcement)
     change: dict[str, Any] = {}
     now = clock.iso()
@@ -159,6 +186,20 @@ def boundary(
     return result
 
 
+def _unpriced_stop(layout: Layout, measured: dict[str, Any], source: str, stage: str | None) -> dict[str, Any]:
+    """New usage could not be priced (no price table): the limit cannot be checked, so stop (fail closed)."""
+    reason = (
+        f"cost budget not checked: {measured['deferred']} new usage record(s) could not be priced because "
+        f"{layout.rel(layout.price_table)} is missing; run `cocoplus budget status` (it compiles the table and "
+        "prices them), then `cocoplus session resume`"
+    )
+    created, _ = control.create_stop(layout, "cocoplus", reason, source="cost-budget", replace=False)
+    if created:
+        status.set_state(layout, "paused", reason)
+        events.log_step(layout, "budget_unpriced_stop", deferred=measured["deferred"], boundary=source, stage=stage)
+    return {"spent": None, "state": None, "transition": None, "stopped": True, "stopped_now": created, "reason": reason, "measured": measured}
+
+
 def cost_line(doc: dict[str, Any]) -> str:
     return f"{_money(doc['spent'])} of {_money(doc['limit'])} ({doc['state']})"
 
@@ -195,21 +236,26 @@ def prompt_notes(layout: Layout, values: dict[str, Any]) -> list[str]:
     return [note]
 
 
-def turn_boundary(h: Any) -> dict[str, Any] | None:
-    """The Stop hook: a boundary unless configured off or a stage is in progress."""
-    s = h.values["session"]
-    stage = current_stage(h.layout)
-    enforce = bool(s["stop_is_boundary"]) and stage is None
-    extra = []
-    tp = h.payload.get("transcript_path")
-    if isinstance(tp, str) and h.session_id and h.runtime in ("claude", "codex", "gemini"):
-        from cocoplus.session import registry
+def turn_boundary(layout: Layout, values: dict[str, Any], session: dict[str, Any] | None) -> Decision:
+    """The turn-end hook: a boundary unless configured off or a stage is in progress.
 
-        extra.append({"id": registry.cs_id_for(h.session_id), "runtime": h.runtime, "transcript_path": tp, "alias": (h.record or {}).get("alias")})
-    result = boundary(h.layout, h.values, source="turn-end", enforce=enforce, extra_sessions=extra)
-    if result.get("stopped_now") and h.runtime == "claude":
-        return {"systemMessage": f"cocoplus: {result['reason']}; AGENT_STOP created, tools are blocked until `cocoplus session resume`."}
-    return None
+    `session`: the session whose turn ended ({"id", "runtime",
+    "transcript_path", "alias"}), measured even if not registered yet.
+    Prices come from the compiled table as it is; a hook never compiles it.
+    """
+    s = values["session"]
+    enforce = bool(s["stop_is_boundary"]) and current_stage(layout) is None
+    result = boundary(
+        layout, values, source="turn-end", enforce=enforce, extra_sessions=[session] if session else None, table=prices.load(layout)
+    )
+    log = []
+    deferred = result["measured"].get("deferred") if result.get("measured") else 0
+    if deferred and not result.get("stopped"):
+        log.append(f"{deferred} usage record(s) left for the next cocoplus command: no price table at {layout.rel(layout.price_table)}")
+    if result.get("stopped_now"):
+        notice = f"cocoplus: {result['reason']}; AGENT_STOP created, tools are blocked until `cocoplus session resume`."
+        return Decision(True, result["reason"], notice, log)
+    return Decision(bool(result.get("stopped")), result.get("reason"), None, log)
 
 
 # -- stages ------------------------------------------------------------------------------
@@ -263,9 +309,7 @@ def stage_end(layout: Layout, name: str, values: dict[str, Any], outcome: str = 
 
 
 def _ctx_active_task(layout: Layout, values: dict[str, Any]) -> str | None:
-    try:
-        from cocoplus.report import ctx
-    except ImportError:  # pragma: no cover
-        return None
+    from cocoplus.report import ctx  # deferred: stage commands only, never a hook
+
     snap = ctx.read(layout, values, for_stage=True)
     return snap.get("active_task") if snap.get("ok") else None

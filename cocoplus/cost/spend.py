@@ -1,7 +1,9 @@
 """The spend log (`.cocoplus/cost/spend.jsonl`): measured usage and manual costs.
 
 `measure()` reads what the runtimes wrote since last time (cursors in
-`cost/cursors.json`), prices it, and appends one record per usage entry;
+`cost/cursors.json`), prices it (`cocoplus.cost.prices`), and appends one
+record per usage entry; usage that needs the price table when there is none
+is left unread (its file's cursor does not move) for a later measure;
 `add_cost()` appends spend from elsewhere (an API bill, a CI job).
 `totals()` folds the log into the spend by session, model and category.
 Dollar amounts are fixed when a record is written, so reading the log
@@ -10,19 +12,25 @@ never needs the price table.
 
 from __future__ import annotations
 
-import math
 import os
-from typing import Any
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, jsonfast
 from cocoplus.core.errors import StateCorrupt, UsageError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
-from cocoplus.cost import usage
+from cocoplus.cost import prices, usage
+from cocoplus.runtimes import registry as runtimes
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path (the turn-end hook measures)
+    from typing import Any
 
 CATEGORIES = ("execution", "coordination", "landing")
-READERS = {"claude": usage.claude_entries, "codex": usage.codex_entries, "gemini": usage.gemini_entries}
+
+
+def _finite(x: float) -> bool:
+    return -float("inf") < x < float("inf")  # false for NaN too
 
 
 def _adopt_legacy(layout: Layout) -> None:
@@ -35,18 +43,33 @@ def _adopt_legacy(layout: Layout) -> None:
             pass
 
 
-def _files_for(rec: dict[str, Any]) -> list[tuple[str, str]]:
+def _files_for(rec: dict[str, Any]) -> list[tuple[str, str, usage.Reader]]:
     tp = rec.get("transcript_path")
     runtime = rec.get("runtime")
-    if not isinstance(tp, str) or runtime not in READERS:
+    if not isinstance(tp, str) or not isinstance(runtime, str) or not runtimes.known(runtime):
         return []
-    files = usage.claude_files(tp) if runtime == "claude" else [tp]
-    return [(f, runtime) for f in files]
+    name = runtimes.get(runtime).USAGE
+    reader = usage.READERS.get(name) if isinstance(name, str) else None
+    if reader is None:
+        return []
+    return [(f, runtime, reader) for f in reader.files(tp)]
 
 
-def measure(layout: Layout, overrides: dict[str, dict[str, float]], extra: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Ingest new usage from every known session's records; return what was added."""
+def measure(
+    layout: Layout,
+    overrides: dict[str, dict[str, float]],
+    extra: list[dict[str, Any]] | None = None,
+    table: Any = prices.CURRENT,
+) -> dict[str, Any]:
+    """Ingest new usage from every known session's records, priced with `table`; return what was added.
+
+    `table`: the price table (None: there is none); by default the compiled
+    one, compiled first if missing or stale (`prices.refresh`).  `deferred`
+    counts usage entries left unread because they need a table and there is none.
+    """
     _adopt_legacy(layout)
+    if table == prices.CURRENT:
+        table = prices.refresh(layout)
     from cocoplus.session import registry
 
     records, _problems = registry.list_sessions(layout)
@@ -64,25 +87,32 @@ def measure(layout: Layout, overrides: dict[str, dict[str, float]], extra: list[
         files: dict[str, Any] = cursors.setdefault("files", {})
         known_keys: set[str] | None = None
         seen_files: set[str] = set()
+        deferred = 0
         for rec in sessions:
-            for path, runtime in _files_for(rec):
+            for path, runtime, reader in _files_for(rec):
                 if path in seen_files:
                     continue
                 seen_files.add(path)
-                cur = files.setdefault(path, {"runtime": runtime, "session": rec.get("id")})
+                before = files.get(path) or {"runtime": runtime, "session": rec.get("id")}
+                cur = {**before, "seen": dict(before.get("seen") or {})} if "seen" in before else dict(before)
                 fresh = "offset" not in cur
                 try:
-                    entries = READERS[runtime](path, cur)
+                    entries = reader.entries(path, cur)
                 except OSError as exc:
-                    cur["error"] = str(exc)
+                    files[path] = {**before, "error": str(exc)}
                     continue
-                if fresh and entries and runtime in ("claude", "gemini"):
+                if fresh and entries and reader.keyed:
                     # A rebuilt cursor must not count what the log already has.
                     if known_keys is None:
                         known_keys = {r.get("key") for r in fsio.read_jsonl(layout.spend_log).records if r.get("key")}
                     entries = [e for e in entries if e.get("key") not in known_keys]
-                for e in entries:
-                    rec_out = _priced_record(e, rec, runtime, path, overrides)
+                priced = [_priced_record(e, rec, runtime, path, overrides, table) for e in entries]
+                if any(r.pop("missing_table", False) for r in priced):
+                    deferred += len(priced)  # the cursor stays where it was: read again once there is a table
+                    files[path] = before
+                    continue
+                files[path] = cur
+                for e, rec_out in zip(entries, priced):
                     if rec_out["usd"] is None:
                         unpriced[e["model"]] = rec_out.get("price_error") or "unknown model"
                     added.append(rec_out)
@@ -92,14 +122,15 @@ def measure(layout: Layout, overrides: dict[str, dict[str, float]], extra: list[
             fsio.fsync_dir(layout.cost_dir)
         cursors["updated_at"] = clock.iso()
         cursors["schema_version"] = SCHEMA_VERSION
-        fsio.atomic_write_json(layout.cost_cursors, cursors)
-    return {"added": len(added), "usd": sum(r["usd"] or 0.0 for r in added), "unpriced": unpriced}
+        # Compact: rewritten at every turn end, and only cocoplus reads it.
+        fsio.atomic_write_bytes(layout.cost_cursors, (jsonfast.dumps(cursors, compact=True) + "\n").encode("utf-8"))
+    return {"added": len(added), "usd": sum(r["usd"] or 0.0 for r in added), "unpriced": unpriced, "deferred": deferred}
 
 
-def _priced_record(e: dict[str, Any], rec: dict[str, Any], runtime: str, path: str, overrides: dict[str, dict[str, float]]) -> dict[str, Any]:
-    from cocoplus.cost import pricing
-
-    p = pricing.price(e["model"], e["tokens"], runtime, overrides)
+def _priced_record(
+    e: dict[str, Any], rec: dict[str, Any], runtime: str, path: str, overrides: dict[str, dict[str, float]], table: dict[str, Any] | None
+) -> dict[str, Any]:
+    p = prices.price(e["model"], e["tokens"], runtimes.get(runtime).PROVIDER, overrides, table)
     out: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "ts": clock.iso(),
@@ -118,11 +149,13 @@ def _priced_record(e: dict[str, Any], rec: dict[str, Any], runtime: str, path: s
         out["key"] = e["key"]
     if p.error:
         out["price_error"] = p.error[:300]
+    if p.missing_table:
+        out["missing_table"] = True
     return out
 
 
 def add_cost(layout: Layout, usd: float, category: str = "execution", note: str | None = None, by: str | None = None) -> dict[str, Any]:
-    if not isinstance(usd, (int, float)) or isinstance(usd, bool) or not math.isfinite(usd) or usd < 0:
+    if not isinstance(usd, (int, float)) or isinstance(usd, bool) or not _finite(usd) or usd < 0:
         raise UsageError(f"add-cost: amount must be a finite number >= 0, got {usd!r}")
     if category not in CATEGORIES:
         raise UsageError(f"add-cost: category must be one of {', '.join(CATEGORIES)}, got {category!r}")
@@ -162,7 +195,7 @@ def totals(layout: Layout) -> dict[str, Any]:
                 u["tokens"] += usage.total(r.get("tokens") or {})
                 u["records"] += 1
             continue
-        if not isinstance(usd, (int, float)) or isinstance(usd, bool) or not math.isfinite(usd):
+        if not isinstance(usd, (int, float)) or isinstance(usd, bool) or not _finite(usd):
             continue
         spent += usd
         cat = r.get("category") if r.get("category") in CATEGORIES else "execution"

@@ -16,7 +16,8 @@
 
 Each file has a cursor (byte offset, inode, and the state needed to
 de-duplicate) so a file is never read twice; only complete lines are
-consumed, a torn last line waits for the next read.  Standard library only.
+consumed, a torn last line waits for the next read.  A runtime adapter
+names its reader (USAGE) by its key in READERS.  Standard library only.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
 
 COMPONENTS = ("input", "output", "cache_read", "cache_write_5m", "cache_write_1h")
 MAX_READ = 64 * 1024 * 1024
+# A step's lines sit close together in a record, so the cursor remembers only the
+# most recent keys: enough to count each step once without growing for ever.
+SEEN_KEEP = 2048
 
 
 def empty() -> dict[str, int]:
@@ -81,6 +85,9 @@ def _once(seen: dict[str, list[int]], key: str | None, tokens: dict[str, int]) -
             return None
         tokens = {k: max(0, tokens[k] - before[i]) for i, k in enumerate(COMPONENTS)}
     seen[key] = vec
+    if len(seen) > SEEN_KEEP:
+        for old in list(seen)[: len(seen) - SEEN_KEEP]:
+            del seen[old]
     return tokens
 
 
@@ -225,10 +232,36 @@ def gemini_entries(path: str, cursor: dict[str, Any]) -> list[dict[str, Any]]:
 def claude_files(transcript_path: str) -> list[str]:
     """The session transcript and its subagents' transcripts."""
     files = [transcript_path]
-    base = transcript_path[:-6] if transcript_path.endswith(".jsonl") else transcript_path
+    base = transcript_path.removesuffix(".jsonl")
     sub = os.path.join(base, "subagents")
     try:
         files.extend(os.path.join(sub, n) for n in sorted(os.listdir(sub)) if n.endswith(".jsonl"))
     except OSError:
         pass
     return files
+
+
+def single_file(transcript_path: str) -> list[str]:
+    return [transcript_path]
+
+
+class Reader:
+    """One record format: the files to read for a session, and how to read new entries from one.
+
+    `keyed`: entries carry de-duplication keys, so a rebuilt cursor can skip
+    what the spend log already holds.
+    """
+
+    __slots__ = ("entries", "files", "keyed")
+
+    def __init__(self, files: Any, entries: Any, keyed: bool) -> None:
+        self.files = files
+        self.entries = entries
+        self.keyed = keyed
+
+
+READERS = {
+    "claude-transcript": Reader(claude_files, claude_entries, keyed=True),
+    "codex-rollout": Reader(single_file, codex_entries, keyed=False),
+    "gemini-recording": Reader(single_file, gemini_entries, keyed=True),
+}

@@ -1,6 +1,8 @@
 """What each hook event does (SPEC section 6), for every runtime.
 
-Called by `cocoplus.hook.__main__` once it knows there is work.  Standard
+Called by `cocoplus.hook.entry` once it knows there is work.  What differs
+between runtimes (how an answer is written, where the session id is) comes
+from the runtime's adapter (`cocoplus.runtimes.adapters`).  Standard
 library only.  The failure policy (reference/hooks-protocols.md 6.2): the
 kill switch is checked before anything that can fail; any of cocoplus' own
 failures is logged to `.cocoplus/logs/hook.log` as one line and lets the
@@ -12,17 +14,18 @@ from __future__ import annotations
 
 import os
 import sys
-import zlib
 
 from cocoplus.core import clock, jsonfast
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout, walk_up
-from cocoplus.core.records import RUNTIMES, stop_sentence
-from cocoplus.hook import dialects
+from cocoplus.core.records import stop_sentence
+from cocoplus.runtimes import answers
+from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import control, events, iteration, registry, status
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from types import ModuleType
     from typing import Any
 
     Answer = tuple[dict[str, Any] | None, int]
@@ -34,11 +37,12 @@ MAX_LOG_BYTES = 5 * 1024 * 1024
 class Hook:
     """One hook invocation: where, who, what was sent, and what to say back."""
 
-    def __init__(self, layout: Layout, event: str, kind: str, runtime: str, payload: dict[str, Any], environ: Any) -> None:
+    def __init__(self, layout: Layout, event: str, kind: str, adapter: ModuleType, payload: dict[str, Any], environ: Any) -> None:
         self.layout = layout
         self.event = event
         self.kind = kind
-        self.runtime = runtime
+        self.adapter = adapter
+        self.runtime: str = adapter.NAME
         self.payload = payload
         self.environ = environ
         sent = payload.get("hook_event_name")
@@ -64,41 +68,19 @@ class Hook:
 
     @property
     def session_id(self) -> str | None:
-        for key in ("session_id", "conversation_id", "thread-id"):
-            v = self.payload.get(key)
-            if isinstance(v, str) and v:
-                return v
-        return None
+        sid: str | None = self.adapter.session_id(self.payload)
+        return sid
 
     def log(self, message: str) -> None:
-        line = f"{clock.iso()} {self.runtime} {self.event} session={self.session_id}: {message}".replace("\n", " ") + "\n"
-        path = self.layout.hook_log
-        try:
-            try:
-                if os.path.getsize(path) > MAX_LOG_BYTES:
-                    os.replace(path, path + ".1")
-            except OSError:
-                pass
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-            try:
-                fd = os.open(path, flags, 0o600)
-            except FileNotFoundError:
-                os.makedirs(self.layout.logs_dir, mode=0o700, exist_ok=True)
-                fd = os.open(path, flags, 0o600)
-            try:
-                os.write(fd, line.encode("utf-8", "replace"))
-            finally:
-                os.close(fd)
-        except OSError:
-            pass
+        log_line(self.layout, f"{self.runtime} {self.event} session={self.session_id}: {message}")
 
     def touch_session(self, change: Any = None, info: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """Record this event on the session (registering it if new)."""
         sid = self.session_id
-        if sid is None or self.runtime not in RUNTIMES:
+        if sid is None:
             return None
-        tp = self.payload.get("transcript_path")
-        if isinstance(tp, str) and tp:
+        tp = self.adapter.transcript(self.payload)
+        if tp:
             info = {"transcript_path": tp, **(info or {})}
         try:
             rec, _before = registry.ensure(
@@ -145,13 +127,13 @@ def on_pre_tool(h: Hook) -> Answer:
     if not control.stop_present(h.layout):
         return None, 0
     reason = stop_sentence(control.read_stop(h.layout) or {})
-    return dialects.deny_tool(h.runtime, h.event_name, reason), 0
+    return h.adapter.deny_tool(h.event_name, reason), 0
 
 
 def on_permission(h: Hook) -> Answer:
     h.touch_session(lambda r: _attention(h, r, "awaiting_authorization"))
     if control.stop_present(h.layout):
-        return dialects.deny_permission(h.runtime, stop_sentence(control.read_stop(h.layout) or {})), 0
+        return h.adapter.deny_permission(stop_sentence(control.read_stop(h.layout) or {})), 0
     return None, 0
 
 
@@ -182,7 +164,16 @@ def _sorted(value: Any) -> Any:
     return repr(value)
 
 
+_M61 = (1 << 61) - 1  # a Mersenne prime
+
+
 def fingerprint(payload: dict[str, Any]) -> str:
+    """Tool and input, reduced to a short text that is equal for equal calls (the runaway-loop guard).
+
+    The payload as sorted JSON, read as one integer modulo a 61-bit prime, plus
+    its length: built-in arithmetic, stable across processes (unlike `hash`),
+    and no extension module to load on every tool call.
+    """
     tool = payload.get("tool_name") or payload.get("command") or ""
     body = payload.get("tool_input")
     if body is None:
@@ -192,7 +183,7 @@ def fingerprint(payload: dict[str, Any]) -> str:
     except (TypeError, ValueError):
         text = repr((tool, body))
     raw = text.encode("utf-8", "surrogatepass")
-    return f"{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}{len(raw):x}"
+    return f"{int.from_bytes(raw, 'little') % _M61:016x}{len(raw):x}"
 
 
 def on_post_tool(h: Hook) -> Answer:
@@ -212,7 +203,7 @@ def on_post_tool(h: Hook) -> Answer:
         h.stop_agent(reason, source="iteration-budget", state="paused")
         h.step("iteration_budget_damaged", path=h.layout.rel(c.path), cause=c.cause, kept_at=c.kept_at)
         h.log(reason)
-        return dialects.halt(h.runtime, h.event_name, reason, model_note=reason), 0
+        return h.adapter.halt(h.event_name, reason, reason), 0
     if out.spooled:
         h.log(f"iteration-budget lock busy for {h.timeout:g}s; the increment was spooled and will be counted")
     b = out.budget
@@ -222,18 +213,16 @@ def on_post_tool(h: Hook) -> Answer:
         if out.capped_now:
             h.step("iteration_cap", consumed=b["consumed"], cap=b["cap"], final_budget_state=_final_budget(h, b))
         parts.append(
-            dialects.halt(
-                h.runtime,
+            h.adapter.halt(
                 h.event_name,
                 f"cocoplus: {reason}; the operator can continue with `cocoplus session resume --reset-budget`",
-                model_note="Iteration cap reached: stop here and summarise progress in .cocoplus/session/PROGRESS.md.",
+                "Iteration cap reached: stop here and summarise progress in .cocoplus/session/PROGRESS.md.",
             )
         )
     elif out.warned_now and b is not None:
         h.step("checkpoint_requested", reason="iteration warn threshold", consumed=b["consumed"], cap=b["cap"], warn_at=b["warn_at"])
         parts.append(
-            dialects.add_context(
-                h.runtime,
+            h.adapter.add_context(
                 h.event_name,
                 f"cocoplus: {b['consumed']} of {b['cap']} tool calls used (checkpoint threshold {b['warn_at']}). "
                 "Checkpoint now: update .cocoplus/session/PROGRESS.md (Done, In Progress, Next, Notes) so the work "
@@ -242,9 +231,9 @@ def on_post_tool(h: Hook) -> Answer:
         )
     elif control.stop_present(h.layout):
         reason = stop_sentence(control.read_stop(h.layout) or {})
-        parts.append(dialects.halt(h.runtime, h.event_name, reason, model_note=reason))
+        parts.append(h.adapter.halt(h.event_name, reason, reason))
     parts.append(_loop_guard(h, s["loop_guard_repeats"], already_stopping=out.capped))
-    return dialects.merge(*parts), 0
+    return answers.merge(*parts), 0
 
 
 def _final_budget(h: Hook, iteration_doc: dict[str, Any]) -> dict[str, Any]:
@@ -283,16 +272,14 @@ def _loop_guard(h: Hook, repeats: int, already_stopping: bool) -> dict[str, Any]
         reason = f"runaway loop: the same {tool} call with the same input ran {count} times in a row"
         if h.stop_agent(reason, source="loop-guard", state="exited"):
             h.step("loop_guard_stop", tool=tool, repeats=count)
-        return dialects.halt(
-            h.runtime,
+        return h.adapter.halt(  # type: ignore[no-any-return]
             h.event_name,
             f"cocoplus: {reason}; the operator can continue with `cocoplus session resume`",
-            model_note=f"Stopped: {reason}.",
+            f"Stopped: {reason}.",
         )
     if count == repeats:
         h.step("checkpoint_requested", reason="repeated tool call", tool=tool, repeats=count)
-        return dialects.add_context(
-            h.runtime,
+        return h.adapter.add_context(  # type: ignore[no-any-return]
             h.event_name,
             f"cocoplus: you have run the same {tool} call with the same input {count} times in a row. You are "
             "repeating yourself: stop, record what you learned in .cocoplus/session/PROGRESS.md, and change approach. "
@@ -311,7 +298,7 @@ def on_prompt(h: Hook) -> Answer:
     if control.stop_present(h.layout):
         texts.append(stop_sentence(control.read_stop(h.layout) or {}))
     claim = None
-    if h.runtime != "cursor":  # Cursor's beforeSubmitPrompt cannot add context: leave the steer pending
+    if h.adapter.ADDS_CONTEXT:  # a runtime that cannot add context to a prompt leaves the steer pending
         try:
             claim = control.claim_steer(h.layout, timeout=h.timeout)
         except CocoplusError as exc:
@@ -321,17 +308,13 @@ def on_prompt(h: Hook) -> Answer:
         sid, runtime = h.session_id, h.runtime
         h.after.append(lambda: control.finish_steer(h.layout, claim, session=sid, runtime=runtime))
     texts.extend(_budget_notes(h))
-    if h.runtime == "cursor":
-        return {"continue": True}, 0
-    return dialects.add_context(h.runtime, h.event_name, "\n\n".join(texts)), 0
+    return h.adapter.prompt_reply(h.event_name, "\n\n".join(texts)), 0
 
 
 def _budget_notes(h: Hook) -> list[str]:
     """Cost-budget notices due at this prompt (the reserve notice)."""
-    try:
-        from cocoplus.cost import enforce
-    except ImportError:
-        return []
+    from cocoplus.cost import enforce  # deferred: only prompts and turn ends look at the cost budget
+
     try:
         return enforce.prompt_notes(h.layout, h.values)
     except CocoplusError as exc:
@@ -374,14 +357,13 @@ def on_session_start(h: Hook) -> Answer:
     from cocoplus.session import handoff
 
     text = handoff.context(h.layout, rec)
-    if h.runtime == "cursor":
-        return None, 0
-    return dialects.add_context(h.runtime, h.event_name, text), 0
+    return h.adapter.add_context(h.event_name, text), 0
 
 
 def _export_session(h: Hook, cs_id: str) -> None:
     """Tell the runtime's shell which session this is, so worker tools find it (Claude Code's CLAUDE_ENV_FILE)."""
-    path = h.environ.get("CLAUDE_ENV_FILE") if h.runtime == "claude" else None
+    name = h.adapter.ENV_FILE
+    path = h.environ.get(name) if name else None
     if not path:
         return
     try:
@@ -391,7 +373,7 @@ def _export_session(h: Hook, cs_id: str) -> None:
         finally:
             os.close(fd)
     except OSError as exc:
-        h.log(f"could not write CLAUDE_ENV_FILE: {exc}")
+        h.log(f"could not write {name}: {exc}")
 
 
 def _heal_status(h: Hook, max_age: float) -> None:
@@ -415,17 +397,25 @@ def _heal_status(h: Hook, max_age: float) -> None:
 
 def on_stop(h: Hook) -> Answer:
     h.touch_session(lambda r: _attention(h, r, "pending"))
-    parts: list[dict[str, Any] | None] = []
+    from cocoplus.cost import enforce  # deferred: only turn ends measure spend
+
+    session = None
+    transcript = h.adapter.transcript(h.payload)
+    if transcript and h.session_id and h.adapter.USAGE:
+        session = {
+            "id": registry.cs_id_for(h.session_id),
+            "runtime": h.runtime,
+            "transcript_path": transcript,
+            "alias": (h.record or {}).get("alias"),
+        }
     try:
-        from cocoplus.cost import enforce
-    except ImportError:
-        enforce = None  # type: ignore[assignment]
-    if enforce is not None:
-        try:
-            parts.append(enforce.turn_boundary(h))
-        except CocoplusError as exc:
-            h.log(f"cost check at turn end skipped: {exc}")
-    return dialects.merge(*parts), 0
+        decision = enforce.turn_boundary(h.layout, h.values, session)
+    except CocoplusError as exc:
+        h.log(f"cost check at turn end skipped: {exc}")
+        return None, 0
+    for line in decision.log:
+        h.log(line)
+    return (h.adapter.notice(h.event_name, decision.notice) if decision.notice else None), 0
 
 
 def on_stop_failure(h: Hook) -> Answer:
@@ -502,14 +492,9 @@ def parse_payload(data: bytes, rest: list[str]) -> tuple[dict[str, Any], str | N
     return {}, problem
 
 
-def locate(payload: dict[str, Any]) -> str | None:
-    starts: list[str] = []
-    cwd = payload.get("cwd")
-    if isinstance(cwd, str) and os.path.isabs(cwd):
-        starts.append(cwd)
-    roots = payload.get("workspace_roots")
-    if isinstance(roots, list):
-        starts.extend(r for r in roots if isinstance(r, str) and os.path.isabs(r))
+def locate(payload: dict[str, Any], adapter: ModuleType | None) -> str | None:
+    """`.cocoplus/` above a directory the payload names, else above the working directory."""
+    starts: list[str] = list(adapter.project_dirs(payload)) if adapter is not None else answers.cwd(payload)
     try:
         starts.append(os.getcwd())
     except OSError:
@@ -542,32 +527,38 @@ def run(
     environ: Any,
     rest: list[str],
 ) -> int:
+    named = runtime if runtimes.known(runtime) else None
     # Kill switch first, before parsing anything: a garbage payload must not open the gate.
-    if kind == "pre_tool" and state is not None and os.path.lexists(state + "/AGENT_STOP") and runtime in RUNTIMES:
-        layout = Layout(state)
-        reason = stop_sentence(control.read_stop(layout) or {})
-        emit(dialects.deny_tool(runtime, event, reason))
+    if kind == "pre_tool" and state is not None and os.path.lexists(state + "/AGENT_STOP") and named is not None:
+        speaker, _host = runtimes.resolve(named, environ)
+        reason = stop_sentence(control.read_stop(Layout(state)) or {})
+        emit(speaker.deny_tool(event, reason))
         return 0
     payload, problem = parse_payload(data, rest)
+    adapter: ModuleType | None = None
+    host = None
+    if named is not None:
+        adapter, host = runtimes.resolve(named, environ)
     if state is None:
-        state = locate(payload)
+        state = locate(payload, adapter)
         if state is None:
             return 0  # not a cocoplus project: do nothing
     layout = Layout(state)
-    if runtime is None and problem and kind in ("pre_tool", "permission") and control.stop_present(layout):
-        # Unknown runtime and an unreadable payload: exit 2 + stderr blocks in every runtime.
-        sys.stderr.write(stop_sentence(control.read_stop(layout) or {}) + "\n")
-        _log_plain(layout, f"{event}: {problem}; blocked with exit 2 because AGENT_STOP exists")
-        return 2
-    if runtime is None:
-        runtime = dialects.detect(event, payload)
-    if runtime not in RUNTIMES:
+    if adapter is None and (runtime is not None or problem):
         if kind in ("pre_tool", "permission") and control.stop_present(layout):
+            # An unknown runtime, or no runtime and an unreadable payload: exit 2 + stderr blocks everywhere.
             sys.stderr.write(stop_sentence(control.read_stop(layout) or {}) + "\n")
+            log_line(layout, f"{runtime} {event}: {problem or 'unknown runtime'}; blocked with exit 2 because AGENT_STOP exists")
             return 2
-        _log_plain(layout, f"unknown runtime {runtime!r} for event {event!r}; nothing done")
-        return 0
-    h = Hook(layout, event, kind, runtime, payload, environ)
+        if runtime is not None:
+            log_line(layout, f"unknown runtime {runtime!r} for event {event!r}; nothing done")
+            return 0
+    if adapter is None:
+        adapter = runtimes.detect(event, payload, environ)
+    kind = runtimes.kind(adapter, event) if kind == "other" or host is not None else kind
+    if host is not None and runtimes.wired(adapter, layout.project):
+        return _step_aside(layout, event, kind, adapter)
+    h = Hook(layout, event, kind, adapter, payload, environ)
     if problem:
         h.log(problem)
     try:
@@ -576,7 +567,7 @@ def run(
         h.log(f"{kind}: {exc}")
         answer, code = None, 0
         if kind in ("pre_tool", "permission") and control.stop_present(layout):
-            answer = dialects.deny_tool(runtime, h.event_name, stop_sentence(control.read_stop(layout) or {}))
+            answer = adapter.deny_tool(h.event_name, stop_sentence(control.read_stop(layout) or {}))
     delivered = emit(answer)
     if delivered:
         for fn in h.after:
@@ -587,5 +578,37 @@ def run(
     return code
 
 
-def _log_plain(layout: Layout, message: str) -> None:
-    Hook(layout, "-", "other", "unknown", {}, {}).log(message)
+def _step_aside(layout: Layout, event: str, kind: str, adapter: ModuleType) -> int:
+    """This runtime also runs another runtime's hooks, and its own are wired too: they do the work.
+
+    Only the kill switch is repeated here (a second deny is harmless); nothing
+    is counted, steered or registered twice.
+    """
+    if kind in ("pre_tool", "permission") and control.stop_present(layout):
+        reason = stop_sentence(control.read_stop(layout) or {})
+        emit(adapter.deny_tool(event, reason) if kind == "pre_tool" else adapter.deny_permission(reason))
+    return 0
+
+
+def log_line(layout: Layout, message: str) -> None:
+    """One line in `.cocoplus/logs/hook.log` (rotated once past MAX_LOG_BYTES); never raises."""
+    line = f"{clock.iso()} {message}".replace("\n", " ") + "\n"
+    path = layout.hook_log
+    try:
+        try:
+            if os.path.getsize(path) > MAX_LOG_BYTES:
+                os.replace(path, path + ".1")
+        except OSError:
+            pass
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileNotFoundError:
+            os.makedirs(layout.logs_dir, mode=0o700, exist_ok=True)
+            fd = os.open(path, flags, 0o600)
+        try:
+            os.write(fd, line.encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except OSError:
+        pass

@@ -11,11 +11,22 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
 
 from cocoplus.core import vocab
 from cocoplus.core.errors import StateCorrupt
 from cocoplus.core.records import MAX_COUNT, MAX_MONEY, SCHEMA_VERSION
+from cocoplus.runtimes import registry as runtimes
 
 # The word lists live in core/vocab.py; Literal of a tuple is Literal of its items
 # (mypy wants the items spelled out, hence the ignores).
@@ -24,7 +35,15 @@ BudgetState = Literal[vocab.BUDGET_STATES]  # type: ignore[valid-type]
 Attention = Literal[vocab.ATTENTION_STATES]  # type: ignore[valid-type]
 Enforcement = Literal[vocab.BUDGET_ENFORCEMENTS]  # type: ignore[valid-type]
 QueueState = Literal[vocab.QUEUE_STATES]  # type: ignore[valid-type]
-Runtime = Literal["claude", "codex", "gemini", "cursor"]
+
+
+def _known_runtime(name: str) -> str:
+    if not runtimes.known(name):
+        raise ValueError(f"Input should be one of {', '.join(runtimes.names())}")
+    return name
+
+
+Runtime = Annotated[StrictStr, AfterValidator(_known_runtime)]  # the runtimes are the adapters in cocoplus/runtimes
 Version = Annotated[StrictInt, Field(ge=1, le=SCHEMA_VERSION)]
 Money = Annotated[float, Field(ge=0, le=MAX_MONEY, allow_inf_nan=False, strict=False)]
 Count = Annotated[StrictInt, Field(ge=0, le=MAX_COUNT)]

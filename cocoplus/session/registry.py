@@ -2,7 +2,8 @@
 
 Each runtime session gets a cocoplus id `cs_...` (safe as a file name,
 derived from the runtime's id so concurrent hooks agree on it without a
-lookup) and a short alias by runtime (`cc1`, `cx1`, `gm1`, `cu1`).  Any of
+lookup) and a short alias by runtime (`cc1`, `cx1`, `gm1`, `cu1`: each
+adapter's ALIAS_PREFIX).  Any of
 the three names a session wherever one is asked for.
 
 Attention changes and exits are also appended to
@@ -13,13 +14,13 @@ to wake the main brain.
 from __future__ import annotations
 
 import os
-import zlib
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError, NotFound, StateCorrupt
 from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
 from cocoplus.core.paths import Layout, is_valid_id
-from cocoplus.core.records import ALIAS_PREFIX, RUNTIMES, SCHEMA_VERSION, check_session
+from cocoplus.core.records import SCHEMA_VERSION, check_session
+from cocoplus.runtimes import registry as runtimes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -33,6 +34,8 @@ def cs_id_for(runtime_session_id: str) -> str:
     rid = runtime_session_id
     if is_valid_id(rid) and len(rid) <= 100:
         return "cs_" + rid
+    import zlib  # deferred: only for ids that fail the allow-list, and loading zlib costs every hook time
+
     raw = rid.encode("utf-8", "surrogatepass")
     return f"cs_x{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}{len(raw):x}"
 
@@ -111,7 +114,7 @@ def ensure(
 
     `timeout` and `budget` bound the wait for the sessions lock (LockTimeout).
     """
-    if runtime not in RUNTIMES:
+    if not runtimes.known(runtime):
         raise CocoplusError(f"unknown runtime {runtime!r}")
     cs_id = cs_id_for(runtime_session_id)
     path = layout.session_record(cs_id)
@@ -140,7 +143,7 @@ def ensure(
 
 def _new_record(layout: Layout, cs_id: str, runtime: str, rid: str, now: str) -> dict[str, Any]:
     index = _read_index(layout)
-    prefix = ALIAS_PREFIX[runtime]
+    prefix = runtimes.get(runtime).ALIAS_PREFIX
     n = int(index["counters"].get(prefix, 0)) + 1
     alias = f"{prefix}{n}"
     while alias in index["aliases"]:

@@ -5,8 +5,8 @@ is appended to `supervision/signals.jsonl` (what the supervisor reads) and
 recorded as the session's `last_signal`.  The session a worker speaks for
 comes from an explicit id, else from the environment its runtime gives it:
 `COCOPLUS_SESSION` (which cocoplus' SessionStart hook exports into Claude
-Code's `CLAUDE_ENV_FILE`), `GEMINI_SESSION_ID`, `CODEX_SESSION_ID`,
-`CODEX_THREAD_ID`, `CLAUDE_SESSION_ID`.
+Code's `CLAUDE_ENV_FILE`), then each runtime adapter's SESSION_ENV
+(`GEMINI_SESSION_ID`, `CODEX_SESSION_ID`, `CLAUDE_SESSION_ID`, ...).
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from cocoplus.core import clock
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.core.vocab import PROGRESS_STATUSES
+from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import registry
 
-ENV_VARS = ("COCOPLUS_SESSION", "GEMINI_SESSION_ID", "CODEX_SESSION_ID", "CODEX_THREAD_ID", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ID")
+ENV_VARS = ("COCOPLUS_SESSION", *runtimes.session_env())
 MAX_TEXT = 8000
 
 

@@ -175,3 +175,36 @@ def test_budget_status_reports_unpriced_models(project: Layout, tmp_path: Path, 
     code, out, err = cli("budget", "status", cwd=project.project)
     assert code == 0
     assert "mystery-model-1" in err and "[pricing" in err
+
+
+def test_a_turn_end_without_a_price_table_defers_usage_and_loses_none(project: Layout, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """No limit: new usage is left unread (not priced at zero, not dropped) until a command prices it."""
+    from tests.cost.test_spend import assistant_line
+
+    t = tmp_path / "t.jsonl"
+    t.write_text(assistant_line("claude-haiku-4-5", "m1", "r1", 1000, 1000) + "\n")
+    os.unlink(project.price_table)
+    r = run_hook(project, "Stop", {**fixture("claude-stop.json"), "transcript_path": str(t)})
+    assert (r.code, r.out) == (0, "")
+    assert not os.path.exists(project.spend_log) and not control.stop_present(project)
+    assert "left for the next cocoplus command" in open(project.hook_log).read()
+    code, out, err = cli("budget", "status", "--json", cwd=project.project)
+    assert code == 0, err
+    assert json.loads(out)["spent"] == pytest.approx((1000 * 1.0 + 1000 * 5.0) / 1e6)  # claude-haiku-4-5: $1 in, $5 out
+    assert os.path.exists(project.price_table)
+
+
+def test_a_turn_end_without_a_price_table_stops_an_agent_under_a_limit(limited: Layout, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """With a limit, spend that cannot be priced cannot be checked: the agent stops (fail closed) until it is."""
+    from tests.cost.test_spend import assistant_line
+
+    t = tmp_path / "t.jsonl"
+    t.write_text(assistant_line("claude-haiku-4-5", "m1", "r1", 1000, 1000) + "\n")
+    config.compile_for_hook(limited)
+    os.unlink(limited.price_table)
+    r = run_hook(limited, "Stop", {**fixture("claude-stop.json"), "transcript_path": str(t)})
+    assert r.code == 0 and "price-table.json is missing" in r.json["systemMessage"]
+    assert control.stop_present(limited) and "cocoplus budget status" in control.read_stop(limited)["reason"]
+    assert not os.path.exists(limited.spend_log)
+    code, out, err = cli("budget", "status", "--json", cwd=limited.project)
+    assert code == 0 and json.loads(out)["spent"] == pytest.approx(0.006)

@@ -182,6 +182,7 @@ WRITERS = {
     "pod_state": (lambda lay: status.set_state(lay, "idle"), "file"),
     "status": (lambda lay: status.set_state(lay, "idle"), "file"),
     "hook_config": (config.compile_for_hook, "file"),
+    "price_table": (config.compile_for_hook, "file"),
     "readme": (init_ := lambda lay: init(lay.root), "file"),
     "session_dir": (lambda lay: status.set_state(lay, "idle"), "dir"),
     "progress": (_init_and_count, "file"),

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cocoplus.core.paths import Layout
-from cocoplus.runtimes import hook_script
+from cocoplus.runtimes.install import hook_script
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hook-payloads"
 
@@ -49,7 +49,7 @@ def hook_argv(event: str, runtime: str | None = "claude", *extra: str) -> list[s
 
 
 def hook_env(layout: Layout | None, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE_", "GEMINI_", "CURSOR_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE_", "GEMINI_", "CURSOR_", "CORTEX_"))}
     if layout is not None:
         env["COCOPLUS_DIR"] = layout.root
     env.update(extra)

@@ -1,85 +1,206 @@
-"""Pin what the hook path imports: the standard library and cocoplus' own stdlib-only modules.
+"""Pin what the hook imports, for every event of every runtime: the standard library and cocoplus' own modules.
 
-A slow import creeping onto the path that runs before every tool call
-shows up here as a failure, not as a timing wobble.
+Each case runs the installed hook script exactly as a runtime does
+(`python -S <cocoplus/hook/__main__.py> <Event> --runtime R`, payload on
+stdin) and lists the modules it loaded.  A slow import creeping onto a hook
+shows up here as a failure, not as a timing wobble.  The turn-end cases have
+new usage to price in a transcript that exists, and the test checks it was
+priced, so the pricing path is the one pinned.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from cocoplus import config
 from cocoplus.core.paths import Layout
-from cocoplus.runtimes import hook_script
-from tests.hook.helpers import fixture, hook_env
+from cocoplus.runtimes import registry
+from cocoplus.runtimes.install import hook_script
+from cocoplus.session import control
+from tests.hook.helpers import FIXTURES, fixture, hook_env
 
-HEAVY = {"typer", "rich", "pydantic", "pydantic_core", "filelock", "watchdog", "tomllib", "tomli_w", "click", "genai_prices", "httpx", "fastapi", "mcp"}
+HEAVY = {
+    "typer", "rich", "pydantic", "pydantic_core", "filelock", "watchdog", "tomllib", "tomli_w", "click",
+    "genai_prices", "httpx", "fastapi", "mcp", "decimal", "importlib", "asyncio",
+}  # fmt: skip
 # cocoplus modules that must never load in a hook process
-NOT_IN_HOOK = {"cocoplus.cli", "cocoplus.report", "cocoplus.supervision", "cocoplus.chat", "cocoplus.server", "cocoplus.mcp", "cocoplus.runtimes"}
+NOT_IN_HOOK = {"cocoplus.cli", "cocoplus.report", "cocoplus.supervision", "cocoplus.chat", "cocoplus.server", "cocoplus.mcp",
+               "cocoplus.runtimes.install", "cocoplus.runtimes.mcp_config", "cocoplus.runtimes.files", "cocoplus.cost.price_table"}  # fmt: skip
+# Not even these on the events that run around every tool call.
+NOT_ON_TOOL_EVENTS = {"json", "re", "typing", "enum"}
+RECORDS = Path(__file__).resolve().parent.parent / "fixtures" / "runtime-records"
 
+# Runs the script the way `python -S script` would (compiled from source, as
+# __main__), then lists what it loaded; the exit code goes on the last line.
 PROBE = """
-import os, sys
-script = sys.argv[1]
-sys.argv = [script] + sys.argv[2:]
-sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(script))))
+import posix, sys
 before = set(sys.modules)
-from cocoplus.hook.__main__ import main
-rc = main()
+
+def _exit(code):  # the script leaves with posix._exit; come back here instead
+    raise SystemExit(code)
+
+posix._exit = _exit
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+code = 0
+try:
+    exec(compile(open(script, "rb").read(), script, "exec"), {"__name__": "__main__", "__file__": script})
+except SystemExit as exc:
+    code = exc.code
 sys.stderr.write("\\nMODULES " + " ".join(sorted(set(sys.modules) - before)) + "\\n")
+sys.stderr.write("RC %s\\n" % code)
 """
 
 
-def loaded(layout: Layout, event: str, payload: dict, runtime: str = "claude") -> set[str]:
+def loaded(layout: Layout, event: str, runtime: str, payload: dict[str, Any], argv_payload: bool = False) -> tuple[set[str], str]:
+    data = json.dumps(payload)
+    argv = [sys.executable, "-S", "-c", PROBE, hook_script(), event, "--runtime", runtime]
+    if registry.get(runtime).NEEDS_DIR:
+        argv += ["--dir", layout.project]
     r = subprocess.run(
-        [sys.executable, "-S", "-c", PROBE, hook_script(), event, "--runtime", runtime],
-        input=json.dumps(payload).encode(),
+        argv + ([data] if argv_payload else []),
+        input=b"" if argv_payload else data.encode(),
         capture_output=True,
         env=hook_env(layout),
-        timeout=30,
+        timeout=60,
     )
-    assert r.returncode == 0, r.stderr
-    line = [x for x in r.stderr.decode().splitlines() if x.startswith("MODULES ")][-1]
-    return set(line.split()[1:])
+    err = r.stderr.decode()
+    lines = err.splitlines()
+    assert r.returncode == 0 and lines and lines[-1] == "RC 0", err
+    mods = [x for x in lines if x.startswith("MODULES ")][-1]
+    return set(mods.split()[1:]), r.stdout.decode()
 
 
 def _top(mods: set[str]) -> set[str]:
     return {m.split(".")[0] for m in mods}
 
 
-def test_pre_tool_use_without_stop_imports_nothing(project: Layout) -> None:
-    mods = loaded(project, "PreToolUse", fixture("claude-pretooluse-bash.json"))
-    # Only the entry module itself (imported here as a module, run as a script by runtimes):
-    # not even json, since this runs before every tool call.
-    assert mods == {"cocoplus", "cocoplus.hook", "cocoplus.hook.__main__"}, mods
+# -- realistic payloads for every event -------------------------------------------------------
+
+TOOL = {"tool_name": "Bash", "tool_input": {"command": "pytest -q"}, "tool_use_id": "toolu_01"}
+BY_KIND: dict[str, dict[str, Any]] = {
+    "pre_tool": TOOL,
+    "post_tool": {**TOOL, "tool_response": {"stdout": "12 passed\n", "stderr": "", "interrupted": False, "isImage": False}},
+    "post_tool_failure": {**TOOL, "error": "Exit code 1"},
+    "permission": {"tool_name": "Bash", "tool_input": {"command": "git push origin main"}},
+    "prompt": {"prompt": "Continue with the next item in PLAN.md"},
+    "session_start": {"source": "startup"},
+    "stop": {"stop_hook_active": False, "last_assistant_message": "Done."},
+    "stop_failure": {"error": "rate_limit"},
+    "notification": {"notification_type": "idle_prompt", "message": "waiting for input"},
+    "session_end": {"reason": "prompt_input_exit"},
+    "subagent_stop": {"stop_hook_active": False, "agent_id": "a1", "agent_type": "general"},
+    "other": {"trigger": "auto"},
+}
+CURSOR_BY_EVENT: dict[str, dict[str, Any]] = {
+    "beforeShellExecution": {"command": "pytest -q"},
+    "beforeMCPExecution": {"tool_name": "search", "tool_input": '{"q": "x"}', "command": "docs-server"},
+    "beforeReadFile": {"file_path": "README.md", "content": "# x\n"},
+    "afterShellExecution": {"command": "pytest -q", "output": "12 passed\n"},
+    "afterMCPExecution": {"tool_name": "search", "tool_input": '{"q": "x"}', "result_json": "{}"},
+    "afterFileEdit": {"file_path": "README.md", "edits": [{"old_string": "a", "new_string": "b"}]},
+    "beforeSubmitPrompt": {"prompt": "go on", "attachments": []},
+    "stop": {"status": "completed", "loop_count": 0},
+}
+# A record file each usage reader reads, as its runtime writes it.
+USAGE_RECORD = {
+    "claude-transcript": FIXTURES / "claude-transcript.jsonl",
+    "codex-rollout": FIXTURES / "codex-rollout-token-count.jsonl",
+    "gemini-recording": RECORDS / "gemini-chat-recording.jsonl",
+}
+IDENTITY = ("session_id", "conversation_id", "generation_id", "model", "cursor_version", "user_email", "timestamp", "permission_mode", "turn_id")
 
 
-@pytest.mark.parametrize(
-    ("event", "payload"),
-    [
-        ("PreToolUse", "claude-pretooluse-bash.json"),
-        ("PostToolUse", "claude-posttooluse-bash.json"),
-        ("UserPromptSubmit", "claude-userpromptsubmit.json"),
-        ("SessionStart", "claude-sessionstart-startup.json"),
-        ("Stop", "claude-stop.json"),
-    ],
-)
-def test_hook_path_is_stdlib_only(project: Layout, event: str, payload: str) -> None:
-    from cocoplus import config
+def base_payload(runtime: str) -> dict[str, Any]:
+    """The identity fields of the runtime's own turn-end fixture (`<runtime>-<stop event>.json`)."""
+    stop = next(e for e, k, m in registry.get(runtime).EVENTS if k == "stop" and m is not None)
+    return {k: v for k, v in fixture(f"{runtime}-{stop.lower()}.json").items() if k in IDENTITY}
 
-    config.compile_for_hook(project)  # the common case: compiled config is current
-    if event == "PreToolUse":
-        from cocoplus.session import control
 
-        control.stop(project, "t", "imports")
-    mods = loaded(project, event, fixture(payload))
+def payload_for(runtime: str, event: str, kind: str, project: Layout, transcript: str | None) -> dict[str, Any]:
+    base = base_payload(runtime)
+    base.update(cwd=project.project, hook_event_name=event)
+    if runtime == "cursor":
+        base.update(workspace_roots=[project.project], **CURSOR_BY_EVENT[event])
+    else:
+        base.update(BY_KIND[kind])
+    if transcript is not None:
+        base["transcript_path"] = transcript
+    return base
+
+
+def every_event() -> list[tuple[str, str, str]]:
+    return [(a.NAME, e, k) for a in registry.ordered() for e, k, _m in a.EVENTS]
+
+
+@pytest.fixture
+def compiled(project: Layout) -> Layout:
+    config.compile_for_hook(project)  # the common case: the compiled config and price table are current
+    assert os.path.exists(project.price_table)
+    return project
+
+
+@pytest.mark.parametrize(("runtime", "event", "kind"), every_event())
+def test_every_event_of_every_runtime_is_stdlib_only(compiled: Layout, tmp_path: Path, runtime: str, event: str, kind: str) -> None:
+    transcript = None
+    reader = registry.get(runtime).USAGE
+    if kind == "stop" and reader is not None:
+        # New usage to price at the turn end: a record file that exists, as the runtime writes it.
+        transcript = str(tmp_path / "session.jsonl")
+        shutil.copyfile(USAGE_RECORD[reader], transcript)
+    payload = payload_for(runtime, event, kind, compiled, transcript)
+    mods, out = loaded(compiled, event, runtime, payload, argv_payload=event == "agent-turn-complete")
     assert not (_top(mods) & HEAVY), sorted(_top(mods) & HEAVY)
-    assert not {m for m in mods if any(m == b or m.startswith(b + ".") for b in NOT_IN_HOOK)}
-    stdlib = set(sys.stdlib_module_names)
-    outside = {m for m in _top(mods) if m not in stdlib and m != "cocoplus"}
+    assert not {m for m in mods if any(m == b or m.startswith(b + ".") for b in NOT_IN_HOOK)}, sorted(mods)
+    outside = {m for m in _top(mods) if m not in sys.stdlib_module_names and m != "cocoplus"}
     assert outside == set(), outside
-    # The json package (and the `re`/`enum` it drags in) stays off the hot events.
-    if event in ("PreToolUse", "PostToolUse", "UserPromptSubmit"):
-        assert not ({"json", "re", "typing", "enum"} & mods), sorted({"json", "re", "typing", "enum"} & mods)
+    if kind in ("pre_tool", "post_tool", "post_tool_failure", "prompt", "permission"):
+        assert not (NOT_ON_TOOL_EVENTS & mods), sorted(NOT_ON_TOOL_EVENTS & mods)
+    if kind == "pre_tool":
+        # The path before every tool call: the entry module, the registry and this runtime's adapter, nothing else.
+        assert mods == fast_path(runtime), sorted(mods ^ fast_path(runtime))
+        assert out == ""
+    if transcript is not None and event != "agent-turn-complete":
+        records = [json.loads(x) for x in open(compiled.spend_log).read().splitlines()]
+        assert records and all(r["usd"] is not None and r["price_source"] == "genai-prices" for r in records), records
+        assert "cocoplus.cost.prices" in mods
+
+
+def fast_path(runtime: str) -> set[str]:
+    return {
+        "cocoplus", "cocoplus.hook", "cocoplus.hook.entry", "cocoplus.runtimes", "cocoplus.runtimes.registry",
+        "cocoplus.runtimes.answers", "cocoplus.runtimes.adapters", f"cocoplus.runtimes.adapters.{runtime}",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("runtime", [a.NAME for a in registry.ordered()])
+def test_pre_tool_with_the_kill_switch_stays_light(compiled: Layout, runtime: str) -> None:
+    adapter = registry.get(runtime)
+    event = next(e for e, k, _m in adapter.EVENTS if k == "pre_tool")
+    control.stop(compiled, "t", "imports")
+    mods, out = loaded(compiled, event, runtime, payload_for(runtime, event, "pre_tool", compiled, None))
+    assert "imports" in out  # it denied, with the reason
+    assert not (_top(mods) & HEAVY) and not (NOT_ON_TOOL_EVENTS & mods), sorted(mods)
+
+
+def test_turn_end_never_compiles_prices_even_when_the_config_changed(compiled: Layout, tmp_path: Path) -> None:
+    """The config changed (the hook recompiles it) and the price table is gone: still no genai-prices."""
+    os.unlink(compiled.price_table)
+    with open(compiled.config, "a") as fh:
+        fh.write("[session]\nmax_iterations = 77\n")
+    transcript = str(tmp_path / "t.jsonl")
+    shutil.copyfile(USAGE_RECORD["claude-transcript"], transcript)
+    mods, _out = loaded(compiled, "Stop", "claude", payload_for("claude", "Stop", "stop", compiled, transcript))
+    assert not (_top(mods) & (HEAVY - {"tomllib"})), sorted(_top(mods) & HEAVY)
+    assert "tomllib" in mods  # it did recompile the config (the rare run where cocoplus.toml changed)
+    assert json.load(open(compiled.hook_config))["values"]["session"]["max_iterations"] == 77
+    assert not os.path.exists(compiled.price_table)
+    assert not os.path.exists(compiled.spend_log)  # nothing priced, and nothing read past: the cursor did not move

@@ -7,17 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from cocoplus import runtimes
 from cocoplus.core.paths import Layout
+from cocoplus.runtimes import install as runtimes
+from cocoplus.runtimes import registry
 
 OTHER = {"type": "command", "command": "/usr/local/bin/audit-log --json", "timeout": 5}
 
 
 def settings_path(layout: Layout, runtime: str) -> Path:
-    return Path(layout.project, *runtimes.SETTINGS_FILE[runtime])
+    return Path(layout.project, *registry.get(runtime).HOOKS_FILE)
 
 
-@pytest.mark.parametrize("runtime", runtimes.RUNTIMES)
+@pytest.mark.parametrize("runtime", registry.names())
 def test_install_is_idempotent_and_covers_every_event(project: Layout, runtime: str) -> None:
     first = runtimes.install(runtime, project.project)
     assert first["changed"]
@@ -26,7 +27,7 @@ def test_install_is_idempotent_and_covers_every_event(project: Layout, runtime: 
     assert not second["changed"] and second["changes"] == []
     assert settings_path(project, runtime).read_text() == text
     doc = json.loads(text)
-    for event, _ in runtimes.EVENTS[runtime]:
+    for event, _ in registry.installed_events(registry.get(runtime)):
         cmds = runtimes._commands(doc["hooks"][event])
         assert cmds == [runtimes.hook_command(runtime, event, project.project)]
     assert first["todo"], "install says what the user must still do"
@@ -62,7 +63,7 @@ def test_codex_and_cursor_commands_name_the_project(project: Layout) -> None:
 def test_other_hooks_are_kept_through_install_upgrade_and_uninstall(project: Layout, runtime: str) -> None:
     path = settings_path(project, runtime)
     path.parent.mkdir(parents=True, exist_ok=True)
-    event = runtimes.EVENTS[runtime][0][0]
+    event = registry.installed_events(registry.get(runtime))[0][0]
     stale = {"type": "command", "command": "/old/venv/bin/python -S /old/site-packages/cocoplus/hook/__main__.py PreToolUse --runtime x", "timeout": 3}
     original = {
         "model": "keep-me",
@@ -137,3 +138,31 @@ def test_example_config_file_is_current() -> None:
 
     example = Path(__file__).resolve().parents[2] / "cocoplus.toml.example"
     assert example.read_text() == config.example_toml(), "regenerate with `cocoplus config example > cocoplus.toml.example`"
+
+
+@pytest.mark.parametrize("runtime", registry.names())
+def test_uninstall_leaves_no_file_or_directory_it_created(project: Layout, runtime: str) -> None:
+    root = Path(project.project)
+    before = sorted(p.relative_to(root) for p in root.rglob("*") if ".cocoplus" not in p.parts)
+    assert runtimes.install(runtime, project.project)["changed"]
+    runtimes.uninstall(runtime, project.project)
+    after = sorted(p.relative_to(root) for p in root.rglob("*") if ".cocoplus" not in p.parts)
+    assert after == before
+
+
+def test_uninstall_keeps_directories_that_hold_something_else(project: Layout) -> None:
+    runtimes.install("claude", project.project)
+    mine = Path(project.project, ".claude", "commands", "review.md")
+    mine.write_text("my own command\n")
+    runtimes.uninstall("claude", project.project)
+    assert mine.read_text() == "my own command\n"
+    assert not Path(project.project, ".claude", "commands", "supervise.md").exists()
+    assert not Path(project.project, ".claude", "settings.json").exists()
+
+
+def test_doctor_reports_a_broken_config(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+    Path(project.config).write_text("[session]\nmax_iterations = \"lots\"\n")
+    rep = json.loads(cli("doctor", "--json", cwd=project.project).out)
+    assert any("cocoplus.toml" in p and "max_iterations" in p for p in rep["problems"]), rep["problems"]
+    code, out, err = cli("doctor", cwd=project.project)
+    assert "cocoplus.toml" in err and "max_iterations" in err and "last good values" in err

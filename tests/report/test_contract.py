@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from cocoplus.core import records
 from cocoplus.core.errors import StateCorrupt
 from cocoplus.report import models
+from cocoplus.runtimes import registry as runtimes
 
 PATH = "/p/.cocoplus/session/x.json"
 
@@ -101,7 +102,7 @@ session_records = combine(
     st.fixed_dictionaries(
         {
             "id": st.text(max_size=20).map(lambda s: "cs_" + s),
-            "runtime": st.sampled_from(records.RUNTIMES),
+            "runtime": st.sampled_from(runtimes.names()),
             "runtime_session_id": st.text(max_size=40),
             "alias": st.text(max_size=8),
             "state": st.sampled_from(records.RUN_STATES),

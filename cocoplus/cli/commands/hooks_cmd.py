@@ -10,8 +10,11 @@ import typer
 from cocoplus.cli import output
 from cocoplus.cli.commands import JSON_HELP, layout
 from cocoplus.ops import sessions as sessions_ops
+from cocoplus.core.errors import CocoplusError
+from cocoplus.runtimes import install as runtimes
+from cocoplus.runtimes import registry
 
-RUNTIME_HELP = "claude, codex, gemini or cursor"
+RUNTIME_HELP = "one of " + registry.listing()
 
 
 def render_sessions(result: dict[str, Any]) -> None:
@@ -56,7 +59,7 @@ def register(app: typer.Typer) -> None:
     )
     def hook(ctx: typer.Context) -> None:
         """Run a hook event (called by agent runtimes): cocoplus hook <Event> [--runtime R]. Reads the payload on stdin."""
-        from cocoplus.hook.__main__ import main as hook_main
+        from cocoplus.hook.entry import main as hook_main
 
         raise typer.Exit(hook_main(list(ctx.args)))
 
@@ -67,7 +70,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Register cocoplus' hooks in a runtime's project settings (merging, idempotent)."""
         from cocoplus import config as config_mod
-        from cocoplus import runtimes
 
         lay = layout()
         cfg = config_mod.load_for(lay)
@@ -95,8 +97,6 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """Remove cocoplus' hooks from a runtime's project settings; other hooks stay."""
-        from cocoplus import runtimes
-
         lay = layout()
         result = runtimes.uninstall(runtime, lay.project)
         if json_out:
@@ -112,8 +112,6 @@ def register(app: typer.Typer) -> None:
     @app.command("doctor")
     def doctor(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
         """Report which runtimes are wired to cocoplus and whether their hooks have fired."""
-        from cocoplus import runtimes
-
         result = runtimes.doctor(layout())
         if json_out:
             output.emit_json(result)

@@ -1,0 +1,214 @@
+"""The hook's fast path: `cocoplus hook <Event> [--runtime R] [--dir D]`, run before every tool call.
+
+`cocoplus/hook/__main__.py` (the file the installed command names) only
+makes the package importable and calls `main()` here, so this code runs
+from its cached byte code.  It does as little as possible before it knows
+it has work:
+
+* it imports the one adapter named by `--runtime`, for the kind of the event;
+* it finds `.cocoplus/` from the environment (`COCOPLUS_DIR`, `--dir`, the
+  runtime's project directory) with a few `stat` calls;
+* for a pre-tool event with no AGENT_STOP it exits 0 without reading stdin
+  or importing anything else (not even `json`): that is the path taken
+  before every single tool call;
+* everything else is handled by `cocoplus.hook.runner`.
+
+Exit codes follow the runtimes' hook contract, not the CLI's: 0 with JSON
+(or nothing) on stdout; 2 only as a deliberate block.  No traceback ever
+reaches the runtime.
+
+`python -S` starts without `os`, and importing it costs more than this
+whole path, so the fast path uses the built-in `posix` module (cocoplus is
+POSIX-only: its locks are `fcntl` locks) and no `from __future__`.
+"""
+
+import posix
+import sys
+
+from cocoplus.runtimes import registry
+
+_S_IFMT = 0o170000
+_S_IFDIR = 0o040000
+
+
+def isdir(path):
+    try:
+        return posix.stat(path).st_mode & _S_IFMT == _S_IFDIR
+    except (OSError, ValueError):
+        return False
+
+
+def lexists(path):
+    try:
+        posix.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+class Environ:
+    """`os.environ.get` over the process environment, without `os`."""
+
+    __slots__ = ()
+
+    def get(self, name, default=None):
+        value = posix.environ.get(name.encode())
+        return default if value is None else value.decode("utf-8", "surrogateescape")
+
+
+def parse_argv(argv):
+    event = None
+    runtime = None
+    directory = None
+    rest = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--runtime" and i + 1 < len(argv):
+            runtime = argv[i + 1]
+            i += 2
+            continue
+        if a.startswith("--runtime="):
+            runtime = a.split("=", 1)[1]
+        elif a == "--dir" and i + 1 < len(argv):
+            directory = argv[i + 1]
+            i += 2
+            continue
+        elif a.startswith("--dir="):
+            directory = a.split("=", 1)[1]
+        elif event is None and not a.startswith("--"):
+            event = a
+        else:
+            rest.append(a)
+        i += 1
+    return event, runtime, directory, rest
+
+
+def walk_up(start):
+    """The nearest `.cocoplus` directory at or above the absolute path `start`."""
+    cur = "/" + "/".join(p for p in start.split("/") if p and p != ".")
+    for _ in range(64):
+        candidate = cur.rstrip("/") + "/.cocoplus"
+        if isdir(candidate):
+            return candidate
+        if cur == "/":
+            return None
+        cur = cur.rpartition("/")[0] or "/"
+    return None
+
+
+def state_from_env(environ, directory, adapter):
+    """The `.cocoplus/` directory named by the environment or `--dir`, without reading stdin.
+
+    `COCOPLUS_DIR`, then `--dir`, then the runtime's own project variables,
+    then any runtime's (a runtime may run another's hooks).
+    """
+    override = environ.get("COCOPLUS_DIR")
+    if override:
+        inner = override.rstrip("/") + "/.cocoplus"
+        if isdir(inner):
+            return inner
+        return override if isdir(override) else None
+    own = adapter.PROJECT_ENV if adapter is not None else ()
+    for names in (own, None):
+        starts = [directory] if names is own else []
+        for name in names if names is not None else registry.project_env():
+            starts.append(environ.get(name))
+        for start in starts:
+            if start and start.startswith("/"):
+                found = walk_up(start)
+                if found:
+                    return found
+    return None
+
+
+def read_stdin():
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, ValueError, OSError):
+        return b""
+    chunks = []
+    try:
+        while True:
+            chunk = posix.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError:
+        pass
+    return b"".join(chunks)
+
+
+def main(argv=None, stdin_bytes=None, environ=None):
+    argv = sys.argv[1:] if argv is None else argv
+    env = Environ() if environ is None else environ
+    event, runtime, directory, rest = parse_argv(argv)
+    if not event:
+        sys.stderr.write(f"cocoplus hook: usage: cocoplus hook <Event> [--runtime {'|'.join(registry.names())}]\n")
+        return 0
+    kind = None
+    state = None
+    try:
+        adapter = registry.get(runtime) if registry.known(runtime) else None
+        kind = registry.kind(adapter, event) if adapter is not None else registry.kind_any(event)
+        state = state_from_env(env, directory, adapter)
+        if kind == "pre_tool" and state is not None and not lexists(state + "/AGENT_STOP"):
+            return 0  # the hot path: no kill switch, nothing to say
+        data = read_stdin() if stdin_bytes is None else stdin_bytes
+        import os  # deferred: see the module docstring
+
+        from cocoplus.hook import runner
+
+        return runner.run(event, kind, runtime, data, state, directory, os.environ if environ is None else environ, rest)
+    except BaseException as exc:
+        if isinstance(exc, SystemExit):
+            raise
+        return last_resort(exc, event, kind, state)
+
+
+def script():
+    """The body of `__main__.py`: run the hook, then leave at once.
+
+    Everything a hook writes goes through `os.write` or files it has closed,
+    so the interpreter's tear-down (freeing every module: longer than this
+    module's whole fast path) has nothing left to do.  Flush stdout and
+    stderr, and `_exit`.
+    """
+    try:
+        code = main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    posix._exit(code)
+
+
+def last_resort(exc, event, kind, state):
+    """Something failed before or inside the runner: log it; block a tool only if AGENT_STOP exists.
+
+    When the failure came before the event's kind was known (a broken
+    adapter), any event that may precede a tool counts as one.
+    """
+    if state is None:
+        try:
+            state = walk_up(posix.getcwd())
+        except OSError:
+            state = None
+    try:
+        if state:
+            if not isdir(state + "/logs"):
+                posix.mkdir(state + "/logs", 0o700)
+            with open(state + "/logs/hook.log", "a", encoding="utf-8") as fh:
+                fh.write(f"hook crashed ({kind}): {type(exc).__name__}: {exc}\n")
+    except OSError:
+        pass
+    if kind is None:
+        name = event.replace("-", "").replace("_", "").lower()
+        kind = "pre_tool" if name.startswith(("pre", "before")) or "permission" in name else "other"
+    if kind in ("pre_tool", "permission") and state and lexists(state + "/AGENT_STOP"):
+        sys.stderr.write("cocoplus: the agent is stopped (.cocoplus/AGENT_STOP exists); run `cocoplus session resume`.\n")
+        return 2
+    return 0

@@ -1,0 +1,58 @@
+"""One module per agent runtime; the module's name is the runtime's name (`--runtime claude`).
+
+`cocoplus.runtimes.registry` finds them by listing this directory, so a new
+runtime is a new module here and nothing else.  Standard library only: the
+hook imports the adapter named by `--runtime` before every tool call, so an
+adapter imports at most `cocoplus.runtimes.answers` at module level.
+
+Every adapter defines all of these (tests/runtimes/test_adapters.py checks):
+
+Who it is
+    NAME, TITLE, RANK (order in listings), ALIAS_PREFIX (`cc` in `cc1`)
+
+Events
+    EVENTS: (event name, kind, matcher) for every event it sends that cocoplus
+    recognises.  Kinds: pre_tool, post_tool, post_tool_failure, prompt,
+    session_start, stop, stop_failure, permission, notification, session_end,
+    subagent_stop, other.  Matcher: a string written as the hook's matcher,
+    "" to install the event without one, None to recognise it without
+    installing it.
+
+Where it runs and who is talking
+    PROJECT_ENV: variables naming the project directory in a hook's environment
+    SESSION_ENV: variables naming the session in the agent's tools' environment
+    ENV_FILE: variable naming a file the hook may append `export` lines to, or None
+    HOSTS: runtimes whose installed hooks this one also runs; recognise(environ)
+    tells it apart from them (checked before anything host-specific), from
+    variables whose names begin with NAME.upper() + "_" only
+    DETECT_PRIORITY, detect(event, payload, environ): for a hook installed
+    without `--runtime` (highest priority that says yes wins)
+    session_id(payload), transcript(payload), project_dirs(payload) (absolute
+    directories the payload names, to search up from for `.cocoplus/`)
+
+How it is installed
+    HOOKS_FILE (project-relative parts, written by `install`), HOOK_FILES_READ
+    (every project file it reads hooks from), GROUPED (matcher groups, or a flat
+    list of handlers), NEEDS_DIR (the command carries `--dir <project>`),
+    hook_entry(command, event, timeout_s), SETTINGS_DEFAULTS, settings_notes(settings),
+    todo(project), SLASH_COMMAND_DIR (where `/supervise` goes, or None)
+
+MCP registration
+    MCP_FILE (project-relative parts, or None), MCP_FORMAT ("json" or "toml"),
+    MCP_OWN_FILE (the file exists only for MCP servers: removed when left empty),
+    mcp_entry(command, args)
+
+Its hook dialect (each returns the JSON object to print, or None)
+    ADDS_CONTEXT: whether added context reaches the model at all
+    deny_tool(event, reason)            the kill switch before a tool (and a halt where allowed)
+    deny_permission(reason)             a permission prompt answered with deny
+    halt(event, reason, model_note)     stop the agent after a tool ran
+    add_context(event, text)            context for the model
+    prompt_reply(event, text)           the answer to a prompt hook carrying `text`
+    continue_turn(event, instruction)   at turn end: keep going with `instruction`
+    notice(event, text)                 a message for the user
+
+Spend
+    USAGE: the name of its usage reader in `cocoplus.cost.usage.READERS`, or None
+    PROVIDER: the price-table provider its models are looked up under, or None
+"""

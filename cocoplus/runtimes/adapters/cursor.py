@@ -1,0 +1,121 @@
+"""Cursor (not checked against a real Cursor; reference/hooks-protocols.md section 4).
+
+Hooks in `.cursor/hooks.json`: `{"version": 1, "hooks": {"<event>":
+[{"command"}]}}`.  A deny is `permission: "deny"` with `user_message` and
+`agent_message`.  Cursor has no post-tool stop (the iteration cap holds
+through AGENT_STOP at the next command) and cannot add context to a
+prompt, so a steer stays pending.  No project directory in the hook's
+environment is documented: the command carries `--dir`.  No spend records.
+"""
+
+from cocoplus.runtimes import answers
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Mapping
+    from typing import Any
+
+NAME = "cursor"
+TITLE = "Cursor"
+RANK = 4
+ALIAS_PREFIX = "cu"
+
+EVENTS = (
+    ("beforeShellExecution", "pre_tool", ""),
+    ("beforeMCPExecution", "pre_tool", ""),
+    ("beforeReadFile", "pre_tool", ""),
+    ("afterShellExecution", "post_tool", ""),
+    ("afterMCPExecution", "post_tool", ""),
+    ("afterFileEdit", "post_tool", ""),
+    ("beforeSubmitPrompt", "prompt", ""),
+    ("stop", "stop", ""),
+)
+
+PROJECT_ENV = ("CURSOR_PROJECT_DIR",)
+SESSION_ENV: tuple[str, ...] = ()
+ENV_FILE = None
+HOSTS: tuple[str, ...] = ()
+DETECT_PRIORITY = 40
+
+
+def recognise(environ: "Mapping[str, str]") -> bool:
+    return False
+
+
+def detect(event: str, payload: "Mapping[str, Any]", environ: "Mapping[str, str]") -> bool:
+    if "conversation_id" in payload or "cursor_version" in payload or "workspace_roots" in payload:
+        return True
+    sent = payload.get("hook_event_name")
+    return isinstance(sent, str) and sent[:1].islower()  # Cursor's event names are camelCase
+
+
+def session_id(payload: "Mapping[str, Any]") -> "str | None":
+    return answers.first_text(payload, "conversation_id", "session_id")
+
+
+def transcript(payload: "Mapping[str, Any]") -> "str | None":
+    return answers.first_text(payload, "transcript_path")
+
+
+def project_dirs(payload: "Mapping[str, Any]") -> "list[str]":
+    roots = payload.get("workspace_roots")
+    extra = [r for r in roots if isinstance(r, str) and r.startswith("/")] if isinstance(roots, list) else []
+    return answers.cwd(payload) + extra
+
+
+HOOKS_FILE = (".cursor", "hooks.json")
+HOOK_FILES_READ = (HOOKS_FILE,)
+GROUPED = False
+NEEDS_DIR = True
+SETTINGS_DEFAULTS: "dict[str, Any]" = {"version": 1}
+SLASH_COMMAND_DIR = None
+
+
+def hook_entry(command: str, event: str, timeout_s: int) -> "dict[str, Any]":
+    return {"command": command}
+
+
+def settings_notes(settings: "Mapping[str, Any]") -> "list[str]":
+    return []
+
+
+def todo(project: str) -> "list[str]":
+    return [
+        "Cursor has no post-tool stop: the iteration cap creates AGENT_STOP and the next command is denied",
+        "Cursor cannot add context to a prompt: steers stay pending for another runtime or `session status`",
+    ]
+
+
+MCP_FILE = (".cursor", "mcp.json")
+MCP_FORMAT = "json"
+MCP_OWN_FILE = True
+
+
+def mcp_entry(command: str, args: "list[str]") -> "dict[str, Any]":
+    return {"type": "stdio", "command": command, "args": args}
+
+
+ADDS_CONTEXT = False
+
+
+def deny_tool(event: str, reason: str) -> "dict[str, Any]":
+    return {"continue": True, "permission": "deny", "user_message": reason, "agent_message": reason}
+
+
+deny_permission = answers.nothing
+halt = answers.nothing  # no post-tool stop
+add_context = answers.nothing  # no context channel
+
+
+def prompt_reply(event: str, text: str) -> "dict[str, Any]":
+    return {"continue": True}  # beforeSubmitPrompt can only let the prompt through (or block it)
+
+
+def continue_turn(event: str, instruction: str) -> "dict[str, Any]":
+    return {"followup_message": instruction}  # `stop`: auto-submitted as the next prompt
+
+
+notice = answers.nothing
+
+USAGE = None
+PROVIDER = None

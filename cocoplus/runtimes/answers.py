@@ -1,0 +1,96 @@
+"""Pieces of hook answers that several runtimes share (reference/hooks-protocols.md 1.4, 3.2, 4).
+
+Each adapter assembles its dialect from these, so a shape written once here
+means the same thing everywhere it is used.  Every function returns the JSON
+object to print, or None for nothing.  No imports at all, and annotations
+as strings: adapters import this module on the hook's fast path (see
+`registry`).
+"""
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
+MAX_CONTEXT = 9500  # Claude Code keeps at most 10,000 characters of hook output inline
+
+
+def clip(text: str, limit: int = MAX_CONTEXT) -> str:
+    return text if len(text) <= limit else text[: limit - 40] + "\n[... cut by cocoplus at the size limit]"
+
+
+def permission_deny(reason: str) -> "dict[str, Any]":
+    """Claude Code's PreToolUse deny (also Codex's and Cortex Code's): the tool does not run."""
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    }
+
+
+def halt(reason: str) -> "dict[str, Any]":
+    """`continue: false`: the agent stops after the hooks run; `stopReason` is shown to the user."""
+    return {"continue": False, "stopReason": reason}
+
+
+def context(event: str, text: str) -> "dict[str, Any] | None":
+    """Added context for the model, inside `hookSpecificOutput` (top-level is ignored)."""
+    if not text:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": clip(text)}}
+
+
+def permission_request_deny(reason: str) -> "dict[str, Any]":
+    """A PermissionRequest answered with deny (Claude Code, Codex)."""
+    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": reason}}}
+
+
+def block_turn_end(reason: str) -> "dict[str, Any]":
+    """Stop `decision: block`: the turn goes on with `reason` as the next instruction (Claude Code, Codex)."""
+    return {"decision": "block", "reason": reason}
+
+
+def system_message(text: str) -> "dict[str, Any] | None":
+    """A message shown to the user, not the model."""
+    return {"systemMessage": text} if text else None
+
+
+def nothing(*_args: "Any") -> None:
+    """For a channel the runtime does not have."""
+    return
+
+
+def merge(*parts: "dict[str, Any] | None") -> "dict[str, Any] | None":
+    """Combine answers; additionalContext strings are joined, everything else last-wins."""
+    out: dict[str, Any] = {}
+    for p in parts:
+        if not p:
+            continue
+        for k, v in p.items():
+            if k == "hookSpecificOutput" and k in out:
+                merged = dict(out[k])
+                for hk, hv in v.items():
+                    if hk == "additionalContext" and hk in merged:
+                        merged[hk] = clip(merged[hk] + "\n\n" + hv)
+                    else:
+                        merged[hk] = hv
+                out[k] = merged
+            else:
+                out[k] = v
+    return out or None
+
+
+def first_text(payload: "Any", *keys: str) -> "str | None":
+    """The first non-empty string among `payload[key]`."""
+    for key in keys:
+        v = payload.get(key)
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
+def cwd(payload: "Any") -> "list[str]":
+    """The payload's `cwd`, if it is an absolute path."""
+    v = payload.get("cwd")
+    return [v] if isinstance(v, str) and v.startswith("/") else []
