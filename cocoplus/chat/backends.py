@@ -145,7 +145,7 @@ def _openai(acct: dict[str, Any], model: str | None, effort: str, prompt: str, t
         raise BackendError("no model: set modelOverride, the account's default_model, or [chat] default_model")
     client = openai.OpenAI(api_key=key, base_url=acct.get("base_url") or None, timeout=timeout, max_retries=0)
     try:
-        resp = client.responses.create(model=model, input=prompt, reasoning={"effort": effort})
+        resp = client.responses.create(model=model, input=prompt, reasoning={"effort": effort})  # type: ignore[call-overload]  # effort is one of vocab.EFFORTS, checked at config load
     except openai.OpenAIError as exc:
         raise BackendError(f"OpenAI API: {type(exc).__name__}: {str(exc)[:300]}") from None
     text = getattr(resp, "output_text", None)

@@ -108,7 +108,7 @@ def run_task(layout: Layout, task: dict[str, Any], cfg: Any) -> dict[str, Any]:
         name, acct = backends.controller(cfg)
     except CocoplusError as exc:
         res, name, acct = {"model": None, "effort": None}, None, None
-        error = str(exc)
+        error: str | None = str(exc)
     else:
         error = None if acct else "no controller account: add an [accounts.NAME] table and [chat] controller = \"NAME\" to cocoplus.toml"
 

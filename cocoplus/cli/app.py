@@ -82,7 +82,7 @@ def usage_line(exc: Any) -> tuple[str, str | None]:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "hook":
-        from cocoplus.hook.__main__ import main as hook_main  # deferred: only `cocoplus hook` needs it
+        from cocoplus.hook.entry import main as hook_main  # deferred: only `cocoplus hook` needs it
 
         return hook_main(args[1:])
     from typer._click import exceptions as cx

@@ -44,7 +44,7 @@ class _Context:
     memo: dict[str, str] = {}
 
 
-_scanner = _json.make_scanner(_Context()) if _json is not None else None
+_scanner = _json.make_scanner(_Context()) if _json is not None else None  # type: ignore[arg-type]  # duck-typed like json.JSONDecoder
 
 
 def loads(text: str) -> object:

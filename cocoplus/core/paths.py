@@ -15,6 +15,10 @@ import stat as _stat
 
 from cocoplus.core.errors import CocoplusError, InvalidId, NotInitialized
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Mapping
+
 STATE_DIR_NAME = ".cocoplus"
 CONFIG_FILE_NAME = "cocoplus.toml"
 ENV_DIR = "COCOPLUS_DIR"
@@ -383,7 +387,7 @@ def is_state_dir(path: str) -> bool:
     )
 
 
-def find_state_dir(start: str | None = None, environ: dict[str, str] | None = None) -> str | None:
+def find_state_dir(start: str | None = None, environ: Mapping[str, str] | None = None) -> str | None:
     """Locate `.cocoplus/`: `COCOPLUS_DIR` (a project holding one, or a state directory itself),
     else the nearest ancestor of `start`."""
     env = os.environ if environ is None else environ
@@ -408,7 +412,7 @@ def walk_up(start: str) -> str | None:
         cur = parent
 
 
-def discover(start: str | None = None, environ: dict[str, str] | None = None, *, check: bool = True) -> Layout:
+def discover(start: str | None = None, environ: Mapping[str, str] | None = None, *, check: bool = True) -> Layout:
     """The Layout for the current project, or NotInitialized with what to do.
 
     With `check` (the default, for anything that may write), a state
@@ -433,7 +437,7 @@ def discover(start: str | None = None, environ: dict[str, str] | None = None, *,
     return Layout(found)
 
 
-def init_target(start: str | None = None, environ: dict[str, str] | None = None) -> str:
+def init_target(start: str | None = None, environ: Mapping[str, str] | None = None) -> str:
     """Where `cocoplus init` creates the state directory (same rule as discovery)."""
     env = os.environ if environ is None else environ
     override = env.get(ENV_DIR)

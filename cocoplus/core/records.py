@@ -15,6 +15,7 @@ from cocoplus.runtimes import registry as runtimes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -27,6 +28,10 @@ MAX_MONEY = 1_000_000_000.0  # US dollars (cost limit and spend)
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int_in(v: Any, low: int, high: int) -> bool:
+    return _is_int(v) and low <= v <= high
 
 
 def _is_num(v: Any) -> bool:
@@ -72,10 +77,10 @@ def new_iteration_budget(cap: int, warn_at: int) -> dict[str, Any]:
 
 def check_iteration_budget(obj: dict[str, Any], path: str) -> dict[str, Any]:
     check_version(obj, path)
-    g = obj.get
-    _field(obj, path, "cap", _is_int(g("cap")) and 1 <= g("cap") <= MAX_COUNT, f"an integer from 1 to {MAX_COUNT}")
-    _field(obj, path, "consumed", _is_int(g("consumed")) and 0 <= g("consumed") <= MAX_COUNT, f"an integer from 0 to {MAX_COUNT}")
-    _field(obj, path, "warn_at", _is_int(g("warn_at")) and 0 <= g("warn_at") <= MAX_COUNT, f"an integer from 0 to {MAX_COUNT}")
+    g: Callable[[str], Any] = obj.get  # values of any type, checked below
+    _field(obj, path, "cap", _int_in(g("cap"), 1, MAX_COUNT), f"an integer from 1 to {MAX_COUNT}")
+    _field(obj, path, "consumed", _int_in(g("consumed"), 0, MAX_COUNT), f"an integer from 0 to {MAX_COUNT}")
+    _field(obj, path, "warn_at", _int_in(g("warn_at"), 0, MAX_COUNT), f"an integer from 0 to {MAX_COUNT}")
     _field(obj, path, "warned", isinstance(g("warned"), bool), "true or false")
     _field(obj, path, "stopped", isinstance(g("stopped"), bool), "true or false")
     if "updated_at" in obj:
@@ -104,7 +109,7 @@ def check_status(obj: dict[str, Any], path: str) -> dict[str, Any]:
 
 def check_budget_state(obj: dict[str, Any], path: str) -> dict[str, Any]:
     check_version(obj, path)
-    g = obj.get
+    g: Callable[[str], Any] = obj.get  # values of any type, checked below
     _field(obj, path, "state", g("state") in BUDGET_STATES, "one of " + ", ".join(BUDGET_STATES))
     _field(obj, path, "limit", _is_num(g("limit")) and 0 <= g("limit") <= MAX_MONEY, f"a number from 0 to {MAX_MONEY:.0f}")
     _field(obj, path, "spent", _is_num(g("spent")) and 0 <= g("spent") <= MAX_MONEY, f"a number from 0 to {MAX_MONEY:.0f}")
@@ -120,7 +125,7 @@ def check_budget_state(obj: dict[str, Any], path: str) -> dict[str, Any]:
 
 def check_session(obj: dict[str, Any], path: str) -> dict[str, Any]:
     check_version(obj, path)
-    g = obj.get
+    g: Callable[[str], Any] = obj.get  # values of any type, checked below
     _field(obj, path, "id", isinstance(g("id"), str) and g("id").startswith("cs_"), "a cs_ id")
     _field(obj, path, "runtime", runtimes.known(g("runtime")), "one of " + ", ".join(runtimes.names()))
     _field(obj, path, "runtime_session_id", isinstance(g("runtime_session_id"), str), "a string")

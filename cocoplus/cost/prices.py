@@ -158,14 +158,14 @@ def _valid_date(y: int, m: int, d: int) -> bool:
 def _provider(table: dict[str, Any], pid: str) -> dict[str, Any] | None:
     for p in table["providers"]:
         if p["id"] == pid:
-            return p  # type: ignore[no-any-return]
+            return p
     return None
 
 
 def _match_model(table: dict[str, Any], provider: dict[str, Any], ref: str, fallback: bool = True) -> dict[str, Any] | None:
     for m in provider["models"]:
         if _clause(m["match"], ref):
-            return m  # type: ignore[no-any-return]
+            return m
     if fallback:
         for pid in provider.get("fallback") or ():
             other = _provider(table, pid)

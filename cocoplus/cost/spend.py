@@ -104,7 +104,7 @@ def measure(
                 if fresh and entries and reader.keyed:
                     # A rebuilt cursor must not count what the log already has.
                     if known_keys is None:
-                        known_keys = {r.get("key") for r in fsio.read_jsonl(layout.spend_log).records if r.get("key")}
+                        known_keys = {r["key"] for r in fsio.read_jsonl(layout.spend_log).records if isinstance(r.get("key"), str)}
                     entries = [e for e in entries if e.get("key") not in known_keys]
                 priced = [_priced_record(e, rec, runtime, path, overrides, table) for e in entries]
                 if any(r.pop("missing_table", False) for r in priced):
@@ -198,7 +198,7 @@ def totals(layout: Layout) -> dict[str, Any]:
         if not isinstance(usd, (int, float)) or isinstance(usd, bool) or not _finite(usd):
             continue
         spent += usd
-        cat = r.get("category") if r.get("category") in CATEGORIES else "execution"
+        cat: str = r["category"] if r.get("category") in CATEGORIES else "execution"
         by_category[cat] += usd
         key = r.get("session") or "(manual)"
         by_session[key] = by_session.get(key, 0.0) + usd

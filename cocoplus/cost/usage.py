@@ -150,14 +150,14 @@ def codex_entries(path: str, cursor: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         if not isinstance(obj, dict):
             continue
-        payload = obj.get("payload") if isinstance(obj.get("payload"), dict) else {}
+        payload: dict[str, Any] = obj["payload"] if isinstance(obj.get("payload"), dict) else {}
         if obj.get("type") == "turn_context":
             if isinstance(payload.get("model"), str):
                 cursor["model"] = payload["model"]
             continue
         if obj.get("type") != "event_msg" or payload.get("type") != "token_count":
             continue
-        info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
+        info: dict[str, Any] = payload["info"] if isinstance(payload.get("info"), dict) else {}
         total_u = info.get("total_token_usage")
         last_u = info.get("last_token_usage")
         if isinstance(total_u, dict):

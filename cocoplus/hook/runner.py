@@ -258,7 +258,7 @@ def _loop_guard(h: Hook, repeats: int, already_stopping: bool) -> dict[str, Any]
         if rec.get("state") not in ("running",):
             rec["state"] = "running"
         rec["tool_calls"] = int(rec.get("tool_calls") or 0) + 1
-        streak = rec.get("streak") if isinstance(rec.get("streak"), dict) else {}
+        streak: dict[str, Any] = rec["streak"] if isinstance(rec.get("streak"), dict) else {}
         count = int(streak.get("count") or 0) + 1 if streak.get("fingerprint") == fp else 1
         rec["streak"] = {"fingerprint": fp, "count": count, "tool": str(h.payload.get("tool_name") or "")[:80]}
         seen["count"] = count
@@ -272,14 +272,14 @@ def _loop_guard(h: Hook, repeats: int, already_stopping: bool) -> dict[str, Any]
         reason = f"runaway loop: the same {tool} call with the same input ran {count} times in a row"
         if h.stop_agent(reason, source="loop-guard", state="exited"):
             h.step("loop_guard_stop", tool=tool, repeats=count)
-        return h.adapter.halt(  # type: ignore[no-any-return]
+        return h.adapter.halt(
             h.event_name,
             f"cocoplus: {reason}; the operator can continue with `cocoplus session resume`",
             f"Stopped: {reason}.",
         )
     if count == repeats:
         h.step("checkpoint_requested", reason="repeated tool call", tool=tool, repeats=count)
-        return h.adapter.add_context(  # type: ignore[no-any-return]
+        return h.adapter.add_context(
             h.event_name,
             f"cocoplus: you have run the same {tool} call with the same input {count} times in a row. You are "
             "repeating yourself: stop, record what you learned in .cocoplus/session/PROGRESS.md, and change approach. "

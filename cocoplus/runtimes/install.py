@@ -262,8 +262,10 @@ def doctor(layout: Layout) -> dict[str, Any]:
             info.update(wired=False, error=str(exc))
             out["runtimes"][runtime] = info
             continue
-        hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
-        wired, stale, missing = [], [], []
+        hooks: dict[str, Any] = settings["hooks"] if isinstance(settings.get("hooks"), dict) else {}
+        wired: list[str] = []
+        stale: list[str] = []
+        missing: list[str] = []
         for event, _m in registry.installed_events(adapter):
             ours = [c for c in _commands(hooks.get(event)) if is_ours(c)]
             if not ours:
@@ -310,7 +312,7 @@ def _commands(entries: Any) -> list[str]:
         if not isinstance(entry, dict):
             continue
         if isinstance(entry.get("hooks"), list):
-            cmds.extend(h.get("command") for h in entry["hooks"] if isinstance(h, dict) and isinstance(h.get("command"), str))
+            cmds.extend(h["command"] for h in entry["hooks"] if isinstance(h, dict) and isinstance(h.get("command"), str))
         elif isinstance(entry.get("command"), str):
             cmds.append(entry["command"])
     return cmds

@@ -293,7 +293,7 @@ def create_app(
     @app.post("/api/v1/session/stop", tags=["session"], responses=ERRORS, **WRITE)
     def post_stop(body: Annotated[StopBody | None, Body()] = None) -> dict[str, Any]:
         """`cocoplus session stop`: the kill switch (AGENT_STOP)."""
-        body = body or StopBody()
+        body = body or StopBody.model_validate({})
         return session_ops.stop(layout, body.reason, body.operator)
 
     @app.post("/api/v1/session/resume", tags=["session"], responses=ERRORS, **WRITE)
@@ -336,7 +336,7 @@ def create_app(
     @app.post("/api/v1/projects/{conversation}/retry", tags=["master agent"], responses=ERRORS, **WRITE)
     def post_retry(conversation: Conv, body: Annotated[RetryBody | None, Body()] = None) -> dict[str, Any]:
         """`chat retry [TASK]`: queue a failed reply again."""
-        return chat_ops.retry(layout, conversation, (body or RetryBody()).task_id)
+        return chat_ops.retry(layout, conversation, (body or RetryBody.model_validate({})).task_id)
 
     # -- the page's vocabulary -----------------------------------------------------------------
     @app.get("/api/v1/meta", tags=["meta"], responses=ERRORS)

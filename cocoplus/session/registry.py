@@ -14,6 +14,7 @@ to wake the main brain.
 from __future__ import annotations
 
 import os
+import time
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError, NotFound, StateCorrupt
@@ -82,7 +83,7 @@ def _rebuild_index(layout: Layout) -> dict[str, Any]:
 
 
 def _iter_records(layout: Layout) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     try:
         names = sorted(os.listdir(layout.sessions_dir))
     except FileNotFoundError:
@@ -268,7 +269,8 @@ def heal_stale(
     layout: Layout, max_age_s: float, now: float | None = None, skip: str | None = None, *, budget: Budget | None = None
 ) -> list[str]:
     """Sessions still `running` with no event for `max_age_s` become `exited`. Returns their ids."""
-    now = clock.parse_iso(clock.iso()) if now is None else now
+    if now is None:
+        now = time.time()
     healed: list[str] = []
     records, _ = list_sessions(layout)
     for rec in records:

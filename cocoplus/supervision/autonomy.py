@@ -32,7 +32,7 @@ def read(layout: Layout) -> dict[str, Any]:
     if doc is None:
         return _empty()
     doc.setdefault("autonomous", None)
-    scope = doc.get("scope") if isinstance(doc.get("scope"), dict) else {}
+    scope: dict[str, Any] = doc["scope"] if isinstance(doc.get("scope"), dict) else {}
     doc["scope"] = {
         "mode": scope.get("mode") if scope.get("mode") in vocab.SCOPE_MODES else "all",
         "only": list(scope["only"]) if isinstance(scope.get("only"), list) else None,

@@ -10,7 +10,6 @@ import typer
 from cocoplus.cli import output
 from cocoplus.cli.commands import JSON_HELP, layout
 from cocoplus.ops import sessions as sessions_ops
-from cocoplus.core.errors import CocoplusError
 from cocoplus.runtimes import install as runtimes
 from cocoplus.runtimes import registry
 

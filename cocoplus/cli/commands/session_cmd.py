@@ -96,7 +96,7 @@ def status_rows(rep: dict[str, Any]) -> list[tuple[str, Text | str]]:
 
     q = rep["queue"]
     rows.append(
-        ("queued work", _damaged(q) or f"{q['pending']} pending" + "".join(f"\n{i['id']}: {i['request']}" for i in q["items"][:5]))  # type: ignore[arg-type]
+        ("queued work", _damaged(q) or f"{q['pending']} pending" + "".join(f"\n{i['id']}: {i['request']}" for i in q["items"][:5]))
     )
     rows.append(("iteration budget", iteration_text(rep["iteration_budget"])))
 
