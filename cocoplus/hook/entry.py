@@ -6,8 +6,8 @@ from its cached byte code.  It does as little as possible before it knows
 it has work:
 
 * it imports the one adapter named by `--runtime`, for the kind of the event;
-* it finds `.cocoplus/` from the environment (`COCOPLUS_DIR`, `--dir`, the
-  runtime's project directory) with a few `stat` calls;
+* it finds `.cocoplus/` from the environment (`COCOPLUS_DIR`, the runtime's
+  project directory, the working directory) with a few `stat` calls;
 * for a pre-tool event with no AGENT_STOP it exits 0 without reading stdin
   or importing anything else (not even `json`): that is the path taken
   before every single tool call;
@@ -36,14 +36,6 @@ def isdir(path):
         return posix.stat(path).st_mode & _S_IFMT == _S_IFDIR
     except (OSError, ValueError):
         return False
-
-
-def lexists(path):
-    try:
-        posix.lstat(path)
-    except (OSError, ValueError):
-        return False
-    return True
 
 
 class Environ:
@@ -97,11 +89,16 @@ def walk_up(start):
     return None
 
 
-def state_from_env(environ, directory, adapter):
-    """The `.cocoplus/` directory named by the environment or `--dir`, without reading stdin.
+def state_from_env(environ, adapter):
+    """The `.cocoplus/` directory of the project the agent works in, without reading stdin.
 
-    `COCOPLUS_DIR`, then `--dir`, then the runtime's own project variables,
-    then any runtime's (a runtime may run another's hooks).
+    `COCOPLUS_DIR`, then the runtime's own project variables, then any
+    runtime's (a runtime may run another's hooks), then the hook's working
+    directory (runtimes start hooks in the session's directory).  A `--dir`
+    written into an installed command is not used here: a copied project or
+    a second checkout sharing committed hook files must guard itself, not
+    the directory the command was written in (the runner falls back to
+    `--dir` only when nothing else names a project).
     """
     override = environ.get("COCOPLUS_DIR")
     if override:
@@ -110,16 +107,17 @@ def state_from_env(environ, directory, adapter):
             return inner
         return override if isdir(override) else None
     own = adapter.PROJECT_ENV if adapter is not None else ()
-    for names in (own, None):
-        starts = [directory] if names is own else []
-        for name in names if names is not None else registry.project_env():
-            starts.append(environ.get(name))
-        for start in starts:
+    for names in (own, registry.project_env()):
+        for name in names:
+            start = environ.get(name)
             if start and start.startswith("/"):
                 found = walk_up(start)
                 if found:
                     return found
-    return None
+    try:
+        return walk_up(posix.getcwd())
+    except (OSError, ValueError):
+        return None
 
 
 def read_stdin():
@@ -151,9 +149,14 @@ def main(argv=None, stdin_bytes=None, environ=None):
     try:
         adapter = registry.get(runtime) if registry.known(runtime) else None
         kind = registry.kind(adapter, event) if adapter is not None else registry.kind_any(event)
-        state = state_from_env(env, directory, adapter)
-        if kind == "pre_tool" and state is not None and not lexists(state + "/AGENT_STOP"):
-            return 0  # the hot path: no kill switch, nothing to say
+        state = state_from_env(env, adapter)
+        if kind == "pre_tool" and state is not None:
+            try:
+                posix.lstat(state + "/AGENT_STOP")
+            except FileNotFoundError:
+                return 0  # the hot path: no kill switch, nothing to say
+            except (OSError, ValueError):
+                pass  # cannot tell: the runner denies, saying why (fail closed)
         data = read_stdin() if stdin_bytes is None else stdin_bytes
         import os  # deferred: see the module docstring
 
@@ -201,14 +204,26 @@ def last_resort(exc, event, kind, state):
         if state:
             if not isdir(state + "/logs"):
                 posix.mkdir(state + "/logs", 0o700)
-            with open(state + "/logs/hook.log", "a", encoding="utf-8") as fh:
-                fh.write(f"hook crashed ({kind}): {type(exc).__name__}: {exc}\n")
-    except OSError:
+            # O_NOFOLLOW: a log planted as a symbolic link is not written through.
+            flags = posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT | posix.O_NOFOLLOW | posix.O_CLOEXEC
+            fd = posix.open(state + "/logs/hook.log", flags, 0o600)
+            try:
+                posix.write(fd, f"hook crashed ({kind}): {type(exc).__name__}: {exc}\n".encode("utf-8", "replace"))
+            finally:
+                posix.close(fd)
+    except (OSError, ValueError):
         pass
     if kind is None:
         name = event.replace("-", "").replace("_", "").lower()
         kind = "pre_tool" if name.startswith(("pre", "before")) or "permission" in name else "other"
-    if kind in ("pre_tool", "permission") and state and lexists(state + "/AGENT_STOP"):
+    if kind in ("pre_tool", "permission") and state:
+        try:
+            posix.lstat(state + "/AGENT_STOP")
+        except FileNotFoundError:
+            return 0
+        except (OSError, ValueError) as err:
+            sys.stderr.write(f"cocoplus: cannot tell whether the agent is stopped ({state}: {err}); tools are blocked.\n")
+            return 2
         sys.stderr.write("cocoplus: the agent is stopped (.cocoplus/AGENT_STOP exists); run `cocoplus session resume`.\n")
         return 2
     return 0

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
-from cocoplus.core import clock, jsonfast
+from cocoplus.core import clock, fsio, jsonfast
 from cocoplus.core.errors import CocoplusError
+from cocoplus.core.lock import Budget, set_process_budget
 from cocoplus.core.paths import Layout, walk_up
-from cocoplus.core.records import stop_sentence
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import control, events, iteration, registry, status
@@ -31,7 +32,12 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     Answer = tuple[dict[str, Any] | None, int]
 
 
-MAX_LOG_BYTES = 5 * 1024 * 1024
+# When this process began, near enough: the runner is imported a few
+# milliseconds after start, and the hook budget keeps a margin of seconds.
+STARTED = time.monotonic()
+# The hook timeout `cocoplus install` writes by default ([hooks] timeout_s):
+# every lock wait draws from a budget below it until the config is read.
+DEFAULT_HOOK_TIMEOUT_S = 10
 
 
 class Hook:
@@ -58,6 +64,8 @@ class Hook:
             from cocoplus import config
 
             self._values, problem = config.for_hook(self.layout, self.environ)
+            # The installed timeout may differ from the default: all lock waits stay under it.
+            set_process_budget(Budget.for_hook(self._values["hooks"]["timeout_s"], started=STARTED))
             if problem:
                 self.log(f"config: {problem} (using the last good values)")
         return self._values
@@ -107,33 +115,30 @@ class Hook:
             self.log(f"steps.jsonl not updated ({event}): {exc}")
 
     def stop_agent(self, reason: str, *, source: str, state: str = "exited") -> bool:
-        """Create AGENT_STOP (keeping an operator's own) and set the terminal state."""
+        """Create AGENT_STOP (keeping an operator's own) and set the run state, under the kill-switch lock."""
         try:
-            created, _ = control.create_stop(self.layout, "cocoplus", reason, source=source, replace=False)
+            result = control.auto_stop(self.layout, reason, source=source, state=state, timeout=self.timeout)
         except CocoplusError as exc:
             self.log(f"could not create AGENT_STOP: {exc}")
-            created = False
-        try:
-            status.set_state(self.layout, state, reason)
-        except CocoplusError as exc:
-            self.log(f"status not updated: {exc}")
-        return created
+            return False
+        for problem in result["problems"]:
+            self.log(problem)
+        return bool(result["created"])
 
 
 # -- handlers ------------------------------------------------------------------------
 
 
 def on_pre_tool(h: Hook) -> Answer:
-    if not control.stop_present(h.layout):
-        return None, 0
-    reason = stop_sentence(control.read_stop(h.layout) or {})
-    return h.adapter.deny_tool(h.event_name, reason), 0
+    reason = control.kill_switch_sentence(h.layout)
+    return (None if reason is None else h.adapter.deny_tool(h.event_name, reason)), 0
 
 
 def on_permission(h: Hook) -> Answer:
+    reason = control.kill_switch_sentence(h.layout)
+    if reason is not None:
+        return h.adapter.deny_permission(reason), 0
     h.touch_session(lambda r: _attention(h, r, "awaiting_authorization"))
-    if control.stop_present(h.layout):
-        return h.adapter.deny_permission(stop_sentence(control.read_stop(h.layout) or {})), 0
     return None, 0
 
 
@@ -204,8 +209,11 @@ def on_post_tool(h: Hook) -> Answer:
         h.step("iteration_budget_damaged", path=h.layout.rel(c.path), cause=c.cause, kept_at=c.kept_at)
         h.log(reason)
         return h.adapter.halt(h.event_name, reason, reason), 0
-    if out.spooled:
-        h.log(f"iteration-budget lock busy for {h.timeout:g}s; the increment was spooled and will be counted")
+    for problem in out.problems:
+        h.log(problem)
+    if out.failed_closed is not None:
+        reason = f"cocoplus: this tool call could not be counted ({out.failed_closed}); the agent is stopped"
+        return h.adapter.halt(h.event_name, reason, reason), 0
     b = out.budget
     if out.capped and b is not None:
         reason = iteration.exhausted_reason(b)
@@ -229,9 +237,8 @@ def on_post_tool(h: Hook) -> Answer:
                 "can be resumed from files alone.",
             )
         )
-    elif control.stop_present(h.layout):
-        reason = stop_sentence(control.read_stop(h.layout) or {})
-        parts.append(h.adapter.halt(h.event_name, reason, reason))
+    elif (sentence := control.kill_switch_sentence(h.layout)) is not None:
+        parts.append(h.adapter.halt(h.event_name, sentence, sentence))
     parts.append(_loop_guard(h, s["loop_guard_repeats"], already_stopping=out.capped))
     return answers.merge(*parts), 0
 
@@ -295,8 +302,9 @@ def on_prompt(h: Hook) -> Answer:
 
     h.touch_session(change)
     texts: list[str] = []
-    if control.stop_present(h.layout):
-        texts.append(stop_sentence(control.read_stop(h.layout) or {}))
+    sentence = control.kill_switch_sentence(h.layout)
+    if sentence is not None:
+        texts.append(sentence)
     claim = None
     if h.adapter.ADDS_CONTEXT:  # a runtime that cannot add context to a prompt leaves the steer pending
         try:
@@ -367,7 +375,7 @@ def _export_session(h: Hook, cs_id: str) -> None:
     if not path:
         return
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             os.write(fd, f"export COCOPLUS_SESSION={cs_id}\n".encode())
         finally:
@@ -492,13 +500,19 @@ def parse_payload(data: bytes, rest: list[str]) -> tuple[dict[str, Any], str | N
     return {}, problem
 
 
-def locate(payload: dict[str, Any], adapter: ModuleType | None) -> str | None:
-    """`.cocoplus/` above a directory the payload names, else above the working directory."""
+def locate(payload: dict[str, Any], adapter: ModuleType | None, directory: str | None = None) -> str | None:
+    """`.cocoplus/` above a directory the payload names, else above the working directory.
+
+    `directory` (a `--dir` written into the hook command by an older
+    `cocoplus install`) comes last: the project the agent works in decides.
+    """
     starts: list[str] = list(adapter.project_dirs(payload)) if adapter is not None else answers.cwd(payload)
     try:
         starts.append(os.getcwd())
     except OSError:
         pass
+    if directory and os.path.isabs(directory):
+        starts.append(directory)
     for start in starts:
         found = walk_up(start)
         if found:
@@ -527,27 +541,32 @@ def run(
     environ: Any,
     rest: list[str],
 ) -> int:
+    # Every lock this hook takes waits within the installed timeout, with a margin (until the
+    # config is read, against the default timeout `install` writes).
+    set_process_budget(Budget.for_hook(DEFAULT_HOOK_TIMEOUT_S, started=STARTED))
     named = runtime if runtimes.known(runtime) else None
     # Kill switch first, before parsing anything: a garbage payload must not open the gate.
-    if kind == "pre_tool" and state is not None and os.path.lexists(state + "/AGENT_STOP") and named is not None:
-        speaker, _host = runtimes.resolve(named, environ)
-        reason = stop_sentence(control.read_stop(Layout(state)) or {})
-        emit(speaker.deny_tool(event, reason))
-        return 0
+    if kind == "pre_tool" and state is not None and named is not None:
+        reason = control.kill_switch_sentence(Layout(state))
+        if reason is not None:
+            speaker, _host = runtimes.resolve(named, environ)
+            emit(speaker.deny_tool(event, reason))
+            return 0
     payload, problem = parse_payload(data, rest)
     adapter: ModuleType | None = None
     host = None
     if named is not None:
         adapter, host = runtimes.resolve(named, environ)
     if state is None:
-        state = locate(payload, adapter)
+        state = locate(payload, adapter, directory)
         if state is None:
             return 0  # not a cocoplus project: do nothing
     layout = Layout(state)
     if adapter is None and (runtime is not None or problem):
-        if kind in ("pre_tool", "permission") and control.stop_present(layout):
+        sentence = control.kill_switch_sentence(layout) if kind in ("pre_tool", "permission") else None
+        if sentence is not None:
             # An unknown runtime, or no runtime and an unreadable payload: exit 2 + stderr blocks everywhere.
-            sys.stderr.write(stop_sentence(control.read_stop(layout) or {}) + "\n")
+            sys.stderr.write(sentence + "\n")
             log_line(layout, f"{runtime} {event}: {problem or 'unknown runtime'}; blocked with exit 2 because AGENT_STOP exists")
             return 2
         if runtime is not None:
@@ -566,8 +585,9 @@ def run(
     except CocoplusError as exc:
         h.log(f"{kind}: {exc}")
         answer, code = None, 0
-        if kind in ("pre_tool", "permission") and control.stop_present(layout):
-            answer = adapter.deny_tool(h.event_name, stop_sentence(control.read_stop(layout) or {}))
+        sentence = control.kill_switch_sentence(layout) if kind in ("pre_tool", "permission") else None
+        if sentence is not None:
+            answer = adapter.deny_tool(h.event_name, sentence)
     delivered = emit(answer)
     if delivered:
         for fn in h.after:
@@ -584,31 +604,16 @@ def _step_aside(layout: Layout, event: str, kind: str, adapter: ModuleType) -> i
     Only the kill switch is repeated here (a second deny is harmless); nothing
     is counted, steered or registered twice.
     """
-    if kind in ("pre_tool", "permission") and control.stop_present(layout):
-        reason = stop_sentence(control.read_stop(layout) or {})
+    reason = control.kill_switch_sentence(layout) if kind in ("pre_tool", "permission") else None
+    if reason is not None:
         emit(adapter.deny_tool(event, reason) if kind == "pre_tool" else adapter.deny_permission(reason))
     return 0
 
 
 def log_line(layout: Layout, message: str) -> None:
-    """One line in `.cocoplus/logs/hook.log` (rotated once past MAX_LOG_BYTES); never raises."""
-    line = f"{clock.iso()} {message}".replace("\n", " ") + "\n"
-    path = layout.hook_log
-    try:
-        try:
-            if os.path.getsize(path) > MAX_LOG_BYTES:
-                os.replace(path, path + ".1")
-        except OSError:
-            pass
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        try:
-            fd = os.open(path, flags, 0o600)
-        except FileNotFoundError:
-            os.makedirs(layout.logs_dir, mode=0o700, exist_ok=True)
-            fd = os.open(path, flags, 0o600)
-        try:
-            os.write(fd, line.encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
+    """One line in `.cocoplus/logs/hook.log`; never raises, never follows a symbolic link.
+
+    A line that cannot be written (a full disk) leaves an empty loss marker
+    beside the log (`fsio.append_line`), which `session status` reports.
+    """
+    fsio.append_line(layout.hook_log, f"{clock.iso()} {message}")

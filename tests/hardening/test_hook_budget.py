@@ -27,7 +27,6 @@ EVENTS = {
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the hook must set lock.set_process_budget(Budget.for_hook(timeout_s)) at start: wired with the hook refactor")
 def test_every_event_answers_inside_the_installed_timeout_with_every_lock_held(project):
     env = hook_env(project, COCOPLUS_HOOKS_LOCK_TIMEOUT_S="60")  # whatever lock_timeout_s says
     with held_by_stopped_process(*(project.lock(n) for n in HOOK_LOCKS)):

@@ -238,7 +238,6 @@ NOT_WRITTEN_HERE = {
     "appended_files": "the list of the logs above",
 }
 
-WRITTEN_BY_THE_HOOK = {"hook_log"}  # cocoplus/hook/runner.py writes it with its own open() until the hook refactor
 
 
 def _path_of(layout: Layout, name: str) -> str:
@@ -340,10 +339,7 @@ def _snapshot(path: str) -> dict[str, bytes]:
 
 def _cases():
     for name, (op, kind) in sorted(WRITERS.items()):
-        marks = []
-        if name in WRITTEN_BY_THE_HOOK:
-            marks.append(pytest.mark.xfail(strict=True, reason="hook.log is opened by cocoplus/hook/runner.py, which moves to fsio.append_line with the hook refactor"))
-        yield pytest.param(name, op, kind, id=name, marks=marks)
+        yield pytest.param(name, op, kind, id=name)
 
 
 @pytest.mark.parametrize("name, op, kind", list(_cases()))

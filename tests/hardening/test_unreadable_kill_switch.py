@@ -95,7 +95,7 @@ def test_kill_switch_state_for_every_shape_of_agent_stop(project):
 
 
 def _hook(state_dir: str, event: str, payload: dict) -> tuple[int, str]:
-    from cocoplus.hook import __main__ as hook_main
+    from cocoplus.hook import entry as hook_main
 
     out = io.StringIO()
     sys.stdout = out
@@ -108,7 +108,6 @@ def _hook(state_dir: str, event: str, payload: dict) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-@pytest.mark.xfail(strict=True, reason="the hook's no-stop fast path (cocoplus/hook/__main__.py) must use kill_switch_state: wired with the hook refactor")
 def test_the_pre_tool_hook_denies_when_the_kill_switch_cannot_be_read(shared_project, agent_user):
     import cocoplus.hook.runner  # noqa: F401 - loaded before the fork: the second user cannot read this interpreter's files
 
