@@ -16,8 +16,8 @@ import time
 from typing import Any
 
 from cocoplus.core import clock, fsio
-from cocoplus.core.errors import NotFound
-from cocoplus.core.paths import Layout, check_id
+from cocoplus.core.errors import NotFound, UsageError
+from cocoplus.core.paths import Layout, check_id, is_valid_id
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.core.vocab import EFFORTS, TASK_STATES
 
@@ -41,12 +41,8 @@ def conversation(layout: Layout, conv: str) -> dict[str, Any]:
 def set_overrides(layout: Layout, conv: str, *, model: str | None = None, effort: str | None = None, clear: bool = False, clear_model: bool = False, clear_effort: bool = False) -> dict[str, Any]:
     check_id(conv, "conversation id")
     if effort is not None and effort not in EFFORTS:
-        from cocoplus.core.errors import UsageError
-
         raise UsageError(f"reasoning effort must be one of {', '.join(EFFORTS)}, got {effort!r}")
     if model is not None and (not model.strip() or len(model) > 200):
-        from cocoplus.core.errors import UsageError
-
         raise UsageError("model name must be 1-200 characters")
     now = clock.iso()
 
@@ -115,8 +111,6 @@ def conversations(layout: Layout) -> list[str]:
         names = sorted(os.listdir(layout.chat_dir))
     except FileNotFoundError:
         return []
-    from cocoplus.core.paths import is_valid_id
-
     return [n for n in names if is_valid_id(n) and os.path.isdir(os.path.join(layout.chat_dir, n))]
 
 

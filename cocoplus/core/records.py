@@ -8,7 +8,7 @@ that both accept and reject the same documents.
 
 from __future__ import annotations
 
-from cocoplus.core import clock
+from cocoplus.core import clock, jsonfast
 from cocoplus.core.errors import StateCorrupt
 from cocoplus.core.vocab import ATTENTION_STATES, BUDGET_ENFORCEMENTS, BUDGET_STATES, RUN_STATES
 from cocoplus.runtimes import registry as runtimes
@@ -161,8 +161,6 @@ def parse_stop(data: bytes | None) -> dict[str, Any]:
     if not data:
         return info
     try:
-        from cocoplus.core import jsonfast
-
         obj = jsonfast.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         obj = None

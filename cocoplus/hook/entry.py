@@ -157,7 +157,7 @@ def main(argv=None, stdin_bytes=None, environ=None):
         data = read_stdin() if stdin_bytes is None else stdin_bytes
         import os  # deferred: see the module docstring
 
-        from cocoplus.hook import runner
+        from cocoplus.hook import runner  # deferred: the fast path (nothing to do) never loads the runner
 
         return runner.run(event, kind, runtime, data, state, directory, os.environ if environ is None else environ, rest)
     except BaseException as exc:

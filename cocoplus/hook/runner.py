@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cocoplus.core import clock, jsonfast
+from cocoplus.core import clock, fsio, jsonfast
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout, walk_up
 from cocoplus.core.records import stop_sentence
@@ -55,7 +55,7 @@ class Hook:
     @property
     def values(self) -> dict[str, dict[str, Any]]:
         if self._values is None:
-            from cocoplus import config
+            from cocoplus import config  # deferred: keeps config and settings off the events that read no value
 
             self._values, problem = config.for_hook(self.layout, self.environ)
             if problem:
@@ -237,8 +237,6 @@ def on_post_tool(h: Hook) -> Answer:
 
 
 def _final_budget(h: Hook, iteration_doc: dict[str, Any]) -> dict[str, Any]:
-    from cocoplus.core import fsio
-
     final: dict[str, Any] = {"iteration": {k: iteration_doc[k] for k in ("cap", "consumed", "warn_at")}}
     try:
         cost = fsio.read_json(h.layout.budget_state)
@@ -354,7 +352,7 @@ def on_session_start(h: Hook) -> Answer:
     h.step("session_start", alias=rec["alias"] if rec else None, source=info["source"])
     if rec is not None:
         _export_session(h, rec["id"])
-    from cocoplus.session import handoff
+    from cocoplus.session import handoff  # deferred: only a session start reads the handoff
 
     text = handoff.context(h.layout, rec)
     return h.adapter.add_context(h.event_name, text), 0

@@ -30,6 +30,7 @@ from pydantic import Field
 
 from cocoplus import __version__
 from cocoplus.core import settings, vocab
+from cocoplus.core.crashlog import log_exception
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout, discover
 from cocoplus.ops import sessions as sessions_ops
@@ -68,8 +69,6 @@ def _json_text(obj: Any) -> str:
 
 
 def _log_unexpected(name: str, exc: BaseException) -> str | None:
-    from cocoplus.core.crashlog import log_exception
-
     return log_exception(f"mcp tool {name}", exc)
 
 

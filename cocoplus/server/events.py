@@ -34,6 +34,7 @@ from typing import Any
 
 from cocoplus.core import clock
 from cocoplus.core.paths import Layout
+from cocoplus.watching import Watch
 
 TOPICS = ("session", "sessions", "supervision", "round", "ledger")
 IGNORED_DIRS = ("locks", "logs")
@@ -98,8 +99,6 @@ class Hub:
                 self._seen.add(rel.replace(os.sep, "/"))
 
     def _start_observer(self) -> None:
-        from cocoplus.watching import Watch
-
         self.watch = Watch(self.layout.root, self.note, polling=self.force_polling)
         self.observer_kind = self.watch.start()
 

@@ -411,7 +411,7 @@ def resume(
             }
         reset = None
         if reset_budget:
-            from cocoplus.session import iteration  # iteration imports this module
+            from cocoplus.session import iteration  # deferred: import cycle (iteration imports this module)
 
             reset = iteration.reset(layout, budget=budget)
         if current is None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+import zlib
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError, NotFound, StateCorrupt
@@ -35,8 +36,6 @@ def cs_id_for(runtime_session_id: str) -> str:
     rid = runtime_session_id
     if is_valid_id(rid) and len(rid) <= 100:
         return "cs_" + rid
-    import zlib  # deferred: only for ids that fail the allow-list, and loading zlib costs every hook time
-
     raw = rid.encode("utf-8", "surrogatepass")
     return f"cs_x{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}{len(raw):x}"
 
