@@ -183,7 +183,7 @@ def compile_for_hook(layout: Layout, cfg: Config | None = None) -> dict[str, Any
         "pricing": cfg.pricing,
     }
     fsio.atomic_write_json(layout.hook_config, doc)
-    from cocoplus.cost import prices  # deferred: only a compile looks at the price table (never compiled in a hook)
+    from cocoplus.cost import prices  # deferred: keeps cost/ off hook events that only read the config
 
     prices.refresh(layout)
     return doc

@@ -19,11 +19,9 @@ from cocoplus.core import clock, fsio
 from cocoplus.core.errors import NotFound, UsageError
 from cocoplus.core.paths import Layout, check_id, is_valid_id
 from cocoplus.core.records import SCHEMA_VERSION
-from cocoplus.core.vocab import EFFORTS, TASK_STATES
+from cocoplus.core.vocab import EFFORTS, MESSAGE_ROLES, TASK_STATES
 
 DEFAULT_CONVERSATION = "master-agent"
-ROLES = ("user", "assistant", "system", "worker")
-KINDS = ("chat", "supervision")
 
 
 def new_id(prefix: str) -> str:
@@ -66,7 +64,7 @@ def set_overrides(layout: Layout, conv: str, *, model: str | None = None, effort
 
 
 def append_message(layout: Layout, conv: str, role: str, text: str, task: str | None = None, **extra: Any) -> dict[str, Any]:
-    if role not in ROLES:
+    if role not in MESSAGE_ROLES:
         raise ValueError(role)
     msg: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "id": new_id("m"), "role": role, "text": text, "ts": clock.iso(), "task": task}
     for k, v in extra.items():

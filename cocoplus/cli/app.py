@@ -3,8 +3,10 @@
 `main()` owns error handling: a CocoplusError is one line on stderr and
 its exit code (1, or 2 for usage); anything unexpected is one line plus a
 traceback in `.cocoplus/logs/cocoplus.log`, never a traceback on screen.
-`cocoplus hook ...` is routed before typer is imported: hooks run on every
-tool call and must start fast.
+`cocoplus hook ...` goes straight to the hook's entry, not through typer's
+parsing; the hooks `cocoplus install` writes never load this module at all
+(they run `cocoplus/hook/__main__.py` with `python -S`, since importing
+typer would cost every tool call).
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 1
-    except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into one line
+    except Exception as exc:  # noqa: BLE001 - the CLI's one place that turns surprises into one line
         where = log_exception(f"argv={sys.argv[1:]!r}", exc)
         detail = f"; details in {where}" if where else ""
         output.error_line(f"internal error: {type(exc).__name__}: {exc}{detail}")

@@ -2,7 +2,7 @@
 
 `cocoplus.report.models` holds the pydantic models for every file (used by
 the CLI, server and `session check`); this module is the hook's stdlib
-reader for the few files on its path.  tests/state/test_contract.py checks
+reader for the few files on its path.  tests/report/test_contract.py checks
 that both accept and reject the same documents.
 """
 

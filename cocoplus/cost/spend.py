@@ -19,6 +19,7 @@ from cocoplus.core.errors import StateCorrupt, UsageError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.core.vocab import SPEND_CATEGORIES as CATEGORIES
 from cocoplus.cost import prices, usage
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import registry
@@ -27,7 +28,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path (the turn-end hook measures)
     from typing import Any
 
-CATEGORIES = ("execution", "coordination", "landing")
 
 
 def _finite(x: float) -> bool:

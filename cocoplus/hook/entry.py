@@ -29,6 +29,12 @@ from cocoplus.runtimes import registry
 
 _S_IFMT = 0o170000
 _S_IFDIR = 0o040000
+# The two names this module spells itself under the state directory: it runs before `os`, and so before
+# `cocoplus.core.paths`, is imported.  tests/core/test_paths.py checks they are `Layout`'s.
+STOP_FILE = "/AGENT_STOP"
+LOGS_DIR = "/logs"
+HOOK_LOG = "/logs/hook.log"
+_APPEND = posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT | posix.O_NOFOLLOW | posix.O_CLOEXEC
 
 
 def isdir(path):
@@ -152,7 +158,7 @@ def main(argv=None, stdin_bytes=None, environ=None):
         adapter = registry.get(runtime) if registry.known(runtime) else None
         kind = registry.kind(adapter, event) if adapter is not None else registry.kind_any(event)
         state = state_from_env(env, directory, adapter)
-        if kind == "pre_tool" and state is not None and not lexists(state + "/AGENT_STOP"):
+        if kind == "pre_tool" and state is not None and not lexists(state + STOP_FILE):
             return 0  # the hot path: no kill switch, nothing to say
         data = read_stdin() if stdin_bytes is None else stdin_bytes
         import os  # deferred: see the module docstring
@@ -199,16 +205,19 @@ def last_resort(exc, event, kind, state):
             state = None
     try:
         if state:
-            if not isdir(state + "/logs"):
-                posix.mkdir(state + "/logs", 0o700)
-            with open(state + "/logs/hook.log", "a", encoding="utf-8") as fh:
-                fh.write(f"hook crashed ({kind}): {type(exc).__name__}: {exc}\n")
+            if not isdir(state + LOGS_DIR):
+                posix.mkdir(state + LOGS_DIR, 0o700)
+            fd = posix.open(state + HOOK_LOG, _APPEND, 0o600)  # never through a symbolic link
+            try:
+                posix.write(fd, f"hook crashed ({kind}): {type(exc).__name__}: {exc}\n".encode("utf-8", "replace"))
+            finally:
+                posix.close(fd)
     except OSError:
         pass
     if kind is None:
         name = event.replace("-", "").replace("_", "").lower()
         kind = "pre_tool" if name.startswith(("pre", "before")) or "permission" in name else "other"
-    if kind in ("pre_tool", "permission") and state and lexists(state + "/AGENT_STOP"):
+    if kind in ("pre_tool", "permission") and state and lexists(state + STOP_FILE):
         sys.stderr.write("cocoplus: the agent is stopped (.cocoplus/AGENT_STOP exists); run `cocoplus session resume`.\n")
         return 2
     return 0

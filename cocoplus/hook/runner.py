@@ -527,7 +527,7 @@ def run(
 ) -> int:
     named = runtime if runtimes.known(runtime) else None
     # Kill switch first, before parsing anything: a garbage payload must not open the gate.
-    if kind == "pre_tool" and state is not None and os.path.lexists(state + "/AGENT_STOP") and named is not None:
+    if kind == "pre_tool" and state is not None and os.path.lexists(Layout(state).agent_stop) and named is not None:
         speaker, _host = runtimes.resolve(named, environ)
         reason = stop_sentence(control.read_stop(Layout(state)) or {})
         emit(speaker.deny_tool(event, reason))
@@ -589,24 +589,5 @@ def _step_aside(layout: Layout, event: str, kind: str, adapter: ModuleType) -> i
 
 
 def log_line(layout: Layout, message: str) -> None:
-    """One line in `.cocoplus/logs/hook.log` (rotated once past MAX_LOG_BYTES); never raises."""
-    line = f"{clock.iso()} {message}".replace("\n", " ") + "\n"
-    path = layout.hook_log
-    try:
-        try:
-            if os.path.getsize(path) > MAX_LOG_BYTES:
-                os.replace(path, path + ".1")
-        except OSError:
-            pass
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        try:
-            fd = os.open(path, flags, 0o600)
-        except FileNotFoundError:
-            os.makedirs(layout.logs_dir, mode=0o700, exist_ok=True)
-            fd = os.open(path, flags, 0o600)
-        try:
-            os.write(fd, line.encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
+    """One line in `.cocoplus/logs/hook.log` (`fsio.append_line`: no symlinks, rotated, a loss noted); never raises."""
+    fsio.append_line(layout.hook_log, f"{clock.iso()} {message}", MAX_LOG_BYTES)

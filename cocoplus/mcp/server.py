@@ -40,7 +40,7 @@ from cocoplus.ops import worker as worker_ops
 # Annotations below are evaluated at module level (postponed evaluation), so this lives here.
 TURNS = settings.BY_DOTTED["supervision.max_turns"]
 
-ROLES = ("brain", "worker", "all")
+ROLES = vocab.MCP_ROLES
 BRAIN_TOOLS = ("enable_supervision", "finish_supervision", "supervision_status", "set_supervision_scope", "list_sessions")
 WORKER_TOOLS = ("report_progress", "notify_blocked", "ask_human", "request_context")
 

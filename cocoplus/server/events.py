@@ -2,7 +2,7 @@
 
 File events come from watchdog, watching `.cocoplus/` the way the
 supervisor does (inotify, falling back to polling where inotify cannot be
-used; moves keyed on their destination; temp files, locks and logs
+used; a move counts for its source and its destination; temp files, locks and logs
 ignored; the observer restarted if its thread dies).  Events are never
 counted or trusted for content: each path is mapped to a topic, topics are
 collected for a short interval and sent as one event each, and a client

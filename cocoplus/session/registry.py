@@ -2,7 +2,7 @@
 
 Each runtime session gets a cocoplus id `cs_...` (safe as a file name,
 derived from the runtime's id so concurrent hooks agree on it without a
-lookup) and a short alias by runtime (`cc1`, `cx1`, `gm1`, `cu1`: each
+lookup) and a short alias by runtime (`cc1`, `cx1`, `gm1`, `cu1`, `ct1`: each
 adapter's ALIAS_PREFIX).  Any of
 the three names a session wherever one is asked for.
 

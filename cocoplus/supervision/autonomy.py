@@ -5,8 +5,9 @@
 "workflow_run", "enabled_at", "updated_at", "snapshot_at", "finished_at",
 "finish_summary", "finish_reason"}`.  The scope (which sessions may wake the
 main brain) is kept beside it so exclusions survive enable/finish cycles.
-These are the main-brain tools of seed 000 as functions: the CLI, the
-server and the MCP server all call them.
+These are the main-brain tools of seed 000 as functions;
+`cocoplus.ops.supervision` calls them for every door (the CLI, the server,
+the MCP server).
 """
 
 from __future__ import annotations

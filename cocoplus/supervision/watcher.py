@@ -117,7 +117,7 @@ class Supervisor:
 
     # -- signals -> triggers ----------------------------------------------------------
     def _cursor_path(self) -> str:
-        return self.layout.supervision_dir + "/cursor.json"
+        return self.layout.supervisor_cursor
 
     def read_signals(self) -> list[dict[str, Any]]:
         try:

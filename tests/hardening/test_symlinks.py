@@ -114,6 +114,13 @@ def _supervisor(layout):
     sup.run()
 
 
+def _supervisor_cursor(layout):
+    from cocoplus.supervision import watcher
+
+    _signal(layout)
+    watcher.Supervisor(layout, {}, polling=True).read_signals()  # saves how far it has read
+
+
 def _workflow(layout):
     from cocoplus.supervision import workflow
 
@@ -208,6 +215,7 @@ WRITERS = {
     "rounds": (_round, "file"),
     "current_round": (_round, "file"),
     "supervisor_pid": (_supervisor, "file"),
+    "supervisor_cursor": (_supervisor_cursor, "file"),
     "workflows": (_workflow, "file"),
     "chat_dir": (_conversation, "dir"),
     "conversation_dir": (_conversation, "dir"),
@@ -238,7 +246,6 @@ NOT_WRITTEN_HERE = {
     "appended_files": "the list of the logs above",
 }
 
-WRITTEN_BY_THE_HOOK = {"hook_log"}  # cocoplus/hook/runner.py writes it with its own open() until the hook refactor
 
 
 def _path_of(layout: Layout, name: str) -> str:
@@ -340,10 +347,7 @@ def _snapshot(path: str) -> dict[str, bytes]:
 
 def _cases():
     for name, (op, kind) in sorted(WRITERS.items()):
-        marks = []
-        if name in WRITTEN_BY_THE_HOOK:
-            marks.append(pytest.mark.xfail(strict=True, reason="hook.log is opened by cocoplus/hook/runner.py, which moves to fsio.append_line with the hook refactor"))
-        yield pytest.param(name, op, kind, id=name, marks=marks)
+        yield pytest.param(name, op, kind, id=name)
 
 
 @pytest.mark.parametrize("name, op, kind", list(_cases()))

@@ -7,8 +7,7 @@ from typing import Annotated
 import typer
 
 from cocoplus.core.errors import UsageError
-
-ROLES = ("brain", "worker", "all")
+from cocoplus.core.vocab import MCP_ROLES as ROLES
 
 
 def mcp(role: Annotated[str, typer.Option("--role", help="Which tools to serve: brain, worker or all.")] = "all") -> None:
