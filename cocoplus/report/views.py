@@ -17,8 +17,8 @@ from cocoplus.core import clock, fsio, predicates, progress, settings
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.core.vocab import ACTIVE_STATES, ATTENTION_STATES, BUDGET_STATES, RUN_STATES
-from cocoplus.session import control, events, freshness, iteration, queue
 from cocoplus.report import models
+from cocoplus.session import control, events, freshness, iteration, queue, registry
 
 
 def _part(fn: Callable[[], dict[str, Any]], problems: list[str]) -> dict[str, Any]:
@@ -197,8 +197,6 @@ def status_part(layout: Layout, which: str = "status", stale_hours: float | None
 
 
 def _last_activity(layout: Layout, doc: dict[str, Any]) -> float | None:
-    from cocoplus.session import registry
-
     times = [clock.parse_iso(doc.get("updated_at"))]
     try:
         records, _ = registry.list_sessions(layout)
@@ -240,8 +238,6 @@ def steer_part(layout: Layout) -> dict[str, Any]:
 
 def sessions_part(layout: Layout) -> dict[str, Any]:
     """Agent-runtime sessions the hooks recorded; a damaged record is a problem naming its file."""
-    from cocoplus.session import registry
-
     records, problems = registry.list_sessions(layout)
     return {
         "path": layout.rel(layout.sessions_dir),
@@ -447,8 +443,6 @@ def check(layout: Layout, environ: dict[str, str] | None = None) -> dict[str, An
     guarded("steps.jsonl", jsonl_check(layout.steps))
 
     def sessions_check() -> tuple[bool, str]:
-        from cocoplus.session import registry
-
         records, problems = registry.list_sessions(layout)
         if problems:
             return False, "; ".join(problems[:3])
