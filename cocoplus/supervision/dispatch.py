@@ -143,18 +143,20 @@ def deliver(
 # -- the actions (each recorded) ------------------------------------------------------------------
 
 
-def _acting(layout: Layout, action: str, ref: str, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+def _acting(
+    layout: Layout, action: str, ref: str, by: str, fn: Callable[[dict[str, Any]], dict[str, Any]]
+) -> dict[str, Any]:
     rec = None
     try:
         rec = registry.resolve(layout, ref)
         result = fn(rec)
     except CocoplusError as exc:
         try:
-            actions.record(layout, action, rec or {"id": None, "alias": ref if isinstance(ref, str) else None}, error=exc.message)
+            actions.record(layout, action, rec or {"id": None, "alias": ref if isinstance(ref, str) else None}, error=exc.message, by=by)
         except CocoplusError:
             pass  # the action's own error is what the caller must see
         raise
-    result["action"] = actions.record(layout, action, rec, result=_summary(result))
+    result["action"] = actions.record(layout, action, rec, result=_summary(result), by=by)
     return result
 
 
@@ -175,7 +177,7 @@ def dispatch(layout: Layout, ref: str, instruction: str, by: str, environ: dict[
     def run(rec: dict[str, Any]) -> dict[str, Any]:
         return deliver(layout, rec, framed(instruction, by), instruction=instruction, action="dispatch", by=by, environ=environ)
 
-    return _acting(layout, "dispatch", ref, run)
+    return _acting(layout, "dispatch", ref, by, run)
 
 
 def last_question(layout: Layout, cs_id: str) -> dict[str, Any] | None:
@@ -218,7 +220,7 @@ def answer(layout: Layout, ref: str, text: str, by: str, environ: dict[str, str]
         registry.update(layout, rec["id"], clear)
         return out
 
-    return _acting(layout, "answer_worker", ref, run)
+    return _acting(layout, "answer_worker", ref, by, run)
 
 
 def steer_session(layout: Layout, ref: str, text: str, by: str) -> dict[str, Any]:
@@ -240,16 +242,16 @@ def steer_session(layout: Layout, ref: str, text: str, by: str) -> dict[str, Any
         )
         return out
 
-    return _acting(layout, "steer_session", ref, run)
+    return _acting(layout, "steer_session", ref, by, run)
 
 
 def stop_session(layout: Layout, ref: str, reason: str, by: str) -> dict[str, Any]:
     """`session stop --session ID`: block that session's tools only (AGENT_STOP is untouched)."""
     _check_text(reason, "the reason")
-    return _acting(layout, "stop_session", ref, lambda rec: stops.stop(layout, rec, by, reason))
+    return _acting(layout, "stop_session", ref, by, lambda rec: stops.stop(layout, rec, by, reason))
 
 
 def resume_session(layout: Layout, ref: str, by: str) -> dict[str, Any]:
     """`session resume --session ID`: lift that session's stop (AGENT_STOP, if present, still stops all)."""
-    return _acting(layout, "resume_session", ref, lambda rec: stops.resume(layout, rec, by))
+    return _acting(layout, "resume_session", ref, by, lambda rec: stops.resume(layout, rec, by))
 
