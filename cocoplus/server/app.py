@@ -61,6 +61,7 @@ bearer = HTTPBearer(auto_error=False, description="The token printed by `cocoplu
 WRITE: dict[str, Any] = {"dependencies": [Depends(bearer)]}
 
 SessionRef = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
+SessionId = Annotated[str, Path(min_length=1, max_length=MAX_ID, description="An alias such as cc1, a cs_ id or the runtime's session id.")]
 Conv = Annotated[str, Path(pattern=CONV_PATTERN, description="The conversation (the seed's is `master-agent`).")]
 Operator = Annotated[str | None, Field(None, min_length=1, max_length=100, description="Who acts (default: the login name of the server's user).")]
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -310,8 +311,6 @@ def create_app(
         return supervision_ops.set_scope(layout, body.mode, list(body.session_ids), allow_invert=True)
 
     # -- one worker session: dispatch, answer, steer, stop, resume (SPEC 11) ----------------------
-    SessionId = Annotated[str, Path(min_length=1, max_length=MAX_ID, description="An alias such as cc1, a cs_ id or the runtime's session id.")]
-
     @app.post("/api/v1/coding-sessions/{session_id}/dispatch", tags=["sessions"], responses=ERRORS, **WRITE)
     def post_dispatch(session_id: SessionId, body: DispatchBody) -> dict[str, Any]:
         """`cocoplus dispatch ID INSTRUCTION` (brain tool `dispatch`): the route taken (held, steer, resume, queued) and why."""
