@@ -141,7 +141,8 @@ def wait(h: Hook, rec: dict[str, Any], seconds: float, deadline: float) -> Resul
                 outcome = f"released: {why_not}"
                 break
         if rounds.ended_without_us():
-            outcome = "released: a supervision round ended without a decision for this session"
+            wanted, why_not = holds.wants_hold(layout, cs)  # a round that finished supervision says so
+            outcome = f"released: {why_not}" if not wanted else "released: a supervision round ended without a decision for this session"
             break
         if now >= deadline:
             outcome = f"released: no decision within {seconds:g}s"
