@@ -22,8 +22,10 @@ def program(argv: "list[str] | None") -> "list[str]":
     if not argv:
         return []
     base = argv[0].rsplit("/", 1)[-1]
-    if base in INTERPRETERS and len(argv) > 1:
-        return argv[:2]
+    if base in INTERPRETERS:
+        for i, word in enumerate(argv[1:], 1):
+            if not word.startswith("-"):
+                return argv[: i + 1]  # the interpreter, its own options, the script
     return argv[:1]
 
 
