@@ -213,9 +213,12 @@ HOLD_PATH = {"cocoplus.hook.hold", "cocoplus.session.holds", "cocoplus.session.p
 @pytest.mark.parametrize("runtime", [a.NAME for a in registry.ordered() if a.continue_turn("Stop", "-") is not None])
 def test_the_turn_end_hold_stays_light(compiled: Layout, runtime: str) -> None:
     """A supervised turn end that holds (here for 1 s, then released) loads nothing heavy and nothing of the doors."""
+    from cocoplus.core.lock import Lock
     from cocoplus.supervision import autonomy
 
     autonomy.enable(compiled)
+    watcher = Lock(compiled.lock("supervisor"))  # a hold needs a watcher: the test holds its lock
+    watcher.acquire()
     adapter = registry.get(runtime)
     event = next(e for e, k, m in adapter.EVENTS if k == "stop" and m is not None)
     payload = payload_for(runtime, event, "stop", compiled, None)
@@ -226,6 +229,7 @@ def test_the_turn_end_hold_stays_light(compiled: Layout, runtime: str) -> None:
         probe, input=json.dumps(payload).encode(), capture_output=True, timeout=60,
         env=hook_env(compiled, COCOPLUS_SUPERVISION_HOLD_TURN_END_S="1"),
     )  # fmt: skip
+    watcher.release()
     lines = r.stderr.decode().splitlines()
     assert lines and lines[-1] == "RC 0", r.stderr.decode()
     mods = set([x for x in lines if x.startswith("MODULES ")][-1].split()[1:])
