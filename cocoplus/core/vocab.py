@@ -42,6 +42,21 @@ REPLY_STATES = (*UNFINISHED_TASK_STATES, "failed")
 # An item of session/task-queue.jsonl.
 QUEUE_STATES = ("queued", "done", "dropped")
 
+# What a notification can be about (`[notify] events`): a worker asks the human, waits for
+# authorization, stalls; the cost budget reaches reserve or is exhausted; the iteration cap or
+# the loop guard stops an agent; supervision finishes; a supervision round fails.
+NOTIFY_EVENTS = (
+    "ask_human",
+    "awaiting_authorization",
+    "stalled",
+    "budget_reserve",
+    "budget_exhausted",
+    "iteration_cap",
+    "loop_guard",
+    "supervision_finished",
+    "round_failed",
+)
+
 
 def as_dict() -> dict[str, list[str]]:
     """Every list by name, as the REST API publishes it."""
@@ -60,4 +75,5 @@ def as_dict() -> dict[str, list[str]]:
         "unfinished_task_states": list(UNFINISHED_TASK_STATES),
         "reply_states": list(REPLY_STATES),
         "queue_states": list(QUEUE_STATES),
+        "notify_events": list(NOTIFY_EVENTS),
     }
