@@ -29,6 +29,7 @@ from cocoplus.cli.commands import (
     session_cmd,
     shell_cmd,
     supervision_cmd,
+    top_cmd,
 )
 from cocoplus.core.errors import CocoplusError
 
@@ -62,7 +63,7 @@ def _root(
 
 
 def _register() -> None:
-    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, server_cmd, mcp_cmd, notify_cmd):
+    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, server_cmd, mcp_cmd, notify_cmd, top_cmd):
         mod.register(app)
 
 
