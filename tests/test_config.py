@@ -7,7 +7,7 @@ import os
 import pytest
 
 from cocoplus import config
-from cocoplus.core import fsio, settings
+from cocoplus.core import fsio, settings, vocab
 from cocoplus.core.errors import ConfigInvalid
 from cocoplus.core.paths import Layout
 
@@ -43,6 +43,10 @@ EXPECTED_DEFAULTS = {
     "supervision.stall_threshold_s": 900.0,
     "supervision.stall_cooldown_s": 1800.0,
     "supervision.stall_watchdog_startup_delay_s": 45.0,
+    "notify.urls": [],
+    "notify.events": list(vocab.NOTIFY_EVENTS),
+    "notify.repeat_after_s": 300.0,
+    "notify.max_per_minute": 10,
 }
 
 
@@ -284,7 +288,8 @@ def test_table_fields_are_checked_by_the_same_path_as_every_key(tmp_path, table,
         ('[accounts]\nlocal = "claude"\n', 'cocoplus.toml: [accounts.local]: expected a table (accounts that can run the master agent; [chat] controller picks one), got "claude"'),
         ('accounts = 3\n', 'cocoplus.toml: [accounts]: expected tables [accounts.NAME], got 3'),
         ('[session]\nmax_iterations = "lots"\n', 'cocoplus.toml: [session] max_iterations: expected an integer >= 1 and <= 1000000, got "lots"'),
-        ("max_iterations = 5\n", 'cocoplus.toml: "max_iterations" is outside any section; it belongs under [session] (sections: [session], [hooks], [ctx], [chat], [supervision], [pricing], [accounts])'),
+        ('[notify]\nevents = ["stalled", "lunch"]\n', 'cocoplus.toml: [notify] events: expected a list of "ask_human", "awaiting_authorization", "stalled", "budget_reserve", "budget_exhausted", "iteration_cap", "loop_guard", "supervision_finished", "round_failed", got ["stalled", "lunch"]'),
+        ("max_iterations = 5\n", 'cocoplus.toml: "max_iterations" is outside any section; it belongs under [session] (sections: [session], [hooks], [ctx], [chat], [supervision], [notify], [pricing], [accounts])'),
     ],
 )
 def test_table_and_key_errors_read_the_same(tmp_path, text, message):

@@ -29,10 +29,12 @@ from cocoplus.cli.commands import (
     hooks_cmd,
     init_cmd,
     mcp_cmd,
+    notify_cmd,
     server_cmd,
     session_cmd,
     shell_cmd,
     supervision_cmd,
+    top_cmd,
 )
 from cocoplus.core.crashlog import log_exception
 from cocoplus.core.errors import CocoplusError
@@ -68,7 +70,7 @@ def _root(
 
 
 def _register() -> None:
-    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, dispatch_cmd, server_cmd, mcp_cmd):
+    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, dispatch_cmd, server_cmd, mcp_cmd, notify_cmd, top_cmd):
         mod.register(app)
 
 

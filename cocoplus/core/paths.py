@@ -299,6 +299,21 @@ class Layout:
     def chat_worker_pid(self) -> str:
         return self._p("chat", "worker.json")
 
+    # -- notifications -----------------------------------------------------
+    @property
+    def notify_dir(self) -> str:
+        return self._p("notify")
+
+    @property
+    def notify_state(self) -> str:
+        """The notifier's cursors into the logs it reads, messages not yet delivered, and each target's retry state."""
+        return self._p("notify", "state.json")
+
+    @property
+    def notify_log(self) -> str:
+        """What the notifier sent, and which targets failed."""
+        return self._p("logs", "notify.log")
+
     # -- server ------------------------------------------------------------
     @property
     def server_token(self) -> str:
@@ -355,6 +370,7 @@ class Layout:
             self.cli_log,
             self.supervisor_log,
             self.chat_worker_log,
+            self.notify_log,
         ]
 
     def rel(self, path: str) -> str:

@@ -76,7 +76,7 @@ class Key:
     ) -> None:
         """`env`: True for `COCOPLUS_<SECTION>_<KEY>`, a string for another name, False for none.
 
-        `minimum` of an `argv` key is the least number of items.
+        `minimum` of an `argv` key is the least number of items; its `choices`, what each item may be.
         `required` / `required_when=(field, value)` apply to table fields.
         """
         if kind not in KINDS:
@@ -108,6 +108,8 @@ class Key:
             return "true or false"
         if self.kind == "enum":
             return "one of " + ", ".join(f'"{c}"' for c in self.choices or ())
+        if self.kind == "argv" and self.choices is not None:
+            return "a list of " + ", ".join(f'"{c}"' for c in self.choices)
         if self.kind == "argv":
             return "a non-empty list of strings" if self.minimum else "a list of strings"
         if self.kind == "str":
@@ -152,6 +154,7 @@ class Key:
                 isinstance(value, list)
                 and all(isinstance(x, str) for x in value)
                 and len(value) >= (self.minimum or 0)
+                and (self.choices is None or all(x in self.choices for x in value))
             )
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return False
@@ -269,6 +272,11 @@ KEYS: tuple[Key, ...] = (
     Key("supervision", "stall_threshold_s", "float", 900.0, "a supervised worker left this long in an attention state wakes the main brain (a stall)", minimum=0.0, maximum=WEEK, env="JARVIS_SUPERVISION_STALL_THRESHOLD_S"),
     Key("supervision", "stall_cooldown_s", "float", 1800.0, "after a stall wake-up, the same worker in the same attention state does not wake it again for this long", minimum=0.0, maximum=WEEK, env="JARVIS_SUPERVISION_STALL_COOLDOWN_S"),
     Key("supervision", "stall_watchdog_startup_delay_s", "float", 45.0, "the stall watchdog's first look comes this long after the watcher starts", minimum=0.0, maximum=DAY, env="JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S"),
+    # [notify]: notifications to the human, sent by the watcher's notifier (never by a hook).
+    Key("notify", "urls", "argv", [], "where notifications go: apprise URLs (ntfy://, mailto://, slack://, json://, ...); they say where data is sent", sends_data=True),
+    Key("notify", "events", "argv", list(vocab.NOTIFY_EVENTS), "which events are sent", choices=vocab.NOTIFY_EVENTS),
+    Key("notify", "repeat_after_s", "float", 300.0, "one event for one session is sent once; the same again within this window is left out", minimum=0.0, maximum=DAY),
+    Key("notify", "max_per_minute", "int", 10, "at most this many notifications a minute to one target; more wait their turn", minimum=1, maximum=600),
 )
 
 BY_DOTTED: dict[str, Key] = {k.dotted: k for k in KEYS}

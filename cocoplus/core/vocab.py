@@ -52,6 +52,21 @@ SPEND_CATEGORIES = ("execution", "coordination", "landing")
 # Which tools `cocoplus mcp --role` serves.
 MCP_ROLES = ("brain", "worker", "all")
 
+# What a notification can be about (`[notify] events`): a worker asks the human, waits for
+# authorization, stalls; the cost budget reaches reserve or is exhausted; the iteration cap or
+# the loop guard stops an agent; supervision finishes; a supervision round fails.
+NOTIFY_EVENTS = (
+    "ask_human",
+    "awaiting_authorization",
+    "stalled",
+    "budget_reserve",
+    "budget_exhausted",
+    "iteration_cap",
+    "loop_guard",
+    "supervision_finished",
+    "round_failed",
+)
+
 
 def as_dict() -> dict[str, list[str]]:
     """Every list by name, as the REST API publishes it."""
@@ -74,4 +89,5 @@ def as_dict() -> dict[str, list[str]]:
         "task_kinds": list(TASK_KINDS),
         "spend_categories": list(SPEND_CATEGORIES),
         "mcp_roles": list(MCP_ROLES),
+        "notify_events": list(NOTIFY_EVENTS),
     }

@@ -49,6 +49,7 @@ from cocoplus.ops import dispatch as dispatch_ops
 from cocoplus.ops import session as session_ops
 from cocoplus.ops import sessions as sessions_ops
 from cocoplus.ops import supervision as supervision_ops
+from cocoplus.ops import view as view_ops
 from cocoplus.server import events as events_mod
 from cocoplus.server.security import Guard
 
@@ -300,6 +301,11 @@ def create_app(
         """list_sessions (`cocoplus sessions list`): alias, runtime, state, attention, excluded, stale; and the scope."""
         return sessions_ops.list_sessions(layout)
 
+    @app.get("/api/v1/history", tags=["sessions"], responses=ERRORS)
+    def get_history() -> dict[str, Any]:
+        """Each session's iterations and spend over time (`[[ts, value], ...]`), for the page's charts."""
+        return view_ops.history(layout)
+
     @app.patch("/api/v1/coding-sessions/{session_id}/supervision", tags=["sessions"], responses=ERRORS, **WRITE)
     def patch_supervision(session_id: Annotated[str, Path(min_length=1, max_length=MAX_ID)], body: ExcludeBody) -> dict[str, Any]:
         """`cocoplus supervision exclude|include ID`: the session's state (full cs_ id, alias or runtime id)."""
@@ -429,5 +435,6 @@ def create_app(
     app.get("/", include_in_schema=False)(_static("index.html", "text/html; charset=utf-8"))
     app.get("/app.js", include_in_schema=False)(_static("app.js", "text/javascript; charset=utf-8"))
     app.get("/app.css", include_in_schema=False)(_static("app.css", "text/css; charset=utf-8"))
+    app.get("/uplot.min.js", include_in_schema=False)(_static("uplot.min.js", "text/javascript; charset=utf-8"))
 
     return Guard(app, port=port, token=token)

@@ -34,6 +34,7 @@ from cocoplus.core import clock, fsio, proc, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import is_locked, try_lock
 from cocoplus.core.paths import Layout
+from cocoplus.notify import runner as notifier
 from cocoplus.session import events, registry
 from cocoplus.supervision import autonomy, rounds, workflow
 from cocoplus.supervision import triggers as trig
@@ -299,6 +300,7 @@ class Supervisor:
         signal.signal(signal.SIGINT, on_signal)
         self.log(f"started (pid {os.getpid()}); restore: {self.restore()}")
         self._start_observer()
+        notifier.start_thread(self.layout)  # [notify]: a thread of its own; a slow target never holds up this loop
         try:
             while not self.stopping:
                 try:

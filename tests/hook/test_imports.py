@@ -29,11 +29,11 @@ from tests.hook.helpers import FIXTURES, fixture, hook_env
 
 HEAVY = {
     "typer", "rich", "pydantic", "pydantic_core", "filelock", "watchdog", "tomllib", "tomli_w", "click",
-    "genai_prices", "httpx", "fastapi", "mcp", "decimal", "importlib", "asyncio",
+    "genai_prices", "httpx", "fastapi", "mcp", "decimal", "importlib", "asyncio", "apprise", "requests", "textual",
 }  # fmt: skip
 # cocoplus modules that must never load in a hook process
 NOT_IN_HOOK = {"cocoplus.cli", "cocoplus.report", "cocoplus.supervision", "cocoplus.chat", "cocoplus.server", "cocoplus.mcp",
-               "cocoplus.runtimes.install", "cocoplus.runtimes.mcp_config", "cocoplus.runtimes.files", "cocoplus.cost.price_table"}  # fmt: skip
+               "cocoplus.notify", "cocoplus.tui", "cocoplus.runtimes.install", "cocoplus.runtimes.mcp_config", "cocoplus.runtimes.files", "cocoplus.cost.price_table"}  # fmt: skip
 # Not even these on the events that run around every tool call.
 NOT_ON_TOOL_EVENTS = {"json", "re", "typing", "enum"}
 RECORDS = Path(__file__).resolve().parent.parent / "fixtures" / "runtime-records"

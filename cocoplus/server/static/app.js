@@ -1,5 +1,6 @@
 // The cocoplus page: reads the REST API, writes with the server's token, and
-// re-reads whatever /api/v1/events says changed. No build step, no libraries.
+// re-reads whatever /api/v1/events says changed. No build step; the one library is uPlot
+// (uplot.min.js, shipped beside this file) for the charts.
 //
 // The token reaches the page in the URL fragment (`/#token=...`, printed by
 // `cocoplus serve`); fragments are never sent to a server. The page keeps it
@@ -393,9 +394,70 @@ async function menuItem(item) {
   else if (item === "info") showInfo();
 }
 
+// -- charts: each session's iterations and spend over time -------------------------------------------
+// GET /api/v1/history gives what the files hold; the page keeps every point it has seen, so a count
+// that grows while the page is open draws its whole path.
+const seen = {};  // session id -> {alias, iterations: Map(ts -> n), spend: Map(ts -> usd)}
+const charts = {};
+const PALETTE = ["#2f6fdf", "#c8372d", "#1f8a4c", "#b7791f", "#7b4bc4", "#0f8b8d", "#d0468a", "#5a6b7d"];
+let historyTimer = null;
+
+async function loadHistory() {
+  const data = await call("GET", "/history");
+  for (const s of data.sessions) {
+    const h = seen[s.id] || (seen[s.id] = { alias: s.alias, iterations: new Map(), spend: new Map() });
+    h.alias = s.alias || h.alias;
+    for (const [ts, v] of s.iterations) h.iterations.set(ts, v);
+    for (const [ts, v] of s.spend) h.spend.set(ts, v);
+  }
+  renderCharts();
+}
+function historySoon() {  // bursts of events: one read
+  if (historyTimer) return;
+  historyTimer = setTimeout(() => { historyTimer = null; act(loadHistory); }, 500);
+}
+function aligned(kind) {
+  // uPlot wants one x array: every time any session has a point; each session holds its last value.
+  const ids = Object.keys(seen).filter((id) => seen[id][kind].size);
+  const per = ids.map((id) => [...seen[id][kind].entries()]
+    .map(([ts, v]) => [Date.parse(ts) / 1000, v]).filter((p) => !Number.isNaN(p[0])).sort((a, b) => a[0] - b[0]));
+  const xs = [...new Set(per.flat().map((p) => p[0]))].sort((a, b) => a - b);
+  const ys = per.map((pts) => {
+    let j = 0, cur = null;
+    return xs.map((x) => { while (j < pts.length && pts[j][0] <= x) { cur = pts[j][1]; j += 1; } return cur; });
+  });
+  return { labels: ids.map((id) => seen[id].alias || id), data: [xs, ...ys] };
+}
+function renderChart(kind, boxId, title, fmt) {
+  const box = $(boxId);
+  if (charts[kind]) { charts[kind].destroy(); charts[kind] = null; }
+  box.replaceChildren();
+  const { labels, data } = aligned(kind);
+  if (!labels.length || typeof uPlot === "undefined") {
+    box.append(el("div", { class: "empty" }, title + ": no data yet"));
+    return;
+  }
+  const series = [{}].concat(labels.map((label, i) => ({
+    label, stroke: PALETTE[i % PALETTE.length], width: 2, spanGaps: false,
+    paths: uPlot.paths.stepped({ align: 1 }), points: { show: false },
+    value: (u, v) => (v == null ? "–" : fmt(v)),
+  })));
+  charts[kind] = new uPlot({
+    title, width: Math.max(240, box.clientWidth || 520), height: 160, series,
+    scales: { x: { time: true } },
+    axes: [{ stroke: "#687083" }, { stroke: "#687083", size: 56, values: (u, vals) => vals.map(fmt) }],
+    legend: { live: false },
+  }, data, box);
+}
+function renderCharts() {
+  renderChart("iterations", "chart-iterations", "Tool calls per session", (v) => String(Math.round(v)));
+  renderChart("spend", "chart-spend", "Spend per session (USD)", (v) => "$" + Number(v).toFixed(2));
+}
+window.addEventListener("resize", () => { if (Object.keys(seen).length) renderCharts(); });
+
 // -- live updates --------------------------------------------------------------------------------
 async function loadAll() {
-  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadRounds)]);
+  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadRounds), act(loadHistory)]);
 }
 function connectEvents() {
   const es = new EventSource(API + "/events");
@@ -403,8 +465,8 @@ function connectEvents() {
   es.onopen = () => { live.textContent = "live"; live.className = "pill on"; loadAll(); };
   es.onerror = () => { live.textContent = "reconnecting"; live.className = "pill off"; };
   const on = (topic, fn) => es.addEventListener(topic, (ev) => fn(JSON.parse(ev.data || "{}")));
-  on("session", () => act(loadSession));
-  on("sessions", () => act(loadSessions));
+  on("session", () => { act(loadSession); historySoon(); });
+  on("sessions", () => { act(loadSessions); historySoon(); });
   on("supervision", () => { act(loadAutonomous); act(loadSessions); });
   on("round", () => { act(loadRounds); act(loadAutonomous); });
   on("ledger", (d) => { if (!d.conversations || !d.conversations.length || d.conversations.includes(CONV)) act(loadConversation); });
