@@ -28,7 +28,9 @@ from cocoplus.cli.commands import (
     session_cmd,
     shell_cmd,
     supervision_cmd,
+    trust_cmd,
 )
+from cocoplus import trust
 from cocoplus.core.errors import CocoplusError
 
 app = typer.Typer(
@@ -61,7 +63,7 @@ def _root(
 
 
 def _register() -> None:
-    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, server_cmd, mcp_cmd):
+    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, server_cmd, mcp_cmd, trust_cmd):
         mod.register(app)
 
 
@@ -90,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 
     command = get_command(app)
     commands.dir_flag = None  # set again by the root callback when this command line gives --dir
+    trust.speak_to(output.note)  # values an untrusted cocoplus.toml sets are ignored: said once, on stderr
     try:
         rv = command.main(args=args, prog_name="cocoplus", standalone_mode=False)
     except cx.NoArgsIsHelpError as exc:
@@ -119,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         detail = f"; details in {where}" if where else ""
         output.error_line(f"internal error: {type(exc).__name__}: {exc}{detail}")
         return 1
+    finally:
+        trust.speak_to(None)
     return rv if isinstance(rv, int) else 0
 
 
