@@ -229,5 +229,9 @@ def _worker_tools(server: MCPServer) -> None:
 
 
 def run(role: str = "all") -> None:
-    """Serve on stdin/stdout until the client closes the connection."""
-    build(role).run("stdio")
+    """Serve on stdin/stdout until the client closes the connection; every request gets an answer."""
+    import anyio  # deferred: only `cocoplus mcp` serves
+
+    from cocoplus.mcp import stdio
+
+    anyio.run(stdio.serve, build(role))
