@@ -27,7 +27,6 @@ from tests.e2e.conftest import run_claude as e2e_run_claude
 from tests.mcp.conftest import ALL_TOOLS
 from tests.support.model_stubs import AnthropicStub, text, tool
 from tests.support.waiting import wait_until  # noqa: F401 - also re-exported for tests here
-from tests.support.trusting import trust_project
 
 pytestmark = pytest.mark.e2e
 
@@ -88,7 +87,7 @@ def test_a_worker_reporting_blocked_wakes_the_brain(claude_project: Project) -> 
         '[accounts.x]\nkind = "command"\ncommand = ["sh", "-c", "cat >> prompts.txt; echo ok"]\n'
         "[supervision]\nquiet_window_s = 0.3\n"
     )
-    trust_project(p.project)  # the brain's command is the project's own (README "Trust")
+    p.cocoplus("trust", "--yes")  # the brain's command is the project's own (README "Trust"); in the project's HOME
     p.cocoplus("supervision", "enable", "--task-hint", "ship the parser")
     layout = Layout(str(p.root))
     log = (p.project / "supervisor.log").open("w")
