@@ -10,6 +10,7 @@ from cocoplus import config
 from cocoplus.core import fsio, settings, vocab
 from cocoplus.core.errors import ConfigInvalid
 from cocoplus.core.paths import Layout
+from tests.support.trusting import trust_project
 
 # The seed's [session] defaults, and cocoplus' own for the other sections.
 EXPECTED_DEFAULTS = {
@@ -241,6 +242,7 @@ def test_pricing_and_accounts_load_with_their_values_checked(tmp_path):
         '[pricing."m1"]\ninput = 1\noutput = 2\n'
         '[accounts.local]\nkind = "command"\ncommand = ["x", "{model}"]\ntimeout_s = 30\ndefault_reasoning_effort = "high"\n',
     )
+    trust_project(tmp_path)  # an account's command takes effect from a trusted file only
     cfg = config.load(str(tmp_path), environ={})
     assert cfg.pricing == {"m1": {"input": 1.0, "output": 2.0}}
     assert cfg.accounts == {"local": {"kind": "command", "command": ["x", "{model}"], "timeout_s": 30.0, "default_reasoning_effort": "high"}}
@@ -410,6 +412,7 @@ def test_toml_value_writes_toml():
 def test_example_toml_is_valid_and_lists_every_key(tmp_path):
     text = config.example_toml()
     write_toml(tmp_path, text)
+    trust_project(tmp_path)  # [ctx] command is in it
     cfg = config.load(str(tmp_path), environ={})
     for k in settings.KEYS:
         # what it accepts (bounds included) and its variable, just above the key
@@ -428,6 +431,7 @@ def test_the_commented_table_examples_are_valid(tmp_path):
 
     body = "\n".join(line[2:] for line in text.splitlines() if re.fullmatch(r"# (\[[^\]]+\]|[a-z_0-9]+ = .*)", line))
     write_toml(tmp_path, body)
+    trust_project(tmp_path)  # the accounts name programs and endpoints
     cfg = config.load(str(tmp_path), environ={})
     assert set(cfg.accounts) == {"local", "api", "cc"} and set(cfg.pricing) == {"my-local-model"}
 

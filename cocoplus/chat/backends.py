@@ -42,7 +42,8 @@ def controller(cfg: Any) -> tuple[str | None, dict[str, Any] | None]:
     if name:
         acct = cfg.accounts.get(name)
         if acct is None:
-            raise CocoplusError(f"cocoplus.toml: [chat] controller = {name!r} but there is no [accounts.{name}] table")
+            withheld = cfg.withheld.get(f"accounts.{name}")  # an untrusted project file's entry (README "Trust")
+            raise CocoplusError(withheld or f"cocoplus.toml: [chat] controller = {name!r} but there is no [accounts.{name}] table")
         return name, acct
     if len(cfg.accounts) == 1:
         only = next(iter(cfg.accounts))

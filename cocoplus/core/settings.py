@@ -17,8 +17,12 @@ compiles (`hook-config.json`) plus the environment overrides, using the same
 coercion, so both always agree on what a value means.
 
 A Key also says whether its value names a program to run (`names_program`)
-or a place data is sent to (`sends_data`), for rules that treat such keys
-differently from the rest.
+or a place data is sent to (`sends_data`).  Such a key needs trust
+(`Key.needs_trust`): its value comes into effect only from the user's own
+configuration file, the environment, or a project file the user has
+trusted (`cocoplus trust`; README "Trust").  Declaring the flag is all a
+new key has to do: loading (`cocoplus.config`), `config show`, `cocoplus
+trust` and `config example` follow it.
 """
 
 from __future__ import annotations
@@ -102,6 +106,16 @@ class Key:
     @property
     def dotted(self) -> str:
         return f"{self.section}.{self.name}"
+
+    @property
+    def needs_trust(self) -> bool:
+        """From a project file, this value applies only once the user trusts the file."""
+        return self.names_program or self.sends_data
+
+    def trust_reason(self) -> str:
+        """What the value would do, in words: `runs a program`, `sends data`, or both."""
+        what = [w for w, on in (("runs a program", self.names_program), ("sends data", self.sends_data)) if on]
+        return " and ".join(what)
 
     def expected(self) -> str:
         if self.kind == "bool":
@@ -310,7 +324,8 @@ TABLES: tuple[Table, ...] = (
             Key("accounts", "command", "argv", None, 'argv of the program; "{model}" and "{effort}" are filled in', minimum=1, env=False, required_when=("kind", "command"), names_program=True),
             Key("accounts", "binary", "str", None, "path of the CLI to run (claude, codex)", env=False, names_program=True),
             Key("accounts", "base_url", "str", None, "the OpenAI-compatible endpoint (openai)", env=False, sends_data=True),
-            Key("accounts", "api_key_env", "str", None, "name of the environment variable holding the API key (openai)", env=False),
+            # Which of the user's secrets is sent to the endpoint: a repo must not pick it.
+            Key("accounts", "api_key_env", "str", None, "name of the environment variable holding the API key (openai)", env=False, sends_data=True),
             Key("accounts", "default_model", "str", None, "model used when the conversation sets none", env=False),
             Key("accounts", "default_reasoning_effort", "enum", None, "reasoning effort used when the conversation sets none", choices=vocab.EFFORTS, env=False),
             Key("accounts", "timeout_s", "float", None, "a reply that takes longer fails (default: [chat] reply_timeout_s)", minimum=1.0, maximum=DAY, env=False),
@@ -411,6 +426,52 @@ def _unknown_section(section: str, body: Any, where: str) -> str:
         home = f"; it belongs under [{homes[0]}]" if homes else ""
         return f"{where}: {_quote(section)} is outside any section{home} (sections: {known})"
     return f"{where}: unknown section [{_quote(section) if not _bare(section) else section}] (known: {known})"
+
+
+# -- keys that need trust ----------------------------------------------------------
+
+
+def needing_trust(
+    values: dict[str, dict[str, Any]], tables: dict[str, dict[str, dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The values of one checked document (`check_document`) that need trust, in file order.
+
+    Each is `{"key", "label", "value", "what"}`: `key` is `section.name` for
+    a fixed key or `section.ENTRY.field` for a table field, `label` how the
+    file spells it (`[ctx] command`, `[accounts.x] command`), `what` what the
+    value does (`runs a program`, `sends data`).
+    """
+    found: list[dict[str, Any]] = []
+    for section, body in values.items():
+        for name, value in body.items():
+            key = BY_DOTTED[f"{section}.{name}"]
+            if key.needs_trust:
+                found.append({"key": key.dotted, "label": f"[{section}] {name}", "value": value, "what": key.trust_reason()})
+    for section, entries in tables.items():
+        table = TABLES_BY_SECTION[section]
+        for entry_name, entry in entries.items():
+            for field_name, value in entry.items():
+                field = table.field(field_name)
+                if field is not None and field.needs_trust:
+                    found.append(
+                        {
+                            "key": f"{section}.{entry_name}.{field_name}",
+                            "label": f"{table.label(entry_name)} {field_name}",
+                            "value": value,
+                            "what": field.trust_reason(),
+                        }
+                    )
+    return found
+
+
+def incomplete(table: Table, entry: dict[str, Any]) -> str | None:
+    """The first required field an entry lacks (its name), None when it has them all."""
+    for key in table.fields:
+        if key.name in entry:
+            continue
+        if key.required or (key.required_when is not None and entry.get(key.required_when[0]) == key.required_when[1]):
+            return key.name
+    return None
 
 
 # -- relations between keys ---------------------------------------------------------

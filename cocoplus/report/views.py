@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, fsio, predicates, progress, settings
+from cocoplus.core import clock, fsio, predicates, progress, settings, userfiles
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.core.vocab import ACTIVE_STATES, ATTENTION_STATES, BUDGET_STATES, RUN_STATES
@@ -133,7 +133,12 @@ def limits(layout: Layout, cfg: config_mod.Config | None, values: dict[str, Any]
     """The iteration cap and warn threshold the hooks apply: cocoplus.toml's as it is now, or, while
     it is invalid, the last good values the hooks kept (`values`, from hook-config.json)."""
     if cfg is not None:
-        source = layout.rel(layout.config) if cfg.path else "defaults"
+        origin = cfg.origins.get("session.max_iterations", "default")
+        where = cfg.files.get("session.max_iterations") if origin == "file" else None
+        if where is None:
+            source = origin if origin.startswith("env ") else "defaults"
+        else:
+            source = layout.rel(where) if where == layout.config else userfiles.shown(where)
     else:
         source = f"last good values ({layout.rel(layout.hook_config)})"
     s = values["session"]

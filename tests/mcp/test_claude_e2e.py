@@ -87,6 +87,7 @@ def test_a_worker_reporting_blocked_wakes_the_brain(claude_project: Project) -> 
         '[accounts.x]\nkind = "command"\ncommand = ["sh", "-c", "cat >> prompts.txt; echo ok"]\n'
         "[supervision]\nquiet_window_s = 0.3\n"
     )
+    p.cocoplus("trust", "--yes")  # the brain's command is the project's own (README "Trust"); in the project's HOME
     p.cocoplus("supervision", "enable", "--task-hint", "ship the parser")
     layout = Layout(str(p.root))
     log = (p.project / "supervisor.log").open("w")

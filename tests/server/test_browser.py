@@ -18,6 +18,7 @@ import pytest
 
 from cocoplus.core.paths import Layout
 from tests.server.conftest import Served, wait_until, write_backend
+from tests.support.trusting import trust_project
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "server"
@@ -74,6 +75,7 @@ def test_page_end_to_end(served: Served, page: Any) -> None:
     lay: Layout = served.layout
     cfg = Path(lay.config)
     cfg.write_text(cfg.read_text().replace('controller = "x"\n', 'controller = "x"\ndefault_model = "model-z"\n'))
+    trust_project(lay)  # a changed file is trusted again (README "Trust")
 
     page.goto(f"{served.url}/#token={served.token}")
     expect(page.locator("#live")).to_have_text("live")
