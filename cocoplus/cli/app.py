@@ -21,6 +21,7 @@ from cocoplus.cli.commands import (
     budget_cmd,
     chat_cmd,
     config_cmd,
+    fleet_cmd,
     hooks_cmd,
     init_cmd,
     mcp_cmd,
@@ -61,7 +62,7 @@ def _root(
 
 
 def _register() -> None:
-    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, server_cmd, mcp_cmd):
+    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, server_cmd, mcp_cmd, fleet_cmd):
         mod.register(app)
 
 

@@ -29,10 +29,10 @@ from tests.hook.helpers import FIXTURES, fixture, hook_env
 
 HEAVY = {
     "typer", "rich", "pydantic", "pydantic_core", "filelock", "watchdog", "tomllib", "tomli_w", "click",
-    "genai_prices", "httpx", "fastapi", "mcp", "decimal", "importlib", "asyncio",
+    "genai_prices", "httpx", "fastapi", "mcp", "decimal", "importlib", "asyncio", "nats", "ssl", "socket",
 }  # fmt: skip
 # cocoplus modules that must never load in a hook process
-NOT_IN_HOOK = {"cocoplus.cli", "cocoplus.report", "cocoplus.supervision", "cocoplus.chat", "cocoplus.server", "cocoplus.mcp",
+NOT_IN_HOOK = {"cocoplus.cli", "cocoplus.report", "cocoplus.supervision", "cocoplus.chat", "cocoplus.server", "cocoplus.mcp", "cocoplus.fleet",
                "cocoplus.runtimes.install", "cocoplus.runtimes.mcp_config", "cocoplus.runtimes.files", "cocoplus.cost.price_table"}  # fmt: skip
 # Not even these on the events that run around every tool call.
 NOT_ON_TOOL_EVENTS = {"json", "re", "typing", "enum"}
