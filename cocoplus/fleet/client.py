@@ -22,7 +22,7 @@ from typing import Any
 from nats.js import api
 from nats.js.errors import NotFoundError
 
-from cocoplus.core.errors import UsageError
+from cocoplus.core.errors import NotFound, UsageError
 from cocoplus.fleet import commands, naming
 from cocoplus.fleet.connect import Connection, connect
 from cocoplus.fleet.options import FleetOptions
@@ -101,7 +101,7 @@ def online(entry: dict[str, Any], now: float, default_beat: float) -> bool:
 def expand(seen: dict[tuple[str, str], dict[str, Any]], targets: list[naming.Target], every: bool, fleet: str) -> list[naming.Target]:
     """The projects (and sessions) a command goes to; UsageError for a target no machine answers to."""
     if not seen:
-        raise UsageError(f"fleet {fleet}: no project has joined yet", hint="run `cocoplus fleet join` in a project on each machine")
+        raise NotFound(f"fleet {fleet}: no project has joined yet", hint="run `cocoplus fleet join` in a project on each machine")
     if every:
         if targets:
             raise UsageError("give targets or --all, not both")
@@ -112,7 +112,7 @@ def expand(seen: dict[tuple[str, str], dict[str, Any]], targets: list[naming.Tar
     out: dict[str, naming.Target] = {}
     for t in targets:
         if t.machine not in machines:
-            raise UsageError(f"fleet {fleet}: no machine {t.machine!r} has joined (known: {', '.join(machines)})")
+            raise NotFound(f"fleet {fleet}: no machine {t.machine!r} has joined (known: {', '.join(machines)})")
         if t.project is None:
             for m, p in sorted(seen):
                 if m == t.machine:
@@ -120,7 +120,7 @@ def expand(seen: dict[tuple[str, str], dict[str, Any]], targets: list[naming.Tar
             continue
         if (t.machine, t.project) not in seen:
             there = ", ".join(p for m, p in sorted(seen) if m == t.machine)
-            raise UsageError(f"fleet {fleet}: no project {t.project!r} on {t.machine} (known there: {there})")
+            raise NotFound(f"fleet {fleet}: no project {t.project!r} on {t.machine} (known there: {there})")
         out.setdefault(str(t), t)
     return list(out.values())
 

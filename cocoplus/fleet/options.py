@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core.errors import CocoplusError, ConfigInvalid, UsageError
+from cocoplus.core.errors import CocoplusError, ConfigInvalid
 from cocoplus.fleet import naming
 
 class FleetUnreachable(CocoplusError):
@@ -69,12 +69,12 @@ def configured(project_dir: str, environ: dict[str, str] | None = None) -> bool:
 
 
 def load(project_dir: str, environ: dict[str, str] | None = None) -> FleetOptions:
-    """The fleet options for a project directory; UsageError when no fleet is configured."""
+    """The fleet options for a project directory; CocoplusError when no fleet is configured."""
     env = os.environ if environ is None else environ
     cfg = config_mod.load(project_dir, environ)
     raw = str(cfg.get("fleet.url")).strip()
     if not raw:
-        raise UsageError("no fleet is configured", hint=NOT_CONFIGURED_HINT)
+        raise CocoplusError("no fleet is configured", hint=NOT_CONFIGURED_HINT)
     urls = [u.strip() for u in raw.split(",") if u.strip()]
     for u in urls:
         scheme = u.split("://", 1)[0] if "://" in u else ""
