@@ -227,6 +227,7 @@ async def send(
         sent_at: dict[str, float] = {}
         waiting: set[str] = set()
         all_in = asyncio.Event()
+        all_sent = False  # acknowledgements of the first targets may arrive while later ones are being sent
 
         async def on_ack(msg: Any) -> None:
             doc = _loads(msg.data)
@@ -245,7 +246,7 @@ async def send(
                 pending=False,
             )
             waiting.discard(row["id"])
-            if not waiting:
+            if not waiting and all_sent:
                 all_in.set()
 
         sub = await conn.nc.subscribe(f"{naming.PREFIX}.{opts.fleet}.ack.*.*.{batch}.*", cb=on_ack)
@@ -287,6 +288,7 @@ async def send(
                 row["pending"] = True
                 if row["online"]:
                     waiting.add(cmd["id"])
+        all_sent = True
         if waiting and wait > 0:
             try:
                 await asyncio.wait_for(all_in.wait(), timeout=wait)
