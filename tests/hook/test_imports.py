@@ -204,3 +204,17 @@ def test_turn_end_never_compiles_prices_even_when_the_config_changed(compiled: L
     assert json.load(open(compiled.hook_config))["values"]["session"]["max_iterations"] == 77
     assert not os.path.exists(compiled.price_table)
     assert not os.path.exists(compiled.spend_log)  # nothing priced, and nothing read past: the cursor did not move
+
+
+@pytest.mark.parametrize("kind", ["session_start", "pre_tool", "post_tool", "prompt", "stop", "session_end"])
+def test_a_project_in_a_fleet_loads_no_network_client_on_any_event(compiled: Layout, kind: str) -> None:
+    """A fleet configured in the project file (the config recompiled by the hook) and a relay's state on disk."""
+    with open(compiled.config, "a") as fh:
+        fh.write('[fleet]\nurl = "nats://127.0.0.1:4222"\nname = "ops"\nmachine = "m1"\n')
+    os.makedirs(os.path.dirname(compiled.relay_state), exist_ok=True)
+    with open(compiled.relay_state, "w") as fh:
+        json.dump({"pid": os.getpid(), "fleet": "ops", "machine": "m1", "connected": True}, fh)
+    event = next(e for e, k, _m in registry.get("claude").EVENTS if k == kind)
+    mods, _out = loaded(compiled, event, "claude", payload_for("claude", event, kind, compiled, None))
+    assert not (_top(mods) & {"nats", "ssl", "socket", "asyncio"}), sorted(_top(mods) & HEAVY)
+    assert not {m for m in mods if m.startswith("cocoplus.fleet")}, sorted(mods)
