@@ -136,3 +136,18 @@ def test_without_a_fleet_the_commands_say_how_to_configure_one(project: Layout, 
     r = cli("fleet", "join", cwd=project.project)
     assert r.code == 1 and "no fleet is configured" in r.err
     assert not os.path.exists(project.relay_state)
+
+
+def test_supervise_starts_the_relay_when_a_fleet_is_configured(fleet: Fleet) -> None:
+    from tests.supervision.conftest import Brain
+
+    m1 = fleet.machine("m1")
+    Brain(Layout(str(m1.root)))
+    try:
+        res = m1.json("supervise", "watch", "the", "fleet")
+        assert res["relay"]["started"] and res["relay"]["running"], res["relay"]
+        st = wait_status(fleet, m1, lambda s: projects(s).get("m1/proj", {}).get("online"))
+        assert projects(st)["m1/proj"]["supervision"]["enabled"] is True
+        assert m1.json("supervise", "again")["relay"]["started"] is False  # one relay per project
+    finally:
+        m1.cocoplus("supervisor", "stop", check=False)
