@@ -21,10 +21,13 @@ import sys
 from types import ModuleType
 from typing import Any
 
+import cocoplus.hook
+from cocoplus import config
 from cocoplus.core import clock, fsio
-from cocoplus.core.errors import CocoplusError, UsageError
+from cocoplus.core.errors import CocoplusError, ConfigInvalid, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.runtimes import files, mcp_config, registry
+from cocoplus.session import registry as sessions
 
 SLASH_COMMAND = "supervise.md"
 
@@ -36,8 +39,6 @@ def adapter_for(runtime: str) -> ModuleType:
 
 
 def hook_script() -> str:
-    import cocoplus.hook
-
     return os.path.join(os.path.dirname(os.path.abspath(cocoplus.hook.__file__)), "__main__.py")
 
 
@@ -164,7 +165,7 @@ def install(runtime: str, project: str, timeout_s: int = 10) -> dict[str, Any]:
 
 def _precompile() -> list[str]:
     """Byte-compile the modules the hook imports, so no hook run compiles them (PYTHONDONTWRITEBYTECODE, read-only caches)."""
-    import compileall  # deferred: only install needs it
+    import compileall  # deferred: compileall loads importlib and more; only install needs it
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ok = all(
@@ -246,8 +247,6 @@ def uninstall(runtime: str, project: str) -> dict[str, Any]:
 
 def doctor(layout: Layout) -> dict[str, Any]:
     """Which runtimes are wired, whether the entries are current, and whether hooks have fired."""
-    from cocoplus.session import registry as sessions
-
     project = layout.project
     records, problems = sessions.list_sessions(layout)
     problems = list(problems) + _config_problems(layout)
@@ -294,9 +293,6 @@ def doctor(layout: Layout) -> dict[str, Any]:
 
 def _config_problems(layout: Layout) -> list[str]:
     """A cocoplus.toml that does not load: the hooks run on their last good values until it is fixed."""
-    from cocoplus import config
-    from cocoplus.core.errors import ConfigInvalid
-
     try:
         config.load_for(layout)
     except ConfigInvalid as exc:
