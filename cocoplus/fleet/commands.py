@@ -65,8 +65,7 @@ def _no_session(cmd: dict[str, Any]) -> None:
 
 
 def _stop(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
-    # ops imported here: the relay loads them, the code that only names command types does not.
-    from cocoplus.ops import session as ops_session
+    from cocoplus.ops import session as ops_session  # deferred: only the relay applies commands; senders just name them
 
     _no_session(cmd)
     reason = str(cmd["args"].get("reason") or "stopped from the fleet")
@@ -82,7 +81,7 @@ def _stop(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
 
 
 def _resume(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
-    from cocoplus.ops import session as ops_session  # see _stop
+    from cocoplus.ops import session as ops_session  # deferred: as in _stop
 
     _no_session(cmd)
     out = ops_session.resume(layout, operator=operator_label(cmd))
@@ -95,7 +94,7 @@ def _resume(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
 
 
 def _steer(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
-    from cocoplus.ops import session as ops_session  # see _stop
+    from cocoplus.ops import session as ops_session  # deferred: as in _stop
 
     _no_session(cmd)
     out = ops_session.steer(layout, str(cmd["args"]["text"]), operator=operator_label(cmd))

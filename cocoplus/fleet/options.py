@@ -17,6 +17,7 @@ from cocoplus import config as config_mod
 from cocoplus.core.errors import CocoplusError, ConfigInvalid
 from cocoplus.fleet import naming
 
+
 class FleetUnreachable(CocoplusError):
     """No server of the fleet could be reached (or it refused the credentials)."""
 

@@ -15,7 +15,6 @@ from cocoplus.core.paths import Layout
 from cocoplus.fleet import accounts, commands, naming, options, outbox
 from cocoplus.session import control
 
-
 # -- names and targets ----------------------------------------------------------------------------------
 
 
