@@ -43,6 +43,9 @@ EXPECTED_DEFAULTS = {
     "supervision.stall_threshold_s": 900.0,
     "supervision.stall_cooldown_s": 1800.0,
     "supervision.stall_watchdog_startup_delay_s": 45.0,
+    "fleet.url": "", "fleet.name": "default", "fleet.machine": "", "fleet.project": "", "fleet.user": "",
+    "fleet.password_env": "", "fleet.token_env": "", "fleet.creds_file": "", "fleet.nkey_file": "", "fleet.tls_ca": "",
+    "fleet.tls_cert": "", "fleet.tls_key": "", "fleet.replicas": 0, "fleet.heartbeat_s": 5.0, "fleet.ack_wait_s": 10.0,
 }
 
 
@@ -284,7 +287,7 @@ def test_table_fields_are_checked_by_the_same_path_as_every_key(tmp_path, table,
         ('[accounts]\nlocal = "claude"\n', 'cocoplus.toml: [accounts.local]: expected a table (accounts that can run the master agent; [chat] controller picks one), got "claude"'),
         ('accounts = 3\n', 'cocoplus.toml: [accounts]: expected tables [accounts.NAME], got 3'),
         ('[session]\nmax_iterations = "lots"\n', 'cocoplus.toml: [session] max_iterations: expected an integer >= 1 and <= 1000000, got "lots"'),
-        ("max_iterations = 5\n", 'cocoplus.toml: "max_iterations" is outside any section; it belongs under [session] (sections: [session], [hooks], [ctx], [chat], [supervision], [pricing], [accounts])'),
+        ("max_iterations = 5\n", 'cocoplus.toml: "max_iterations" is outside any section; it belongs under [session] (sections: [session], [hooks], [ctx], [chat], [supervision], [fleet], [pricing], [accounts])'),
     ],
 )
 def test_table_and_key_errors_read_the_same(tmp_path, text, message):

@@ -151,3 +151,23 @@ def test_supervise_starts_the_relay_when_a_fleet_is_configured(fleet: Fleet) -> 
         assert m1.json("supervise", "again")["relay"]["started"] is False  # one relay per project
     finally:
         m1.cocoplus("supervisor", "stop", check=False)
+
+
+def test_the_page_shows_the_fleet_only_with_the_token(fleet: Fleet, three: list[Machine]) -> None:
+    import urllib.error
+    import urllib.request
+
+    from tests.server.conftest import start_server, stop_server
+
+    m1 = three[0]
+    served = start_server(Layout(str(m1.root)), env=m1.env())
+    try:
+        with pytest.raises(urllib.error.HTTPError) as denied:
+            urllib.request.urlopen(served.url + "/api/v1/fleet", timeout=30)
+        assert denied.value.code == 401
+        req = urllib.request.Request(served.url + "/api/v1/fleet", headers=served.auth)
+        with urllib.request.urlopen(req, timeout=30) as r:
+            doc = json.loads(r.read())
+        assert doc["configured"] and doc["fleet"] == FLEET and sorted(m["machine"] for m in doc["machines"]) == ["m1", "m2", "m3"]
+    finally:
+        stop_server(served)
