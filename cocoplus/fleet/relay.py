@@ -38,7 +38,6 @@ import threading
 import time
 from typing import Any
 
-import nats.errors
 from nats.js.errors import NotFoundError
 
 from cocoplus import __version__
@@ -238,7 +237,7 @@ class Relay:
         while True:
             try:
                 msgs = await sub.fetch(1, timeout=wait)
-            except nats.errors.TimeoutError:
+            except asyncio.TimeoutError:  # nats' own TimeoutError, or the plain one fetch raises when its deadline passed
                 continue
             for msg in msgs:
                 await self.handle(conn, msg)

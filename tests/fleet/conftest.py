@@ -121,7 +121,8 @@ __all__ = ["FLEET", "Fleet", "os", "projects", "run", "steps", "stop_file", "wai
 
 
 async def _drain(opts: FleetOptions, kind: str) -> list[dict[str, Any]]:
-    from nats.errors import TimeoutError as NatsTimeout
+    """What the durable consumer has not read yet; what was read so far when a request times out (a loaded
+    machine, a cluster electing a leader): the caller reads again until its condition holds."""
     from nats.js import api
 
     from cocoplus.fleet import naming
@@ -137,16 +138,16 @@ async def _drain(opts: FleetOptions, kind: str) -> list[dict[str, Any]]:
             ack_policy=api.AckPolicy.EXPLICIT,
             deliver_policy=api.DeliverPolicy.ALL,
         )
-        sub = await conn.js.pull_subscribe(cfg.filter_subject or "", durable=durable, stream=naming.events_stream(opts.fleet), config=cfg)
         out: list[dict[str, Any]] = []
-        while True:
-            try:
+        try:
+            sub = await conn.js.pull_subscribe(cfg.filter_subject or "", durable=durable, stream=naming.events_stream(opts.fleet), config=cfg)
+            while True:
                 msgs = await sub.fetch(100, timeout=1)
-            except NatsTimeout:
-                return out
-            for m in msgs:
-                out.append(json.loads(m.data))
-                await m.ack_sync()
+                for m in msgs:
+                    out.append(json.loads(m.data))
+                    await m.ack_sync()
+        except asyncio.TimeoutError:  # also nats.errors.TimeoutError
+            return out
     finally:
         await conn.close()
 
