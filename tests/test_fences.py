@@ -20,7 +20,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIERS = ("core", "session", "hook", "runtimes")
-HEAVY = ("typer", "rich", "pydantic", "filelock", "watchdog", "genai_prices", "fastapi", "mcp")
+HEAVY = ("typer", "rich", "pydantic", "filelock", "watchdog", "genai_prices", "fastapi", "mcp", "nats")
 
 
 def tool(name: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -26,6 +26,7 @@ from cocoplus.cli.commands import (
     chat_cmd,
     config_cmd,
     dispatch_cmd,
+    fleet_cmd,
     hooks_cmd,
     init_cmd,
     mcp_cmd,
@@ -71,7 +72,7 @@ def _root(
 
 
 def _register() -> None:
-    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, dispatch_cmd, server_cmd, mcp_cmd, notify_cmd, top_cmd, trust_cmd):
+    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, dispatch_cmd, server_cmd, mcp_cmd, notify_cmd, top_cmd, trust_cmd, fleet_cmd):
         mod.register(app)
 
 

@@ -313,6 +313,25 @@ class Layout:
     def notify_log(self) -> str:
         """What the notifier sent, and which targets failed."""
         return self._p("logs", "notify.log")
+    # -- fleet relay ---------------------------------------------------------
+    @property
+    def fleet_dir(self) -> str:
+        return self._p("fleet")
+
+    @property
+    def relay_state(self) -> str:
+        """The relay process: pid, connection, last error (written by `cocoplus relay run`)."""
+        return self._p("fleet", "relay.json")
+
+    @property
+    def fleet_commands(self) -> str:
+        """Every fleet command the relay applied here, appended (what makes a command apply once)."""
+        return self._p("fleet", "commands.jsonl")
+
+    @property
+    def fleet_cursors(self) -> str:
+        """How far each mirrored file (signals, rounds, ledgers) has been published to the fleet."""
+        return self._p("fleet", "cursors.json")
 
     # -- server ------------------------------------------------------------
     @property
@@ -354,6 +373,11 @@ class Layout:
         """Output of a chat worker started in the background."""
         return self._p("logs", "chat-worker.log")
 
+    @property
+    def relay_log(self) -> str:
+        """Output of a fleet relay started in the background."""
+        return self._p("logs", "relay.log")
+
     def appended_files(self) -> list[str]:
         """Every file cocoplus only ever appends to (logs and JSONL records), fixed names only.
 
@@ -371,6 +395,8 @@ class Layout:
             self.supervisor_log,
             self.chat_worker_log,
             self.notify_log,
+            self.fleet_commands,
+            self.relay_log,
         ]
 
     def rel(self, path: str) -> str:

@@ -291,6 +291,24 @@ KEYS: tuple[Key, ...] = (
     Key("notify", "events", "argv", list(vocab.NOTIFY_EVENTS), "which events are sent", choices=vocab.NOTIFY_EVENTS),
     Key("notify", "repeat_after_s", "float", 300.0, "one event for one session is sent once; the same again within this window is left out", minimum=0.0, maximum=DAY),
     Key("notify", "max_per_minute", "int", 10, "at most this many notifications a minute to one target; more wait their turn", minimum=1, maximum=600),
+    # [fleet]: many projects on many machines joined over NATS JetStream (cocoplus/fleet/). The keys that say
+    # where data goes, or with which credentials, come into effect only from the user's own configuration
+    # or a trusted project file (sends_data).
+    Key("fleet", "url", "str", "", "NATS server URL(s) of the fleet, e.g. nats://host:4222; several, separated by commas, for a cluster; empty: no fleet", sends_data=True),
+    Key("fleet", "name", "str", "default", "the fleet this project belongs to (A-Z a-z 0-9 _ -)"),
+    Key("fleet", "machine", "str", "", "this machine's name in the fleet; empty: the host name"),
+    Key("fleet", "project", "str", "", "this project's name in the fleet; empty: the project directory's name"),
+    Key("fleet", "user", "str", "", "NATS user name (with password_env)", sends_data=True),
+    Key("fleet", "password_env", "str", "", "name of the environment variable holding the NATS password", sends_data=True),
+    Key("fleet", "token_env", "str", "", "name of the environment variable holding a NATS token", sends_data=True),
+    Key("fleet", "creds_file", "str", "", "NATS credentials file (user JWT and NKey seed)", sends_data=True),
+    Key("fleet", "nkey_file", "str", "", "file holding a NATS NKey seed", sends_data=True),
+    Key("fleet", "tls_ca", "str", "", "CA certificate file to verify the NATS server with (TLS)", sends_data=True),
+    Key("fleet", "tls_cert", "str", "", "client certificate file for TLS", sends_data=True),
+    Key("fleet", "tls_key", "str", "", "client key file for TLS", sends_data=True),
+    Key("fleet", "replicas", "int", 0, "JetStream replicas of the streams a relay creates; 0: as many servers as the cluster has, at most 3", minimum=0, maximum=5),
+    Key("fleet", "heartbeat_s", "float", 5.0, "how often a relay tells the fleet it is alive; one not heard for three beats is shown offline", minimum=0.5, maximum=3600.0),
+    Key("fleet", "ack_wait_s", "float", 10.0, "how long fleet commands wait for online machines to acknowledge", minimum=0.0, maximum=3600.0),
 )
 
 BY_DOTTED: dict[str, Key] = {k.dotted: k for k in KEYS}

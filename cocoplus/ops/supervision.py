@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from cocoplus.core.paths import Layout
+from cocoplus.ops import fleet
 from cocoplus.supervision import autonomy, rounds, scope, watcher, workflow
 
 FINISHED_BY_OPERATOR = "turned off by the operator"
@@ -64,10 +65,13 @@ def rounds_view(layout: Layout, limit: int = 20) -> dict[str, Any]:
 
 
 def supervise(layout: Layout, goal: str | None, max_turns: int | None = None) -> dict[str, Any]:
-    """/supervise GOAL: enable with GOAL, make sure the watcher runs, run one round now."""
+    """/supervise GOAL: enable with GOAL, make sure the watcher runs (and the fleet relay, with a fleet), run one round now."""
     out = watcher.supervise(layout, goal, max_turns)
     started = out["supervisor"]
     out["supervisor"] = {**_supervisor(layout), "started": bool(started.get("started"))}
+    relay = fleet.ensure_relay(layout)  # with a fleet configured, the fleet sees this project too
+    if relay is not None:
+        out["relay"] = relay
     return out
 
 

@@ -44,8 +44,10 @@ from cocoplus.core.errors import (
     UsageError,
 )
 from cocoplus.core.paths import Layout
+from cocoplus.fleet.options import FleetUnreachable
 from cocoplus.ops import chat as chat_ops
 from cocoplus.ops import dispatch as dispatch_ops
+from cocoplus.ops import fleet as fleet_ops
 from cocoplus.ops import session as session_ops
 from cocoplus.ops import sessions as sessions_ops
 from cocoplus.ops import supervision as supervision_ops
@@ -73,6 +75,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     403: {"description": "Host or Origin is not this server"},
     404: {"description": "Not found"},
     409: {"description": "A state file is damaged or the change conflicts with the current state"},
+    502: {"description": "The fleet's server cannot be reached"},
     415: {"description": "The body is not JSON"},
     422: {"description": "The body does not match its schema"},
     503: {"description": "A lock is held by another process; try again"},
@@ -192,6 +195,8 @@ def _status_for(exc: CocoplusError) -> int:
         return 404
     if isinstance(exc, LockTimeout):
         return 503
+    if isinstance(exc, FleetUnreachable):
+        return 502
     if isinstance(exc, NotInitialized):
         return 503
     if isinstance(exc, (StateCorrupt, ConfigInvalid)):
@@ -396,6 +401,12 @@ def create_app(
     def post_retry(conversation: Conv, body: Annotated[RetryBody | None, Body()] = None) -> dict[str, Any]:
         """`chat retry [TASK]`: queue a failed reply again."""
         return chat_ops.retry(layout, conversation, (body or RetryBody.model_validate({})).task_id)
+
+    # -- the fleet (read-only here; it needs the token, since it shows other machines) ------------
+    @app.get("/api/v1/fleet", tags=["fleet"], responses=ERRORS, **WRITE)
+    def get_fleet() -> dict[str, Any]:
+        """`cocoplus fleet status --json`: every machine, project and session of the fleet, or `{"configured": false}`."""
+        return fleet_ops.view(layout.project)
 
     # -- the page's vocabulary -----------------------------------------------------------------
     @app.get("/api/v1/meta", tags=["meta"], responses=ERRORS)

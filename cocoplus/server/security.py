@@ -4,7 +4,8 @@
   `.cocoplus/server-token` (mode 0600, atomic) each time the server starts.
   Every request that changes state (any method but GET, HEAD, OPTIONS) must
   carry `Authorization: Bearer <token>`; it is compared with
-  `hmac.compare_digest`.  Requiring a header forces a CORS preflight, which
+  `hmac.compare_digest`.  Reads of the fleet (`/api/v1/fleet`) need it too:
+  they show other machines' projects and sessions.  Requiring a header forces a CORS preflight, which
   this server never grants, so a page of another origin cannot send one.
 * **DNS rebinding.** The `Host` header must be one of `127.0.0.1:PORT`,
   `localhost:PORT` or `[::1]:PORT` (the port the server listens on), and a
@@ -35,6 +36,7 @@ from cocoplus.core.paths import Layout
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 MAX_BODY = 1024 * 1024
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+PRIVATE_READS = ("/api/v1/fleet",)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -115,7 +117,8 @@ class Guard:
             await _refuse(send, 403, "refused: requests from another origin are not accepted")
             return
         method = scope.get("method", "GET").upper()
-        if method not in SAFE_METHODS:
+        private = _private(scope.get("path", ""))
+        if method not in SAFE_METHODS or (private and method != "OPTIONS"):
             auth = headers.get("authorization", [])
             if len(auth) != 1 or not token_matches(auth[0], self.token):
                 await _refuse(
@@ -125,6 +128,7 @@ class Guard:
                     extra=[(b"www-authenticate", b'Bearer realm="cocoplus"')],
                 )
                 return
+        if method not in SAFE_METHODS:
             ctype = (headers.get("content-type") or [""])[0].split(";")[0].strip().lower()
             length = (headers.get("content-length") or ["0"])[0].strip()
             has_body = length not in ("", "0") or "transfer-encoding" in headers
@@ -142,6 +146,11 @@ class Guard:
                     return
                 receive = _replay(body, receive)
         await self.app(scope, receive, _with_headers(send))
+
+
+def _private(path: str) -> bool:
+    """Paths that need the token even to read: the fleet shows other machines' projects and sessions."""
+    return any(path == p or path.startswith(p + "/") for p in PRIVATE_READS)
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:

@@ -181,6 +181,26 @@ def _spawned_log(path_of):
     return op
 
 
+def _fleet_command(layout):
+    from cocoplus.fleet import commands, naming
+
+    cmd = commands.make("fc_test", 1, "stop", naming.Target("m1", "p"), {}, "ann", "m2")
+    commands.Applied(layout).begin(cmd)
+
+
+def _fleet_cursors(layout):
+    from cocoplus.fleet import outbox
+
+    outbox.save_cursors(layout, {"signals": {"ino": 1, "offset": 0}})
+
+
+def _relay_state(layout):
+    from cocoplus.fleet.options import FleetOptions
+    from cocoplus.fleet.relay import Relay
+
+    Relay(layout, FleetOptions(urls=["nats://127.0.0.1:1"], fleet="t", machine="m1", project="p")).write_status()
+
+
 # Layout member -> (the operation that writes it, "file" or "dir").
 WRITERS = {
     "agent_stop": (lambda lay: control.stop(lay, "ann", "test"), "file"),
@@ -233,6 +253,11 @@ WRITERS = {
     "cli_log": (_cli_log, "file"),
     "supervisor_log": (_spawned_log(lambda lay: lay.supervisor_log), "file"),
     "chat_worker_log": (_spawned_log(lambda lay: lay.chat_worker_log), "file"),
+    "fleet_dir": (_fleet_command, "dir"),
+    "fleet_commands": (_fleet_command, "file"),
+    "fleet_cursors": (_fleet_cursors, "file"),
+    "relay_state": (_relay_state, "file"),
+    "relay_log": (_spawned_log(lambda lay: lay.relay_log), "file"),
 }
 del WRITERS["status_dir"]
 

@@ -30,10 +30,12 @@ from tests.hook.helpers import FIXTURES, fixture, hook_env
 HEAVY = {
     "typer", "rich", "pydantic", "pydantic_core", "filelock", "watchdog", "tomllib", "tomli_w", "click",
     "genai_prices", "httpx", "fastapi", "mcp", "decimal", "importlib", "asyncio", "apprise", "requests", "textual",
+    "nats", "ssl", "socket",
 }  # fmt: skip
 # cocoplus modules that must never load in a hook process
 NOT_IN_HOOK = {"cocoplus.cli", "cocoplus.report", "cocoplus.supervision", "cocoplus.chat", "cocoplus.server", "cocoplus.mcp",
-               "cocoplus.notify", "cocoplus.tui", "cocoplus.runtimes.install", "cocoplus.runtimes.mcp_config", "cocoplus.runtimes.files", "cocoplus.cost.price_table"}  # fmt: skip
+               "cocoplus.notify", "cocoplus.tui", "cocoplus.fleet", "cocoplus.runtimes.install", "cocoplus.runtimes.mcp_config",
+               "cocoplus.runtimes.files", "cocoplus.cost.price_table"}  # fmt: skip
 # Not even these on the events that run around every tool call.
 NOT_ON_TOOL_EVENTS = {"json", "re", "typing", "enum"}
 RECORDS = Path(__file__).resolve().parent.parent / "fixtures" / "runtime-records"
@@ -240,3 +242,17 @@ def test_the_turn_end_hold_stays_light(compiled: Layout, runtime: str) -> None:
     assert not {m for m in mods if any(m == b or m.startswith(b + ".") for b in NOT_IN_HOOK)}, sorted(mods)
     outside = {m for m in _top(mods) if m not in sys.stdlib_module_names and m != "cocoplus"}
     assert outside == set(), outside
+
+
+@pytest.mark.parametrize("kind", ["session_start", "pre_tool", "post_tool", "prompt", "stop", "session_end"])
+def test_a_project_in_a_fleet_loads_no_network_client_on_any_event(compiled: Layout, kind: str) -> None:
+    """A fleet configured in the project file (the config recompiled by the hook) and a relay's state on disk."""
+    with open(compiled.config, "a") as fh:
+        fh.write('[fleet]\nurl = "nats://127.0.0.1:4222"\nname = "ops"\nmachine = "m1"\n')
+    os.makedirs(os.path.dirname(compiled.relay_state), exist_ok=True)
+    with open(compiled.relay_state, "w") as fh:
+        json.dump({"pid": os.getpid(), "fleet": "ops", "machine": "m1", "connected": True}, fh)
+    event = next(e for e, k, _m in registry.get("claude").EVENTS if k == kind)
+    mods, _out = loaded(compiled, event, "claude", payload_for("claude", event, kind, compiled, None))
+    assert not (_top(mods) & {"nats", "ssl", "socket", "asyncio"}), sorted(_top(mods) & HEAVY)
+    assert not {m for m in mods if m.startswith("cocoplus.fleet")}, sorted(mods)

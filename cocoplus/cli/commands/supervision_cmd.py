@@ -112,6 +112,10 @@ def render_supervise(out: dict[str, Any]) -> None:
     render_status(out)
     r = out["initial_round"]
     output.line("initial round: " + (f"started, round {r['round']}" if r.get("started") else str(r.get("why"))))
+    relay = out.get("relay")
+    if relay is not None:
+        why = relay.get("last_error") or relay.get("error") or "starting"
+        output.line("fleet relay: " + ("connected" if relay.get("connected") else f"not connected ({why})"))
 
 
 def supervise(

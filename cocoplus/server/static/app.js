@@ -31,12 +31,15 @@ function showTokenBanner() { $("token-banner").hidden = !!token(); }
 class ApiError extends Error {
   constructor(status, message) { super(message); this.status = status; }
 }
-async function call(method, path, body) {
+// `auth`: send the token on a read too (the fleet view needs it).
+async function call(method, path, body, auth) {
   const headers = { "Accept": "application/json" };
   const opts = { method, headers, cache: "no-store", credentials: "omit" };
-  if (method !== "GET") {
+  if (method !== "GET" || auth) {
     const t = token();
     if (t) headers["Authorization"] = "Bearer " + t;
+  }
+  if (method !== "GET") {
     if (body !== undefined) {
       headers["Content-Type"] = "application/json";
       opts.body = JSON.stringify(body);
@@ -455,9 +458,57 @@ function renderCharts() {
 }
 window.addEventListener("resize", () => { if (Object.keys(seen).length) renderCharts(); });
 
+// -- fleet (read-only; GET /api/v1/fleet needs the token) ------------------------------------------
+const FLEET_EVERY_MS = 10000;
+function ago(s) {
+  if (s === null || s === undefined) return "never";
+  if (s < 90) return `${Math.round(s)}s ago`;
+  if (s < 5400) return `${Math.round(s / 60)} min ago`;
+  return `${Math.round(s / 3600)} h ago`;
+}
+async function loadFleet() {
+  const card = $("fleet");
+  if (!token()) {
+    card.hidden = false;
+    $("fleet-summary").textContent = "the fleet view needs the server's token";
+    $("fleet-rows").replaceChildren();
+    return;
+  }
+  let data;
+  try {
+    data = await call("GET", "/fleet", undefined, true);
+  } catch (e) {
+    card.hidden = false;
+    $("fleet-summary").textContent = "fleet: " + e.message;
+    $("fleet-rows").replaceChildren();
+    return;
+  }
+  if (!data.configured) { card.hidden = true; return; }
+  card.hidden = false;
+  const s = data.summary;
+  $("fleet-summary").textContent = `fleet ${data.fleet}: ${s.machines} machine(s), ${s.online} online; ` +
+    `${s.projects} project(s), ${s.stopped} stopped; ${s.pending_commands} command(s) pending`;
+  const rows = [];
+  for (const m of data.machines) {
+    for (const p of m.projects) {
+      const ks = p.kill_switch || {};
+      const stop = ks.present ? `STOPPED by ${ks.operator || "unknown"}: ${ks.reason || ""}` : (ks.present === false ? "running" : "unknown");
+      const sessions = (p.sessions || []).map((x) => `${x.alias} ${x.state}${x.attention ? " (" + x.attention + ")" : ""}`).join(", ");
+      rows.push(el("tr", { class: p.online ? "" : "offline" },
+        el("td", {}, `${m.machine}/${p.project}`),
+        el("td", {}, p.online ? "online" : `offline, ${ago(p.last_heard_s)}`),
+        el("td", { class: ks.present ? "stopped" : "" }, stop),
+        el("td", {}, sessions || "–"),
+        el("td", {}, String(p.pending_count ?? "–"))));
+    }
+  }
+  $("fleet-rows").replaceChildren(...rows);
+}
+setInterval(() => act(loadFleet), FLEET_EVERY_MS);
+
 // -- live updates --------------------------------------------------------------------------------
 async function loadAll() {
-  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadRounds), act(loadHistory)]);
+  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadRounds), act(loadHistory), act(loadFleet)]);
 }
 function connectEvents() {
   const es = new EventSource(API + "/events");
@@ -511,6 +562,7 @@ function wire() {
     if (t) sessionStorage.setItem(TOKEN_KEY, t);
     $("token-input").value = "";
     showTokenBanner();
+    act(loadFleet);
   });
 }
 

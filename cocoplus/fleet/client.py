@@ -1,0 +1,310 @@
+"""The fleet from any of its machines: what every project reports, and commands with their acknowledgements.
+
+`view` reads every project's last state and heartbeat from the fleet's
+bucket in one pass; `status` adds the commands each project has not taken
+yet (its consumer's pending count, and the messages after its
+acknowledgement floor).  `send` expands targets (`--all`, `machine`,
+`machine/project`, `machine/project/alias`) against the projects that
+have joined, publishes one message per project to the target machine's
+own command stream (the server refuses it if another stream would store
+it), and waits up to `[fleet] ack_wait_s` for the acknowledgements of the
+targets whose relay is online; an offline target's command waits in its
+stream and is applied when its relay returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from nats.js import api
+from nats.js.errors import NotFoundError
+
+from cocoplus.core.errors import NotFound, UsageError
+from cocoplus.fleet import commands, naming
+from cocoplus.fleet.connect import Connection, connect
+from cocoplus.fleet.options import FleetOptions
+
+OFFLINE_BEATS = 3  # a relay not heard from for this many heartbeats is offline
+PENDING_SHOWN = 20
+
+
+def _ts(metadata: Any) -> float | None:
+    stamp = getattr(metadata, "timestamp", None)
+    return stamp.timestamp() if stamp is not None else None
+
+
+def _loads(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+async def view(conn: Connection) -> dict[tuple[str, str], dict[str, Any]]:
+    """(machine, project) -> {"state", "state_at", "relay", "relay_at"}: the last of each key, server times."""
+    bucket = naming.bucket(conn.opts.fleet)
+    cfg = api.ConsumerConfig(
+        ack_policy=api.AckPolicy.NONE,
+        deliver_policy=api.DeliverPolicy.LAST_PER_SUBJECT,
+        inactive_threshold=10.0,
+        mem_storage=True,
+    )
+    try:
+        sub = await conn.js.pull_subscribe(f"$KV.{bucket}.>", stream="KV_" + bucket, config=cfg)
+    except NotFoundError:
+        return {}
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    try:
+        remaining = (await sub.consumer_info()).num_pending or 0
+        prefix = f"$KV.{bucket}."
+        while remaining > 0:
+            msgs = await sub.fetch(min(256, remaining), timeout=5)
+            for m in msgs:
+                remaining = m.metadata.num_pending
+                parts = naming.split_key(m.subject[len(prefix) :])
+                if parts is None or (m.headers or {}).get("KV-Operation") in ("DEL", "PURGE"):
+                    continue
+                machine, project, part = parts
+                if part not in ("state", "relay"):
+                    continue
+                entry = out.setdefault((machine, project), {"state": None, "state_at": None, "relay": None, "relay_at": None})
+                doc = _loads(m.data)
+                entry[part] = doc if isinstance(doc, dict) else None
+                entry[part + "_at"] = _ts(m.metadata)
+    finally:
+        try:
+            await sub.unsubscribe()
+        except Exception:  # noqa: BLE001 - the consumer expires by itself (inactive_threshold)
+            pass
+    return out
+
+
+def heard(entry: dict[str, Any], now: float) -> float | None:
+    """Seconds since the project's relay was last heard from (server time of its last word)."""
+    times = [t for t in (entry.get("relay_at"), entry.get("state_at")) if t is not None]
+    return max(0.0, now - max(times)) if times else None
+
+
+def online(entry: dict[str, Any], now: float, default_beat: float) -> bool:
+    relay = entry.get("relay") or {}
+    if not relay.get("running"):
+        return False
+    age = heard(entry, now)
+    beat = relay.get("heartbeat_s")
+    beat = float(beat) if isinstance(beat, (int, float)) and beat > 0 else default_beat
+    return age is not None and age <= OFFLINE_BEATS * beat + 1.0
+
+
+def expand(seen: dict[tuple[str, str], dict[str, Any]], targets: list[naming.Target], every: bool, fleet: str) -> list[naming.Target]:
+    """The projects (and sessions) a command goes to; UsageError for a target no machine answers to."""
+    if not seen:
+        raise NotFound(f"fleet {fleet}: no project has joined yet", hint="run `cocoplus fleet join` in a project on each machine")
+    if every:
+        if targets:
+            raise UsageError("give targets or --all, not both")
+        return [naming.Target(m, p) for m, p in sorted(seen)]
+    if not targets:
+        raise UsageError("no target: give machine, machine/project or machine/project/alias, or --all")
+    machines = sorted({m for m, _ in seen})
+    out: dict[str, naming.Target] = {}
+    for t in targets:
+        if t.machine not in machines:
+            raise NotFound(f"fleet {fleet}: no machine {t.machine!r} has joined (known: {', '.join(machines)})")
+        if t.project is None:
+            for m, p in sorted(seen):
+                if m == t.machine:
+                    out.setdefault(f"{m}/{p}", naming.Target(m, p))
+            continue
+        if (t.machine, t.project) not in seen:
+            there = ", ".join(p for m, p in sorted(seen) if m == t.machine)
+            raise NotFound(f"fleet {fleet}: no project {t.project!r} on {t.machine} (known there: {there})")
+        out.setdefault(str(t), t)
+    return list(out.values())
+
+
+async def pending(conn: Connection, machine: str, project: str, limit: int = PENDING_SHOWN) -> dict[str, Any]:
+    """Commands sent to a project that its relay has not acknowledged yet (count, and the first `limit`)."""
+    f = conn.opts.fleet
+    stream = naming.cmd_stream(f, machine)
+    try:
+        ci = await conn.js.consumer_info(stream, naming.relay_consumer(machine, project))
+    except NotFoundError:
+        return {"count": None, "commands": []}
+    count = int(ci.num_pending or 0) + int(ci.num_ack_pending or 0)
+    found: list[dict[str, Any]] = []
+    seq = (ci.ack_floor.stream_seq if ci.ack_floor else 0) + 1
+    subject = naming.cmd_subject(f, machine, project)
+    while count and len(found) < min(count, limit):
+        try:
+            m = await conn.js.get_msg(stream, seq=seq, subject=subject, next=True, direct=True)
+        except NotFoundError:
+            break
+        doc = _loads(m.data or b"")
+        if isinstance(doc, dict):
+            found.append({k: doc.get(k) for k in ("id", "type", "session", "operator", "from", "sent_at")})
+        seq = (m.seq or seq) + 1
+    return {"count": count, "commands": found}
+
+
+async def status(opts: FleetOptions) -> dict[str, Any]:
+    """`fleet status`: every machine, project and session, with state, attention, kill switch and when last heard."""
+    conn = await connect(opts, name="cocoplus fleet status")
+    try:
+        seen = await view(conn)
+        now = time.time()
+        machines: dict[str, dict[str, Any]] = {}
+        for (m, p), entry in sorted(seen.items()):
+            state = entry.get("state") or {}
+            relay = entry.get("relay") or {}
+            pend = await pending(conn, m, p)
+            up = online(entry, now, opts.heartbeat_s)
+            age = heard(entry, now)
+            project = {
+                "project": p,
+                "online": up,
+                "last_heard_s": None if age is None else round(age, 1),
+                "relay": {k: relay.get(k) for k in ("running", "started_at", "connected_at", "heard_at", "heartbeat_s", "cocoplus")},
+                "run_state": state.get("run_state"),
+                "kill_switch": state.get("kill_switch") or {"present": None},
+                "steer_pending": state.get("steer_pending"),
+                "supervision": state.get("supervision"),
+                "sessions": state.get("sessions") or [],
+                "pending_count": pend["count"],
+                "pending_commands": pend["commands"],
+                "commands": [{**c, "acknowledged": c.get("phase") == "applied"} for c in (state.get("commands") or [])[:5]],
+                "command_types": state.get("command_types") or [],
+                "problems": state.get("problems") or [],
+            }
+            mach = machines.setdefault(m, {"machine": m, "online": False, "last_heard_s": None, "projects": []})
+            mach["projects"].append(project)
+            mach["online"] = mach["online"] or up
+            if age is not None and (mach["last_heard_s"] is None or age < mach["last_heard_s"]):
+                mach["last_heard_s"] = round(age, 1)
+        listed = list(machines.values())
+        projects = [p for mach in listed for p in mach["projects"]]
+        return {
+            "configured": True,
+            "fleet": opts.fleet,
+            "servers": list(opts.urls),
+            "server": conn.server,
+            "machine": opts.machine,
+            "machines": listed,
+            "summary": {
+                "machines": len(listed),
+                "online": sum(1 for mach in listed if mach["online"]),
+                "projects": len(projects),
+                "stopped": sum(1 for p in projects if (p["kill_switch"] or {}).get("present")),
+                "pending_commands": sum(p["pending_count"] or 0 for p in projects),
+            },
+        }
+    finally:
+        await conn.close()
+
+
+async def send(
+    opts: FleetOptions,
+    type_: str,
+    targets: list[naming.Target],
+    every: bool,
+    args: dict[str, Any],
+    operator: str,
+    wait_s: float | None = None,
+) -> dict[str, Any]:
+    """One operator action to its targets; the answer of each, and who has not answered."""
+    if type_ not in commands.TYPES:
+        raise UsageError(f"unknown fleet command {type_!r}")
+    wait = opts.ack_wait_s if wait_s is None else wait_s
+    conn = await connect(opts, name=f"cocoplus fleet {type_}")
+    try:
+        seen = await view(conn)
+        chosen = expand(seen, targets, every, opts.fleet)
+        now = time.time()
+        batch = commands.new_batch_id()
+        rows: dict[str, dict[str, Any]] = {}
+        sent_at: dict[str, float] = {}
+        waiting: set[str] = set()
+        all_in = asyncio.Event()
+        all_sent = False  # acknowledgements of the first targets may arrive while later ones are being sent
+
+        async def on_ack(msg: Any) -> None:
+            doc = _loads(msg.data)
+            if not isinstance(doc, dict):
+                return
+            row = rows.get(str(doc.get("id")))
+            if row is None or row["acknowledged"]:
+                return
+            row.update(
+                acknowledged=True,
+                ok=bool(doc.get("ok")),
+                error=doc.get("error"),
+                result=doc.get("result"),
+                duplicate=bool(doc.get("duplicate")),
+                ack_latency_s=round(time.monotonic() - sent_at[row["id"]], 4),
+                pending=False,
+            )
+            waiting.discard(row["id"])
+            if not waiting and all_sent:
+                all_in.set()
+
+        sub = await conn.nc.subscribe(f"{naming.PREFIX}.{opts.fleet}.ack.*.*.{batch}.*", cb=on_ack)
+        await conn.nc.flush()
+        for n, t in enumerate(chosen, 1):
+            entry = seen[(t.machine, t.project or "")]
+            cmd = commands.make(batch, n, type_, t, args, operator, opts.machine)
+            age = heard(entry, now)
+            row: dict[str, Any] = {
+                "id": cmd["id"],
+                "target": str(t),
+                "machine": t.machine,
+                "project": t.project,
+                "session": t.session,
+                "online": online(entry, now, opts.heartbeat_s),
+                "last_heard_s": None if age is None else round(age, 1),
+                "sent": False,
+                "acknowledged": False,
+                "pending": False,
+                "ok": None,
+                "error": None,
+                "result": None,
+                "ack_latency_s": None,
+            }
+            rows[cmd["id"]] = row
+            try:
+                sent_at[cmd["id"]] = time.monotonic()
+                await conn.js.publish(
+                    naming.cmd_subject(opts.fleet, t.machine, t.project or ""),
+                    json.dumps(cmd).encode(),
+                    headers={"Nats-Msg-Id": cmd["id"]},
+                    stream=naming.cmd_stream(opts.fleet, t.machine),
+                )
+            except Exception as exc:  # noqa: BLE001 - one target that cannot be sent to must not hide the others
+                row["error"] = conn.explain("not sent: " + (" ".join(str(exc).split()) or type(exc).__name__))
+                continue
+            row["sent"] = True
+            if not row["acknowledged"]:  # a fast relay may have answered before the server's receipt arrived
+                row["pending"] = True
+                if row["online"]:
+                    waiting.add(cmd["id"])
+        all_sent = True
+        if waiting and wait > 0:
+            try:
+                await asyncio.wait_for(all_in.wait(), timeout=wait)
+            except asyncio.TimeoutError:
+                pass
+        await sub.unsubscribe()
+        listed = list(rows.values())
+        silent = sorted({r["machine"] for r in listed if r["sent"] and not r["acknowledged"]})
+        return {
+            "command": {"batch": batch, "type": type_, "args": args, "operator": operator, "from": opts.machine},
+            "fleet": opts.fleet,
+            "targets": listed,
+            "total": len(listed),
+            "acknowledged": sum(1 for r in listed if r["acknowledged"]),
+            "failed": sum(1 for r in listed if r["acknowledged"] and not r["ok"]) + sum(1 for r in listed if not r["sent"]),
+            "not_answered": silent,
+        }
+    finally:
+        await conn.close()

@@ -1,0 +1,122 @@
+"""One connection to the fleet's NATS servers, with this machine's credentials, TLS and inbox.
+
+The official client, nats-py; only fleet code imports this module (never the
+hook, never a CLI command other than `relay` and `fleet`).  Connections do
+not reconnect by themselves: the relay owns reconnection (with back-off,
+and a full catch-up on every new connection), and a fleet command either
+answers or says it could not reach the fleet.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import nats
+from nats.aio.client import Client
+
+from cocoplus.fleet import naming
+from cocoplus.fleet.options import FleetOptions, FleetUnreachable
+
+CONNECT_TIMEOUT_S = 3
+PING_INTERVAL_S = 5  # a silent server (a cut cable, not a closed socket) is noticed within about 3 pings
+MAX_OUTSTANDING_PINGS = 3
+
+
+class Connection:
+    """A connected client, and the errors the server reported on it (a refused permission, say)."""
+
+    def __init__(self, nc: Client, opts: FleetOptions) -> None:
+        self.nc = nc
+        self.opts = opts
+        self.js = nc.jetstream(timeout=5)
+        self.errors: list[str] = []
+
+    def explain(self, what: str) -> str:
+        """`what` failed: say so, with the server's last complaint if it made one."""
+        if self.errors:
+            return f"{what}; the server said: {self.errors[-1]}"
+        return what
+
+    @property
+    def server(self) -> str | None:
+        url = getattr(self.nc, "connected_url", None)
+        return None if url is None else f"{url.scheme}://{url.hostname}:{url.port}"
+
+    def cluster_size(self) -> int:
+        try:
+            return max(1, len(self.nc.servers))
+        except Exception:  # noqa: BLE001 - a detail of the client; one server is the safe guess
+            return 1
+
+    async def close(self) -> None:
+        try:
+            await self.nc.close()
+        except Exception:  # noqa: BLE001 - closing a connection that already failed must not raise
+            pass
+
+
+def _tls(opts: FleetOptions) -> ssl.SSLContext | None:
+    if not (opts.tls_ca or opts.tls_cert or any(u.startswith(("tls://", "wss://")) for u in opts.urls)):
+        return None
+    ctx = ssl.create_default_context(cafile=opts.tls_ca)
+    if opts.tls_cert:
+        ctx.load_cert_chain(opts.tls_cert, opts.tls_key)
+    return ctx
+
+
+async def connect(
+    opts: FleetOptions,
+    *,
+    name: str,
+    on_closed: Callable[[], Awaitable[None]] | None = None,
+) -> Connection:
+    """Connect to the first reachable server of the fleet; FleetUnreachable naming them otherwise."""
+    holder: dict[str, Connection] = {}
+    early: list[str] = []
+
+    async def error_cb(exc: Exception) -> None:
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        (holder["c"].errors if "c" in holder else early).append(text)
+
+    async def closed_cb() -> None:
+        if on_closed is not None:
+            await on_closed()
+
+    kwargs: dict[str, Any] = {
+        "servers": list(opts.urls),
+        "name": name,
+        "allow_reconnect": False,
+        "connect_timeout": CONNECT_TIMEOUT_S,
+        "ping_interval": PING_INTERVAL_S,
+        "max_outstanding_pings": MAX_OUTSTANDING_PINGS,
+        "inbox_prefix": naming.inbox_prefix(opts.fleet, opts.machine),
+        "error_cb": error_cb,
+        "closed_cb": closed_cb,
+    }
+    if opts.creds_file:
+        kwargs["user_credentials"] = opts.creds_file
+    if opts.nkey_file:
+        kwargs["nkeys_seed"] = opts.nkey_file
+    if opts.user:
+        kwargs["user"] = opts.user
+        kwargs["password"] = opts.password or ""
+    if opts.token:
+        kwargs["token"] = opts.token
+    tls = _tls(opts)
+    if tls is not None:
+        kwargs["tls"] = tls
+    servers = ", ".join(opts.urls)
+    try:
+        nc = await nats.connect(**kwargs)
+    except Exception as exc:  # noqa: BLE001 - nats-py raises many kinds; each becomes one line
+        cause = early[-1] if early else (" ".join(str(exc).split()) or type(exc).__name__)
+        raise FleetUnreachable(
+            f"cannot reach the fleet server ({servers}): {cause}",
+            hint="check [fleet] url and the credentials; `cocoplus relay status` shows the relay's last error",
+        ) from None
+    conn = Connection(nc, opts)
+    conn.errors.extend(early)
+    holder["c"] = conn
+    return conn
