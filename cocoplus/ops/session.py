@@ -46,8 +46,16 @@ def check(layout: Layout) -> dict[str, Any]:
 
 
 def stop(layout: Layout, reason: str = "stopped by operator", operator: str | None = None) -> dict[str, Any]:
-    """Create AGENT_STOP: every agent tool call is denied until `resume`."""
-    return control.stop(layout, operator or operator_name(), reason)
+    """Create AGENT_STOP: every agent tool call is denied until `resume`.
+
+    `problems` also says where installed hooks do not guard this project as
+    written (a missing interpreter, another project's `--dir`).
+    """
+    from cocoplus.runtimes import install  # deferred: only a stop reads the hook files
+
+    result = control.stop(layout, operator or operator_name(), reason)
+    result["problems"] = list(result.get("problems") or []) + install.stop_warnings(layout)
+    return result
 
 
 def resume(layout: Layout, operator: str | None = None, reset_budget: bool = False) -> dict[str, Any]:

@@ -63,8 +63,6 @@ sys.stderr.write("RC %s\\n" % code)
 def loaded(layout: Layout, event: str, runtime: str, payload: dict[str, Any], argv_payload: bool = False) -> tuple[set[str], str]:
     data = json.dumps(payload)
     argv = [sys.executable, "-S", "-c", PROBE, hook_script(), event, "--runtime", runtime]
-    if registry.get(runtime).NEEDS_DIR:
-        argv += ["--dir", layout.project]
     r = subprocess.run(
         argv + ([data] if argv_payload else []),
         input=b"" if argv_payload else data.encode(),
