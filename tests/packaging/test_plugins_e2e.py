@@ -99,3 +99,32 @@ def test_codex_plugin_installs_from_the_local_marketplace(e2e_project: Project) 
     assert re.search(r"cocoplus@cocoplus\s+installed, enabled", listing), listing
     cached: Any = list((p.home / ".codex" / "plugins" / "cache" / "cocoplus" / "cocoplus").iterdir())
     assert len(cached) == 1 and json.loads((cached[0] / "hooks" / "hooks.json").read_text())["hooks"]
+
+
+def test_codex_plugin_hooks_fire_the_kill_switch(e2e_project: Project) -> None:  # noqa: F811
+    from tests.support.model_stubs import ResponsesStub, text as rtext, tool as rtool  # the Responses-API stand-in
+
+    p = e2e_project
+    p.cocoplus("install")
+    codex_home = p.home / ".codex"
+    codex_home.mkdir()
+    env = p.env(CODEX_HOME=str(codex_home), STUB_API_KEY="sk-test-local")
+    p.cocoplus("session", "stop", "--reason", "release freeze", "--operator", "alice")
+    side_effect = p.project / "side_effect.txt"
+    with ResponsesStub([rtool("exec_command", cmd=f"touch {side_effect}"), rtext("done")]) as stub:
+        (codex_home / "config.toml").write_text(
+            'model = "gpt-5-codex"\nmodel_provider = "stub"\n[model_providers.stub]\nname = "stub"\n'
+            f'base_url = "{stub.url}/v1"\nwire_api = "responses"\nenv_key = "STUB_API_KEY"\n'
+            f'[projects."{p.project.resolve()}"]\ntrust_level = "trusted"\n'
+        )
+        for args in (("marketplace", "add", bundles.install_dir("codex")), ("add", "cocoplus@cocoplus")):
+            r = subprocess.run([runtime_bin("codex"), "plugin", *args], cwd=p.project, env=env, capture_output=True,
+                               text=True, timeout=120, stdin=subprocess.DEVNULL)
+            assert r.returncode == 0, r.stderr
+        r = subprocess.run([runtime_bin("codex"), "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-hook-trust",
+                            "-s", "workspace-write", "Go."], cwd=p.project, env=env, capture_output=True, text=True,
+                           timeout=180, stdin=subprocess.DEVNULL)
+        assert r.returncode == 0, r.stderr[-3000:]
+        outputs = stub.function_outputs()
+    assert not side_effect.exists(), "the plugin's PreToolUse hook let the shell run although AGENT_STOP exists"
+    assert len(outputs) == 1 and "stopped by alice" in outputs[0], outputs
