@@ -15,7 +15,7 @@ def main() -> int:
         from cocoplus.hook.entry import main as hook_main  # deferred: the hook loads nothing else
 
         return hook_main(sys.argv[2:])
-    from cocoplus.cli.app import main as cli_main  # deferred: see above
+    from cocoplus.cli.app import main as cli_main  # deferred: `cocoplus hook` must not load the CLI (typer)
 
     return cli_main()
 

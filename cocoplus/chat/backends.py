@@ -22,6 +22,7 @@ Backends (account `kind`), none through a shell:
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tempfile
@@ -103,8 +104,6 @@ def run(acct: dict[str, Any], model: str | None, effort: str, prompt: str, *, ti
         r = _run(argv, prompt, timeout, cwd)
         if r.returncode != 0 and not r.stdout.strip():
             raise _fail("claude", r)
-        import json
-
         try:
             doc = json.loads(r.stdout)
         except ValueError:
@@ -134,7 +133,7 @@ def run(acct: dict[str, Any], model: str | None, effort: str, prompt: str, *, ti
 
 def _openai(acct: dict[str, Any], model: str | None, effort: str, prompt: str, timeout: float) -> str:
     try:
-        import openai
+        import openai  # deferred: heavy (the openai client), only for `openai` accounts
     except ImportError as exc:  # pragma: no cover - a declared dependency
         raise BackendError(f"the openai package is not installed: {exc}") from None
     env_name = acct.get("api_key_env") or "OPENAI_API_KEY"

@@ -1,7 +1,12 @@
-"""The one place that names every file under `.cocoplus/`, and how it is found.
+"""Every file under `.cocoplus/` by name (`Layout`), and how the directory is found.
 
-Standard library only (the hook path imports it).  Nothing else in cocoplus
-spells a file name under the state directory; it asks a `Layout`.
+Standard library only (the hook path imports it).  Every path cocoplus
+builds under the state directory comes from a `Layout`, with two
+exceptions, each checked against it by tests/core/test_paths.py: the hook's
+fast path (`hook/entry.py` STOP_FILE, HOOK_LOG), which runs before `os`
+and so before this module is imported, and the server's event classifier
+(`server/events.py` IGNORED_FILES), which recognises changed paths by their
+names relative to `.cocoplus/`.
 
 Discovery (SPEC section 3): `COCOPLUS_DIR` wins; otherwise the nearest
 ancestor of the starting directory that holds `.cocoplus/`.  `COCOPLUS_DIR`
@@ -220,6 +225,11 @@ class Layout:
     @property
     def supervisor_pid(self) -> str:
         return self._p("supervision", "supervisor.json")
+
+    @property
+    def supervisor_cursor(self) -> str:
+        """How far the supervisor has read `signals` (a byte offset)."""
+        return self._p("supervision", "cursor.json")
 
     @property
     def workflows(self) -> str:

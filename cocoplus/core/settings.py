@@ -191,7 +191,7 @@ class Key:
                 else:
                     raise ValueError(text)
             elif k == "argv":
-                import shlex
+                import shlex  # deferred: shlex loads re, which hooks avoid; only an argv value needs it
 
                 value = shlex.split(text)
         except ValueError:

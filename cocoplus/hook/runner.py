@@ -61,7 +61,7 @@ class Hook:
     @property
     def values(self) -> dict[str, dict[str, Any]]:
         if self._values is None:
-            from cocoplus import config
+            from cocoplus import config  # deferred: keeps config and settings off the events that read no value
 
             self._values, problem = config.for_hook(self.layout, self.environ)
             # The installed timeout may differ from the default: all lock waits stay under it.
@@ -244,8 +244,6 @@ def on_post_tool(h: Hook) -> Answer:
 
 
 def _final_budget(h: Hook, iteration_doc: dict[str, Any]) -> dict[str, Any]:
-    from cocoplus.core import fsio
-
     final: dict[str, Any] = {"iteration": {k: iteration_doc[k] for k in ("cap", "consumed", "warn_at")}}
     try:
         cost = fsio.read_json(h.layout.budget_state)
@@ -362,7 +360,7 @@ def on_session_start(h: Hook) -> Answer:
     h.step("session_start", alias=rec["alias"] if rec else None, source=info["source"])
     if rec is not None:
         _export_session(h, rec["id"])
-    from cocoplus.session import handoff
+    from cocoplus.session import handoff  # deferred: only a session start reads the handoff
 
     text = handoff.context(h.layout, rec)
     return h.adapter.add_context(h.event_name, text), 0
@@ -611,9 +609,5 @@ def _step_aside(layout: Layout, event: str, kind: str, adapter: ModuleType) -> i
 
 
 def log_line(layout: Layout, message: str) -> None:
-    """One line in `.cocoplus/logs/hook.log`; never raises, never follows a symbolic link.
-
-    A line that cannot be written (a full disk) leaves an empty loss marker
-    beside the log (`fsio.append_line`), which `session status` reports.
-    """
+    """One line in `.cocoplus/logs/hook.log` (`fsio.append_line`: no symlinks, rotated, a loss noted); never raises."""
     fsio.append_line(layout.hook_log, f"{clock.iso()} {message}")

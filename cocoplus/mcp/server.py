@@ -30,8 +30,10 @@ from pydantic import Field
 
 from cocoplus import __version__
 from cocoplus.core import settings, vocab
+from cocoplus.core.crashlog import log_exception
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout, discover
+from cocoplus.mcp import stdio
 from cocoplus.ops import sessions as sessions_ops
 from cocoplus.ops import supervision as supervision_ops
 from cocoplus.ops import worker as worker_ops
@@ -39,7 +41,7 @@ from cocoplus.ops import worker as worker_ops
 # Annotations below are evaluated at module level (postponed evaluation), so this lives here.
 TURNS = settings.BY_DOTTED["supervision.max_turns"]
 
-ROLES = ("brain", "worker", "all")
+ROLES = vocab.MCP_ROLES
 BRAIN_TOOLS = ("enable_supervision", "finish_supervision", "supervision_status", "set_supervision_scope", "list_sessions")
 WORKER_TOOLS = ("report_progress", "notify_blocked", "ask_human", "request_context")
 
@@ -68,8 +70,6 @@ def _json_text(obj: Any) -> str:
 
 
 def _log_unexpected(name: str, exc: BaseException) -> str | None:
-    from cocoplus.core.crashlog import log_exception
-
     return log_exception(f"mcp tool {name}", exc)
 
 
@@ -229,5 +229,7 @@ def _worker_tools(server: MCPServer) -> None:
 
 
 def run(role: str = "all") -> None:
-    """Serve on stdin/stdout until the client closes the connection."""
-    build(role).run("stdio")
+    """Serve on stdin/stdout until the client closes the connection; every request gets an answer."""
+    import anyio  # deferred: only `cocoplus mcp` serves
+
+    anyio.run(stdio.serve, build(role))

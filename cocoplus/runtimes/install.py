@@ -34,10 +34,12 @@ import subprocess
 from types import ModuleType
 from typing import Any
 
+from cocoplus import config
 from cocoplus.core import clock, fsio
-from cocoplus.core.errors import CocoplusError, UsageError
+from cocoplus.core.errors import CocoplusError, ConfigInvalid, UsageError
 from cocoplus.core.paths import STATE_DIR_NAME, Layout
 from cocoplus.runtimes import files, launcher, mcp_config, registry, wiring
+from cocoplus.session import registry as sessions
 
 SLASH_COMMAND = "supervise.md"
 hook_script = launcher.hook_script
@@ -290,7 +292,7 @@ def _plugin_notes(adapter: ModuleType) -> list[str]:
 
 def _precompile() -> list[str]:
     """Byte-compile the modules the hook imports, so no hook run compiles them (PYTHONDONTWRITEBYTECODE, read-only caches)."""
-    import compileall  # deferred: only install needs it
+    import compileall  # deferred: compileall loads importlib and more; only install needs it
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ok = all(
@@ -461,8 +463,6 @@ def stop_warnings(layout: Layout) -> list[str]:
 
 def doctor(layout: Layout) -> dict[str, Any]:
     """Which runtimes are wired, whether the entries are current, what is wrong with them, and whether hooks have fired."""
-    from cocoplus.session import registry as sessions  # deferred: the CLI's doctor only
-
     project = layout.project
     records, problems = sessions.list_sessions(layout)
     problems = list(problems) + _config_problems(layout)
@@ -529,9 +529,6 @@ def doctor(layout: Layout) -> dict[str, Any]:
 
 def _config_problems(layout: Layout) -> list[str]:
     """A cocoplus.toml that does not load: the hooks run on their last good values until it is fixed."""
-    from cocoplus import config  # deferred: doctor only
-    from cocoplus.core.errors import ConfigInvalid
-
     try:
         config.load_for(layout)
     except ConfigInvalid as exc:

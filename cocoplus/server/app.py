@@ -30,7 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cocoplus import __version__
+from cocoplus import config as config_mod
 from cocoplus.core import settings, vocab
+from cocoplus.core.crashlog import log_exception
 from cocoplus.core.errors import (
     CocoplusError,
     ConfigInvalid,
@@ -179,8 +181,6 @@ def _error(status: int, message: str, hint: str | None = None, **extra: Any) -> 
 
 
 def _log_crash(layout: Layout, request: Request, exc: BaseException) -> str:
-    from cocoplus.core.crashlog import log_exception
-
     return log_exception(f"server {request.method} {request.url.path}", exc, layout) or layout.rel(layout.cli_log)
 
 
@@ -342,8 +342,6 @@ def create_app(
     @app.get("/api/v1/meta", tags=["meta"], responses=ERRORS)
     def get_meta() -> dict[str, Any]:
         """The allowed values of every enumerated field (efforts, states, scope modes, ...) and the turn cap's bounds."""
-        from cocoplus import config as config_mod
-
         try:
             turns = int(config_mod.load_for(layout).get(TURNS.dotted))
         except CocoplusError:  # a broken cocoplus.toml is reported by `session status`; the page still needs a value

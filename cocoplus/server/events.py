@@ -2,7 +2,7 @@
 
 File events come from watchdog, watching `.cocoplus/` the way the
 supervisor does (inotify, falling back to polling where inotify cannot be
-used; moves keyed on their destination; temp files, locks and logs
+used; a move counts for its source and its destination; temp files, locks and logs
 ignored; the observer restarted if its thread dies).  Events are never
 counted or trusted for content: each path is mapped to a topic, topics are
 collected for a short interval and sent as one event each, and a client
@@ -34,6 +34,7 @@ from typing import Any
 
 from cocoplus.core import clock
 from cocoplus.core.paths import Layout
+from cocoplus.watching import Watch
 
 TOPICS = ("session", "sessions", "supervision", "round", "ledger")
 IGNORED_DIRS = ("locks", "logs")
@@ -98,8 +99,6 @@ class Hub:
                 self._seen.add(rel.replace(os.sep, "/"))
 
     def _start_observer(self) -> None:
-        from cocoplus.watching import Watch
-
         self.watch = Watch(self.layout.root, self.note, polling=self.force_polling)
         self.observer_kind = self.watch.start()
 

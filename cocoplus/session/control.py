@@ -46,7 +46,6 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
 
 MAX_STEER_BYTES = 64 * 1024
 STEER_SEPARATOR = "\n\n"
-STOP_NAME = "AGENT_STOP"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -64,7 +63,7 @@ def kill_switch_state(state_dir: str) -> tuple[bool | None, str]:
     directory, ...): callers must treat it as stopped and say the reason,
     which names the directory and the error.
     """
-    path = os.path.join(state_dir, STOP_NAME)
+    path = Layout(state_dir).agent_stop
     try:
         os.lstat(path)
     except FileNotFoundError:
@@ -169,7 +168,7 @@ def _link_new(path: str, data: bytes) -> bool:
     """
     directory = os.path.dirname(path)
     fsio.refuse_linked_dirs(path)
-    tmp = os.path.join(directory, f".{STOP_NAME}{fsio.TMP_MARK}{os.getpid()}-{os.urandom(4).hex()}")
+    tmp = os.path.join(directory, f".{os.path.basename(path)}{fsio.TMP_MARK}{os.getpid()}-{os.urandom(4).hex()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
     try:
         try:
@@ -411,7 +410,7 @@ def resume(
             }
         reset = None
         if reset_budget:
-            from cocoplus.session import iteration  # iteration imports this module
+            from cocoplus.session import iteration  # deferred: import cycle (iteration imports this module)
 
             reset = iteration.reset(layout, budget=budget)
         if current is None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from cocoplus.chat import api, store, worker
 from cocoplus.core import clock, fsio, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Lock
@@ -42,8 +43,6 @@ def _log(layout: Layout, record: dict[str, Any]) -> None:
 
 
 def _task_state(layout: Layout, rnd: dict[str, Any]) -> str:
-    from cocoplus.chat import store
-
     try:
         return store.read_task(layout, rnd.get("conversation", CONVERSATION), rnd["task"])["state"]
     except CocoplusError:
@@ -52,8 +51,6 @@ def _task_state(layout: Layout, rnd: dict[str, Any]) -> str:
 
 def start_round(layout: Layout, triggers: list[dict[str, Any]], source: str = "triggers", *, start_worker: bool = True) -> dict[str, Any]:
     """Start a round now, or fold the triggers into the running round's follow-up."""
-    from cocoplus.chat import api, worker
-
     triggers = _dedupe(triggers)
     with Lock(layout.lock("supervision-round"), timeout=30):
         doc = autonomy.read(layout)

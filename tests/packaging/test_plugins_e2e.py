@@ -15,7 +15,7 @@ from cocoplus.runtimes import bundles
 from tests.e2e.conftest import Project, e2e_project, run_claude  # noqa: F401 - e2e_project is a fixture
 from tests.e2e.test_gemini import run_gemini
 from tests.mcp.conftest import ALL_TOOLS
-from tests.support.model_stubs import AnthropicStub, GeminiStub, text, tool
+from tests.support.model_stubs import AnthropicStub, GeminiStub, ResponsesStub, text, tool
 from tests.support.runtimes import runtime_bin
 
 pytestmark = pytest.mark.e2e
@@ -102,8 +102,6 @@ def test_codex_plugin_installs_from_the_local_marketplace(e2e_project: Project) 
 
 
 def test_codex_plugin_hooks_fire_the_kill_switch(e2e_project: Project) -> None:  # noqa: F811
-    from tests.support.model_stubs import ResponsesStub, text as rtext, tool as rtool  # the Responses-API stand-in
-
     p = e2e_project
     p.cocoplus("install")
     codex_home = p.home / ".codex"
@@ -111,7 +109,7 @@ def test_codex_plugin_hooks_fire_the_kill_switch(e2e_project: Project) -> None: 
     env = p.env(CODEX_HOME=str(codex_home), STUB_API_KEY="sk-test-local")
     p.cocoplus("session", "stop", "--reason", "release freeze", "--operator", "alice")
     side_effect = p.project / "side_effect.txt"
-    with ResponsesStub([rtool("exec_command", cmd=f"touch {side_effect}"), rtext("done")]) as stub:
+    with ResponsesStub([tool("exec_command", cmd=f"touch {side_effect}"), text("done")]) as stub:
         (codex_home / "config.toml").write_text(
             'model = "gpt-5-codex"\nmodel_provider = "stub"\n[model_providers.stub]\nname = "stub"\n'
             f'base_url = "{stub.url}/v1"\nwire_api = "responses"\nenv_key = "STUB_API_KEY"\n'

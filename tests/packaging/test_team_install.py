@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
-from cocoplus.runtimes import launcher, registry
 from cocoplus.runtimes import install as runtimes
+from cocoplus.runtimes import launcher, registry
 
 PRE = {"claude": "PreToolUse", "codex": "PreToolUse", "gemini": "BeforeTool", "cursor": "beforeShellExecution"}
 

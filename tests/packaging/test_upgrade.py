@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
-from cocoplus.runtimes import launcher
 from cocoplus.runtimes import install as runtimes
+from cocoplus.runtimes import launcher
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "previous-release" / "project"
 FILES = {

@@ -7,10 +7,12 @@ from typing import Any
 
 import typer
 
+from cocoplus import config as config_mod
 from cocoplus.cli import output
 from cocoplus.cli.commands import JSON_HELP, layout
-from cocoplus.ops import sessions as sessions_ops
 from cocoplus.core.errors import UsageError
+from cocoplus.hook.entry import main as hook_main
+from cocoplus.ops import sessions as sessions_ops
 from cocoplus.runtimes import bundles, registry
 from cocoplus.runtimes import install as runtimes
 
@@ -109,8 +111,6 @@ def register(app: typer.Typer) -> None:
     )
     def hook(ctx: typer.Context) -> None:
         """Run a hook event (called by agent runtimes): cocoplus hook <Event> [--runtime R]. Reads the payload on stdin."""
-        from cocoplus.hook.entry import main as hook_main
-
         raise typer.Exit(hook_main(list(ctx.args)))
 
     @app.command("install")
@@ -129,8 +129,6 @@ def register(app: typer.Typer) -> None:
             for t in result["todo"]:
                 output.line(f"  - {t}")
             return
-        from cocoplus import config as config_mod  # deferred: only install needs the config here
-
         lay = layout()
         cfg = config_mod.load_for(lay)
         result = runtimes.install(runtime, lay.project, timeout_s=cfg.get("hooks.timeout_s"))

@@ -120,6 +120,8 @@ def status_rows(rep: dict[str, Any]) -> list[tuple[str, Text | str]]:
     k = rep["kill_switch"]
     if _damaged(k):
         rows.append(("kill switch", _damaged(k)))  # type: ignore[arg-type]
+    elif k["present"] is None:
+        rows.append(("kill switch", Text.assemble(("UNKNOWN", output.ALERT), f": {k.get('unknown')}; tools are blocked")))
     elif k["present"]:
         rows.append(
             (
@@ -141,6 +143,8 @@ def status_rows(rep: dict[str, Any]) -> list[tuple[str, Text | str]]:
         rows.append(("pending steer", text if len(text) <= 300 else text[:297] + "..."))
     else:
         rows.append(("pending steer", "none" + (f" ({st['in_flight']} being delivered)" if st.get("in_flight") else "")))
+    if st.get("set_aside"):
+        rows.append(("damaged steer", Text.assemble(("NOT DELIVERED", output.ALERT), ": " + ", ".join(st["set_aside"]))))
 
     ss = rep.get("sessions")
     if ss is not None:
