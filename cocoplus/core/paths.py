@@ -148,6 +148,11 @@ class Layout:
     def readme(self) -> str:
         return self._p("README.md")
 
+    @property
+    def gitignore(self) -> str:
+        """Keeps state, locks, logs and tokens out of git; the handoff may be committed."""
+        return self._p(".gitignore")
+
     # -- session continuity ----------------------------------------------
     @property
     def session_dir(self) -> str:

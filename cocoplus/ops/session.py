@@ -51,12 +51,21 @@ def check(layout: Layout) -> dict[str, Any]:
 
 
 def stop(layout: Layout, reason: str = "stopped by operator", operator: str | None = None, session: str | None = None) -> dict[str, Any]:
-    """Create AGENT_STOP: every agent tool call is denied until `resume`. With `session`: that session's tools only."""
+    """Create AGENT_STOP: every agent tool call is denied until `resume`. With `session`: that session's tools only.
+
+    `problems` also says where installed hooks do not guard this project as
+    written (a missing interpreter, another project's `--dir`).
+    """
+    from cocoplus.runtimes import install  # deferred: only a stop reads the hook files
+
     if session is not None:
         from cocoplus.supervision import dispatch  # deferred: the CLI imports this module at start
 
-        return dispatch.stop_session(layout, session, reason, operator or operator_name())
-    return control.stop(layout, operator or operator_name(), reason)
+        result = dispatch.stop_session(layout, session, reason, operator or operator_name())
+    else:
+        result = control.stop(layout, operator or operator_name(), reason)
+    result["problems"] = list(result.get("problems") or []) + install.stop_warnings(layout)
+    return result
 
 
 def resume(layout: Layout, operator: str | None = None, reset_budget: bool = False, session: str | None = None) -> dict[str, Any]:

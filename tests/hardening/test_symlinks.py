@@ -211,6 +211,7 @@ WRITERS = {
     "hook_config": (config.compile_for_hook, "file"),
     "price_table": (config.compile_for_hook, "file"),
     "readme": (init_ := lambda lay: init(lay.root), "file"),
+    "gitignore": (init_, "file"),
     "session_dir": (lambda lay: status.set_state(lay, "idle"), "dir"),
     "progress": (_init_and_count, "file"),
     "context": (init_, "file"),

@@ -65,8 +65,6 @@ sys.stderr.write("RC %s\\n" % code)
 def loaded(layout: Layout, event: str, runtime: str, payload: dict[str, Any], argv_payload: bool = False) -> tuple[set[str], str]:
     data = json.dumps(payload)
     argv = [sys.executable, "-S", "-c", PROBE, hook_script(), event, "--runtime", runtime]
-    if registry.get(runtime).NEEDS_DIR:
-        argv += ["--dir", layout.project]
     r = subprocess.run(
         argv + ([data] if argv_payload else []),
         input=b"" if argv_payload else data.encode(),
@@ -225,8 +223,6 @@ def test_the_turn_end_hold_stays_light(compiled: Layout, runtime: str) -> None:
     event = next(e for e, k, m in adapter.EVENTS if k == "stop" and m is not None)
     payload = payload_for(runtime, event, "stop", compiled, None)
     probe = [sys.executable, "-S", "-c", PROBE, hook_script(), event, "--runtime", runtime]
-    if adapter.NEEDS_DIR:
-        probe += ["--dir", compiled.project]
     r = subprocess.run(
         probe, input=json.dumps(payload).encode(), capture_output=True, timeout=60,
         env=hook_env(compiled, COCOPLUS_SUPERVISION_HOLD_TURN_END_S="1"),

@@ -47,7 +47,7 @@ def jsonl(path: Path) -> list[dict[str, Any]]:
 def claude_project(e2e_project: Project) -> Project:
     e2e_project.cocoplus("install", "claude")
     entry = json.loads((e2e_project.project / ".mcp.json").read_text())["mcpServers"]["cocoplus"]
-    assert entry["args"][-1] == "mcp"
+    assert entry["command"] == "sh" and "cocoplus mcp" in entry["args"][-1]
     return e2e_project
 
 

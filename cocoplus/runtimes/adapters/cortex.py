@@ -70,9 +70,9 @@ def transcript(payload: "Mapping[str, Any]") -> "str | None":
 project_dirs = answers.cwd
 
 HOOKS_FILE = (".cortex", "settings.json")
-HOOK_FILES_READ = (HOOKS_FILE, (".cortex", "settings.local.json"))
+LOCAL_HOOKS_FILE = (".cortex", "settings.local.json")
+HOOK_FILES_READ = (HOOKS_FILE, LOCAL_HOOKS_FILE)
 GROUPED = True
-NEEDS_DIR = False
 SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = None
 

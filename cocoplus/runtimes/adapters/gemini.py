@@ -64,7 +64,7 @@ project_dirs = answers.cwd
 HOOKS_FILE = (".gemini", "settings.json")
 HOOK_FILES_READ = (HOOKS_FILE,)
 GROUPED = True
-NEEDS_DIR = False
+LOCAL_HOOKS_FILE = None  # no per-user project file: the committed hooks are the launcher (runtimes/launcher.py)
 SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = None
 
