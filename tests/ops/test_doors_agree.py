@@ -51,6 +51,7 @@ ONE_DOOR = {
     ("GET", "/api/v1/session-os/main-brain/rounds"),  # the page's round line
     ("GET", "/api/v1/events"),  # server-sent events
     ("GET", "/api/v1/meta"),  # the word lists and turn-cap bounds the page reads
+    ("GET", "/api/v1/history"),  # the page's charts (`top` draws the same ops.view history in the terminal)
     ("GET", "/api/v1/fleet"),  # the page's fleet card: `fleet status` needs a server (tests/fleet), this project has none
 }
 
