@@ -190,6 +190,9 @@ class Supervisor:
 
     def close(self, sig: dict[str, Any]) -> None:
         auto = autonomy.read(self.layout).get("autonomous") or {}
+        self.pending.clear()
+        if not auto.get("enabled"):
+            return  # finished already (by the brain, the turn cap, the operator): its reason stands
         summary = f"no supervised worker is active any more (last: {sig.get('alias') or sig.get('session')} exited)"
         if auto.get("enabled_by") == "workflow":
             workflow.close_if_owned(self.layout, auto.get("workflow_run"), summary)

@@ -8,8 +8,8 @@ import pytest
 
 from cocoplus.core.paths import Layout
 from cocoplus.supervision import autonomy
-from tests.e2e.conftest import Project, run_claude
-from tests.supervision.conftest import Brain, Watcher, rounds_started, stop_chat_worker, wait_until
+from tests.e2e.conftest import Project, run_claude, runtime_bin
+from tests.supervision.conftest import Brain, Watcher, rounds_finished, rounds_started, stop_chat_worker, wait_until
 from tests.support.model_stubs import AnthropicStub, text, tool
 
 pytestmark = pytest.mark.e2e
@@ -36,10 +36,81 @@ def test_a_worker_turn_end_wakes_the_brain_once_and_the_reply_is_in_the_ledger(e
         wait_until(lambda: [m for m in json.loads(p.cocoplus("chat", "log", "--json").stdout)["messages"] if m["role"] == "assistant"], timeout=30)
         (prompt,) = brain.prompts()
         assert "cc1 is pending" in prompt and "- cc1: claude" in prompt and "land the parser change" in prompt
-        messages = json.loads(p.cocoplus("chat", "log", "--json").stdout)["messages"]
-        assert [m["role"] for m in messages] == ["system", "assistant"]
+        messages = wait_until(lambda: len(m := json.loads(p.cocoplus("chat", "log", "--json").stdout)["messages"]) == 3 and m, timeout=30)
+        assert [m["role"] for m in messages] == ["system", "assistant", "system"]
         assert messages[0]["text"].startswith("supervision round 1: cc1 is pending")
         assert messages[1]["text"] == "brain: noted"
+        assert messages[2]["text"] == "supervision round 1 finished: no action taken"
     finally:
         watcher.stop()
         stop_chat_worker(layout)
+
+
+def test_a_claude_controller_acts_through_cocoplus_brain_tools_only(e2e_project: Project) -> None:
+    """The brain is Claude Code too (a second scripted model): it may call cocoplus' brain tools, nothing else."""
+    p = e2e_project
+    p.cocoplus("install", "claude")
+    layout = Layout(str(p.root))
+    claude = runtime_bin("claude")
+    side = p.project / "brain-side-effect.txt"
+    status, enable, finish = (f"mcp__cocoplus__{t}" for t in ("supervision_status", "enable_supervision", "finish_supervision"))
+    brain_script = [
+        tool("Bash", command=f"touch {side}", description="the shell is not the brain's"),
+        tool(status),
+        tool(enable, task_hint="a goal of my own", max_turns=500),  # not during a round: it would reset the turn cap
+        tool(finish, summary="FIN-9a2: the parser change landed"),
+        text("BRAIN-REPLY-4d1: cc1 is done; supervision finished."),
+    ]
+    with AnthropicStub(brain_script) as brain_stub:
+        (p.project / "cocoplus.toml").write_text(
+            f'[chat]\ncontroller = "cc"\n[accounts.cc]\nkind = "claude"\nbinary = "{claude}"\n'
+            "[supervision]\nquiet_window_s = 0.5\nreconcile_s = 1\n"
+        )
+        p.cocoplus("supervision", "enable", "--task-hint", "land the parser change")
+        watcher = Watcher(
+            layout,
+            env={
+                "HOME": str(p.home),
+                "ANTHROPIC_BASE_URL": brain_stub.url,
+                "ANTHROPIC_API_KEY": "sk-test-local",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "DISABLE_AUTOUPDATER": "1",
+                "MCP_CONNECTION_NONBLOCKING": "false",
+                "MCP_TIMEOUT": "60000",
+            },
+        )
+        try:
+            with AnthropicStub([tool("Bash", command="echo working", description="x"), text("parser change done")]) as worker_stub:
+                run_claude(p, worker_stub, "Finish the parser change.")
+            wait_until(lambda: [r for r in rounds_finished(layout) if r["number"] == 1], timeout=120)
+            requests = list(brain_stub.loop_requests)
+            answers = brain_stub.tool_results()
+        finally:
+            watcher.stop()
+            stop_chat_worker(layout)
+    # The brain was woken with the round's prompt, which lists the tools it may call.
+    first = json.dumps(requests[0])
+    assert "cc1 is pending" in first and "- finish_supervision:" in first and "- dispatch:" in first
+    # It was offered cocoplus' tools and no built-in one: the shell call was refused, nothing ran.
+    offered = {t["name"] for t in requests[0]["tools"] if t["name"] != "DeferredToolPlaceholder"}
+    assert offered and all(n.startswith("mcp__cocoplus__") for n in offered), offered
+    assert not side.exists()
+    assert "No such tool available: Bash" in answers[0]
+    # The read-only tool answered from the files, during the round ...
+    seen = json.loads(answers[1])
+    assert seen["autonomous"]["task_hint"] == "land the parser change" and seen["round_in_progress"]["number"] == 1
+    # ... enable_supervision does not exist for the brain in a round ...
+    assert enable not in offered and f"No such tool available: {enable}" in answers[2]
+    # ... and finish_supervision took effect: supervision is off with the brain's summary, not converged over it.
+    auto = autonomy.status(layout)["autonomous"]
+    assert auto["enabled"] is False and auto["finish_summary"] == "FIN-9a2: the parser change landed"
+    assert auto["finish_reason"] == "finished by the main brain" and auto["turns_used"] == 1
+    assert json.loads(answers[3])["autonomous"]["enabled"] is False
+    # The brain's own Claude Code session ran no cocoplus hook: it is not a worker session.
+    assert [r["alias"] for r in json.loads(p.cocoplus("sessions", "list", "--json").stdout)["sessions"]] == ["cc1"]
+    # Its reply is in the conversation, and the round's end says it took no action (finishing is not a worker action).
+    (done,) = rounds_finished(layout)
+    assert (done["outcome"], done["actions"]) == ("succeeded", 0)
+    texts = [m["text"] for m in json.loads(p.cocoplus("chat", "log", "--json").stdout)["messages"]]
+    assert "BRAIN-REPLY-4d1: cc1 is done; supervision finished." in texts
+    assert "supervision round 1 finished: no action taken" in texts
