@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 
+from cocoplus.cli.app import main as cli_main
+
 
 def main() -> int:
-    from cocoplus.cli.app import main as cli_main
-
     return cli_main()
 
 

@@ -126,9 +126,7 @@ def problem(layout: Layout, environ: dict[str, str] | None = None) -> str | None
 
 
 def _read_toml(path: str, shown: str) -> dict[str, Any] | None:
-    # tomllib is imported here, not at the top: the hook imports this module
-    # only to call for_hook, which parses TOML only when the compiled copy is stale.
-    import tomllib
+    import tomllib  # deferred: the hook imports this module but parses TOML only when its compiled copy is stale
 
     try:
         raw = fsio.read_bytes(path, limit=1024 * 1024)
@@ -185,7 +183,7 @@ def compile_for_hook(layout: Layout, cfg: Config | None = None) -> dict[str, Any
         "pricing": cfg.pricing,
     }
     fsio.atomic_write_json(layout.hook_config, doc)
-    from cocoplus.cost import prices  # deferred: only a compile looks at the price table (never compiled in a hook)
+    from cocoplus.cost import prices  # deferred: keeps cost/ off hook events that only read the config
 
     prices.refresh(layout)
     return doc

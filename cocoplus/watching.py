@@ -47,9 +47,9 @@ class Watch:
         self.handler_errors = 0
 
     def start(self) -> str:
-        from watchdog.events import FileSystemEventHandler
-        from watchdog.observers import Observer
-        from watchdog.observers.polling import PollingObserver
+        from watchdog.events import FileSystemEventHandler  # deferred: heavy (watchdog), only when a watch starts
+        from watchdog.observers import Observer  # deferred: heavy (watchdog), as above
+        from watchdog.observers.polling import PollingObserver  # deferred: heavy (watchdog), as above
 
         watch = self
 

@@ -1,16 +1,20 @@
-"""The fences that keep the package's layering: ruff's per-tier import bans and mypy.
+"""The fences that keep the package's layering: ruff's per-tier import bans, mypy, explained deferred imports.
 
 Run by the README's test command (and so by `.ci/run`): a heavy import in a
-hook-path tier, the CLI imported outside `cocoplus/cli`, or a type error
-fails the suite.  The tier rules live in `cocoplus/{core,session,hook,runtimes}/.ruff.toml`
+hook-path tier, the CLI imported outside `cocoplus/cli`, a type error, or an
+import inside a function with no `# deferred: why` comment on its line fails
+the suite.  The tier rules live in `cocoplus/{core,session,hook,runtimes}/.ruff.toml`
 and `[tool.ruff.lint]` in pyproject.toml.
 """
 
 from __future__ import annotations
 
+import ast
+import io
 import os
 import subprocess
 import sys
+import tokenize
 
 import pytest
 
@@ -61,3 +65,72 @@ def test_the_cli_and_the_doors_may_import_what_they_need() -> None:
     ok = "import rich\n\nfrom cocoplus.cli import output\n\n\ndef f() -> object:\n    return rich, output\n"
     assert ruff_on("cocoplus/cli/probe.py", ok).returncode == 0
     assert ruff_on("cocoplus/server/probe.py", "import fastapi\n\n\ndef f() -> object:\n    return fastapi\n").returncode == 0
+
+
+def unexplained_deferred_imports(source: str, name: str = "<probe>") -> list[str]:
+    """Imports inside a function or class (not under `if TYPE_CHECKING:`) whose lines carry no `# deferred: ...` comment."""
+    comments = {
+        tok.start[0]: tok.string
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    }
+    found: list[str] = []
+
+    def visit(node: ast.AST, nested: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                visit(ast.Module(body=child.orelse, type_ignores=[]), nested)  # only the else branch runs
+                continue
+            if nested and isinstance(child, (ast.Import, ast.ImportFrom)):
+                lines = range(child.lineno, (child.end_lineno or child.lineno) + 1)
+                if not any(comments.get(n, "").lstrip("# ").startswith("deferred") for n in lines):
+                    found.append(f"{name}:{child.lineno}: {ast.unparse(child)}")
+            inner = nested or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
+            visit(child, inner)
+
+    visit(ast.parse(source, name), False)
+    return found
+
+
+def test_every_deferred_import_says_why() -> None:
+    """An import inside a function costs a reader a question; its line answers it (`# deferred: heavy (pydantic)`...)."""
+    found: list[str] = []
+    for folder, _dirs, names in os.walk(os.path.join(ROOT, "cocoplus")):
+        for n in sorted(names):
+            if n.endswith(".py"):
+                path = os.path.join(folder, n)
+                with open(path, encoding="utf-8") as fh:
+                    found += unexplained_deferred_imports(fh.read(), os.path.relpath(path, ROOT))
+    assert found == [], "move to the top of the module, or say why on the same line:\n" + "\n".join(found)
+
+
+def test_the_deferred_import_check_catches_what_it_should() -> None:
+    source = (
+        "import os\n"
+        "TYPE_CHECKING = False\n"
+        "if TYPE_CHECKING:\n"
+        "    from typing import Any\n"
+        "try:\n"
+        "    import _json\n"
+        "except ImportError:\n"
+        "    _json = None\n"
+        "def ok():\n"
+        "    import json  # deferred: a reason\n"
+        "    from x import (  # deferred: another\n"
+        "        a,\n"
+        "    )\n"
+        "def bad():\n"
+        "    import re\n"
+        "    if TYPE_CHECKING:\n"
+        "        from typing import Any\n"
+        "    else:\n"
+        "        import shlex  # noqa: F401\n"
+        "class C:\n"
+        "    def m(self):\n"
+        "        from x import y\n"
+    )
+    assert unexplained_deferred_imports(source) == [
+        "<probe>:15: import re",
+        "<probe>:19: import shlex",
+        "<probe>:22: from x import y",
+    ]

@@ -1,4 +1,4 @@
-"""The master-agent conversation as functions: the CLI, the server, the supervisor and MCP call these.
+"""The master-agent conversation as functions: `cocoplus.ops.chat` (for every door) and supervision rounds call these.
 
 `send()` writes the user's message to the ledger and queues a reply task,
 makes sure a worker runs, and returns at once with `masterReplyState`

@@ -306,7 +306,7 @@ def run(
 
 def _openai(acct: dict[str, Any], model: str | None, effort: str, prompt: str, timeout: float) -> str:
     try:
-        import openai
+        import openai  # deferred: heavy (the openai client), only for `openai` accounts
     except ImportError as exc:  # pragma: no cover - a declared dependency
         raise BackendError(f"the openai package is not installed: {exc}") from None
     env_name = acct.get("api_key_env") or "OPENAI_API_KEY"

@@ -16,14 +16,12 @@ import time
 from typing import Any
 
 from cocoplus.core import clock, fsio
-from cocoplus.core.errors import NotFound
-from cocoplus.core.paths import Layout, check_id
+from cocoplus.core.errors import NotFound, UsageError
+from cocoplus.core.paths import Layout, check_id, is_valid_id
 from cocoplus.core.records import SCHEMA_VERSION
-from cocoplus.core.vocab import EFFORTS, TASK_STATES
+from cocoplus.core.vocab import EFFORTS, MESSAGE_ROLES, TASK_STATES
 
 DEFAULT_CONVERSATION = "master-agent"
-ROLES = ("user", "assistant", "system", "worker")
-KINDS = ("chat", "supervision")
 
 
 def new_id(prefix: str) -> str:
@@ -41,12 +39,8 @@ def conversation(layout: Layout, conv: str) -> dict[str, Any]:
 def set_overrides(layout: Layout, conv: str, *, model: str | None = None, effort: str | None = None, clear: bool = False, clear_model: bool = False, clear_effort: bool = False) -> dict[str, Any]:
     check_id(conv, "conversation id")
     if effort is not None and effort not in EFFORTS:
-        from cocoplus.core.errors import UsageError
-
         raise UsageError(f"reasoning effort must be one of {', '.join(EFFORTS)}, got {effort!r}")
     if model is not None and (not model.strip() or len(model) > 200):
-        from cocoplus.core.errors import UsageError
-
         raise UsageError("model name must be 1-200 characters")
     now = clock.iso()
 
@@ -70,7 +64,7 @@ def set_overrides(layout: Layout, conv: str, *, model: str | None = None, effort
 
 
 def append_message(layout: Layout, conv: str, role: str, text: str, task: str | None = None, **extra: Any) -> dict[str, Any]:
-    if role not in ROLES:
+    if role not in MESSAGE_ROLES:
         raise ValueError(role)
     msg: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "id": new_id("m"), "role": role, "text": text, "ts": clock.iso(), "task": task}
     for k, v in extra.items():
@@ -115,8 +109,6 @@ def conversations(layout: Layout) -> list[str]:
         names = sorted(os.listdir(layout.chat_dir))
     except FileNotFoundError:
         return []
-    from cocoplus.core.paths import is_valid_id
-
     return [n for n in names if is_valid_id(n) and os.path.isdir(os.path.join(layout.chat_dir, n))]
 
 

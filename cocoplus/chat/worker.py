@@ -18,6 +18,7 @@ import sys
 import time
 from typing import Any
 
+from cocoplus import config as config_mod
 from cocoplus.chat import backends, store
 from cocoplus.core import clock, fsio, proc
 from cocoplus.core.errors import CocoplusError
@@ -192,8 +193,6 @@ def serve(layout: Layout, *, idle_exit: float | None = None, poll: float = 0.2, 
                         finished_at=clock.iso(),
                     ),
                 )
-    from cocoplus import config as config_mod
-
     idle_since = time.monotonic()
     try:
         while not stop["now"]:

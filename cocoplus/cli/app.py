@@ -3,8 +3,10 @@
 `main()` owns error handling: a CocoplusError is one line on stderr and
 its exit code (1, or 2 for usage); anything unexpected is one line plus a
 traceback in `.cocoplus/logs/cocoplus.log`, never a traceback on screen.
-`cocoplus hook ...` is routed before typer is imported: hooks run on every
-tool call and must start fast.
+`cocoplus hook ...` goes straight to the hook's entry, not through typer's
+parsing; the hooks `cocoplus install` writes never load this module at all
+(they run `cocoplus/hook/__main__.py` with `python -S`, since importing
+typer would cost every tool call).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import sys
 from typing import Any
 
 import typer
+from typer._click import exceptions as cx
+from typer.main import get_command
 
 from cocoplus import __version__
 from cocoplus.cli import commands, output
@@ -21,6 +25,7 @@ from cocoplus.cli.commands import (
     budget_cmd,
     chat_cmd,
     config_cmd,
+    dispatch_cmd,
     hooks_cmd,
     init_cmd,
     mcp_cmd,
@@ -29,7 +34,9 @@ from cocoplus.cli.commands import (
     shell_cmd,
     supervision_cmd,
 )
+from cocoplus.core.crashlog import log_exception
 from cocoplus.core.errors import CocoplusError
+from cocoplus.hook.entry import main as hook_main
 
 app = typer.Typer(
     name="cocoplus",
@@ -61,7 +68,7 @@ def _root(
 
 
 def _register() -> None:
-    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, server_cmd, mcp_cmd):
+    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, dispatch_cmd, server_cmd, mcp_cmd):
         mod.register(app)
 
 
@@ -82,12 +89,7 @@ def usage_line(exc: Any) -> tuple[str, str | None]:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "hook":
-        from cocoplus.hook.entry import main as hook_main  # deferred: only `cocoplus hook` needs it
-
         return hook_main(args[1:])
-    from typer._click import exceptions as cx
-    from typer.main import get_command
-
     command = get_command(app)
     commands.dir_flag = None  # set again by the root callback when this command line gives --dir
     try:
@@ -112,9 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 1
-    except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into one line
-        from cocoplus.core.crashlog import log_exception  # deferred: only a failure needs it
-
+    except Exception as exc:  # noqa: BLE001 - the CLI's one place that turns surprises into one line
         where = log_exception(f"argv={sys.argv[1:]!r}", exc)
         detail = f"; details in {where}" if where else ""
         output.error_line(f"internal error: {type(exc).__name__}: {exc}{detail}")

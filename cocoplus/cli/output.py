@@ -1,4 +1,8 @@
-"""Everything the CLI prints goes through here: the one renderer (`show`), JSON, text, tables, errors.
+"""What the CLI prints goes through here: the one renderer (`show`), JSON, text, tables, errors.
+
+The exceptions are texts printed verbatim for another reader to parse:
+the `--version` line, `config show`/`config example` TOML, `shell-init`'s
+script and the chat menu's prompt, written to stdout as they are.
 
 Text is printed through Rich without wrapping or cutting anything (the
 terminal wraps a long line; a pipe gets it whole); colour only on a

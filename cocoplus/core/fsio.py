@@ -2,9 +2,17 @@
 single-record JSONL appends with torn-tail repair, plain log lines, and
 setting damaged files aside.
 
-Standard library only (the hook path imports it).  These are the only
-functions in cocoplus that write under `.cocoplus/`; see
-`reference/reliability.md` section 0 for why each step is there.
+Standard library only (the hook path imports it).  Every JSON document,
+JSONL record and log line cocoplus writes under `.cocoplus/` goes through
+these (see `reference/reliability.md` section 0 for why each step is
+there), except where a write must work when these cannot: AGENT_STOP
+(`session/control.py`: made even on a full disk, as an empty file or a
+directory), iteration spool files (`session/iteration.py`: empty files),
+lock files (`core/lock.py`) and the hook's last-resort log line
+(`hook/entry.py`, before anything else is imported).  Those open with
+O_NOFOLLOW too.  Renames and removals of files one module owns (steer
+claims, pid files, round.json, stage.json, the server token) are done by
+that module.
 
 No write follows a symbolic link: files are opened with O_NOFOLLOW (or
 created new with O_EXCL and renamed over the target, which replaces a link

@@ -9,6 +9,8 @@ Infinity), falling back to the `json` package where `_json` is missing.
 
 from __future__ import annotations
 
+import sys
+
 try:
     import _json
 except ImportError:  # pragma: no cover - every CPython ships _json
@@ -50,7 +52,7 @@ _scanner = _json.make_scanner(_Context()) if _json is not None else None  # type
 def loads(text: str) -> object:
     """Parse one JSON document; ValueError (with the position) if it is not one."""
     if _scanner is None:  # pragma: no cover
-        import json
+        import json  # deferred: a fallback, only where CPython has no _json
 
         return json.loads(text, parse_constant=_reject_constant)
     idx = len(text) - len(text.lstrip(_WS))
@@ -95,8 +97,6 @@ def _locate(text: str, idx: int) -> ValueError:
     json package not loaded (the hook path never loads it) it fails with a
     SystemError that says nothing.  For this one call it gets a stand-in.
     """
-    import sys
-
     if "json.decoder" in sys.modules:
         placeholder = None
     else:
@@ -134,7 +134,7 @@ else:  # pragma: no cover
 def dumps(obj: object, indent: int | None = None, compact: bool = False) -> str:
     """Serialise `obj`; `indent` gives json.dumps-style pretty output. NaN/Infinity raise ValueError."""
     if _encode is None:  # pragma: no cover
-        import json
+        import json  # deferred: a fallback, only where CPython has no _json
 
         seps = (",", ":") if compact else (", ", ": ")
         return json.dumps(obj, indent=indent, ensure_ascii=False, allow_nan=False, separators=None if indent else seps)

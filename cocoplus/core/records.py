@@ -2,13 +2,13 @@
 
 `cocoplus.report.models` holds the pydantic models for every file (used by
 the CLI, server and `session check`); this module is the hook's stdlib
-reader for the few files on its path.  tests/state/test_contract.py checks
+reader for the few files on its path.  tests/report/test_contract.py checks
 that both accept and reject the same documents.
 """
 
 from __future__ import annotations
 
-from cocoplus.core import clock
+from cocoplus.core import clock, jsonfast
 from cocoplus.core.errors import StateCorrupt
 from cocoplus.core.vocab import ATTENTION_STATES, BUDGET_ENFORCEMENTS, BUDGET_STATES, RUN_STATES
 from cocoplus.runtimes import registry as runtimes
@@ -161,8 +161,6 @@ def parse_stop(data: bytes | None) -> dict[str, Any]:
     if not data:
         return info
     try:
-        from cocoplus.core import jsonfast
-
         obj = jsonfast.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         obj = None

@@ -2,8 +2,8 @@
 
 The state files, the config key table, the pydantic models, the REST API,
 the MCP tools and the web page (through `GET /api/v1/meta`) all take their
-allowed values from these tuples.  Standard library only and no imports at
-all: the hook reads it.
+allowed values from these tuples.  Standard library only, importing nothing
+but `__future__`: the hook reads it.
 """
 
 from __future__ import annotations
@@ -42,6 +42,16 @@ REPLY_STATES = (*UNFINISHED_TASK_STATES, "failed")
 # An item of session/task-queue.jsonl.
 QUEUE_STATES = ("queued", "done", "dropped")
 
+# Who wrote a message of a master-agent conversation, and what a reply task is for.
+MESSAGE_ROLES = ("user", "assistant", "system", "worker")
+TASK_KINDS = ("chat", "supervision")
+
+# What a record of the spend log is spent on (`budget add-cost --category`).
+SPEND_CATEGORIES = ("execution", "coordination", "landing")
+
+# Which tools `cocoplus mcp --role` serves.
+MCP_ROLES = ("brain", "worker", "all")
+
 
 def as_dict() -> dict[str, list[str]]:
     """Every list by name, as the REST API publishes it."""
@@ -60,4 +70,8 @@ def as_dict() -> dict[str, list[str]]:
         "unfinished_task_states": list(UNFINISHED_TASK_STATES),
         "reply_states": list(REPLY_STATES),
         "queue_states": list(QUEUE_STATES),
+        "message_roles": list(MESSAGE_ROLES),
+        "task_kinds": list(TASK_KINDS),
+        "spend_categories": list(SPEND_CATEGORIES),
+        "mcp_roles": list(MCP_ROLES),
     }

@@ -2,8 +2,10 @@
 
 Only cocoplus commands import this module (it imports genai-prices, which
 takes a few hundred milliseconds): `cocoplus.cost.prices.refresh` calls it
-when the table is missing or was made from other genai-prices data, and
-`config.compile_for_hook` (init, install, config changes) refreshes it.
+when the table is missing or was made from other genai-prices data
+(`cocoplus.cost.spend.measure` before pricing, and `config.compile_for_hook`:
+init, install, a command that finds cocoplus.toml changed).  A hook that
+recompiles the config (`python -S`) never compiles the table.
 
 What is kept: the providers whose models cocoplus' runtimes use (each
 adapter's PROVIDER, plus their fallback providers), every model of theirs

@@ -19,14 +19,15 @@ from cocoplus.core.errors import StateCorrupt, UsageError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.core.vocab import SPEND_CATEGORIES as CATEGORIES
 from cocoplus.cost import prices, usage
 from cocoplus.runtimes import registry as runtimes
+from cocoplus.session import registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path (the turn-end hook measures)
     from typing import Any
 
-CATEGORIES = ("execution", "coordination", "landing")
 
 
 def _finite(x: float) -> bool:
@@ -70,8 +71,6 @@ def measure(
     _adopt_legacy(layout)
     if table == prices.CURRENT:
         table = prices.refresh(layout)
-    from cocoplus.session import registry
-
     records, _problems = registry.list_sessions(layout)
     sessions = list(records) + list(extra or [])
     added: list[dict[str, Any]] = []

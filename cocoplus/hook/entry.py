@@ -8,9 +8,10 @@ it has work:
 * it imports the one adapter named by `--runtime`, for the kind of the event;
 * it finds `.cocoplus/` from the environment (`COCOPLUS_DIR`, the runtime's
   project directory, the working directory) with a few `stat` calls;
-* for a pre-tool event with no AGENT_STOP it exits 0 without reading stdin
-  or importing anything else (not even `json`): that is the path taken
-  before every single tool call;
+* for a pre-tool event with no AGENT_STOP and no stopped session (no
+  `.cocoplus/session-stops/`: two `lstat` calls) it exits 0 without
+  reading stdin or importing anything else (not even `json`): that is the
+  path taken before every single tool call;
 * everything else is handled by `cocoplus.hook.runner`.
 
 Exit codes follow the runtimes' hook contract, not the CLI's: 0 with JSON
@@ -29,6 +30,12 @@ from cocoplus.runtimes import registry
 
 _S_IFMT = 0o170000
 _S_IFDIR = 0o040000
+# The two names this module spells itself under the state directory: it runs before `os`, and so before
+# `cocoplus.core.paths`, is imported.  tests/core/test_paths.py checks they are `Layout`'s.
+STOP_FILE = "/AGENT_STOP"
+LOGS_DIR = "/logs"
+HOOK_LOG = "/logs/hook.log"
+_APPEND = posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT | posix.O_NOFOLLOW | posix.O_CLOEXEC
 
 
 def isdir(path):
@@ -152,15 +159,20 @@ def main(argv=None, stdin_bytes=None, environ=None):
         state = state_from_env(env, adapter)
         if kind == "pre_tool" and state is not None:
             try:
-                posix.lstat(state + "/AGENT_STOP")
+                posix.lstat(state + STOP_FILE)
             except FileNotFoundError:
-                return 0  # the hot path: no kill switch, nothing to say
+                try:
+                    posix.lstat(state + "/session-stops")
+                except FileNotFoundError:
+                    return 0  # the hot path: no kill switch and no session stopped, nothing to say
+                except (OSError, ValueError):
+                    pass  # cannot tell: the runner checks this session, saying why (fail closed)
             except (OSError, ValueError):
                 pass  # cannot tell: the runner denies, saying why (fail closed)
         data = read_stdin() if stdin_bytes is None else stdin_bytes
         import os  # deferred: see the module docstring
 
-        from cocoplus.hook import runner
+        from cocoplus.hook import runner  # deferred: the fast path (nothing to do) never loads the runner
 
         return runner.run(event, kind, runtime, data, state, directory, os.environ if environ is None else environ, rest)
     except BaseException as exc:
@@ -202,11 +214,9 @@ def last_resort(exc, event, kind, state):
             state = None
     try:
         if state:
-            if not isdir(state + "/logs"):
-                posix.mkdir(state + "/logs", 0o700)
-            # O_NOFOLLOW: a log planted as a symbolic link is not written through.
-            flags = posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT | posix.O_NOFOLLOW | posix.O_CLOEXEC
-            fd = posix.open(state + "/logs/hook.log", flags, 0o600)
+            if not isdir(state + LOGS_DIR):
+                posix.mkdir(state + LOGS_DIR, 0o700)
+            fd = posix.open(state + HOOK_LOG, _APPEND, 0o600)  # never through a symbolic link
             try:
                 posix.write(fd, f"hook crashed ({kind}): {type(exc).__name__}: {exc}\n".encode("utf-8", "replace"))
             finally:
@@ -218,7 +228,7 @@ def last_resort(exc, event, kind, state):
         kind = "pre_tool" if name.startswith(("pre", "before")) or "permission" in name else "other"
     if kind in ("pre_tool", "permission") and state:
         try:
-            posix.lstat(state + "/AGENT_STOP")
+            posix.lstat(state + STOP_FILE)
         except FileNotFoundError:
             return 0
         except (OSError, ValueError) as err:

@@ -36,9 +36,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from typing import Any
 
-from cocoplus.core import clock, fsio, proc, progress
+from cocoplus import config
+from cocoplus.core import clock, fsio, proc, progress, settings
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 
@@ -51,8 +53,6 @@ def _debug(layout: Layout, message: str, *, keep: bool = True) -> None:
     if keep:
         fsio.append_line(layout.cli_log, line)
     if os.environ.get("COCOPLUS_DEBUG"):
-        import sys
-
         sys.stderr.write("cocoplus: debug: " + line)
 
 
@@ -104,13 +104,9 @@ def parse(output: str) -> dict[str, Any]:
 def read(layout: Layout, values: dict[str, Any] | None = None, *, for_stage: bool = False) -> dict[str, Any]:
     """Run ctx once; {"ok": False, "skipped": reason} when it is absent, slow or failing."""
     if values is None:
-        from cocoplus import config
-
         try:
             values = config.load_for(layout).hook_values()
         except CocoplusError:
-            from cocoplus.core import settings
-
             values = settings.defaults()
     cfg = values["ctx"]
     if not cfg["enabled"]:

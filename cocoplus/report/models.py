@@ -1,7 +1,7 @@
 """Typed models of every JSON state file, for the CLI, the server and `session check`.
 
 The hook does not import pydantic; it reads the files it needs through
-`cocoplus.core.records`.  tests/state/test_contract.py keeps the two in step.
+`cocoplus.core.records`.  tests/report/test_contract.py keeps the two in step.
 Unknown extra fields are allowed (newer writers may add some); wrong types
 and out-of-range values are not.
 """
@@ -134,14 +134,6 @@ class SessionRecord(_Model):
     last_event: StrictStr | None = None
     last_event_at: StrictStr | None = None
     tool_calls: Count = 0
-
-
-FILE_MODELS: dict[str, type[_Model]] = {
-    "iteration-budget.json": IterationBudget,
-    "budget-state.json": CostBudget,
-    "status.json": Status,
-    "pod-state.json": PodState,
-}
 
 
 def validate(model: type[_Model], obj: Any, path: str) -> _Model:

@@ -17,8 +17,8 @@ from cocoplus.core import clock, fsio, predicates, progress, settings
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.core.vocab import ACTIVE_STATES, ATTENTION_STATES, BUDGET_STATES, RUN_STATES
-from cocoplus.session import control, freshness, queue
 from cocoplus.report import models
+from cocoplus.session import control, events, freshness, iteration, queue, registry
 
 
 def _part(fn: Callable[[], dict[str, Any]], problems: list[str]) -> dict[str, Any]:
@@ -123,10 +123,15 @@ def iteration_part(layout: Layout, limits: dict[str, Any] | None = None) -> dict
     """
     doc = _model_file(layout, layout.iteration_budget, models.IterationBudget)
     if doc is None:
-        out: dict[str, Any] = {"path": layout.rel(layout.iteration_budget), "exists": False}
+        out: dict[str, Any] = {"path": layout.rel(layout.iteration_budget), "exists": False, "spooled": iteration.spooled(layout)}
+        damaged = iteration.damaged_since_reset(layout)
+        if damaged:
+            # Set aside as damaged: not a fresh start; counting fails closed until `resume --reset-budget`.
+            out["damaged_copy"] = layout.rel(damaged)
         if limits:
             out.update(cap=limits["cap"], warn_at=limits["warn_at"], limits_from=limits["source"])
         return out
+    doc["spooled"] = iteration.spooled(layout)
     if limits:
         if (doc["cap"], doc["warn_at"]) != (limits["cap"], limits["warn_at"]):
             doc["recorded_cap"], doc["recorded_warn_at"] = doc["cap"], doc["warn_at"]
@@ -207,8 +212,6 @@ def status_part(layout: Layout, which: str = "status", stale_hours: float | None
 
 
 def _last_activity(layout: Layout, doc: dict[str, Any]) -> float | None:
-    from cocoplus.session import registry
-
     times = [clock.parse_iso(doc.get("updated_at"))]
     try:
         records, _ = registry.list_sessions(layout)
@@ -220,6 +223,10 @@ def _last_activity(layout: Layout, doc: dict[str, Any]) -> float | None:
 
 
 def kill_switch(layout: Layout) -> dict[str, Any]:
+    stopped, why = control.kill_switch_state(layout.root)
+    if stopped is None:
+        # Unknown to this user: the hooks deny every tool (fail closed), and say why.
+        return {"present": None, "unknown": why, "operator": None, "reason": why, "created_at": None, "readable": False}
     info = control.read_stop(layout)
     if info is None:
         return {"present": False}
@@ -239,13 +246,13 @@ def steer_part(layout: Layout) -> dict[str, Any]:
         "text": text,
         "in_flight": control.in_flight(layout),
         "path": layout.rel(layout.steer),
+        # Steers that could not be read were kept aside, never delivered: the operator must look at them.
+        "set_aside": [layout.rel(p) for p in control.damaged_steers(layout)],
     }
 
 
 def sessions_part(layout: Layout) -> dict[str, Any]:
     """Agent-runtime sessions the hooks recorded; a damaged record is a problem naming its file."""
-    from cocoplus.session import registry
-
     records, problems = registry.list_sessions(layout)
     return {
         "path": layout.rel(layout.sessions_dir),
@@ -297,9 +304,20 @@ def status_report(layout: Layout, environ: dict[str, str] | None = None, now: fl
     for key in ("predicates", "queue", "sessions", "steps"):
         problems.extend(report[key].get("problems", []))
     kept: list[str] = []
-    for path in (layout.iteration_budget, layout.budget_state, layout.status, layout.pod_state, layout.progress):
+    for path in (layout.iteration_budget, layout.budget_state, layout.status, layout.pod_state, layout.progress, layout.steer):
         kept.extend(layout.rel(p) for p in fsio.quarantined_copies(path))
     report["damaged_copies"] = kept
+    for copy in report["steer"].get("set_aside", []):
+        problems.append(f"{copy}: a steer that could not be read was kept here and NOT delivered to the agent")
+    damaged_budget = report["iteration_budget"].get("damaged_copy") if isinstance(report["iteration_budget"], dict) else None
+    if damaged_budget:
+        problems.append(
+            f"{damaged_budget}: the iteration budget was set aside as damaged; tools stay stopped until "
+            "`cocoplus session resume --reset-budget`"
+        )
+    report["losses"] = events.losses(layout)
+    for loss in report["losses"]:
+        problems.append(f"{loss['file']}: a line could not be written at {loss['at']} ({loss['cause']}); marker {loss['marker']}")
     report["problems"] = problems
     report["config_ok"] = cfg is not None
     return report
@@ -440,8 +458,6 @@ def check(layout: Layout, environ: dict[str, str] | None = None) -> dict[str, An
     guarded("steps.jsonl", jsonl_check(layout.steps))
 
     def sessions_check() -> tuple[bool, str]:
-        from cocoplus.session import registry
-
         records, problems = registry.list_sessions(layout)
         if problems:
             return False, "; ".join(problems[:3])

@@ -21,10 +21,13 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from cocoplus.core import clock, fsio
-from cocoplus.core.errors import CocoplusError, UsageError
+import cocoplus.hook
+from cocoplus import config
+from cocoplus.core import clock, fsio, settings
+from cocoplus.core.errors import CocoplusError, ConfigInvalid, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.runtimes import files, mcp_config, registry
+from cocoplus.session import registry as sessions
 
 SLASH_COMMAND = "supervise.md"
 
@@ -36,8 +39,6 @@ def adapter_for(runtime: str) -> ModuleType:
 
 
 def hook_script() -> str:
-    import cocoplus.hook
-
     return os.path.join(os.path.dirname(os.path.abspath(cocoplus.hook.__file__)), "__main__.py")
 
 
@@ -121,12 +122,15 @@ def install(runtime: str, project: str, timeout_s: int = 10) -> dict[str, Any]:
     if not isinstance(hooks, dict):
         raise CocoplusError(f"{path}: \"hooks\" is not an object; fix it by hand, cocoplus will not overwrite it")
     changes: list[str] = []
+    turn_end_s = timeout_s + _hold_seconds(project)
     for event, matcher in registry.installed_events(adapter):
         entries = hooks.get(event) or []
         if not isinstance(entries, list):
             raise CocoplusError(f"{path}: hooks.{event} is not a list; fix it by hand")
         kept, removed = _strip_ours(entries)
-        handler = adapter.hook_entry(hook_command(runtime, event, project), event, timeout_s)
+        # The turn-end hook may hold the turn for the main brain ([supervision] hold_turn_end_s): its timeout is above that.
+        seconds = turn_end_s if registry.kind(adapter, event) == "stop" else timeout_s
+        handler = adapter.hook_entry(hook_command(runtime, event, project), event, seconds)
         if adapter.GROUPED:
             group: dict[str, Any] = {"hooks": [handler]}
             if matcher is not None:
@@ -162,9 +166,17 @@ def install(runtime: str, project: str, timeout_s: int = 10) -> dict[str, Any]:
     }
 
 
+def _hold_seconds(project: str) -> int:
+    """`[supervision] hold_turn_end_s` of this project (its default when cocoplus.toml does not load)."""
+    try:
+        return int(config.load(project).get("supervision.hold_turn_end_s"))
+    except ConfigInvalid:
+        return int(settings.BY_DOTTED["supervision.hold_turn_end_s"].default)
+
+
 def _precompile() -> list[str]:
     """Byte-compile the modules the hook imports, so no hook run compiles them (PYTHONDONTWRITEBYTECODE, read-only caches)."""
-    import compileall  # deferred: only install needs it
+    import compileall  # deferred: compileall loads importlib and more; only install needs it
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ok = all(
@@ -246,8 +258,6 @@ def uninstall(runtime: str, project: str) -> dict[str, Any]:
 
 def doctor(layout: Layout) -> dict[str, Any]:
     """Which runtimes are wired, whether the entries are current, and whether hooks have fired."""
-    from cocoplus.session import registry as sessions
-
     project = layout.project
     records, problems = sessions.list_sessions(layout)
     problems = list(problems) + _config_problems(layout)
@@ -294,9 +304,6 @@ def doctor(layout: Layout) -> dict[str, Any]:
 
 def _config_problems(layout: Layout) -> list[str]:
     """A cocoplus.toml that does not load: the hooks run on their last good values until it is fixed."""
-    from cocoplus import config
-    from cocoplus.core.errors import ConfigInvalid
-
     try:
         config.load_for(layout)
     except ConfigInvalid as exc:

@@ -2,7 +2,7 @@
 
 File events come from watchdog, watching `.cocoplus/` the way the
 supervisor does (inotify, falling back to polling where inotify cannot be
-used; moves keyed on their destination; temp files, locks and logs
+used; a move counts for its source and its destination; temp files, locks and logs
 ignored; the observer restarted if its thread dies).  Events are never
 counted or trusted for content: each path is mapped to a topic, topics are
 collected for a short interval and sent as one event each, and a client
@@ -14,7 +14,8 @@ Topics and what to re-read:
 
 * `session`: the operator state (status, pod state, AGENT_STOP, STEER.md,
   budgets, the handoff files, the task queue, steps) -> `GET /api/v1/session`
-* `sessions`: agent-session records -> `GET /api/v1/coding-sessions`
+* `sessions`: agent-session records, per-session stops, steers and held
+  turn ends -> `GET /api/v1/coding-sessions`
 * `supervision`: supervision state, scope and worker signals ->
   `GET /api/v1/session-os/main-brain/autonomous` and the session list
 * `round`: supervision rounds -> `GET /api/v1/session-os/main-brain/rounds`
@@ -34,6 +35,7 @@ from typing import Any
 
 from cocoplus.core import clock
 from cocoplus.core.paths import Layout
+from cocoplus.watching import Watch
 
 TOPICS = ("session", "sessions", "supervision", "round", "ledger")
 IGNORED_DIRS = ("locks", "logs")
@@ -58,8 +60,10 @@ def classify(rel: str) -> tuple[str, str | None] | None:
         if base in ("round.json", "rounds.jsonl"):
             return "round", None
         return "supervision", None
-    if parts[0] == "sessions":
+    if parts[0] in ("sessions", "session-stops", "holds", "steer-sessions"):
         return "sessions", None
+    if parts[0] == "resumes":
+        return None  # output of resumed runs, like a log
     return "session", None
 
 
@@ -98,8 +102,6 @@ class Hub:
                 self._seen.add(rel.replace(os.sep, "/"))
 
     def _start_observer(self) -> None:
-        from cocoplus.watching import Watch
-
         self.watch = Watch(self.layout.root, self.note, polling=self.force_polling)
         self.observer_kind = self.watch.start()
 

@@ -11,11 +11,19 @@ import errno
 import socket
 import sys
 import threading
+import time
+import warnings
+import webbrowser
 from collections.abc import Callable
 from typing import Any
 
+import uvicorn
+
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
+from cocoplus.server import security
+from cocoplus.server.app import create_app
+from cocoplus.server.events import Hub
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -54,14 +62,6 @@ def serve(
     announce: Callable[[str], None] | None = None,
     log_level: str = "warning",
 ) -> int:
-    import uvicorn
-
-    from cocoplus.server import security
-    from cocoplus.server.app import create_app
-    from cocoplus.server.events import Hub
-
-    import warnings
-
     # watchdog warns when a new directory's watch replaces one it already had; harmless, and not for the terminal.
     warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
     sock = bind(port)
@@ -104,9 +104,6 @@ def serve(
 
 
 def _open_when_up(server: Any, url: str) -> None:
-    import time
-    import webbrowser
-
     deadline = time.monotonic() + 15
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from cocoplus.core import fsio, predicates
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout

@@ -25,7 +25,7 @@ from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import MAX_COUNT, check_iteration_budget, new_iteration_budget
-from cocoplus.session import freshness
+from cocoplus.session import control, freshness
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -143,8 +143,6 @@ def count(
             lock.release()
     if out.failed_closed:
         # After the count's lock is released: the kill-switch lock comes first in lock order.
-        from cocoplus.session import control  # control imports this module (resume --reset-budget)
-
         try:
             stopped = control.auto_stop(
                 layout, f"cocoplus: {out.failed_closed}", source="iteration-budget", state="paused", budget=budget
@@ -250,7 +248,7 @@ def reset(layout: Layout, *, budget: Budget | None = None) -> dict[str, Any]:
 
 
 def _fresh(layout: Layout) -> dict[str, Any]:
-    from cocoplus import config  # TOML and settings: only when starting over, never on a hook's count
+    from cocoplus import config  # deferred: keeps config and settings off the hook events that read no value
 
     cfg = config.load_for(layout)
     return new_iteration_budget(cfg.session["max_iterations"], cfg.session["iteration_warn_at"])

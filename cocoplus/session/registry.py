@@ -2,7 +2,7 @@
 
 Each runtime session gets a cocoplus id `cs_...` (safe as a file name,
 derived from the runtime's id so concurrent hooks agree on it without a
-lookup) and a short alias by runtime (`cc1`, `cx1`, `gm1`, `cu1`: each
+lookup) and a short alias by runtime (`cc1`, `cx1`, `gm1`, `cu1`, `ct1`: each
 adapter's ALIAS_PREFIX).  Any of
 the three names a session wherever one is asked for.
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+import zlib
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError, NotFound, StateCorrupt
@@ -35,8 +36,6 @@ def cs_id_for(runtime_session_id: str) -> str:
     rid = runtime_session_id
     if is_valid_id(rid) and len(rid) <= 100:
         return "cs_" + rid
-    import zlib  # deferred: only for ids that fail the allow-list, and loading zlib costs every hook time
-
     raw = rid.encode("utf-8", "surrogatepass")
     return f"cs_x{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}{len(raw):x}"
 

@@ -11,7 +11,7 @@ import os
 import time
 
 from cocoplus import config as config_mod
-from cocoplus.core import fsio, predicates, progress
+from cocoplus.core import clock, fsio, predicates, progress
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout, check_state_dir
@@ -43,8 +43,6 @@ session/CONTEXT.md; the rest is written by cocoplus commands and hooks.
 
 
 def new_budget_state(cfg: config_mod.Config) -> dict[str, Any]:
-    from cocoplus.core import clock
-
     s = cfg.session
     return {
         "schema_version": SCHEMA_VERSION,

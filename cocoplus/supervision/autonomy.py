@@ -5,14 +5,16 @@
 "workflow_run", "enabled_at", "updated_at", "snapshot_at", "finished_at",
 "finish_summary", "finish_reason"}`.  The scope (which sessions may wake the
 main brain) is kept beside it so exclusions survive enable/finish cycles.
-These are the main-brain tools of seed 000 as functions: the CLI, the
-server and the MCP server all call them.
+These are the main-brain tools of seed 000 as functions;
+`cocoplus.ops.supervision` calls them for every door (the CLI, the server,
+the MCP server).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from cocoplus import config as config_mod
 from cocoplus.core import clock, fsio, settings, vocab
 from cocoplus.core.errors import CocoplusError, StateCorrupt, UsageError
 from cocoplus.core.lock import Lock
@@ -81,8 +83,6 @@ def enable(
     workflow_run: str | None = None,
 ) -> dict[str, Any]:
     """enable_supervision: on, turns_used reset to 0; optionally set the scope in the same step."""
-    from cocoplus import config as config_mod
-
     if max_turns is None:
         try:
             max_turns = int(config_mod.load_for(layout).get("supervision.max_turns"))
@@ -93,7 +93,7 @@ def enable(
     if task_hint is not None and len(task_hint) > 4000:
         raise UsageError("task_hint is over 4000 characters")
     if scope_mode is not None:
-        from cocoplus.supervision import scope as scope_mod
+        from cocoplus.supervision import scope as scope_mod  # deferred: import cycle (scope imports this module)
 
         scope_mod.set_scope(layout, scope_mode, scope_session_ids or [], allow_invert=False)
     now = clock.iso()
@@ -180,6 +180,6 @@ def touch_snapshot(layout: Layout, holder: int | None = None) -> None:
 
 
 def scope_view(layout: Layout, doc: dict[str, Any] | None = None) -> dict[str, Any]:
-    from cocoplus.supervision import scope as scope_mod
+    from cocoplus.supervision import scope as scope_mod  # deferred: import cycle (scope imports this module)
 
     return scope_mod.view(layout, doc)

@@ -26,11 +26,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from cocoplus.chat import api, store, worker
 from cocoplus.core import clock, fsio, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.supervision import actions as acts
 from cocoplus.supervision import autonomy
 from cocoplus.supervision import triggers as trig
 
@@ -53,8 +55,6 @@ def _log(layout: Layout, record: dict[str, Any]) -> None:
 
 
 def _task(layout: Layout, rnd: dict[str, Any]) -> dict[str, Any]:
-    from cocoplus.chat import store
-
     try:
         return store.read_task(layout, rnd.get("conversation", CONVERSATION), rnd["task"])
     except CocoplusError as exc:
@@ -67,8 +67,7 @@ def _task_state(layout: Layout, rnd: dict[str, Any]) -> str:
 
 def actions(layout: Layout, number: int | None = None) -> list[dict[str, Any]]:
     """The action records of round `number` (every one with None), oldest first."""
-    # A small reader of its own until cocoplus/supervision/actions.py (which records them) provides for_round().
-    return [r for r in history(layout) if r.get("event") == "action" and (number is None or r.get("round") == number)]
+    return acts.for_round(layout, number) if number is not None else acts.every(layout)
 
 
 UNDO = {
@@ -103,8 +102,6 @@ def action_view(rec: dict[str, Any]) -> dict[str, Any]:
 
 def start_round(layout: Layout, triggers: list[dict[str, Any]], source: str = "triggers", *, start_worker: bool = True) -> dict[str, Any]:
     """Start a round now, or fold the triggers into the running round's follow-up."""
-    from cocoplus.chat import api, worker
-
     triggers = _dedupe(triggers)
     with Lock(layout.lock("supervision-round"), timeout=30):
         doc = autonomy.read(layout)
@@ -203,8 +200,6 @@ def result_text(number: int, outcome: str, error: str | None, took: list[str]) -
 
 
 def _announce(layout: Layout, number: int, outcome: str, error: str | None, took: list[dict[str, Any]]) -> None:
-    from cocoplus.chat import store
-
     text = result_text(number, outcome, error, [describe_action(a) for a in took])
     try:
         store.append_message(layout, CONVERSATION, "system", text, kind="round_result", round=number, outcome=outcome, actions=len(took))

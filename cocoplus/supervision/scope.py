@@ -18,6 +18,7 @@ from cocoplus.core import vocab
 from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.session import events, registry
+from cocoplus.supervision import autonomy
 
 ACTIVE = vocab.ACTIVE_STATES
 
@@ -46,8 +47,6 @@ def _resolve_all(layout: Layout, ids: list[str]) -> tuple[list[str], list[str]]:
 
 
 def set_scope(layout: Layout, mode: str, session_ids: list[str] | None = None, *, allow_invert: bool = True) -> dict[str, Any]:
-    from cocoplus.supervision import autonomy
-
     allowed = vocab.SCOPE_ACTIONS if allow_invert else vocab.SCOPE_MODES
     if mode not in allowed:
         raise UsageError(f"scope mode must be one of {', '.join(allowed)}, got {mode!r}")
@@ -91,8 +90,6 @@ def set_scope(layout: Layout, mode: str, session_ids: list[str] | None = None, *
 
 def exclude(layout: Layout, ref: str, excluded: bool = True) -> dict[str, Any]:
     """PATCH .../supervision {"excluded": bool} for one session (full id, alias or runtime id)."""
-    from cocoplus.supervision import autonomy
-
     rec = registry.resolve(layout, ref)
     cs = rec["id"]
 
@@ -127,8 +124,6 @@ def session_view(rec: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def view(layout: Layout, doc: dict[str, Any] | None = None) -> dict[str, Any]:
-    from cocoplus.supervision import autonomy
-
     doc = doc or autonomy.read(layout)
     records, _ = registry.list_sessions(layout)
     alias = {r["id"]: r.get("alias") for r in records}
@@ -142,8 +137,6 @@ def view(layout: Layout, doc: dict[str, Any] | None = None) -> dict[str, Any]:
 
 
 def excluded_ids(layout: Layout) -> set[str]:
-    from cocoplus.supervision import autonomy
-
     doc = autonomy.read(layout)
     records, _ = registry.list_sessions(layout)
     return {r["id"] for r in records if not supervised(doc, r["id"])}
@@ -151,8 +144,6 @@ def excluded_ids(layout: Layout) -> set[str]:
 
 def sessions_view(layout: Layout) -> dict[str, Any]:
     """list_sessions: every session with alias, runtime, state, attention and whether it is excluded."""
-    from cocoplus.supervision import autonomy
-
     doc = autonomy.read(layout)
     records, problems = registry.list_sessions(layout)
     return {"sessions": [session_view(r, doc) for r in records], "problems": problems}

@@ -14,12 +14,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from cocoplus.chat import store
 from cocoplus.core import clock
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.core.vocab import PROGRESS_STATUSES
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import registry
+from cocoplus.session import handoff, registry
 
 ENV_VARS = ("COCOPLUS_SESSION", *runtimes.session_env())
 MAX_TEXT = 8000
@@ -80,8 +81,6 @@ def notify_blocked(layout: Layout, message: str, session: str | None = None) -> 
 
 def ask_human(layout: Layout, question: str, session: str | None = None) -> dict[str, Any]:
     """The question goes to the master-agent conversation as a `worker` message; attention `awaiting_decision`."""
-    from cocoplus.chat import store
-
     q = _text(question, "question", required=True)
     rec = which_session(layout, session)
     msg = store.append_message(layout, store.DEFAULT_CONVERSATION, "worker", q or "", session=rec["id"], session_alias=rec.get("alias"))
@@ -100,8 +99,6 @@ def ask_human(layout: Layout, question: str, session: str | None = None) -> dict
 
 def request_context(layout: Layout, what: str | None = None, session: str | None = None) -> dict[str, Any]:
     """Never wakes the brain; answers with the handoff so the worker has it at once."""
-    from cocoplus.session import handoff
-
     rec = which_session(layout, session)
     out = _signal(layout, rec, "request_context", None, _text(what, "request"))
     out["context"] = handoff.context(layout, rec)

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from cocoplus import config as config_mod
+from cocoplus.chat import backends, store
 from cocoplus.core import fsio, progress, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
+from cocoplus.supervision import actions, brain
 from cocoplus.supervision.scope import supervised
 
 WAKE_ATTENTION = vocab.ATTENTION_STATES  # every attention state wakes the brain
@@ -83,17 +86,14 @@ def _handoff(layout: Layout) -> tuple[list[str], list[str]]:
 
 def open_questions(layout: Layout) -> dict[str, dict[str, Any]]:
     """Per session id, its last ask_human question if no answer_worker answered it since."""
-    from cocoplus.chat import store
-    from cocoplus.supervision import rounds
-
     try:
-        asked = [m for m in store.messages(layout, rounds.CONVERSATION).records if m.get("role") == "worker" and m.get("session")]
+        asked = [m for m in store.messages(layout, store.DEFAULT_CONVERSATION).records if m.get("role") == "worker" and m.get("session")]
     except CocoplusError:
         return {}
     last: dict[str, dict[str, Any]] = {}
     for m in asked:
         last[m["session"]] = m
-    for a in rounds.actions(layout):
+    for a in actions.every(layout):
         q = last.get(a.get("session") or "")
         if q is not None and a.get("action") == "answer_worker" and not a.get("error") and str(a.get("ts")) >= str(q.get("ts")):
             del last[a["session"]]
@@ -101,9 +101,6 @@ def open_questions(layout: Layout) -> dict[str, dict[str, Any]]:
 
 
 def _controller_kind(layout: Layout) -> str | None:
-    from cocoplus import config as config_mod
-    from cocoplus.chat import backends
-
     try:
         _name, acct = backends.controller(config_mod.load_for(layout))
     except CocoplusError:
@@ -122,8 +119,6 @@ def _worker_line(r: dict[str, Any], question: dict[str, Any] | None) -> str:
 
 def wake_prompt(layout: Layout, doc: dict[str, Any], triggers: list[dict[str, Any]], round_no: int) -> str:
     """The prompt of a supervision round, built from files alone."""
-    from cocoplus.supervision import brain
-
     auto = doc["autonomous"] or {}
     used, cap = int(auto.get("turns_used", 0)), int(auto.get("max_turns", 0))
     records, _ = registry.list_sessions(layout)

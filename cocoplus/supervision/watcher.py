@@ -31,6 +31,8 @@ import threading
 import time
 from typing import Any
 
+from cocoplus import config as config_mod
+from cocoplus.chat import worker as chat_worker
 from cocoplus.core import clock, fsio, proc, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import is_locked, try_lock
@@ -39,6 +41,8 @@ from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.session import events, registry
 from cocoplus.supervision import autonomy, rounds, workflow
 from cocoplus.supervision import triggers as trig
+from cocoplus.supervision.scope import supervised
+from cocoplus.watching import Watch
 
 TICK = 0.5
 
@@ -73,8 +77,6 @@ def start_detached(layout: Layout) -> int | None:
 
 class Supervisor:
     def __init__(self, layout: Layout, environ: dict[str, str] | None = None, *, polling: bool | None = None) -> None:
-        from cocoplus import config as config_mod
-
         self.layout = layout
         cfg = config_mod.load_for(layout, environ)  # a bad value is a ConfigInvalid naming it, not a default
         self.quiet = float(cfg.get("supervision.quiet_window_s"))
@@ -112,8 +114,6 @@ class Supervisor:
         self.wake.set()
 
     def _start_observer(self) -> None:
-        from cocoplus.watching import Watch
-
         self.watch = Watch(self.layout.root, self._on_change, polling=self.force_polling, log=self.log)
         kind = self.watch.start()
         if kind != "none":
@@ -121,7 +121,7 @@ class Supervisor:
 
     # -- signals -> triggers ----------------------------------------------------------
     def _cursor_path(self) -> str:
-        return self.layout.supervision_dir + "/cursor.json"
+        return self.layout.supervisor_cursor
 
     def read_signals(self) -> list[dict[str, Any]]:
         try:
@@ -181,8 +181,6 @@ class Supervisor:
         if self.closing is None or self.pending or rounds.current(self.layout) is not None:
             return
         sig, self.closing = self.closing, None
-        from cocoplus.supervision.scope import supervised
-
         doc = autonomy.read(self.layout)
         active = [r for r in registry.list_sessions(self.layout)[0] if r.get("state") in vocab.ACTIVE_STATES and supervised(doc, r["id"])]
         if not active:
@@ -255,8 +253,6 @@ class Supervisor:
         threshold = self.stall_threshold
         cooldown = self.stall_cooldown
         wall = clock.parse_iso(clock.iso()) or time.time()
-        from cocoplus.supervision.scope import supervised
-
         for rec in registry.list_sessions(self.layout)[0]:
             att = rec.get("attention")
             if rec.get("state") not in vocab.ACTIVE_STATES or att not in trig.WAKE_ATTENTION or not supervised(doc, rec["id"]):
@@ -290,8 +286,6 @@ class Supervisor:
             autonomy.finish(self.layout, None, reason=f"not restored after a restart: the last snapshot is {int(age)}s old (TTL {ttl:g}s)")
             events.log_step(self.layout, "supervision_not_restored", reason="snapshot older than the TTL", age_s=int(age))
             return "closed: snapshot too old"
-        from cocoplus.supervision.scope import supervised
-
         live = [r for r in registry.list_sessions(self.layout)[0] if r.get("state") in vocab.ACTIVE_STATES and supervised(doc, r["id"])]
         if not live:
             autonomy.finish(self.layout, None, reason="not restored after a restart: no supervised worker is recoverable")
@@ -307,8 +301,6 @@ class Supervisor:
         if now < self.next_reconcile:
             return
         self.next_reconcile = now + min(self.reconcile_every, max(1.0, self.restore_ttl / 3))
-        from cocoplus.chat import worker as chat_worker
-
         chat_worker.recover(self.layout)
         autonomy.touch_snapshot(self.layout, os.getpid())
         if self.watch is not None:

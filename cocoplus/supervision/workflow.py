@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cocoplus import config as config_mod
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError, NotFound
 from cocoplus.core.lock import Lock
@@ -38,8 +39,6 @@ def start(
 ) -> dict[str, Any]:
     check_id(run_id, "workflow run id")
     if auto_supervise is None:
-        from cocoplus import config as config_mod
-
         auto_supervise = bool(config_mod.load_for(layout).get("supervision.auto_supervise"))
     with Lock(layout.lock("workflows")):
         doc = _read(layout)

@@ -1,4 +1,4 @@
-"""The id allow-list and discovery of `.cocoplus/`."""
+"""The id allow-list, discovery of `.cocoplus/`, and the names spelled outside `Layout` agreeing with it."""
 
 from __future__ import annotations
 
@@ -114,3 +114,17 @@ def test_rel_paths_are_project_relative(tmp_path):
     layout = Layout(str(tmp_path / ".cocoplus"))
     assert layout.rel(layout.iteration_budget) == os.path.join(".cocoplus", "session", "iteration-budget.json")
     assert layout.rel("/somewhere/else") == "/somewhere/else"
+
+
+def test_the_names_spelled_outside_layout_are_layouts(tmp_path):
+    """core/paths.py's docstring names the two places that spell state paths themselves; they must agree with Layout."""
+    from cocoplus.hook import entry
+    from cocoplus.server import events
+
+    lay = Layout(str(tmp_path / ".cocoplus"))
+    assert lay.root + entry.STOP_FILE == lay.agent_stop
+    assert lay.root + entry.HOOK_LOG == lay.hook_log
+    assert lay.root + entry.LOGS_DIR == lay.logs_dir
+    owned = (lay.server_token, lay.supervisor_cursor, lay.chat_worker_pid, lay.supervisor_pid)
+    assert events.IGNORED_FILES == {os.path.relpath(p, lay.root) for p in owned}
+    assert set(events.IGNORED_DIRS) == {os.path.relpath(p, lay.root) for p in (lay.locks_dir, lay.logs_dir)}

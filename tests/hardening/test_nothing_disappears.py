@@ -3,6 +3,7 @@ killed writers are cleaned up, numbers have bounds, and hostile ids stay out of 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -31,6 +32,20 @@ def test_a_damaged_steer_is_kept_aside_reported_and_never_announced(project):
         assert fh.read() == DAMAGED_STEER  # byte for byte
     logged = [e for e in events.read_steps(project).records if e["event"] == "steer_damaged"]
     assert len(logged) == 1 and logged[0]["kept_at"] == project.rel(kept[0]) and "UTF-8" in logged[0]["cause"]
+
+
+def test_session_status_reports_a_damaged_steer_as_not_delivered(project, cli):
+    with open(project.steer, "wb") as fh:
+        fh.write(DAMAGED_STEER)
+    run_hook(project, "UserPromptSubmit", fixture("claude-userpromptsubmit.json"))
+    kept = project.rel(control.damaged_steers(project)[0])
+    code, out, err = cli("session", "status", "--json", cwd=project.project)
+    rep = json.loads(out)
+    assert rep["steer"]["pending"] is False and rep["steer"]["set_aside"] == [kept]
+    assert kept in rep["damaged_copies"]
+    assert any(kept in p and "NOT delivered" in p for p in rep["problems"])
+    code, out, err = cli("session", "status", cwd=project.project)
+    assert "NOT DELIVERED" in out and kept in out
 
 
 def test_a_damaged_steer_left_by_a_dead_consumer_is_kept_aside_too(project):
@@ -183,3 +198,17 @@ def test_init_does_not_restart_a_count_set_aside_as_damaged(project):
     assert not os.path.exists(project.iteration_budget)
     again = iteration.count(project, 100, 80)
     assert again.corrupt is not None and again.budget is None
+
+
+def test_session_status_reports_log_lines_that_were_lost(project, cli):
+    """A line that could not be written (a full disk) leaves an empty marker; status names it."""
+    import errno
+
+    os.makedirs(project.logs_dir, exist_ok=True)
+    marker = fsio.note_loss(project.hook_log, OSError(errno.ENOSPC, "No space left on device"))
+    assert marker is not None and os.path.getsize(marker) == 0
+    code, out, err = cli("session", "status", "--json", cwd=project.project)
+    rep = json.loads(out)
+    assert [loss["file"] for loss in rep["losses"]] == [project.rel(project.hook_log)]
+    assert rep["losses"][0]["cause"] == "ENOSPC"
+    assert any("could not be written" in p and "ENOSPC" in p for p in rep["problems"])

@@ -114,6 +114,13 @@ def _supervisor(layout):
     sup.run()
 
 
+def _supervisor_cursor(layout):
+    from cocoplus.supervision import watcher
+
+    _signal(layout)
+    watcher.Supervisor(layout, {}, polling=True).read_signals()  # saves how far it has read
+
+
 def _workflow(layout):
     from cocoplus.supervision import workflow
 
@@ -208,6 +215,7 @@ WRITERS = {
     "rounds": (_round, "file"),
     "current_round": (_round, "file"),
     "supervisor_pid": (_supervisor, "file"),
+    "supervisor_cursor": (_supervisor_cursor, "file"),
     "workflows": (_workflow, "file"),
     "chat_dir": (_conversation, "dir"),
     "conversation_dir": (_conversation, "dir"),

@@ -164,7 +164,7 @@ def info(conversation: Conversation = "master-agent", json_out: JsonFlag = False
 
 def menu(conversation: Conversation = "master-agent") -> None:
     """The "..." menu: Model, Reasoning effort, Session info, Refresh."""
-    from cocoplus.cli import chat_menu  # deferred: chat_menu imports this module for its renderers
+    from cocoplus.cli import chat_menu  # deferred: import cycle (chat_menu imports this module for its renderers)
 
     chat_menu.run(layout(), conversation)
 

@@ -8,14 +8,15 @@ from typing import Any
 
 import typer
 
+from cocoplus import config as config_mod
 from cocoplus.cli import output
 from cocoplus.cli.commands import JSON_HELP
+from cocoplus.core import settings
+from cocoplus.core.paths import find_state_dir
 
 
 def show_data(cfg: Any) -> dict[str, Any]:
     """What `config show --json` prints: every key with its value, origin and the file it came from."""
-    from cocoplus.core import settings
-
     return {
         "file": cfg.path,
         "files": list(cfg.read),
@@ -40,8 +41,6 @@ def origin_text(cfg: Any, project: str, dotted: str) -> str:
 
 def render_text(cfg: Any, project: str) -> str:
     """The effective configuration as TOML, each value followed by where it came from."""
-    from cocoplus.core import settings
-
     read = ", ".join(cfg.read) if cfg.read else "no cocoplus.toml, so every value is a default"
     lines = [f"# effective cocoplus configuration ({read})"]
 
@@ -71,9 +70,6 @@ def register(app: typer.Typer) -> None:
     @group.command("show")
     def show(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
         """Print every key's effective value (as TOML) and where it came from (default, a file, the environment)."""
-        from cocoplus import config as config_mod
-        from cocoplus.core.paths import find_state_dir
-
         found = find_state_dir()
         project = os.path.dirname(found) if found else os.getcwd()
         cfg = config_mod.load(project)
@@ -85,6 +81,4 @@ def register(app: typer.Typer) -> None:
     @group.command("example")
     def example() -> None:
         """Print a cocoplus.toml listing every key with its default, bounds, environment variable and meaning."""
-        from cocoplus import config as config_mod
-
         sys.stdout.write(config_mod.example_toml())

@@ -7,8 +7,10 @@ from typing import Any
 
 import typer
 
+from cocoplus import config as config_mod
 from cocoplus.cli import output
 from cocoplus.cli.commands import JSON_HELP, layout
+from cocoplus.hook.entry import main as hook_main
 from cocoplus.ops import sessions as sessions_ops
 from cocoplus.runtimes import install as runtimes
 from cocoplus.runtimes import registry
@@ -58,8 +60,6 @@ def register(app: typer.Typer) -> None:
     )
     def hook(ctx: typer.Context) -> None:
         """Run a hook event (called by agent runtimes): cocoplus hook <Event> [--runtime R]. Reads the payload on stdin."""
-        from cocoplus.hook.entry import main as hook_main
-
         raise typer.Exit(hook_main(list(ctx.args)))
 
     @app.command("install")
@@ -68,8 +68,6 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """Register cocoplus' hooks in a runtime's project settings (merging, idempotent)."""
-        from cocoplus import config as config_mod
-
         lay = layout()
         cfg = config_mod.load_for(lay)
         result = runtimes.install(runtime, lay.project, timeout_s=cfg.get("hooks.timeout_s"))

@@ -14,7 +14,7 @@ def serve(
     open_browser: Annotated[bool, typer.Option("--open", help="Open the page in a browser once the server is up.")] = False,
 ) -> None:
     """Serve the REST API, server-sent events and the web page on 127.0.0.1 (writes need the printed token)."""
-    from cocoplus.server.run import serve as run_server  # deferred: FastAPI and uvicorn load only for this command
+    from cocoplus.server.run import serve as run_server  # deferred: heavy (FastAPI, uvicorn), only for this command
 
     raise typer.Exit(run_server(layout(), port, open_browser=open_browser))
 

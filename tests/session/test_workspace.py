@@ -7,8 +7,8 @@ import stat
 
 from cocoplus.core import fsio, predicates, progress
 from cocoplus.core.paths import Layout
-from cocoplus.session import workspace
 from cocoplus.report import models
+from cocoplus.session import workspace
 
 
 def modes(state_dir: str) -> dict[str, int]:
