@@ -37,6 +37,7 @@ EXPECTED_DEFAULTS = {
     "supervision.max_wait_s": 10.0,
     "supervision.reconcile_s": 30.0,
     "supervision.auto_supervise": True,
+    "supervision.hold_turn_end_s": 120,
     # seed 000's environment variables, as keys (SPEC section 7)
     "supervision.restore_ttl_s": 900.0,
     "supervision.stall_watchdog_interval_s": 90.0,

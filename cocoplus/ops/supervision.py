@@ -14,6 +14,7 @@ from typing import Any
 
 from cocoplus import config as config_mod
 from cocoplus.chat import backends
+from cocoplus.core import vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.supervision import autonomy, rounds, scope, watcher, workflow
@@ -50,7 +51,7 @@ def require_controller(layout: Layout, doing: str = "supervise") -> None:
     on_path = backends.agents_on_path()
     found = f"agent CLIs on PATH: {', '.join(on_path)}" if on_path else "no agent CLI (claude, codex) is on PATH"
     first = on_path[0] if on_path else "command"
-    others = ", ".join(k for k in ("claude", "codex", "openai", "command") if k != first)
+    others = ", ".join(k for k in vocab.ACCOUNT_KINDS if k != first)
     raise CocoplusError(
         f"cannot {doing}: no controller account can run the rounds ({why}); {found}",
         hint=f"`cocoplus chat setup {first}` adds one (or {others}); `cocoplus chat info` shows the controller",
