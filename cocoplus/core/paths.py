@@ -280,6 +280,11 @@ class Layout:
     def workflows(self) -> str:
         return self._p("supervision", "workflows.json")
 
+    @property
+    def stall_cooldowns(self) -> str:
+        """When the stall watchdog last fired per session and attention (so a restart keeps the cooldown)."""
+        return self._p("supervision", "stall-cooldowns.json")
+
     # -- master-agent conversation ---------------------------------------
     @property
     def chat_dir(self) -> str:

@@ -132,6 +132,7 @@ class Hook:
             return False
         for problem in result["problems"]:
             self.log(problem)
+        self.touch_session(lambda r: r.update(state=state, exit_reason=reason))  # the stopped session's record says so
         return bool(result["created"])
 
 
@@ -495,6 +496,8 @@ def on_stop(h: Hook) -> Answer:
         return None, 0
     for line in decision.log:
         h.log(line)
+    if decision.stopped and decision.state:  # a budget stop: the session's record is not left `running`
+        h.touch_session(lambda r: r.update(state=decision.state, exit_reason=decision.reason))
     notice = h.adapter.notice(h.event_name, decision.notice) if decision.notice else None
     if decision.stopped or not can_continue or h.record is None:
         return notice, 0

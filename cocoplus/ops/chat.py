@@ -66,6 +66,28 @@ def set_overrides(
     return {**doc, **info(layout, conversation)}
 
 
+def setup(
+    layout: Layout,
+    kind: str,
+    name: str | None = None,
+    binary: str | None = None,
+    model: str | None = None,
+    effort: str | None = None,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    command: list[str] | None = None,
+) -> dict[str, Any]:
+    """Write a controller account (`[accounts.NAME]`, default name: the kind) into cocoplus.toml and make it
+    `[chat] controller`, keeping the rest of the file; says what it wrote and what it replaced."""
+    from cocoplus.chat import setup as setup_mod  # deferred: only this command edits cocoplus.toml
+
+    out = setup_mod.setup(
+        layout, kind, name, binary=binary, model=model, effort=effort, base_url=base_url, api_key_env=api_key_env, command=command
+    )
+    out["path"] = layout.rel(out["path"])
+    return out
+
+
 def model_options(layout: Layout, conversation: str = DEFAULT_CONVERSATION) -> list[str]:
     """Models worth offering in a picker: the accounts' defaults, `[chat] default_model`, models used, the override."""
     cfg = config_mod.load_for(layout)

@@ -128,3 +128,8 @@ def queue_list(layout: Layout, all_items: bool = False) -> dict[str, Any]:
 def queue_done(layout: Layout, queue_id: str, drop: bool = False, by: str | None = None) -> dict[str, Any]:
     """Mark a queued request done (or dropped)."""
     return queue.finish(layout, queue_id, "dropped" if drop else "done", by=by or operator_name())
+
+
+def queue_promote(layout: Layout, queue_id: str, by: str | None = None) -> dict[str, Any]:
+    """Make a queued request the current item (In Progress); the one current before goes back to Next."""
+    return queue.promote(layout, queue_id, by=by or operator_name())

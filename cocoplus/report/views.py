@@ -57,15 +57,30 @@ def handoff(layout: Layout, stale_hours: float, now: float | None = None) -> dic
 
 
 def sections(layout: Layout) -> dict[str, Any]:
+    """PROGRESS.md's sections, plus the queued requests (`queue`): the current item under In Progress, the rest under Next."""
     text = fsio.read_text(layout.progress)
     if text is None:
-        return {"path": layout.rel(layout.progress), "exists": False, "sections": {}}
+        return {"path": layout.rel(layout.progress), "exists": False, "sections": {}, **queued_sections(layout)}
     doc = progress.parse(text)
     out: dict[str, Any] = {}
     for title in progress.HANDOFF_SECTIONS:
         sec = doc.find(title)
         out[title] = None if sec is None else {"text": sec.text(), "items": sec.items()}
-    return {"path": layout.rel(layout.progress), "exists": True, "sections": out, "missing_sections": doc.missing()}
+    return {"path": layout.rel(layout.progress), "exists": True, "sections": out, "missing_sections": doc.missing(), **queued_sections(layout)}
+
+
+def queued_sections(layout: Layout) -> dict[str, Any]:
+    """`{"queue": {"In Progress": [...], "Next": [...]}}` from task-queue.jsonl (pending items only)."""
+    try:
+        pend, problems = queue.pending(layout)
+    except CocoplusError as exc:
+        return {"queue": {"In Progress": [], "Next": []}, "queue_problems": [str(exc)]}
+    keep = ("id", "request", "by", "ts")
+    shown = {
+        "In Progress": [{k: i.get(k) for k in keep} for i in pend if queue.placement(i) == "current"],
+        "Next": [{k: i.get(k) for k in keep} for i in pend if queue.placement(i) != "current"],
+    }
+    return {"queue": shown, "queue_problems": problems} if problems else {"queue": shown}
 
 
 def predicate_part(layout: Layout) -> dict[str, Any]:

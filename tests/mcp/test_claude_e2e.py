@@ -25,6 +25,7 @@ from cocoplus.core.paths import Layout
 from tests.e2e.conftest import Project, e2e_project  # noqa: F401 - e2e_project is a fixture
 from tests.e2e.conftest import run_claude as e2e_run_claude
 from tests.mcp.conftest import ALL_TOOLS
+from tests.support.controller import write_controller
 from tests.support.model_stubs import AnthropicStub, text, tool
 from tests.support.waiting import wait_until  # noqa: F401 - also re-exported for tests here
 
@@ -53,6 +54,7 @@ def claude_project(e2e_project: Project) -> Project:
 
 def test_the_model_enables_supervision_through_the_mcp_tool(claude_project: Project) -> None:
     p = claude_project
+    write_controller(Layout(str(p.root)))  # supervision is refused while no controller could run its rounds
     goal = "keep PR-77 green until it merges"
     name = "mcp__cocoplus__enable_supervision"
     script = [

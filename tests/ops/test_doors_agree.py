@@ -37,6 +37,7 @@ from cocoplus.session import registry
 from cocoplus.session.workspace import init
 from tests.mcp.conftest import Client, serve
 from tests.server.conftest import AUTH, PORT, TOKEN, stop_background
+from tests.support.controller import write_controller
 
 pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
 
@@ -180,7 +181,9 @@ STEPS = [
         mcp=("finish_supervision", {"summary": "PR-77 merged"}),
     ),
     Step("supervision.status", cli=["supervision", "status"], rest=("GET", AUTO, None), mcp=("supervision_status", {})),
-    # No controller account: a send fails at once, with why (the CLI exits 1 and still prints the answer).
+    # No controller account any more (supervision refuses to start without one; a send fails at once, with why:
+    # the CLI exits 1 and still prints the answer).
+    Step("config.drop_controller", apply=lambda lay: Path(lay.config).unlink()),
     Step(
         "chat.send",
         cli=["chat", "send", "what is blocking the release?"],
@@ -243,6 +246,7 @@ def three(tmp_path: Path) -> Any:
     base = Layout(str(base_dir / ".cocoplus"))
     for runtime, rid in (("claude", "11111111-aaaa-0001"), ("codex", "22222222-bbbb-0002"), ("claude", "33333333-cccc-0003")):
         registry.ensure(base, runtime, rid, event="SessionStart", change=lambda r: r.update(state="running"))
+    write_controller(base)
     copies = [project_copy(base, tmp_path / name / "shop") for name in ("cli", "rest", "mcp")]
     yield copies
     for lay in copies:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -287,4 +288,41 @@ def test_charts_of_iterations_and_spend(served: Served, page: Any) -> None:
     fsio.append_jsonl(lay.spend_log, {"ts": clock.iso(), "kind": "usage", "session": recs["cx1"]["id"], "alias": "cx1", "usd": 0.5, "model": "m", "category": "execution"}, lay.lock("spend"))
     page.wait_for_function(f"() => charts.spend && charts.spend.data[0].length > {before}")
     shot(page, "21-page-with-charts")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_page_shows_the_last_rounds_outcome_what_the_brain_did_and_how_to_undo_it(served: Served, page: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round in which the brain stopped cc1, then failed: the page says so, with the reason and the undo."""
+    from playwright.sync_api import expect
+
+    from cocoplus.chat import worker
+    from cocoplus.ops import session as session_ops
+    from cocoplus.session import registry
+    from cocoplus.supervision import autonomy, rounds
+    from tests.server.conftest import write_backend
+
+    lay: Layout = served.layout
+    write_backend(lay, seconds=0, fail=True)
+    autonomy.enable(lay, task_hint="keep the PR green")
+    cc1 = registry.resolve(lay, "cc1")
+    started = rounds.start_round(lay, [{"session": cc1["id"], "alias": "cc1", "kind": "attention", "value": "pending"}], start_worker=False)
+    assert started["started"]
+    monkeypatch.setenv("COCOPLUS_ROUND", str(started["round"]))  # as the round's backend runs with it
+    session_ops.stop(lay, "the schema review first", operator="main brain", session="cc1")
+    monkeypatch.delenv("COCOPLUS_ROUND")
+    worker.serve(lay, once=True)
+    assert rounds.poll(lay, start_worker=False) == {"closed": started["round"]}
+
+    page.goto(f"{served.url}/#token={served.token}")
+    expect(page.locator("#live")).to_have_text("live")
+    expect(page.locator("#round")).to_contain_text(f"last round: supervision round {started['round']} failed:")
+    expect(page.locator("#round")).to_contain_text("backend exploded")
+    expect(page.locator("#round")).to_have_class(re.compile(r"\bfailed\b"))
+    action = page.locator("#round-actions li")
+    expect(action).to_have_count(1)
+    expect(action).to_contain_text("stop_session cc1")
+    expect(action).to_contain_text(f"by main brain, round {started['round']}")
+    expect(action.locator("code")).to_have_text("cocoplus session resume --session cc1 --yes")
+    expect(page.locator("#watcher")).to_have_text("watcher NOT running: no round runs (`cocoplus supervisor run`)")
+    shot(page, "10-last-round-failed-with-its-action")
     assert page.errors == []  # type: ignore[attr-defined]

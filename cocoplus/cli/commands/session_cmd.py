@@ -10,7 +10,7 @@ import typer
 from rich.text import Text
 
 from cocoplus.cli import output
-from cocoplus.cli.commands import JsonFlag, layout
+from cocoplus.cli.commands import JsonFlag, layout, queue_cmd
 from cocoplus.core.errors import CocoplusError
 from cocoplus.ops import session as ops
 from cocoplus.session import control
@@ -204,10 +204,11 @@ def render_progress(rep: dict[str, Any]) -> None:
             output.line("(section missing)")
         elif sec["text"]:
             output.line(sec["text"])
-        else:
+        elif not (rep.get("ctx", {}).get(title) or (rep.get("queue") or {}).get(title)):
             output.line("(empty)")
         for item in rep.get("ctx", {}).get(title, []):
             output.line(f"[ctx] {item}")
+        queue_cmd.render_queued_items(rep, title)
     if rep.get("ctx_note"):
         output.line(rep["ctx_note"])
 
@@ -392,6 +393,8 @@ def register(app: typer.Typer) -> None:
         group.command(name)(fn)
     qgroup = typer.Typer(help="Mid-session requests (task-queue.jsonl).", no_args_is_help=True)
     group.add_typer(qgroup, name="queue")
-    queue_commands: tuple[tuple[str, Callable[..., None]], ...] = (("add", queue_add), ("list", queue_list), ("done", queue_done))
+    queue_commands: tuple[tuple[str, Callable[..., None]], ...] = (
+        ("add", queue_add), ("list", queue_list), ("done", queue_done), ("promote", queue_cmd.queue_promote)
+    )
     for name, fn in queue_commands:
         qgroup.command(name)(fn)

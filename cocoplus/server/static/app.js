@@ -54,7 +54,7 @@ async function call(method, path, body, auth) {
   let data = null;
   try { data = await resp.json(); } catch (e) { data = null; }
   if (!resp.ok) {
-    const msg = (data && data.error) || ("HTTP " + resp.status);
+    const msg = ((data && data.error) || ("HTTP " + resp.status)) + (data && data.hint ? ` (${data.hint})` : "");
     if (resp.status === 401) {
       sessionStorage.removeItem(TOKEN_KEY);
       showTokenBanner();
@@ -126,22 +126,28 @@ function renderAutonomous() {
   if (a && document.activeElement !== $("task-hint") && !$("task-hint").dataset.edited) $("task-hint").value = a.task_hint || "";
   if (a && document.activeElement !== $("max-turns") && !$("max-turns").dataset.edited) $("max-turns").value = a.max_turns || turnsDefault();
   const sup = data.supervisor || {};
-  $("watcher").textContent = sup.running ? `watcher running (pid ${sup.pid})` : "watcher not running (`cocoplus supervisor run`)";
+  $("watcher").textContent = sup.running ? `watcher running (pid ${sup.pid})` : (on ? "watcher NOT running: no round runs (`cocoplus supervisor run`)" : "watcher not running");
   let st = "supervision " + (on ? "on" : (a ? "off" : "never enabled"));
   if (a && !on && a.finish_reason) st += ` (${a.finish_reason}` + (a.finish_summary ? `: ${a.finish_summary})` : ")");
   $("sup-state").textContent = st;
   const scope = (a && a.scope) || data.scope;
   if (scope) renderScope(scope);
+  renderRounds(data);
 }
-async function loadRounds() {
-  const data = await call("GET", "/session-os/main-brain/rounds?limit=1");
-  const cur = data.current;
-  const last = data.rounds[data.rounds.length - 1];
-  if (cur && cur.number !== undefined) $("round").textContent = `round ${cur.number} in progress since ${timeOf(cur.started_at)}`;
-  else if (last) {
-    const what = last.event === "round_finished" ? `finished (${last.outcome})` : "started";
-    $("round").textContent = `last round ${last.number}: ${what} at ${timeOf(last.ts)}`;
-  } else $("round").textContent = "no round yet";
+// The round in progress, the last round's outcome (a failure with its reason) and what the brain did, with how to undo it.
+function renderRounds(data) {
+  const cur = data.round_in_progress, last = data.last_round;
+  const parts = [];
+  if (cur) parts.push(`round ${cur.number} in progress since ${timeOf(cur.started_at)}`);
+  if (last) parts.push(`last round: ${last.text} (${timeOf(last.finished_at)})`);
+  $("round").textContent = parts.join("; ") || "no round yet";
+  $("round").classList.toggle("failed", !!(last && last.outcome === "failed"));
+  const shown = [cur, last].filter(Boolean).map((r) => r.number);
+  const acts = [...((cur && cur.actions) || []), ...((last && last.actions) || []),
+    ...(data.recent_actions || []).filter((x) => x.round === null || !shown.includes(x.round))];
+  $("round-actions").replaceChildren(...acts.map((x) => el("li", { class: x.error ? "failed" : null },
+    `${timeOf(x.ts)} ${x.text} (by ${x.by || "?"}${x.round === null ? ", outside a round" : `, round ${x.round}`})`,
+    x.undo ? el("span", {}, " · undo: ", el("code", {}, x.undo)) : null)));
 }
 async function toggleSupervision() {
   const sw = $("sup-switch");
@@ -273,9 +279,16 @@ function renderConversation() {
   const box = $("messages");
   const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
   const who = { user: "you", assistant: "master agent", system: "system" };
-  box.replaceChildren(...c.messages.map((m) => el("li", { class: `msg ${m.role}`, dataset: { id: m.id, role: m.role } },
+  // What the brain (or an operator) did, between the messages, in time order.
+  const since = c.messages.length ? c.messages[0].ts : "";
+  const items = [...c.messages.map((m) => ({ ts: m.ts || "", node: el("li", { class: `msg ${m.role}`, dataset: { id: m.id, role: m.role } },
     el("span", { class: "who" }, `${who[m.role] || ("worker " + (m.session_alias || ""))} · ${timeOf(m.ts)}`),
-    m.text)));
+    m.text) })),
+  ...(c.actions || []).filter((a) => (a.ts || "") >= since).map((a) => ({ ts: a.ts || "", node: el("li", { class: "msg action", dataset: { role: "action" } },
+    el("span", { class: "who" }, `action · ${a.round === null ? "outside a round" : "round " + a.round} · by ${a.by || "?"} · ${timeOf(a.ts)}`),
+    a.text + (a.undo ? ` (undo: ${a.undo})` : "")) }))];
+  items.sort((x, y) => (x.ts < y.ts ? -1 : x.ts > y.ts ? 1 : 0));
+  box.replaceChildren(...items.map((x) => x.node));
   if (c.messagesTotal > c.messages.length) {
     box.prepend(el("li", { class: "msg system" }, `${c.messagesTotal - c.messages.length} earlier message(s): cocoplus chat log`));
   }
@@ -508,7 +521,7 @@ setInterval(() => act(loadFleet), FLEET_EVERY_MS);
 
 // -- live updates --------------------------------------------------------------------------------
 async function loadAll() {
-  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadRounds), act(loadHistory), act(loadFleet)]);
+  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadHistory), act(loadFleet)]);
 }
 function connectEvents() {
   const es = new EventSource(API + "/events");
@@ -519,7 +532,7 @@ function connectEvents() {
   on("session", () => { act(loadSession); historySoon(); });
   on("sessions", () => { act(loadSessions); historySoon(); });
   on("supervision", () => { act(loadAutonomous); act(loadSessions); });
-  on("round", () => { act(loadRounds); act(loadAutonomous); });
+  on("round", () => { act(loadAutonomous); });
   on("ledger", (d) => { if (!d.conversations || !d.conversations.length || d.conversations.includes(CONV)) act(loadConversation); });
   on("resync", () => loadAll());
 }
