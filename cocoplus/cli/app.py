@@ -33,6 +33,7 @@ from cocoplus.cli.commands import (
     session_cmd,
     shell_cmd,
     supervision_cmd,
+    workers_cmd,
 )
 from cocoplus.core.crashlog import log_exception
 from cocoplus.core.errors import CocoplusError
@@ -68,7 +69,7 @@ def _root(
 
 
 def _register() -> None:
-    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, dispatch_cmd, server_cmd, mcp_cmd):
+    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, dispatch_cmd, workers_cmd, server_cmd, mcp_cmd):
         mod.register(app)
 
 

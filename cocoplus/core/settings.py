@@ -269,6 +269,9 @@ KEYS: tuple[Key, ...] = (
     Key("supervision", "stall_threshold_s", "float", 900.0, "a supervised worker left this long in an attention state wakes the main brain (a stall)", minimum=0.0, maximum=WEEK, env="JARVIS_SUPERVISION_STALL_THRESHOLD_S"),
     Key("supervision", "stall_cooldown_s", "float", 1800.0, "after a stall wake-up, the same worker in the same attention state does not wake it again for this long", minimum=0.0, maximum=WEEK, env="JARVIS_SUPERVISION_STALL_COOLDOWN_S"),
     Key("supervision", "stall_watchdog_startup_delay_s", "float", 45.0, "the stall watchdog's first look comes this long after the watcher starts", minimum=0.0, maximum=DAY, env="JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S"),
+    # [workers]: processes started by `cocoplus launch`
+    Key("workers", "max_parallel", "int", 4, "how many launched workers run at once; a launch beyond it waits in the queue and starts when one finishes", minimum=1, maximum=256),
+    Key("workers", "log_max_bytes", "int", 8 * 1024 * 1024, "a worker's output log is rotated to output.log.1 past this size (so at most twice this is kept)", minimum=64 * 1024, maximum=1024 * 1024 * 1024),
 )
 
 BY_DOTTED: dict[str, Key] = {k.dotted: k for k in KEYS}

@@ -35,12 +35,13 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import is_locked, try_lock
 from cocoplus.core.paths import Layout
 from cocoplus.session import events, registry
-from cocoplus.supervision import autonomy, rounds, workflow
+from cocoplus.supervision import autonomy, rounds, workers, workflow
 from cocoplus.supervision import triggers as trig
 from cocoplus.supervision.scope import supervised
 from cocoplus.watching import Watch
 
 TICK = 0.5
+WORKERS_EVERY_S = 1.0  # how often launched workers are checked for a death their runner could not record
 
 
 def running_pid(layout: Layout) -> int | None:
@@ -94,6 +95,7 @@ class Supervisor:
         self.next_stall = self.started + self.stall_startup_delay
         self.stall_fired: dict[tuple[str, str], float] = {}
         self.next_reconcile = 0.0
+        self.next_workers = 0.0
         self.watch: Any = None
         self.closing: dict[str, Any] | None = None
 
@@ -274,7 +276,17 @@ class Supervisor:
         if self.watch is not None:
             self.watch.ensure_alive()
 
+    def workers_check(self) -> None:
+        """A launched worker whose runner died with it is recorded `failed` (its exit signal wakes the brain)."""
+        now = time.monotonic()
+        if now < self.next_workers:
+            return
+        self.next_workers = now + WORKERS_EVERY_S
+        for wid in workers.reconcile(self.layout):
+            self.log(f"worker {wid} died with its runner: recorded failed")
+
     def step(self) -> None:
+        self.workers_check()
         self.process_signals()
         rounds.poll(self.layout)
         self.stall_check()
