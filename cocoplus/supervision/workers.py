@@ -365,9 +365,8 @@ def finish(layout: Layout, wid: str, code: int | None, why: str | None = None) -
         sess = session_of(layout, rec)
         if sess is not None:
             rec.update(session=sess["id"], session_alias=sess.get("alias"))
+            _end_session(layout, rec, sess)  # before the record says it ended, so whoever sees that sees the signal too
         _write(layout, rec)
-    if sess is not None:
-        _end_session(layout, rec, sess)
     return rec
 
 
