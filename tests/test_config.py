@@ -43,6 +43,9 @@ EXPECTED_DEFAULTS = {
     "supervision.stall_threshold_s": 900.0,
     "supervision.stall_cooldown_s": 1800.0,
     "supervision.stall_watchdog_startup_delay_s": 45.0,
+    "supervision.hold_turn_end_s": 120,
+    "workers.max_parallel": 4,
+    "workers.log_max_bytes": 8 * 1024 * 1024,
 }
 
 
@@ -284,7 +287,7 @@ def test_table_fields_are_checked_by_the_same_path_as_every_key(tmp_path, table,
         ('[accounts]\nlocal = "claude"\n', 'cocoplus.toml: [accounts.local]: expected a table (accounts that can run the master agent; [chat] controller picks one), got "claude"'),
         ('accounts = 3\n', 'cocoplus.toml: [accounts]: expected tables [accounts.NAME], got 3'),
         ('[session]\nmax_iterations = "lots"\n', 'cocoplus.toml: [session] max_iterations: expected an integer >= 1 and <= 1000000, got "lots"'),
-        ("max_iterations = 5\n", 'cocoplus.toml: "max_iterations" is outside any section; it belongs under [session] (sections: [session], [hooks], [ctx], [chat], [supervision], [pricing], [accounts])'),
+        ("max_iterations = 5\n", 'cocoplus.toml: "max_iterations" is outside any section; it belongs under [session] (sections: [session], [hooks], [ctx], [chat], [supervision], [workers], [pricing], [accounts])'),
     ],
 )
 def test_table_and_key_errors_read_the_same(tmp_path, text, message):

@@ -31,7 +31,13 @@ from cocoplus.core.paths import Layout
 from cocoplus.session import procinfo
 from cocoplus.supervision import autonomy
 from tests.e2e.conftest import Project, cocoplus, runtime_bin
-from tests.supervision.conftest import Brain, Watcher, rounds_started, stop_chat_worker, watcher_has_processed_every_signal
+from tests.supervision.conftest import (
+    Brain,
+    Watcher,
+    rounds_started,
+    stop_chat_worker,
+    watcher_has_processed_every_signal,
+)
 from tests.supervision.workers_support import stop_workers
 from tests.support.model_stubs import AnthropicStub, text
 from tests.support.waiting import wait_until
