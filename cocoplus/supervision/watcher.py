@@ -107,7 +107,7 @@ class Supervisor:
     # -- file events ---------------------------------------------------------------
     def _on_change(self, path: str) -> None:
         top = os.path.relpath(path, self.layout.root).split(os.sep)[0]
-        if top in ("locks", "logs") or ".tmp-" in os.path.basename(path):
+        if top in ("locks", "logs", "workers") or ".tmp-" in os.path.basename(path):  # workers/: output; checked on a timer
             return
         self.wake.set()
 
@@ -282,8 +282,11 @@ class Supervisor:
         if now < self.next_workers:
             return
         self.next_workers = now + WORKERS_EVERY_S
-        for wid in workers.reconcile(self.layout):
-            self.log(f"worker {wid} died with its runner: recorded failed")
+        try:
+            for wid in workers.reconcile(self.layout):
+                self.log(f"worker {wid} died with its runner: recorded failed")
+        except CocoplusError as exc:
+            self.log(f"workers not checked: {exc}")  # the rest of the step still runs
 
     def step(self) -> None:
         self.workers_check()

@@ -225,3 +225,32 @@ def test_the_list_shows_the_session_and_its_attention(proj: Layout) -> None:
     assert (w["session_alias"], w["attention"], w["log"]) == ("cc1", "pending", ".cocoplus/workers/w1/output.log")
     assert workers.resolve(proj, "cc1")["id"] == "w1"
     assert json.loads(json.dumps(w)) == w
+
+
+def test_the_commands_launch_list_follow_and_kill(proj: Layout) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import run_cli_subprocess
+
+    r = run_cli_subprocess("launch", "claude", "followed", cwd=proj.project)
+    assert r.code == 0 and r.out.startswith("running: worker w1 (w1) started: claude"), r
+    follow = subprocess.Popen(
+        [sys.executable, "-m", "cocoplus", "workers", "logs", "w1", "--follow"], cwd=proj.project, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        wait_until(lambda: workers.logs(proj, "w1")["text"].count("fake runtime") >= 1)
+        listing = run_cli_subprocess("workers", "list", cwd=proj.project)
+        assert listing.out.splitlines()[0] == "workers: 1 running, 0 queued (max_parallel 4)"
+        assert listing.out.splitlines()[2].split()[:2] == ["w1", "running"]
+        release(proj, "followed")
+        out, _ = follow.communicate(timeout=60)  # --follow ends when the worker does
+    finally:
+        if follow.poll() is None:
+            follow.kill()
+            follow.wait()
+    assert "fake runtime: -p followed" in out and "followed done" in out and "run 1 ended: exit code 0" in out
+    bad = run_cli_subprocess("workers", "kill", "w9", cwd=proj.project)
+    assert bad.code == 1 and bad.err.startswith("cocoplus: error: no worker 'w9'") and len(bad.err.splitlines()) == 1
+    bad = run_cli_subprocess("launch", "claude", "x", "--effort", "max", cwd=proj.project)
+    assert bad.code == 2 and "--effort 'max': choose one of low, medium, high" in bad.err and "Traceback" not in bad.err
