@@ -254,7 +254,7 @@ def _brain_tools(server: MCPServer) -> None:
         )
     )
     def launch_worker(
-        runtime: Annotated[Literal["claude", "codex", "gemini"], Field(description="Which runtime runs the worker.")],
+        runtime: Annotated[Literal[vocab.LAUNCH_RUNTIMES], Field(description="Which runtime runs the worker.")],  # type: ignore[valid-type]
         task: Annotated[str, Field(description="The worker's first prompt, self-contained.")],
         alias: Annotated[str | None, Field(description="The session's alias (default: the runtime's next, such as cc3).")] = None,
     ) -> CallToolResult:

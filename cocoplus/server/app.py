@@ -157,11 +157,11 @@ class AnswerBody(_Body):
 
 
 class LaunchBody(_Body):
-    runtime: Literal["claude", "codex", "gemini"] = Field(..., description="Which runtime runs the worker.")
+    runtime: Literal[vocab.LAUNCH_RUNTIMES] = Field(..., description="Which runtime runs the worker.")  # type: ignore[valid-type]
     task: str = Field(..., min_length=1, max_length=64 * 1024, description="The worker's first prompt.")
     alias: str | None = Field(None, max_length=MAX_ID, description="The session's alias (default: the runtime's next).")
     model: str | None = Field(None, max_length=200)
-    effort: Literal["low", "medium", "high"] | None = None
+    effort: Literal[vocab.EFFORTS] | None = None  # type: ignore[valid-type]
     operator: Operator = None
 
     @field_validator("task")

@@ -89,12 +89,19 @@ def run(layout: Layout, wid: str) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # detached: a closing terminal is none of its business
+    max_parallel, log_max = workers.settings(layout)  # the launch checked them a moment ago
+    said = ""
     while True:
         if stopping["asked"]:
             say("stopped while queued")
             workers.finish(layout, wid, -signal.SIGTERM, "its runner was stopped before it started")
             return 1
-        max_parallel, log_max = workers.settings(layout)
+        try:
+            max_parallel, log_max = workers.settings(layout)  # a changed limit applies to the queue at once
+        except CocoplusError as exc:
+            if str(exc) != said:  # an edit in progress must not drop the queue; said once, not every poll
+                said = str(exc)
+                say(f"keeping max_parallel {max_parallel}: {exc}")
         verdict = workers.claim(layout, wid, max_parallel)
         if verdict == "start":
             break

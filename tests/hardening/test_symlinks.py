@@ -182,6 +182,22 @@ def _spawned_log(path_of):
 
 
 # Layout member -> (the operation that writes it, "file" or "dir").
+def _worker_files(lay: Layout) -> None:
+    """A worker's record, output and runner log, written as a launch and its runner write them."""
+    from cocoplus.core import fsio
+    from cocoplus.supervision import workerrun, workers
+
+    with workers._lock(lay):
+        fsio.ensure_dir(lay.worker_dir("w1"))
+        workers._write(lay, {"schema_version": 1, "id": "w1", "state": "exited"})
+    out = workerrun.Output(lay.worker_log("w1"), 1 << 20)
+    out.write(b"output\n")
+    out.close()
+    fd = fsio.open_log(lay.worker_runner_log("w1"))
+    os.write(fd, b"runner\n")
+    os.close(fd)
+
+
 WRITERS = {
     "agent_stop": (lambda lay: control.stop(lay, "ann", "test"), "file"),
     "steer": (lambda lay: control.steer(lay, "look here"), "file"),
@@ -233,6 +249,11 @@ WRITERS = {
     "cli_log": (_cli_log, "file"),
     "supervisor_log": (_spawned_log(lambda lay: lay.supervisor_log), "file"),
     "chat_worker_log": (_spawned_log(lambda lay: lay.chat_worker_log), "file"),
+    "workers_dir": (_worker_files, "dir"),
+    "worker_dir": (_worker_files, "dir"),
+    "worker_record": (_worker_files, "file"),
+    "worker_log": (_worker_files, "file"),
+    "worker_runner_log": (_worker_files, "file"),
 }
 del WRITERS["status_dir"]
 
@@ -259,6 +280,7 @@ def _path_of(layout: Layout, name: str) -> str:
         "ledger": (CONV,),
         "tasks_dir": (CONV,),
         "lock": ("test",),
+        **{n: ("w1",) for n in ("worker_dir", "worker_record", "worker_log", "worker_runner_log")},
     }
     if name == "task_record":
         return None  # its name is a fresh id: the tasks directory is planted instead

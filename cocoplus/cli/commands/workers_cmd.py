@@ -10,6 +10,7 @@ import typer
 
 from cocoplus.cli import output
 from cocoplus.cli.commands import JsonFlag, layout
+from cocoplus.core import vocab
 from cocoplus.ops import workers as ops
 
 WorkerArg = Annotated[str, typer.Argument(help="The worker: its id (w1), its alias, or its session's alias.")]
@@ -66,7 +67,7 @@ def logs(
     got = ops.logs(lay, worker)
     sys.stdout.write(got["text"])
     sys.stdout.flush()
-    while follow and got["state"] in ("queued", "running"):
+    while follow and got["state"] in vocab.LIVE_WORKER_STATES:
         time.sleep(FOLLOW_POLL_S)
         got = ops.logs(lay, worker, got["offset"])
         sys.stdout.write(got["text"])
