@@ -52,6 +52,8 @@ EXPECTED_DEFAULTS = {
     "fleet.url": "", "fleet.name": "default", "fleet.machine": "", "fleet.project": "", "fleet.user": "",
     "fleet.password_env": "", "fleet.token_env": "", "fleet.creds_file": "", "fleet.nkey_file": "", "fleet.tls_ca": "",
     "fleet.tls_cert": "", "fleet.tls_key": "", "fleet.replicas": 0, "fleet.heartbeat_s": 5.0, "fleet.ack_wait_s": 10.0,
+    "workers.max_parallel": 4,
+    "workers.log_max_bytes": 8 * 1024 * 1024,
 }
 
 
@@ -295,7 +297,7 @@ def test_table_fields_are_checked_by_the_same_path_as_every_key(tmp_path, table,
         ('accounts = 3\n', 'cocoplus.toml: [accounts]: expected tables [accounts.NAME], got 3'),
         ('[session]\nmax_iterations = "lots"\n', 'cocoplus.toml: [session] max_iterations: expected an integer >= 1 and <= 1000000, got "lots"'),
         ('[notify]\nevents = ["stalled", "lunch"]\n', 'cocoplus.toml: [notify] events: expected a list of "ask_human", "awaiting_authorization", "stalled", "budget_reserve", "budget_exhausted", "iteration_cap", "loop_guard", "supervision_finished", "round_failed", got ["stalled", "lunch"]'),
-        ("max_iterations = 5\n", 'cocoplus.toml: "max_iterations" is outside any section; it belongs under [session] (sections: [session], [hooks], [ctx], [chat], [supervision], [notify], [fleet], [pricing], [accounts])'),
+        ("max_iterations = 5\n", 'cocoplus.toml: "max_iterations" is outside any section; it belongs under [session] (sections: [session], [hooks], [ctx], [chat], [supervision], [notify], [fleet], [workers], [pricing], [accounts])'),
     ],
 )
 def test_table_and_key_errors_read_the_same(tmp_path, text, message):

@@ -37,13 +37,13 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import sysconfig
 import tempfile
 from typing import Any
 
 from cocoplus.core import proc
 from cocoplus.core.errors import CocoplusError
-from cocoplus.runtimes import mcp_config
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.supervision import brain as brain_mod
 
@@ -179,9 +179,14 @@ def _server_env(brain: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def brain_server(project: str) -> tuple[str, list[str]]:
+    """(command, args) that start cocoplus' MCP server with the brain's tools, for this project, on this machine."""
+    return sys.executable, ["-m", "cocoplus", "--dir", os.path.abspath(project), "mcp", "--role", "brain"]
+
+
 def claude_brain_args(brain: dict[str, Any]) -> list[str]:
     """Claude Code 2.1 flags: cocoplus' brain MCP server and its tools only (docs/backends.md)."""
-    command, args = mcp_config.server_command(brain["project"], role="brain")
+    command, args = brain_server(brain["project"])
     server = {"type": "stdio", "command": command, "args": args, "env": _server_env(brain)}
     in_round = brain.get("round") is not None
     out = [
@@ -215,7 +220,7 @@ def _codex_servers(path: str) -> list[str]:
 
 def codex_brain_args(brain: dict[str, Any]) -> list[str]:
     """Codex 0.169 `-c` overrides and feature switches: the brain MCP server, no shell, no hooks (docs/backends.md)."""
-    command, args = mcp_config.server_command(brain["project"], role="brain")
+    command, args = brain_server(brain["project"])
     in_round = brain.get("round") is not None
     key = f"mcp_servers.{brain_mod.SERVER}"
     env = "{" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in _server_env(brain).items()) + "}"

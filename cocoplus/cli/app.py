@@ -37,6 +37,7 @@ from cocoplus.cli.commands import (
     supervision_cmd,
     top_cmd,
     trust_cmd,
+    workers_cmd,
 )
 from cocoplus.core.crashlog import log_exception
 from cocoplus.core.errors import CocoplusError
@@ -72,7 +73,7 @@ def _root(
 
 
 def _register() -> None:
-    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, dispatch_cmd, server_cmd, mcp_cmd, notify_cmd, top_cmd, trust_cmd, fleet_cmd):
+    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, dispatch_cmd, server_cmd, mcp_cmd, notify_cmd, top_cmd, trust_cmd, fleet_cmd, workers_cmd):
         mod.register(app)
 
 

@@ -139,6 +139,26 @@ class Layout:
     def resume_log(self, cs_id: str, stamp: str) -> str:
         return self._p("resumes", check_id(f"{cs_id}-{stamp}", "resume log") + ".log")
 
+    # -- managed workers (`cocoplus launch`) --------------------------------
+    @property
+    def workers_dir(self) -> str:
+        return self._p("workers")
+
+    def worker_dir(self, worker_id: str) -> str:
+        return self._p("workers", check_id(worker_id, "worker id"))
+
+    def worker_record(self, worker_id: str) -> str:
+        """One launched worker: its runtime, task, process, state and linked session."""
+        return os.path.join(self.worker_dir(worker_id), "worker.json")
+
+    def worker_log(self, worker_id: str) -> str:
+        """The worker's output (its runtime's stdout and stderr), rotated to `output.log.1` past the size limit."""
+        return os.path.join(self.worker_dir(worker_id), "output.log")
+
+    def worker_runner_log(self, worker_id: str) -> str:
+        """What the runner process that waits for a slot and watches the worker says about itself."""
+        return os.path.join(self.worker_dir(worker_id), "runner.log")
+
     @property
     def hook_config(self) -> str:
         """Flat JSON copy of the config, compiled for the hook (no TOML there)."""

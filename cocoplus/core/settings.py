@@ -309,6 +309,9 @@ KEYS: tuple[Key, ...] = (
     Key("fleet", "replicas", "int", 0, "JetStream replicas of the streams a relay creates; 0: as many servers as the cluster has, at most 3", minimum=0, maximum=5),
     Key("fleet", "heartbeat_s", "float", 5.0, "how often a relay tells the fleet it is alive; one not heard for three beats is shown offline", minimum=0.5, maximum=3600.0),
     Key("fleet", "ack_wait_s", "float", 10.0, "how long fleet commands wait for online machines to acknowledge", minimum=0.0, maximum=3600.0),
+    # [workers]: processes started by `cocoplus launch`
+    Key("workers", "max_parallel", "int", 4, "how many launched workers run at once; a launch beyond it waits in the queue and starts when one finishes", minimum=1, maximum=256),
+    Key("workers", "log_max_bytes", "int", 8 * 1024 * 1024, "a worker's output log is rotated to output.log.1 past this size (so at most twice this is kept)", minimum=64 * 1024, maximum=1024 * 1024 * 1024),
 )
 
 BY_DOTTED: dict[str, Key] = {k.dotted: k for k in KEYS}

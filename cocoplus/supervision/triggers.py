@@ -4,6 +4,7 @@
 |---|---|
 | attention `pending`, `awaiting_authorization`, `awaiting_decision` | yes |
 | worker exit | yes if other supervised workers are still active; otherwise supervision converges and closes |
+| a managed worker that failed (died without a turn end) | yes |
 | report_progress `working` | no |
 | report_progress `completed`, `blocked`, `needs_review` | yes |
 | notify_blocked, ask_human | always |
@@ -45,6 +46,8 @@ def classify(signal: dict[str, Any], doc: dict[str, Any], records: dict[str, dic
     kind, value = signal.get("kind"), signal.get("value")
     if kind == "attention":
         return ("trigger", f"attention {value}") if value in WAKE_ATTENTION else (None, f"attention {value}")
+    if kind == "exit" and value == "failed":
+        return "trigger", "worker failed"
     if kind == "exit":
         others = [r for i, r in records.items() if i != cs and r.get("state") in ACTIVE and supervised(doc, i)]
         return ("trigger", "worker exited; others still active") if others else ("converge", "no supervised worker is active")
@@ -62,7 +65,7 @@ def describe(t: dict[str, Any]) -> str:
     kind, value = t.get("kind"), t.get("value")
     text = {
         "attention": f"{who} is {value}",
-        "exit": f"{who} exited",
+        "exit": f"{who} {'failed' if value == 'failed' else 'exited'}",
         "report_progress": f"{who} reported progress: {value}",
         "notify_blocked": f"{who} is blocked",
         "ask_human": f"{who} asks the human a question",

@@ -40,12 +40,13 @@ from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.notify import runner as notifier
 from cocoplus.session import events, registry
-from cocoplus.supervision import autonomy, rounds, workflow
+from cocoplus.supervision import autonomy, rounds, workers, workflow
 from cocoplus.supervision import triggers as trig
 from cocoplus.supervision.scope import supervised
 from cocoplus.watching import Watch
 
 TICK = 0.5
+WORKERS_EVERY_S = 1.0  # how often launched workers are checked for a death their runner could not record
 
 
 def running_pid(layout: Layout) -> int | None:
@@ -99,6 +100,7 @@ class Supervisor:
         self.next_stall = self.started + self.stall_startup_delay
         self.stall_fired: dict[str, float] = self._load_stall_fired()
         self.next_reconcile = 0.0
+        self.next_workers = 0.0
         self.watch: Any = None
         self.closing: dict[str, Any] | None = None
 
@@ -110,7 +112,7 @@ class Supervisor:
     # -- file events ---------------------------------------------------------------
     def _on_change(self, path: str) -> None:
         top = os.path.relpath(path, self.layout.root).split(os.sep)[0]
-        if top in ("locks", "logs") or ".tmp-" in os.path.basename(path):
+        if top in ("locks", "logs", "workers") or ".tmp-" in os.path.basename(path):  # workers/: output; checked on a timer
             return
         self.wake.set()
 
@@ -307,7 +309,20 @@ class Supervisor:
         if self.watch is not None:
             self.watch.ensure_alive()
 
+    def workers_check(self) -> None:
+        """A launched worker whose runner died with it is recorded `failed` (its exit signal wakes the brain)."""
+        now = time.monotonic()
+        if now < self.next_workers:
+            return
+        self.next_workers = now + WORKERS_EVERY_S
+        try:
+            for wid in workers.reconcile(self.layout):
+                self.log(f"worker {wid} died with its runner: recorded failed")
+        except CocoplusError as exc:
+            self.log(f"workers not checked: {exc}")  # the rest of the step still runs
+
     def step(self) -> None:
+        self.workers_check()
         self.process_signals()
         rounds.poll(self.layout)
         self.stall_check()

@@ -239,6 +239,34 @@ def _relay_state(layout):
 
 
 # Layout member -> (the operation that writes it, "file" or "dir").
+def _notify_state(layout):
+    from cocoplus.notify import outbox
+
+    outbox.save(layout, outbox.fresh({}))
+
+
+def _notify_log(layout):
+    from cocoplus.notify.runner import Notifier
+
+    Notifier(layout, {}).log("a line")
+
+
+def _worker_files(lay: Layout) -> None:
+    """A worker's record, output and runner log, written as a launch and its runner write them."""
+    from cocoplus.core import fsio
+    from cocoplus.supervision import workerrun, workers
+
+    with workers._lock(lay):
+        fsio.ensure_dir(lay.worker_dir("w1"))
+        workers._write(lay, {"schema_version": 1, "id": "w1", "state": "exited"})
+    out = workerrun.Output(lay.worker_log("w1"), 1 << 20)
+    out.write(b"output\n")
+    out.close()
+    fd = fsio.open_log(lay.worker_runner_log("w1"))
+    os.write(fd, b"runner\n")
+    os.close(fd)
+
+
 WRITERS = {
     "agent_stop": (lambda lay: control.stop(lay, "ann", "test"), "file"),
     "steer": (lambda lay: control.steer(lay, "look here"), "file"),
@@ -306,7 +334,15 @@ WRITERS = {
     "fleet_commands": (_fleet_command, "file"),
     "fleet_cursors": (_fleet_cursors, "file"),
     "relay_state": (_relay_state, "file"),
+    "notify_dir": (_notify_state, "dir"),
+    "notify_state": (_notify_state, "file"),
+    "notify_log": (_notify_log, "file"),
     "relay_log": (_spawned_log(lambda lay: lay.relay_log), "file"),
+    "workers_dir": (_worker_files, "dir"),
+    "worker_dir": (_worker_files, "dir"),
+    "worker_record": (_worker_files, "file"),
+    "worker_log": (_worker_files, "file"),
+    "worker_runner_log": (_worker_files, "file"),
 }
 del WRITERS["status_dir"]
 
@@ -333,6 +369,7 @@ def _path_of(layout: Layout, name: str) -> str:
         "ledger": (CONV,),
         "tasks_dir": (CONV,),
         "lock": ("test",),
+        **{n: ("w1",) for n in ("worker_dir", "worker_record", "worker_log", "worker_runner_log")},
     }
     if name in ("task_record", "resume_log"):
         return None  # its name is a fresh id: its directory is planted instead

@@ -26,6 +26,7 @@ ALL_TOOLS = {
     "stop_session",
     "resume_session",
     "answer_worker",
+    "launch_worker",
     "report_progress",
     "notify_blocked",
     "ask_human",

@@ -17,7 +17,7 @@ from tests.support.controller import write_controller
 
 BRAIN = {
     "enable_supervision", "finish_supervision", "supervision_status", "set_supervision_scope", "list_sessions",
-    "dispatch", "steer_session", "stop_session", "resume_session", "answer_worker",
+    "dispatch", "steer_session", "stop_session", "resume_session", "answer_worker", "launch_worker",
 }  # fmt: skip
 WORKER = ALL_TOOLS - BRAIN
 
@@ -30,6 +30,7 @@ PARAMS = {
     "list_sessions": (set(), set()),
     "dispatch": ({"session", "instruction"}, {"session", "instruction"}),
     "answer_worker": ({"session", "text"}, {"session", "text"}),
+    "launch_worker": ({"runtime", "task", "alias"}, {"runtime", "task"}),
     "steer_session": ({"session", "text"}, {"session", "text"}),
     "stop_session": ({"session", "reason"}, {"session"}),
     "resume_session": ({"session"}, {"session"}),

@@ -27,7 +27,7 @@ OPTIONAL = {"ENV_FILE": str, "LOCAL_HOOKS_FILE": tuple, "SLASH_COMMAND_DIR": tup
 FUNCTIONS = (
     "recognise", "detect", "session_id", "transcript", "project_dirs", "hook_entry", "settings_notes", "todo",
     "mcp_entry", "deny_tool", "deny_permission", "halt", "add_context", "prompt_reply", "continue_turn", "notice",
-    "continue_cap", "resume_argv",
+    "continue_cap", "resume_argv", "launch_argv",
 )  # fmt: skip
 ADAPTERS = registry.ordered()
 

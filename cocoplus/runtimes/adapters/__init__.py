@@ -64,6 +64,8 @@ Turn-end continuation and headless resume (`cocoplus dispatch`, the turn-end hol
     resume_argv(program, session_id, instruction, argv): the command that resumes an exited
         session headless with `instruction` as its next prompt, keeping the settings found in
         the recorded command line `argv` (None: the runtime cannot be resumed headless)
+    launch_argv(program, task, model, effort): the command that starts a new headless worker on
+        `task` (`cocoplus launch`; None: the runtime cannot be launched headless)
 
 Spend
     USAGE: the name of its usage reader in `cocoplus.cost.usage.READERS`, or None

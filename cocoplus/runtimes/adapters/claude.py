@@ -155,5 +155,10 @@ def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "
     return [*program, "-p", instruction, "--resume", session_id, *words.flatten(kept)]
 
 
+
+def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
+    extra = [*(["--model", model] if model else []), *(["--effort", effort] if effort else [])]
+    return [*program, "-p", task, "--output-format", "stream-json", "--verbose", *extra]
+
 USAGE = "claude-transcript"
 PROVIDER = "anthropic"

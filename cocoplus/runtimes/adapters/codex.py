@@ -152,5 +152,10 @@ def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "
     return [*program, "exec", "resume", session_id, instruction, *words.flatten(kept)]
 
 
+
+def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
+    extra = [*(["-m", model] if model else []), *(["-c", f'model_reasoning_effort="{effort}"'] if effort else [])]
+    return [*program, "exec", "--json", *extra, task]
+
 USAGE = "codex-rollout"
 PROVIDER = "openai"

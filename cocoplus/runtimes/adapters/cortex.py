@@ -149,5 +149,9 @@ def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "
     return None  # no headless resume is documented: a dispatch to an exited Cortex session stays queued
 
 
+
+def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
+    return None  # no headless mode is documented: `cocoplus launch` does not start it
+
 USAGE = None
 PROVIDER = None

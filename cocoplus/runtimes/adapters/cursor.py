@@ -131,5 +131,9 @@ def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "
     return None  # not verified here: a dispatch to an exited Cursor session stays queued
 
 
+
+def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
+    return None  # not verified here: `cocoplus launch` does not start it
+
 USAGE = None
 PROVIDER = None

@@ -140,5 +140,13 @@ def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "
     return [*program, "--resume", session_id, "-p", instruction, *words.flatten(kept)]
 
 
+
+def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
+    if effort:
+        from cocoplus.core.errors import UsageError  # deferred: only a launch with an effort gets here
+
+        raise UsageError("Gemini CLI has no reasoning-effort option: launch it without --effort")
+    return [*program, "-p", task, "--output-format", "stream-json", *(["-m", model] if model else [])]
+
 USAGE = "gemini-recording"
 PROVIDER = "google"
