@@ -40,6 +40,7 @@ from tests.mcp.conftest import Client, serve
 from tests.server.conftest import AUTH, PORT, TOKEN, stop_background
 from tests.supervision.workers_support import stop_workers
 from tests.support.controller import write_controller
+from tests.support.trusting import trust_project
 
 pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
 
@@ -185,7 +186,7 @@ STEPS = [
     Step("supervision.status", cli=["supervision", "status"], rest=("GET", AUTO, None), mcp=("supervision_status", {})),
     # No controller account any more (supervision refuses to start without one; a send fails at once, with why:
     # the CLI exits 1 and still prints the answer).
-    Step("config.drop_controller", apply=lambda lay: Path(lay.config).unlink()),
+    Step("config.drop_controller", apply=lambda lay: Path(lay.config).write_text(BUSY_CONFIG)),
     Step(
         "chat.send",
         cli=["chat", "send", "what is blocking the release?"],
@@ -263,18 +264,23 @@ def three(tmp_path: Path) -> Any:
     base = Layout(str(base_dir / ".cocoplus"))
     for runtime, rid in (("claude", "11111111-aaaa-0001"), ("codex", "22222222-bbbb-0002"), ("claude", "33333333-cccc-0003")):
         registry.ensure(base, runtime, rid, event="SessionStart", change=lambda r: r.update(state="running"))
+    seed_busy_worker(base)  # writes cocoplus.toml: first
     write_controller(base)
-    seed_busy_worker(base)
     copies = [project_copy(base, tmp_path / name / "shop") for name in ("cli", "rest", "mcp")]
+    for lay in copies:
+        trust_project(lay)  # trust is per project path: each copy is trusted as the base was
     yield copies
     for lay in copies:
         stop_background(lay)
         stop_workers(lay)
 
 
+BUSY_CONFIG = "[workers]\nmax_parallel = 1\n"
+
+
 def seed_busy_worker(layout: Layout) -> None:
     """One slot, taken by a worker whose runner is this test process: every launch stays queued."""
-    (Path(layout.project) / "cocoplus.toml").write_text("[workers]\nmax_parallel = 1\n")
+    (Path(layout.project) / "cocoplus.toml").write_text(BUSY_CONFIG)
     os.makedirs(layout.worker_dir("w1"))
     me = {"pid": os.getpid(), "start_ticks": procinfo.start_ticks(os.getpid())}
     Path(layout.worker_record("w1")).write_text(json.dumps(

@@ -16,12 +16,14 @@ from cocoplus.ops import dispatch as dispatch_ops
 from cocoplus.ops import session as session_ops
 from cocoplus.supervision import autonomy, rounds
 from tests.support.controller import write_controller
+from tests.support.trusting import trust_project
 
 
 def failing_controller(layout: Layout) -> None:
     argv = [sys.executable, "-c", "import sys; sys.stdin.read(); sys.stderr.write('model quota exceeded'); sys.exit(2)"]
     quoted = ", ".join(json.dumps(a) for a in argv)
     Path(layout.config).write_text(f'[chat]\ncontroller = "brain"\n[accounts.brain]\nkind = "command"\ncommand = [{quoted}]\n')
+    trust_project(layout)
 
 
 def run_round(layout: Layout, act: Any, monkeypatch: pytest.MonkeyPatch, alias: str = "cc1") -> int:

@@ -177,6 +177,8 @@ def render_setup(out: dict[str, Any]) -> None:
         output.line(f"the previous [accounts.{out['account']}] table was replaced")
     if out["previous_controller"]:
         output.line(f"the controller was {out['previous_controller']}; it is now {out['account']}")
+    if out.get("trust") and out["trust"] != "nothing to trust":
+        output.line(f"trust: {out['trust']}")
     output.line("`cocoplus chat info` shows the controller; `cocoplus supervise GOAL` can now run supervision rounds")
 
 
