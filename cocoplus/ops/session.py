@@ -68,8 +68,13 @@ def stop(layout: Layout, reason: str = "stopped by operator", operator: str | No
     return result
 
 
-def resume(layout: Layout, operator: str | None = None, reset_budget: bool = False, session: str | None = None) -> dict[str, Any]:
+def resume(
+    layout: Layout, operator: str | None = None, reset_budget: bool = False, session: str | None = None, expect: str | None = None
+) -> dict[str, Any]:
     """Remove AGENT_STOP (with nothing stopped, nothing changes and `resumed` is false).
+
+    `expect`: the token of the stop the operator was shown and confirmed; a
+    different (newer) AGENT_STOP found under the lock is kept (`kept`).
 
     `iteration_budget_exhausted` says whether the next tool call would stop
     the agent again, against the cap the hooks apply now (cocoplus.toml's).
@@ -81,7 +86,7 @@ def resume(layout: Layout, operator: str | None = None, reset_budget: bool = Fal
         from cocoplus.supervision import dispatch  # deferred: the CLI imports this module at start
 
         return dispatch.resume_session(layout, session, operator or operator_name())
-    result = control.resume(layout, operator or operator_name(), reset_budget=reset_budget)
+    result = control.resume(layout, operator or operator_name(), reset_budget=reset_budget, expect=expect)
     result["iteration_budget"] = _iteration_now(layout)
     ib = result["iteration_budget"]
     result["iteration_budget_exhausted"] = bool(ib and ib["consumed"] >= ib["cap"])

@@ -300,6 +300,8 @@ def render_resume(result: dict[str, Any]) -> None:
         return
     if result["resumed"]:
         output.line("AGENT_STOP removed; status running")
+    elif result.get("kept"):
+        output.line(result["message"])
     else:
         output.line("nothing to resume: no AGENT_STOP is present; nothing was changed")
     if result.get("budget_reset"):
@@ -336,6 +338,9 @@ def resume(
         what = f"AGENT_STOP by {info.get('operator') or 'unknown'}: {info.get('reason') or 'no reason'}"
         if not typer.confirm(f"{what}. Resume the agent?", default=False):
             raise CocoplusError("resume cancelled; AGENT_STOP left in place")
+        # Remove the stop that was confirmed, not one made while the question was on screen.
+        output.show(ops.resume(lay, reset_budget=reset_budget, expect=info.get("token")), json_out, render_resume)
+        return
     output.show(ops.resume(lay, reset_budget=reset_budget), json_out, render_resume)
 
 
