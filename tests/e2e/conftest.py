@@ -102,3 +102,13 @@ def run_claude(
     result = json.loads(r.stdout)
     assert isinstance(result, dict)
     return result
+
+
+def trust_everywhere(p: Project) -> None:
+    """Trust the project's cocoplus.toml for the project's own HOME (the runtimes and `p.cocoplus`) and for
+    the test's (a watcher or worker a test starts with its own environment)."""
+    from cocoplus.core.paths import Layout
+    from tests.support.trusting import trust_project
+
+    p.cocoplus("trust", "--yes")
+    trust_project(Layout(str(p.root)))

@@ -25,7 +25,7 @@ from cocoplus.core import fsio
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
 from cocoplus.supervision import autonomy
-from tests.e2e.conftest import Project, run_claude
+from tests.e2e.conftest import Project, run_claude, trust_everywhere
 from tests.supervision.conftest import Watcher, stop_chat_worker
 from tests.support.model_stubs import AnthropicStub, text, tool
 from tests.support.waiting import wait_until
@@ -63,6 +63,7 @@ def brain_config(p: Project) -> Path:
         f'command = ["{sys.executable}", "{script}", "{p.project}", "{record}", "{INSTRUCTION}"]\n'
         "[supervision]\nquiet_window_s = 0.5\nmax_wait_s = 5\nreconcile_s = 1\n"
     )
+    trust_everywhere(p)  # the brain's command is the project's own (README "Trust")
     return record
 
 

@@ -9,7 +9,7 @@ import pytest
 from cocoplus.core import fsio
 from cocoplus.core.paths import Layout
 from cocoplus.supervision import autonomy
-from tests.e2e.conftest import Project, run_claude, runtime_bin
+from tests.e2e.conftest import Project, run_claude, runtime_bin, trust_everywhere
 from tests.supervision.conftest import Brain, Watcher, rounds_finished, rounds_started, stop_chat_worker, wait_until
 from tests.support.model_stubs import AnthropicStub, text, tool
 
@@ -70,6 +70,7 @@ def test_a_claude_controller_acts_through_cocoplus_brain_tools_only(e2e_project:
             f'[chat]\ncontroller = "cc"\n[accounts.cc]\nkind = "claude"\nbinary = "{claude}"\n'
             "[supervision]\nquiet_window_s = 0.5\nreconcile_s = 1\n"
         )
+        trust_everywhere(p)  # the controller's binary is named by the project file (README "Trust")
         p.cocoplus("supervision", "enable", "--task-hint", "land the parser change")
         watcher = Watcher(
             layout,
@@ -152,6 +153,7 @@ def test_a_claude_controller_dispatches_to_a_held_worker_which_continues_in_the_
             f'[chat]\ncontroller = "cc"\n[accounts.cc]\nkind = "claude"\nbinary = "{runtime_bin("claude")}"\n'
             "[supervision]\nquiet_window_s = 0.5\nmax_wait_s = 5\nreconcile_s = 1\n"
         )
+        trust_everywhere(p)  # the controller's binary is named by the project file (README "Trust")
         p.cocoplus("supervision", "enable", "--task-hint", "land the parser change with a changelog entry")
         watcher = Watcher(layout, env=brain_env(p, brain_stub))
         try:

@@ -23,6 +23,7 @@ from tests.e2e.conftest import Project, e2e_project, runtime_bin  # noqa: F401 -
 from tests.mcp.test_codex_e2e import NAMESPACE, namespaced_calls  # noqa: F401 - namespaced_calls is a fixture
 from tests.supervision.conftest import rounds_finished
 from tests.support.model_stubs import ResponsesStub, text, tool
+from tests.support.trusting import trust_project
 
 pytestmark = pytest.mark.e2e
 
@@ -53,6 +54,7 @@ def test_a_codex_controller_acts_through_the_brain_tools_and_has_no_shell(
         monkeypatch.setenv("CODEX_HOME", str(codex_home))
         monkeypatch.setenv("STUB_API_KEY", "sk-test-local")
         (p.project / "cocoplus.toml").write_text(f'[chat]\ncontroller = "cx"\n[accounts.cx]\nkind = "codex"\nbinary = "{runtime_bin("codex")}"\n')
+        trust_project(layout)  # the controller's binary is named by the project file (README "Trust")
         rec, _ = registry.ensure(layout, "claude", "w-one", event="SessionStart")
         autonomy.enable(layout, task_hint="watch cc1")
         started = rounds.start_round(layout, [{"session": rec["id"], "alias": "cc1", "kind": "attention", "value": "pending"}], start_worker=False)

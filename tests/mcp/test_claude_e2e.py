@@ -55,6 +55,7 @@ def claude_project(e2e_project: Project) -> Project:
 def test_the_model_enables_supervision_through_the_mcp_tool(claude_project: Project) -> None:
     p = claude_project
     write_controller(Layout(str(p.root)))  # supervision is refused while no controller could run its rounds
+    p.cocoplus("trust", "--yes")  # trusted in the project's own HOME too, where Claude Code runs the MCP server
     goal = "keep PR-77 green until it merges"
     name = "mcp__cocoplus__enable_supervision"
     script = [

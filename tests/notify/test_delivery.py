@@ -19,6 +19,7 @@ from tests.conftest import run_cli_subprocess
 from tests.hook.helpers import fixture, run_hook
 from tests.notify.listener import Hang, Listener, closed_port_url
 from tests.supervision.conftest import Watcher, stop_chat_worker
+from tests.support.trusting import trust_project
 from tests.support.waiting import wait_until
 
 EXPECTED_COMMAND = {
@@ -77,6 +78,7 @@ def test_one_notification_per_event_kind_and_dead_targets_delay_nothing(project:
         f'command = ["{sys.executable}", "-c", "import sys; sys.exit(3)"]\n'
         "[supervision]\nquiet_window_s = 0.2\nmax_wait_s = 1\nreconcile_s = 1\n"
     )
+    trust_project(project)  # the test's own controller, which fails on purpose
     for i in range(1, 5):
         hook(project, "SessionStart", "claude-sessionstart-startup.json", f"sess-{i}")
     cocoplus(project, "supervision", "enable", "--scope-mode", "only", "--session", "cc1")
