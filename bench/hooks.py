@@ -8,10 +8,12 @@ interleaved with `sh -c '<the same python> -S -c pass'` (alternating which
 goes first).  Prints the median of each and the ratio.
 
 Targets (SPEC section 10):
-  PreToolUse with no AGENT_STOP        <= 1.2x  (before every tool call)
+  PreToolUse with no stop anywhere     <= 1.2x  (before every tool call)
   PostToolUse, UserPromptSubmit        <= 2x
   Stop with new usage to price         <= 3x   (a new assistant message in the transcript every round)
-PreToolUse with AGENT_STOP and SessionStart are shown for scale, with no target.
+PreToolUse with AGENT_STOP, PreToolUse while another session is stopped
+(`session stop --session`: the hook then reads the payload to see whose
+tool it is) and SessionStart are shown for scale, with no target.
 
 The project has a cost limit set, so each Stop is an enforcing boundary;
 `cocoplus install` has byte-compiled cocoplus' hook modules and compiled the
@@ -136,13 +138,16 @@ def main() -> int:
         return json.dumps(base).encode()
 
     stop_path = os.path.join(project, ".cocoplus", "AGENT_STOP")
-    cases = [  # name, event, AGENT_STOP present, target (None: shown for scale)
-        ("PreToolUse (no AGENT_STOP)", "PreToolUse", False, 1.2),
-        ("PreToolUse (AGENT_STOP)", "PreToolUse", True, None),
-        ("PostToolUse", "PostToolUse", False, 2.0),
-        ("UserPromptSubmit", "UserPromptSubmit", False, 2.0),
-        ("SessionStart", "SessionStart", False, None),
-        ("Stop (new usage to price)", "Stop", False, 3.0),
+    stops_dir = os.path.join(project, ".cocoplus", "session-stops")
+    other_stop = os.path.join(stops_dir, "cs_another-session.json")
+    cases = [  # name, event, what is stopped (None, "all": AGENT_STOP, "other": another session), target (None: for scale)
+        ("PreToolUse (no stop)", "PreToolUse", None, 1.2),
+        ("PreToolUse (AGENT_STOP)", "PreToolUse", "all", None),
+        ("PreToolUse (other stopped)", "PreToolUse", "other", None),
+        ("PostToolUse", "PostToolUse", None, 2.0),
+        ("UserPromptSubmit", "UserPromptSubmit", None, 2.0),
+        ("SessionStart", "SessionStart", None, None),
+        ("Stop (new usage to price)", "Stop", None, 3.0),
     ]
     times: dict[str, list[float]] = {c[0]: [] for c in cases}
     floors: dict[str, list[float]] = {c[0]: [] for c in cases}
@@ -150,11 +155,18 @@ def main() -> int:
         run(floor, b"", env, project)
     for i in range(args.rounds):
         for name, event, stopped, _target in cases:
-            if stopped:
+            if stopped == "all":
                 with open(stop_path, "w") as fh:
                     fh.write('{"operator": "bench", "reason": "bench"}')
             elif os.path.exists(stop_path):
                 os.unlink(stop_path)
+            if stopped == "other":
+                os.makedirs(stops_dir, exist_ok=True)
+                with open(other_stop, "w") as fh:
+                    fh.write('{"session": "cs_another-session", "operator": "bench", "reason": "bench"}')
+            elif os.path.exists(stops_dir):
+                os.unlink(other_stop)
+                os.rmdir(stops_dir)
             if event == "Stop":
                 with open(transcript, "a") as fh:
                     fh.write(assistant_line(i) + "\n")
@@ -167,6 +179,9 @@ def main() -> int:
                 floors[name].append(run(floor, data, env, project))
     if os.path.exists(stop_path):
         os.unlink(stop_path)
+    if os.path.exists(stops_dir):
+        os.unlink(other_stop)
+        os.rmdir(stops_dir)
 
     rows = []
     for name, _event, _stopped, target in cases:

@@ -25,6 +25,7 @@ from cocoplus.cli.commands import (
     budget_cmd,
     chat_cmd,
     config_cmd,
+    dispatch_cmd,
     fleet_cmd,
     hooks_cmd,
     init_cmd,
@@ -68,7 +69,7 @@ def _root(
 
 
 def _register() -> None:
-    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, server_cmd, mcp_cmd, fleet_cmd):
+    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, dispatch_cmd, server_cmd, mcp_cmd, fleet_cmd):
         mod.register(app)
 
 

@@ -94,6 +94,51 @@ class Layout:
     def pod_state(self) -> str:
         return self._p("pod-state.json")
 
+    # -- per-session controls --------------------------------------------
+    @property
+    def session_stops_dir(self) -> str:
+        """One file per stopped session; it exists only while some session is stopped.
+
+        The pre-tool hook's fast path checks its absence with one `lstat`
+        and reads no payload while it is absent.
+        """
+        return self._p("session-stops")
+
+    def session_stop(self, cs_id: str) -> str:
+        return self._p("session-stops", check_id(cs_id, "session id") + ".json")
+
+    @property
+    def session_steers_dir(self) -> str:
+        return self._p("steer-sessions")
+
+    def session_steer(self, cs_id: str) -> str:
+        """A pending one-shot instruction for one session only."""
+        return self._p("steer-sessions", check_id(cs_id, "session id") + ".md")
+
+    def session_steer_claimed_dir(self, cs_id: str) -> str:
+        """Per-session steers being delivered (beside the project-wide ones in `steer_claimed_dir`)."""
+        return self._p("steer-claimed", check_id(cs_id, "session id"))
+
+    @property
+    def holds_dir(self) -> str:
+        return self._p("holds")
+
+    def hold(self, cs_id: str) -> str:
+        """A turn end waiting for the main brain's decision (written by the waiting hook)."""
+        return self._p("holds", check_id(cs_id, "session id") + ".json")
+
+    def hold_decision(self, cs_id: str) -> str:
+        """The instruction that releases a held turn end (written by dispatch or answer)."""
+        return self._p("holds", check_id(cs_id, "session id") + ".decision.json")
+
+    @property
+    def resumes_dir(self) -> str:
+        """Output of the headless runs `cocoplus dispatch` starts to resume an exited session."""
+        return self._p("resumes")
+
+    def resume_log(self, cs_id: str, stamp: str) -> str:
+        return self._p("resumes", check_id(f"{cs_id}-{stamp}", "resume log") + ".log")
+
     @property
     def hook_config(self) -> str:
         """Flat JSON copy of the config, compiled for the hook (no TOML there)."""

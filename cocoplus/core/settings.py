@@ -262,6 +262,7 @@ KEYS: tuple[Key, ...] = (
     Key("supervision", "max_wait_s", "float", 10.0, "a steady stream of triggers still starts a round after this long", minimum=0.0, maximum=3600.0),
     Key("supervision", "reconcile_s", "float", 30.0, "the watcher re-reads all state this often even without file events", minimum=0.5, maximum=3600.0),
     Key("supervision", "auto_supervise", "bool", True, "workflow runs enable supervision when they start"),
+    Key("supervision", "hold_turn_end_s", "int", 120, "a supervised session's turn end waits this long for the main brain's next instruction (dispatch or answer) before it ends normally; 0 turns holding off. `cocoplus install` writes the turn-end hook's timeout above it (re-run install after changing it)", minimum=0, maximum=86400),
     # The seed's environment variables (seed 000), under their own names.
     Key("supervision", "restore_ttl_s", "float", 900.0, "after a restart of the watcher, enabled supervision is restored only if its last snapshot is younger than this (and a supervised worker is still active); otherwise it is closed", minimum=0.0, maximum=WEEK, env="JARVIS_SUPERVISION_RESTORE_TTL_S"),
     Key("supervision", "stall_watchdog_interval_s", "float", 90.0, "how often the stall watchdog looks for supervised workers waiting too long; <= 0 disables it", maximum=DAY, env="JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S"),

@@ -8,9 +8,10 @@ it has work:
 * it imports the one adapter named by `--runtime`, for the kind of the event;
 * it finds `.cocoplus/` from the environment (`COCOPLUS_DIR`, the runtime's
   project directory, the working directory) with a few `stat` calls;
-* for a pre-tool event with no AGENT_STOP it exits 0 without reading stdin
-  or importing anything else (not even `json`): that is the path taken
-  before every single tool call;
+* for a pre-tool event with no AGENT_STOP and no stopped session (no
+  `.cocoplus/session-stops/`: two `lstat` calls) it exits 0 without
+  reading stdin or importing anything else (not even `json`): that is the
+  path taken before every single tool call;
 * everything else is handled by `cocoplus.hook.runner`.
 
 Exit codes follow the runtimes' hook contract, not the CLI's: 0 with JSON
@@ -160,7 +161,12 @@ def main(argv=None, stdin_bytes=None, environ=None):
             try:
                 posix.lstat(state + STOP_FILE)
             except FileNotFoundError:
-                return 0  # the hot path: no kill switch, nothing to say
+                try:
+                    posix.lstat(state + "/session-stops")
+                except FileNotFoundError:
+                    return 0  # the hot path: no kill switch and no session stopped, nothing to say
+                except (OSError, ValueError):
+                    pass  # cannot tell: the runner checks this session, saying why (fail closed)
             except (OSError, ValueError):
                 pass  # cannot tell: the runner denies, saying why (fail closed)
         data = read_stdin() if stdin_bytes is None else stdin_bytes

@@ -22,7 +22,7 @@ from cocoplus.core.lock import Budget, set_process_budget
 from cocoplus.core.paths import Layout, walk_up
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import control, events, iteration, registry, status
+from cocoplus.session import control, events, iteration, registry, status, stops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -100,6 +100,15 @@ class Hook:
         self.record = rec
         return rec
 
+    def flush_after(self) -> None:
+        """Run the callbacks waiting for the answer now (the turn-end hold signals `pending` before it waits)."""
+        pending, self.after = self.after, []
+        for fn in pending:
+            try:
+                fn()
+            except CocoplusError as exc:
+                self.log(f"before holding: {exc}")
+
     def signal(self, kind: str, value: str | None = None, **extra: Any) -> None:
         if self.record is None:
             return
@@ -130,12 +139,29 @@ class Hook:
 
 
 def on_pre_tool(h: Hook) -> Answer:
-    reason = control.kill_switch_sentence(h.layout)
+    reason = control.kill_switch_sentence(h.layout) or session_stop_sentence(h)
     return (None if reason is None else h.adapter.deny_tool(h.event_name, reason)), 0
 
 
+def session_stop_sentence(h: Hook) -> str | None:
+    """Why this session's tools are blocked by its own stop (`session stop --session`), or None.
+
+    The session comes from the payload, else from the runtime's session
+    variables in the hook's environment.  An event that names no session
+    cannot be matched to a session stop: its tool runs (AGENT_STOP is what
+    stops every session), and the hook log says so.
+    """
+    if stops.any_present(h.layout) is False:
+        return None
+    sid = h.session_id or next((v for v in (h.environ.get(n) for n in h.adapter.SESSION_ENV) if v), None)
+    if sid is None:
+        h.log("a session stop exists but this event names no session, so it cannot apply here; the tool runs")
+        return None
+    return stops.sentence(h.layout, registry.cs_id_for(sid))
+
+
 def on_permission(h: Hook) -> Answer:
-    reason = control.kill_switch_sentence(h.layout)
+    reason = control.kill_switch_sentence(h.layout) or session_stop_sentence(h)
     if reason is not None:
         return h.adapter.deny_permission(reason), 0
     h.touch_session(lambda r: _attention(h, r, "awaiting_authorization"))
@@ -237,7 +263,7 @@ def on_post_tool(h: Hook) -> Answer:
                 "can be resumed from files alone.",
             )
         )
-    elif (sentence := control.kill_switch_sentence(h.layout)) is not None:
+    elif (sentence := control.kill_switch_sentence(h.layout) or session_stop_sentence(h)) is not None:
         parts.append(h.adapter.halt(h.event_name, sentence, sentence))
     parts.append(_loop_guard(h, s["loop_guard_repeats"], already_stopping=out.capped))
     return answers.merge(*parts), 0
@@ -263,6 +289,8 @@ def _loop_guard(h: Hook, repeats: int, already_stopping: bool) -> dict[str, Any]
         if rec.get("state") not in ("running",):
             rec["state"] = "running"
         rec["tool_calls"] = int(rec.get("tool_calls") or 0) + 1
+        if rec.get("continuations"):
+            rec["continuations"] = 0  # a tool call ends a run of turn-end continuations (as Claude Code counts them)
         streak: dict[str, Any] = rec["streak"] if isinstance(rec.get("streak"), dict) else {}
         count = int(streak.get("count") or 0) + 1 if streak.get("fingerprint") == fp else 1
         rec["streak"] = {"fingerprint": fp, "count": count, "tool": str(h.payload.get("tool_name") or "")[:80]}
@@ -300,21 +328,42 @@ def on_prompt(h: Hook) -> Answer:
 
     h.touch_session(change)
     texts: list[str] = []
-    sentence = control.kill_switch_sentence(h.layout)
+    sentence = control.kill_switch_sentence(h.layout) or session_stop_sentence(h)
     if sentence is not None:
         texts.append(sentence)
-    claim = None
     if h.adapter.ADDS_CONTEXT:  # a runtime that cannot add context to a prompt leaves the steer pending
-        try:
-            claim = control.claim_steer(h.layout, timeout=h.timeout)
-        except CocoplusError as exc:
-            h.log(f"steer not claimed: {exc}")
-    if claim is not None:
-        texts.append(f"Operator note (cocoplus, one-shot, id {claim.id}): {claim.text.strip()}")
-        sid, runtime = h.session_id, h.runtime
-        h.after.append(lambda: control.finish_steer(h.layout, claim, session=sid, runtime=runtime))
+        own = h.record["id"] if h.record is not None else None
+        for target in (None, own) if own else (None,):
+            claim = _claim_steer(h, target)
+            if claim is None:
+                continue
+            if target is None:
+                texts.append(f"Operator note (cocoplus, one-shot, id {claim.id}): {claim.text.strip()}")
+            else:
+                texts.append(f"Operator note for this session (cocoplus, one-shot, id {claim.id}): {claim.text.strip()}")
+            h.after.append(_finisher(h, claim))
     texts.extend(_budget_notes(h))
     return h.adapter.prompt_reply(h.event_name, "\n\n".join(texts)), 0
+
+
+def _claim_steer(h: Hook, session: str | None) -> control.Claim | None:
+    """The project's pending steer (`session` None) or this session's own, claimed for delivery."""
+    if session is not None and not os.path.lexists(h.layout.session_steer(session)):
+        try:
+            if not os.listdir(h.layout.session_steer_claimed_dir(session)):
+                return None
+        except OSError:
+            return None  # nothing pending and nothing left half-delivered: no lock needed
+    try:
+        return control.claim_steer(h.layout, timeout=h.timeout, session=session)
+    except CocoplusError as exc:
+        h.log(f"steer not claimed: {exc}")
+        return None
+
+
+def _finisher(h: Hook, claim: control.Claim) -> Any:
+    sid, runtime = h.session_id, h.runtime
+    return lambda: control.finish_steer(h.layout, claim, session=sid, runtime=runtime)
 
 
 def _budget_notes(h: Hook) -> list[str]:
@@ -331,17 +380,22 @@ def _budget_notes(h: Hook) -> list[str]:
 def on_session_start(h: Hook) -> Answer:
     s = h.values["session"]
     p = h.payload
+    from cocoplus.session import procinfo  # deferred: only a session start looks at the runtime's process
+
     info = {
         "cwd": p.get("cwd") if isinstance(p.get("cwd"), str) else None,
         "transcript_path": p.get("transcript_path") if isinstance(p.get("transcript_path"), str) else None,
         "model": p.get("model") if isinstance(p.get("model"), str) else None,
         "source": p.get("source") if isinstance(p.get("source"), str) else None,
+        # Which process runs the session and how it was started: `cocoplus dispatch` resumes an exited one alike.
+        "process": procinfo.runtime_process(),
     }
 
     def change(rec: dict[str, Any]) -> None:
         registry.set_attention(rec, None)
         rec["state"] = "running"
         rec.pop("exit_reason", None)
+        rec.pop("continuations", None)
 
     rec = h.touch_session(change, info)
     max_age = float(s["running_stale_hours"]) * 3600
@@ -402,7 +456,27 @@ def _heal_status(h: Hook, max_age: float) -> None:
 
 
 def on_stop(h: Hook) -> Answer:
-    h.touch_session(lambda r: _attention(h, r, "pending"))
+    can_continue = _continues(h)
+    cs = registry.cs_id_for(h.session_id) if h.session_id and can_continue else None
+    steer_waiting = cs is not None and os.path.lexists(h.layout.session_steer(cs))
+    plan: dict[str, Any] = {}
+
+    def change(r: dict[str, Any]) -> None:
+        if h.payload.get("stop_hook_active") is False and r.get("continuations"):
+            r["continuations"] = 0  # a new prompt's first turn end
+        cap = h.adapter.continue_cap(h.environ) if can_continue else None
+        count = int(r.get("continuations") or 0)
+        plan["capped"] = cap is not None and count >= cap
+        if plan["capped"]:
+            r["hold_skipped"] = {"why": f"{h.adapter.TITLE} ends a turn after {cap} continuations in a row", "ts": clock.iso()}
+        else:
+            r.pop("hold_skipped", None)
+        if steer_waiting and not plan["capped"]:
+            plan["steer"] = True  # the turn goes on at once with this session's steer: it is not waiting
+        else:
+            _attention(h, r, "pending")
+
+    h.touch_session(change)
     from cocoplus.cost import enforce  # deferred: only turn ends measure spend
 
     session = None
@@ -421,7 +495,75 @@ def on_stop(h: Hook) -> Answer:
         return None, 0
     for line in decision.log:
         h.log(line)
-    return (h.adapter.notice(h.event_name, decision.notice) if decision.notice else None), 0
+    notice = h.adapter.notice(h.event_name, decision.notice) if decision.notice else None
+    if decision.stopped or not can_continue or h.record is None:
+        return notice, 0
+    return answers.merge(notice, _turn_end_continuation(h, plan)), 0
+
+
+def _continues(h: Hook) -> bool:
+    """Whether this turn-end event can carry a continuation (an installed hook; not a notification program)."""
+    name = runtimes.normalise(h.event)
+    installed = any(runtimes.normalise(e) == name and m is not None for e, _k, m in h.adapter.EVENTS)
+    return installed and h.adapter.continue_turn(h.event_name, "-") is not None
+
+
+def _turn_end_continuation(h: Hook, plan: dict[str, Any]) -> dict[str, Any] | None:
+    """Go on with this session's steer, or hold the turn end for the main brain (SPEC 11); None ends the turn."""
+    from cocoplus.hook import hold  # deferred: only turn ends continue or hold
+
+    rec = h.record
+    assert rec is not None
+    cs = rec["id"]
+    if control.stop_present(h.layout) or session_stop_sentence(h) is not None:
+        if plan.get("steer"):
+            _mark_pending(h, cs)  # stopped: the steer waits for the next prompt
+        return None
+    if plan.get("steer"):
+        claim = _claim_steer(h, cs)
+        if claim is not None:
+            return _continue(h, cs, "steer", hold.steer_text(claim), claim)
+        _mark_pending(h, cs)  # taken elsewhere meanwhile: this turn end is an ordinary one
+    if plan.get("capped"):
+        h.step("hold_skipped", alias=rec.get("alias"), why=(rec.get("hold_skipped") or {}).get("why"))
+        return None
+    seconds = float(h.values["supervision"]["hold_turn_end_s"])
+    if seconds <= 0:
+        return None
+    from cocoplus.session import holds  # deferred: only turn ends look at supervision
+
+    wanted, _why = holds.wants_hold(h.layout, cs)
+    if not wanted:
+        return None
+    result = hold.wait(h, rec, seconds, STARTED + seconds)
+    # The wait used up the lock budget: the work after it gets the installed margin again.
+    set_process_budget(Budget.for_hook(h.values["hooks"]["timeout_s"]))
+    if result.text is None:
+        return None
+    return _continue(h, cs, result.outcome, result.text, result.claim)
+
+
+def _continue(h: Hook, cs: str, how: str, text: str, claim: control.Claim | None) -> dict[str, Any] | None:
+    from cocoplus.hook import hold  # deferred: only turn ends continue or hold
+
+    try:
+        hold.continued(h.layout, cs, how)
+    except CocoplusError as exc:
+        h.log(f"session record not updated after a continuation: {exc}")
+    if claim is not None:
+        h.after.append(_finisher(h, claim))
+    h.step("turn_continued", alias=(h.record or {}).get("alias"), how=how, chars=len(text))
+    answer: dict[str, Any] | None = h.adapter.continue_turn(h.event_name, text)
+    return answer
+
+
+def _mark_pending(h: Hook, cs: str) -> None:
+    try:
+        rec = registry.update(h.layout, cs, lambda r: _attention(h, r, "pending"))
+    except CocoplusError as exc:
+        h.log(f"session record not updated: {exc}")
+        return
+    h.record = rec
 
 
 def on_stop_failure(h: Hook) -> Answer:

@@ -34,6 +34,8 @@ from cocoplus.core.crashlog import log_exception
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout, discover
 from cocoplus.mcp import stdio
+from cocoplus.ops import dispatch as dispatch_ops
+from cocoplus.ops import session as session_ops
 from cocoplus.ops import sessions as sessions_ops
 from cocoplus.ops import supervision as supervision_ops
 from cocoplus.ops import worker as worker_ops
@@ -42,13 +44,17 @@ from cocoplus.ops import worker as worker_ops
 TURNS = settings.BY_DOTTED["supervision.max_turns"]
 
 ROLES = vocab.MCP_ROLES
-BRAIN_TOOLS = ("enable_supervision", "finish_supervision", "supervision_status", "set_supervision_scope", "list_sessions")
+BRAIN_TOOLS = (
+    "enable_supervision", "finish_supervision", "supervision_status", "set_supervision_scope", "list_sessions",
+    "dispatch", "steer_session", "stop_session", "resume_session", "answer_worker",
+)  # fmt: skip
 WORKER_TOOLS = ("report_progress", "notify_blocked", "ask_human", "request_context")
 
 INSTRUCTIONS = (
     "cocoplus keeps this project's agent-session state in .cocoplus/. "
     "If you are the main brain (the supervising agent), use enable_supervision, supervision_status, "
-    "set_supervision_scope, list_sessions and finish_supervision. "
+    "set_supervision_scope, list_sessions and finish_supervision, and act on one worker with dispatch (its next "
+    "piece of work), answer_worker (answer its question), steer_session, stop_session and resume_session. "
     "If you are a worker session, tell the supervisor how the work goes with report_progress, "
     "notify_blocked, ask_human and request_context; your session is found from the environment, "
     "or pass `session` (an alias such as cc1 from list_sessions, or a cs_ id)."
@@ -62,6 +68,7 @@ SESSION_ARG = Field(
     ),
 )
 IDS_HELP = "Session ids: full cs_... ids or the short aliases list_sessions shows (cc1, cx1, gm1, cu1)."
+TARGET = Field(description="The worker session: an alias such as cc1 (see list_sessions), a cs_... id or the runtime's session id.")
 
 
 def _json_text(obj: Any) -> str:
@@ -174,6 +181,67 @@ def _brain_tools(server: MCPServer) -> None:
     )
     def list_sessions() -> CallToolResult:
         return run_tool("list_sessions", sessions_ops.list_sessions)
+
+    @server.tool(
+        description=(
+            "Give one worker session its next piece of work. cocoplus takes the best route its state allows and "
+            "says which (`route`): held (its turn end is waiting for you: it goes on at once, same process), steer "
+            "(mid-turn: delivered at its turn end), resume (it exited: resumed headless with the instruction), or "
+            "queued (delivered with its next prompt; `why` says why). The worker receives it as an operator "
+            "instruction, never as a permission. Ask the human before anything irreversible."
+        )
+    )
+    def dispatch(
+        session: Annotated[str, TARGET],
+        instruction: Annotated[str, Field(description="The next piece of work, self-contained.")],
+    ) -> CallToolResult:
+        return run_tool("dispatch", lambda lay: dispatch_ops.dispatch(lay, session, instruction))
+
+    @server.tool(
+        description=(
+            "Answer a worker's ask_human question (its last one). The answer reaches the worker like a dispatch "
+            "(same routes), the main conversation shows it against the question, and the session no longer awaits a "
+            "decision. Answer only what you can decide; questions about irreversible actions belong to the human."
+        )
+    )
+    def answer_worker(
+        session: Annotated[str, TARGET],
+        text: Annotated[str, Field(description="The answer.")],
+    ) -> CallToolResult:
+        return run_tool("answer_worker", lambda lay: dispatch_ops.answer(lay, session, text))
+
+    @server.tool(
+        description=(
+            "A one-shot note for one worker session only: delivered once, at its held turn end, else at its next "
+            "turn end or prompt. Other sessions never see it."
+        )
+    )
+    def steer_session(
+        session: Annotated[str, TARGET],
+        text: Annotated[str, Field(description="The note.")],
+    ) -> CallToolResult:
+        return run_tool("steer_session", lambda lay: session_ops.steer(lay, text, session=session))
+
+    @server.tool(
+        description=(
+            "Stop one worker session's tools (others carry on) until resume_session. Every tool call of that "
+            "session is denied with the reason; a held turn end of it ends. The project-wide kill switch is separate."
+        )
+    )
+    def stop_session(
+        session: Annotated[str, TARGET],
+        reason: Annotated[str, Field(description="Why it is stopped (the worker is told).")] = "stopped by the main brain",
+    ) -> CallToolResult:
+        return run_tool("stop_session", lambda lay: session_ops.stop(lay, reason, session=session))
+
+    @server.tool(
+        description=(
+            "Lift one worker session's own stop (from stop_session). The project-wide kill switch, if on, still "
+            "stops every session: only the human lifts that."
+        )
+    )
+    def resume_session(session: Annotated[str, TARGET]) -> CallToolResult:
+        return run_tool("resume_session", lambda lay: session_ops.resume(lay, session=session))
 
 
 def _worker_tools(server: MCPServer) -> None:

@@ -1,13 +1,18 @@
 """The operator's view and controls of the work session: `cocoplus session ...`, `GET/POST /api/v1/session...`.
 
-status, progress, check, stop, resume, steer, and the task queue.
+status, progress, check, stop, resume, steer, and the task queue.  `steer`,
+`stop` and `resume` act on the whole project, or with `session` (an alias
+such as cc1, a cs_ id or the runtime's id) on that one session only; the
+per-session ones are also the brain MCP tools `steer_session`,
+`stop_session` and `resume_session`, and are recorded in
+supervision/rounds.jsonl.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from cocoplus.core.errors import CocoplusError
+from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.ops import operator_name
 from cocoplus.session import control, queue
@@ -45,17 +50,28 @@ def check(layout: Layout) -> dict[str, Any]:
     return views.check(layout)
 
 
-def stop(layout: Layout, reason: str = "stopped by operator", operator: str | None = None) -> dict[str, Any]:
-    """Create AGENT_STOP: every agent tool call is denied until `resume`."""
+def stop(layout: Layout, reason: str = "stopped by operator", operator: str | None = None, session: str | None = None) -> dict[str, Any]:
+    """Create AGENT_STOP: every agent tool call is denied until `resume`. With `session`: that session's tools only."""
+    if session is not None:
+        from cocoplus.supervision import dispatch  # deferred: the CLI imports this module at start
+
+        return dispatch.stop_session(layout, session, reason, operator or operator_name())
     return control.stop(layout, operator or operator_name(), reason)
 
 
-def resume(layout: Layout, operator: str | None = None, reset_budget: bool = False) -> dict[str, Any]:
+def resume(layout: Layout, operator: str | None = None, reset_budget: bool = False, session: str | None = None) -> dict[str, Any]:
     """Remove AGENT_STOP (with nothing stopped, nothing changes and `resumed` is false).
 
     `iteration_budget_exhausted` says whether the next tool call would stop
     the agent again, against the cap the hooks apply now (cocoplus.toml's).
+    With `session`: lift that session's own stop only (AGENT_STOP stays).
     """
+    if session is not None:
+        if reset_budget:
+            raise UsageError("--reset-budget applies to the project-wide resume, not to one session")
+        from cocoplus.supervision import dispatch  # deferred: the CLI imports this module at start
+
+        return dispatch.resume_session(layout, session, operator or operator_name())
     result = control.resume(layout, operator or operator_name(), reset_budget=reset_budget)
     result["iteration_budget"] = _iteration_now(layout)
     ib = result["iteration_budget"]
@@ -75,8 +91,16 @@ def _iteration_now(layout: Layout) -> dict[str, Any] | None:
     return {"consumed": part["consumed"], "cap": part["cap"], "limits_from": part.get("limits_from")}
 
 
-def steer(layout: Layout, text: str, operator: str | None = None) -> dict[str, Any]:
-    """Queue a one-shot instruction for the agent's next prompt (added after a pending one)."""
+def steer(layout: Layout, text: str, operator: str | None = None, session: str | None = None) -> dict[str, Any]:
+    """Queue a one-shot instruction for the agent's next prompt (added after a pending one).
+
+    With `session`: for that session only, delivered once at its held turn
+    end, else at its next turn end or prompt.
+    """
+    if session is not None:
+        from cocoplus.supervision import dispatch  # deferred: the CLI imports this module at start
+
+        return dispatch.steer_session(layout, session, text, operator or operator_name())
     return control.steer(layout, text, operator=operator or operator_name())
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -9,7 +10,7 @@ from cocoplus import config as config_mod
 from cocoplus.core import clock, settings
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
-from cocoplus.session import registry
+from cocoplus.session import holds, registry, stops
 from cocoplus.supervision import autonomy, scope
 
 FIELDS = ("id", "alias", "runtime", "runtime_session_id", "state", "attention", "last_event", "last_event_at", "started_at", "last_signal")
@@ -17,8 +18,9 @@ FIELDS = ("id", "alias", "runtime", "runtime_session_id", "state", "attention", 
 
 def list_sessions(layout: Layout, now: float | None = None) -> dict[str, Any]:
     """Every recorded session with alias, runtime, state, attention, last event, whether supervision
-    skips it (`excluded`) and whether it is `stale` (`running` with no event for running_stale_hours);
-    plus the supervision scope and problems reading the records."""
+    skips it (`excluded`) and whether it is `stale` (`running` with no event for running_stale_hours),
+    its own stop (`stopped`: who, when, why), whether its turn end is `held` (since when) and whether a
+    steer for it alone is pending (`steer_pending`); plus the supervision scope and problems reading the records."""
     problems: list[str] = []
     records, bad = registry.list_sessions(layout)
     problems.extend(bad)
@@ -29,9 +31,16 @@ def list_sessions(layout: Layout, now: float | None = None) -> dict[str, Any]:
         doc = None
     stale_s = _running_stale_hours(layout) * 3600
     now = time.time() if now is None else now
+    stopped = {d.get("session"): d for d in stops.list_stops(layout)[0]}
+    held = {h.get("session"): h for h in holds.list_holds(layout)}
     items = []
     for r in records:
         item = {k: r.get(k) for k in FIELDS}
+        stop = stopped.get(r["id"])
+        item["stopped"] = {k: stop.get(k) for k in ("operator", "reason", "created_at", "damaged") if stop.get(k) is not None} if stop else None
+        hold = held.get(r["id"])
+        item["held"] = {"since": hold.get("started_at"), "until": hold.get("until")} if hold else None
+        item["steer_pending"] = os.path.lexists(layout.session_steer(r["id"]))
         if doc is not None:
             item["excluded"] = not scope.supervised(doc, r["id"])
         last = clock.parse_iso(r.get("last_event_at") or r.get("updated_at"))

@@ -23,7 +23,7 @@ from typing import Any
 
 import cocoplus.hook
 from cocoplus import config
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, settings
 from cocoplus.core.errors import CocoplusError, ConfigInvalid, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.runtimes import files, mcp_config, registry
@@ -122,12 +122,15 @@ def install(runtime: str, project: str, timeout_s: int = 10) -> dict[str, Any]:
     if not isinstance(hooks, dict):
         raise CocoplusError(f"{path}: \"hooks\" is not an object; fix it by hand, cocoplus will not overwrite it")
     changes: list[str] = []
+    turn_end_s = timeout_s + _hold_seconds(project)
     for event, matcher in registry.installed_events(adapter):
         entries = hooks.get(event) or []
         if not isinstance(entries, list):
             raise CocoplusError(f"{path}: hooks.{event} is not a list; fix it by hand")
         kept, removed = _strip_ours(entries)
-        handler = adapter.hook_entry(hook_command(runtime, event, project), event, timeout_s)
+        # The turn-end hook may hold the turn for the main brain ([supervision] hold_turn_end_s): its timeout is above that.
+        seconds = turn_end_s if registry.kind(adapter, event) == "stop" else timeout_s
+        handler = adapter.hook_entry(hook_command(runtime, event, project), event, seconds)
         if adapter.GROUPED:
             group: dict[str, Any] = {"hooks": [handler]}
             if matcher is not None:
@@ -161,6 +164,14 @@ def install(runtime: str, project: str, timeout_s: int = 10) -> dict[str, Any]:
         "changed": bool(changes),
         "todo": adapter.todo(project) + adapter.settings_notes(settings) + _precompile(),
     }
+
+
+def _hold_seconds(project: str) -> int:
+    """`[supervision] hold_turn_end_s` of this project (its default when cocoplus.toml does not load)."""
+    try:
+        return int(config.load(project).get("supervision.hold_turn_end_s"))
+    except ConfigInvalid:
+        return int(settings.BY_DOTTED["supervision.hold_turn_end_s"].default)
 
 
 def _precompile() -> list[str]:

@@ -46,6 +46,7 @@ from cocoplus.core.errors import (
 from cocoplus.core.paths import Layout
 from cocoplus.fleet.options import FleetUnreachable
 from cocoplus.ops import chat as chat_ops
+from cocoplus.ops import dispatch as dispatch_ops
 from cocoplus.ops import fleet as fleet_ops
 from cocoplus.ops import session as session_ops
 from cocoplus.ops import sessions as sessions_ops
@@ -64,6 +65,7 @@ bearer = HTTPBearer(auto_error=False, description="The token printed by `cocoplu
 WRITE: dict[str, Any] = {"dependencies": [Depends(bearer)]}
 
 SessionRef = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
+SessionId = Annotated[str, Path(min_length=1, max_length=MAX_ID, description="An alias such as cc1, a cs_ id or the runtime's session id.")]
 Conv = Annotated[str, Path(pattern=CONV_PATTERN, description="The conversation (the seed's is `master-agent`).")]
 Operator = Annotated[str | None, Field(None, min_length=1, max_length=100, description="Who acts (default: the login name of the server's user).")]
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -134,6 +136,30 @@ class SteerBody(_Body):
     @classmethod
     def _text(cls, v: str) -> str:
         return _not_blank(v, "the instruction")  # type: ignore[return-value]
+
+
+class DispatchBody(_Body):
+    instruction: str = Field(..., min_length=1, max_length=64 * 1024, description="The session's next piece of work.")
+    operator: Operator = None
+
+    @field_validator("instruction")
+    @classmethod
+    def _text(cls, v: str) -> str:
+        return _not_blank(v, "the instruction")  # type: ignore[return-value]
+
+
+class AnswerBody(_Body):
+    text: str = Field(..., min_length=1, max_length=64 * 1024, description="The answer to the session's last ask-human question.")
+    operator: Operator = None
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, v: str) -> str:
+        return _not_blank(v, "the answer")  # type: ignore[return-value]
+
+
+class SessionResumeBody(_Body):
+    operator: Operator = None
 
 
 class MessageBody(_Body):
@@ -288,6 +314,33 @@ def create_app(
     def post_scope(body: ScopeBody) -> dict[str, Any]:
         """set_supervision_scope (`cocoplus supervision scope MODE IDS`), plus `invert` for the visible list."""
         return supervision_ops.set_scope(layout, body.mode, list(body.session_ids), allow_invert=True)
+
+    # -- one worker session: dispatch, answer, steer, stop, resume (SPEC 11) ----------------------
+    @app.post("/api/v1/coding-sessions/{session_id}/dispatch", tags=["sessions"], responses=ERRORS, **WRITE)
+    def post_dispatch(session_id: SessionId, body: DispatchBody) -> dict[str, Any]:
+        """`cocoplus dispatch ID INSTRUCTION` (brain tool `dispatch`): the route taken (held, steer, resume, queued) and why."""
+        return dispatch_ops.dispatch(layout, session_id, body.instruction, body.operator)
+
+    @app.post("/api/v1/coding-sessions/{session_id}/answer", tags=["sessions"], responses=ERRORS, **WRITE)
+    def post_answer(session_id: SessionId, body: AnswerBody) -> dict[str, Any]:
+        """`cocoplus answer ID TEXT` (brain tool `answer_worker`): answer the session's last question."""
+        return dispatch_ops.answer(layout, session_id, body.text, body.operator)
+
+    @app.post("/api/v1/coding-sessions/{session_id}/steer", tags=["sessions"], responses=ERRORS, **WRITE)
+    def post_session_steer(session_id: SessionId, body: SteerBody) -> dict[str, Any]:
+        """`cocoplus session steer --session ID TEXT` (brain tool `steer_session`): once, to that session only."""
+        return session_ops.steer(layout, body.text, body.operator, session=session_id)
+
+    @app.post("/api/v1/coding-sessions/{session_id}/stop", tags=["sessions"], responses=ERRORS, **WRITE)
+    def post_session_stop(session_id: SessionId, body: Annotated[StopBody | None, Body()] = None) -> dict[str, Any]:
+        """`cocoplus session stop --session ID` (brain tool `stop_session`): that session's tools only."""
+        body = body or StopBody.model_validate({})
+        return session_ops.stop(layout, body.reason, body.operator, session=session_id)
+
+    @app.post("/api/v1/coding-sessions/{session_id}/resume", tags=["sessions"], responses=ERRORS, **WRITE)
+    def post_session_resume(session_id: SessionId, body: Annotated[SessionResumeBody | None, Body()] = None) -> dict[str, Any]:
+        """`cocoplus session resume --session ID --yes` (brain tool `resume_session`): lift that session's own stop."""
+        return session_ops.resume(layout, (body or SessionResumeBody()).operator, session=session_id)
 
     # -- session operator controls (seed 002) ------------------------------------------------
     @app.get("/api/v1/session", tags=["session"], responses=ERRORS)

@@ -14,7 +14,8 @@ Topics and what to re-read:
 
 * `session`: the operator state (status, pod state, AGENT_STOP, STEER.md,
   budgets, the handoff files, the task queue, steps) -> `GET /api/v1/session`
-* `sessions`: agent-session records -> `GET /api/v1/coding-sessions`
+* `sessions`: agent-session records, per-session stops, steers and held
+  turn ends -> `GET /api/v1/coding-sessions`
 * `supervision`: supervision state, scope and worker signals ->
   `GET /api/v1/session-os/main-brain/autonomous` and the session list
 * `round`: supervision rounds -> `GET /api/v1/session-os/main-brain/rounds`
@@ -59,8 +60,10 @@ def classify(rel: str) -> tuple[str, str | None] | None:
         if base in ("round.json", "rounds.jsonl"):
             return "round", None
         return "supervision", None
-    if parts[0] == "sessions":
+    if parts[0] in ("sessions", "session-stops", "holds", "steer-sessions"):
         return "sessions", None
+    if parts[0] == "resumes":
+        return None  # output of resumed runs, like a log
     return "session", None
 
 

@@ -16,7 +16,10 @@ full disk) is made as an empty file, or failing that a directory: either
 costs no data blocks and stops the agent all the same.
 
 Steering: `steer()` writes STEER.md under the steer lock, adding to a
-pending one rather than replacing it.  A consumer claims it by renaming it
+pending one rather than replacing it.  With `session=` (a cs_ id) it
+writes that session's own steer instead (`Layout.session_steer`), which
+only that session's hooks claim: at its next prompt, or at its turn end
+(`claim_steer(session=...)`), exactly once like the project-wide one.  A consumer claims it by renaming it
 to a unique name in `steer-claimed/` (under the same lock), delivers it,
 logs a `steer_injected` event with the claim's id, then deletes the claimed
 file.  A claimed file left by a consumer that died before delivering is
@@ -474,49 +477,70 @@ def _remove_stop(path: str) -> None:
 # -- steering -------------------------------------------------------------------------
 
 
-def pending_steer(layout: Layout) -> str | None:
+def _steer_paths(layout: Layout, session: str | None) -> tuple[str, str]:
+    """(the pending steer, the directory its claims go to): the project's, or one session's."""
+    if session is None:
+        return layout.steer, layout.steer_claimed_dir
+    return layout.session_steer(session), layout.session_steer_claimed_dir(session)
+
+
+def pending_steer(layout: Layout, session: str | None = None) -> str | None:
     try:
-        text = fsio.read_text(layout.steer, limit=MAX_STEER_BYTES * 4)
+        text = fsio.read_text(_steer_paths(layout, session)[0], limit=MAX_STEER_BYTES * 4)
     except CocoplusError:
         return None
     return text
 
 
 def steer(
-    layout: Layout, instruction: str, operator: str | None = None, *, budget: Budget | None = None
+    layout: Layout,
+    instruction: str,
+    operator: str | None = None,
+    *,
+    budget: Budget | None = None,
+    session: str | None = None,
 ) -> dict[str, Any]:
-    """Write STEER.md; a steer not yet consumed is kept and the new one added after it."""
+    """Write STEER.md (or, with `session`, that session's own steer); a pending one is kept, the new one added after it."""
     text = instruction.strip("\n")
     if not text.strip():
         raise CocoplusError("steer: the instruction is empty")
+    path, _claimed = _steer_paths(layout, session)
     problems: list[str] = []
     with Lock(layout.lock("steer"), DEFAULT_TIMEOUT, budget):
         try:
-            existing = fsio.read_text(layout.steer, limit=MAX_STEER_BYTES * 4)
+            existing = fsio.read_text(path, limit=MAX_STEER_BYTES * 4)
         except StateCorrupt as exc:
             # Nothing deliverable in it: keep it aside for the operator, and write the new steer.
-            kept = fsio.quarantine(layout.steer)
+            kept = fsio.quarantine(path)
             problems.append(str(StateCorrupt(exc.path, exc.cause, kept)))
             existing = None
         combined = text if not existing or not existing.strip() else existing.rstrip("\n") + STEER_SEPARATOR + text
         if len(combined.encode("utf-8")) > MAX_STEER_BYTES:
             raise CocoplusError(
-                f"{layout.steer}: a pending steer plus this one would exceed {MAX_STEER_BYTES // 1024} KiB"
+                f"{path}: a pending steer plus this one would exceed {MAX_STEER_BYTES // 1024} KiB"
             )
-        fsio.atomic_write_text(layout.steer, combined + "\n")
+        if session is not None:
+            fsio.ensure_dir(os.path.dirname(path))
+        fsio.atomic_write_text(path, combined + "\n")
     appended = bool(existing and existing.strip())
-    _secondary(problems, events.log_step, layout, "steer_queued", operator=operator, chars=len(text), appended=appended)
+    _secondary(
+        problems, events.log_step, layout, "steer_queued", operator=operator, chars=len(text), appended=appended, target=session
+    )
     return {"pending": combined + "\n", "appended": appended, "problems": problems}
 
 
 class Claim:
-    __slots__ = ("id", "path", "text", "redelivery")
+    __slots__ = ("id", "path", "text", "redelivery", "source", "target")
 
-    def __init__(self, claim_id: str, path: str, text: str, redelivery: bool) -> None:
+    def __init__(
+        self, claim_id: str, path: str, text: str, redelivery: bool, source: str = "", target: str | None = None
+    ) -> None:
         self.id = claim_id
         self.path = path
         self.text = text
         self.redelivery = redelivery
+        self.source = source  # the steer file it was claimed from (put back there by `release_steer`)
+        self.target = target  # the cs_ id of a per-session steer; None for the project-wide one
 
 
 def _claim_name(pid: int) -> str:
@@ -549,8 +573,10 @@ def delivered_ids(layout: Layout) -> set[str]:
     return ids
 
 
-def claim_steer(layout: Layout, timeout: float = 5.0, *, budget: Budget | None = None) -> Claim | None:
-    """Take the pending steer for delivery, exactly one consumer wins.
+def claim_steer(
+    layout: Layout, timeout: float = 5.0, *, budget: Budget | None = None, session: str | None = None
+) -> Claim | None:
+    """Take the pending steer (with `session`: that session's own) for delivery, exactly one consumer wins.
 
     First re-delivers a claim abandoned by a consumer that died (its pid is
     gone and its id was never logged as injected).  A steer that cannot be
@@ -558,40 +584,40 @@ def claim_steer(layout: Layout, timeout: float = 5.0, *, budget: Budget | None =
     `STEER.md.corrupt-<time>`, logged as `steer_damaged`, and None is
     returned, so the agent is told nothing it did not get.
     """
-    claimed_dir = layout.steer_claimed_dir
+    source, claimed_dir = _steer_paths(layout, session)
     with Lock(layout.lock("steer"), timeout, budget):
-        orphan = _take_orphan(layout, claimed_dir, budget)
+        orphan = _take_orphan(layout, claimed_dir, budget, source, session)
         if orphan is not None:
             return orphan
-        if not os.path.lexists(layout.steer):
+        if not os.path.lexists(source):
             return None
         name = _claim_name(os.getpid())
         dest = os.path.join(claimed_dir, name)
         fsio.refuse_linked_dirs(dest)
         try:
-            os.rename(layout.steer, dest)
+            os.rename(source, dest)
         except FileNotFoundError:
             try:
                 fsio.ensure_dir(claimed_dir)
-                os.rename(layout.steer, dest)
+                os.rename(source, dest)
             except FileNotFoundError:
                 return None
-        text = _read_claimed(layout, dest, budget)
+        text = _read_claimed(layout, dest, budget, source)
     if text is None:
         return None
     if len(text.encode("utf-8")) > MAX_STEER_BYTES:
         text = text.encode("utf-8")[:MAX_STEER_BYTES].decode("utf-8", "ignore") + "\n[steer truncated at 64 KiB]"
-    return Claim(name[:-3], dest, text, redelivery=False)
+    return Claim(name[:-3], dest, text, redelivery=False, source=source, target=session)
 
 
-def _read_claimed(layout: Layout, path: str, budget: Budget | None) -> str | None:
+def _read_claimed(layout: Layout, path: str, budget: Budget | None, source: str | None = None) -> str | None:
     """The claimed steer's text; None (and the file kept aside as a damaged copy) if it cannot be read."""
     try:
         return fsio.read_text(path, limit=MAX_STEER_BYTES * 4) or ""
     except CocoplusError as exc:
         cause = exc.cause if isinstance(exc, StateCorrupt) else str(exc)
         try:
-            kept = fsio.quarantine(path, to=layout.steer)
+            kept = fsio.quarantine(path, to=source or layout.steer)
         except CocoplusError as again:
             kept = None
             cause += f"; {again}"
@@ -609,7 +635,13 @@ def damaged_steers(layout: Layout) -> list[str]:
     return fsio.quarantined_copies(layout.steer)
 
 
-def _take_orphan(layout: Layout, claimed_dir: str, budget: Budget | None = None) -> Claim | None:
+def _take_orphan(
+    layout: Layout,
+    claimed_dir: str,
+    budget: Budget | None = None,
+    source: str | None = None,
+    session: str | None = None,
+) -> Claim | None:
     try:
         names = sorted(n for n in os.listdir(claimed_dir) if n.startswith("st_") and n.endswith(".md"))
     except FileNotFoundError:
@@ -635,10 +667,10 @@ def _take_orphan(layout: Layout, claimed_dir: str, budget: Budget | None = None)
             os.rename(path, new_path)
         except FileNotFoundError:
             continue
-        text = _read_claimed(layout, new_path, budget)
+        text = _read_claimed(layout, new_path, budget, source)
         if text is None:
             continue
-        return Claim(name[:-3], new_path, text, redelivery=True)
+        return Claim(name[:-3], new_path, text, redelivery=True, source=source or layout.steer, target=session)
     return None
 
 
@@ -659,26 +691,28 @@ def finish_steer(
         runtime=runtime,
         chars=len(claim.text),
         redelivery=claim.redelivery or None,
+        target=claim.target,
         budget=budget,
     )
     _unlink(claim.path)
 
 
 def release_steer(layout: Layout, claim: Claim, *, budget: Budget | None = None) -> None:
-    """Put a claimed steer back (the runtime cannot take added context)."""
+    """Put a claimed steer back where it was claimed from (the runtime cannot take it now)."""
+    source = claim.source or layout.steer
     with Lock(layout.lock("steer"), DEFAULT_TIMEOUT, budget):
-        if os.path.lexists(layout.steer):
+        if os.path.lexists(source):
             # A newer steer arrived meanwhile: keep both, older first.
-            newer = fsio.read_text(layout.steer) or ""
-            fsio.atomic_write_text(layout.steer, claim.text.rstrip("\n") + STEER_SEPARATOR + newer)
+            newer = fsio.read_text(source) or ""
+            fsio.atomic_write_text(source, claim.text.rstrip("\n") + STEER_SEPARATOR + newer)
             _unlink(claim.path)
         else:
-            os.rename(claim.path, layout.steer)
+            os.rename(claim.path, source)
 
 
-def in_flight(layout: Layout) -> int:
+def in_flight(layout: Layout, session: str | None = None) -> int:
     try:
-        return sum(1 for n in os.listdir(layout.steer_claimed_dir) if n.endswith(".md"))
+        return sum(1 for n in os.listdir(_steer_paths(layout, session)[1]) if n.endswith(".md"))
     except OSError:
         return 0
 

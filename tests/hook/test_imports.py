@@ -218,3 +218,39 @@ def test_a_project_in_a_fleet_loads_no_network_client_on_any_event(compiled: Lay
     mods, _out = loaded(compiled, event, "claude", payload_for("claude", event, kind, compiled, None))
     assert not (_top(mods) & {"nats", "ssl", "socket", "asyncio"}), sorted(_top(mods) & HEAVY)
     assert not {m for m in mods if m.startswith("cocoplus.fleet")}, sorted(mods)
+
+
+# The turn-end hold may load these few stdlib-only modules besides the turn end's own.
+HOLD_PATH = {"cocoplus.hook.hold", "cocoplus.session.holds", "cocoplus.session.procinfo"}
+
+
+@pytest.mark.parametrize("runtime", [a.NAME for a in registry.ordered() if a.continue_turn("Stop", "-") is not None])
+def test_the_turn_end_hold_stays_light(compiled: Layout, runtime: str) -> None:
+    """A supervised turn end that holds (here for 1 s, then released) loads nothing heavy and nothing of the doors."""
+    from cocoplus.core.lock import Lock
+    from cocoplus.supervision import autonomy
+
+    autonomy.enable(compiled)
+    watcher = Lock(compiled.lock("supervisor"))  # a hold needs a watcher: the test holds its lock
+    watcher.acquire()
+    adapter = registry.get(runtime)
+    event = next(e for e, k, m in adapter.EVENTS if k == "stop" and m is not None)
+    payload = payload_for(runtime, event, "stop", compiled, None)
+    probe = [sys.executable, "-S", "-c", PROBE, hook_script(), event, "--runtime", runtime]
+    if adapter.NEEDS_DIR:
+        probe += ["--dir", compiled.project]
+    r = subprocess.run(
+        probe, input=json.dumps(payload).encode(), capture_output=True, timeout=60,
+        env=hook_env(compiled, COCOPLUS_SUPERVISION_HOLD_TURN_END_S="1"),
+    )  # fmt: skip
+    watcher.release()
+    lines = r.stderr.decode().splitlines()
+    assert lines and lines[-1] == "RC 0", r.stderr.decode()
+    mods = set([x for x in lines if x.startswith("MODULES ")][-1].split()[1:])
+    held = [json.loads(x) for x in open(compiled.steps).read().splitlines() if '"hold_' in x]
+    assert [h["event"] for h in held] == ["hold_started", "hold_ended"]  # it did hold
+    assert HOLD_PATH <= mods
+    assert not (_top(mods) & HEAVY), sorted(_top(mods) & HEAVY)
+    assert not {m for m in mods if any(m == b or m.startswith(b + ".") for b in NOT_IN_HOOK)}, sorted(mods)
+    outside = {m for m in _top(mods) if m not in sys.stdlib_module_names and m != "cocoplus"}
+    assert outside == set(), outside

@@ -14,7 +14,10 @@ from cocoplus.session import registry
 from tests.conftest import run_cli_subprocess
 from tests.mcp.conftest import ALL_TOOLS, Client, jsonl, serve
 
-BRAIN = {"enable_supervision", "finish_supervision", "supervision_status", "set_supervision_scope", "list_sessions"}
+BRAIN = {
+    "enable_supervision", "finish_supervision", "supervision_status", "set_supervision_scope", "list_sessions",
+    "dispatch", "steer_session", "stop_session", "resume_session", "answer_worker",
+}  # fmt: skip
 WORKER = ALL_TOOLS - BRAIN
 
 # The seed's parameter names (and which are required), plus the worker tools' optional `session`.
@@ -24,6 +27,11 @@ PARAMS = {
     "supervision_status": (set(), set()),
     "set_supervision_scope": ({"mode", "session_ids"}, {"mode"}),
     "list_sessions": (set(), set()),
+    "dispatch": ({"session", "instruction"}, {"session", "instruction"}),
+    "answer_worker": ({"session", "text"}, {"session", "text"}),
+    "steer_session": ({"session", "text"}, {"session", "text"}),
+    "stop_session": ({"session", "reason"}, {"session"}),
+    "resume_session": ({"session"}, {"session"}),
     "report_progress": ({"status", "message", "session"}, {"status"}),
     "notify_blocked": ({"message", "session"}, {"message"}),
     "ask_human": ({"question", "session"}, {"question"}),

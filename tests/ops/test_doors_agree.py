@@ -83,6 +83,32 @@ STEPS = [
     Step("session.resume", cli=["session", "resume", "--yes"], rest=("POST", "/api/v1/session/resume", {}), apply=session_ops.resume),
     # nothing stopped: nothing changes
     Step("session.resume", cli=["session", "resume", "--yes"], rest=("POST", "/api/v1/session/resume", {}), apply=session_ops.resume),
+    # One session only: steer, stop, resume, dispatch (each recorded in supervision/rounds.jsonl).
+    Step(
+        "session.steer_session",
+        cli=["session", "steer", "--session", "cc1", "only you: use the fixtures"],
+        rest=("POST", "/api/v1/coding-sessions/cc1/steer", {"text": "only you: use the fixtures"}),
+        mcp=("steer_session", {"session": "cc1", "text": "only you: use the fixtures"}),
+    ),
+    Step(
+        "session.stop_session",
+        cli=["session", "stop", "--session", "cc2", "--reason", "wait for the review"],
+        rest=("POST", "/api/v1/coding-sessions/cc2/stop", {"reason": "wait for the review"}),
+        mcp=("stop_session", {"session": "cc2", "reason": "wait for the review"}),
+    ),
+    Step("sessions.list", cli=["sessions", "list"], rest=("GET", "/api/v1/coding-sessions", None), mcp=("list_sessions", {})),
+    Step(
+        "session.resume_session",
+        cli=["session", "resume", "--session", "cc2", "--yes"],
+        rest=("POST", "/api/v1/coding-sessions/cc2/resume", {}),
+        mcp=("resume_session", {"session": "cc2"}),
+    ),
+    Step(
+        "dispatch",
+        cli=["dispatch", "cx1", "port the parser tests"],
+        rest=("POST", "/api/v1/coding-sessions/cx1/dispatch", {"instruction": "port the parser tests"}),
+        mcp=("dispatch", {"session": "cx1", "instruction": "port the parser tests"}),
+    ),
     Step(
         "supervision.enable",
         cli=["supervision", "enable", "--task-hint", "land PR-77", "--max-turns", "7", "--scope-mode", "except", "--session", "cx1"],
@@ -132,6 +158,12 @@ STEPS = [
         cli=["ask-human", "may", "I", "drop", "the", "table?", "--session", "cc2"],
         mcp=("ask_human", {"question": "may I drop the table?", "session": "cc2"}),
         apply=lambda lay: worker_ops.ask_human(lay, "may I drop the table?", "cc2"),
+    ),
+    Step(
+        "answer",
+        cli=["answer", "cc2", "no, archive it"],
+        rest=("POST", "/api/v1/coding-sessions/cc2/answer", {"text": "no, archive it"}),
+        mcp=("answer_worker", {"session": "cc2", "text": "no, archive it"}),
     ),
     Step(
         "worker.request_context",
@@ -272,10 +304,16 @@ def test_the_cli_rest_and_mcp_doors_answer_alike(three: list[Layout], cli: Any) 
     by_op = {s.op: s for s in steps}
     assert by_op["session.stop"].answers["cli"]["stop"]["operator"] == "alice"
     assert steps[8].answers["cli"]["resumed"] is False and steps[7].answers["cli"]["resumed"] is True
+    assert by_op["session.stop_session"].answers["mcp"]["stop"]["reason"] == "wait for the review"
+    assert by_op["session.resume_session"].answers["rest"]["resumed"] is True
+    assert by_op["dispatch"].answers["mcp"]["route"] == "steer" and by_op["dispatch"].answers["cli"]["alias"] == "cx1"
+    assert by_op["answer"].answers["rest"]["question"]["text"] == "may I drop the table?"
+    stopped = [s for s in steps if s.op == "sessions.list"][1].answers["mcp"]["sessions"]
+    assert [(s["alias"], s["stopped"]["reason"]) for s in stopped if s["stopped"]] == [("cc2", "wait for the review")]
     assert by_op["supervision.finish"].answers["mcp"]["autonomous"]["finish_summary"] == "PR-77 merged"
     assert by_op["chat.send"].answers["rest"]["masterReplyState"] == "failed"
     assert by_op["chat.retry"].answers["cli"]["masterReplyState"] == "queued"
-    assert [s["alias"] for s in steps[14].answers["mcp"]["sessions"] if s["excluded"]] == ["cc2"]
+    assert [s["alias"] for s in [s for s in steps if s.op == "sessions.list"][2].answers["mcp"]["sessions"] if s["excluded"]] == ["cc2"]
 
     # And the three projects hold the same state.
     assert same_state(cli_lay) == same_state(rest_lay) == same_state(mcp_lay)
@@ -301,6 +339,8 @@ def same_state(layout: Layout) -> dict[str, Any]:
         layout.ledger("master-agent"),
         layout.steer,
         layout.agent_stop,
+        layout.rounds,
+        *(layout.session_steer(r["id"]) for r in registry.list_sessions(layout)[0]),
     ):
         rel = layout.rel(path)
         if not os.path.exists(path):
@@ -330,7 +370,7 @@ def test_every_rest_route_and_mcp_tool_is_covered() -> None:
         for m in r.methods - {"HEAD"}
     }
     named = {(s.rest[0], s.rest[1]) for s in STEPS if s.rest}
-    templated = {(m, re.sub(r"/cc2/", "/{session_id}/", p).replace("/master-agent", "/{conversation}")) for m, p in named}
+    templated = {(m, re.sub(r"/(cc|cx)\d/", "/{session_id}/", p).replace("/master-agent", "/{conversation}")) for m, p in named}
     assert routes - templated - ONE_DOOR == set(), "REST routes no step covers"
     tools = {s.mcp[0] for s in STEPS if s.mcp}
     assert tools == set(BRAIN_TOOLS) | set(WORKER_TOOLS)

@@ -21,12 +21,13 @@ NAMES = {
     "NAME": str, "TITLE": str, "RANK": int, "ALIAS_PREFIX": str, "EVENTS": tuple,
     "PROJECT_ENV": tuple, "SESSION_ENV": tuple, "HOSTS": tuple, "DETECT_PRIORITY": int,
     "HOOKS_FILE": tuple, "HOOK_FILES_READ": tuple, "GROUPED": bool, "NEEDS_DIR": bool, "SETTINGS_DEFAULTS": dict,
-    "MCP_FORMAT": str, "MCP_OWN_FILE": bool, "ADDS_CONTEXT": bool,
+    "MCP_FORMAT": str, "MCP_OWN_FILE": bool, "ADDS_CONTEXT": bool, "COMMAND": str, "CHILD_ENV": tuple,
 }  # fmt: skip
 OPTIONAL = {"ENV_FILE": str, "SLASH_COMMAND_DIR": tuple, "MCP_FILE": tuple, "USAGE": str, "PROVIDER": str}
 FUNCTIONS = (
     "recognise", "detect", "session_id", "transcript", "project_dirs", "hook_entry", "settings_notes", "todo",
     "mcp_entry", "deny_tool", "deny_permission", "halt", "add_context", "prompt_reply", "continue_turn", "notice",
+    "continue_cap", "resume_argv",
 )  # fmt: skip
 ADAPTERS = registry.ordered()
 
@@ -84,6 +85,35 @@ def test_turn_end_continuation_is_written_per_runtime() -> None:
     assert said["claude"] == said["codex"] == {"decision": "block", "reason": "go on"}
     assert said["gemini"] == {"decision": "deny", "reason": "go on"}
     assert said["cursor"] == {"followup_message": "go on"}
+
+
+def test_turn_end_continuation_caps_per_runtime() -> None:
+    caps = {a.NAME: a.continue_cap({}) for a in ADAPTERS}
+    assert caps == {"claude": 8, "codex": None, "gemini": 99, "cursor": 5, "cortex": None}
+    claude = registry.get("claude")
+    assert claude.continue_cap({"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "12"}) == 12
+    assert claude.continue_cap({"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "0"}) is None
+    assert claude.continue_cap({"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "many"}) == 8
+
+
+def test_resume_commands_keep_the_sessions_settings_and_drop_its_prompt() -> None:
+    claude = registry.get("claude").resume_argv(
+        ["/opt/claude"], "S1", "NEXT",
+        ["/opt/claude", "-p", "first task", "--output-format", "json", "--allowedTools", "Bash", "Edit", "--model=opus", "--bogus", "x"],
+    )  # fmt: skip
+    assert claude == ["/opt/claude", "-p", "NEXT", "--resume", "S1", "--output-format", "json", "--allowedTools", "Bash", "Edit", "--model", "opus"]
+    bare = registry.get("claude").resume_argv(["claude"], "S1", "NEXT", None)
+    assert bare == ["claude", "-p", "NEXT", "--resume", "S1", "--output-format", "stream-json", "--verbose"]
+    codex = registry.get("codex").resume_argv(
+        ["/opt/codex"], "T1", "NEXT",
+        ["/opt/codex", "exec", "--json", "--skip-git-repo-check", "-s", "read-only", "-m", "gpt-5", "first task"],
+    )  # fmt: skip
+    assert codex == ["/opt/codex", "exec", "resume", "T1", "NEXT", "--json", "--skip-git-repo-check", "-m", "gpt-5", "-c", 'sandbox_mode="read-only"']
+    gemini = registry.get("gemini").resume_argv(
+        ["node", "/opt/gemini"], "G1", "NEXT", ["node", "/opt/gemini", "-p", "first", "--yolo", "-m", "flash", "--output-format", "json"]
+    )
+    assert gemini == ["node", "/opt/gemini", "--resume", "G1", "-p", "NEXT", "--yolo", "-m", "flash", "--output-format", "json"]
+    assert registry.get("cursor").resume_argv(["x"], "C", "NEXT", None) is None
 
 
 def test_detection_prefers_the_most_specific_runtime() -> None:

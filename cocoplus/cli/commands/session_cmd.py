@@ -241,21 +241,38 @@ def _warnings(result: dict[str, Any]) -> None:
     output.problems(result.get("problems") or [], "warning")
 
 
+SessionOpt = Annotated[
+    str | None,
+    typer.Option("--session", "-s", help="Only this session: an alias such as cc1, a cs_ id or the runtime's session id."),
+]
+
+
 def render_steer(result: dict[str, Any]) -> None:
-    what = "added after the pending steer" if result["appended"] else "written"
-    output.line(f"steer {what}; it will be injected once into the agent's next prompt")
+    if "session" in result:
+        output.line(result["message"])
+    else:
+        what = "added after the pending steer" if result["appended"] else "written"
+        output.line(f"steer {what}; it will be injected once into the agent's next prompt")
     _warnings(result)
 
 
 def steer(
     instruction: Annotated[str, typer.Argument(help="The instruction for the agent's next prompt.")],
+    session: SessionOpt = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """Queue a one-shot instruction, injected once into the agent's next prompt."""
-    output.show(ops.steer(layout(), instruction), json_out, render_steer)
+    """Queue a one-shot instruction, injected once into the agent's next prompt (with --session: that session's only)."""
+    output.show(ops.steer(layout(), instruction, session=session), json_out, render_steer)
 
 
 def render_stop(result: dict[str, Any]) -> None:
+    if "session" in result:
+        who = result.get("alias") or result["session"]
+        s = result["stop"]
+        output.line(f"{who} stopped by ", s["operator"], " at ", s["created_at"], ": ", s["reason"])
+        output.line(f"its tools are now blocked, other sessions carry on; `cocoplus session resume --session {who}` lifts it")
+        _warnings(result)
+        return
     s = result["stop"]
     if result.get("kept_existing"):
         output.line("AGENT_STOP was already present and is kept (it could not be rewritten)")
@@ -268,13 +285,18 @@ def render_stop(result: dict[str, Any]) -> None:
 def stop(
     reason: Annotated[str, typer.Option("--reason", "-r", help="Why the agent is stopped.")] = "stopped by operator",
     operator: Annotated[str | None, typer.Option("--operator", "-o", help="Who stops it (default: your login name).")] = None,
+    session: SessionOpt = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """Create AGENT_STOP: every agent tool call is blocked until `session resume`."""
-    output.show(ops.stop(layout(), reason, operator), json_out, render_stop)
+    """Create AGENT_STOP: every agent tool call is blocked until `session resume` (with --session: that session's only)."""
+    output.show(ops.stop(layout(), reason, operator, session=session), json_out, render_stop)
 
 
 def render_resume(result: dict[str, Any]) -> None:
+    if "session" in result:
+        output.line(result["message"])
+        _warnings(result)
+        return
     if result["resumed"]:
         output.line("AGENT_STOP removed; status running")
     else:
@@ -293,10 +315,19 @@ def render_resume(result: dict[str, Any]) -> None:
 def resume(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     reset_budget: Annotated[bool, typer.Option("--reset-budget", help="Also start the iteration count again from 0.")] = False,
+    session: SessionOpt = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """Remove AGENT_STOP after confirming, so the agent may use tools again."""
+    """Remove AGENT_STOP after confirming, so the agent may use tools again (with --session: lift that session's stop only)."""
     lay = layout()
+    if session is not None:
+        if not yes:
+            if not sys.stdin.isatty():
+                raise CocoplusError("resume needs confirmation and stdin is not a terminal", hint="pass --yes to resume without asking")
+            if not typer.confirm(f"Let session {session} use tools again?", default=False):
+                raise CocoplusError("resume cancelled; the session stays stopped")
+        output.show(ops.resume(lay, reset_budget=reset_budget, session=session), json_out, render_resume)
+        return
     info = control.read_stop(lay)
     if info is not None and not yes:
         if not sys.stdin.isatty():

@@ -52,6 +52,16 @@ Its hook dialect (each returns the JSON object to print, or None)
     continue_turn(event, instruction)   at turn end: keep going with `instruction`
     notice(event, text)                 a message for the user
 
+Turn-end continuation and headless resume (`cocoplus dispatch`, the turn-end hold)
+    continue_cap(environ): how many turn-end continuations in a row the runtime honours
+        (None: no cap of its own, the hold bounds itself)
+    COMMAND: the CLI's command name (looked up on PATH when no command line was recorded)
+    CHILD_ENV: variables the runtime sets for its hooks and tools, which a process cocoplus
+        starts must not inherit from whoever asked for it
+    resume_argv(program, session_id, instruction, argv): the command that resumes an exited
+        session headless with `instruction` as its next prompt, keeping the settings found in
+        the recorded command line `argv` (None: the runtime cannot be resumed headless)
+
 Spend
     USAGE: the name of its usage reader in `cocoplus.cost.usage.READERS`, or None
     PROVIDER: the price-table provider its models are looked up under, or None

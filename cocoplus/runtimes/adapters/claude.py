@@ -119,5 +119,39 @@ def notice(event: str, text: str) -> "dict[str, Any] | None":
     return answers.system_message(text)
 
 
+def continue_cap(environ: "Mapping[str, str]") -> "int | None":
+    # 8 in a row, then Claude Code ends the turn itself; CLAUDE_CODE_STOP_HOOK_BLOCK_CAP sets it, 0 removes it.
+    raw = environ.get("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")
+    try:
+        cap = int(raw) if raw else 8
+    except ValueError:
+        cap = 8
+    return cap if cap > 0 else None
+
+
+COMMAND = "claude"
+CHILD_ENV = (
+    "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ATTENDED",
+    "CLAUDE_CODE_CHILD_SESSION", "CLAUDE_CODE_CHILD_NOTES_DIR", "CLAUDE_CODE_MESSAGING_TOKEN",
+    "CLAUDE_CODE_MESSAGING_SOCKET", "CLAUDE_PID", "CLAUDE_PROJECT_DIR", "CLAUDE_ENV_FILE", "CLAUDE_EFFORT",
+)  # fmt: skip
+_VALUES = (
+    "--model", "--permission-mode", "--output-format", "--settings", "--fallback-model", "--append-system-prompt",
+    "--system-prompt", "--effort", "--agent", "--agents", "--max-budget-usd", "--permission-prompt-tool",
+)  # fmt: skip
+_MANY = ("--allowedTools", "--allowed-tools", "--disallowedTools", "--disallowed-tools", "--add-dir", "--mcp-config")
+_FLAGS = ("--verbose", "--dangerously-skip-permissions", "--strict-mcp-config", "--include-partial-messages")
+
+
+def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None") -> "list[str] | None":
+    from cocoplus.runtimes import argv as words  # deferred: only a resume reads a command line
+
+    kept = words.keep((argv or [])[len(words.program(argv)) :], values=_VALUES, many=_MANY, flags=_FLAGS)
+    if not words.has(kept, "--output-format"):
+        kept += [("--output-format", ["stream-json"]), ("--verbose", [])]
+    # The many-valued options go last, so none of them swallows the instruction.
+    return [*program, "-p", instruction, "--resume", session_id, *words.flatten(kept)]
+
+
 USAGE = "claude-transcript"
 PROVIDER = "anthropic"

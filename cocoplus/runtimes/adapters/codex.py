@@ -124,5 +124,31 @@ def continue_turn(event: str, instruction: str) -> "dict[str, Any]":
 
 notice = answers.nothing
 
+def continue_cap(environ: "Mapping[str, str]") -> "int | None":
+    return None  # 60 blocks in a row were all honoured: the hold bounds itself
+
+
+COMMAND = "codex"
+CHILD_ENV = ("CODEX_THREAD_ID", "CODEX_SESSION_ID", "CODEX_MANAGED_BY_NPM", "CODEX_MANAGED_PACKAGE_ROOT")
+_VALUES = ("-m", "--model", "-c", "--config", "--enable", "--disable", "-p", "--profile")
+_FLAGS = (
+    "--json", "--skip-git-repo-check", "--dangerously-bypass-hook-trust",
+    "--dangerously-bypass-approvals-and-sandbox", "--full-auto", "--oss",
+)  # fmt: skip
+
+
+def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None") -> "list[str] | None":
+    from cocoplus.runtimes import argv as words  # deferred: only a resume reads a command line
+
+    args = (argv or [])[len(words.program(argv)) :]
+    kept = words.keep(args, values=_VALUES, flags=_FLAGS)
+    # `exec resume` has no -s: a resumed session does not keep its sandbox unless it is passed as config.
+    for _name, vals in words.keep(args, values=("-s", "--sandbox")):
+        kept.append(("-c", [f'sandbox_mode="{vals[0]}"']))
+    if not words.has(kept, "--json"):
+        kept.append(("--json", []))
+    return [*program, "exec", "resume", session_id, instruction, *words.flatten(kept)]
+
+
 USAGE = "codex-rollout"
 PROVIDER = "openai"

@@ -137,5 +137,17 @@ def notice(event: str, text: str) -> "dict[str, Any] | None":
     return answers.system_message(text)
 
 
+def continue_cap(environ: "Mapping[str, str]") -> "int | None":
+    return None  # none documented
+
+
+COMMAND = "cortex"
+CHILD_ENV = ("CORTEX_SESSION_ID", "CORTEX_PROJECT_DIR", "CORTEX_ENV_FILE")
+
+
+def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None") -> "list[str] | None":
+    return None  # no headless resume is documented: a dispatch to an exited Cortex session stays queued
+
+
 USAGE = None
 PROVIDER = None

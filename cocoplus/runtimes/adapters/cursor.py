@@ -117,5 +117,17 @@ def continue_turn(event: str, instruction: str) -> "dict[str, Any]":
 
 notice = answers.nothing
 
+def continue_cap(environ: "Mapping[str, str]") -> "int | None":
+    return 5  # follow-ups are capped at 5 by default (newer builds: the hook's loop_limit)
+
+
+COMMAND = "cursor-agent"
+CHILD_ENV: tuple[str, ...] = ()
+
+
+def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None") -> "list[str] | None":
+    return None  # not verified here: a dispatch to an exited Cursor session stays queued
+
+
 USAGE = None
 PROVIDER = None

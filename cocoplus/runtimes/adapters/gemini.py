@@ -70,7 +70,8 @@ SLASH_COMMAND_DIR = None
 
 
 def hook_entry(command: str, event: str, timeout_s: int) -> "dict[str, Any]":
-    return {"type": "command", "name": f"cocoplus-{event}", "command": command, "timeout": timeout_s * 1000}
+    # Milliseconds; above 2147483647 Node's timer overflows and the hook times out at once.
+    return {"type": "command", "name": f"cocoplus-{event}", "command": command, "timeout": min(timeout_s * 1000, 2147483647)}
 
 
 def settings_notes(settings: "Mapping[str, Any]") -> "list[str]":
@@ -118,6 +119,26 @@ def continue_turn(event: str, instruction: str) -> "dict[str, Any]":
 
 
 notice = answers.nothing
+
+def continue_cap(environ: "Mapping[str, str]") -> "int | None":
+    return 99  # the 100th continuation of one prompt is dropped (and a loop check may stop them earlier)
+
+
+COMMAND = "gemini"
+CHILD_ENV = ("GEMINI_SESSION_ID", "GEMINI_PROJECT_DIR", "GEMINI_PLANS_DIR", "GEMINI_CWD", "CLAUDE_PROJECT_DIR")
+_VALUES = ("-m", "--model", "--approval-mode", "-o", "--output-format", "--policy")
+_MANY = ("--allowed-tools", "--allowed-mcp-server-names", "--include-directories", "-e", "--extensions")
+_FLAGS = ("-y", "--yolo", "-s", "--sandbox", "--skip-trust")
+
+
+def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None") -> "list[str] | None":
+    from cocoplus.runtimes import argv as words  # deferred: only a resume reads a command line
+
+    kept = words.keep((argv or [])[len(words.program(argv)) :], values=_VALUES, many=_MANY, flags=_FLAGS)
+    if not words.has(kept, "-o", "--output-format"):
+        kept.append(("--output-format", ["stream-json"]))
+    return [*program, "--resume", session_id, "-p", instruction, *words.flatten(kept)]
+
 
 USAGE = "gemini-recording"
 PROVIDER = "google"

@@ -1,0 +1,207 @@
+"""Per-session stops: `session stop --session ID` blocks one session's tools and no other's.
+
+One file per stopped session, `.cocoplus/session-stops/<cs_id>.json`
+(`{"session", "alias", "runtime", "runtime_session_id", "operator", "reason",
+"created_at"}`), written and removed under the `session-stops` lock.  The
+directory exists only while some session is stopped: the last resume removes
+it, so the pre-tool hook's fast path needs one `lstat` to know that no
+session is stopped, and reads no payload (see `cocoplus.hook.entry`).
+
+The project-wide kill switch (AGENT_STOP, `control`) is separate and wins:
+a per-session resume never lifts it, and a project-wide resume never lifts
+a per-session stop.  Like AGENT_STOP, a session stop whose existence cannot
+be known (its directory cannot be searched) counts as a stop (`state`).
+Standard library only: the hook reads it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from cocoplus.core import clock, fsio
+from cocoplus.core.errors import CocoplusError, StateCorrupt
+from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
+from cocoplus.core.paths import Layout
+from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.session import events
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
+
+def any_present(layout: Layout) -> bool | None:
+    """Whether some session is stopped: True, False, or None when that cannot be known."""
+    try:
+        os.lstat(layout.session_stops_dir)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    return True
+
+
+def state(layout: Layout, cs_id: str) -> tuple[bool | None, str]:
+    """(True, why) if this session is stopped, (False, why) if not, (None, why) if that cannot be known."""
+    path = layout.session_stop(cs_id)
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return False, f"{path} does not exist"
+    except OSError as exc:
+        code = errno.errorcode.get(exc.errno or 0, "error")
+        return None, f"cannot tell whether {path} exists: {exc.strerror or exc} ({code})"
+    return True, f"{path} exists"
+
+
+def read(layout: Layout, cs_id: str) -> dict[str, Any] | None:
+    """The stop of this session, or None. A stop whose content cannot be read still stops it: `damaged` says why."""
+    stopped, why = state(layout, cs_id)
+    if stopped is False:
+        return None
+    if stopped is None:
+        return {"session": cs_id, "present": None, "unknown": why}
+    try:
+        doc = fsio.read_json(layout.session_stop(cs_id))
+    except CocoplusError as exc:
+        return {"session": cs_id, "present": True, "damaged": str(exc)}
+    if doc is None:  # removed meanwhile
+        return None
+    return {**doc, "present": True}
+
+
+def sentence(layout: Layout, cs_id: str) -> str | None:
+    """None if this session may use tools; else the one sentence its blocked tool is told."""
+    info = read(layout, cs_id)
+    if info is None:
+        return None
+    if info.get("present") is None:
+        return (
+            f"cocoplus: whether this session is stopped cannot be read ({info['unknown']}), so no tools may run. "
+            "The operator must make .cocoplus/session-stops searchable by the agent's user (or remove it)."
+        )
+    who = info.get("alias") or cs_id
+    by = info.get("operator") or "unknown"
+    when = info.get("created_at") or "an unknown time"
+    why = info.get("reason") or "no reason given"
+    return (
+        f"cocoplus: this session ({who}) was stopped by {by} at {when}: {why}. Its tools are blocked; other sessions "
+        f"carry on. Stop here and wait: the operator resumes it with `cocoplus session resume --session {who}`."
+    )
+
+
+def stop(
+    layout: Layout, rec: dict[str, Any], operator: str, reason: str, *, budget: Budget | None = None
+) -> dict[str, Any]:
+    """Stop one session's tools (replacing an earlier stop of the same session)."""
+    if not reason.strip():
+        raise CocoplusError("stop: the reason is empty")
+    cs = rec["id"]
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "session": cs,
+        "alias": rec.get("alias"),
+        "runtime": rec.get("runtime"),
+        "runtime_session_id": rec.get("runtime_session_id"),
+        "operator": operator,
+        "reason": reason,
+        "created_at": clock.iso(),
+    }
+    problems: list[str] = []
+    with Lock(layout.lock("session-stops"), DEFAULT_TIMEOUT, budget):
+        previous = read(layout, cs)
+        fsio.ensure_dir(layout.session_stops_dir)
+        fsio.atomic_write_json(layout.session_stop(cs), doc)
+    try:
+        events.log_step(layout, "session_stop", session=cs, alias=rec.get("alias"), operator=operator, reason=reason, budget=budget)
+    except CocoplusError as exc:
+        problems.append(str(exc))
+    return {
+        "stopped": True,
+        "session": cs,
+        "alias": rec.get("alias"),
+        "stop": doc,
+        "replaced": _shown(previous),
+        "project_stopped": os.path.lexists(layout.agent_stop),
+        "problems": problems,
+    }
+
+
+def resume(layout: Layout, rec: dict[str, Any], operator: str, *, budget: Budget | None = None) -> dict[str, Any]:
+    """Lift one session's stop (AGENT_STOP, if present, still stops every session)."""
+    cs = rec["id"]
+    problems: list[str] = []
+    with Lock(layout.lock("session-stops"), DEFAULT_TIMEOUT, budget):
+        current = read(layout, cs)
+        if current is not None and current.get("present") is None:
+            raise CocoplusError(f"cannot resume {rec.get('alias') or cs}: {current['unknown']}")
+        if current is not None:
+            _remove(layout.session_stop(cs))
+            try:
+                os.rmdir(layout.session_stops_dir)  # only when it is empty: the fast path sees no stop at all
+            except OSError:
+                pass
+    if current is not None:
+        try:
+            events.log_step(
+                layout, "session_resume", session=cs, alias=rec.get("alias"), operator=operator,
+                previous_reason=current.get("reason"), previous_operator=current.get("operator"), budget=budget,
+            )  # fmt: skip
+        except CocoplusError as exc:
+            problems.append(str(exc))
+    project = os.path.lexists(layout.agent_stop)
+    who = rec.get("alias") or cs
+    if current is None:
+        message = f"{who} was not stopped; nothing changed"
+    else:
+        message = f"{who} may use tools again"
+    if project:
+        message += "; AGENT_STOP still stops every session (`cocoplus session resume` lifts it)"
+    return {
+        "resumed": current is not None,
+        "session": cs,
+        "alias": rec.get("alias"),
+        "removed": _shown(current),
+        "project_stopped": project,
+        "message": message,
+        "problems": problems,
+    }
+
+
+def list_stops(layout: Layout) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every session stop (oldest first) and one line per file that cannot be read."""
+    try:
+        names = sorted(os.listdir(layout.session_stops_dir))
+    except FileNotFoundError:
+        return [], []
+    except OSError as exc:
+        return [], [f"{layout.session_stops_dir}: cannot list ({exc.strerror})"]
+    out: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for name in names:
+        if not (name.startswith("cs_") and name.endswith(".json")):
+            continue
+        try:
+            doc = fsio.read_json(os.path.join(layout.session_stops_dir, name))
+        except (StateCorrupt, CocoplusError) as exc:
+            problems.append(str(exc))
+            out.append({"session": name[:-5], "present": True, "damaged": str(exc)})
+            continue
+        if doc is not None:
+            out.append({**doc, "present": True})
+    out.sort(key=lambda d: d.get("created_at") or "")
+    return out, problems
+
+
+def _shown(info: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if info is None else {k: v for k, v in info.items() if k not in ("present", "schema_version")}
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise CocoplusError(f"{path}: cannot remove ({exc.strerror})") from None
