@@ -2,7 +2,8 @@
 
 status, progress, check, stop, resume, steer, and the task queue.  `steer`,
 `stop` and `resume` act on the whole project, or with `session` (an alias
-such as cc1, a cs_ id or the runtime's id) on that one session only; the
+such as cc1, a cs_ id or the runtime's id, or `machine/project/alias` for a
+session on another machine of the fleet) on that one session only; the
 per-session ones are also the brain MCP tools `steer_session`,
 `stop_session` and `resume_session`, and are recorded in
 supervision/rounds.jsonl.
@@ -14,6 +15,7 @@ from typing import Any
 
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
+from cocoplus.ops import fleet as fleet_ops
 from cocoplus.ops import operator_name
 from cocoplus.session import control, queue
 
@@ -52,6 +54,8 @@ def check(layout: Layout) -> dict[str, Any]:
 
 def stop(layout: Layout, reason: str = "stopped by operator", operator: str | None = None, session: str | None = None) -> dict[str, Any]:
     """Create AGENT_STOP: every agent tool call is denied until `resume`. With `session`: that session's tools only."""
+    if (target := fleet_ops.session_target(session)) is not None:
+        return fleet_ops.on_session(layout, "stop", target, {"reason": reason}, operator)
     if session is not None:
         from cocoplus.supervision import dispatch  # deferred: the CLI imports this module at start
 
@@ -66,6 +70,10 @@ def resume(layout: Layout, operator: str | None = None, reset_budget: bool = Fal
     the agent again, against the cap the hooks apply now (cocoplus.toml's).
     With `session`: lift that session's own stop only (AGENT_STOP stays).
     """
+    if (target := fleet_ops.session_target(session)) is not None:
+        if reset_budget:
+            raise UsageError("--reset-budget applies to the project-wide resume, not to one session")
+        return fleet_ops.on_session(layout, "resume", target, {}, operator)
     if session is not None:
         if reset_budget:
             raise UsageError("--reset-budget applies to the project-wide resume, not to one session")
@@ -97,6 +105,8 @@ def steer(layout: Layout, text: str, operator: str | None = None, session: str |
     With `session`: for that session only, delivered once at its held turn
     end, else at its next turn end or prompt.
     """
+    if (target := fleet_ops.session_target(session)) is not None:
+        return fleet_ops.on_session(layout, "steer", target, {"text": text}, operator)
     if session is not None:
         from cocoplus.supervision import dispatch  # deferred: the CLI imports this module at start
 
