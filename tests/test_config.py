@@ -43,6 +43,7 @@ EXPECTED_DEFAULTS = {
     "supervision.stall_threshold_s": 900.0,
     "supervision.stall_cooldown_s": 1800.0,
     "supervision.stall_watchdog_startup_delay_s": 45.0,
+    "supervision.hold_turn_end_s": 120,
     "fleet.url": "", "fleet.name": "default", "fleet.machine": "", "fleet.project": "", "fleet.user": "",
     "fleet.password_env": "", "fleet.token_env": "", "fleet.creds_file": "", "fleet.nkey_file": "", "fleet.tls_ca": "",
     "fleet.tls_cert": "", "fleet.tls_key": "", "fleet.replicas": 0, "fleet.heartbeat_s": 5.0, "fleet.ack_wait_s": 10.0,
