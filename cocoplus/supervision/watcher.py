@@ -95,6 +95,7 @@ class Supervisor:
         self.stall_fired: dict[tuple[str, str], float] = {}
         self.next_reconcile = 0.0
         self.watch: Any = None
+        self.fleet: Any = None  # cocoplus.fleet.watch.Signals, with a fleet configured
         self.closing: dict[str, Any] | None = None
 
     # -- logging -----------------------------------------------------------------
@@ -149,6 +150,33 @@ class Supervisor:
             elif verdict == "converge":
                 self.converge(sig)
                 doc = autonomy.read(self.layout)
+
+    def _start_fleet(self) -> None:
+        """With a fleet configured, every other machine's signals too (cocoplus/fleet/watch.py)."""
+        from cocoplus.fleet import options  # deferred: only a watcher reads the fleet configuration
+
+        if not options.configured(self.layout.project):
+            return
+        try:
+            opts = options.load(self.layout.project)
+        except CocoplusError as exc:
+            self.log(f"fleet signals not read: {exc}")
+            return
+        from cocoplus.fleet import watch  # deferred: nats-py, loaded only when a fleet is configured
+
+        self.fleet = watch.start(opts, self.wake.set, self.log)
+
+    def process_fleet_signals(self) -> None:
+        got = self.fleet.take() if self.fleet is not None else []
+        if not got:
+            return
+        from cocoplus.fleet import watch  # deferred: as in _start_fleet
+
+        doc = autonomy.read(self.layout)
+        for event in got:
+            t, _why = watch.classify(event, doc)
+            if t is not None:
+                self.add_trigger(t)
 
     def add_trigger(self, t: dict[str, Any]) -> None:
         now = time.monotonic()
@@ -276,6 +304,7 @@ class Supervisor:
 
     def step(self) -> None:
         self.process_signals()
+        self.process_fleet_signals()
         rounds.poll(self.layout)
         self.stall_check()
         self.maybe_flush()
@@ -299,6 +328,7 @@ class Supervisor:
         signal.signal(signal.SIGINT, on_signal)
         self.log(f"started (pid {os.getpid()}); restore: {self.restore()}")
         self._start_observer()
+        self._start_fleet()
         try:
             while not self.stopping:
                 try:
@@ -316,6 +346,8 @@ class Supervisor:
         finally:
             if self.watch is not None:
                 self.watch.stop()
+            if self.fleet is not None:
+                self.fleet.stop()
             try:
                 os.unlink(self.layout.supervisor_pid)
             except OSError:
