@@ -112,7 +112,7 @@ def _local(project_dir: str) -> Layout | None:
     return Layout(state) if os.path.isdir(state) and not os.path.islink(state) else None
 
 
-def _log_sent(layout: Layout, rec: dict[str, Any]) -> None:
+def log_sent(layout: Layout, rec: dict[str, Any]) -> None:
     fsio.ensure_dir(layout.fleet_dir)
     fsio.append_jsonl(layout.fleet_sent, {"schema_version": SCHEMA_VERSION, "ts": clock.iso(), **rec}, layout.lock("fleet-sent"))
 
@@ -131,12 +131,12 @@ def _send(
 
     def sent(batch: str, chosen: list[naming.Target]) -> None:
         if local is not None:
-            _log_sent(local, {"batch": batch, "phase": "sent", "type": type_, "targets": [str(t) for t in chosen], "args": args, "operator": by})
+            log_sent(local, {"batch": batch, "phase": "sent", "type": type_, "targets": [str(t) for t in chosen], "args": args, "operator": by})
 
     res = asyncio.run(client.send(opts, type_, parsed, every, args, by, wait_s, on_chosen=sent))
     if local is not None:
         answers = [{k: r.get(k) for k in ANSWER_KEEP} for r in res["targets"]]
-        _log_sent(local, {"batch": res["command"]["batch"], "phase": "answered", "type": type_, "targets": answers, "not_answered": res["not_answered"]})
+        log_sent(local, {"batch": res["command"]["batch"], "phase": "answered", "type": type_, "targets": answers, "not_answered": res["not_answered"]})
     return res
 
 
