@@ -29,9 +29,12 @@ def main() -> int:
     project = tempfile.mkdtemp(prefix="cocoplus-bench-chat-")
     env = {k: v for k, v in os.environ.items() if not k.startswith("COCOPLUS_")}
     env["HOME"] = tempfile.mkdtemp(prefix="cocoplus-bench-home-")
+    env["XDG_CONFIG_HOME"] = os.path.join(env["HOME"], ".config")
     cmd = [sys.executable, "-m", "cocoplus"]
     subprocess.run(cmd + ["init"], cwd=project, env=env, check=True, stdout=subprocess.DEVNULL)
-    with open(os.path.join(project, "cocoplus.toml"), "w") as fh:
+    # The account goes in the user's own file, which needs no trust (a project file's command would).
+    os.makedirs(os.path.join(env["XDG_CONFIG_HOME"], "cocoplus"))
+    with open(os.path.join(env["XDG_CONFIG_HOME"], "cocoplus", "config.toml"), "w") as fh:
         fh.write('[chat]\ncontroller = "slow"\n[accounts.slow]\nkind = "command"\ncommand = ["sh", "-c", "sleep 5; echo done"]\n')
     times = []
     states = []

@@ -2,10 +2,17 @@
 
 The floor (SPEC section 10) is the interpreter the hook command starts, as
 installed: `<python> -S -c pass`.  For each case the hook command is run
-exactly as `cocoplus install claude` writes it into .claude/settings.json,
-through `sh -c` as Claude Code runs it, with a realistic payload on stdin,
-interleaved with `sh -c '<the same python> -S -c pass'` (alternating which
-goes first).  Prints the median of each and the ratio.
+exactly as `cocoplus install claude` writes it, through `sh -c` as Claude
+Code runs it, with a realistic payload on stdin, interleaved with
+`sh -c '<the same python> -S -c pass'` (alternating which goes first).
+Prints the median of each and the ratio.
+
+`--form direct` (the default) runs the command in `.claude/settings.local.json`
+(the per-user file); `--form launcher` runs the one a team commits and the
+plugins carry (the shell launcher, which reads this user's pointer file and
+execs the same interpreter).  `--cocoplus PATH` benches another installation,
+for example the `cocoplus` of a `pipx install` or `uv tool install` of the
+wheel: its interpreter is the floor.
 
 Targets (SPEC section 10):
   PreToolUse with no stop anywhere     <= 1.2x  (before every tool call)
@@ -25,7 +32,7 @@ and of its directory), so its time includes the disk's sync latency:
 example a tmpfs, to see the hook's own cost), and the report prints the
 sync latency measured there.
 
-    python bench/hooks.py [--rounds N] [--where DIR] [--json]
+    python bench/hooks.py [--rounds N] [--where DIR] [--form direct|launcher] [--cocoplus PATH] [--json]
 """
 
 from __future__ import annotations
@@ -94,6 +101,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--where", default=None, help="directory to create the throwaway project in (default: the system temp dir)")
+    ap.add_argument("--form", choices=("direct", "launcher"), default="direct", help="the per-user command or the committed launcher")
+    ap.add_argument("--cocoplus", default=None, help="the cocoplus executable to bench (default: this interpreter's)")
     args = ap.parse_args()
 
     project = tempfile.mkdtemp(prefix="cocoplus-bench-", dir=args.where)
@@ -101,17 +110,23 @@ def main() -> int:
     sync_ms = sync_latency(project)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE_", "CORTEX_"))}
     env.update(HOME=home, CLAUDE_PROJECT_DIR=project, COCOPLUS_SESSION_MAX_ITERATIONS="1000000", COCOPLUS_SESSION_ITERATION_WARN_AT="0")
-    cocoplus = [sys.executable, "-m", "cocoplus"]
+    cocoplus = [args.cocoplus] if args.cocoplus else [sys.executable, "-m", "cocoplus"]
     subprocess.run(["git", "init", "-q", project], check=True)
     with open(os.path.join(project, "cocoplus.toml"), "w") as fh:
         fh.write("[session]\nbudget_limit = 1000.0\n")
     subprocess.run(cocoplus + ["init"], cwd=project, env=env, check=True, stdout=subprocess.DEVNULL)
     subprocess.run(cocoplus + ["install", "claude"], cwd=project, env=env, check=True, stdout=subprocess.DEVNULL)
-    with open(os.path.join(project, ".claude", "settings.json")) as fh:
+    with open(os.path.join(project, ".claude", "settings.local.json")) as fh:
         settings = json.load(fh)
     events = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop")
     commands = {ev: settings["hooks"][ev][0]["hooks"][0]["command"] for ev in events}
-    floor = f"{shlex.quote(sys.executable)} -S -c pass"
+    python = shlex.split(commands["PreToolUse"])[0]  # the interpreter the installed hook starts
+    if args.form == "launcher":
+        plugin = subprocess.run(cocoplus + ["plugin", "path", "claude"], env=env, check=True, capture_output=True, text=True).stdout.strip()
+        with open(os.path.join(plugin, "cocoplus", "hooks", "hooks.json")) as fh:
+            shared = json.load(fh)
+        commands = {ev: shared["hooks"][ev][0]["hooks"][0]["command"] for ev in events}
+    floor = f"{shlex.quote(python)} -S -c pass"
 
     transcript = os.path.join(home, "transcript.jsonl")
     with open(os.path.join(FIXTURES, "claude-transcript.jsonl"), "rb") as src, open(transcript, "wb") as dst:
@@ -199,9 +214,10 @@ def main() -> int:
     priced_ok = sum(1 for r in priced if r.get("usd") is not None)
     checks = {"post_tool_use_counted": consumed, "stop_usage_priced": priced_ok, "expected": args.rounds, "durable_write_ms": round(sync_ms, 2)}
     if args.json:
-        print(json.dumps({"rows": rows, "rounds": args.rounds, "python": sys.version.split()[0], "floor": "python -S -c pass", **checks}, indent=2))
+        print(json.dumps({"rows": rows, "rounds": args.rounds, "python": sys.version.split()[0], "floor": "python -S -c pass", "form": args.form, "interpreter": python, **checks}, indent=2))
     else:
-        print(f"hook vs the floor `{os.path.basename(sys.executable)} -S -c pass`, median of {args.rounds} interleaved runs each (cost limit set)")
+        print(f"{args.form} hook command of {python}")
+        print(f"hook vs the floor `{os.path.basename(python)} -S -c pass`, median of {args.rounds} interleaved runs each (cost limit set)")
         print(f"{'event':<28}{'hook ms':>9}{'floor ms':>10}{'ratio':>7}{'target':>8}")
         for r in rows:
             target = f"{r['target']:.1f}x" if r["target"] is not None else "-"

@@ -114,9 +114,12 @@ def main() -> int:
     project = tempfile.mkdtemp(prefix="cocoplus-bench-server-")
     env = {k: v for k, v in os.environ.items() if not k.startswith("COCOPLUS_")}
     env["HOME"] = tempfile.mkdtemp(prefix="cocoplus-bench-home-")
+    env["XDG_CONFIG_HOME"] = os.path.join(env["HOME"], ".config")
     env["COCOPLUS_DIR"] = os.path.join(project, ".cocoplus")
     subprocess.run([sys.executable, "-m", "cocoplus", "init"], cwd=project, env=env, check=True, stdout=subprocess.DEVNULL)
-    with open(os.path.join(project, "cocoplus.toml"), "w") as fh:
+    # The account goes in the user's own file, which needs no trust (a project file's command would).
+    os.makedirs(os.path.join(env["XDG_CONFIG_HOME"], "cocoplus"))
+    with open(os.path.join(env["XDG_CONFIG_HOME"], "cocoplus", "config.toml"), "w") as fh:
         fh.write('[chat]\ncontroller = "slow"\n[accounts.slow]\nkind = "command"\ncommand = ["sh", "-c", "sleep 1; echo done"]\n')
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     from cocoplus.core.paths import Layout

@@ -1,3 +1,3 @@
 """cocoplus: continuity and operator control for long-running AI coding agents."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -1,21 +1,25 @@
 """cocoplus.toml: read, check, explain, and compile for the hook.
 
-Precedence: built-in default < configuration files (in the order of
-`sources`; today only the project's cocoplus.toml) < environment variable
-(`COCOPLUS_<SECTION>_<KEY>`, or the key's own name such as
-`JARVIS_SUPERVISION_RESTORE_TTL_S`).  Every value remembers where it came
-from (`origins`, and `files` for the file it was read from) so `cocoplus
-config show` can say.  What a key may hold is declared once, in
-`cocoplus.core.settings`; this module only reads files and merges.
-Standard library only (tomllib), so the hook can fall back to it on the
-rare run where the compiled copy is stale.
+Precedence: built-in default < the user's own configuration file
+(`~/.config/cocoplus/config.toml`, `core.userfiles`) < the project's
+cocoplus.toml < environment variable (`COCOPLUS_<SECTION>_<KEY>`, or the
+key's own name such as `JARVIS_SUPERVISION_RESTORE_TTL_S`).  One exception:
+a value that names a program to run or a place data is sent to
+(`settings.Key.needs_trust`) is taken from the project's file only when the
+user has trusted that file as it is now (`cocoplus.trust`); otherwise it is
+left out as if absent, recorded in `Config.ignored`, and said once on
+stderr.  Every value remembers where it came from (`origins`, and `files`
+for the file it was read from) so `cocoplus config show` can say.  What a
+key may hold is declared once, in `cocoplus.core.settings`; this module only
+reads files and merges.  Standard library only (tomllib), so the hook can
+fall back to it on the rare run where the compiled copy is stale.
 """
 
 from __future__ import annotations
 
 import os
 
-from cocoplus.core import fsio, settings
+from cocoplus.core import fsio, settings, userfiles
 from cocoplus.core.errors import CocoplusError, ConfigInvalid
 from cocoplus.core.paths import CONFIG_FILE_NAME, Layout
 
@@ -41,6 +45,13 @@ class Config:
         self.entry_files: dict[str, str] = {}
         self.path: str | None = None  # the project's cocoplus.toml, if it exists
         self.read: list[str] = []  # every configuration file read, in order of precedence
+        # Values of the project file left out because the file is not trusted:
+        # {"key", "label", "value", "what", "file", "reason"} (settings.needing_trust).
+        self.ignored: list[dict[str, Any]] = []
+        # "accounts.NAME" -> why the project file's entry is not used (it needs an ignored value).
+        self.withheld: dict[str, str] = {}
+        # The project file's trust: does it hold keys needing trust, are they in effect, and if not why.
+        self.trust: dict[str, Any] = {"file": None, "needs_trust": False, "trusted": None, "reason": None, "keys": []}
 
     def get(self, dotted: str) -> Any:
         section, name = dotted.split(".", 1)
@@ -53,6 +64,13 @@ class Config:
     def table(self, section: str) -> dict[str, dict[str, Any]]:
         """The entries of `[pricing."model"]` or `[accounts.NAME]`."""
         return {"pricing": self.pricing, "accounts": self.accounts}[section]
+
+    def ignored_value(self, key: str) -> dict[str, Any] | None:
+        """What the untrusted project file says for `key` (`ctx.command`, `accounts.x.command`), if it was ignored."""
+        for item in self.ignored:
+            if item["key"] == key:
+                return item
+        return None
 
     def hook_values(self) -> dict[str, Any]:
         """Sections plus `pricing`, the shape the hook-side functions take."""
@@ -71,28 +89,35 @@ def config_path(project_dir: str) -> str:
     return os.path.join(project_dir, CONFIG_FILE_NAME)
 
 
-def sources(project_dir: str) -> list[tuple[str, str]]:
-    """The configuration files of a project, lowest precedence first: (path, name shown in messages).
+def sources(project_dir: str) -> list[tuple[str, str, bool]]:
+    """The configuration files of a project, lowest precedence first: (path, name shown in messages, needs trust).
 
     A later file wins key by key (and entry by entry for `[accounts.NAME]`
-    and `[pricing."model"]`).
+    and `[pricing."model"]`).  The user's own file needs no trust; the
+    project's file does, for the keys that need it.
     """
-    return [(config_path(project_dir), CONFIG_FILE_NAME)]
+    user = userfiles.config_file()
+    return [(user, userfiles.shown(user), False), (config_path(project_dir), CONFIG_FILE_NAME, True)]
 
 
 def load(project_dir: str, environ: dict[str, str] | None = None) -> Config:
     """The effective config for a project directory (the parent of `.cocoplus/`).
 
-    Raises ConfigInvalid, one line naming the file (or environment
-    variable), the key, what was expected and what was found.
+    `environ` supplies the overrides (default: this process's environment;
+    `{}` for none); the user's file is found from this process's
+    environment either way.  Raises ConfigInvalid, one line naming the file
+    (or environment variable), the key, what was expected and what was found.
     """
     cfg = Config()
     shown_last = "configuration"
-    for path, shown in sources(project_dir):
-        data = _read_toml(path, shown)
-        if data is None:
+    for path, shown, needs_trust in sources(project_dir):
+        raw = _read_bytes(path, shown)
+        if raw is None:
             continue
-        _apply_file(cfg, path, shown, data)
+        values, tables = settings.check_document(_parse_toml(raw, shown), shown)
+        if needs_trust:
+            _hold_back_untrusted(cfg, project_dir, path, shown, raw, values, tables)
+        _apply_file(cfg, path, values, tables)
         shown_last = shown
         if path == config_path(project_dir):
             cfg.path = path
@@ -125,15 +150,29 @@ def problem(layout: Layout, environ: dict[str, str] | None = None) -> str | None
     return None
 
 
-def _read_toml(path: str, shown: str) -> dict[str, Any] | None:
-    import tomllib  # deferred: the hook imports this module but parses TOML only when its compiled copy is stale
+def read_project_file(project_dir: str) -> tuple[str, bytes | None, list[dict[str, Any]]]:
+    """The project's cocoplus.toml for `cocoplus trust`: (path, its bytes or None, the values in it needing trust).
 
+    Raises ConfigInvalid when the file is not valid (an invalid file cannot be trusted: what it runs is unknown).
+    """
+    path = config_path(project_dir)
+    raw = _read_bytes(path, CONFIG_FILE_NAME)
+    if raw is None:
+        return path, None, []
+    values, tables = settings.check_document(_parse_toml(raw, CONFIG_FILE_NAME), CONFIG_FILE_NAME)
+    return path, raw, settings.needing_trust(values, tables)
+
+
+def _read_bytes(path: str, shown: str) -> bytes | None:
     try:
-        raw = fsio.read_bytes(path, limit=1024 * 1024)
+        return fsio.read_bytes(path, limit=1024 * 1024)
     except CocoplusError as exc:
         raise ConfigInvalid(f"{shown}: {getattr(exc, 'cause', exc)}") from None
-    if raw is None:
-        return None
+
+
+def _parse_toml(raw: bytes, shown: str) -> dict[str, Any]:
+    import tomllib  # deferred: the hook imports this module but parses TOML only when its compiled copy is stale
+
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -144,8 +183,53 @@ def _read_toml(path: str, shown: str) -> dict[str, Any] | None:
         raise ConfigInvalid(f"{shown}: not valid TOML ({exc})") from None
 
 
-def _apply_file(cfg: Config, path: str, shown: str, data: dict[str, Any]) -> None:
-    values, tables = settings.check_document(data, shown)
+def _hold_back_untrusted(
+    cfg: Config,
+    project_dir: str,
+    path: str,
+    shown: str,
+    raw: bytes,
+    values: dict[str, dict[str, Any]],
+    tables: dict[str, dict[str, dict[str, Any]]],
+) -> None:
+    """Take the values needing trust out of an untrusted project file's checked document (in place)."""
+    flagged = settings.needing_trust(values, tables)
+    cfg.trust = {"file": path, "needs_trust": bool(flagged), "trusted": None, "reason": None, "keys": [f["label"] for f in flagged]}
+    if not flagged:
+        return
+    from cocoplus import trust  # deferred: only a project file holding keys that need trust consults the record
+
+    reason = trust.verdict(project_dir, raw)
+    cfg.trust["trusted"] = reason is None
+    if reason is None:
+        return
+    cfg.trust["reason"] = reason
+    for item in flagged:
+        cfg.ignored.append({**item, "file": path, "reason": reason})
+        parts = item["key"].split(".")
+        if len(parts) == 2:
+            del values[parts[0]][parts[1]]
+        else:
+            section, field = parts[0], parts[-1]
+            entry = ".".join(parts[1:-1])
+            del tables[section][entry][field]
+    for section, entries in tables.items():
+        table = settings.TABLES_BY_SECTION[section]
+        for name in list(entries):
+            missing = settings.incomplete(table, entries[name])
+            if missing is None:
+                continue
+            del entries[name]
+            what = table.field(missing)
+            does = what.trust_reason() if what is not None else "needs trust"
+            cfg.withheld[f"{section}.{name}"] = (
+                f"{shown}: {table.label(name)} is not used: its {missing} {does} and the file {reason}; "
+                f"review the file and run {trust.HOW}"
+            )
+    trust.notice(trust.notice_text(shown, reason, [f["label"] for f in flagged]))
+
+
+def _apply_file(cfg: Config, path: str, values: dict[str, dict[str, Any]], tables: dict[str, dict[str, dict[str, Any]]]) -> None:
     for section, body in values.items():
         for name, value in body.items():
             cfg.values[section][name] = value
@@ -164,8 +248,10 @@ def _apply_file(cfg: Config, path: str, shown: str, data: dict[str, Any]) -> Non
 def compile_for_hook(layout: Layout, cfg: Config | None = None) -> dict[str, Any]:
     """Write `.cocoplus/hook-config.json`: file and default values, no environment.
 
-    The hook applies environment overrides itself, and recompiles when
-    cocoplus.toml's size or mtime no longer match the stamp recorded here.
+    The hook applies environment overrides itself, and recompiles when a
+    configuration file's size or mtime no longer match the stamp recorded
+    here.  Values that need trust are those of a trusted file only (`load`
+    leaves the others out), so none from an untrusted file reaches the hook.
     """
     if cfg is None:
         cfg = load(layout.project, environ={})
@@ -198,8 +284,12 @@ def _stamp(path: str) -> list[int] | None:
 
 
 def _stamps(layout: Layout) -> list[list[int] | None]:
-    """(mtime, size) of every configuration file, so the hook sees any of them change."""
-    return [_stamp(path) for path, _shown in sources(layout.project)]
+    """(mtime, size) of every configuration file, so the hook sees any of them change.
+
+    Trusting or revoking a file changes no stamp: `cocoplus trust` recompiles
+    the copy itself (and the hook never uses a value that needs trust).
+    """
+    return [_stamp(path) for path, _shown, _needs_trust in sources(layout.project)]
 
 
 def for_hook(layout: Layout, environ: dict[str, str]) -> tuple[dict[str, dict[str, Any]], str | None]:
@@ -268,6 +358,12 @@ def example_toml() -> str:
         "# environment variable that overrides this file (COCOPLUS_<SECTION>_<KEY>,",
         "# or the name the supervision seed fixed). `cocoplus config show` prints the",
         "# effective values and where each came from.",
+        "#",
+        "# The same keys may be set for all your projects in ~/.config/cocoplus/config.toml",
+        "# ($XDG_CONFIG_HOME/cocoplus/config.toml); this file wins over it. Keys marked",
+        '# "needs trust" run a program or send data somewhere: from this file they take',
+        "# effect only after `cocoplus trust` (README \"Trust\"); from your own file or the",
+        "# environment they always do.",
     ]
     for section in settings.SECTIONS:
         lines.append("")
@@ -276,6 +372,8 @@ def example_toml() -> str:
             if k.section != section:
                 continue
             lines.append(f"# {k.help}")
+            if k.needs_trust:
+                lines.append(f"# needs trust ({k.trust_reason()})")
             lines.append(f"# {k.expected()}; environment {k.env}")
             lines.append(f"{k.name} = {settings.toml_value(k.default)}")
     for table in settings.TABLES:
@@ -285,6 +383,8 @@ def example_toml() -> str:
             need = " (required)" if f.required else ""
             if f.required_when:
                 need = f' (required when {f.required_when[0]} = "{f.required_when[1]}")'
+            if f.needs_trust:
+                need += f" (needs trust: {f.trust_reason()})"
             lines.append(f"#   {f.name}{need}: {f.help}")
             lines.append(f"#     {f.expected()}")
         lines += _EXAMPLES[table.section]

@@ -7,9 +7,10 @@ import os
 import pytest
 
 from cocoplus import config
-from cocoplus.core import fsio, settings
+from cocoplus.core import fsio, settings, vocab
 from cocoplus.core.errors import ConfigInvalid
 from cocoplus.core.paths import Layout
+from tests.support.trusting import trust_project
 
 # The seed's [session] defaults, and cocoplus' own for the other sections.
 EXPECTED_DEFAULTS = {
@@ -37,16 +38,22 @@ EXPECTED_DEFAULTS = {
     "supervision.max_wait_s": 10.0,
     "supervision.reconcile_s": 30.0,
     "supervision.auto_supervise": True,
+    "supervision.hold_turn_end_s": 120,
     # seed 000's environment variables, as keys (SPEC section 7)
     "supervision.restore_ttl_s": 900.0,
     "supervision.stall_watchdog_interval_s": 90.0,
     "supervision.stall_threshold_s": 900.0,
     "supervision.stall_cooldown_s": 1800.0,
     "supervision.stall_watchdog_startup_delay_s": 45.0,
-    "supervision.hold_turn_end_s": 120,
+    "notify.urls": [],
+    "notify.events": list(vocab.NOTIFY_EVENTS),
+    "notify.repeat_after_s": 300.0,
+    "notify.max_per_minute": 10,
     "fleet.url": "", "fleet.name": "default", "fleet.machine": "", "fleet.project": "", "fleet.user": "",
     "fleet.password_env": "", "fleet.token_env": "", "fleet.creds_file": "", "fleet.nkey_file": "", "fleet.tls_ca": "",
     "fleet.tls_cert": "", "fleet.tls_key": "", "fleet.replicas": 0, "fleet.heartbeat_s": 5.0, "fleet.ack_wait_s": 10.0,
+    "workers.max_parallel": 4,
+    "workers.log_max_bytes": 8 * 1024 * 1024,
 }
 
 
@@ -241,6 +248,7 @@ def test_pricing_and_accounts_load_with_their_values_checked(tmp_path):
         '[pricing."m1"]\ninput = 1\noutput = 2\n'
         '[accounts.local]\nkind = "command"\ncommand = ["x", "{model}"]\ntimeout_s = 30\ndefault_reasoning_effort = "high"\n',
     )
+    trust_project(tmp_path)  # an account's command takes effect from a trusted file only
     cfg = config.load(str(tmp_path), environ={})
     assert cfg.pricing == {"m1": {"input": 1.0, "output": 2.0}}
     assert cfg.accounts == {"local": {"kind": "command", "command": ["x", "{model}"], "timeout_s": 30.0, "default_reasoning_effort": "high"}}
@@ -288,7 +296,8 @@ def test_table_fields_are_checked_by_the_same_path_as_every_key(tmp_path, table,
         ('[accounts]\nlocal = "claude"\n', 'cocoplus.toml: [accounts.local]: expected a table (accounts that can run the master agent; [chat] controller picks one), got "claude"'),
         ('accounts = 3\n', 'cocoplus.toml: [accounts]: expected tables [accounts.NAME], got 3'),
         ('[session]\nmax_iterations = "lots"\n', 'cocoplus.toml: [session] max_iterations: expected an integer >= 1 and <= 1000000, got "lots"'),
-        ("max_iterations = 5\n", 'cocoplus.toml: "max_iterations" is outside any section; it belongs under [session] (sections: [session], [hooks], [ctx], [chat], [supervision], [fleet], [pricing], [accounts])'),
+        ('[notify]\nevents = ["stalled", "lunch"]\n', 'cocoplus.toml: [notify] events: expected a list of "ask_human", "awaiting_authorization", "stalled", "budget_reserve", "budget_exhausted", "iteration_cap", "loop_guard", "supervision_finished", "round_failed", got ["stalled", "lunch"]'),
+        ("max_iterations = 5\n", 'cocoplus.toml: "max_iterations" is outside any section; it belongs under [session] (sections: [session], [hooks], [ctx], [chat], [supervision], [notify], [fleet], [workers], [pricing], [accounts])'),
     ],
 )
 def test_table_and_key_errors_read_the_same(tmp_path, text, message):
@@ -409,6 +418,7 @@ def test_toml_value_writes_toml():
 def test_example_toml_is_valid_and_lists_every_key(tmp_path):
     text = config.example_toml()
     write_toml(tmp_path, text)
+    trust_project(tmp_path)  # [ctx] command is in it
     cfg = config.load(str(tmp_path), environ={})
     for k in settings.KEYS:
         # what it accepts (bounds included) and its variable, just above the key
@@ -427,6 +437,7 @@ def test_the_commented_table_examples_are_valid(tmp_path):
 
     body = "\n".join(line[2:] for line in text.splitlines() if re.fullmatch(r"# (\[[^\]]+\]|[a-z_0-9]+ = .*)", line))
     write_toml(tmp_path, body)
+    trust_project(tmp_path)  # the accounts name programs and endpoints
     cfg = config.load(str(tmp_path), environ={})
     assert set(cfg.accounts) == {"local", "api", "cc"} and set(cfg.pricing) == {"my-local-model"}
 

@@ -15,6 +15,7 @@ from cocoplus.chat import backends, store, worker
 from cocoplus.core import vocab
 from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.paths import Layout, check_id
+from cocoplus.supervision import rounds
 
 MAX_MESSAGE = 64 * 1024
 
@@ -132,7 +133,8 @@ def info(layout: Layout, conversation: str = store.DEFAULT_CONVERSATION, environ
 
 
 def conversation_view(layout: Layout, conversation: str = store.DEFAULT_CONVERSATION) -> dict[str, Any]:
-    """Messages in order, plus the pending and failed tasks (what `chat log` shows)."""
+    """Messages in order, plus the pending and failed tasks (what `chat log` shows), and for the main brain's
+    conversation what it (or an operator) did: the action records of supervision/rounds.jsonl (`actions`)."""
     check_id(conversation, "conversation id")
     worker.recover(layout)
     log = store.messages(layout, conversation)
@@ -151,8 +153,19 @@ def conversation_view(layout: Layout, conversation: str = store.DEFAULT_CONVERSA
         "pending": [{"id": t["id"], "state": t["state"], "kind": t["kind"]} for t in pending],
         "failed": None if failed_last is None else {"id": failed_last["id"], "error": failed_last.get("error"), "retry": f"cocoplus chat retry {failed_last['id']}"},
         "masterReplyState": state,
+        "actions": _actions(layout) if conversation == rounds.CONVERSATION else [],
         "problems": log.problems + problems,
     }
+
+
+ACTIONS_SHOWN = 200
+
+
+def _actions(layout: Layout) -> list[dict[str, Any]]:
+    try:
+        return [rounds.action_view(a) for a in rounds.actions(layout)[-ACTIONS_SHOWN:]]
+    except CocoplusError:
+        return []
 
 
 def set_overrides(

@@ -18,18 +18,42 @@ Backends (account `kind`), none through a shell:
   `reasoning.effort`).
 * `command`: `command = ["prog", "--model", "{model}", ...]`; `{model}` and
   `{effort}` are filled in, the prompt goes to stdin, the reply is stdout.
+
+The main brain acts (supervision/brain.py): given a `brain` context (the
+project, and the supervision round if the task is one), a `claude` or
+`codex` controller runs with cocoplus' brain MCP server mounted and only
+its tools allowed: no shell, no file tools, no hooks of its own (so the
+brain is never mistaken for a worker session), no other MCP server.  A
+`command` controller gets `cocoplus` on its PATH.  Every backend process
+gets `COCOPLUS_DIR` (the project's `.cocoplus/`) and, in a round,
+`COCOPLUS_ROUND` (its number), which the MCP server and the CLI record
+with each action.  docs/backends.md lists the flags and why.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
+import sys
+import sysconfig
 import tempfile
 from typing import Any
 
 from cocoplus.core import proc
 from cocoplus.core.errors import CocoplusError
+from cocoplus.runtimes import registry as runtimes
+from cocoplus.supervision import brain as brain_mod
+
+# Agent CLIs that can be a controller account (`cocoplus chat setup claude|codex`).
+AGENT_CLIS = ("claude", "codex")
+# Set in a brain's environment so that what it runs knows the round (None outside a round).
+ENV_ROUND = "COCOPLUS_ROUND"
+ENV_DIR = "COCOPLUS_DIR"
+# Names a parent agent session leaves in the environment: the brain is not that session.
+_NOT_INHERITED = ("COCOPLUS_SESSION", "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT")
 
 
 class BackendError(CocoplusError):
@@ -42,12 +66,58 @@ def controller(cfg: Any) -> tuple[str | None, dict[str, Any] | None]:
     if name:
         acct = cfg.accounts.get(name)
         if acct is None:
-            raise CocoplusError(f"cocoplus.toml: [chat] controller = {name!r} but there is no [accounts.{name}] table")
+            withheld = cfg.withheld.get(f"accounts.{name}")  # an untrusted project file's entry (README "Trust")
+            raise CocoplusError(withheld or f"cocoplus.toml: [chat] controller = {name!r} but there is no [accounts.{name}] table")
         return name, acct
     if len(cfg.accounts) == 1:
         only = next(iter(cfg.accounts))
         return only, cfg.accounts[only]
     return None, None
+
+
+def _program(argv0: str, cwd: str | None) -> str | None:
+    """Where `argv0` would be run from (PATH, or a path relative to `cwd`), or None."""
+    if os.sep in argv0:
+        path = argv0 if os.path.isabs(argv0) else os.path.join(cwd or os.getcwd(), argv0)
+        return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+    return shutil.which(argv0)
+
+
+def agents_on_path() -> list[str]:
+    """The agent CLIs a controller account can run that are on PATH."""
+    return [name for name in AGENT_CLIS if shutil.which(name)]
+
+
+def problem(cfg: Any, project: str | None = None) -> str | None:
+    """Why no controller account can answer (a supervision round, a message), in a few words; None if one can.
+
+    What can be known without running it: an account is named, its
+    program is there, an API account has its key and a model.
+    """
+    try:
+        name, acct = controller(cfg)
+    except CocoplusError as exc:
+        return str(exc)
+    if acct is None:
+        if cfg.accounts:
+            return f"cocoplus.toml has {len(cfg.accounts)} accounts and no [chat] controller naming one"
+        return "cocoplus.toml has no controller account"
+    kind = acct.get("kind")
+    if kind in AGENT_CLIS:
+        binary = acct.get("binary") or kind
+        if _program(binary, project) is None:
+            return f"the controller account {name} runs {binary}, which is not on PATH"
+    elif kind == "command":
+        argv0 = (acct.get("command") or [""])[0]
+        if _program(argv0, project) is None:
+            return f"the controller account {name} runs {argv0}, which is not on PATH"
+    elif kind == "openai":
+        env_name = acct.get("api_key_env") or "OPENAI_API_KEY"
+        if not os.environ.get(env_name):
+            return f"the controller account {name} reads its API key from {env_name}, which is not set"
+        if not (acct.get("default_model") or cfg.get("chat.default_model")):
+            return f"the controller account {name} names no model (default_model)"
+    return None
 
 
 def resolve(cfg: Any, conversation: dict[str, Any]) -> dict[str, Any]:
@@ -73,6 +143,107 @@ def resolve(cfg: Any, conversation: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def context(state_dir: str, project: str, round_no: int | None) -> dict[str, Any]:
+    """What a backend needs to let the brain act: the project, and the supervision round if the task is one."""
+    return {"state_dir": state_dir, "project": project, "round": round_no}
+
+
+def scripts_dir() -> str | None:
+    """The directory holding this installation's `cocoplus` script (put on a command brain's PATH)."""
+    here = sysconfig.get_path("scripts")
+    if here and os.path.isfile(os.path.join(here, "cocoplus")):
+        return here
+    found = shutil.which("cocoplus")
+    return os.path.dirname(found) if found else None
+
+
+def environment(brain: dict[str, Any] | None) -> dict[str, str] | None:
+    """The backend process's environment: COCOPLUS_DIR, COCOPLUS_ROUND in a round, `cocoplus` on PATH."""
+    if brain is None:
+        return None
+    env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED and k not in runtimes.session_env()}
+    env[ENV_DIR] = brain["state_dir"]
+    env.pop(ENV_ROUND, None)
+    if brain.get("round") is not None:
+        env[ENV_ROUND] = str(brain["round"])
+    scripts = scripts_dir()
+    if scripts:
+        env["PATH"] = scripts + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def _server_env(brain: dict[str, Any]) -> dict[str, str]:
+    out = {ENV_DIR: brain["state_dir"]}
+    if brain.get("round") is not None:
+        out[ENV_ROUND] = str(brain["round"])
+    return out
+
+
+def brain_server(project: str) -> tuple[str, list[str]]:
+    """(command, args) that start cocoplus' MCP server with the brain's tools, for this project, on this machine."""
+    return sys.executable, ["-m", "cocoplus", "--dir", os.path.abspath(project), "mcp", "--role", "brain"]
+
+
+def claude_brain_args(brain: dict[str, Any]) -> list[str]:
+    """Claude Code 2.1 flags: cocoplus' brain MCP server and its tools only (docs/backends.md)."""
+    command, args = brain_server(brain["project"])
+    server = {"type": "stdio", "command": command, "args": args, "env": _server_env(brain)}
+    in_round = brain.get("round") is not None
+    out = [
+        "--mcp-config", json.dumps({"mcpServers": {brain_mod.SERVER: server}}),
+        "--strict-mcp-config",  # no other MCP server (the project's .mcp.json, the user's)
+        "--tools", "",  # no built-in tool: no shell, no file tools
+        "--allowedTools", ",".join(brain_mod.qualified(t) for t in brain_mod.tools(in_round)),
+        "--setting-sources", "user",  # not the project's settings: its hooks would register the brain as a worker
+        "--settings", json.dumps({"disableAllHooks": True}),
+    ]
+    if in_round:
+        out += ["--disallowedTools", ",".join(brain_mod.qualified(t) for t in brain_mod.ROUND_EXCLUDED)]
+    return out
+
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _codex_servers(path: str) -> list[str]:
+    """The MCP server names a Codex config.toml defines (none if it cannot be read)."""
+    import tomllib  # deferred: only a codex brain reads Codex's configuration
+
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        return []
+    servers = doc.get("mcp_servers")
+    return [n for n in servers if isinstance(n, str)] if isinstance(servers, dict) else []
+
+
+def codex_brain_args(brain: dict[str, Any]) -> list[str]:
+    """Codex 0.169 `-c` overrides and feature switches: the brain MCP server, no shell, no hooks (docs/backends.md)."""
+    command, args = brain_server(brain["project"])
+    in_round = brain.get("round") is not None
+    key = f"mcp_servers.{brain_mod.SERVER}"
+    env = "{" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in _server_env(brain).items()) + "}"
+    out = ["-s", "read-only"]
+    for feature in ("shell_tool", "unified_exec", "multi_agent", "hooks"):
+        out += ["--disable", feature]
+    out += [
+        "-c", 'web_search="disabled"',
+        "-c", f"{key}.command={json.dumps(command)}",
+        "-c", f"{key}.args={json.dumps(args)}",
+        "-c", f"{key}.env={env}",
+        "-c", f"{key}.required=true",  # exec waits for the server before the first turn
+        "-c", f'{key}.default_tools_approval_mode="approve"',  # exec never prompts: an unapproved call would fail
+        "-c", f"{key}.enabled_tools={json.dumps(brain_mod.tools(in_round))}",
+    ]
+    home = os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
+    others = _codex_servers(os.path.join(home, "config.toml")) + _codex_servers(os.path.join(brain["project"], ".codex", "config.toml"))
+    for name in dict.fromkeys(others):
+        if name != brain_mod.SERVER and _BARE_KEY.match(name):
+            out += ["-c", f"mcp_servers.{name}.enabled=false"]
+    return out
+
+
 def _run(argv: list[str], prompt: str, timeout: float, cwd: str | None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     try:
         return proc.run(argv, input=prompt, timeout=timeout, cwd=cwd, env=env)
@@ -87,12 +258,16 @@ def _fail(what: str, r: subprocess.CompletedProcess[str]) -> BackendError:
     return BackendError(f"{what} exited {r.returncode}" + (f": {tail[-1][:300]}" if tail else ""))
 
 
-def run(acct: dict[str, Any], model: str | None, effort: str, prompt: str, *, timeout: float, cwd: str | None) -> str:
+def run(
+    acct: dict[str, Any], model: str | None, effort: str, prompt: str, *, timeout: float, cwd: str | None, brain: dict[str, Any] | None = None
+) -> str:
+    """The controller's reply to `prompt`; with `brain` (see `context`), the brain may act while it answers."""
     kind = acct.get("kind")
     timeout = float(acct.get("timeout_s") or timeout)
+    env = environment(brain)
     if kind == "command":
         argv = [part.replace("{model}", model or "").replace("{effort}", effort) for part in acct["command"]]
-        r = _run(argv, prompt, timeout, cwd)
+        r = _run(argv, prompt, timeout, cwd, env)
         if r.returncode != 0:
             raise _fail(os.path.basename(argv[0]), r)
         return r.stdout.strip()
@@ -101,7 +276,9 @@ def run(acct: dict[str, Any], model: str | None, effort: str, prompt: str, *, ti
         if model:
             argv += ["--model", model]
         argv += ["--effort", effort]
-        r = _run(argv, prompt, timeout, cwd)
+        if brain is not None:
+            argv += claude_brain_args(brain)
+        r = _run(argv, prompt, timeout, cwd, env)
         if r.returncode != 0 and not r.stdout.strip():
             raise _fail("claude", r)
         try:
@@ -117,8 +294,10 @@ def run(acct: dict[str, Any], model: str | None, effort: str, prompt: str, *, ti
             argv = [acct.get("binary") or "codex", "exec", "--skip-git-repo-check", "--output-last-message", last]
             if model:
                 argv += ["--model", model]
-            argv += ["-c", f'model_reasoning_effort="{effort}"', "-"]
-            r = _run(argv, prompt, timeout, cwd)
+            argv += ["-c", f'model_reasoning_effort="{effort}"']
+            if brain is not None:
+                argv += codex_brain_args(brain)
+            r = _run(argv + ["-"], prompt, timeout, cwd, env)
             if r.returncode != 0:
                 raise _fail("codex exec", r)
             try:

@@ -24,6 +24,7 @@ from cocoplus.core import clock, fsio, proc
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import is_locked, try_lock
 from cocoplus.core.paths import Layout
+from cocoplus.supervision import brain
 
 HISTORY = 20
 
@@ -78,8 +79,9 @@ def _next_task(layout: Layout) -> dict[str, Any] | None:
     return oldest
 
 
-def build_prompt(layout: Layout, task: dict[str, Any]) -> str:
-    """The prompt for a chat task: who the master agent is, recent conversation, the new message."""
+def build_prompt(layout: Layout, task: dict[str, Any], kind: str | None = None) -> str:
+    """The prompt for a chat task: who the master agent is, what it can do (for a controller of `kind`),
+    recent conversation, the new message.  A supervision round's prompt was built when the round started."""
     if task.get("prompt"):
         return str(task["prompt"])
     msgs = store.messages(layout, task["conversation"]).records
@@ -88,6 +90,7 @@ def build_prompt(layout: Layout, task: dict[str, Any]) -> str:
     lines = [
         f"You are the main brain (master agent) of the cocoplus project at {layout.project}.",
         "Answer the user's latest message. Ask the user before irreversible actions (delete, publish, merge, external notifications).",
+        *brain.how_to_act(kind, in_round=False),
         "",
     ]
     recent = upto[-HISTORY:]
@@ -129,8 +132,16 @@ def run_task(layout: Layout, task: dict[str, Any], cfg: Any) -> dict[str, Any]:
     reply = None
     if error is None and acct is not None:
         try:
+            # The brain may act while it answers; a supervision round's actions carry its number.
+            round_no = task.get("round") if task.get("kind") == "supervision" else None
             reply = backends.run(
-                acct, res["model"], res["effort"], build_prompt(layout, task), timeout=float(cfg.get("chat.reply_timeout_s")), cwd=layout.project
+                acct,
+                res["model"],
+                res["effort"],
+                build_prompt(layout, task, acct.get("kind")),
+                timeout=float(cfg.get("chat.reply_timeout_s")),
+                cwd=layout.project,
+                brain=backends.context(layout.root, layout.project, round_no),
             )
             if not reply:
                 error = "the backend answered with nothing"

@@ -19,7 +19,7 @@ import typer
 from typer._click import exceptions as cx
 from typer.main import get_command
 
-from cocoplus import __version__
+from cocoplus import __version__, trust
 from cocoplus.cli import commands, output
 from cocoplus.cli.commands import (
     budget_cmd,
@@ -30,10 +30,14 @@ from cocoplus.cli.commands import (
     hooks_cmd,
     init_cmd,
     mcp_cmd,
+    notify_cmd,
     server_cmd,
     session_cmd,
     shell_cmd,
     supervision_cmd,
+    top_cmd,
+    trust_cmd,
+    workers_cmd,
 )
 from cocoplus.core.crashlog import log_exception
 from cocoplus.core.errors import CocoplusError
@@ -43,7 +47,7 @@ app = typer.Typer(
     name="cocoplus",
     help="Continuity and operator control for long-running AI coding agents.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -69,7 +73,7 @@ def _root(
 
 
 def _register() -> None:
-    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, dispatch_cmd, server_cmd, mcp_cmd, fleet_cmd):
+    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, dispatch_cmd, server_cmd, mcp_cmd, notify_cmd, top_cmd, trust_cmd, fleet_cmd, workers_cmd):
         mod.register(app)
 
 
@@ -93,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         return hook_main(args[1:])
     command = get_command(app)
     commands.dir_flag = None  # set again by the root callback when this command line gives --dir
+    trust.speak_to(output.note)  # values an untrusted cocoplus.toml sets are ignored: said once, on stderr
     try:
         rv = command.main(args=args, prog_name="cocoplus", standalone_mode=False)
     except cx.NoArgsIsHelpError as exc:
@@ -120,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         detail = f"; details in {where}" if where else ""
         output.error_line(f"internal error: {type(exc).__name__}: {exc}{detail}")
         return 1
+    finally:
+        trust.speak_to(None)
     return rv if isinstance(rv, int) else 0
 
 

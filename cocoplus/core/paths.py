@@ -139,6 +139,26 @@ class Layout:
     def resume_log(self, cs_id: str, stamp: str) -> str:
         return self._p("resumes", check_id(f"{cs_id}-{stamp}", "resume log") + ".log")
 
+    # -- managed workers (`cocoplus launch`) --------------------------------
+    @property
+    def workers_dir(self) -> str:
+        return self._p("workers")
+
+    def worker_dir(self, worker_id: str) -> str:
+        return self._p("workers", check_id(worker_id, "worker id"))
+
+    def worker_record(self, worker_id: str) -> str:
+        """One launched worker: its runtime, task, process, state and linked session."""
+        return os.path.join(self.worker_dir(worker_id), "worker.json")
+
+    def worker_log(self, worker_id: str) -> str:
+        """The worker's output (its runtime's stdout and stderr), rotated to `output.log.1` past the size limit."""
+        return os.path.join(self.worker_dir(worker_id), "output.log")
+
+    def worker_runner_log(self, worker_id: str) -> str:
+        """What the runner process that waits for a slot and watches the worker says about itself."""
+        return os.path.join(self.worker_dir(worker_id), "runner.log")
+
     @property
     def hook_config(self) -> str:
         """Flat JSON copy of the config, compiled for the hook (no TOML there)."""
@@ -147,6 +167,11 @@ class Layout:
     @property
     def readme(self) -> str:
         return self._p("README.md")
+
+    @property
+    def gitignore(self) -> str:
+        """Keeps state, locks, logs and tokens out of git; the handoff may be committed."""
+        return self._p(".gitignore")
 
     # -- session continuity ----------------------------------------------
     @property
@@ -275,6 +300,11 @@ class Layout:
     def workflows(self) -> str:
         return self._p("supervision", "workflows.json")
 
+    @property
+    def stall_cooldowns(self) -> str:
+        """When the stall watchdog last fired per session and attention (so a restart keeps the cooldown)."""
+        return self._p("supervision", "stall-cooldowns.json")
+
     # -- master-agent conversation ---------------------------------------
     @property
     def chat_dir(self) -> str:
@@ -299,6 +329,20 @@ class Layout:
     def chat_worker_pid(self) -> str:
         return self._p("chat", "worker.json")
 
+    # -- notifications -----------------------------------------------------
+    @property
+    def notify_dir(self) -> str:
+        return self._p("notify")
+
+    @property
+    def notify_state(self) -> str:
+        """The notifier's cursors into the logs it reads, messages not yet delivered, and each target's retry state."""
+        return self._p("notify", "state.json")
+
+    @property
+    def notify_log(self) -> str:
+        """What the notifier sent, and which targets failed."""
+        return self._p("logs", "notify.log")
     # -- fleet relay ---------------------------------------------------------
     @property
     def fleet_dir(self) -> str:
@@ -385,6 +429,7 @@ class Layout:
             self.cli_log,
             self.supervisor_log,
             self.chat_worker_log,
+            self.notify_log,
             self.fleet_commands,
             self.fleet_sent,
             self.relay_log,

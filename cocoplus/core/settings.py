@@ -17,8 +17,12 @@ compiles (`hook-config.json`) plus the environment overrides, using the same
 coercion, so both always agree on what a value means.
 
 A Key also says whether its value names a program to run (`names_program`)
-or a place data is sent to (`sends_data`), for rules that treat such keys
-differently from the rest.
+or a place data is sent to (`sends_data`).  Such a key needs trust
+(`Key.needs_trust`): its value comes into effect only from the user's own
+configuration file, the environment, or a project file the user has
+trusted (`cocoplus trust`; README "Trust").  Declaring the flag is all a
+new key has to do: loading (`cocoplus.config`), `config show`, `cocoplus
+trust` and `config example` follow it.
 """
 
 from __future__ import annotations
@@ -76,7 +80,7 @@ class Key:
     ) -> None:
         """`env`: True for `COCOPLUS_<SECTION>_<KEY>`, a string for another name, False for none.
 
-        `minimum` of an `argv` key is the least number of items.
+        `minimum` of an `argv` key is the least number of items; its `choices`, what each item may be.
         `required` / `required_when=(field, value)` apply to table fields.
         """
         if kind not in KINDS:
@@ -103,11 +107,23 @@ class Key:
     def dotted(self) -> str:
         return f"{self.section}.{self.name}"
 
+    @property
+    def needs_trust(self) -> bool:
+        """From a project file, this value applies only once the user trusts the file."""
+        return self.names_program or self.sends_data
+
+    def trust_reason(self) -> str:
+        """What the value would do, in words: `runs a program`, `sends data`, or both."""
+        what = [w for w, on in (("runs a program", self.names_program), ("sends data", self.sends_data)) if on]
+        return " and ".join(what)
+
     def expected(self) -> str:
         if self.kind == "bool":
             return "true or false"
         if self.kind == "enum":
             return "one of " + ", ".join(f'"{c}"' for c in self.choices or ())
+        if self.kind == "argv" and self.choices is not None:
+            return "a list of " + ", ".join(f'"{c}"' for c in self.choices)
         if self.kind == "argv":
             return "a non-empty list of strings" if self.minimum else "a list of strings"
         if self.kind == "str":
@@ -152,6 +168,7 @@ class Key:
                 isinstance(value, list)
                 and all(isinstance(x, str) for x in value)
                 and len(value) >= (self.minimum or 0)
+                and (self.choices is None or all(x in self.choices for x in value))
             )
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return False
@@ -269,6 +286,11 @@ KEYS: tuple[Key, ...] = (
     Key("supervision", "stall_threshold_s", "float", 900.0, "a supervised worker left this long in an attention state wakes the main brain (a stall)", minimum=0.0, maximum=WEEK, env="JARVIS_SUPERVISION_STALL_THRESHOLD_S"),
     Key("supervision", "stall_cooldown_s", "float", 1800.0, "after a stall wake-up, the same worker in the same attention state does not wake it again for this long", minimum=0.0, maximum=WEEK, env="JARVIS_SUPERVISION_STALL_COOLDOWN_S"),
     Key("supervision", "stall_watchdog_startup_delay_s", "float", 45.0, "the stall watchdog's first look comes this long after the watcher starts", minimum=0.0, maximum=DAY, env="JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S"),
+    # [notify]: notifications to the human, sent by the watcher's notifier (never by a hook).
+    Key("notify", "urls", "argv", [], "where notifications go: apprise URLs (ntfy://, mailto://, slack://, json://, ...); they say where data is sent", sends_data=True),
+    Key("notify", "events", "argv", list(vocab.NOTIFY_EVENTS), "which events are sent", choices=vocab.NOTIFY_EVENTS),
+    Key("notify", "repeat_after_s", "float", 300.0, "one event for one session is sent once; the same again within this window is left out", minimum=0.0, maximum=DAY),
+    Key("notify", "max_per_minute", "int", 10, "at most this many notifications a minute to one target; more wait their turn", minimum=1, maximum=600),
     # [fleet]: many projects on many machines joined over NATS JetStream (cocoplus/fleet/). The keys that say
     # where data goes, or with which credentials, come into effect only from the user's own configuration
     # or a trusted project file (sends_data).
@@ -287,6 +309,9 @@ KEYS: tuple[Key, ...] = (
     Key("fleet", "replicas", "int", 0, "JetStream replicas of the streams a relay creates; 0: as many servers as the cluster has, at most 3", minimum=0, maximum=5),
     Key("fleet", "heartbeat_s", "float", 5.0, "how often a relay tells the fleet it is alive; one not heard for three beats is shown offline", minimum=0.5, maximum=3600.0),
     Key("fleet", "ack_wait_s", "float", 10.0, "how long fleet commands wait for online machines to acknowledge", minimum=0.0, maximum=3600.0),
+    # [workers]: processes started by `cocoplus launch`
+    Key("workers", "max_parallel", "int", 4, "how many launched workers run at once; a launch beyond it waits in the queue and starts when one finishes", minimum=1, maximum=256),
+    Key("workers", "log_max_bytes", "int", 8 * 1024 * 1024, "a worker's output log is rotated to output.log.1 past this size (so at most twice this is kept)", minimum=64 * 1024, maximum=1024 * 1024 * 1024),
 )
 
 BY_DOTTED: dict[str, Key] = {k.dotted: k for k in KEYS}
@@ -320,7 +345,8 @@ TABLES: tuple[Table, ...] = (
             Key("accounts", "command", "argv", None, 'argv of the program; "{model}" and "{effort}" are filled in', minimum=1, env=False, required_when=("kind", "command"), names_program=True),
             Key("accounts", "binary", "str", None, "path of the CLI to run (claude, codex)", env=False, names_program=True),
             Key("accounts", "base_url", "str", None, "the OpenAI-compatible endpoint (openai)", env=False, sends_data=True),
-            Key("accounts", "api_key_env", "str", None, "name of the environment variable holding the API key (openai)", env=False),
+            # Which of the user's secrets is sent to the endpoint: a repo must not pick it.
+            Key("accounts", "api_key_env", "str", None, "name of the environment variable holding the API key (openai)", env=False, sends_data=True),
             Key("accounts", "default_model", "str", None, "model used when the conversation sets none", env=False),
             Key("accounts", "default_reasoning_effort", "enum", None, "reasoning effort used when the conversation sets none", choices=vocab.EFFORTS, env=False),
             Key("accounts", "timeout_s", "float", None, "a reply that takes longer fails (default: [chat] reply_timeout_s)", minimum=1.0, maximum=DAY, env=False),
@@ -421,6 +447,52 @@ def _unknown_section(section: str, body: Any, where: str) -> str:
         home = f"; it belongs under [{homes[0]}]" if homes else ""
         return f"{where}: {_quote(section)} is outside any section{home} (sections: {known})"
     return f"{where}: unknown section [{_quote(section) if not _bare(section) else section}] (known: {known})"
+
+
+# -- keys that need trust ----------------------------------------------------------
+
+
+def needing_trust(
+    values: dict[str, dict[str, Any]], tables: dict[str, dict[str, dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The values of one checked document (`check_document`) that need trust, in file order.
+
+    Each is `{"key", "label", "value", "what"}`: `key` is `section.name` for
+    a fixed key or `section.ENTRY.field` for a table field, `label` how the
+    file spells it (`[ctx] command`, `[accounts.x] command`), `what` what the
+    value does (`runs a program`, `sends data`).
+    """
+    found: list[dict[str, Any]] = []
+    for section, body in values.items():
+        for name, value in body.items():
+            key = BY_DOTTED[f"{section}.{name}"]
+            if key.needs_trust:
+                found.append({"key": key.dotted, "label": f"[{section}] {name}", "value": value, "what": key.trust_reason()})
+    for section, entries in tables.items():
+        table = TABLES_BY_SECTION[section]
+        for entry_name, entry in entries.items():
+            for field_name, value in entry.items():
+                field = table.field(field_name)
+                if field is not None and field.needs_trust:
+                    found.append(
+                        {
+                            "key": f"{section}.{entry_name}.{field_name}",
+                            "label": f"{table.label(entry_name)} {field_name}",
+                            "value": value,
+                            "what": field.trust_reason(),
+                        }
+                    )
+    return found
+
+
+def incomplete(table: Table, entry: dict[str, Any]) -> str | None:
+    """The first required field an entry lacks (its name), None when it has them all."""
+    for key in table.fields:
+        if key.name in entry:
+            continue
+        if key.required or (key.required_when is not None and entry.get(key.required_when[0]) == key.required_when[1]):
+            return key.name
+    return None
 
 
 # -- relations between keys ---------------------------------------------------------

@@ -49,8 +49,30 @@ TASK_KINDS = ("chat", "supervision")
 # What a record of the spend log is spent on (`budget add-cost --category`).
 SPEND_CATEGORIES = ("execution", "coordination", "landing")
 
+# A worker started by `cocoplus launch`: waiting for a slot, its process running, ended (normally, or
+# killed by `workers kill`), or died without a turn end (crash, OOM, a signal).
+WORKER_STATES = ("queued", "running", "exited", "failed")
+LIVE_WORKER_STATES = WORKER_STATES[:2]
+# The runtimes `cocoplus launch` starts.
+LAUNCH_RUNTIMES = ("claude", "codex", "gemini")
+
 # Which tools `cocoplus mcp --role` serves.
 MCP_ROLES = ("brain", "worker", "all")
+
+# What a notification can be about (`[notify] events`): a worker asks the human, waits for
+# authorization, stalls; the cost budget reaches reserve or is exhausted; the iteration cap or
+# the loop guard stops an agent; supervision finishes; a supervision round fails.
+NOTIFY_EVENTS = (
+    "ask_human",
+    "awaiting_authorization",
+    "stalled",
+    "budget_reserve",
+    "budget_exhausted",
+    "iteration_cap",
+    "loop_guard",
+    "supervision_finished",
+    "round_failed",
+)
 
 
 def as_dict() -> dict[str, list[str]]:
@@ -74,4 +96,7 @@ def as_dict() -> dict[str, list[str]]:
         "task_kinds": list(TASK_KINDS),
         "spend_categories": list(SPEND_CATEGORIES),
         "mcp_roles": list(MCP_ROLES),
+        "notify_events": list(NOTIFY_EVENTS),
+        "worker_states": list(WORKER_STATES),
+        "launch_runtimes": list(LAUNCH_RUNTIMES),
     }

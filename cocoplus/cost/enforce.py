@@ -45,15 +45,19 @@ WRAP_UP = "only wrap-up work remains: final quality review, state updates (PROGR
 
 
 class Decision:
-    """What a turn-end boundary decided: whether it stopped the agent, why, what to tell the user, what to log."""
+    """What a turn-end boundary decided: whether it stopped the agent, why, what to tell the user, what to log,
+    and the run state the stop means (`state`: exited, failed or paused; the session's record is set to it)."""
 
-    __slots__ = ("log", "notice", "reason", "stopped")
+    __slots__ = ("log", "notice", "reason", "state", "stopped")
 
-    def __init__(self, stopped: bool = False, reason: str | None = None, notice: str | None = None, log: list[str] | None = None) -> None:
+    def __init__(
+        self, stopped: bool = False, reason: str | None = None, notice: str | None = None, log: list[str] | None = None, state: str | None = None
+    ) -> None:
         self.stopped = stopped
         self.reason = reason
         self.notice = notice
         self.log = log or []
+        self.state = state
 
 
 def target_state(spent: float, limit: float, fraction: float, enforcement: str = "stage-boundary") -> str:
@@ -148,7 +152,10 @@ def boundary(
             control.create_stop(layout, "cocoplus", reason, source="cost-budget", replace=False)
             status.set_state(layout, "paused", reason)
         events.log_step(layout, "budget_state_damaged", path=layout.rel(exc.path), cause=exc.cause, kept_at=exc.kept_at)
-        return {"spent": spent, "state": "exhausted", "damaged": str(exc), "stopped": enforce, "stopped_now": enforce, "reason": reason, "totals": totals}
+        return {
+            "spent": spent, "state": "exhausted", "damaged": str(exc), "stopped": enforce, "stopped_now": enforce, "reason": reason,
+            "totals": totals, "run_state": "paused" if enforce else None,
+        }
     if change:
         events.log_step(
             layout,
@@ -174,8 +181,9 @@ def boundary(
     if enforce and doc["state"] == "exhausted":
         reason = f"cost budget exhausted: spent {_money(spent)} of the {_money(limit)} limit"
         created, _ = control.create_stop(layout, "cocoplus", reason, source="cost-budget", replace=False)
+        final = "failed" if outcome == "error" else "exited"
+        result["run_state"] = final
         if created:
-            final = "failed" if outcome == "error" else "exited"
             status.set_state(layout, final, reason + (" (the stage ended with an execution error)" if outcome == "error" else ""))
             if not change:
                 events.log_step(layout, "budget_stop", spent=spent, limit=limit, boundary=source, stage=stage)
@@ -197,7 +205,10 @@ def _unpriced_stop(layout: Layout, measured: dict[str, Any], source: str, stage:
     if created:
         status.set_state(layout, "paused", reason)
         events.log_step(layout, "budget_unpriced_stop", deferred=measured["deferred"], boundary=source, stage=stage)
-    return {"spent": None, "state": None, "transition": None, "stopped": True, "stopped_now": created, "reason": reason, "measured": measured}
+    return {
+        "spent": None, "state": None, "transition": None, "stopped": True, "stopped_now": created, "reason": reason, "measured": measured,
+        "run_state": "paused",
+    }
 
 
 def cost_line(doc: dict[str, Any]) -> str:
@@ -254,8 +265,8 @@ def turn_boundary(layout: Layout, values: dict[str, Any], session: dict[str, Any
         log.append(f"{deferred} usage record(s) left for the next cocoplus command: no price table at {layout.rel(layout.price_table)}")
     if result.get("stopped_now"):
         notice = f"cocoplus: {result['reason']}; AGENT_STOP created, tools are blocked until `cocoplus session resume`."
-        return Decision(True, result["reason"], notice, log)
-    return Decision(bool(result.get("stopped")), result.get("reason"), None, log)
+        return Decision(True, result["reason"], notice, log, result.get("run_state"))
+    return Decision(bool(result.get("stopped")), result.get("reason"), None, log, result.get("run_state"))
 
 
 # -- stages ------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import time
 from cocoplus.core import clock, fsio, jsonfast
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Budget, set_process_budget
-from cocoplus.core.paths import Layout, walk_up
+from cocoplus.core.paths import Layout, is_valid_id, walk_up
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import control, events, iteration, registry, status, stops
@@ -82,7 +82,7 @@ class Hook:
     def log(self, message: str) -> None:
         log_line(self.layout, f"{self.runtime} {self.event} session={self.session_id}: {message}")
 
-    def touch_session(self, change: Any = None, info: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    def touch_session(self, change: Any = None, info: dict[str, Any] | None = None, alias: str | None = None) -> dict[str, Any] | None:
         """Record this event on the session (registering it if new)."""
         sid = self.session_id
         if sid is None:
@@ -92,7 +92,7 @@ class Hook:
             info = {"transcript_path": tp, **(info or {})}
         try:
             rec, _before = registry.ensure(
-                self.layout, self.runtime, sid, event=self.event_name, change=change, info=info
+                self.layout, self.runtime, sid, event=self.event_name, change=change, info=info, alias=alias
             )
         except CocoplusError as exc:
             self.log(f"session record not updated: {exc}")
@@ -132,6 +132,7 @@ class Hook:
             return False
         for problem in result["problems"]:
             self.log(problem)
+        self.touch_session(lambda r: r.update(state=state, exit_reason=reason))  # the stopped session's record says so
         return bool(result["created"])
 
 
@@ -389,6 +390,8 @@ def on_session_start(h: Hook) -> Answer:
         "source": p.get("source") if isinstance(p.get("source"), str) else None,
         # Which process runs the session and how it was started: `cocoplus dispatch` resumes an exited one alike.
         "process": procinfo.runtime_process(),
+        # A worker `cocoplus launch` started names itself in its runtime's environment (the worker <-> session link).
+        "worker": _env_id(h, "COCOPLUS_WORKER"),
     }
 
     def change(rec: dict[str, Any]) -> None:
@@ -397,7 +400,7 @@ def on_session_start(h: Hook) -> Answer:
         rec.pop("exit_reason", None)
         rec.pop("continuations", None)
 
-    rec = h.touch_session(change, info)
+    rec = h.touch_session(change, info, alias=_env_id(h, "COCOPLUS_WORKER_ALIAS"))
     max_age = float(s["running_stale_hours"]) * 3600
     try:
         healed = registry.heal_stale(h.layout, max_age, skip=rec["id"] if rec else None)
@@ -418,6 +421,11 @@ def on_session_start(h: Hook) -> Answer:
 
     text = handoff.context(h.layout, rec)
     return h.adapter.add_context(h.event_name, text), 0
+
+
+def _env_id(h: Hook, name: str) -> str | None:
+    value = h.environ.get(name)
+    return value if is_valid_id(value) else None
 
 
 def _export_session(h: Hook, cs_id: str) -> None:
@@ -495,6 +503,8 @@ def on_stop(h: Hook) -> Answer:
         return None, 0
     for line in decision.log:
         h.log(line)
+    if decision.stopped and decision.state:  # a budget stop: the session's record is not left `running`
+        h.touch_session(lambda r: r.update(state=decision.state, exit_reason=decision.reason))
     notice = h.adapter.notice(h.event_name, decision.notice) if decision.notice else None
     if decision.stopped or not can_continue or h.record is None:
         return notice, 0

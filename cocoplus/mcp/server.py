@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -39,6 +39,7 @@ from cocoplus.ops import session as session_ops
 from cocoplus.ops import sessions as sessions_ops
 from cocoplus.ops import supervision as supervision_ops
 from cocoplus.ops import worker as worker_ops
+from cocoplus.ops import workers as workers_ops
 
 # Annotations below are evaluated at module level (postponed evaluation), so this lives here.
 TURNS = settings.BY_DOTTED["supervision.max_turns"]
@@ -46,7 +47,7 @@ TURNS = settings.BY_DOTTED["supervision.max_turns"]
 ROLES = vocab.MCP_ROLES
 BRAIN_TOOLS = (
     "enable_supervision", "finish_supervision", "supervision_status", "set_supervision_scope", "list_sessions",
-    "dispatch", "steer_session", "stop_session", "resume_session", "answer_worker",
+    "dispatch", "steer_session", "stop_session", "resume_session", "answer_worker", "launch_worker",
 )  # fmt: skip
 WORKER_TOOLS = ("report_progress", "notify_blocked", "ask_human", "request_context")
 
@@ -54,7 +55,8 @@ INSTRUCTIONS = (
     "cocoplus keeps this project's agent-session state in .cocoplus/. "
     "If you are the main brain (the supervising agent), use enable_supervision, supervision_status, "
     "set_supervision_scope, list_sessions and finish_supervision, and act on one worker with dispatch (its next "
-    "piece of work), answer_worker (answer its question), steer_session, stop_session and resume_session. "
+    "piece of work), answer_worker (answer its question), steer_session, stop_session and resume_session; "
+    "launch_worker starts a new headless worker. "
     "If you are a worker session, tell the supervisor how the work goes with report_progress, "
     "notify_blocked, ask_human and request_context; your session is found from the environment, "
     "or pass `session` (an alias such as cc1 from list_sessions, or a cs_ id)."
@@ -247,6 +249,21 @@ def _brain_tools(server: MCPServer) -> None:
     )
     def resume_session(session: Annotated[str, TARGET]) -> CallToolResult:
         return run_tool("resume_session", lambda lay: session_ops.resume(lay, session=session))
+
+    @server.tool(
+        description=(
+            "Start a new headless worker (claude -p, codex exec or gemini -p) in the project on `task`. It is "
+            "registered like any session (list_sessions shows it once its runtime starts) and supervised; when its "
+            "turn ends it is pending and dispatch gives it the next piece of work. At most [workers] max_parallel "
+            "run at once: beyond that it is queued (`state`) and starts when one finishes."
+        )
+    )
+    def launch_worker(
+        runtime: Annotated[Literal[vocab.LAUNCH_RUNTIMES], Field(description="Which runtime runs the worker.")],  # type: ignore[valid-type]
+        task: Annotated[str, Field(description="The worker's first prompt, self-contained.")],
+        alias: Annotated[str | None, Field(description="The session's alias (default: the runtime's next, such as cc3).")] = None,
+    ) -> CallToolResult:
+        return run_tool("launch_worker", lambda lay: workers_ops.launch(lay, runtime, task, alias=alias))
 
 
 def _worker_tools(server: MCPServer) -> None:

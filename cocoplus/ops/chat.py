@@ -66,6 +66,40 @@ def set_overrides(
     return {**doc, **info(layout, conversation)}
 
 
+def setup(
+    layout: Layout,
+    kind: str,
+    name: str | None = None,
+    binary: str | None = None,
+    model: str | None = None,
+    effort: str | None = None,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    command: list[str] | None = None,
+) -> dict[str, Any]:
+    """Write a controller account (`[accounts.NAME]`, default name: the kind) into cocoplus.toml and make it
+    `[chat] controller`, keeping the rest of the file; says what it wrote and what it replaced."""
+    from cocoplus.chat import setup as setup_mod  # deferred: only this command edits cocoplus.toml
+    from cocoplus.ops import trust  # deferred: only this command carries the user's trust over
+
+    before = trust.show(layout.project)["state"]
+    out = setup_mod.setup(
+        layout, kind, name, binary=binary, model=model, effort=effort, base_url=base_url, api_key_env=api_key_env, command=command
+    )
+    out["path"] = layout.rel(out["path"])
+    # The user wrote this account by running the command. Their trust covers the file only if nothing in it
+    # needed trust before, or they had trusted it as it was: otherwise the repo's own values would be trusted too.
+    now = trust.show(layout.project)["state"]
+    if now in (trust.NOT_TRUSTED, trust.CHANGED) and before in (trust.NO_FILE, trust.NOTHING, trust.TRUSTED):
+        trust.trust(layout.project, layout=layout)
+        out["trust"] = "trusted (you wrote it; nothing else in the file needed trust, or you had trusted it)"
+    elif now in (trust.NOT_TRUSTED, trust.CHANGED):
+        out["trust"] = f"{out['file']} holds values from before that need trust: review it and run `cocoplus trust`"
+    else:
+        out["trust"] = "nothing to trust" if now == trust.NOTHING else now
+    return out
+
+
 def model_options(layout: Layout, conversation: str = DEFAULT_CONVERSATION) -> list[str]:
     """Models worth offering in a picker: the accounts' defaults, `[chat] default_model`, models used, the override."""
     cfg = config_mod.load_for(layout)

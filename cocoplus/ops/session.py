@@ -53,18 +53,32 @@ def check(layout: Layout) -> dict[str, Any]:
 
 
 def stop(layout: Layout, reason: str = "stopped by operator", operator: str | None = None, session: str | None = None) -> dict[str, Any]:
-    """Create AGENT_STOP: every agent tool call is denied until `resume`. With `session`: that session's tools only."""
+    """Create AGENT_STOP: every agent tool call is denied until `resume`. With `session`: that session's tools only.
+
+    `problems` also says where installed hooks do not guard this project as
+    written (a missing interpreter, another project's `--dir`).
+    """
+    from cocoplus.runtimes import install  # deferred: only a stop reads the hook files
+
     if (target := fleet_ops.session_target(session)) is not None:
         return fleet_ops.on_session(layout, "stop", target, {"reason": reason}, operator)
     if session is not None:
         from cocoplus.supervision import dispatch  # deferred: the CLI imports this module at start
 
-        return dispatch.stop_session(layout, session, reason, operator or operator_name())
-    return control.stop(layout, operator or operator_name(), reason)
+        result = dispatch.stop_session(layout, session, reason, operator or operator_name())
+    else:
+        result = control.stop(layout, operator or operator_name(), reason)
+    result["problems"] = list(result.get("problems") or []) + install.stop_warnings(layout)
+    return result
 
 
-def resume(layout: Layout, operator: str | None = None, reset_budget: bool = False, session: str | None = None) -> dict[str, Any]:
+def resume(
+    layout: Layout, operator: str | None = None, reset_budget: bool = False, session: str | None = None, expect: str | None = None
+) -> dict[str, Any]:
     """Remove AGENT_STOP (with nothing stopped, nothing changes and `resumed` is false).
+
+    `expect`: the token of the stop the operator was shown and confirmed; a
+    different (newer) AGENT_STOP found under the lock is kept (`kept`).
 
     `iteration_budget_exhausted` says whether the next tool call would stop
     the agent again, against the cap the hooks apply now (cocoplus.toml's).
@@ -80,7 +94,7 @@ def resume(layout: Layout, operator: str | None = None, reset_budget: bool = Fal
         from cocoplus.supervision import dispatch  # deferred: the CLI imports this module at start
 
         return dispatch.resume_session(layout, session, operator or operator_name())
-    result = control.resume(layout, operator or operator_name(), reset_budget=reset_budget)
+    result = control.resume(layout, operator or operator_name(), reset_budget=reset_budget, expect=expect)
     result["iteration_budget"] = _iteration_now(layout)
     ib = result["iteration_budget"]
     result["iteration_budget_exhausted"] = bool(ib and ib["consumed"] >= ib["cap"])
@@ -129,3 +143,8 @@ def queue_list(layout: Layout, all_items: bool = False) -> dict[str, Any]:
 def queue_done(layout: Layout, queue_id: str, drop: bool = False, by: str | None = None) -> dict[str, Any]:
     """Mark a queued request done (or dropped)."""
     return queue.finish(layout, queue_id, "dropped" if drop else "done", by=by or operator_name())
+
+
+def queue_promote(layout: Layout, queue_id: str, by: str | None = None) -> dict[str, Any]:
+    """Make a queued request the current item (In Progress); the one current before goes back to Next."""
+    return queue.promote(layout, queue_id, by=by or operator_name())

@@ -2,13 +2,20 @@
 `/api/v1/session-os/main-brain/...`, `/api/v1/coding-sessions/...supervision...`, and the brain MCP tools.
 
 Every result that describes supervision carries `supervisor` (is the
-watcher running, its pid), whichever door asked.
+watcher running, its pid) and the rounds (`last_round`, `round_in_progress`,
+`recent_actions`: what the brain did), whichever door asked.  Supervision is not
+turned on (by any door) while no controller account can run its rounds:
+the refusal names what to add and which agent CLIs are on PATH.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from cocoplus import config as config_mod
+from cocoplus.chat import backends
+from cocoplus.core import vocab
+from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.ops import fleet
 from cocoplus.supervision import autonomy, rounds, scope, watcher, workflow
@@ -23,8 +30,33 @@ def _supervisor(layout: Layout) -> dict[str, Any]:
 
 
 def status(layout: Layout) -> dict[str, Any]:
-    """supervision_status: `{"autonomous": null | {enabled, turns_used, max_turns, task_hint, scope, ...}, "supervisor"}`."""
-    return {**autonomy.status(layout), "supervisor": _supervisor(layout)}
+    """supervision_status: `{"autonomous": null | {enabled, turns_used, max_turns, task_hint, scope, ...}, "supervisor",
+    "last_round", "round_in_progress", "recent_actions"}`: what the brain did last, and how to undo it."""
+    return {**autonomy.status(layout), "supervisor": _supervisor(layout), **rounds.last_round(layout)}
+
+
+def controller_problem(layout: Layout) -> str | None:
+    """Why supervision rounds could not run now (no usable controller account), or None."""
+    try:
+        cfg = config_mod.load_for(layout)
+    except CocoplusError as exc:
+        return str(exc)
+    return backends.problem(cfg, layout.project)
+
+
+def require_controller(layout: Layout, doing: str = "supervise") -> None:
+    """Refuse to turn supervision on when its rounds would fail at once."""
+    why = controller_problem(layout)
+    if why is None:
+        return
+    on_path = backends.agents_on_path()
+    found = f"agent CLIs on PATH: {', '.join(on_path)}" if on_path else "no agent CLI (claude, codex) is on PATH"
+    first = on_path[0] if on_path else "command"
+    others = ", ".join(k for k in vocab.ACCOUNT_KINDS if k != first)
+    raise CocoplusError(
+        f"cannot {doing}: no controller account can run the rounds ({why}); {found}",
+        hint=f"`cocoplus chat setup {first}` adds one (or {others}); `cocoplus chat info` shows the controller",
+    )
 
 
 def enable(
@@ -35,18 +67,20 @@ def enable(
     scope_session_ids: list[str] | None = None,
     start_supervisor: bool = False,
 ) -> dict[str, Any]:
-    """enable_supervision: on, turns_used reset; optionally the scope in the same step and the watcher started."""
+    """enable_supervision: on, turns_used reset; optionally the scope in the same step and the watcher started.
+    `change` says what happened to the goal (replaced, kept, ...) and the turns."""
+    require_controller(layout, "enable supervision")
     out = autonomy.enable(
         layout, task_hint=task_hint, max_turns=max_turns, scope_mode=scope_mode, scope_session_ids=list(scope_session_ids or [])
     )
     started = watcher.start_detached(layout) if start_supervisor else None
-    return {**out, "supervisor": {**_supervisor(layout), "started": started is not None}}
+    return {**out, "supervisor": {**_supervisor(layout), "started": started is not None}, **rounds.last_round(layout)}
 
 
 def finish(layout: Layout, summary: str | None = None, reason: str = FINISHED_BY_BRAIN) -> dict[str, Any]:
     """finish_supervision: off, with the summary and why recorded."""
     out = autonomy.finish(layout, summary, reason=reason)
-    return {**out, "supervisor": _supervisor(layout)}
+    return {**out, "supervisor": _supervisor(layout), **rounds.last_round(layout)}
 
 
 def set_scope(layout: Layout, mode: str, session_ids: list[str] | None = None, allow_invert: bool = True) -> dict[str, Any]:
@@ -66,13 +100,14 @@ def rounds_view(layout: Layout, limit: int = 20) -> dict[str, Any]:
 
 def supervise(layout: Layout, goal: str | None, max_turns: int | None = None) -> dict[str, Any]:
     """/supervise GOAL: enable with GOAL, make sure the watcher runs (and the fleet relay, with a fleet), run one round now."""
+    require_controller(layout)
     out = watcher.supervise(layout, goal, max_turns)
     started = out["supervisor"]
     out["supervisor"] = {**_supervisor(layout), "started": bool(started.get("started"))}
     relay = fleet.ensure_relay(layout)  # with a fleet configured, the fleet sees this project too
     if relay is not None:
         out["relay"] = relay
-    return out
+    return {**out, **rounds.last_round(layout)}
 
 
 def supervisor_status(layout: Layout) -> dict[str, Any]:
@@ -80,14 +115,25 @@ def supervisor_status(layout: Layout) -> dict[str, Any]:
     return watcher.status(layout)
 
 
-def supervisor_stop(layout: Layout) -> dict[str, Any]:
-    """Stop the watcher (supervision's own state is left as it is)."""
-    return watcher.stop(layout)
+def supervisor_stop(layout: Layout, finish_too: bool = False) -> dict[str, Any]:
+    """Stop the watcher; supervision's own state is left as it is unless `finish_too`.
+    `still_enabled` says supervision is on with no watcher (no round runs until one does)."""
+    out = watcher.stop(layout)
+    if finish_too:
+        out["finished"] = autonomy.is_enabled(layout)
+        autonomy.finish(layout, None, reason=FINISHED_BY_OPERATOR)
+    out["still_enabled"] = autonomy.is_enabled(layout)
+    return out
 
 
 def workflow_start(layout: Layout, run_id: str, auto_supervise: bool | None = None, task_hint: str | None = None) -> dict[str, Any]:
-    """A workflow run starts: enables supervision (auto_supervise) unless a user already did."""
-    return workflow.start(layout, run_id, auto_supervise, task_hint)
+    """A workflow run starts: enables supervision (auto_supervise) unless a user already did, and makes sure the
+    watcher runs.  With no usable controller account the run still starts, without supervision, and says why."""
+    refused = controller_problem(layout)
+    out = workflow.start(layout, run_id, auto_supervise, task_hint, refused=refused)
+    started = watcher.start_detached(layout) if out["supervision"] in ("enabled", "reused") else None
+    out["supervisor"] = {**_supervisor(layout), "started": started is not None}
+    return out
 
 
 def workflow_end(layout: Layout, run_id: str, summary: str | None = None) -> dict[str, Any]:

@@ -10,6 +10,13 @@ fight the workflow's.  Where ctx and PROGRESS.md disagree on the active
 task, PROGRESS.md wins and the report says so.  A missing, slow or failing
 ctx is skipped with one debug line in `.cocoplus/logs/cocoplus.log`.
 
+Which program runs: `[ctx] command` as the effective configuration has it
+(`cocoplus.config.load`), never read from cocoplus.toml here, so a command
+named by a project file the user has not trusted never runs (README
+"Trust"); the default (or the user's own value) applies instead.  A bare
+name is looked up on PATH; a relative path (`tools/cortex`) is taken from
+the project directory, wherever the command was typed.
+
 Output shapes parsed (documented in README "ctx supplement"):
 
 JSON (preferred)::
@@ -101,6 +108,13 @@ def parse(output: str) -> dict[str, Any]:
     return out
 
 
+def _command_path(layout: Layout, command: str) -> str:
+    """A relative path is the project's (ctx runs there); a bare name is left for PATH."""
+    if os.sep in command and not os.path.isabs(command):
+        return os.path.join(layout.project, command)
+    return command
+
+
 def read(layout: Layout, values: dict[str, Any] | None = None, *, for_stage: bool = False) -> dict[str, Any]:
     """Run ctx once; {"ok": False, "skipped": reason} when it is absent, slow or failing."""
     if values is None:
@@ -111,7 +125,7 @@ def read(layout: Layout, values: dict[str, Any] | None = None, *, for_stage: boo
     cfg = values["ctx"]
     if not cfg["enabled"]:
         return {"ok": False, "skipped": "disabled in cocoplus.toml"}
-    exe = shutil.which(cfg["command"])
+    exe = shutil.which(_command_path(layout, cfg["command"]))
     if exe is None:
         _debug(layout, f"{cfg['command']!r} not on PATH; skipped", keep=False)  # the usual case: no log noise
         return {"ok": False, "skipped": "not on PATH"}

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, fsio, predicates, progress, settings
+from cocoplus.core import clock, fsio, predicates, progress, settings, userfiles
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.core.vocab import ACTIVE_STATES, ATTENTION_STATES, BUDGET_STATES, RUN_STATES
@@ -57,15 +57,30 @@ def handoff(layout: Layout, stale_hours: float, now: float | None = None) -> dic
 
 
 def sections(layout: Layout) -> dict[str, Any]:
+    """PROGRESS.md's sections, plus the queued requests (`queue`): the current item under In Progress, the rest under Next."""
     text = fsio.read_text(layout.progress)
     if text is None:
-        return {"path": layout.rel(layout.progress), "exists": False, "sections": {}}
+        return {"path": layout.rel(layout.progress), "exists": False, "sections": {}, **queued_sections(layout)}
     doc = progress.parse(text)
     out: dict[str, Any] = {}
     for title in progress.HANDOFF_SECTIONS:
         sec = doc.find(title)
         out[title] = None if sec is None else {"text": sec.text(), "items": sec.items()}
-    return {"path": layout.rel(layout.progress), "exists": True, "sections": out, "missing_sections": doc.missing()}
+    return {"path": layout.rel(layout.progress), "exists": True, "sections": out, "missing_sections": doc.missing(), **queued_sections(layout)}
+
+
+def queued_sections(layout: Layout) -> dict[str, Any]:
+    """`{"queue": {"In Progress": [...], "Next": [...]}}` from task-queue.jsonl (pending items only)."""
+    try:
+        pend, problems = queue.pending(layout)
+    except CocoplusError as exc:
+        return {"queue": {"In Progress": [], "Next": []}, "queue_problems": [str(exc)]}
+    keep = ("id", "request", "by", "ts")
+    shown = {
+        "In Progress": [{k: i.get(k) for k in keep} for i in pend if queue.placement(i) == "current"],
+        "Next": [{k: i.get(k) for k in keep} for i in pend if queue.placement(i) != "current"],
+    }
+    return {"queue": shown, "queue_problems": problems} if problems else {"queue": shown}
 
 
 def predicate_part(layout: Layout) -> dict[str, Any]:
@@ -133,7 +148,12 @@ def limits(layout: Layout, cfg: config_mod.Config | None, values: dict[str, Any]
     """The iteration cap and warn threshold the hooks apply: cocoplus.toml's as it is now, or, while
     it is invalid, the last good values the hooks kept (`values`, from hook-config.json)."""
     if cfg is not None:
-        source = layout.rel(layout.config) if cfg.path else "defaults"
+        origin = cfg.origins.get("session.max_iterations", "default")
+        where = cfg.files.get("session.max_iterations") if origin == "file" else None
+        if where is None:
+            source = origin if origin.startswith("env ") else "defaults"
+        else:
+            source = layout.rel(where) if where == layout.config else userfiles.shown(where)
     else:
         source = f"last good values ({layout.rel(layout.hook_config)})"
     s = values["session"]

@@ -1,14 +1,27 @@
 """Wiring cocoplus into agent runtimes: `install`, `uninstall`, `doctor`, for any adapter.
 
-Each adapter says where its project hooks live and in which shape
-(HOOKS_FILE, GROUPED, hook_entry), which events to wire (EVENTS), and
-whether it has an MCP config and a slash-command directory.  The command
-written is `<this interpreter> -S <cocoplus/hook/__main__.py> <Event>
---runtime R`: the absolute interpreter and no site scan keep every tool
-call's start-up short (SPEC section 10).  Entries are recognised as
-cocoplus' own by that command, upgraded in place, and everyone else's
-hooks are left alone.  `uninstall` also removes the directories `install`
-created that are left empty.
+Team-safe, in the spirit of pre-commit (the configuration is committed; the
+hook is installed per clone): nothing machine-specific goes into a file a
+team commits.
+
+* Where the runtime has a per-user project file (LOCAL_HOOKS_FILE: Claude
+  Code's `.claude/settings.local.json`), the hooks go there, in the direct
+  form `<this interpreter> -S <cocoplus/hook/__main__.py> <Event> --runtime R`
+  (the fastest start, SPEC section 10), and git is told to ignore the file.
+* Elsewhere (`.codex/hooks.json`, `.gemini/settings.json`,
+  `.cursor/hooks.json`) they are the launcher: the same few lines of shell
+  on every machine, which run this user's cocoplus through a per-user
+  pointer file that `install` writes (runtimes/launcher.py).
+* The MCP server entry and the `/supervise` command carry no path either.
+
+What goes where is built by wiring.py, which also builds the agent
+plugins and extensions.  Entries are recognised as cocoplus' own by their
+command (any form any release wrote), upgraded in place (and moved out of
+a committed file), and everyone else's hooks are left alone.  `uninstall`
+also removes the files and directories `install` created that are left
+empty.  `doctor` reports what is wired and what is wrong with it: commands
+naming an interpreter or project that is not there, a missing pointer,
+hooks written by an older release (an upgrade is available).
 """
 
 from __future__ import annotations
@@ -17,19 +30,19 @@ import json
 import os
 import shlex
 import shutil
-import sys
+import subprocess
 from types import ModuleType
 from typing import Any
 
-import cocoplus.hook
 from cocoplus import config
 from cocoplus.core import clock, fsio, settings
 from cocoplus.core.errors import CocoplusError, ConfigInvalid, UsageError
-from cocoplus.core.paths import Layout
-from cocoplus.runtimes import files, mcp_config, registry
+from cocoplus.core.paths import STATE_DIR_NAME, Layout
+from cocoplus.runtimes import files, launcher, mcp_config, registry, wiring
 from cocoplus.session import registry as sessions
 
 SLASH_COMMAND = "supervise.md"
+hook_script = launcher.hook_script
 
 
 def adapter_for(runtime: str) -> ModuleType:
@@ -38,41 +51,36 @@ def adapter_for(runtime: str) -> ModuleType:
     return registry.get(runtime)
 
 
-def hook_script() -> str:
-    return os.path.join(os.path.dirname(os.path.abspath(cocoplus.hook.__file__)), "__main__.py")
+def form_for(adapter: ModuleType) -> str:
+    """The command form `install` writes: direct into a per-user file, the launcher into a committed one."""
+    return "direct" if adapter.LOCAL_HOOKS_FILE else "launcher"
 
 
-def hook_command(runtime: str, event: str, project: str | None = None) -> str:
-    """The exact shell command a runtime runs for one event."""
-    parts = [shlex.quote(sys.executable), "-S", shlex.quote(hook_script()), event, "--runtime", runtime]
-    if project is not None and registry.get(runtime).NEEDS_DIR:
-        # The runtime names no project directory in the hook's environment.
-        parts += ["--dir", shlex.quote(project)]
-    return " ".join(parts)
+def target_file(adapter: ModuleType) -> tuple[str, ...]:
+    """The project file `install` writes the hooks into (project-relative parts)."""
+    return tuple(adapter.LOCAL_HOOKS_FILE or adapter.HOOKS_FILE)
 
 
-def cocoplus_executable() -> str:
-    argv0 = sys.argv[0] if sys.argv else ""
-    if os.path.isabs(argv0) and os.path.basename(argv0) == "cocoplus" and os.access(argv0, os.X_OK):
-        return argv0
-    found = shutil.which("cocoplus")
-    if found:
-        return found
-    candidate = os.path.join(os.path.dirname(sys.executable), "cocoplus")
-    return candidate if os.path.exists(candidate) else "cocoplus"
+def hook_command(runtime: str, event: str) -> str:
+    """The exact shell command `install` writes for one event of one runtime."""
+    adapter = adapter_for(runtime)
+    kind = registry.kind(adapter, event)
+    return wiring.command(adapter, event, kind, form_for(adapter))
 
 
 def is_ours(command: Any) -> bool:
+    """Whether a hook command is cocoplus' own, in any form any release wrote."""
     if not isinstance(command, str):
         return False
-    if registry.HOOK_MARK in command:
+    if registry.HOOK_MARK in command or launcher.is_launcher(command):
         return True
     words = command.replace("'", " ").replace('"', " ").split()
     return any(os.path.basename(w) == "cocoplus" for w in words) and "hook" in words
 
 
 def settings_path(adapter: ModuleType, project: str) -> str:
-    return os.path.join(project, *adapter.HOOKS_FILE)
+    """The file `install` writes the hooks into."""
+    return os.path.join(project, *target_file(adapter))
 
 
 def _strip_ours(entries: list[Any]) -> tuple[list[Any], int]:
@@ -111,33 +119,70 @@ def _remove_empty_dirs(project: str, path: str) -> list[str]:
     return removed
 
 
-def install(runtime: str, project: str, timeout_s: int = 10) -> dict[str, Any]:
-    adapter = adapter_for(runtime)
-    path = settings_path(adapter, project)
-    settings = files.load_json(path)
-    before = json.dumps(settings, sort_keys=True)
+def _hooks_of(path: str, settings: dict[str, Any]) -> dict[str, Any]:
     hooks = settings.get("hooks")
     if hooks is None:
-        hooks = {}
+        return {}
     if not isinstance(hooks, dict):
         raise CocoplusError(f"{path}: \"hooks\" is not an object; fix it by hand, cocoplus will not overwrite it")
+    return hooks
+
+
+def _remove_ours(adapter: ModuleType, project: str, path: str) -> list[str]:
+    """Take cocoplus' entries out of one hook file (deleting it if nothing else is left); the events touched."""
+    settings = files.load_json(path)
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return []
+    events: list[str] = []
+    for event in list(hooks):
+        entries = hooks[event]
+        if not isinstance(entries, list):
+            continue
+        kept, removed = _strip_ours(entries)
+        if removed:
+            events.append(event)
+            if kept:
+                hooks[event] = kept
+            else:
+                del hooks[event]
+    if not events:
+        return []
+    if not hooks:
+        del settings["hooks"]
+    left = {k: v for k, v in settings.items() if adapter.SETTINGS_DEFAULTS.get(k, object()) != v}
+    if left:
+        files.write_json(path, settings)
+    else:
+        os.unlink(path)  # it held nothing but what install put there
+        _remove_empty_dirs(project, path)
+    return events
+
+
+def install(runtime: str, project: str, timeout_s: int = 10, environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """Wire one runtime into the project; say which files to commit and which not."""
+    adapter = adapter_for(runtime)
+    target = target_file(adapter)
+    path = os.path.join(project, *target)
+    settings = files.load_json(path)
+    before = json.dumps(settings, sort_keys=True)
+    hooks = _hooks_of(path, settings)
     changes: list[str] = []
-    turn_end_s = timeout_s + _hold_seconds(project)
-    for event, matcher in registry.installed_events(adapter):
+    commit: list[str] = []
+    # Entries an earlier release wrote into another file the runtime reads (a committed one) move here.
+    for rel in adapter.HOOK_FILES_READ:
+        other = os.path.join(project, *rel)
+        if tuple(rel) != target and os.path.exists(other):
+            moved = _remove_ours(adapter, project, other)
+            if moved:
+                changes.append(f"{os.path.join(*rel)}: cocoplus' entries moved to {os.path.join(*target)} ({', '.join(moved)})")
+                commit.append(os.path.join(*rel))
+    for event, wanted in wiring.hooks(adapter, form_for(adapter), timeout_s, _hold_seconds(project)).items():
         entries = hooks.get(event) or []
         if not isinstance(entries, list):
             raise CocoplusError(f"{path}: hooks.{event} is not a list; fix it by hand")
         kept, removed = _strip_ours(entries)
-        # The turn-end hook may hold the turn for the main brain ([supervision] hold_turn_end_s): its timeout is above that.
-        seconds = turn_end_s if registry.kind(adapter, event) == "stop" else timeout_s
-        handler = adapter.hook_entry(hook_command(runtime, event, project), event, seconds)
-        if adapter.GROUPED:
-            group: dict[str, Any] = {"hooks": [handler]}
-            if matcher is not None:
-                group = {"matcher": matcher, **group}
-            kept.append(group)
-        else:
-            kept.append(handler)
+        kept.extend(wanted)
         hooks[event] = kept
         if json.dumps(kept, sort_keys=True) != json.dumps(entries, sort_keys=True):
             changes.append(f"{event}: {'updated' if removed else 'added'}")
@@ -147,22 +192,44 @@ def install(runtime: str, project: str, timeout_s: int = 10) -> dict[str, Any]:
     if json.dumps(settings, sort_keys=True) != before:
         files.write_json(path, settings)
     written = [path]
+    local: list[str] = []
+    notes: list[str] = []
+    if adapter.LOCAL_HOOKS_FILE:
+        local.append(os.path.join(*target))
+        notes += _keep_out_of_git(project, path)
+    else:
+        commit.append(os.path.join(*target))
     if adapter.SLASH_COMMAND_DIR is not None:
         cmd_path, cmd_changed = _install_slash_command(project, adapter.SLASH_COMMAND_DIR)
         written.append(cmd_path)
+        commit.append(os.path.relpath(cmd_path, project))
         if cmd_changed:
             changes.append("/supervise slash command: written")
     mcp = mcp_config.install(adapter, project)
-    if mcp and mcp.get("changed"):
-        changes.append(f"MCP server: registered in {os.path.relpath(mcp['path'], project)}")
-        written.append(mcp["path"])
+    if mcp:
+        rel = os.path.relpath(mcp["path"], project)
+        if rel not in commit:
+            commit.append(rel)
+        if mcp.get("changed"):
+            changes.append(f"MCP server: registered in {rel}")
+            written.append(mcp["path"])
+    pointer = launcher.write_pointer(environ)
+    if pointer["changed"]:
+        changes.append(f"this user's hooks now run this cocoplus ({pointer['path']})")
+    gitignore = os.path.join(project, STATE_DIR_NAME, ".gitignore")
+    if os.path.exists(gitignore):
+        commit.append(os.path.relpath(gitignore, project))
     return {
         "runtime": runtime,
         "settings": path,
+        "settings_rel": os.path.join(*target),
         "files": written,
         "changes": changes,
         "changed": bool(changes),
-        "todo": adapter.todo(project) + adapter.settings_notes(settings) + _precompile(),
+        "commit": commit,
+        "do_not_commit": local,
+        "pointer": pointer["path"],
+        "todo": notes + adapter.todo(project) + adapter.settings_notes(settings) + _precompile() + _plugin_notes(adapter),
     }
 
 
@@ -172,6 +239,63 @@ def _hold_seconds(project: str) -> int:
         return int(config.load(project).get("supervision.hold_turn_end_s"))
     except ConfigInvalid:
         return int(settings.BY_DOTTED["supervision.hold_turn_end_s"].default)
+
+
+def install_user(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """`cocoplus install` with no runtime: point this user's hooks (launchers, plugins) at this cocoplus."""
+    pointer = launcher.write_pointer(environ)
+    return {"runtime": None, "pointer": pointer["path"], "changed": pointer["changed"], "todo": _precompile()}
+
+
+def _keep_out_of_git(project: str, path: str) -> list[str]:
+    """Make git ignore a per-user file: nothing to say if it already does; else add it to this clone's
+    `.git/info/exclude` (never committed) and say so.  Not a git work tree: nothing to do."""
+    rel = os.path.relpath(path, project)
+
+    def git(*args: str) -> subprocess.CompletedProcess[str] | None:
+        try:
+            return subprocess.run(["git", "-C", project, *args], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    r = git("check-ignore", "-q", "--no-index", rel)
+    if r is None:
+        return [f"make sure {rel} is never committed (it holds paths on this machine): add it to .gitignore"]
+    if r.returncode == 0:
+        notes = []
+    elif r.returncode == 1:
+        top = git("rev-parse", "--show-toplevel")
+        exclude = git("rev-parse", "--git-path", "info/exclude")
+        if top is None or exclude is None or top.returncode or exclude.returncode:
+            return [f"make sure {rel} is never committed (it holds paths on this machine): add it to .gitignore"]
+        exclude_path = os.path.join(project, exclude.stdout.strip())
+        line = "/" + os.path.relpath(os.path.realpath(path), os.path.realpath(top.stdout.strip()))
+        try:
+            current = files.read_text(exclude_path)
+            files.write_text(exclude_path, current + ("" if not current or current.endswith("\n") else "\n") + line + "\n")
+        except (CocoplusError, OSError) as exc:
+            return [f"could not add {rel} to git's exclude file ({exc}); add it to .gitignore"]
+        notes = [f"{rel} is kept out of git by this clone's {os.path.relpath(exclude_path, project)}"]
+    else:
+        return []  # not a git work tree
+    tracked = git("ls-files", "--error-unmatch", rel)
+    if tracked is not None and tracked.returncode == 0:
+        notes.append(f"{rel} is committed: remove it from git (`git rm --cached {rel}`); it holds paths on this machine")
+    return notes
+
+
+def _plugin_notes(adapter: ModuleType) -> list[str]:
+    """A cocoplus plugin enabled in the user's Claude Code settings runs the same hooks again: say so."""
+    if adapter.NAME != "claude":
+        return []
+    path = os.path.join(os.path.expanduser("~"), ".claude", "settings.json")
+    try:
+        enabled = files.load_json(path).get("enabledPlugins")
+    except CocoplusError:
+        return []
+    if isinstance(enabled, dict) and any(str(k).startswith("cocoplus@") and v for k, v in enabled.items()):
+        return ["the cocoplus plugin is enabled for this user too: every hook would run twice; disable one of them"]
+    return []
 
 
 def _precompile() -> list[str]:
@@ -188,23 +312,9 @@ def _precompile() -> list[str]:
     return [f"could not byte-compile cocoplus' hook modules in {root}: each hook run compiles them again (slower start)"]
 
 
-def _slash_command_text() -> str:
-    exe = cocoplus_executable()
-    return (
-        "---\n"
-        "description: Turn on cocoplus autonomous supervision with a goal and run the first round\n"
-        "argument-hint: [goal]\n"
-        f"allowed-tools: Bash({exe} supervise:*)\n"
-        "---\n"
-        f"!`{shlex.quote(exe)} supervise \"$ARGUMENTS\"`\n\n"
-        "Supervision is on with the goal above (see the output). Summarise for the user what cocoplus reported: "
-        "turns used and left, and the sessions being watched. Ask the user before any irreversible action.\n"
-    )
-
-
 def _install_slash_command(project: str, directory: tuple[str, ...]) -> tuple[str, bool]:
     path = os.path.join(project, *directory, SLASH_COMMAND)
-    text = _slash_command_text()
+    text = wiring.supervise_markdown()
     current = fsio.read_text(path) if os.path.exists(path) else None
     if current == text:
         return path, False
@@ -217,26 +327,12 @@ def _install_slash_command(project: str, directory: tuple[str, ...]) -> tuple[st
 
 def uninstall(runtime: str, project: str) -> dict[str, Any]:
     adapter = adapter_for(runtime)
-    path = settings_path(adapter, project)
-    settings = files.load_json(path)
     changes: list[str] = []
-    hooks = settings.get("hooks")
-    if isinstance(hooks, dict):
-        for event in list(hooks):
-            entries = hooks[event]
-            if not isinstance(entries, list):
-                continue
-            kept, removed = _strip_ours(entries)
-            if removed:
-                changes.append(f"{event}: removed")
-                if kept:
-                    hooks[event] = kept
-                else:
-                    del hooks[event]
-        if not hooks:
-            del settings["hooks"]
-    if changes:
-        files.write_json(path, settings)
+    for rel in adapter.HOOK_FILES_READ:
+        path = os.path.join(project, *rel)
+        if os.path.exists(path):
+            changes += [f"{event}: removed" + ("" if tuple(rel) == target_file(adapter) else f" from {os.path.join(*rel)}")
+                        for event in _remove_ours(adapter, project, path)]
     if adapter.SLASH_COMMAND_DIR is not None:
         cmd_path = os.path.join(project, *adapter.SLASH_COMMAND_DIR, SLASH_COMMAND)
         current = fsio.read_text(cmd_path) if os.path.exists(cmd_path) else None
@@ -248,6 +344,7 @@ def uninstall(runtime: str, project: str) -> dict[str, Any]:
     if mcp and mcp.get("changed"):
         changes.append("MCP server: removed")
         _remove_empty_dirs(project, mcp["path"])
+    path = settings_path(adapter, project)
     if changes and os.path.exists(path):
         left = {k: v for k, v in files.load_json(path).items() if adapter.SETTINGS_DEFAULTS.get(k, object()) != v}
         if not left:
@@ -256,35 +353,166 @@ def uninstall(runtime: str, project: str) -> dict[str, Any]:
     return {"runtime": runtime, "settings": path, "changes": changes, "changed": bool(changes)}
 
 
+# -- what the installed commands point at ------------------------------------------------------
+
+
+def describe(command: str) -> dict[str, Any]:
+    """What one of cocoplus' hook commands runs: its form, and for a direct one the interpreter, script and `--dir`."""
+    if launcher.is_launcher(command):
+        return {"form": "launcher"}
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return {"form": "other"}
+    if len(words) >= 3 and words[1] == "-S" and words[2].endswith(registry.HOOK_MARK):
+        out: dict[str, Any] = {"form": "direct", "python": words[0], "hook": words[2], "dir": None}
+        for i, w in enumerate(words):
+            if w == "--dir" and i + 1 < len(words):
+                out["dir"] = words[i + 1]
+            elif w.startswith("--dir="):
+                out["dir"] = w.split("=", 1)[1]
+        return out
+    return {"form": "other"}
+
+
+def _same_project(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def hook_problems(project: str, environ: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """What is wrong with the cocoplus hooks installed in this project, each with how to fix it.
+
+    `{"runtime", "file", "problem", "text", "reaches": bool}`; `reaches` is
+    false where the kill switch does not reach an agent through these hooks
+    (a command naming an interpreter or a script that is not there).
+    """
+    out: list[dict[str, Any]] = []
+    pointer: dict[str, Any] | None = None
+    on_path = shutil.which("cocoplus") is not None
+    for adapter in registry.ordered():
+        runtime = adapter.NAME
+        fix = f"run `cocoplus install {runtime}` here"
+        for rel in adapter.HOOK_FILES_READ:
+            path = os.path.join(project, *rel)
+            name = os.path.join(*rel)
+            try:
+                settings = files.load_json(path)
+            except CocoplusError:
+                continue
+            commands = [c for c in _commands_in(settings) if is_ours(c) and _runtime_of(c) in (runtime, None)]
+            seen: set[Any] = set()
+            for c in commands:
+                d = describe(c)
+                if d["form"] == "direct":
+                    for key, what in (("python", "interpreter"), ("hook", "hook script")):
+                        if not os.path.exists(d[key]) and (key, d[key]) not in seen:
+                            seen.add((key, d[key]))
+                            out.append({"runtime": runtime, "file": name, "problem": f"missing {what}", "reaches": False, "text": (
+                                f"{adapter.TITLE} hooks in {name} run {d[key]}, which does not exist on this machine: "
+                                f"they fail, and a stop does not reach the agent; {fix}")})
+                    if d["dir"] and not _same_project(d["dir"], project) and ("dir", d["dir"]) not in seen:
+                        seen.add(("dir", d["dir"]))
+                        out.append({"runtime": runtime, "file": name, "problem": "other project", "reaches": True, "text": (
+                            f"{adapter.TITLE} hooks in {name} were written for another project ({d['dir']}, --dir); "
+                            f"they guard the project the agent works in, but {fix} to rewrite them")})
+                    if adapter.LOCAL_HOOKS_FILE and tuple(rel) != tuple(adapter.LOCAL_HOOKS_FILE) and ("shared", name) not in seen:
+                        seen.add(("shared", name))
+                        out.append({"runtime": runtime, "file": name, "problem": "paths in a committed file", "reaches": True, "text": (
+                            f"{name} holds hook commands with paths on this machine, in a file teams commit; "
+                            f"{fix}: it moves them to {os.path.join(*adapter.LOCAL_HOOKS_FILE)}")})
+                    if not adapter.LOCAL_HOOKS_FILE and ("shared", name) not in seen:
+                        seen.add(("shared", name))
+                        out.append({"runtime": runtime, "file": name, "problem": "paths in a committed file", "reaches": True, "text": (
+                            f"{name} holds hook commands with paths on this machine, in a file teams commit; "
+                            f"{fix}: it writes commands that work on every machine")})
+                elif d["form"] == "launcher" and "pointer" not in seen:
+                    seen.add("pointer")
+                    if pointer is None:
+                        pointer = launcher.read_pointer(environ)
+                    if not pointer["exists"] and not on_path:
+                        out.append({"runtime": runtime, "file": name, "problem": "no cocoplus for this user", "reaches": True, "text": (
+                            f"{adapter.TITLE} hooks in {name} find no cocoplus for this user ({pointer['path']} is missing and "
+                            "`cocoplus` is not on PATH): only the kill switch holds; run `cocoplus install` (any runtime)")})
+                    elif pointer["problems"]:
+                        out.append({"runtime": runtime, "file": name, "problem": "pointer broken", "reaches": True, "text": (
+                            f"{adapter.TITLE} hooks in {name} run this user's cocoplus through {pointer['path']}: "
+                            f"{pointer['problems'][0]}; run `cocoplus install` (any runtime) to point it here")})
+    return out
+
+
+def _runtime_of(command: str) -> str | None:
+    words = command.replace(";", " ").split()
+    for i, w in enumerate(words[:-1]):
+        if w == "--runtime":
+            return words[i + 1]
+    return None
+
+
+def _commands_in(settings: dict[str, Any]) -> list[str]:
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return []
+    out: list[str] = []
+    for entries in hooks.values():
+        out += _commands(entries)
+    return out
+
+
+def stop_warnings(layout: Layout) -> list[str]:
+    """What `session stop` says about hooks that do not guard this project as installed (never raises)."""
+    try:
+        return [p["text"] for p in hook_problems(layout.project) if p["problem"] in ("missing interpreter", "missing hook script", "other project")]
+    except (CocoplusError, OSError):
+        return []
+
+
 def doctor(layout: Layout) -> dict[str, Any]:
-    """Which runtimes are wired, whether the entries are current, and whether hooks have fired."""
+    """Which runtimes are wired, whether the entries are current, what is wrong with them, and whether hooks have fired."""
     project = layout.project
     records, problems = sessions.list_sessions(layout)
     problems = list(problems) + _config_problems(layout)
-    out: dict[str, Any] = {"project": project, "runtimes": {}, "problems": problems}
+    found = hook_problems(project)
+    out: dict[str, Any] = {"project": project, "runtimes": {}, "problems": problems, "hook_problems": found}
     for adapter in registry.ordered():
         runtime = adapter.NAME
         path = settings_path(adapter, project)
         info: dict[str, Any] = {"settings": path, "exists": os.path.exists(path)}
-        try:
-            settings = files.load_json(path)
-        except CocoplusError as exc:
-            info.update(wired=False, error=str(exc))
+        hooks: dict[str, list[str]] = {}
+        stray: list[str] = []
+        error = None
+        for rel in adapter.HOOK_FILES_READ:
+            try:
+                settings = files.load_json(os.path.join(project, *rel))
+            except CocoplusError as exc:
+                error = str(exc)
+                continue
+            doc = settings["hooks"] if isinstance(settings.get("hooks"), dict) else {}
+            for event, entries in doc.items():
+                ours = [c for c in _commands(entries) if is_ours(c) and _runtime_of(c) in (runtime, None)]
+                if ours:
+                    hooks.setdefault(event, []).extend(ours)
+                    if tuple(rel) != target_file(adapter):
+                        stray.append(os.path.join(*rel))
+        if error and not hooks:
+            info.update(wired=False, error=error)
             out["runtimes"][runtime] = info
             continue
-        hooks: dict[str, Any] = settings["hooks"] if isinstance(settings.get("hooks"), dict) else {}
         wired: list[str] = []
         stale: list[str] = []
         missing: list[str] = []
-        for event, _m in registry.installed_events(adapter):
-            ours = [c for c in _commands(hooks.get(event)) if is_ours(c)]
+        for event, kind, _m in wiring.events(adapter):
+            ours = hooks.get(event, [])
             if not ours:
                 missing.append(event)
                 continue
             wired.append(event)
-            if hook_command(runtime, event, project) not in ours:
+            if ours != [wiring.command(adapter, event, kind, form_for(adapter))] or stray:
                 stale.append(event)
         info["mcp_registered"] = mcp_config.registered(adapter, project)
+        info["mcp_current"] = mcp_config.current(adapter, project)
         mine = [r for r in records if r.get("runtime") == runtime]
         last = max((r.get("last_event_at") or "" for r in mine), default="") or None
         info.update(
@@ -292,11 +520,16 @@ def doctor(layout: Layout) -> dict[str, Any]:
             events=wired,
             missing=missing,
             outdated=stale,
+            upgrade_available=bool(wired) and bool(stale or info["mcp_current"] is False),
+            in_other_files=sorted(set(stray)),
+            problems=[p["text"] for p in found if p["runtime"] == runtime],
             sessions_seen=len(mine),
             last_hook_event_at=last,
             fired=bool(mine),
         )
         out["runtimes"][runtime] = info
+    out["pointer"] = launcher.read_pointer()
+    out["cocoplus_on_path"] = shutil.which("cocoplus")
     out["hook_log"] = layout.rel(layout.hook_log) if os.path.exists(layout.hook_log) else None
     out["checked_at"] = clock.iso()
     return out

@@ -8,19 +8,21 @@ keys added to it, such as `env` or Codex's `default_tools_approval_mode`)
 and leaves every other server and setting as it was; running it again
 changes nothing; `uninstall` removes only that entry (and a file that
 exists only for MCP servers, MCP_OWN_FILE, once it is left empty).  The
-command is this interpreter with `-m cocoplus --dir <project> mcp`, like
-the hooks' absolute interpreter.
+command (wiring.mcp_server) is the same on every machine: `sh -c` with
+the launcher, which runs `cocoplus mcp` with this user's cocoplus; no
+path, no `--dir` (the server finds the project from its working
+directory, the session's).  Entries an earlier release wrote
+(`<python> -m cocoplus --dir <project> mcp`) are upgraded in place.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from types import ModuleType
 from typing import Any
 
 from cocoplus.core.errors import CocoplusError
-from cocoplus.runtimes import files
+from cocoplus.runtimes import files, wiring
 
 NAME = "cocoplus"
 TOML_TABLE = "mcp_servers"
@@ -30,16 +32,8 @@ def config_path(adapter: ModuleType, project: str) -> str | None:
     return os.path.join(project, *adapter.MCP_FILE) if adapter.MCP_FILE else None
 
 
-def server_command(project: str, role: str = "all") -> tuple[str, list[str]]:
-    """(command, args) that start the server for this project."""
-    args = ["-m", "cocoplus", "--dir", os.path.abspath(project), "mcp"]
-    if role != "all":
-        args += ["--role", role]
-    return sys.executable, args
-
-
 def entry(adapter: ModuleType, project: str) -> dict[str, Any]:
-    return dict(adapter.mcp_entry(*server_command(project)))
+    return wiring.mcp_server(adapter)
 
 
 def _merged(current: Any, ours: dict[str, Any]) -> dict[str, Any]:
@@ -159,6 +153,20 @@ def uninstall(adapter: ModuleType, project: str) -> dict[str, Any] | None:
     if not os.path.exists(path):
         return {"changed": False, "path": path}
     return _FORMATS[adapter.MCP_FORMAT][1](adapter, path)
+
+
+def current(adapter: ModuleType, project: str) -> bool | None:
+    """Whether cocoplus' entry is what `install` writes now (None: no MCP config or no entry)."""
+    path = config_path(adapter, project)
+    if path is None or not os.path.exists(path):
+        return None
+    try:
+        have = _FORMATS[adapter.MCP_FORMAT][2](path).get(NAME)
+    except CocoplusError:
+        return None
+    if not isinstance(have, dict):
+        return None
+    return _merged(have, entry(adapter, project)) == have
 
 
 def registered(adapter: ModuleType, project: str) -> bool | None:

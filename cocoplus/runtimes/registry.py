@@ -22,8 +22,10 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from types import ModuleType
     from typing import Any
 
-# The part of every hook command cocoplus writes that marks it as cocoplus' own.
+# The part of every hook command cocoplus writes that marks it as cocoplus' own: the hook
+# script of the direct form, the pointer file of the launcher (runtimes/launcher.py).
 HOOK_MARK = "/cocoplus/hook/__main__.py"
+HOOK_MARKS = (HOOK_MARK, "/cocoplus/hook.sh")
 
 _DIR = __file__.rpartition("/")[0] + "/adapters"
 _PACKAGE = "cocoplus.runtimes.adapters."
@@ -142,14 +144,14 @@ def resolve(named: str, environ: "Mapping[str, str]") -> "tuple[ModuleType, str 
 
 def wired(adapter: "ModuleType", project: str) -> bool:
     """Whether this runtime's own hook file holds cocoplus' hooks for it (a text search, no parse)."""
-    mark = HOOK_MARK.encode()
-    want = (f"--runtime {adapter.NAME} ".encode(), f'--runtime {adapter.NAME}"'.encode())
+    marks = [m.encode() for m in HOOK_MARKS]
+    want = [f"--runtime {adapter.NAME}{end}".encode() for end in (" ", '"', ";")]
     for rel in adapter.HOOK_FILES_READ:
         try:
             with open("/".join((project, *rel)), "rb") as fh:
                 text = fh.read(4 * 1024 * 1024)
         except OSError:
             continue
-        if mark in text and any(w in text for w in want):
+        if any(m in text for m in marks) and any(w in text for w in want):
             return True
     return False

@@ -51,6 +51,8 @@ from cocoplus.ops import fleet as fleet_ops
 from cocoplus.ops import session as session_ops
 from cocoplus.ops import sessions as sessions_ops
 from cocoplus.ops import supervision as supervision_ops
+from cocoplus.ops import view as view_ops
+from cocoplus.ops import workers as workers_ops
 from cocoplus.server import events as events_mod
 from cocoplus.server.security import Guard
 
@@ -156,6 +158,24 @@ class AnswerBody(_Body):
     @classmethod
     def _text(cls, v: str) -> str:
         return _not_blank(v, "the answer")  # type: ignore[return-value]
+
+
+class LaunchBody(_Body):
+    runtime: Literal[vocab.LAUNCH_RUNTIMES] = Field(..., description="Which runtime runs the worker.")  # type: ignore[valid-type]
+    task: str = Field(..., min_length=1, max_length=64 * 1024, description="The worker's first prompt.")
+    alias: str | None = Field(None, max_length=MAX_ID, description="The session's alias (default: the runtime's next).")
+    model: str | None = Field(None, max_length=200)
+    effort: Literal[vocab.EFFORTS] | None = None  # type: ignore[valid-type]
+    operator: Operator = None
+
+    @field_validator("task")
+    @classmethod
+    def _text(cls, v: str) -> str:
+        return _not_blank(v, "the task")  # type: ignore[return-value]
+
+
+class KillBody(_Body):
+    operator: Operator = None
 
 
 class SessionResumeBody(_Body):
@@ -305,6 +325,11 @@ def create_app(
         """list_sessions (`cocoplus sessions list`): alias, runtime, state, attention, excluded, stale; and the scope."""
         return sessions_ops.list_sessions(layout)
 
+    @app.get("/api/v1/history", tags=["sessions"], responses=ERRORS)
+    def get_history() -> dict[str, Any]:
+        """Each session's iterations and spend over time (`[[ts, value], ...]`), for the page's charts."""
+        return view_ops.history(layout)
+
     @app.patch("/api/v1/coding-sessions/{session_id}/supervision", tags=["sessions"], responses=ERRORS, **WRITE)
     def patch_supervision(session_id: Annotated[str, Path(min_length=1, max_length=MAX_ID)], body: ExcludeBody) -> dict[str, Any]:
         """`cocoplus supervision exclude|include ID`: the session's state (full cs_ id, alias or runtime id)."""
@@ -314,6 +339,22 @@ def create_app(
     def post_scope(body: ScopeBody) -> dict[str, Any]:
         """set_supervision_scope (`cocoplus supervision scope MODE IDS`), plus `invert` for the visible list."""
         return supervision_ops.set_scope(layout, body.mode, list(body.session_ids), allow_invert=True)
+
+    # -- managed workers (SPEC 11) -----------------------------------------------------------------
+    @app.get("/api/v1/workers", tags=["workers"])
+    def get_workers() -> dict[str, Any]:
+        """`cocoplus workers list`: every launched worker, its state, process, exit and session."""
+        return workers_ops.list_workers(layout)
+
+    @app.post("/api/v1/workers", tags=["workers"], responses=ERRORS, **WRITE)
+    def post_worker(body: LaunchBody) -> dict[str, Any]:
+        """`cocoplus launch RUNTIME TASK` (brain tool `launch_worker`): started, or queued beyond `[workers] max_parallel`."""
+        return workers_ops.launch(layout, body.runtime, body.task, alias=body.alias, model=body.model, effort=body.effort, by=body.operator)
+
+    @app.post("/api/v1/workers/{worker_id}/kill", tags=["workers"], responses=ERRORS, **WRITE)
+    def post_worker_kill(worker_id: Annotated[str, Path(min_length=1, max_length=MAX_ID)], body: Annotated[KillBody | None, Body()] = None) -> dict[str, Any]:
+        """`cocoplus workers kill ID`: its process group stopped; the record says `exited` and who killed it."""
+        return workers_ops.kill(layout, worker_id, body.operator if body else None)
 
     # -- one worker session: dispatch, answer, steer, stop, resume (SPEC 11) ----------------------
     @app.post("/api/v1/coding-sessions/{session_id}/dispatch", tags=["sessions"], responses=ERRORS, **WRITE)
@@ -440,5 +481,6 @@ def create_app(
     app.get("/", include_in_schema=False)(_static("index.html", "text/html; charset=utf-8"))
     app.get("/app.js", include_in_schema=False)(_static("app.js", "text/javascript; charset=utf-8"))
     app.get("/app.css", include_in_schema=False)(_static("app.css", "text/css; charset=utf-8"))
+    app.get("/uplot.min.js", include_in_schema=False)(_static("uplot.min.js", "text/javascript; charset=utf-8"))
 
     return Guard(app, port=port, token=token)

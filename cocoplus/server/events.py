@@ -64,6 +64,8 @@ def classify(rel: str) -> tuple[str, str | None] | None:
         return "sessions", None
     if parts[0] == "resumes":
         return None  # output of resumed runs, like a log
+    if parts[0] == "workers":
+        return ("sessions", None) if base == "worker.json" else None  # a worker's state; its output is a log
     return "session", None
 
 

@@ -47,10 +47,17 @@ def context(layout: Layout, rec: dict[str, Any] | None) -> str:
         pend, _ = queue.pending(layout)
     except CocoplusError:
         pend = []
-    if pend:
+    current = [i for i in pend if queue.placement(i) == "current"]
+    if current:
+        parts.append(
+            "== Current item (the operator made this queued request the current one; work on it now) ==\n"
+            + "\n".join(f"- {i['id']}: {i['request']}" for i in current)
+        )
+    rest = [i for i in pend if queue.placement(i) != "current"]
+    if rest:
         parts.append(
             "== Queued requests (.cocoplus/session/task-queue.jsonl; they go to Next, they do not replace the current item) ==\n"
-            + "\n".join(f"- {i['id']}: {i['request']}" for i in pend[:20])
+            + "\n".join(f"- {i['id']}: {i['request']}" for i in rest[:20])
         )
     if control.stop_present(layout):
         parts.append("== Kill switch ==\n" + stop_sentence(control.read_stop(layout) or {}))

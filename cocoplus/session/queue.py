@@ -4,12 +4,19 @@ Each line is a record `{"id", "ts", "state", ...}`.  Adding appends a
 `queued` record with the request; finishing appends a `done` (or
 `dropped`) record with the same id.  The latest record per id wins, so the
 log is the history and the pending list is derived from it.
+
+A queued item's `placement` is `next` (where new work goes: `session
+progress` lists it under Next) or `current`: `promote` makes one item the
+current one (listed under In Progress, and first in the handoff a new
+session receives), by appending a record; the item that was current
+before goes back to Next.  At most one item is current.
 """
 
 from __future__ import annotations
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError, NotFound
+from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.core.vocab import QUEUE_STATES
@@ -54,7 +61,37 @@ def fold(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         else:
             items[qid]["state"] = r["state"]
             items[qid]["updated_at"] = r.get("ts")
+        if r.get("placement") in PLACEMENTS:
+            items[qid]["placement"] = r["placement"]
     return list(items.values())
+
+
+PLACEMENTS = ("next", "current")
+
+
+def placement(item: dict[str, Any]) -> str:
+    return "current" if item.get("placement") == "current" else "next"
+
+
+def promote(layout: Layout, qid: str, by: str | None = None) -> dict[str, Any]:
+    """Make a queued item the current one; the item current before (if any) goes back to Next."""
+    with Lock(layout.lock("task-queue-order")):
+        items, _ = read(layout)
+        item = next((i for i in items if i["id"] == qid), None)
+        if item is None:
+            raise NotFound(f"no queued request {qid!r} in {layout.rel(layout.task_queue)}")
+        if item["state"] != "queued":
+            raise CocoplusError(f"request {qid} is {item['state']}, not queued; only a queued request can become the current item")
+        demoted = [i["id"] for i in items if i["state"] == "queued" and placement(i) == "current" and i["id"] != qid]
+        now = clock.iso()
+        for other in demoted:
+            rec = {"schema_version": SCHEMA_VERSION, "id": other, "ts": now, "state": "queued", "placement": "next", "by": by}
+            fsio.append_jsonl(layout.task_queue, rec, layout.lock("task-queue"))
+        if placement(item) != "current":
+            rec = {"schema_version": SCHEMA_VERSION, "id": qid, "ts": now, "state": "queued", "placement": "current", "by": by}
+            fsio.append_jsonl(layout.task_queue, rec, layout.lock("task-queue"))
+    events.log_step(layout, "queue_promote", queue_id=qid, by=by, demoted=demoted or None)
+    return {**item, "placement": "current", "demoted": demoted, "already_current": placement(item) == "current"}
 
 
 def record_problems(log: fsio.JsonlRead) -> list[str]:

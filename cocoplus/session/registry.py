@@ -109,9 +109,12 @@ def ensure(
     info: dict[str, Any] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     budget: Budget | None = None,
+    alias: str | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Register the session if new, apply `change`, record `event`. Returns (record, before).
 
+    `alias`: the alias a new session gets if it is a valid id and free (a
+    worker launched with `--alias`); otherwise the runtime's next one.
     `timeout` and `budget` bound the wait for the sessions lock (LockTimeout).
     """
     if not runtimes.known(runtime):
@@ -126,7 +129,7 @@ def ensure(
             fsio.quarantine(path)
             before = None
         if before is None:
-            rec = _new_record(layout, cs_id, runtime, runtime_session_id, now)
+            rec = _new_record(layout, cs_id, runtime, runtime_session_id, now, alias)
         else:
             rec = dict(before)
         for k, v in (info or {}).items():
@@ -141,15 +144,18 @@ def ensure(
     return rec, before
 
 
-def _new_record(layout: Layout, cs_id: str, runtime: str, rid: str, now: str) -> dict[str, Any]:
+def _new_record(layout: Layout, cs_id: str, runtime: str, rid: str, now: str, wanted: str | None = None) -> dict[str, Any]:
     index = _read_index(layout)
-    prefix = runtimes.get(runtime).ALIAS_PREFIX
-    n = int(index["counters"].get(prefix, 0)) + 1
-    alias = f"{prefix}{n}"
-    while alias in index["aliases"]:
-        n += 1
+    if wanted is not None and is_valid_id(wanted) and wanted not in index["aliases"] and not wanted.startswith("cs_"):
+        alias = wanted
+    else:
+        prefix = runtimes.get(runtime).ALIAS_PREFIX
+        n = int(index["counters"].get(prefix, 0)) + 1
         alias = f"{prefix}{n}"
-    index["counters"][prefix] = n
+        while alias in index["aliases"]:
+            n += 1
+            alias = f"{prefix}{n}"
+        index["counters"][prefix] = n
     index["aliases"][alias] = cs_id
     index["schema_version"] = SCHEMA_VERSION
     fsio.atomic_write_json(layout.sessions_index, index)

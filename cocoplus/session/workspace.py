@@ -42,6 +42,23 @@ session/CONTEXT.md; the rest is written by cocoplus commands and hooks.
 """
 
 
+def gitignore_text(layout: Layout) -> str:
+    """`.cocoplus/.gitignore`: everything here is this clone's state, except the handoff, which a team may commit."""
+    shared = [layout.readme, layout.progress, layout.context, layout.task_queue, layout.handoff_stamp]
+    subdirs = sorted({os.path.dirname(os.path.relpath(p, layout.root)) for p in shared} - {""})
+    lines = [
+        "# Written by `cocoplus init`. Everything in .cocoplus/ belongs to this clone (the kill switch, counts,",
+        "# sessions, locks, logs, the server token) and is never committed, except the handoff below, which a",
+        "# team may commit so that a session can be resumed from another clone.",
+        "*",
+        "!.gitignore",
+    ]
+    for d in subdirs:
+        lines += [f"!{d}/", f"{d}/*"]
+    lines += [f"!{os.path.relpath(p, layout.root)}" for p in shared]
+    return "\n".join(lines) + "\n"
+
+
 def new_budget_state(cfg: config_mod.Config) -> dict[str, Any]:
     s = cfg.session
     return {
@@ -107,6 +124,7 @@ def init(state_dir: str, environ: dict[str, str] | None = None) -> dict[str, Any
         created.append(path)
 
     put(layout.readme, README)
+    put(layout.gitignore, gitignore_text(layout))
     if not os.path.lexists(layout.progress):
         freshness.note(layout, progress.template(s["max_iterations"], 0, s["iteration_warn_at"]), time.time())
     put(layout.progress, progress.template(s["max_iterations"], 0, s["iteration_warn_at"]))

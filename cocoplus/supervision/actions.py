@@ -78,15 +78,16 @@ def record(
     return rec
 
 
-def _all(layout: Layout) -> list[dict[str, Any]]:
+def every(layout: Layout) -> list[dict[str, Any]]:
+    """Every action record, oldest first."""
     return [r for r in fsio.read_jsonl(layout.rounds).records if r.get("event") == "action"]
 
 
 def for_round(layout: Layout, n: int) -> list[dict[str, Any]]:
     """The actions taken in supervision round `n`, oldest first."""
-    return [r for r in _all(layout) if r.get("round") == n]
+    return [r for r in every(layout) if r.get("round") == n]
 
 
 def last(layout: Layout, n: int = 20) -> list[dict[str, Any]]:
     """The last `n` actions, oldest first."""
-    return _all(layout)[-n:] if n > 0 else []
+    return every(layout)[-n:] if n > 0 else []

@@ -97,9 +97,11 @@ def enable(
 
         scope_mod.set_scope(layout, scope_mode, scope_session_ids or [], allow_invert=False)
     now = clock.iso()
+    before: dict[str, Any] = {}
 
     def change(doc: dict[str, Any]) -> None:
         prev = doc.get("autonomous") or {}
+        before.update(prev)
         doc["autonomous"] = {
             "enabled": True,
             "turns_used": 0,
@@ -117,7 +119,23 @@ def enable(
 
     update(layout, change)
     events.log_step(layout, "supervision_enabled", task_hint=task_hint, max_turns=max_turns, enabled_by=enabled_by, workflow_run=workflow_run)
-    return status(layout)
+    return {**status(layout), "change": what_changed(before, task_hint)}
+
+
+def what_changed(before: dict[str, Any], task_hint: str | None) -> dict[str, Any]:
+    """What an enable did to the goal and the turns, so each door can say it.
+
+    `goal`: `set` (there was none), `replaced`, `unchanged` (the same one
+    again), `kept` (none given: the previous goal stays) or `none`.
+    `turns_reset_from`: the turns the previous enable had used, if any.
+    """
+    old = before.get("task_hint") or ""
+    if task_hint is not None:
+        goal = "unchanged" if task_hint == old else ("replaced" if old else "set")
+    else:
+        goal = "kept" if old else "none"
+    used = int(before.get("turns_used") or 0)
+    return {"goal": goal, "previous_goal": old or None, "was_enabled": bool(before.get("enabled")), "turns_reset_from": used or None}
 
 
 def finish(layout: Layout, summary: str | None = None, reason: str = "finished by the main brain") -> dict[str, Any]:

@@ -12,7 +12,9 @@ project's hooks), with the environment of whoever dispatched (the same
 user, HOME and credentials) minus the variables a runtime sets for its own
 hooks and tools, detached from the caller (its own session, stdin closed),
 its output in `.cocoplus/resumes/<cs_id>-<time>.log`.  The new process and
-its command are recorded on the session record as `resumed`.
+its command are recorded on the session record as `resumed`.  A session
+that a managed worker runs (`cocoplus launch`) is resumed as that worker's
+next run instead (`workers.resume`: its runner, its log, its slot rule).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import procinfo, registry
 
 SETTLE_S = 1.0  # a resume that fails at once (unknown session, missing binary) is reported, not left to a log
-DROP_ENV = ("COCOPLUS_SESSION", "COCOPLUS_ROUND")
+DROP_ENV = ("COCOPLUS_SESSION", "COCOPLUS_ROUND", "COCOPLUS_WORKER", "COCOPLUS_WORKER_ALIAS")
 
 
 def plan(rec: dict[str, Any], instruction: str, environ: dict[str, str] | None = None) -> tuple[list[str] | None, str]:
@@ -90,6 +92,31 @@ def child_env(environ: dict[str, str] | None = None) -> dict[str, str]:
 def spawn(layout: Layout, rec: dict[str, Any], cmd: list[str], by: str, environ: dict[str, str] | None = None) -> dict[str, Any]:
     """Start `cmd` detached in the project directory; record it on the session. CocoplusError if it fails at once."""
     cs = rec["id"]
+    if isinstance(rec.get("worker"), str):
+        # A managed worker's session: the resume is the worker's next run (its log, its slot rule, `workers kill`).
+        from cocoplus.supervision import workers  # deferred: workers imports this module
+
+        child, info = workers.resume(layout, rec, cmd, by, environ)
+        log = layout.worker_log(rec["worker"])
+    else:
+        child, info, log = _start(layout, rec, cmd, by, environ)
+    registry.update(layout, cs, lambda r: r.update(resumed=info))
+    deadline = time.monotonic() + SETTLE_S
+    while time.monotonic() < deadline and child.poll() is None:
+        time.sleep(0.05)
+    code = child.poll()
+    if code not in (None, 0):
+        raise CocoplusError(
+            f"{rec.get('alias') or cs}: the resumed {cmd[0].rsplit('/', 1)[-1]} exited at once (code {code}): {_tail(log)}",
+            hint=f"its output is in {layout.rel(log)}",
+        )
+    return {**info, "exited": code}
+
+
+def _start(
+    layout: Layout, rec: dict[str, Any], cmd: list[str], by: str, environ: dict[str, str] | None
+) -> tuple[subprocess.Popen[bytes], dict[str, Any], str]:
+    cs = rec["id"]
     log = layout.resume_log(cs, f"{clock.compact()}-{os.urandom(2).hex()}")
     fsio.ensure_dir(layout.resumes_dir)
     fd = fsio.open_log(log)
@@ -117,17 +144,7 @@ def spawn(layout: Layout, rec: dict[str, Any], cmd: list[str], by: str, environ:
         "started_at": clock.iso(),
         "by": by,
     }
-    registry.update(layout, cs, lambda r: r.update(resumed=info))
-    deadline = time.monotonic() + SETTLE_S
-    while time.monotonic() < deadline and child.poll() is None:
-        time.sleep(0.05)
-    code = child.poll()
-    if code not in (None, 0):
-        raise CocoplusError(
-            f"{rec.get('alias') or cs}: the resumed {cmd[0].rsplit('/', 1)[-1]} exited at once (code {code}): {_tail(log)}",
-            hint=f"its output is in {layout.rel(log)}",
-        )
-    return {**info, "exited": code}
+    return child, info, log
 
 
 def _tail(path: str) -> str:

@@ -8,6 +8,17 @@ current round's task is queued or running, new triggers are merged into
 its `followup` list; when it finishes, that list becomes exactly one
 follow-up round.  Every round is appended to `supervision/rounds.jsonl`
 when it starts and again when it ends.
+
+The brain acts during its round (supervision/brain.py); each action is
+appended to the same file as `{"event": "action", "round": N, "action",
+"session", "alias", "by", "result", "error"}` by whoever carried it out
+(the MCP tool or the CLI command, which learn N from `COCOPLUS_ROUND`).
+A round's `round_finished` record says how it ended (`outcome`: the
+reply task's `succeeded` or `failed`, with `error`) and how many actions
+it took (`actions`, 0 when it took none, listed in `took`); the same is
+said in the conversation, so `chat log` and the page show it.  When the
+round that used the last allowed turn ends, supervision finishes then,
+not at the next trigger.
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.supervision import actions as acts
 from cocoplus.supervision import autonomy
 from cocoplus.supervision import triggers as trig
 
@@ -42,11 +54,50 @@ def _log(layout: Layout, record: dict[str, Any]) -> None:
     fsio.append_jsonl(layout.rounds, {"schema_version": SCHEMA_VERSION, "ts": clock.iso(), **record}, layout.lock("rounds"))
 
 
-def _task_state(layout: Layout, rnd: dict[str, Any]) -> str:
+def _task(layout: Layout, rnd: dict[str, Any]) -> dict[str, Any]:
     try:
-        return store.read_task(layout, rnd.get("conversation", CONVERSATION), rnd["task"])["state"]
-    except CocoplusError:
-        return "failed"
+        return store.read_task(layout, rnd.get("conversation", CONVERSATION), rnd["task"])
+    except CocoplusError as exc:
+        return {"state": "failed", "error": f"the round's reply task cannot be read: {exc}"}
+
+
+def _task_state(layout: Layout, rnd: dict[str, Any]) -> str:
+    return str(_task(layout, rnd)["state"])
+
+
+def actions(layout: Layout, number: int | None = None) -> list[dict[str, Any]]:
+    """The action records of round `number` (every one with None), oldest first."""
+    return acts.for_round(layout, number) if number is not None else acts.every(layout)
+
+
+UNDO = {
+    "stop_session": "cocoplus session resume --session {who} --yes",
+    "resume_session": "cocoplus session stop --session {who}",
+}
+
+
+def describe_action(rec: dict[str, Any]) -> str:
+    """One action as a short phrase: `dispatch cc1 (route: held)`, `stop_session cc2 failed: ...`."""
+    who = rec.get("alias") or rec.get("session") or ""
+    text = f"{rec.get('action')} {who}".strip()
+    raw = rec.get("result")
+    result: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    if result.get("route"):
+        text += f" (route: {result['route']})"
+    if rec.get("error"):
+        text += f" failed: {rec['error']}"
+    return text
+
+
+def action_view(rec: dict[str, Any]) -> dict[str, Any]:
+    """An action record as status shows it, with how to undo it where that can be done."""
+    keep = ("ts", "round", "action", "session", "alias", "by", "result", "error")
+    out = {k: rec.get(k) for k in keep}
+    undo = UNDO.get(str(rec.get("action")))
+    who = rec.get("alias") or rec.get("session")
+    out["undo"] = undo.format(who=who) if undo and who and not rec.get("error") else None
+    out["text"] = describe_action(rec)
+    return out
 
 
 def start_round(layout: Layout, triggers: list[dict[str, Any]], source: str = "triggers", *, start_worker: bool = True) -> dict[str, Any]:
@@ -114,12 +165,82 @@ def start_round(layout: Layout, triggers: list[dict[str, Any]], source: str = "t
 
 
 def _close(layout: Layout, rnd: dict[str, Any]) -> None:
-    outcome = _task_state(layout, rnd)
-    _log(layout, {"event": "round_finished", "number": rnd["number"], "task": rnd["task"], "outcome": outcome})
+    number = int(rnd["number"])
+    task = _task(layout, rnd)
+    outcome = str(task["state"])
+    error = task.get("error") if outcome == "failed" else None
+    took = actions(layout, number)
+    _log(
+        layout,
+        {
+            "event": "round_finished",
+            "number": number,
+            "round": number,
+            "task": rnd["task"],
+            "outcome": outcome,
+            "error": error,
+            "actions": len(took),
+            "took": [describe_action(a) for a in took],
+        },
+    )
     try:
         os.unlink(_round_path(layout))
     except OSError:
         pass
+    _announce(layout, number, outcome, error, took)
+    _finish_at_cap(layout)
+
+
+def result_text(number: int, outcome: str, error: str | None, took: list[str]) -> str:
+    """How a round ended, in one line (the conversation's and the status' words)."""
+    did = f"{len(took)} action(s): " + "; ".join(took) if took else "no action taken"
+    if outcome == "failed":
+        return f"supervision round {number} failed: {error or 'no reason recorded'}" + (f"; before that, {did}" if took else "")
+    return f"supervision round {number} finished: {did}"
+
+
+def _announce(layout: Layout, number: int, outcome: str, error: str | None, took: list[dict[str, Any]]) -> None:
+    text = result_text(number, outcome, error, [describe_action(a) for a in took])
+    try:
+        store.append_message(layout, CONVERSATION, "system", text, kind="round_result", round=number, outcome=outcome, actions=len(took))
+    except CocoplusError:
+        pass  # rounds.jsonl has it; the conversation is a second place to read it
+
+
+def _finish_at_cap(layout: Layout) -> None:
+    """The round that used the last allowed turn has ended: supervision finishes now."""
+    auto = autonomy.read(layout).get("autonomous") or {}
+    used, cap = int(auto.get("turns_used", 0)), int(auto.get("max_turns", 0))
+    if auto.get("enabled") and used >= cap:
+        autonomy.finish(layout, f"turn cap reached ({used}/{cap})", reason="max_turns")
+
+
+def last_round(layout: Layout) -> dict[str, Any]:
+    """For `supervision status`: the round in progress, the last finished round (outcome, error, actions), recent actions."""
+    records = history(layout)
+    finished = next((r for r in reversed(records) if r.get("event") == "round_finished"), None)
+    cur = current(layout)
+    last = None
+    if finished is not None:
+        number = finished.get("number")
+        last = {
+            "number": number,
+            "finished_at": finished.get("ts"),
+            "outcome": finished.get("outcome"),
+            "error": finished.get("error"),
+            "actions": [action_view(a) for a in records if a.get("event") == "action" and a.get("round") == number],
+        }
+        last["text"] = result_text(int(number or 0), str(last["outcome"]), last["error"], [a["text"] for a in last["actions"]])
+    in_progress = None
+    if cur is not None:
+        number = cur.get("number")
+        in_progress = {
+            "number": number,
+            "started_at": cur.get("started_at"),
+            "actions": [action_view(a) for a in records if a.get("event") == "action" and a.get("round") == number],
+        }
+    recent = [action_view(a) for a in records if a.get("event") == "action"][-10:]
+    return {"last_round": last, "round_in_progress": in_progress, "recent_actions": recent}
 
 
 def poll(layout: Layout, *, start_worker: bool = True) -> dict[str, Any] | None:

@@ -4,6 +4,7 @@
 |---|---|
 | attention `pending`, `awaiting_authorization`, `awaiting_decision` | yes |
 | worker exit | yes if other supervised workers are still active; otherwise supervision converges and closes |
+| a managed worker that failed (died without a turn end) | yes |
 | report_progress `working` | no |
 | report_progress `completed`, `blocked`, `needs_review` | yes |
 | notify_blocked, ask_human | always |
@@ -18,10 +19,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from cocoplus import config as config_mod
+from cocoplus.chat import backends, store
 from cocoplus.core import fsio, progress, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
+from cocoplus.supervision import actions, brain
 from cocoplus.supervision.scope import supervised
 
 WAKE_ATTENTION = vocab.ATTENTION_STATES  # every attention state wakes the brain
@@ -42,6 +46,8 @@ def classify(signal: dict[str, Any], doc: dict[str, Any], records: dict[str, dic
     kind, value = signal.get("kind"), signal.get("value")
     if kind == "attention":
         return ("trigger", f"attention {value}") if value in WAKE_ATTENTION else (None, f"attention {value}")
+    if kind == "exit" and value == "failed":
+        return "trigger", "worker failed"
     if kind == "exit":
         others = [r for i, r in records.items() if i != cs and r.get("state") in ACTIVE and supervised(doc, i)]
         return ("trigger", "worker exited; others still active") if others else ("converge", "no supervised worker is active")
@@ -59,7 +65,7 @@ def describe(t: dict[str, Any]) -> str:
     kind, value = t.get("kind"), t.get("value")
     text = {
         "attention": f"{who} is {value}",
-        "exit": f"{who} exited",
+        "exit": f"{who} {'failed' if value == 'failed' else 'exited'}",
         "report_progress": f"{who} reported progress: {value}",
         "notify_blocked": f"{who} is blocked",
         "ask_human": f"{who} asks the human a question",
@@ -81,6 +87,39 @@ def _handoff(layout: Layout) -> tuple[list[str], list[str]]:
     return (ip.items() if ip else []), (nx.items() if nx else [])
 
 
+def open_questions(layout: Layout) -> dict[str, dict[str, Any]]:
+    """Per session id, its last ask_human question if no answer_worker answered it since."""
+    try:
+        asked = [m for m in store.messages(layout, store.DEFAULT_CONVERSATION).records if m.get("role") == "worker" and m.get("session")]
+    except CocoplusError:
+        return {}
+    last: dict[str, dict[str, Any]] = {}
+    for m in asked:
+        last[m["session"]] = m
+    for a in actions.every(layout):
+        q = last.get(a.get("session") or "")
+        if q is not None and a.get("action") == "answer_worker" and not a.get("error") and str(a.get("ts")) >= str(q.get("ts")):
+            del last[a["session"]]
+    return last
+
+
+def _controller_kind(layout: Layout) -> str | None:
+    try:
+        _name, acct = backends.controller(config_mod.load_for(layout))
+    except CocoplusError:
+        return None
+    return (acct or {}).get("kind")
+
+
+def _worker_line(r: dict[str, Any], question: dict[str, Any] | None) -> str:
+    ls = r.get("last_signal") or {}
+    last = (f"{ls.get('kind')} {ls.get('value') or ''}".strip() + (f" ({ls.get('message')})" if ls.get("message") else "")) if ls else "-"
+    line = f"- {r.get('alias')}: {r.get('runtime')}, {r.get('state')}, attention {r.get('attention') or '-'}, last signal {last}"
+    if question is not None:
+        line += f"; open question (asked {str(question.get('ts') or '')[11:19]}): {question.get('text')}"
+    return line
+
+
 def wake_prompt(layout: Layout, doc: dict[str, Any], triggers: list[dict[str, Any]], round_no: int) -> str:
     """The prompt of a supervision round, built from files alone."""
     auto = doc["autonomous"] or {}
@@ -94,25 +133,24 @@ def wake_prompt(layout: Layout, doc: dict[str, Any], triggers: list[dict[str, An
         "Why you were woken:",
     ]
     lines += [f"- {describe(t)}" for t in triggers] or ["- (no trigger recorded)"]
-    lines += ["", "Supervised sessions (alias, runtime, state, attention, last signal):"]
+    lines += ["", "Supervised sessions (alias, runtime, state, attention, last signal, open question):"]
     sup = [r for r in records if supervised(doc, r["id"])]
     if not sup:
         lines.append("- none")
-    for r in sup:
-        ls = r.get("last_signal") or {}
-        last = f"{ls.get('kind')} {ls.get('value') or ''}".strip() + (f" ({ls.get('message')})" if ls.get("message") else "") if ls else "-"
-        lines.append(f"- {r.get('alias')}: {r.get('runtime')}, {r.get('state')}, attention {r.get('attention') or '-'}, last signal {last}")
+    questions = open_questions(layout)
+    lines += [_worker_line(r, questions.get(r["id"])) for r in sup]
     ip, nx = _handoff(layout)
     lines += ["", "Handoff (.cocoplus/session/PROGRESS.md):", "In Progress:"]
     lines += [f"  {i}" for i in ip] or ["  (empty)"]
     lines += ["Next:"]
     lines += [f"  {i}" for i in nx] or ["  (empty)"]
+    lines += ["", *brain.how_to_act(_controller_kind(layout), in_round=True)]
     lines += [
-        "",
-        "What you can do: `cocoplus sessions list`; `cocoplus session steer \"...\"` to give a worker its next instruction; "
-        "`cocoplus session queue add \"...\"`; `cocoplus supervision scope ...`; `cocoplus supervision finish --summary \"...\"` when the goal is met.",
-        "Safety: supervision never bypasses a runtime's permissions. Ask the human in this conversation before any irreversible "
-        "action: deleting, publishing, merging, or sending external notifications.",
+        "A worker that finished its turn (pending) waits for you: dispatch its next piece of work, answer its question, "
+        "or let it rest; taking no action is a valid decision.",
+        "Safety: supervision never bypasses a runtime's permissions; an instruction you dispatch is an operator instruction, "
+        "never a permission grant. Ask the human in this conversation before any irreversible action: deleting, "
+        "publishing, merging, or sending external notifications.",
         "Reply with what you decided and why, briefly.",
     ]
     return "\n".join(lines)

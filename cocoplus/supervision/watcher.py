@@ -16,7 +16,10 @@ The stall watchdog and restart restore follow `[supervision]`
 `stall_watchdog_interval_s` (<= 0 disables), `stall_threshold_s`,
 `stall_cooldown_s`, `stall_watchdog_startup_delay_s` and `restore_ttl_s`,
 read at start through `cocoplus.config` like every key; their environment
-overrides are the seed's `JARVIS_SUPERVISION_*` variables.
+overrides are the seed's `JARVIS_SUPERVISION_*` variables.  When the
+watchdog last fired for a session in an attention state is kept in
+`supervision/stall-cooldowns.json` (wall-clock times), so a restarted
+watcher keeps the cooldown instead of reporting the same stall again.
 """
 
 from __future__ import annotations
@@ -34,13 +37,16 @@ from cocoplus.core import clock, fsio, proc, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import is_locked, try_lock
 from cocoplus.core.paths import Layout
+from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.notify import runner as notifier
 from cocoplus.session import events, registry
-from cocoplus.supervision import autonomy, rounds, workflow
+from cocoplus.supervision import autonomy, rounds, workers, workflow
 from cocoplus.supervision import triggers as trig
 from cocoplus.supervision.scope import supervised
 from cocoplus.watching import Watch
 
 TICK = 0.5
+WORKERS_EVERY_S = 1.0  # how often launched workers are checked for a death their runner could not record
 
 
 def running_pid(layout: Layout) -> int | None:
@@ -92,8 +98,9 @@ class Supervisor:
         self.last_at = 0.0
         self.started = time.monotonic()
         self.next_stall = self.started + self.stall_startup_delay
-        self.stall_fired: dict[tuple[str, str], float] = {}
+        self.stall_fired: dict[str, float] = self._load_stall_fired()
         self.next_reconcile = 0.0
+        self.next_workers = 0.0
         self.watch: Any = None
         self.fleet: Any = None  # cocoplus.fleet.watch.Signals, with a fleet configured
         self.closing: dict[str, Any] | None = None
@@ -106,7 +113,7 @@ class Supervisor:
     # -- file events ---------------------------------------------------------------
     def _on_change(self, path: str) -> None:
         top = os.path.relpath(path, self.layout.root).split(os.sep)[0]
-        if top in ("locks", "logs") or ".tmp-" in os.path.basename(path):
+        if top in ("locks", "logs", "workers") or ".tmp-" in os.path.basename(path):  # workers/: output; checked on a timer
             return
         self.wake.set()
 
@@ -212,6 +219,9 @@ class Supervisor:
 
     def close(self, sig: dict[str, Any]) -> None:
         auto = autonomy.read(self.layout).get("autonomous") or {}
+        self.pending.clear()
+        if not auto.get("enabled"):
+            return  # finished already (by the brain, the turn cap, the operator): its reason stands
         summary = f"no supervised worker is active any more (last: {sig.get('alias') or sig.get('session')} exited)"
         if auto.get("enabled_by") == "workflow":
             workflow.close_if_owned(self.layout, auto.get("workflow_run"), summary)
@@ -235,6 +245,30 @@ class Supervisor:
         self.log(f"{len(batch)} trigger(s): {result}")
 
     # -- stall watchdog ---------------------------------------------------------------
+    def _load_stall_fired(self) -> dict[str, float]:
+        """`session|attention` -> when the watchdog last fired for it (epoch seconds), from the last run too."""
+        try:
+            doc = fsio.read_json(self.layout.stall_cooldowns) or {}
+        except CocoplusError as exc:
+            kept = fsio.quarantine(self.layout.stall_cooldowns)
+            events.log_step(self.layout, "stall_cooldowns_damaged", cause=getattr(exc, "cause", str(exc)), kept_at=kept)
+            return {}
+        raw = doc.get("fired")
+        fired: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        out: dict[str, float] = {}
+        for key, ts in fired.items():
+            at = clock.parse_iso(ts) if isinstance(ts, str) else None
+            if at is not None:
+                out[str(key)] = at
+        return out
+
+    def _save_stall_fired(self, wall: float) -> None:
+        keep = {k: at for k, at in self.stall_fired.items() if wall - at < self.stall_cooldown}
+        self.stall_fired = keep
+        fsio.ensure_dir(self.layout.supervision_dir)
+        doc = {"schema_version": SCHEMA_VERSION, "fired": {k: clock.iso(at) for k, at in keep.items()}, "updated_at": clock.iso()}
+        fsio.atomic_write_json(self.layout.stall_cooldowns, doc)
+
     def stall_check(self) -> None:
         interval = self.stall_interval
         if interval <= 0:
@@ -257,11 +291,12 @@ class Supervisor:
             since = clock.parse_iso(rec.get("attention_since") or rec.get("last_event_at"))
             if since is None or wall - since < threshold:
                 continue
-            key = (rec["id"], att)
+            key = f"{rec['id']}|{att}"
             last = self.stall_fired.get(key)
-            if last is not None and now - last < cooldown:
+            if last is not None and wall - last < cooldown:
                 continue
-            self.stall_fired[key] = now
+            self.stall_fired[key] = wall
+            self._save_stall_fired(wall)
             events.log_step(self.layout, "stall_detected", session=rec["id"], alias=rec.get("alias"), attention=att, seconds=int(wall - since))
             self.add_trigger({"session": rec["id"], "alias": rec.get("alias"), "runtime": rec.get("runtime"), "kind": "stall", "value": att, "message": f"in {att} for {int(wall - since)}s"})
 
@@ -302,7 +337,20 @@ class Supervisor:
         if self.watch is not None:
             self.watch.ensure_alive()
 
+    def workers_check(self) -> None:
+        """A launched worker whose runner died with it is recorded `failed` (its exit signal wakes the brain)."""
+        now = time.monotonic()
+        if now < self.next_workers:
+            return
+        self.next_workers = now + WORKERS_EVERY_S
+        try:
+            for wid in workers.reconcile(self.layout):
+                self.log(f"worker {wid} died with its runner: recorded failed")
+        except CocoplusError as exc:
+            self.log(f"workers not checked: {exc}")  # the rest of the step still runs
+
     def step(self) -> None:
+        self.workers_check()
         self.process_signals()
         self.process_fleet_signals()
         rounds.poll(self.layout)
@@ -329,6 +377,7 @@ class Supervisor:
         self.log(f"started (pid {os.getpid()}); restore: {self.restore()}")
         self._start_observer()
         self._start_fleet()
+        notifier.start_thread(self.layout)  # [notify]: a thread of its own; a slow target never holds up this loop
         try:
             while not self.stopping:
                 try:

@@ -4,7 +4,11 @@
 auto_supervise`) enables supervision for the run, unless a user already
 enabled it by hand: then the run reuses it.  `end(run)` closes supervision
 only if this run enabled it; a supervision the user enabled is never
-closed by a run.  Node advancement stays the engine's job.
+closed by a run.  Node advancement stays the engine's job.  When no
+controller account could run the rounds (`refused` says why), the run
+starts without supervision and the result says so (`supervision:
+"refused"`, `refused`), rather than burning turns on rounds that fail.
+Starting the watcher is the caller's (ops.supervision.workflow_start).
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ def _read(layout: Layout) -> dict[str, Any]:
     return doc or {"schema_version": SCHEMA_VERSION, "runs": {}}
 
 
-def start(layout: Layout, run_id: str, auto_supervise: bool | None = None, task_hint: str | None = None) -> dict[str, Any]:
+def start(
+    layout: Layout, run_id: str, auto_supervise: bool | None = None, task_hint: str | None = None, refused: str | None = None
+) -> dict[str, Any]:
     check_id(run_id, "workflow run id")
     if auto_supervise is None:
         auto_supervise = bool(config_mod.load_for(layout).get("supervision.auto_supervise"))
@@ -41,14 +47,21 @@ def start(layout: Layout, run_id: str, auto_supervise: bool | None = None, task_
         if auto_supervise:
             if auto.get("enabled"):
                 action = "reused"
+            elif refused:
+                action = "refused"
             else:
                 autonomy.enable(layout, task_hint=task_hint or f"workflow run {run_id}", enabled_by="workflow", workflow_run=run_id)
                 action = "enabled"
         doc["runs"][run_id] = {"started_at": clock.iso(), "auto_supervise": auto_supervise, "supervision": action, "ended_at": None}
+        if action == "refused":
+            doc["runs"][run_id]["refused"] = refused
         fsio.ensure_dir(layout.supervision_dir)
         fsio.atomic_write_json(layout.workflows, doc)
     events.log_step(layout, "workflow_start", run=run_id, auto_supervise=auto_supervise, supervision=action)
-    return {"run": run_id, "auto_supervise": auto_supervise, "supervision": action, **autonomy.status(layout)}
+    out = {"run": run_id, "auto_supervise": auto_supervise, "supervision": action, **autonomy.status(layout)}
+    if action == "refused":
+        out["refused"] = refused
+    return out
 
 
 def end(layout: Layout, run_id: str, summary: str | None = None) -> dict[str, Any]:

@@ -17,11 +17,14 @@ from cocoplus.config import load_for
 from cocoplus.core.paths import Layout
 from tests.support.model_stubs import AnthropicStub, ResponsesStub, text
 from tests.support.runtimes import runtime_bin
+from tests.support.trusting import trust_project
 from tests.support.waiting import wait_until  # noqa: F401 - also re-exported for tests here
 
 
 def write_config(layout: Layout, body: str) -> None:
+    """Write cocoplus.toml and trust it: these tests are about what the configured accounts do."""
     Path(layout.config).write_text(body)
+    trust_project(layout)
 
 
 def sleeper(layout: Layout, seconds: float, extra: str = "", gate: Path | None = None) -> None:

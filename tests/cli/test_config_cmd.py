@@ -9,6 +9,7 @@ import pytest
 
 from cocoplus.core import settings
 from tests.conftest import assert_no_traceback, run_cli_subprocess
+from tests.support.trusting import trust_project
 
 
 def write_toml(project_dir: str, text: str) -> None:
@@ -26,12 +27,12 @@ def test_config_show_json_origins(cli, project, monkeypatch):
     assert doc["file"] == project.config and doc["files"] == [project.config]
     vals = doc["values"]
     assert set(vals) == {k.dotted for k in settings.KEYS}
-    assert vals["session.budget_limit"] == {"value": 12.5, "origin": "file", "file": project.config}
-    assert vals["session.max_iterations"] == {"value": 300, "origin": "env COCOPLUS_SESSION_MAX_ITERATIONS", "file": None}
-    assert vals["session.iteration_warn_at"] == {"value": 160, "origin": "default", "file": None}
-    assert vals["chat.default_effort"] == {"value": "medium", "origin": "default", "file": None}
-    assert vals["supervision.stall_threshold_s"] == {"value": 60.0, "origin": "env JARVIS_SUPERVISION_STALL_THRESHOLD_S", "file": None}
-    assert vals["supervision.restore_ttl_s"] == {"value": 900.0, "origin": "default", "file": None}
+    assert vals["session.budget_limit"] == {"value": 12.5, "origin": "file", "file": project.config, "needs_trust": False, "ignored": None}
+    assert vals["session.max_iterations"] == {"value": 300, "origin": "env COCOPLUS_SESSION_MAX_ITERATIONS", "file": None, "needs_trust": False, "ignored": None}
+    assert vals["session.iteration_warn_at"] == {"value": 160, "origin": "default", "file": None, "needs_trust": False, "ignored": None}
+    assert vals["chat.default_effort"] == {"value": "medium", "origin": "default", "file": None, "needs_trust": False, "ignored": None}
+    assert vals["supervision.stall_threshold_s"] == {"value": 60.0, "origin": "env JARVIS_SUPERVISION_STALL_THRESHOLD_S", "file": None, "needs_trust": False, "ignored": None}
+    assert vals["supervision.restore_ttl_s"] == {"value": 900.0, "origin": "default", "file": None, "needs_trust": False, "ignored": None}
 
 
 def test_config_show_text_is_toml_with_where_each_value_came_from(cli, project, monkeypatch):
@@ -42,6 +43,7 @@ def test_config_show_text_is_toml_with_where_each_value_came_from(cli, project, 
         '[ctx]\nenabled = false\n[session]\nbudget_enforcement = "off"\n'
         '[accounts.local]\nkind = "command"\ncommand = ["my-agent", "{model}"]\n[pricing."m-1.5"]\ninput = 1\noutput = 2\n',
     )
+    trust_project(project)  # an account's command takes effect from a trusted file only
     monkeypatch.setenv("JARVIS_SUPERVISION_RESTORE_TTL_S", "120")
     code, out, err = cli("config", "show", cwd=project.project)
     assert code == 0, err

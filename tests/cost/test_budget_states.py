@@ -208,3 +208,21 @@ def test_a_turn_end_without_a_price_table_stops_an_agent_under_a_limit(limited: 
     assert not os.path.exists(limited.spend_log)
     code, out, err = cli("budget", "status", "--json", cwd=limited.project)
     assert code == 0 and json.loads(out)["spent"] == pytest.approx(0.006)
+
+
+def test_a_budget_stop_at_a_turn_end_sets_the_sessions_record_too(limited: Layout, tmp_path: Path) -> None:
+    """After a budget stop the session's own record says it stopped (exited, with the reason), not `running`."""
+    from cocoplus.session import registry
+    from tests.cost.test_spend import assistant_line
+
+    start = fixture("claude-sessionstart-startup.json")
+    t = tmp_path / "t.jsonl"
+    t.write_text(assistant_line("claude-haiku-4-5", "m1", "r1", 1000, 300_000) + "\n")  # $1.50 at $5/MTok out
+    config.compile_for_hook(limited)
+    assert run_hook(limited, "SessionStart", {**start, "transcript_path": str(t)}).code == 0
+    assert registry.resolve(limited, "cc1")["state"] == "running"
+    r = run_hook(limited, "Stop", {**fixture("claude-stop.json"), "session_id": start["session_id"], "transcript_path": str(t)})
+    assert r.code == 0 and "cost budget exhausted" in r.json["systemMessage"]
+    assert control.stop_present(limited)
+    rec = registry.resolve(limited, "cc1")
+    assert rec["state"] == "exited" and rec["exit_reason"].startswith("cost budget exhausted: spent $1.50")

@@ -156,3 +156,40 @@ def test_resume_waits_for_the_lock_and_removes_nothing_when_it_stays_busy(projec
         with pytest.raises(LockTimeout):
             control.resume(project, "bob", timeout=0.3)
     assert control.read_stop(project)["reason"] == "hold"
+
+
+def test_a_confirmed_resume_keeps_a_stop_made_while_the_question_was_on_screen(project):
+    """The operator confirms the stop they were shown; a newer stop (another operator, the page) stays."""
+    import pty
+
+    control.stop(project, "ann", "the one shown")
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cocoplus", "session", "resume"],
+        cwd=project.project, stdin=follower, stdout=follower, stderr=follower, close_fds=True,
+    )  # fmt: skip
+    os.close(follower)
+    seen = b""
+    deadline = time.monotonic() + 60
+    while b"Resume the agent?" not in seen:
+        assert time.monotonic() < deadline and proc.poll() is None, seen
+        seen += os.read(leader, 4096)
+    assert b"the one shown" in seen
+    control.stop(project, "bob", "a newer stop")  # made while the question is on screen
+    os.write(leader, b"y\n")
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the other side closed: the command has ended
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert proc.wait(timeout=60) == 0
+    os.close(leader)
+    assert b"left in place" in out, out
+    current = control.read_stop(project)
+    assert current is not None and current["reason"] == "a newer stop"
+    agrees, detail = _state_agrees(project)
+    assert agrees, detail

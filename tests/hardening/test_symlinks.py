@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 import threading
+import time
 
 import pytest
 
@@ -14,8 +16,9 @@ from cocoplus.core import crashlog, proc
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout, discover
-from cocoplus.session import control, events, iteration, queue, registry, status
+from cocoplus.session import control, events, holds, iteration, procinfo, queue, registry, status, stops
 from cocoplus.session.workspace import init
+from cocoplus.supervision import headless, watcher
 from tests.hook.helpers import fixture, run_hook
 
 VICTIM = b"the operator's own file; cocoplus must never write here\n"
@@ -88,6 +91,44 @@ def _session(layout):
     registry.ensure(layout, "claude", SESSION, event="SessionStart")
 
 
+def _record(layout):
+    rec, _ = registry.ensure(layout, "claude", SESSION, event="SessionStart")
+    return rec
+
+
+def _session_stop(layout):
+    stops.stop(layout, _record(layout), "ann", "test")
+
+
+def _session_steer(layout):
+    control.steer(layout, "look here", session=_record(layout)["id"])
+
+
+def _session_steer_claim(layout):
+    cs = _record(layout)["id"]
+    control.steer(layout, "look here", session=cs)
+    control.claim_steer(layout, session=cs)
+
+
+def _hold(layout):
+    cs = _record(layout)["id"]
+    holds.begin(layout, {"id": "h_1", "session": cs, "pid": os.getpid(), "start_ticks": procinfo.start_ticks(os.getpid()), "started_at": "2026-01-01T00:00:00Z", "until": "2099-01-01T00:00:00Z"})
+    return cs
+
+
+def _hold_decision(layout):
+    cs = _hold(layout)
+    holds.decide(layout, cs, "go on", instruction="go on", action="dispatch", by="ann")
+
+
+def _resume_log(layout):
+    headless.spawn(layout, _record(layout), [sys.executable, "-c", "print('resumed')"], "ann")
+
+
+def _stall_cooldowns(layout):
+    watcher.Supervisor(layout)._save_stall_fired(time.time())
+
+
 def _signal(layout):
     rec, _ = registry.ensure(layout, "claude", SESSION, event="Stop")
     registry.append_signal(layout, rec, "attention", "pending")
@@ -107,16 +148,12 @@ def _round(layout):
 
 
 def _supervisor(layout):
-    from cocoplus.supervision import watcher
-
     sup = watcher.Supervisor(layout, {}, polling=True)
     sup.stopping = True  # write the pid file, then leave at once (it is removed on the way out)
     sup.run()
 
 
 def _supervisor_cursor(layout):
-    from cocoplus.supervision import watcher
-
     _signal(layout)
     watcher.Supervisor(layout, {}, polling=True).read_signals()  # saves how far it has read
 
@@ -208,6 +245,34 @@ def _relay_state(layout):
 
 
 # Layout member -> (the operation that writes it, "file" or "dir").
+def _notify_state(layout):
+    from cocoplus.notify import outbox
+
+    outbox.save(layout, outbox.fresh({}))
+
+
+def _notify_log(layout):
+    from cocoplus.notify.runner import Notifier
+
+    Notifier(layout, {}).log("a line")
+
+
+def _worker_files(lay: Layout) -> None:
+    """A worker's record, output and runner log, written as a launch and its runner write them."""
+    from cocoplus.core import fsio
+    from cocoplus.supervision import workerrun, workers
+
+    with workers._lock(lay):
+        fsio.ensure_dir(lay.worker_dir("w1"))
+        workers._write(lay, {"schema_version": 1, "id": "w1", "state": "exited"})
+    out = workerrun.Output(lay.worker_log("w1"), 1 << 20)
+    out.write(b"output\n")
+    out.close()
+    fd = fsio.open_log(lay.worker_runner_log("w1"))
+    os.write(fd, b"runner\n")
+    os.close(fd)
+
+
 WRITERS = {
     "agent_stop": (lambda lay: control.stop(lay, "ann", "test"), "file"),
     "steer": (lambda lay: control.steer(lay, "look here"), "file"),
@@ -217,6 +282,7 @@ WRITERS = {
     "hook_config": (config.compile_for_hook, "file"),
     "price_table": (config.compile_for_hook, "file"),
     "readme": (init_ := lambda lay: init(lay.root), "file"),
+    "gitignore": (init_, "file"),
     "session_dir": (lambda lay: status.set_state(lay, "idle"), "dir"),
     "progress": (_init_and_count, "file"),
     "context": (init_, "file"),
@@ -235,6 +301,17 @@ WRITERS = {
     "sessions_dir": (_session, "dir"),
     "sessions_index": (_session, "file"),
     "session_record": (_session, "file"),
+    "session_stops_dir": (_session_stop, "dir"),
+    "session_stop": (_session_stop, "file"),
+    "session_steers_dir": (_session_steer, "dir"),
+    "session_steer": (_session_steer, "file"),
+    "session_steer_claimed_dir": (_session_steer_claim, "dir"),
+    "holds_dir": (_hold, "dir"),
+    "hold": (_hold, "file"),
+    "hold_decision": (_hold_decision, "file"),
+    "resumes_dir": (_resume_log, "dir"),
+    "resume_log": (_resume_log, "dir"),
+    "stall_cooldowns": (_stall_cooldowns, "file"),
     "supervision_dir": (_autonomy, "dir"),
     "supervision_state": (_autonomy, "file"),
     "signals": (_signal, "file"),
@@ -264,7 +341,15 @@ WRITERS = {
     "fleet_sent": (_fleet_sent, "file"),
     "fleet_cursors": (_fleet_cursors, "file"),
     "relay_state": (_relay_state, "file"),
+    "notify_dir": (_notify_state, "dir"),
+    "notify_state": (_notify_state, "file"),
+    "notify_log": (_notify_log, "file"),
     "relay_log": (_spawned_log(lambda lay: lay.relay_log), "file"),
+    "workers_dir": (_worker_files, "dir"),
+    "worker_dir": (_worker_files, "dir"),
+    "worker_record": (_worker_files, "file"),
+    "worker_log": (_worker_files, "file"),
+    "worker_runner_log": (_worker_files, "file"),
 }
 del WRITERS["status_dir"]
 
@@ -291,9 +376,12 @@ def _path_of(layout: Layout, name: str) -> str:
         "ledger": (CONV,),
         "tasks_dir": (CONV,),
         "lock": ("test",),
+        **{n: ("w1",) for n in ("worker_dir", "worker_record", "worker_log", "worker_runner_log")},
     }
-    if name == "task_record":
-        return None  # its name is a fresh id: the tasks directory is planted instead
+    if name in ("task_record", "resume_log"):
+        return None  # its name is a fresh id: its directory is planted instead
+    cs = registry.cs_id_for(SESSION)
+    args.update({n: (cs,) for n in ("session_stop", "session_steer", "session_steer_claimed_dir", "hold", "hold_decision")})
     return member(*args[name])
 
 
@@ -305,8 +393,8 @@ def test_every_layout_path_is_covered():
 
 def _target(layout: Layout, name: str, kind: str) -> tuple[str, str]:
     target = _path_of(layout, name)
-    if target is None:  # task records: their directory stands in
-        return layout.tasks_dir(CONV), "dir"
+    if target is None:  # task records and resume logs: their directory stands in
+        return (layout.resumes_dir if name == "resume_log" else layout.tasks_dir(CONV)), "dir"
     return target, kind
 
 

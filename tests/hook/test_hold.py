@@ -97,7 +97,8 @@ def signals(layout: Layout) -> list[dict[str, Any]]:
 
 def test_a_dispatch_releases_the_held_turn_end_with_an_operator_instruction(supervised: Layout, held: Any) -> None:
     h = held()
-    # The pending signal that wakes the watcher was written before the hook started waiting.
+    # The pending signal that wakes the watcher follows the hold record, before the hook starts waiting.
+    wait_until(lambda: signals(supervised), timeout=20)
     assert [(s["alias"], s["kind"], s["value"]) for s in signals(supervised)] == [("cc1", "attention", "pending")]
     result = dispatch_ops.dispatch(supervised, "cc1", "run the integration tests next", by="alice")
     assert result["route"] == "held" and result["hold"]

@@ -29,11 +29,13 @@ from tests.hook.helpers import FIXTURES, fixture, hook_env
 
 HEAVY = {
     "typer", "rich", "pydantic", "pydantic_core", "filelock", "watchdog", "tomllib", "tomli_w", "click",
-    "genai_prices", "httpx", "fastapi", "mcp", "decimal", "importlib", "asyncio", "nats", "ssl", "socket",
+    "genai_prices", "httpx", "fastapi", "mcp", "decimal", "importlib", "asyncio", "apprise", "requests", "textual",
+    "nats", "ssl", "socket",
 }  # fmt: skip
 # cocoplus modules that must never load in a hook process
-NOT_IN_HOOK = {"cocoplus.cli", "cocoplus.report", "cocoplus.supervision", "cocoplus.chat", "cocoplus.server", "cocoplus.mcp", "cocoplus.fleet",
-               "cocoplus.runtimes.install", "cocoplus.runtimes.mcp_config", "cocoplus.runtimes.files", "cocoplus.cost.price_table"}  # fmt: skip
+NOT_IN_HOOK = {"cocoplus.cli", "cocoplus.report", "cocoplus.supervision", "cocoplus.chat", "cocoplus.server", "cocoplus.mcp",
+               "cocoplus.notify", "cocoplus.tui", "cocoplus.fleet", "cocoplus.runtimes.install", "cocoplus.runtimes.mcp_config",
+               "cocoplus.runtimes.files", "cocoplus.cost.price_table"}  # fmt: skip
 # Not even these on the events that run around every tool call.
 NOT_ON_TOOL_EVENTS = {"json", "re", "typing", "enum"}
 RECORDS = Path(__file__).resolve().parent.parent / "fixtures" / "runtime-records"
@@ -63,8 +65,6 @@ sys.stderr.write("RC %s\\n" % code)
 def loaded(layout: Layout, event: str, runtime: str, payload: dict[str, Any], argv_payload: bool = False) -> tuple[set[str], str]:
     data = json.dumps(payload)
     argv = [sys.executable, "-S", "-c", PROBE, hook_script(), event, "--runtime", runtime]
-    if registry.get(runtime).NEEDS_DIR:
-        argv += ["--dir", layout.project]
     r = subprocess.run(
         argv + ([data] if argv_payload else []),
         input=b"" if argv_payload else data.encode(),
@@ -237,8 +237,6 @@ def test_the_turn_end_hold_stays_light(compiled: Layout, runtime: str) -> None:
     event = next(e for e, k, m in adapter.EVENTS if k == "stop" and m is not None)
     payload = payload_for(runtime, event, "stop", compiled, None)
     probe = [sys.executable, "-S", "-c", PROBE, hook_script(), event, "--runtime", runtime]
-    if adapter.NEEDS_DIR:
-        probe += ["--dir", compiled.project]
     r = subprocess.run(
         probe, input=json.dumps(payload).encode(), capture_output=True, timeout=60,
         env=hook_env(compiled, COCOPLUS_SUPERVISION_HOLD_TURN_END_S="1"),

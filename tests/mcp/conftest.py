@@ -26,6 +26,7 @@ ALL_TOOLS = {
     "stop_session",
     "resume_session",
     "answer_worker",
+    "launch_worker",
     "report_progress",
     "notify_blocked",
     "ask_human",
@@ -78,7 +79,8 @@ def serve(
     params = StdioServerParameters(
         command=command or sys.executable,
         args=args if args is not None else ["-m", "cocoplus", "mcp"],
-        env={"COCOPLUS_OPERATOR": "tester", **(env or {})},
+        # The SDK passes only a few variables on (HOME, PATH, ...): the test's own config directory goes too.
+        env={"COCOPLUS_OPERATOR": "tester", **{k: v for k, v in os.environ.items() if k.startswith("XDG_")}, **(env or {})},
         cwd=str(cwd),
     )
 

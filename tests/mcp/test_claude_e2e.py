@@ -25,6 +25,7 @@ from cocoplus.core.paths import Layout
 from tests.e2e.conftest import Project, e2e_project  # noqa: F401 - e2e_project is a fixture
 from tests.e2e.conftest import run_claude as e2e_run_claude
 from tests.mcp.conftest import ALL_TOOLS
+from tests.support.controller import write_controller
 from tests.support.model_stubs import AnthropicStub, text, tool
 from tests.support.waiting import wait_until  # noqa: F401 - also re-exported for tests here
 
@@ -47,12 +48,13 @@ def jsonl(path: Path) -> list[dict[str, Any]]:
 def claude_project(e2e_project: Project) -> Project:
     e2e_project.cocoplus("install", "claude")
     entry = json.loads((e2e_project.project / ".mcp.json").read_text())["mcpServers"]["cocoplus"]
-    assert entry["args"][-1] == "mcp"
+    assert entry["command"] == "sh" and "cocoplus mcp" in entry["args"][-1]
     return e2e_project
 
 
 def test_the_model_enables_supervision_through_the_mcp_tool(claude_project: Project) -> None:
     p = claude_project
+    write_controller(Layout(str(p.root)))  # supervision is refused while no controller could run its rounds
     goal = "keep PR-77 green until it merges"
     name = "mcp__cocoplus__enable_supervision"
     script = [
@@ -87,6 +89,7 @@ def test_a_worker_reporting_blocked_wakes_the_brain(claude_project: Project) -> 
         '[accounts.x]\nkind = "command"\ncommand = ["sh", "-c", "cat >> prompts.txt; echo ok"]\n'
         "[supervision]\nquiet_window_s = 0.3\n"
     )
+    p.cocoplus("trust", "--yes")  # the brain's command is the project's own (README "Trust"); in the project's HOME
     p.cocoplus("supervision", "enable", "--task-hint", "ship the parser")
     layout = Layout(str(p.root))
     log = (p.project / "supervisor.log").open("w")

@@ -69,8 +69,8 @@ def test_install_merges_idempotently_and_uninstall_removes_only_ours(
     assert f"MCP server: registered in {FILES[runtime]}" in report["changes"]
     doc = load(runtime, path)
     ours = servers(runtime, doc)["cocoplus"]
-    assert ours["command"] == sys.executable
-    assert ours["args"] == ["-m", "cocoplus", "--dir", str(root), "mcp"]
+    assert ours["command"] == "sh" and ours["args"][0] == "-c" and "exec cocoplus mcp" in ours["args"][1]
+    assert str(root) not in json.dumps(ours) and sys.executable not in json.dumps(ours)  # the same on every machine
     assert servers(runtime, doc)["docs"] == {"command": "docs-server", "args": ["--stdio"]}
     if runtime in ("claude", "cursor"):
         assert ours["type"] == "stdio"
@@ -117,7 +117,7 @@ def test_an_outdated_entry_is_upgraded_in_place(project: Layout, cli: Callable[.
     code, out, _ = cli("install", "claude", "--json", cwd=root)
     assert code == 0 and "MCP server: registered in .mcp.json" in json.loads(out)["changes"]
     doc = json.loads((root / ".mcp.json").read_text())
-    assert doc["mcpServers"]["cocoplus"]["command"] == sys.executable and doc["mcpServers"]["docs"] == {"command": "d"}
+    assert doc["mcpServers"]["cocoplus"]["command"] == "sh" and doc["mcpServers"]["docs"] == {"command": "d"}
 
 
 def test_a_damaged_config_is_reported_and_left_alone(project: Layout, cli: Callable[..., Any]) -> None:
@@ -133,16 +133,20 @@ def test_a_damaged_config_is_reported_and_left_alone(project: Layout, cli: Calla
     assert (root / ".codex" / "config.toml").read_text() == "model = \n"
 
 
-def test_the_registered_command_starts_a_working_server(project: Layout, cli: Callable[..., Any], tmp_path: Path) -> None:
-    """Run exactly what .mcp.json says, from another directory: `--dir` finds the project."""
+@pytest.mark.parametrize("where", ["project", "subdirectory"])
+def test_the_registered_command_starts_a_working_server(project: Layout, cli: Callable[..., Any], where: str) -> None:
+    """Run exactly what .mcp.json says, in the session's directory: the server finds the project from there,
+    with this user's cocoplus (the pointer `install` wrote under HOME)."""
     root = Path(project.project)
     assert cli("install", "claude", cwd=root).code == 0
     entry = json.loads((root / ".mcp.json").read_text())["mcpServers"]["cocoplus"]
+    cwd = root if where == "project" else root / "src" / "deep"
+    cwd.mkdir(parents=True, exist_ok=True)
 
     async def scenario(c: Client) -> Any:
         return set(await c.tools()), await c.call("supervision_status")
 
-    names, status = serve(scenario, cwd=tmp_path, command=entry["command"], args=entry["args"])
+    names, status = serve(scenario, cwd=cwd, command=entry["command"], args=entry["args"])
     assert names == ALL_TOOLS
     assert status["autonomous"] is None
 
@@ -154,7 +158,7 @@ def test_keys_added_to_our_entry_survive_an_upgrade(project: Layout, cli: Callab
     assert cli("install", "cursor", cwd=root).code == 0
     toml_path = root / ".codex" / "config.toml"
     text = toml_path.read_text().replace("[mcp_servers.cocoplus]\ncommand = ", '[mcp_servers.cocoplus]\ndefault_tools_approval_mode = "approve"\ncommand = ')
-    text = text.replace(f'"{sys.executable}"', '"/old/python"') + '\n[mcp_servers.cocoplus.env]\nCOCOPLUS_OPERATOR = "ci"\n'
+    text = text.replace('command = "sh"', 'command = "/old/python"') + '\n[mcp_servers.cocoplus.env]\nCOCOPLUS_OPERATOR = "ci"\n'
     toml_path.write_text(text)
     cursor = root / ".cursor" / "mcp.json"
     doc = json.loads(cursor.read_text())
@@ -165,10 +169,10 @@ def test_keys_added_to_our_entry_survive_an_upgrade(project: Layout, cli: Callab
         code, out, err = cli("install", runtime, "--json", cwd=root)
         assert code == 0 and any("MCP server" in c for c in json.loads(out)["changes"]), err
     ours = tomllib.loads(toml_path.read_text())["mcp_servers"]["cocoplus"]
-    assert ours["command"] == sys.executable and ours["default_tools_approval_mode"] == "approve"
+    assert ours["command"] == "sh" and ours["default_tools_approval_mode"] == "approve"
     assert ours["env"] == {"COCOPLUS_OPERATOR": "ci"}
     ours = json.loads(cursor.read_text())["mcpServers"]["cocoplus"]
-    assert ours["command"] == sys.executable and ours["env"] == {"COCOPLUS_OPERATOR": "ci"}
+    assert ours["command"] == "sh" and ours["env"] == {"COCOPLUS_OPERATOR": "ci"}
     before = toml_path.read_bytes()
     assert cli("install", "codex", cwd=root).code == 0
     assert toml_path.read_bytes() == before

@@ -13,10 +13,11 @@ from cocoplus.core.paths import Layout
 from cocoplus.session import registry
 from tests.conftest import run_cli_subprocess
 from tests.mcp.conftest import ALL_TOOLS, Client, jsonl, serve
+from tests.support.controller import write_controller
 
 BRAIN = {
     "enable_supervision", "finish_supervision", "supervision_status", "set_supervision_scope", "list_sessions",
-    "dispatch", "steer_session", "stop_session", "resume_session", "answer_worker",
+    "dispatch", "steer_session", "stop_session", "resume_session", "answer_worker", "launch_worker",
 }  # fmt: skip
 WORKER = ALL_TOOLS - BRAIN
 
@@ -29,6 +30,7 @@ PARAMS = {
     "list_sessions": (set(), set()),
     "dispatch": ({"session", "instruction"}, {"session", "instruction"}),
     "answer_worker": ({"session", "text"}, {"session", "text"}),
+    "launch_worker": ({"runtime", "task", "alias"}, {"runtime", "task"}),
     "steer_session": ({"session", "text"}, {"session", "text"}),
     "stop_session": ({"session", "reason"}, {"session"}),
     "resume_session": ({"session"}, {"session"}),
@@ -75,6 +77,7 @@ def test_tools_by_role_with_the_seed_parameters(project: Layout) -> None:
 
 def test_brain_tools_change_the_state_files_like_the_cli(project: Layout, sessions: dict[str, Any]) -> None:
     cc1, cx1 = sessions["cc1"], sessions["cx1"]
+    write_controller(project)
 
     async def scenario(c: Client) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -99,6 +102,9 @@ def test_brain_tools_change_the_state_files_like_the_cli(project: Layout, sessio
         "autonomous": None,
         "scope": {"mode": "all", "only": None, "excluded": [], "supervised": ["cc1", "cx1"]},
         "supervisor": {"running": False, "pid": None},
+        "last_round": None,
+        "round_in_progress": None,
+        "recent_actions": [],
     }
 
     auto = out["after_enable"]["autonomous"]
@@ -107,6 +113,7 @@ def test_brain_tools_change_the_state_files_like_the_cli(project: Layout, sessio
     # The tool answers with what the CLI prints with --json.
     started = out["enable"]["supervisor"].pop("started")
     assert started is False  # the tool never starts the watcher
+    assert out["enable"].pop("change") == {"goal": "set", "previous_goal": None, "was_enabled": False, "turns_reset_from": None}
     assert out["enable"] == out["status"] == out["cli_status"]
     assert out["status"]["autonomous"]["scope"]["supervised"] == ["cc1"]
     assert out["status"]["autonomous"]["turns_left"] == 7
@@ -132,14 +139,18 @@ def test_brain_tools_change_the_state_files_like_the_cli(project: Layout, sessio
 def test_enable_again_resets_turns_used(project: Layout, sessions: dict[str, Any]) -> None:
     from cocoplus.supervision import autonomy
 
+    write_controller(project)
     autonomy.enable(project, task_hint="first")
     autonomy.update(project, lambda d: d["autonomous"].update(turns_used=5))
 
     async def scenario(c: Client) -> Any:
         return await c.call("enable_supervision")
 
-    got = serve(scenario, cwd=project.project)["autonomous"]
+    out = serve(scenario, cwd=project.project)
+    got = out["autonomous"]
     assert got["turns_used"] == 0 and got["max_turns"] == 60 and got["task_hint"] == "first"
+    # It says so: no goal given, the previous one was kept; the turns were reset.
+    assert out["change"] == {"goal": "kept", "previous_goal": "first", "was_enabled": True, "turns_reset_from": 5}
 
 
 def test_worker_tools_write_signals_ledger_and_attention(project: Layout, sessions: dict[str, Any]) -> None:
@@ -194,6 +205,8 @@ def test_worker_session_from_the_environment(project: Layout, sessions: dict[str
 
 
 def test_errors_are_tool_errors_and_change_nothing(project: Layout, sessions: dict[str, Any]) -> None:
+    write_controller(project)
+
     async def scenario(c: Client) -> dict[str, Any]:
         out: dict[str, Any] = {}
         out["only_none"] = await c.error("set_supervision_scope", mode="only")

@@ -33,10 +33,14 @@ from cocoplus.ops import chat as chat_ops
 from cocoplus.ops import session as session_ops
 from cocoplus.ops import supervision as supervision_ops
 from cocoplus.ops import worker as worker_ops
-from cocoplus.session import registry
+from cocoplus.ops import workers as workers_ops
+from cocoplus.session import procinfo, registry
 from cocoplus.session.workspace import init
 from tests.mcp.conftest import Client, serve
 from tests.server.conftest import AUTH, PORT, TOKEN, stop_background
+from tests.supervision.workers_support import stop_workers
+from tests.support.controller import write_controller
+from tests.support.trusting import trust_project
 
 pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
 
@@ -51,6 +55,7 @@ ONE_DOOR = {
     ("GET", "/api/v1/session-os/main-brain/rounds"),  # the page's round line
     ("GET", "/api/v1/events"),  # server-sent events
     ("GET", "/api/v1/meta"),  # the word lists and turn-cap bounds the page reads
+    ("GET", "/api/v1/history"),  # the page's charts (`top` draws the same ops.view history in the terminal)
     ("GET", "/api/v1/fleet"),  # the page's fleet card: `fleet status` needs a server (tests/fleet), this project has none
 }
 
@@ -179,7 +184,9 @@ STEPS = [
         mcp=("finish_supervision", {"summary": "PR-77 merged"}),
     ),
     Step("supervision.status", cli=["supervision", "status"], rest=("GET", AUTO, None), mcp=("supervision_status", {})),
-    # No controller account: a send fails at once, with why (the CLI exits 1 and still prints the answer).
+    # No controller account any more (supervision refuses to start without one; a send fails at once, with why:
+    # the CLI exits 1 and still prints the answer).
+    Step("config.drop_controller", apply=lambda lay: Path(lay.config).write_text(BUSY_CONFIG)),
     Step(
         "chat.send",
         cli=["chat", "send", "what is blocking the release?"],
@@ -208,6 +215,20 @@ STEPS = [
         apply=lambda lay: chat_ops.set_overrides(lay, effort="low"),
     ),
     Step("chat.info", cli=["chat", "info"], rest=("GET", CONV, None), rest_contains_cli=True),
+    # Managed workers: w1 (seeded) takes the one slot, so a launch stays queued (its runtime never runs here).
+    Step(
+        "workers.launch",
+        cli=["launch", "claude", "port the parser", "--alias", "parser"],
+        rest=("POST", "/api/v1/workers", {"runtime": "claude", "task": "port the parser", "alias": "parser"}),
+        mcp=("launch_worker", {"runtime": "claude", "task": "port the parser", "alias": "parser"}),
+    ),
+    Step("workers.list", cli=["workers", "list"], rest=("GET", "/api/v1/workers", None), apply=workers_ops.list_workers),
+    Step(
+        "workers.kill",
+        cli=["workers", "kill", "parser"],
+        rest=("POST", "/api/v1/workers/parser/kill", {}),
+        apply=lambda lay: workers_ops.kill(lay, "parser"),
+    ),
     # Last: a retry starts the reply worker, which fails the task again in the background.
     Step("chat.retry", cli=["chat", "retry"], rest=("POST", f"{CONV}/retry", {}), apply=chat_ops.retry),
 ]
@@ -220,7 +241,8 @@ def normalise(obj: Any, project: str) -> Any:
     """Times, generated ids and this copy's path replaced; ages (seconds since a time) and file identities dropped."""
     if isinstance(obj, dict):
         # `token` identifies one AGENT_STOP file (inode and time): equal stops in two copies differ there.
-        return {k: normalise(v, project) for k, v in obj.items() if k not in ("age", "age_seconds", "idle_for", "token")}
+        # `runner` is the process a launch started in this copy.
+        return {k: normalise(v, project) for k, v in obj.items() if k not in ("age", "age_seconds", "idle_for", "token", "runner")}
     if isinstance(obj, list):
         return [normalise(v, project) for v in obj]
     if isinstance(obj, str):
@@ -242,10 +264,28 @@ def three(tmp_path: Path) -> Any:
     base = Layout(str(base_dir / ".cocoplus"))
     for runtime, rid in (("claude", "11111111-aaaa-0001"), ("codex", "22222222-bbbb-0002"), ("claude", "33333333-cccc-0003")):
         registry.ensure(base, runtime, rid, event="SessionStart", change=lambda r: r.update(state="running"))
+    seed_busy_worker(base)  # writes cocoplus.toml: first
+    write_controller(base)
     copies = [project_copy(base, tmp_path / name / "shop") for name in ("cli", "rest", "mcp")]
+    for lay in copies:
+        trust_project(lay)  # trust is per project path: each copy is trusted as the base was
     yield copies
     for lay in copies:
         stop_background(lay)
+        stop_workers(lay)
+
+
+BUSY_CONFIG = "[workers]\nmax_parallel = 1\n"
+
+
+def seed_busy_worker(layout: Layout) -> None:
+    """One slot, taken by a worker whose runner is this test process: every launch stays queued."""
+    (Path(layout.project) / "cocoplus.toml").write_text(BUSY_CONFIG)
+    os.makedirs(layout.worker_dir("w1"))
+    me = {"pid": os.getpid(), "start_ticks": procinfo.start_ticks(os.getpid())}
+    Path(layout.worker_record("w1")).write_text(json.dumps(
+        {"schema_version": 1, "id": "w1", "runtime": "claude", "task": "the busy one", "alias": None, "state": "running", "runner": me, "created_at": "2026-01-01T00:00:00.000Z"}
+    ))  # fmt: skip
 
 
 def cli_door(cli: Any, layout: Layout, step: Step) -> Any:
@@ -313,6 +353,9 @@ def test_the_cli_rest_and_mcp_doors_answer_alike(three: list[Layout], cli: Any) 
     assert by_op["supervision.finish"].answers["mcp"]["autonomous"]["finish_summary"] == "PR-77 merged"
     assert by_op["chat.send"].answers["rest"]["masterReplyState"] == "failed"
     assert by_op["chat.retry"].answers["cli"]["masterReplyState"] == "queued"
+    assert by_op["workers.launch"].answers["mcp"]["state"] == "queued" and by_op["workers.launch"].answers["rest"]["id"] == "w2"
+    assert by_op["workers.kill"].answers["cli"]["state"] == "exited" and by_op["workers.kill"].answers["rest"]["killed_by"]
+    assert [w["state"] for w in by_op["workers.list"].answers["cli"]["workers"]] == ["running", "queued"]
     assert [s["alias"] for s in [s for s in steps if s.op == "sessions.list"][2].answers["mcp"]["sessions"] if s["excluded"]] == ["cc2"]
 
     # And the three projects hold the same state.
@@ -370,7 +413,7 @@ def test_every_rest_route_and_mcp_tool_is_covered() -> None:
         for m in r.methods - {"HEAD"}
     }
     named = {(s.rest[0], s.rest[1]) for s in STEPS if s.rest}
-    templated = {(m, re.sub(r"/(cc|cx)\d/", "/{session_id}/", p).replace("/master-agent", "/{conversation}")) for m, p in named}
+    templated = {(m, re.sub(r"/(cc|cx)\d/", "/{session_id}/", p).replace("/master-agent", "/{conversation}").replace("/workers/parser/", "/workers/{worker_id}/")) for m, p in named}
     assert routes - templated - ONE_DOOR == set(), "REST routes no step covers"
     tools = {s.mcp[0] for s in STEPS if s.mcp}
     assert tools == set(BRAIN_TOOLS) | set(WORKER_TOOLS)

@@ -20,14 +20,14 @@ KINDS = {
 NAMES = {
     "NAME": str, "TITLE": str, "RANK": int, "ALIAS_PREFIX": str, "EVENTS": tuple,
     "PROJECT_ENV": tuple, "SESSION_ENV": tuple, "HOSTS": tuple, "DETECT_PRIORITY": int,
-    "HOOKS_FILE": tuple, "HOOK_FILES_READ": tuple, "GROUPED": bool, "NEEDS_DIR": bool, "SETTINGS_DEFAULTS": dict,
+    "HOOKS_FILE": tuple, "HOOK_FILES_READ": tuple, "GROUPED": bool, "SETTINGS_DEFAULTS": dict,
     "MCP_FORMAT": str, "MCP_OWN_FILE": bool, "ADDS_CONTEXT": bool, "COMMAND": str, "CHILD_ENV": tuple,
 }  # fmt: skip
-OPTIONAL = {"ENV_FILE": str, "SLASH_COMMAND_DIR": tuple, "MCP_FILE": tuple, "USAGE": str, "PROVIDER": str}
+OPTIONAL = {"ENV_FILE": str, "LOCAL_HOOKS_FILE": tuple, "SLASH_COMMAND_DIR": tuple, "MCP_FILE": tuple, "USAGE": str, "PROVIDER": str}
 FUNCTIONS = (
     "recognise", "detect", "session_id", "transcript", "project_dirs", "hook_entry", "settings_notes", "todo",
     "mcp_entry", "deny_tool", "deny_permission", "halt", "add_context", "prompt_reply", "continue_turn", "notice",
-    "continue_cap", "resume_argv",
+    "continue_cap", "resume_argv", "launch_argv",
 )  # fmt: skip
 ADAPTERS = registry.ordered()
 

@@ -38,7 +38,7 @@ def payload(name: str, project: Layout, **extra: Any) -> dict[str, Any]:
 
 def run_installed(project: Layout, runtime: str, event: str, data: dict[str, Any], env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
     """The command `cocoplus install <runtime>` wrote for `event`, through `sh -c` as the runtime runs it."""
-    command = install.hook_command(runtime, event, project.project)
+    command = install.hook_command(runtime, event)
     return subprocess.run(["sh", "-c", command], input=json.dumps(data).encode(), capture_output=True, env=env, cwd=project.project, timeout=60)
 
 
@@ -52,7 +52,8 @@ def consumed(project: Layout) -> int:
 
 def test_install_writes_cortex_settings_and_uninstall_removes_them(project: Layout) -> None:
     result = install.install("cortex", project.project, timeout_s=12)
-    path = Path(project.project, ".cortex", "settings.json")
+    path = Path(project.project, ".cortex", "settings.local.json")  # per user, like Claude Code's
+    assert result["do_not_commit"] == [".cortex/settings.local.json"]
     doc = json.loads(path.read_text())
     assert set(doc["hooks"]) == {e for e, _m in registry.installed_events(cortex)}
     pre = doc["hooks"]["PreToolUse"][0]

@@ -1,8 +1,12 @@
-"""`cocoplus install/uninstall/doctor`: merge, idempotence, upgrade, never drop anyone else's hooks."""
+"""`cocoplus install/uninstall/doctor`: merge, idempotence, upgrade, never drop anyone else's hooks.
+
+Team safety (what is committed, the launcher, the pointer) is tested in tests/packaging.
+"""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +19,8 @@ OTHER = {"type": "command", "command": "/usr/local/bin/audit-log --json", "timeo
 
 
 def settings_path(layout: Layout, runtime: str) -> Path:
-    return Path(layout.project, *registry.get(runtime).HOOKS_FILE)
+    """The file install writes the hooks into (the per-user one where the runtime has one)."""
+    return Path(runtimes.settings_path(registry.get(runtime), layout.project))
 
 
 @pytest.mark.parametrize("runtime", registry.names())
@@ -29,16 +34,19 @@ def test_install_is_idempotent_and_covers_every_event(project: Layout, runtime: 
     doc = json.loads(text)
     for event, _ in registry.installed_events(registry.get(runtime)):
         cmds = runtimes._commands(doc["hooks"][event])
-        assert cmds == [runtimes.hook_command(runtime, event, project.project)]
+        assert cmds == [runtimes.hook_command(runtime, event)]
+        assert "--dir" not in cmds[0] and project.project not in cmds[0]
     assert first["todo"], "install says what the user must still do"
 
 
 def test_claude_entries_have_timeouts_matchers_and_the_slash_command(project: Layout) -> None:
     runtimes.install("claude", project.project, timeout_s=7)
     doc = json.loads(settings_path(project, "claude").read_text())
+    assert settings_path(project, "claude").name == "settings.local.json"
     pre = doc["hooks"]["PreToolUse"][0]
     assert pre["matcher"] == "*" and pre["hooks"][0]["timeout"] == 7 and pre["hooks"][0]["type"] == "command"
     assert "-S" in pre["hooks"][0]["command"] and "--runtime claude" in pre["hooks"][0]["command"]
+    assert not Path(project.project, ".claude", "settings.json").exists()
     slash = Path(project.project, ".claude", "commands", "supervise.md").read_text()
     assert "supervise" in slash and "$ARGUMENTS" in slash and "allowed-tools:" in slash
 
@@ -50,18 +58,20 @@ def test_gemini_timeouts_are_milliseconds_and_hooks_are_named(project: Layout) -
     assert h["timeout"] == 10_000 and h["name"] == "cocoplus-BeforeTool"
 
 
-def test_codex_and_cursor_commands_name_the_project(project: Layout) -> None:
+def test_codex_and_cursor_commands_name_no_project_and_no_path(project: Layout) -> None:
     runtimes.install("codex", project.project)
     runtimes.install("cursor", project.project)
     codex = json.loads(settings_path(project, "codex").read_text())
-    assert "--dir" in codex["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    command = codex["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert "--dir" not in command and project.project not in command and sys.executable not in command
     cursor = json.loads(settings_path(project, "cursor").read_text())
-    assert cursor["version"] == 1 and "--dir" in cursor["hooks"]["beforeShellExecution"][0]["command"]
+    command = cursor["hooks"]["beforeShellExecution"][0]["command"]
+    assert cursor["version"] == 1 and "--dir" not in command and project.project not in command
 
 
 @pytest.mark.parametrize("runtime", ["claude", "codex", "gemini"])
 def test_other_hooks_are_kept_through_install_upgrade_and_uninstall(project: Layout, runtime: str) -> None:
-    path = settings_path(project, runtime)
+    path = Path(project.project, *registry.get(runtime).HOOKS_FILE)  # the committed file
     path.parent.mkdir(parents=True, exist_ok=True)
     event = registry.installed_events(registry.get(runtime))[0][0]
     stale = {"type": "command", "command": "/old/venv/bin/python -S /old/site-packages/cocoplus/hook/__main__.py PreToolUse --runtime x", "timeout": 3}
@@ -74,12 +84,16 @@ def test_other_hooks_are_kept_through_install_upgrade_and_uninstall(project: Lay
     }
     path.write_text(json.dumps(original))
     result = runtimes.install(runtime, project.project)
-    assert f"{event}: updated" in result["changes"]
     doc = json.loads(path.read_text())
     assert doc["model"] == "keep-me" and doc["hooks"]["SomethingElse"] == [{"hooks": [OTHER]}]
     cmds = runtimes._commands(doc["hooks"][event])
     assert OTHER["command"] in cmds and stale["command"] not in cmds
-    assert cmds.count(runtimes.hook_command(runtime, event, project.project)) == 1
+    ours = runtimes._commands(json.loads(settings_path(project, runtime).read_text())["hooks"][event])
+    assert ours.count(runtimes.hook_command(runtime, event)) == 1
+    if settings_path(project, runtime) == path:
+        assert f"{event}: updated" in result["changes"]
+    else:  # Claude Code: the machine's commands move to the per-user file
+        assert any(c.startswith(".claude/settings.json: cocoplus' entries moved") for c in result["changes"]), result["changes"]
     runtimes.uninstall(runtime, project.project)
     doc = json.loads(path.read_text())
     assert doc["hooks"] == {event: [{"matcher": "Bash", "hooks": [OTHER]}], "SomethingElse": [{"hooks": [OTHER]}]}
@@ -87,15 +101,18 @@ def test_other_hooks_are_kept_through_install_upgrade_and_uninstall(project: Lay
 
 
 def test_damaged_settings_are_never_overwritten(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
-    path = settings_path(project, "claude")
+    path = Path(project.project, ".claude", "settings.json")  # read to move an earlier release's entries out
     path.parent.mkdir(parents=True)
     path.write_text('{"hooks": {broken')
     code, out, err = cli("install", "claude", cwd=project.project)
     assert code == 1 and "not valid JSON" in err and ".claude/settings.json" in err
     assert path.read_text() == '{"hooks": {broken'
-    path.write_text('{"hooks": []}')
+    path.write_text("{}")
+    local = settings_path(project, "claude")
+    local.write_text('{"hooks": []}')
     code, out, err = cli("install", "claude", cwd=project.project)
-    assert code == 1 and '"hooks" is not an object' in err
+    assert code == 1 and '"hooks" is not an object' in err and ".claude/settings.local.json" in err
+    assert local.read_text() == '{"hooks": []}'
 
 
 def test_a_foreign_supervise_command_is_not_replaced(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
@@ -124,6 +141,7 @@ def test_doctor_reports_wired_missing_outdated_and_fired(project: Layout, cli) -
     rep = json.loads(cli("doctor", "--json", cwd=project.project).out)["runtimes"]
     c = rep["claude"]
     assert c["wired"] and "Stop" in c["missing"] and "PostToolUse" in c["outdated"] and not c["fired"]
+    assert c["upgrade_available"] and any("/gone/python" in p and "does not exist" in p for p in c["problems"])
     assert c["mcp_registered"] is True
     assert rep["codex"]["wired"] is False
     registry.ensure(project, "claude", "abc", event="PreToolUse")
@@ -131,6 +149,8 @@ def test_doctor_reports_wired_missing_outdated_and_fired(project: Layout, cli) -
     assert rep["claude"]["fired"] and rep["claude"]["sessions_seen"] == 1
     code, out, err = cli("doctor", cwd=project.project)
     assert "outdated PostToolUse" in out and "not wired (run `cocoplus install codex`)" in out
+    assert "an upgrade of the hooks is available (run `cocoplus install claude`)" in out
+    assert "/gone/python, which does not exist on this machine" in err
 
 
 def test_example_config_file_is_current() -> None:
@@ -157,7 +177,7 @@ def test_uninstall_keeps_directories_that_hold_something_else(project: Layout) -
     runtimes.uninstall("claude", project.project)
     assert mine.read_text() == "my own command\n"
     assert not Path(project.project, ".claude", "commands", "supervise.md").exists()
-    assert not Path(project.project, ".claude", "settings.json").exists()
+    assert not Path(project.project, ".claude", "settings.local.json").exists()
 
 
 def test_doctor_reports_a_broken_config(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]

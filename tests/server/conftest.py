@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
+from tests.support.trusting import trust_project
 from tests.support.waiting import wait_until  # noqa: F401 - also re-exported for tests here
 
 PORT = 48765  # what the in-process app believes it listens on (TestClient opens no socket)
@@ -43,6 +44,7 @@ def write_backend(layout: Layout, seconds: float = 1.0, fail: bool = False, gate
         '[chat]\ncontroller = "x"\n\n'
         f'[accounts.x]\nkind = "command"\ncommand = ["{script}", "{{model}}", "{{effort}}"]\ndefault_model = "model-a"\n'
     )
+    trust_project(layout)  # the tests are about what the account does (README "Trust")
 
 
 def add_sessions(layout: Layout) -> list[dict[str, Any]]:

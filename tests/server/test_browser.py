@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ import pytest
 
 from cocoplus.core.paths import Layout
 from tests.server.conftest import Served, wait_until, write_backend
+from tests.support.trusting import trust_project
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "server"
@@ -74,6 +76,7 @@ def test_page_end_to_end(served: Served, page: Any) -> None:
     lay: Layout = served.layout
     cfg = Path(lay.config)
     cfg.write_text(cfg.read_text().replace('controller = "x"\n', 'controller = "x"\ndefault_model = "model-z"\n'))
+    trust_project(lay)  # a changed file is trusted again (README "Trust")
 
     page.goto(f"{served.url}/#token={served.token}")
     expect(page.locator("#live")).to_have_text("live")
@@ -244,4 +247,82 @@ def test_page_without_the_token_is_read_only(served: Served, page: Any) -> None:
     page.click("#supervision .switch")
     expect(page.locator("#sup-switch")).to_be_checked()
     wait_until(lambda: (api(served, "/session-os/main-brain/autonomous")["autonomous"] or {}).get("enabled"))
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_charts_of_iterations_and_spend(served: Served, page: Any) -> None:
+    """The page's charts (uPlot, served from the package) draw each session's iterations and spend,
+    and take in new spend as it is recorded."""
+    from playwright.sync_api import expect
+
+    from cocoplus.core import clock, fsio
+    from cocoplus.session import registry
+
+    lay: Layout = served.layout
+    now = clock.parse_iso(clock.iso()) or 0.0
+    recs = {r["alias"]: r for r in registry.list_sessions(lay)[0]}
+    for alias, started, calls in (("cc1", 50, 64), ("cx1", 40, 23)):
+        rec = dict(recs[alias], started_at=clock.iso(now - started * 60), last_event_at=clock.iso(now - 60), tool_calls=calls)
+        fsio.atomic_write_json(lay.session_record(rec["id"]), rec)
+    spend = [("cc1", 45, 0.42), ("cx1", 35, 0.2), ("cc1", 30, 0.9), ("cx1", 20, 0.3), ("cc1", 10, 1.6)]
+    for alias, ago, usd in spend:
+        fsio.append_jsonl(lay.spend_log, {"ts": clock.iso(now - ago * 60), "kind": "usage", "session": recs[alias]["id"], "alias": alias, "usd": usd, "model": "m", "category": "execution"}, lay.lock("spend"))
+    hist = api(served, "/history")
+    cc1 = next(s for s in hist["sessions"] if s["alias"] == "cc1")
+    assert [p[1] for p in cc1["spend"]] == [0.42, 1.32, 2.92] and [p[1] for p in cc1["iterations"]] == [0, 64]
+
+    page.goto(f"{served.url}/#token={served.token}")
+    expect(page.locator("#live")).to_have_text("live")
+    for box in ("#chart-iterations", "#chart-spend"):
+        expect(page.locator(f"{box} canvas")).to_have_count(1)
+        expect(page.locator(f"{box} .u-legend")).to_contain_text("cc1")
+        expect(page.locator(f"{box} .u-legend")).to_contain_text("cx1")
+    # The lines are drawn: the canvas holds pixels in cc1's colour (the palette's first).
+    drawn = page.evaluate(
+        """() => { const c = document.querySelector('#chart-spend canvas'); const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0; for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - 0x2f) < 30 && Math.abs(d[i + 1] - 0x6f) < 30 && Math.abs(d[i + 2] - 0xdf) < 30 && d[i + 3] > 200) n++; return n; }"""
+    )
+    assert drawn > 50, drawn
+    page.locator("#charts").screenshot(path=str(SHOTS / "20-charts.png"))
+    before = page.evaluate("() => charts.spend.data[0].length")
+    fsio.append_jsonl(lay.spend_log, {"ts": clock.iso(), "kind": "usage", "session": recs["cx1"]["id"], "alias": "cx1", "usd": 0.5, "model": "m", "category": "execution"}, lay.lock("spend"))
+    page.wait_for_function(f"() => charts.spend && charts.spend.data[0].length > {before}")
+    shot(page, "21-page-with-charts")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_page_shows_the_last_rounds_outcome_what_the_brain_did_and_how_to_undo_it(served: Served, page: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round in which the brain stopped cc1, then failed: the page says so, with the reason and the undo."""
+    from playwright.sync_api import expect
+
+    from cocoplus.chat import worker
+    from cocoplus.ops import session as session_ops
+    from cocoplus.session import registry
+    from cocoplus.supervision import autonomy, rounds
+    from tests.server.conftest import write_backend
+
+    lay: Layout = served.layout
+    write_backend(lay, seconds=0, fail=True)
+    autonomy.enable(lay, task_hint="keep the PR green")
+    cc1 = registry.resolve(lay, "cc1")
+    started = rounds.start_round(lay, [{"session": cc1["id"], "alias": "cc1", "kind": "attention", "value": "pending"}], start_worker=False)
+    assert started["started"]
+    monkeypatch.setenv("COCOPLUS_ROUND", str(started["round"]))  # as the round's backend runs with it
+    session_ops.stop(lay, "the schema review first", operator="main brain", session="cc1")
+    monkeypatch.delenv("COCOPLUS_ROUND")
+    worker.serve(lay, once=True)
+    assert rounds.poll(lay, start_worker=False) == {"closed": started["round"]}
+
+    page.goto(f"{served.url}/#token={served.token}")
+    expect(page.locator("#live")).to_have_text("live")
+    expect(page.locator("#round")).to_contain_text(f"last round: supervision round {started['round']} failed:")
+    expect(page.locator("#round")).to_contain_text("backend exploded")
+    expect(page.locator("#round")).to_have_class(re.compile(r"\bfailed\b"))
+    action = page.locator("#round-actions li")
+    expect(action).to_have_count(1)
+    expect(action).to_contain_text("stop_session cc1")
+    expect(action).to_contain_text(f"by main brain, round {started['round']}")
+    expect(action.locator("code")).to_have_text("cocoplus session resume --session cc1 --yes")
+    expect(page.locator("#watcher")).to_have_text("watcher NOT running: no round runs (`cocoplus supervisor run`)")
+    shot(page, "10-last-round-failed-with-its-action")
     assert page.errors == []  # type: ignore[attr-defined]

@@ -105,3 +105,43 @@ def test_queue_add_logs_a_step(project):
     rec = queue.add(project, "x", by="tester")
     steps = fsio.read_jsonl(project.steps).records
     assert steps[-1]["event"] == "queue_add" and steps[-1]["queue_id"] == rec["id"]
+
+
+def test_queued_requests_show_under_next_and_promote_makes_one_the_current_item(project, cli):
+    from cocoplus.session import handoff
+
+    ids = []
+    for request in ("write the migration", "update the docs"):
+        code, out, err = cli("session", "queue", "add", request, "--json", cwd=project.project)
+        assert code == 0, err
+        ids.append(json.loads(out)["id"])
+    first, second = ids
+
+    def placed() -> dict:
+        code, out, err = cli("session", "progress", "--json", cwd=project.project)
+        assert code == 0, err
+        return {title: [i["id"] for i in items] for title, items in json.loads(out)["queue"].items()}
+
+    assert placed() == {"In Progress": [], "Next": [first, second]}
+    code, out, err = cli("session", "progress", cwd=project.project)
+    assert code == 0 and f"[queue {first}] write the migration" in out
+    assert out.index("Next") < out.index(f"[queue {first}]")
+
+    code, out, err = cli("session", "queue", "promote", second, cwd=project.project)
+    assert code == 0 and f"{second} is now the current item (In Progress): update the docs" in out
+    assert placed() == {"In Progress": [second], "Next": [first]}
+    context = handoff.context(project, None)
+    assert "== Current item" in context and f"- {second}: update the docs" in context.split("== Queued")[0]
+
+    # At most one current item: promoting the other sends this one back to Next.
+    code, out, err = cli("session", "queue", "promote", first, "--json", cwd=project.project)
+    assert code == 0 and json.loads(out)["demoted"] == [second]
+    assert placed() == {"In Progress": [first], "Next": [second]}
+
+    # Only a queued request can become current; the error is one line, nothing changes.
+    cli("session", "queue", "done", second, cwd=project.project)
+    code, out, err = cli("session", "queue", "promote", second, cwd=project.project)
+    assert code == 1 and f"request {second} is done, not queued" in err and "Traceback" not in err
+    code, out, err = cli("session", "queue", "promote", "q_nope", cwd=project.project)
+    assert code != 0 and "no queued request 'q_nope'" in err
+    assert placed() == {"In Progress": [first], "Next": []}

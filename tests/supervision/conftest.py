@@ -14,6 +14,7 @@ import pytest
 
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
+from tests.support.trusting import trust_project
 from tests.support.waiting import wait_until  # noqa: F401 - also re-exported for tests here
 
 BRAIN = """\
@@ -49,6 +50,7 @@ class Brain:
             f'command = ["{sys.executable}", "{script}", "{self.dir}", "{sleep}", "{gate}"]\n'
             f"[supervision]\nquiet_window_s = {quiet}\nmax_wait_s = {max_wait}\nreconcile_s = 1\n"
         )
+        trust_project(layout)  # the tests are about what the brain is asked (README "Trust")
 
     def open(self) -> None:
         self.gate.touch()

@@ -13,7 +13,12 @@ from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
 from cocoplus.supervision import autonomy, rounds, scope, signals, triggers, watcher, workflow
-from tests.supervision.conftest import Brain, rounds_finished, rounds_started
+from tests.supervision.conftest import Brain, rounds_finished, rounds_started, wait_until
+from tests.support.controller import write_controller
+
+
+def json_lines(path: str) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
 
 
 def classify(layout: Layout, sig: dict[str, Any]) -> str | None:
@@ -140,6 +145,7 @@ def test_enable_resets_turns_and_can_set_scope(project: Layout, sessions: dict) 
 def test_status_shape_matches_the_seed(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
     code, out, _ = cli("supervision", "status", "--json", cwd=project.project)
     assert json.loads(out)["autonomous"] is None
+    write_controller(project)
     cli("supervision", "enable", "--task-hint", "watch the PR", "--max-turns", "7", cwd=project.project)
     auto = json.loads(cli("supervision", "status", "--json", cwd=project.project).out)["autonomous"]
     assert {"enabled", "turns_used", "max_turns", "task_hint"} <= set(auto)
@@ -152,22 +158,39 @@ def test_status_shape_matches_the_seed(project: Layout, cli) -> None:  # type: i
 # -- rounds: turn cap, single flight -------------------------------------------------------------------
 
 
-def test_every_round_costs_a_turn_and_the_cap_finishes_supervision(project: Layout, sessions: dict) -> None:
+def test_every_round_costs_a_turn_and_the_cap_finishes_supervision_when_the_last_round_ends(project: Layout, sessions: dict) -> None:
+    from cocoplus.chat import worker
+
     Brain(project)
     autonomy.enable(project, task_hint="cap", max_turns=2)
     t = [sig(sessions["cc1"], "attention", "pending")]
-    for _ in range(2):
+    for n in (1, 2):
         assert rounds.start_round(project, t, start_worker=False)["started"]
-        from cocoplus.chat import worker
-
         worker.serve(project, once=True)
-        rounds.poll(project, start_worker=False)
-    third = rounds.start_round(project, t, start_worker=False)
-    assert not third["started"] and "turn cap reached (2/2)" in third["why"]
+        assert autonomy.status(project)["autonomous"]["enabled"] is True  # the round's reply is in, the round not closed yet
+        assert rounds.poll(project, start_worker=False) == {"closed": n}
+    # The round that used the last turn has ended: supervision is finished now, with no further trigger.
     auto = autonomy.status(project)["autonomous"]
     assert auto["enabled"] is False and auto["finish_reason"] == "max_turns" and "2/2" in auto["finish_summary"]
+    assert auto["turns_used"] == 2
+    third = rounds.start_round(project, t, start_worker=False)
+    assert not third["started"] and third["why"] == "supervision is off"
     assert [r["number"] for r in rounds_started(project)] == [1, 2]
     assert [r["outcome"] for r in rounds_finished(project)] == ["succeeded", "succeeded"]
+    # The finish comes after round 2's end, in the log of the session's steps.
+    events = [s["event"] for s in json_lines(project.steps)]
+    assert events.count("supervision_finished") == 1
+
+
+def test_the_cap_finishes_supervision_when_the_last_round_ends_in_a_real_watcher(project: Layout, sessions: dict, watchers) -> None:  # type: ignore[no-untyped-def]
+    brain = Brain(project, quiet=0.2)
+    autonomy.enable(project, task_hint="cap", max_turns=1)
+    watchers()
+    registry.append_signal(project, sessions["cc1"], "attention", "pending")
+    # One trigger, one round (the only one allowed); when it ends, supervision finishes by itself.
+    auto = wait_until(lambda: (a := autonomy.status(project)["autonomous"]) and not a["enabled"] and a, timeout=30)
+    assert auto["finish_reason"] == "max_turns" and auto["turns_used"] == 1
+    assert len(brain.prompts()) == 1 and [r["number"] for r in rounds_finished(project)] == [1]
 
 
 def test_triggers_during_a_round_make_exactly_one_follow_up(project: Layout, sessions: dict) -> None:

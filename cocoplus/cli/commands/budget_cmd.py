@@ -10,6 +10,18 @@ from cocoplus.cli import output
 from cocoplus.cli.commands import JsonFlag, layout
 from cocoplus.ops import budget as ops
 
+BAR_WIDTH = 20
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def bar(value: float, scale: float, width: int = BAR_WIDTH) -> str:
+    """`value` of `scale` as a bar of `width` cells (eighths of a cell), then the percentage."""
+    share = 0.0 if scale <= 0 else max(0.0, value / scale)
+    eighths = round(min(share, 1.0) * width * 8)
+    full, part = divmod(eighths, 8)
+    text = "█" * full + (_EIGHTHS[part] if part else "")
+    return f"{text.ljust(width, '·')} {share:>4.0%}"
+
 
 def render_status(rep: dict[str, Any]) -> None:
     if rep["limit"] > 0:
@@ -26,10 +38,13 @@ def render_status(rep: dict[str, Any]) -> None:
         if rows:
             output.line((title, "bold"))
             cells = []
+            # Each session's bar: its share of the limit (or, with no limit, of the largest session's spend).
+            scale = rep["limit"] if rep["limit"] > 0 else max(r["usd"] for r in rows)
             for r in rows:
                 label = r[key] if key != "session" or not r.get("alias") else f"{r['alias']} ({r['session']})"
-                cells.append([str(label), f"{r['usd']:.4f}"])
-            for ln in output.table([(key, True), ("USD", True)], cells, width):
+                cells.append([str(label), f"{r['usd']:.4f}"] + ([bar(r["usd"], scale)] if key == "session" else []))
+            columns = [(key, True), ("USD", True)] + ([("share of the limit" if rep["limit"] > 0 else "share", False)] if key == "session" else [])
+            for ln in output.table(columns, cells, width):
                 output.line("  " + ln)
     output.line("by category: " + ", ".join(f"{k} ${v:.2f}" for k, v in rep["by_category"].items()))
     for u in rep["unpriced"]:

@@ -26,10 +26,27 @@ def message_line(m: dict[str, Any]) -> str:
     return f"[{ts}] {who}: {m.get('text', '')}"
 
 
-def render_messages(view: dict[str, Any], shown: int = 0) -> int:
-    for m in view["messages"][shown:]:
-        output.line(message_line(m))
-    return len(view["messages"])
+def action_line(a: dict[str, Any]) -> str:
+    where = f"round {a['round']}" if a.get("round") is not None else "outside a round"
+    return f"[{(a.get('ts') or '')[11:19]}] action ({where}, by {a.get('by') or '?'}): {a.get('text')}"
+
+
+def entries(view: dict[str, Any]) -> list[tuple[str, str]]:
+    """Messages and actions in time order, each as (key, line)."""
+    items = [(m.get("ts") or "", f"m:{m.get('id')}", message_line(m)) for m in view["messages"]]
+    items += [(a.get("ts") or "", f"a:{a.get('ts')}:{a.get('action')}:{a.get('session')}", action_line(a)) for a in view.get("actions") or []]
+    items.sort(key=lambda e: e[0])
+    return [(key, text) for _ts, key, text in items]
+
+
+def render_messages(view: dict[str, Any], shown: set[str] | None = None) -> set[str]:
+    """Print what is not in `shown` yet; returns the keys shown now."""
+    seen = set(shown or ())
+    for key, text in entries(view):
+        if key not in seen:
+            output.line(text)
+            seen.add(key)
+    return seen
 
 
 def render_reply_state(view: dict[str, Any]) -> None:
@@ -86,8 +103,7 @@ def log(
     while True:
         time.sleep(0.5)
         view = ops.log(lay, conversation)
-        if len(view["messages"]) > shown:
-            shown = render_messages(view, shown)
+        shown = render_messages(view, shown)
         state = (view["masterReplyState"], view["failed"] and view["failed"]["id"])
         if state != last_state:
             render_reply_state(view)
@@ -153,6 +169,35 @@ def menu(conversation: Conversation = "master-agent") -> None:
     chat_menu.run(layout(), conversation)
 
 
+def render_setup(out: dict[str, Any]) -> None:
+    output.line(f"{'created' if out['created_file'] else 'updated'} {out['file']}:")
+    for w in out["written"]:
+        output.line(f"  {w}")
+    if out["replaced_account"]:
+        output.line(f"the previous [accounts.{out['account']}] table was replaced")
+    if out["previous_controller"]:
+        output.line(f"the controller was {out['previous_controller']}; it is now {out['account']}")
+    if out.get("trust") and out["trust"] != "nothing to trust":
+        output.line(f"trust: {out['trust']}")
+    output.line("`cocoplus chat info` shows the controller; `cocoplus supervise GOAL` can now run supervision rounds")
+
+
+def setup(
+    kind: Annotated[str, typer.Argument(help="claude, codex, openai or command.")],
+    program: Annotated[list[str] | None, typer.Argument(help="For command: the program and its arguments, after `--`.")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="The account's name (default: the kind).")] = None,
+    binary: Annotated[str | None, typer.Option("--binary", help="claude, codex: the path of the CLI (default: found on PATH).")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="The account's default model (required for openai).")] = None,
+    effort: Annotated[str | None, typer.Option("--effort", help="The account's default reasoning effort: low, medium or high.")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="openai: an OpenAI-compatible endpoint.")] = None,
+    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="openai: the environment variable holding the key (default OPENAI_API_KEY).")] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Add a controller account to cocoplus.toml and make it the controller (the rest of the file is kept)."""
+    out = ops.setup(layout(), kind, name, binary, model, effort, base_url, api_key_env, list(program or []) or None)
+    output.show(out, json_out, render_setup)
+
+
 def worker(
     idle_exit: Annotated[float | None, typer.Option("--idle-exit", help="Exit after this many idle seconds (default: run until stopped).")] = None,
     once: Annotated[bool, typer.Option("--once", help="Run what is queued now, then exit.")] = False,
@@ -165,7 +210,8 @@ def register(app: typer.Typer) -> None:
     chat = typer.Typer(help="Talk to the master agent: send returns at once, the reply lands in the ledger.", no_args_is_help=True)
     app.add_typer(chat, name="chat")
     commands: tuple[tuple[str, Callable[..., None]], ...] = (
-        ("send", send), ("log", log), ("retry", retry), ("set", set_overrides), ("info", info), ("menu", menu), ("worker", worker)
+        ("send", send), ("log", log), ("retry", retry), ("set", set_overrides), ("info", info), ("menu", menu), ("worker", worker),
+        ("setup", setup),
     )
     for name, fn in commands:
         chat.command(name)(fn)

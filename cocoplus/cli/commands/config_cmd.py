@@ -11,7 +11,7 @@ import typer
 from cocoplus import config as config_mod
 from cocoplus.cli import output
 from cocoplus.cli.commands import JSON_HELP
-from cocoplus.core import settings
+from cocoplus.core import settings, userfiles
 from cocoplus.core.paths import find_state_dir
 
 
@@ -21,13 +21,30 @@ def show_data(cfg: Any) -> dict[str, Any]:
         "file": cfg.path,
         "files": list(cfg.read),
         "values": {
-            k.dotted: {"value": cfg.get(k.dotted), "origin": cfg.origins[k.dotted], "file": cfg.files.get(k.dotted)}
+            k.dotted: {
+                "value": cfg.get(k.dotted),
+                "origin": cfg.origins[k.dotted],
+                "file": cfg.files.get(k.dotted),
+                "needs_trust": k.needs_trust,
+                "ignored": _ignored(cfg.ignored_value(k.dotted)),
+            }
             for k in settings.KEYS
         },
         "pricing": cfg.pricing,
         "accounts": cfg.accounts,
         "entry_files": dict(cfg.entry_files),
+        "user_file": userfiles.config_file(),
+        "trust": dict(cfg.trust),
+        "ignored": [_ignored(item) for item in cfg.ignored],
+        "withheld": dict(cfg.withheld),
     }
+
+
+def _ignored(item: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A value the untrusted project file sets: key, label, value, file, why it was ignored."""
+    if item is None:
+        return None
+    return {k: item[k] for k in ("key", "label", "value", "file", "reason")}
 
 
 def origin_text(cfg: Any, project: str, dotted: str) -> str:
@@ -35,29 +52,52 @@ def origin_text(cfg: Any, project: str, dotted: str) -> str:
     where = cfg.files.get(dotted) if cfg.origins.get(dotted) == "file" else cfg.entry_files.get(dotted)
     if where is None:
         return cfg.origins[dotted]
-    rel = os.path.relpath(where, project)
-    return rel if not rel.startswith("..") else where
+    return _shown(where, project)
 
 
 def render_text(cfg: Any, project: str) -> str:
     """The effective configuration as TOML, each value followed by where it came from."""
-    read = ", ".join(cfg.read) if cfg.read else "no cocoplus.toml, so every value is a default"
+    read = ", ".join(_shown(p, project) for p in cfg.read) if cfg.read else "no configuration file, so every value is a default"
     lines = [f"# effective cocoplus configuration ({read})"]
+    if cfg.ignored:
+        lines.append(
+            f"# {_shown(cfg.trust['file'], project)} {cfg.trust['reason']}: the values it sets that run a program or"
+            " send data are ignored (marked below); `cocoplus trust` shows them and trusts the file"
+        )
 
     def add(left: str, origin: str) -> None:
         lines.append(f"{left:<{ALIGN}}  # {origin}" if len(left) < ALIGN else f"{left}  # {origin}")
+
+    def ignored(key: str) -> str:
+        item = cfg.ignored_value(key)
+        if item is None:
+            return ""
+        return f"; IGNORED {_shown(item['file'], project)}: {item['label']} = {settings.toml_value(item['value'])} (not trusted)"
 
     for section in settings.SECTIONS:
         lines += ["", f"[{section}]"]
         for k in settings.KEYS:
             if k.section == section:
-                add(f"{k.name} = {settings.toml_value(cfg.get(k.dotted))}", origin_text(cfg, project, k.dotted))
+                add(f"{k.name} = {settings.toml_value(cfg.get(k.dotted))}", origin_text(cfg, project, k.dotted) + ignored(k.dotted))
     for spec in settings.TABLES:
         for name, entry in cfg.table(spec.section).items():
             lines.append("")
             add(spec.label(name), origin_text(cfg, project, f"{spec.section}.{name}"))
-            lines += [f"{field} = {settings.toml_value(value)}" for field, value in entry.items()]
+            for field, value in entry.items():
+                lines.append(f"{field} = {settings.toml_value(value)}")
+            for f in spec.fields:
+                item = cfg.ignored_value(f"{spec.section}.{name}.{f.name}")
+                if item is not None and item["file"] == cfg.entry_files.get(f"{spec.section}.{name}"):
+                    lines.append(f"# {f.name} = {settings.toml_value(item['value'])}  # IGNORED (not trusted)")
+    for why in cfg.withheld.values():
+        lines += ["", f"# IGNORED {why}"]
     return "\n".join(lines) + "\n"
+
+
+def _shown(path: str, project: str) -> str:
+    """A configuration file as `config show` names it: relative to the project, or `~/...`."""
+    rel = os.path.relpath(path, project)
+    return rel if not rel.startswith("..") else userfiles.shown(path)
 
 
 ALIGN = 44

@@ -10,7 +10,7 @@ import typer
 from rich.text import Text
 
 from cocoplus.cli import output
-from cocoplus.cli.commands import JsonFlag, layout
+from cocoplus.cli.commands import JsonFlag, layout, queue_cmd
 from cocoplus.core.errors import CocoplusError
 from cocoplus.ops import session as ops
 from cocoplus.session import control
@@ -204,10 +204,11 @@ def render_progress(rep: dict[str, Any]) -> None:
             output.line("(section missing)")
         elif sec["text"]:
             output.line(sec["text"])
-        else:
+        elif not (rep.get("ctx", {}).get(title) or (rep.get("queue") or {}).get(title)):
             output.line("(empty)")
         for item in rep.get("ctx", {}).get(title, []):
             output.line(f"[ctx] {item}")
+        queue_cmd.render_queued_items(rep, title)
     if rep.get("ctx_note"):
         output.line(rep["ctx_note"])
 
@@ -315,6 +316,8 @@ def render_resume(result: dict[str, Any]) -> None:
         return
     if result["resumed"]:
         output.line("AGENT_STOP removed; status running")
+    elif result.get("kept"):
+        output.line(result["message"])
     else:
         output.line("nothing to resume: no AGENT_STOP is present; nothing was changed")
     if result.get("budget_reset"):
@@ -351,6 +354,9 @@ def resume(
         what = f"AGENT_STOP by {info.get('operator') or 'unknown'}: {info.get('reason') or 'no reason'}"
         if not typer.confirm(f"{what}. Resume the agent?", default=False):
             raise CocoplusError("resume cancelled; AGENT_STOP left in place")
+        # Remove the stop that was confirmed, not one made while the question was on screen.
+        output.show(ops.resume(lay, reset_budget=reset_budget, expect=info.get("token")), json_out, render_resume)
+        return
     output.show(ops.resume(lay, reset_budget=reset_budget), json_out, render_resume)
 
 
@@ -408,6 +414,8 @@ def register(app: typer.Typer) -> None:
         group.command(name)(fn)
     qgroup = typer.Typer(help="Mid-session requests (task-queue.jsonl).", no_args_is_help=True)
     group.add_typer(qgroup, name="queue")
-    queue_commands: tuple[tuple[str, Callable[..., None]], ...] = (("add", queue_add), ("list", queue_list), ("done", queue_done))
+    queue_commands: tuple[tuple[str, Callable[..., None]], ...] = (
+        ("add", queue_add), ("list", queue_list), ("done", queue_done), ("promote", queue_cmd.queue_promote)
+    )
     for name, fn in queue_commands:
         qgroup.command(name)(fn)

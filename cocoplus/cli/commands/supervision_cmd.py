@@ -47,6 +47,52 @@ def render_status(st: dict[str, Any]) -> None:
             output.line(f"watcher: {'started' if sup.get('started') else 'running'}, pid {sup['pid']}")
         else:
             output.line("watcher: not running" + ("; `cocoplus supervisor run` starts it" if auto and auto.get("enabled") else ""))
+    render_rounds(st)
+
+
+def render_rounds(st: dict[str, Any]) -> None:
+    """The round in progress, the last round's outcome and actions (with how to undo each), other recent actions."""
+    cur, last = st.get("round_in_progress"), st.get("last_round")
+    if cur:
+        output.line(f"round {cur['number']} in progress since {cur.get('started_at')}")
+        for a in cur.get("actions") or []:
+            _action_line(a)
+    if last:
+        failed = last.get("outcome") == "failed"
+        output.line("last round: ", (last["text"], output.ALERT if failed else ""))
+        for a in last.get("actions") or []:
+            _action_line(a)
+    numbers = {r.get("number") for r in (cur, last) if r}
+    other = [a for a in st.get("recent_actions") or [] if a.get("round") is None or a.get("round") not in numbers]
+    if other:
+        output.line("other recent actions:")
+        for a in other:
+            _action_line(a)
+
+
+def _action_line(a: dict[str, Any]) -> None:
+    where = f"round {a['round']}" if a.get("round") is not None else "outside a round"
+    text = f"  {str(a.get('ts') or '')[11:19]} {a['text']} (by {a.get('by') or '?'}, {where})"
+    if a.get("undo"):
+        text += f"; undo: `{a['undo']}`"
+    output.line(text)
+
+
+def render_change(out: dict[str, Any]) -> None:
+    """What an enable did to the goal and the turns (a second /supervise, an enable without a goal)."""
+    ch = out.get("change") or {}
+    goal = ch.get("goal")
+    if goal == "replaced":
+        output.line(f"goal replaced (it was: {ch.get('previous_goal')})")
+    elif goal == "kept":
+        output.line(f"no goal given: kept the previous goal ({ch.get('previous_goal')})")
+    if ch.get("turns_reset_from"):
+        output.line(f"turns reset to 0 ({ch['turns_reset_from']} were used before)")
+
+
+def render_enabled(out: dict[str, Any]) -> None:
+    render_status(out)
+    render_change(out)
 
 
 def status(json_out: JsonFlag = False) -> None:
@@ -64,7 +110,7 @@ def enable(
 ) -> None:
     """enable_supervision: turn supervision on (calling again resets turns_used)."""
     result = ops.enable(layout(), task_hint, max_turns, scope_mode, list(session or []), start_supervisor)
-    output.show(result, json_out, render_status)
+    output.show(result, json_out, render_enabled)
 
 
 def finish(
@@ -109,7 +155,7 @@ def include(session_id: SessionRef, json_out: JsonFlag = False) -> None:
 
 
 def render_supervise(out: dict[str, Any]) -> None:
-    render_status(out)
+    render_enabled(out)
     r = out["initial_round"]
     output.line("initial round: " + (f"started, round {r['round']}" if r.get("started") else str(r.get("why"))))
     relay = out.get("relay")
@@ -145,13 +191,23 @@ def supervisor_status(json_out: JsonFlag = False) -> None:
     output.show(ops.supervisor_status(layout()), json_out, render_supervisor)
 
 
-def supervisor_stop(json_out: JsonFlag = False) -> None:
-    """Stop the watcher."""
-    output.show(
-        ops.supervisor_stop(layout()),
-        json_out,
-        lambda st: output.line(f"watcher stopped (pid {st['pid']})" if st["stopped"] else f"not stopped: {st.get('why')}"),
-    )
+def render_supervisor_stop(st: dict[str, Any]) -> None:
+    output.line(f"watcher stopped (pid {st['pid']})" if st["stopped"] else f"watcher not stopped: {st.get('why')}")
+    if st.get("finished"):
+        output.line("supervision finished")
+    if st.get("still_enabled"):
+        output.note(
+            "cocoplus: note: supervision is still on, but with no watcher no round runs; "
+            "`cocoplus supervisor stop --finish` turns it off, `cocoplus supervisor run` starts a watcher"
+        )
+
+
+def supervisor_stop(
+    finish_too: Annotated[bool, typer.Option("--finish", help="Also turn supervision off.")] = False,
+    json_out: JsonFlag = False,
+) -> None:
+    """Stop the watcher (with --finish, also turn supervision off)."""
+    output.show(ops.supervisor_stop(layout(), finish_too), json_out, render_supervisor_stop)
 
 
 # -- worker signals ------------------------------------------------------------------------------
@@ -209,7 +265,17 @@ def workflow_start(
 ) -> None:
     """A workflow run starts: enables supervision (auto_supervise) unless a user already did."""
     out = ops.workflow_start(layout(), run_id, False if no_auto_supervise else None, task_hint)
-    output.show(out, json_out, lambda o: output.line(f"run {run_id} started; supervision {o['supervision']}"))
+    output.show(out, json_out, render_workflow_start)
+
+
+def render_workflow_start(o: dict[str, Any]) -> None:
+    if o["supervision"] == "refused":
+        output.line(f"run {o['run']} started without supervision")
+        output.note(f"cocoplus: warning: supervision not enabled: no controller account can run the rounds ({o['refused']})")
+        return
+    sup = o.get("supervisor") or {}
+    watching = f"; watcher {'started' if sup.get('started') else 'running'}, pid {sup.get('pid')}" if sup.get("running") else ""
+    output.line(f"run {o['run']} started; supervision {o['supervision']}{watching}")
 
 
 def workflow_end(

@@ -31,11 +31,14 @@ Where it runs and who is talking
     directories the payload names, to search up from for `.cocoplus/`)
 
 How it is installed
-    HOOKS_FILE (project-relative parts, written by `install`), HOOK_FILES_READ
-    (every project file it reads hooks from), GROUPED (matcher groups, or a flat
-    list of handlers), NEEDS_DIR (the command carries `--dir <project>`),
-    hook_entry(command, event, timeout_s), SETTINGS_DEFAULTS, settings_notes(settings),
-    todo(project), SLASH_COMMAND_DIR (where `/supervise` goes, or None)
+    HOOKS_FILE (project-relative parts: the project's hook file, which teams
+    commit), LOCAL_HOOKS_FILE (the runtime's per-user project file, kept out
+    of git, or None): `install` writes the direct command into LOCAL_HOOKS_FILE
+    where there is one, else the launcher into HOOKS_FILE (runtimes/launcher.py),
+    HOOK_FILES_READ (every project file it reads hooks from), GROUPED (matcher
+    groups, or a flat list of handlers), hook_entry(command, event, timeout_s),
+    SETTINGS_DEFAULTS, settings_notes(settings), todo(project), SLASH_COMMAND_DIR
+    (where `/supervise` goes, or None)
 
 MCP registration
     MCP_FILE (project-relative parts, or None), MCP_FORMAT ("json" or "toml"),
@@ -61,6 +64,8 @@ Turn-end continuation and headless resume (`cocoplus dispatch`, the turn-end hol
     resume_argv(program, session_id, instruction, argv): the command that resumes an exited
         session headless with `instruction` as its next prompt, keeping the settings found in
         the recorded command line `argv` (None: the runtime cannot be resumed headless)
+    launch_argv(program, task, model, effort): the command that starts a new headless worker on
+        `task` (`cocoplus launch`; None: the runtime cannot be launched headless)
 
 Spend
     USAGE: the name of its usage reader in `cocoplus.cost.usage.READERS`, or None

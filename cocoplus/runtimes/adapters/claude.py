@@ -1,7 +1,9 @@
 """Claude Code (checked against 2.1.328; reference/hooks-protocols.md section 1).
 
-Hooks in `.claude/settings.json`: `hooks.<Event>[{matcher, hooks: [{type,
-command, timeout}]}]`, timeout in seconds.  A PreToolUse deny goes in
+Hooks in `.claude/settings.json` (committed by teams) and
+`.claude/settings.local.json` (per user; Claude Code keeps it out of git):
+`hooks.<Event>[{matcher, hooks: [{type, command, timeout}]}]`, timeout in
+seconds.  `install` writes the direct command into the per-user file.  A PreToolUse deny goes in
 `hookSpecificOutput` and `continue: false` also halts the agent; context
 goes in `hookSpecificOutput.additionalContext`; a Stop `decision: block`
 keeps the turn going.  Spend comes from the session transcript.
@@ -61,9 +63,9 @@ project_dirs = answers.cwd
 
 
 HOOKS_FILE = (".claude", "settings.json")
-HOOK_FILES_READ = (HOOKS_FILE, (".claude", "settings.local.json"))
+LOCAL_HOOKS_FILE = (".claude", "settings.local.json")
+HOOK_FILES_READ = (HOOKS_FILE, LOCAL_HOOKS_FILE)
 GROUPED = True
-NEEDS_DIR = False
 SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = (".claude", "commands")
 
@@ -152,6 +154,11 @@ def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "
     # The many-valued options go last, so none of them swallows the instruction.
     return [*program, "-p", instruction, "--resume", session_id, *words.flatten(kept)]
 
+
+
+def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
+    extra = [*(["--model", model] if model else []), *(["--effort", effort] if effort else [])]
+    return [*program, "-p", task, "--output-format", "stream-json", "--verbose", *extra]
 
 USAGE = "claude-transcript"
 PROVIDER = "anthropic"

@@ -3,7 +3,9 @@
 Hooks in `.codex/hooks.json`, Claude Code's shape (timeout in seconds).  The
 PreToolUse deny is Claude's *without* `continue`/`stopReason`: Codex treats
 those on PreToolUse as a failed hook and runs the tool.  A hook gets no
-project directory in its environment, so the command carries `--dir`.
+project directory in its environment: it runs in the session's directory,
+where the hook finds `.cocoplus/`.  Codex has no per-user project file, so
+the committed `.codex/hooks.json` holds the launcher (runtimes/launcher.py).
 Spend comes from the rollout file's `token_count` events.
 """
 
@@ -62,7 +64,7 @@ project_dirs = answers.cwd
 HOOKS_FILE = (".codex", "hooks.json")
 HOOK_FILES_READ = (HOOKS_FILE,)
 GROUPED = True
-NEEDS_DIR = True
+LOCAL_HOOKS_FILE = None  # no per-user project file: the committed hooks are the launcher (runtimes/launcher.py)
 SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = None
 
@@ -149,6 +151,11 @@ def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "
         kept.append(("--json", []))
     return [*program, "exec", "resume", session_id, instruction, *words.flatten(kept)]
 
+
+
+def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
+    extra = [*(["-m", model] if model else []), *(["-c", f'model_reasoning_effort="{effort}"'] if effort else [])]
+    return [*program, "exec", "--json", *extra, task]
 
 USAGE = "codex-rollout"
 PROVIDER = "openai"

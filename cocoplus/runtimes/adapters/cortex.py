@@ -70,9 +70,9 @@ def transcript(payload: "Mapping[str, Any]") -> "str | None":
 project_dirs = answers.cwd
 
 HOOKS_FILE = (".cortex", "settings.json")
-HOOK_FILES_READ = (HOOKS_FILE, (".cortex", "settings.local.json"))
+LOCAL_HOOKS_FILE = (".cortex", "settings.local.json")
+HOOK_FILES_READ = (HOOKS_FILE, LOCAL_HOOKS_FILE)
 GROUPED = True
-NEEDS_DIR = False
 SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = None
 
@@ -148,6 +148,10 @@ CHILD_ENV = ("CORTEX_SESSION_ID", "CORTEX_PROJECT_DIR", "CORTEX_ENV_FILE")
 def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None") -> "list[str] | None":
     return None  # no headless resume is documented: a dispatch to an exited Cortex session stays queued
 
+
+
+def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
+    return None  # no headless mode is documented: `cocoplus launch` does not start it
 
 USAGE = None
 PROVIDER = None

@@ -5,7 +5,9 @@ Hooks in `.cursor/hooks.json`: `{"version": 1, "hooks": {"<event>":
 `agent_message`.  Cursor has no post-tool stop (the iteration cap holds
 through AGENT_STOP at the next command) and cannot add context to a
 prompt, so a steer stays pending.  No project directory in the hook's
-environment is documented: the command carries `--dir`.  No spend records.
+environment is documented: the hook finds `.cocoplus/` from the payload's
+`workspace_roots` and `cwd`.  The committed `.cursor/hooks.json` holds the
+launcher (runtimes/launcher.py).  No spend records.
 """
 
 from cocoplus.runtimes import answers
@@ -66,7 +68,7 @@ def project_dirs(payload: "Mapping[str, Any]") -> "list[str]":
 HOOKS_FILE = (".cursor", "hooks.json")
 HOOK_FILES_READ = (HOOKS_FILE,)
 GROUPED = False
-NEEDS_DIR = True
+LOCAL_HOOKS_FILE = None  # no per-user project file: the committed hooks are the launcher (runtimes/launcher.py)
 SETTINGS_DEFAULTS: "dict[str, Any]" = {"version": 1}
 SLASH_COMMAND_DIR = None
 
@@ -128,6 +130,10 @@ CHILD_ENV: tuple[str, ...] = ()
 def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None") -> "list[str] | None":
     return None  # not verified here: a dispatch to an exited Cursor session stays queued
 
+
+
+def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
+    return None  # not verified here: `cocoplus launch` does not start it
 
 USAGE = None
 PROVIDER = None

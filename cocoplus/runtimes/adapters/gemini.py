@@ -64,7 +64,7 @@ project_dirs = answers.cwd
 HOOKS_FILE = (".gemini", "settings.json")
 HOOK_FILES_READ = (HOOKS_FILE,)
 GROUPED = True
-NEEDS_DIR = False
+LOCAL_HOOKS_FILE = None  # no per-user project file: the committed hooks are the launcher (runtimes/launcher.py)
 SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = None
 
@@ -139,6 +139,14 @@ def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "
         kept.append(("--output-format", ["stream-json"]))
     return [*program, "--resume", session_id, "-p", instruction, *words.flatten(kept)]
 
+
+
+def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
+    if effort:
+        from cocoplus.core.errors import UsageError  # deferred: only a launch with an effort gets here
+
+        raise UsageError("Gemini CLI has no reasoning-effort option: launch it without --effort")
+    return [*program, "-p", task, "--output-format", "stream-json", *(["-m", model] if model else [])]
 
 USAGE = "gemini-recording"
 PROVIDER = "google"

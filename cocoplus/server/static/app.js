@@ -1,5 +1,6 @@
 // The cocoplus page: reads the REST API, writes with the server's token, and
-// re-reads whatever /api/v1/events says changed. No build step, no libraries.
+// re-reads whatever /api/v1/events says changed. No build step; the one library is uPlot
+// (uplot.min.js, shipped beside this file) for the charts.
 //
 // The token reaches the page in the URL fragment (`/#token=...`, printed by
 // `cocoplus serve`); fragments are never sent to a server. The page keeps it
@@ -53,7 +54,7 @@ async function call(method, path, body, auth) {
   let data = null;
   try { data = await resp.json(); } catch (e) { data = null; }
   if (!resp.ok) {
-    const msg = (data && data.error) || ("HTTP " + resp.status);
+    const msg = ((data && data.error) || ("HTTP " + resp.status)) + (data && data.hint ? ` (${data.hint})` : "");
     if (resp.status === 401) {
       sessionStorage.removeItem(TOKEN_KEY);
       showTokenBanner();
@@ -125,22 +126,28 @@ function renderAutonomous() {
   if (a && document.activeElement !== $("task-hint") && !$("task-hint").dataset.edited) $("task-hint").value = a.task_hint || "";
   if (a && document.activeElement !== $("max-turns") && !$("max-turns").dataset.edited) $("max-turns").value = a.max_turns || turnsDefault();
   const sup = data.supervisor || {};
-  $("watcher").textContent = sup.running ? `watcher running (pid ${sup.pid})` : "watcher not running (`cocoplus supervisor run`)";
+  $("watcher").textContent = sup.running ? `watcher running (pid ${sup.pid})` : (on ? "watcher NOT running: no round runs (`cocoplus supervisor run`)" : "watcher not running");
   let st = "supervision " + (on ? "on" : (a ? "off" : "never enabled"));
   if (a && !on && a.finish_reason) st += ` (${a.finish_reason}` + (a.finish_summary ? `: ${a.finish_summary})` : ")");
   $("sup-state").textContent = st;
   const scope = (a && a.scope) || data.scope;
   if (scope) renderScope(scope);
+  renderRounds(data);
 }
-async function loadRounds() {
-  const data = await call("GET", "/session-os/main-brain/rounds?limit=1");
-  const cur = data.current;
-  const last = data.rounds[data.rounds.length - 1];
-  if (cur && cur.number !== undefined) $("round").textContent = `round ${cur.number} in progress since ${timeOf(cur.started_at)}`;
-  else if (last) {
-    const what = last.event === "round_finished" ? `finished (${last.outcome})` : "started";
-    $("round").textContent = `last round ${last.number}: ${what} at ${timeOf(last.ts)}`;
-  } else $("round").textContent = "no round yet";
+// The round in progress, the last round's outcome (a failure with its reason) and what the brain did, with how to undo it.
+function renderRounds(data) {
+  const cur = data.round_in_progress, last = data.last_round;
+  const parts = [];
+  if (cur) parts.push(`round ${cur.number} in progress since ${timeOf(cur.started_at)}`);
+  if (last) parts.push(`last round: ${last.text} (${timeOf(last.finished_at)})`);
+  $("round").textContent = parts.join("; ") || "no round yet";
+  $("round").classList.toggle("failed", !!(last && last.outcome === "failed"));
+  const shown = [cur, last].filter(Boolean).map((r) => r.number);
+  const acts = [...((cur && cur.actions) || []), ...((last && last.actions) || []),
+    ...(data.recent_actions || []).filter((x) => x.round === null || !shown.includes(x.round))];
+  $("round-actions").replaceChildren(...acts.map((x) => el("li", { class: x.error ? "failed" : null },
+    `${timeOf(x.ts)} ${x.text} (by ${x.by || "?"}${x.round === null ? ", outside a round" : `, round ${x.round}`})`,
+    x.undo ? el("span", {}, " · undo: ", el("code", {}, x.undo)) : null)));
 }
 async function toggleSupervision() {
   const sw = $("sup-switch");
@@ -272,9 +279,16 @@ function renderConversation() {
   const box = $("messages");
   const atBottom = box.scrollHeight - box.scrollTop - box.clientHeight < 40;
   const who = { user: "you", assistant: "master agent", system: "system" };
-  box.replaceChildren(...c.messages.map((m) => el("li", { class: `msg ${m.role}`, dataset: { id: m.id, role: m.role } },
+  // What the brain (or an operator) did, between the messages, in time order.
+  const since = c.messages.length ? c.messages[0].ts : "";
+  const items = [...c.messages.map((m) => ({ ts: m.ts || "", node: el("li", { class: `msg ${m.role}`, dataset: { id: m.id, role: m.role } },
     el("span", { class: "who" }, `${who[m.role] || ("worker " + (m.session_alias || ""))} · ${timeOf(m.ts)}`),
-    m.text)));
+    m.text) })),
+  ...(c.actions || []).filter((a) => (a.ts || "") >= since).map((a) => ({ ts: a.ts || "", node: el("li", { class: "msg action", dataset: { role: "action" } },
+    el("span", { class: "who" }, `action · ${a.round === null ? "outside a round" : "round " + a.round} · by ${a.by || "?"} · ${timeOf(a.ts)}`),
+    a.text + (a.undo ? ` (undo: ${a.undo})` : "")) }))];
+  items.sort((x, y) => (x.ts < y.ts ? -1 : x.ts > y.ts ? 1 : 0));
+  box.replaceChildren(...items.map((x) => x.node));
   if (c.messagesTotal > c.messages.length) {
     box.prepend(el("li", { class: "msg system" }, `${c.messagesTotal - c.messages.length} earlier message(s): cocoplus chat log`));
   }
@@ -396,6 +410,67 @@ async function menuItem(item) {
   else if (item === "info") showInfo();
 }
 
+// -- charts: each session's iterations and spend over time -------------------------------------------
+// GET /api/v1/history gives what the files hold; the page keeps every point it has seen, so a count
+// that grows while the page is open draws its whole path.
+const seen = {};  // session id -> {alias, iterations: Map(ts -> n), spend: Map(ts -> usd)}
+const charts = {};
+const PALETTE = ["#2f6fdf", "#c8372d", "#1f8a4c", "#b7791f", "#7b4bc4", "#0f8b8d", "#d0468a", "#5a6b7d"];
+let historyTimer = null;
+
+async function loadHistory() {
+  const data = await call("GET", "/history");
+  for (const s of data.sessions) {
+    const h = seen[s.id] || (seen[s.id] = { alias: s.alias, iterations: new Map(), spend: new Map() });
+    h.alias = s.alias || h.alias;
+    for (const [ts, v] of s.iterations) h.iterations.set(ts, v);
+    for (const [ts, v] of s.spend) h.spend.set(ts, v);
+  }
+  renderCharts();
+}
+function historySoon() {  // bursts of events: one read
+  if (historyTimer) return;
+  historyTimer = setTimeout(() => { historyTimer = null; act(loadHistory); }, 500);
+}
+function aligned(kind) {
+  // uPlot wants one x array: every time any session has a point; each session holds its last value.
+  const ids = Object.keys(seen).filter((id) => seen[id][kind].size);
+  const per = ids.map((id) => [...seen[id][kind].entries()]
+    .map(([ts, v]) => [Date.parse(ts) / 1000, v]).filter((p) => !Number.isNaN(p[0])).sort((a, b) => a[0] - b[0]));
+  const xs = [...new Set(per.flat().map((p) => p[0]))].sort((a, b) => a - b);
+  const ys = per.map((pts) => {
+    let j = 0, cur = null;
+    return xs.map((x) => { while (j < pts.length && pts[j][0] <= x) { cur = pts[j][1]; j += 1; } return cur; });
+  });
+  return { labels: ids.map((id) => seen[id].alias || id), data: [xs, ...ys] };
+}
+function renderChart(kind, boxId, title, fmt) {
+  const box = $(boxId);
+  if (charts[kind]) { charts[kind].destroy(); charts[kind] = null; }
+  box.replaceChildren();
+  const { labels, data } = aligned(kind);
+  if (!labels.length || typeof uPlot === "undefined") {
+    box.append(el("div", { class: "empty" }, title + ": no data yet"));
+    return;
+  }
+  const series = [{}].concat(labels.map((label, i) => ({
+    label, stroke: PALETTE[i % PALETTE.length], width: 2, spanGaps: false,
+    paths: uPlot.paths.stepped({ align: 1 }), points: { show: false },
+    value: (u, v) => (v == null ? "–" : fmt(v)),
+  })));
+  charts[kind] = new uPlot({
+    title, width: Math.max(240, box.clientWidth || 520), height: 160, series,
+    scales: { x: { time: true } },
+    axes: [{ stroke: "#687083" }, { stroke: "#687083", size: 56, values: (u, vals) => vals.map(fmt) }],
+    legend: { live: false },
+  }, data, box);
+}
+function renderCharts() {
+  renderChart("iterations", "chart-iterations", "Tool calls per session", (v) => String(Math.round(v)));
+  renderChart("spend", "chart-spend", "Spend per session (USD)", (v) => "$" + Number(v).toFixed(2));
+}
+window.addEventListener("resize", () => { if (Object.keys(seen).length) renderCharts(); });
+
 // -- fleet (read-only; GET /api/v1/fleet needs the token) ------------------------------------------
 const FLEET_EVERY_MS = 10000;
 function ago(s) {
@@ -446,7 +521,7 @@ setInterval(() => act(loadFleet), FLEET_EVERY_MS);
 
 // -- live updates --------------------------------------------------------------------------------
 async function loadAll() {
-  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadRounds), act(loadFleet)]);
+  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadHistory), act(loadFleet)]);
 }
 function connectEvents() {
   const es = new EventSource(API + "/events");
@@ -454,10 +529,10 @@ function connectEvents() {
   es.onopen = () => { live.textContent = "live"; live.className = "pill on"; loadAll(); };
   es.onerror = () => { live.textContent = "reconnecting"; live.className = "pill off"; };
   const on = (topic, fn) => es.addEventListener(topic, (ev) => fn(JSON.parse(ev.data || "{}")));
-  on("session", () => act(loadSession));
-  on("sessions", () => act(loadSessions));
+  on("session", () => { act(loadSession); historySoon(); });
+  on("sessions", () => { act(loadSessions); historySoon(); });
   on("supervision", () => { act(loadAutonomous); act(loadSessions); });
-  on("round", () => { act(loadRounds); act(loadAutonomous); });
+  on("round", () => { act(loadAutonomous); });
   on("ledger", (d) => { if (!d.conversations || !d.conversations.length || d.conversations.includes(CONV)) act(loadConversation); });
   on("resync", () => loadAll());
 }

@@ -1,0 +1,24 @@
+"""`cocoplus top`: the live terminal view."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from cocoplus.cli.commands import layout
+from cocoplus.core.errors import CocoplusError
+
+
+def top() -> None:
+    """Live view: sessions, supervision, kill switch, steer, conversation; keys s stop, r resume, t steer, l log, q quit."""
+    lay = layout()
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise CocoplusError("cocoplus top needs a terminal", hint="`cocoplus sessions list` and `cocoplus session status` print the same in a pipe")
+    from cocoplus.tui.app import TopApp  # deferred: Textual loads for `cocoplus top` only
+
+    TopApp(lay).run()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("top")(top)

@@ -1,0 +1,45 @@
+"""The files cocoplus keeps for the user, outside every project.
+
+`$XDG_CONFIG_HOME/cocoplus/` (default `~/.config/cocoplus/`) holds the
+user's own configuration (`config.toml`, the same keys as a project's
+cocoplus.toml) and the record of trusted project files (`trusted.json`).
+Nothing here is ever written inside a repository.  Standard library only:
+the hook looks at the user's configuration file to see whether it changed.
+"""
+
+from __future__ import annotations
+
+import os
+
+DIR_NAME = "cocoplus"
+CONFIG_NAME = "config.toml"
+TRUST_NAME = "trusted.json"
+
+
+def directory() -> str:
+    """`$XDG_CONFIG_HOME/cocoplus`, or `~/.config/cocoplus` (a relative XDG_CONFIG_HOME is ignored, as the XDG spec says)."""
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    if xdg and os.path.isabs(xdg):
+        return os.path.join(xdg, DIR_NAME)
+    return os.path.join(os.path.expanduser("~"), ".config", DIR_NAME)
+
+
+def config_file() -> str:
+    return os.path.join(directory(), CONFIG_NAME)
+
+
+def trust_file() -> str:
+    return os.path.join(directory(), TRUST_NAME)
+
+
+def trust_lock() -> str:
+    """The sidecar lock taken while the trust record is changed."""
+    return os.path.join(directory(), TRUST_NAME + ".lock")
+
+
+def shown(path: str) -> str:
+    """A path under the home directory as `~/...` (how messages name the user's files)."""
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and path.startswith(home.rstrip("/") + "/"):
+        return "~" + path[len(home.rstrip("/")) :]
+    return path

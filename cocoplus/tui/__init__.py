@@ -1,0 +1,1 @@
+"""`cocoplus top`: the live terminal view (Textual; imported by `cocoplus top` only)."""

@@ -1,0 +1,256 @@
+"""Managed workers with real runner processes and a scripted stand-in runtime.
+
+The stand-in is a shell script named `claude` first on PATH (the real
+Claude Code CLI runs in tests/e2e/test_workers_claude.py): it prints its
+arguments, then waits for a gate file of its own, prints a given amount of
+output, or starts a grandchild, as each test asks.  Every test's finalizer
+kills whatever its workers left (`stop_workers`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cocoplus.core import fsio
+from cocoplus.core.paths import Layout
+from cocoplus.session import procinfo, registry
+from cocoplus.session.workspace import init
+from cocoplus.supervision import triggers, workers
+from tests.supervision.workers_support import stop_workers
+from tests.support.waiting import wait_until
+
+FAKE = """#!/bin/sh
+# Stand-in runtime for the worker tests: $FAKE_DIR/<task>.gate releases it.
+task="$2"
+echo "fake runtime: $*"
+if [ -n "$FAKE_BYTES" ]; then head -c "$FAKE_BYTES" /dev/zero | tr '\\0' 'x'; echo; fi
+if [ -n "$FAKE_CHILD" ]; then sleep 300 & echo "child $!" > "$FAKE_DIR/$task.child"; fi
+i=0
+while [ ! -e "$FAKE_DIR/$task.gate" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
+echo "fake runtime: $task done"
+exit "${FAKE_CODE:-0}"
+"""
+
+
+@pytest.fixture
+def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Layout]:
+    project = tmp_path / "shop"
+    project.mkdir()
+    init(str(project / ".cocoplus"))
+    layout = Layout(str(project / ".cocoplus"))
+    bindir = tmp_path / "fakebin"
+    bindir.mkdir()
+    script = bindir / "claude"
+    script.write_text(FAKE)
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_DIR", str(tmp_path))
+    yield layout
+    for gate in tmp_path.glob("*.child"):
+        try:
+            os.kill(int(gate.read_text().split()[1]), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            pass
+    stop_workers(layout)
+
+
+def release(layout: Layout, task: str) -> None:
+    (Path(layout.project).parent / f"{task}.gate").touch()
+
+
+def state(layout: Layout, wid: str) -> str | None:
+    rec = workers.read(layout, wid)
+    return rec.get("state") if rec else None
+
+
+def config(layout: Layout, text: str) -> None:
+    Path(layout.config).write_text(text)
+
+
+def test_a_launch_beyond_max_parallel_waits_and_starts_when_one_finishes_with_no_watcher(proj: Layout) -> None:
+    config(proj, "[workers]\nmax_parallel = 2\n")
+    first = workers.launch(proj, "claude", "one", by="alice")
+    second = workers.launch(proj, "claude", "two", by="alice")
+    third = workers.launch(proj, "claude", "three", by="alice")
+    assert [first["state"], second["state"], third["state"]] == ["running", "running", "queued"]
+    assert third["waiting_since"] and third["pid"] is None
+    listing = workers.listing(proj)
+    assert (listing["running"], listing["queued"], listing["max_parallel"]) == (2, 1, 2)
+    release(proj, "two")
+    wait_until(lambda: state(proj, "w2") == "exited" and state(proj, "w3") == "running", timeout=30)
+    assert state(proj, "w1") == "running"
+    w3 = workers.read(proj, "w3")
+    assert w3 and w3["started_at"] >= workers.read(proj, "w2")["ended_at"]  # type: ignore[index]
+    release(proj, "one")
+    release(proj, "three")
+    wait_until(lambda: {state(proj, w) for w in ("w1", "w2", "w3")} == {"exited"}, timeout=30)
+    assert workers.read(proj, "w3")["exit"] == {"code": 0, "signal": None, "status": "exit code 0"}  # type: ignore[index]
+    log = Path(proj.worker_log("w3")).read_text()
+    assert "fake runtime: -p three --output-format stream-json --verbose" in log and "three done" in log
+
+
+def test_the_worker_runs_detached_in_its_own_process_group_in_the_project(proj: Layout) -> None:
+    rec = workers.launch(proj, "claude", "where", by="alice", model="m-1", effort="high")
+    assert rec["command"][1:] == ["-p", "where", "--output-format", "stream-json", "--verbose", "--model", "m-1", "--effort", "high"]
+    rec = wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid") and r)
+    pid = rec["pid"]
+    assert os.getpgid(pid) == pid and os.getsid(pid) != os.getsid(0)  # its own group, not this terminal's session
+    assert os.readlink(f"/proc/{pid}/cwd") == proj.project
+    env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    assert b"COCOPLUS_WORKER=w1" in env
+    release(proj, "where")
+    wait_until(lambda: state(proj, "w1") == "exited")
+
+
+def test_kill_stops_the_process_group_and_says_who(proj: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_CHILD", "1")
+    workers.launch(proj, "claude", "long", by="alice")
+    child_file = Path(proj.project).parent / "long.child"
+    wait_until(child_file.exists)
+    grandchild = int(child_file.read_text().split()[1])
+    rec = wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid") and r)
+    assert procinfo.alive(grandchild) is True
+    done = workers.kill(proj, "w1", "bob")
+    assert done["state"] == "exited" and done["killed_by"] == "bob"
+    assert done["reason"].startswith("killed by bob") and done["exit"]["signal"] == "SIGTERM"
+    wait_until(lambda: procinfo.alive(grandchild) is False and procinfo.alive(rec["pid"], rec["start_ticks"]) is False)
+    with pytest.raises(Exception, match="is not running"):
+        workers.kill(proj, "w1", "bob")
+
+
+def test_a_queued_worker_killed_never_starts(proj: Layout) -> None:
+    config(proj, "[workers]\nmax_parallel = 1\n")
+    workers.launch(proj, "claude", "busy", by="alice")
+    queued = workers.launch(proj, "claude", "later", by="alice", alias="later-one")
+    assert queued["state"] == "queued" and queued["alias"] == "later-one"
+    done = workers.kill(proj, "later-one", "carol")
+    assert done["state"] == "exited" and done["killed_by"] == "carol"
+    runner = queued["runner"] if queued.get("runner") else workers.read(proj, "w2")["runner"]  # type: ignore[index]
+    wait_until(lambda: procinfo.alive(runner["pid"], runner["start_ticks"]) is False)
+    release(proj, "busy")
+    wait_until(lambda: state(proj, "w1") == "exited")
+    assert workers.read(proj, "w2")["pid"] is None  # type: ignore[index]
+
+
+def linked_session(layout: Layout, wid: str) -> dict[str, Any]:
+    """What the runtime's SessionStart hook records for a launched worker."""
+    rec, _ = registry.ensure(layout, "claude", f"sess-{wid}", event="SessionStart", info={"worker": wid})
+    return rec
+
+
+def test_a_worker_killed_with_sigkill_is_failed_with_its_status_and_signals_once(proj: Layout) -> None:
+    workers.launch(proj, "claude", "doomed", by="alice")
+    rec = wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid") and r)
+    sess = linked_session(proj, "w1")
+    os.kill(rec["pid"], signal.SIGKILL)
+    done = wait_until(lambda: (r := workers.read(proj, "w1")) and r["state"] == "failed" and r)
+    assert done["exit"] == {"code": None, "signal": "SIGKILL", "status": "killed by SIGKILL"}
+    assert done["session"] == sess["id"] and done["session_alias"] == "cc1"
+    assert registry.resolve(proj, "cc1")["state"] == "failed"
+    exits = [s for s in fsio.read_jsonl(proj.signals).records if s["kind"] == "exit"]
+    assert [(s["alias"], s["value"], s["worker"]) for s in exits] == [("cc1", "failed", "w1")]
+    # A failure wakes the brain even when no other worker is active (an ordinary exit would converge).
+    doc = {"autonomous": {"enabled": True}, "scope": {"mode": "all", "excluded": [], "only": []}}
+    records = {r["id"]: r for r in registry.list_sessions(proj)[0]}
+    assert triggers.classify(exits[0], doc, records) == ("trigger", "worker failed")
+    assert workers.reconcile(proj) == []  # recorded once
+
+
+def test_a_worker_that_died_with_its_runner_is_found_by_reconcile(proj: Layout) -> None:
+    workers.launch(proj, "claude", "orphaned", by="alice")
+    rec = wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid") and r)
+    linked_session(proj, "w1")
+    os.kill(rec["runner"]["pid"], signal.SIGKILL)
+    os.killpg(rec["pid"], signal.SIGKILL)
+    wait_until(lambda: not workers.alive(workers.read(proj, "w1") or {}))
+    assert workers.reconcile(proj) == ["w1"]
+    done = workers.read(proj, "w1")
+    assert done is not None and done["state"] == "failed" and done["exit"]["status"] == "exit status unknown"
+    assert "its runner is gone too" in done["reason"] or "so is its runner" in done["reason"]
+    assert [s["value"] for s in fsio.read_jsonl(proj.signals).records if s["kind"] == "exit"] == ["failed"]
+
+
+def test_output_is_rotated_and_bounded(proj: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    limit = 64 * 1024
+    config(proj, f"[workers]\nlog_max_bytes = {limit}\n")
+    monkeypatch.setenv("FAKE_BYTES", str(5 * limit))
+    release(proj, "chatty")
+    workers.launch(proj, "claude", "chatty", by="alice")
+    wait_until(lambda: state(proj, "w1") == "exited")
+    log, old = Path(proj.worker_log("w1")), Path(proj.worker_log("w1") + ".1")
+    assert old.exists() and 0 < log.stat().st_size <= limit and old.stat().st_size <= limit
+    assert "chatty done" in log.read_text()
+    got = workers.logs(proj, "w1")
+    assert got["text"] == log.read_text() and got["offset"] == log.stat().st_size
+    assert workers.logs(proj, "w1", got["offset"])["text"] == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("bogus", "x"), "choose one of claude, codex, gemini"),
+        (("claude", "  "), "the task is empty"),
+        (("claude", "--help"), "starts with '-'"),
+        (("claude", "x", "cs_1"), "--alias"),
+        (("claude", "x", "w7"), "--alias"),
+    ],
+)
+def test_bad_launches_are_one_line_errors_and_leave_nothing(proj: Layout, args: tuple[str, ...], message: str) -> None:
+    runtime, task, *alias = args
+    with pytest.raises(Exception, match=message.replace("(", r"\(")):
+        workers.launch(proj, runtime, task, by="alice", alias=alias[0] if alias else None)
+    assert not os.path.exists(proj.workers_dir) or not os.listdir(proj.workers_dir)
+
+
+def test_a_used_alias_is_refused(proj: Layout) -> None:
+    linked_session(proj, "w0")
+    with pytest.raises(Exception, match="already names"):
+        workers.launch(proj, "claude", "x", by="alice", alias="cc1")
+
+
+def test_the_list_shows_the_session_and_its_attention(proj: Layout) -> None:
+    release(proj, "quick")
+    workers.launch(proj, "claude", "quick", by="alice")
+    wait_until(lambda: state(proj, "w1") == "exited")
+    sess = linked_session(proj, "w1")
+    registry.update(proj, sess["id"], lambda r: registry.set_attention(r, "pending"))
+    (w,) = workers.listing(proj)["workers"]
+    assert (w["session_alias"], w["attention"], w["log"]) == ("cc1", "pending", ".cocoplus/workers/w1/output.log")
+    assert workers.resolve(proj, "cc1")["id"] == "w1"
+    assert json.loads(json.dumps(w)) == w
+
+
+def test_the_commands_launch_list_follow_and_kill(proj: Layout) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import run_cli_subprocess
+
+    r = run_cli_subprocess("launch", "claude", "followed", cwd=proj.project)
+    assert r.code == 0 and r.out.startswith("running: worker w1 (w1) started: claude"), r
+    follow = subprocess.Popen(
+        [sys.executable, "-m", "cocoplus", "workers", "logs", "w1", "--follow"], cwd=proj.project, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        wait_until(lambda: workers.logs(proj, "w1")["text"].count("fake runtime") >= 1)
+        listing = run_cli_subprocess("workers", "list", cwd=proj.project)
+        assert listing.out.splitlines()[0] == "workers: 1 running, 0 queued (max_parallel 4)"
+        assert listing.out.splitlines()[2].split()[:2] == ["w1", "running"]
+        release(proj, "followed")
+        out, _ = follow.communicate(timeout=60)  # --follow ends when the worker does
+    finally:
+        if follow.poll() is None:
+            follow.kill()
+            follow.wait()
+    assert "fake runtime: -p followed" in out and "followed done" in out and "run 1 ended: exit code 0" in out
+    bad = run_cli_subprocess("workers", "kill", "w9", cwd=proj.project)
+    assert bad.code == 1 and bad.err.startswith("cocoplus: error: no worker 'w9'") and len(bad.err.splitlines()) == 1
+    bad = run_cli_subprocess("launch", "claude", "x", "--effort", "max", cwd=proj.project)
+    assert bad.code == 2 and "--effort 'max': choose one of low, medium, high" in bad.err and "Traceback" not in bad.err
