@@ -109,6 +109,7 @@ def run_burst(root: Path, n_machines: int, n_sessions: int) -> bool:
         for m in machines:
             m.cocoplus("init")
         Brain(lw, quiet=2.0, max_wait=30.0)
+        watcher.cocoplus("trust", "--yes")  # the brain's command, trusted in that machine's own configuration
         for m in machines:
             m.cocoplus("fleet", "join")
         watcher.cocoplus("supervise", "bench", "the", "fleet")

@@ -143,6 +143,7 @@ def test_supervise_starts_the_relay_when_a_fleet_is_configured(fleet: Fleet) -> 
 
     m1 = fleet.machine("m1")
     Brain(Layout(str(m1.root)))
+    m1.cocoplus("trust", "--yes")  # the brain's command, trusted in that machine's own configuration
     try:
         res = m1.json("supervise", "watch", "the", "fleet")
         assert res["relay"]["started"] and res["relay"]["running"], res["relay"]

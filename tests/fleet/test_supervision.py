@@ -22,6 +22,7 @@ def test_a_burst_from_every_machine_is_one_supervision_round(fleet: Fleet, three
     m1, m2, m3 = three
     l1 = Layout(str(m1.root))
     brain = Brain(l1, quiet=2.0, max_wait=30.0)
+    m1.cocoplus("trust", "--yes")  # the brain's command, trusted in that machine's own configuration
     try:
         res = m1.json("supervise", "keep", "the", "fleet", "moving")
         assert res["supervisor"]["pid"]
