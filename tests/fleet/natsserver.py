@@ -156,10 +156,16 @@ def cluster(workdir: Path, fleet: str, users: dict[str, str], size: int = 3) -> 
 
 
 def start_all(servers: list[NatsServer], timeout: float = 60.0) -> None:
-    for s in servers:
-        s.start(wait=False)
-    for s in servers:
-        s.wait_ready(timeout)
+    """Start every server and wait for each; if one fails, the others are stopped before the error is raised."""
+    try:
+        for s in servers:
+            s.start(wait=False)
+        for s in servers:
+            s.wait_ready(timeout)
+    except BaseException:
+        for s in servers:
+            s.stop(kill=True)
+        raise
 
 
 def passwords(machines: list[str]) -> dict[str, str]:
