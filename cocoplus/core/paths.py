@@ -359,6 +359,11 @@ class Layout:
         return self._p("fleet", "commands.jsonl")
 
     @property
+    def fleet_sent(self) -> str:
+        """Every fleet command sent from this project, appended: when it was sent, then what each target answered."""
+        return self._p("fleet", "sent.jsonl")
+
+    @property
     def fleet_cursors(self) -> str:
         """How far each mirrored file (signals, rounds, ledgers) has been published to the fleet."""
         return self._p("fleet", "cursors.json")
@@ -426,6 +431,7 @@ class Layout:
             self.chat_worker_log,
             self.notify_log,
             self.fleet_commands,
+            self.fleet_sent,
             self.relay_log,
         ]
 

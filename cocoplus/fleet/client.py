@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from nats.js import api
@@ -212,8 +213,13 @@ async def send(
     args: dict[str, Any],
     operator: str,
     wait_s: float | None = None,
+    on_chosen: Callable[[str, list[naming.Target]], None] | None = None,
 ) -> dict[str, Any]:
-    """One operator action to its targets; the answer of each, and who has not answered."""
+    """One operator action to its targets; the answer of each, and who has not answered.
+
+    `on_chosen(batch, targets)` is called once the targets are known, before anything is published
+    (the sender's record of what it sends).
+    """
     if type_ not in commands.TYPES:
         raise UsageError(f"unknown fleet command {type_!r}")
     wait = opts.ack_wait_s if wait_s is None else wait_s
@@ -223,6 +229,8 @@ async def send(
         chosen = expand(seen, targets, every, opts.fleet)
         now = time.time()
         batch = commands.new_batch_id()
+        if on_chosen is not None:
+            on_chosen(batch, chosen)
         rows: dict[str, dict[str, Any]] = {}
         sent_at: dict[str, float] = {}
         waiting: set[str] = set()

@@ -8,8 +8,12 @@ A command is one JSON message on `cocoplus.F.cmd.M.P`:
 The relay turns it into the same local call the CLI makes (`TYPES`: one
 entry per command type, mapping it to one function of `cocoplus.ops`), so
 a fleet stop is exactly a `session stop` on that machine: AGENT_STOP under
-the kill-switch lock.  Adding a command type (dispatch) is one entry here
-and one sender in `cocoplus/fleet/client.py`.
+the kill-switch lock.  With a session (`machine/project/alias`), stop,
+resume and steer are `session stop|resume|steer --session` there (that
+session only), and `dispatch` (which always names a session) is
+`cocoplus dispatch` there: its answer names the route taken (held, steer,
+resume, queued), and the target records it as every dispatch is recorded
+(supervision/rounds.jsonl) besides commands.jsonl.
 
 Applying once: before a command's local call the relay appends
 `{"id", "phase": "applying"}` to `.cocoplus/fleet/commands.jsonl`, and
@@ -56,20 +60,28 @@ def operator_label(cmd: dict[str, Any]) -> str:
 # -- what each type does here ------------------------------------------------------------
 
 
-def _no_session(cmd: dict[str, Any]) -> None:
-    if cmd.get("session"):
-        raise Rejected(
-            f"{cmd['type']} for one session ({cmd['session']}) is not available on this machine yet: "
-            "target the project instead"
-        )
+def _session(cmd: dict[str, Any]) -> str | None:
+    session = cmd.get("session")
+    return session if isinstance(session, str) and session else None
 
 
 def _stop(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
     from cocoplus.ops import session as ops_session  # deferred: only the relay applies commands; senders just name them
 
-    _no_session(cmd)
     reason = str(cmd["args"].get("reason") or "stopped from the fleet")
-    out = ops_session.stop(layout, reason=reason, operator=operator_label(cmd))
+    session = _session(cmd)
+    out = ops_session.stop(layout, reason=reason, operator=operator_label(cmd), session=session)
+    if session is not None:  # that session's tools only, as `session stop --session`
+        who = out.get("alias") or out.get("session")
+        return {
+            "stopped": bool(out.get("stopped")),
+            "session": out.get("session"),
+            "alias": out.get("alias"),
+            "message": f"{who} stopped: its tools are blocked, other sessions carry on",
+            "reason": reason,
+            "project_stopped": bool(out.get("project_stopped")),
+            "problems": list(out.get("problems") or []),
+        }
     stop = out.get("stop") or {}
     return {
         "kill_switch": True,
@@ -83,8 +95,17 @@ def _stop(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
 def _resume(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
     from cocoplus.ops import session as ops_session  # deferred: as in _stop
 
-    _no_session(cmd)
-    out = ops_session.resume(layout, operator=operator_label(cmd))
+    session = _session(cmd)
+    out = ops_session.resume(layout, operator=operator_label(cmd), session=session)
+    if session is not None:
+        return {
+            "resumed": bool(out.get("resumed")),
+            "session": out.get("session"),
+            "alias": out.get("alias"),
+            "message": out.get("message"),
+            "project_stopped": bool(out.get("project_stopped")),
+            "problems": list(out.get("problems") or []),
+        }
     return {
         "resumed": bool(out.get("resumed")),
         "message": out.get("message"),
@@ -96,9 +117,27 @@ def _resume(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
 def _steer(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
     from cocoplus.ops import session as ops_session  # deferred: as in _stop
 
-    _no_session(cmd)
-    out = ops_session.steer(layout, str(cmd["args"]["text"]), operator=operator_label(cmd))
-    return {"appended": bool(out.get("appended")), "problems": list(out.get("problems") or [])}
+    session = _session(cmd)
+    out = ops_session.steer(layout, str(cmd["args"]["text"]), operator=operator_label(cmd), session=session)
+    answer = {"appended": bool(out.get("appended", out.get("route") == "held")), "problems": list(out.get("problems") or [])}
+    if session is not None:
+        answer.update({k: out.get(k) for k in ("session", "alias", "route", "hold", "message")})
+    return answer
+
+
+def _dispatch(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
+    from cocoplus.ops import dispatch as ops_dispatch  # deferred: as in _stop
+
+    session = _session(cmd)
+    if session is None:
+        raise Rejected("dispatch needs one session: target machine/project/alias")
+    out = ops_dispatch.dispatch(layout, session, str(cmd["args"]["instruction"]), by=operator_label(cmd))
+    keep = ("session", "alias", "runtime", "route", "why", "hold", "note", "message")
+    answer = {k: out.get(k) for k in keep}
+    resumed = out.get("resume") or {}
+    answer["resume"] = {k: resumed.get(k) for k in ("pid", "log")} if resumed else None
+    answer["problems"] = list(out.get("problems") or [])
+    return answer
 
 
 class Spec:
@@ -115,6 +154,7 @@ TYPES: dict[str, Spec] = {
     "stop": Spec(_stop, reapply_safe=True, args={"reason": False}),
     "resume": Spec(_resume, reapply_safe=False, args={}),
     "steer": Spec(_steer, reapply_safe=False, args={"text": True}),
+    "dispatch": Spec(_dispatch, reapply_safe=False, args={"instruction": True}),
 }
 
 

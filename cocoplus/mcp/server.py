@@ -70,7 +70,12 @@ SESSION_ARG = Field(
     ),
 )
 IDS_HELP = "Session ids: full cs_... ids or the short aliases list_sessions shows (cc1, cx1, gm1, cu1)."
-TARGET = Field(description="The worker session: an alias such as cc1 (see list_sessions), a cs_... id or the runtime's session id.")
+TARGET = Field(
+    description=(
+        "The worker session: an alias such as cc1 (see list_sessions), a cs_... id or the runtime's session id; "
+        "machine/project/alias (e.g. m2/web/cc1) for a session on another machine of the fleet (not for answer_worker)."
+    )
+)
 
 
 def _json_text(obj: Any) -> str:

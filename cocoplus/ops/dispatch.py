@@ -11,11 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from cocoplus.core.paths import Layout
+from cocoplus.ops import fleet as fleet_ops
 from cocoplus.ops import operator_name
 
 
 def dispatch(layout: Layout, session: str, instruction: str, by: str | None = None) -> dict[str, Any]:
-    """The session's next piece of work, by the best route its state allows."""
+    """The session's next piece of work, by the best route its state allows (`machine/project/alias`: on that
+    machine, through the fleet)."""
+    if (target := fleet_ops.session_target(session)) is not None:
+        return fleet_ops.on_session(layout, "dispatch", target, {"instruction": instruction}, by)
     from cocoplus.supervision import dispatch as mod  # deferred: the CLI imports every ops module at start
 
     return mod.dispatch(layout, session, instruction, by or operator_name())

@@ -1,4 +1,5 @@
-"""The fleet's doors: `cocoplus relay run|status|stop`, `cocoplus fleet join|status|stop|resume|steer`, `GET /api/v1/fleet`.
+"""The fleet's doors: `cocoplus relay run|status|stop`, `cocoplus fleet join|status|stop|resume|steer|dispatch`,
+`GET /api/v1/fleet`, and one session on another machine for the per-session operations.
 
 Relay operations take the project's Layout; fleet operations take the
 directory whose configuration names the fleet (a project, or any
@@ -6,15 +7,28 @@ directory when the fleet is configured in the user's own configuration
 or the environment).  With no fleet configured, fleet operations fail with
 one line saying how to configure one; nothing here runs unless asked, so a
 project without a fleet never loads a network client.
+
+`session_target` is the one place that decides whether a session
+reference is local (an alias or id) or on another machine
+(`machine/project/alias`); `on_session` sends the latter through the
+fleet.  `session stop|resume|steer --session`, `dispatch` and their brain
+tools ask it first, so every door accepts fleet targets.
+
+Every command sent from a project is recorded in its
+`.cocoplus/fleet/sent.jsonl`: a `sent` record before anything is
+published, then an `answered` record with what each target said.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
-from cocoplus.core.errors import CocoplusError
-from cocoplus.core.paths import Layout
+from cocoplus.core import clock, fsio
+from cocoplus.core.errors import CocoplusError, UsageError
+from cocoplus.core.paths import STATE_DIR_NAME, Layout
+from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.fleet import naming, options, process
 from cocoplus.ops import operator_name
 
@@ -92,14 +106,38 @@ def view(project_dir: str) -> dict[str, Any]:
     return status(project_dir)
 
 
+def _local(project_dir: str) -> Layout | None:
+    """The project's Layout when `project_dir` is a cocoplus project (its sent commands are recorded there)."""
+    state = os.path.join(project_dir, STATE_DIR_NAME)
+    return Layout(state) if os.path.isdir(state) and not os.path.islink(state) else None
+
+
+def log_sent(layout: Layout, rec: dict[str, Any]) -> None:
+    fsio.ensure_dir(layout.fleet_dir)
+    fsio.append_jsonl(layout.fleet_sent, {"schema_version": SCHEMA_VERSION, "ts": clock.iso(), **rec}, layout.lock("fleet-sent"))
+
+
+ANSWER_KEEP = ("id", "target", "sent", "acknowledged", "ok", "error", "result", "duplicate", "ack_latency_s")
+
+
 def _send(
     project_dir: str, type_: str, targets: list[str], every: bool, args: dict[str, Any], operator: str | None, wait_s: float | None
 ) -> dict[str, Any]:
     opts = options.load(project_dir)
     parsed = [naming.parse_target(t) for t in targets]
+    by = operator or operator_name()
+    local = _local(project_dir)
     from cocoplus.fleet import client  # deferred: nats-py (see above)
 
-    return asyncio.run(client.send(opts, type_, parsed, every, args, operator or operator_name(), wait_s))
+    def sent(batch: str, chosen: list[naming.Target]) -> None:
+        if local is not None:
+            log_sent(local, {"batch": batch, "phase": "sent", "type": type_, "targets": [str(t) for t in chosen], "args": args, "operator": by})
+
+    res = asyncio.run(client.send(opts, type_, parsed, every, args, by, wait_s, on_chosen=sent))
+    if local is not None:
+        answers = [{k: r.get(k) for k in ANSWER_KEEP} for r in res["targets"]]
+        log_sent(local, {"batch": res["command"]["batch"], "phase": "answered", "type": type_, "targets": answers, "not_answered": res["not_answered"]})
+    return res
 
 
 def stop(
@@ -127,3 +165,86 @@ def steer(project_dir: str, target: str, text: str, operator: str | None = None,
     if not text.strip():
         raise CocoplusError("steer: the instruction is empty")
     return _send(project_dir, "steer", [target], False, {"text": text}, operator, wait_s)
+
+
+def dispatch(project_dir: str, target: str, instruction: str, operator: str | None = None, wait_s: float | None = None) -> dict[str, Any]:
+    """`fleet dispatch`: the next piece of work for one session on another machine, as `cocoplus dispatch` there;
+    its acknowledgement names the route taken (held, steer, resume, queued)."""
+    if naming.parse_target(target).session is None:
+        raise UsageError(f"dispatch: target {target!r} names no session; give machine/project/alias")
+    if not instruction.strip():
+        raise UsageError("dispatch: the instruction is empty")
+    return _send(project_dir, "dispatch", [target], False, {"instruction": instruction}, operator, wait_s)
+
+
+# -- one session on another machine (the per-session operations and the brain's tools) -----------------
+
+
+def session_target(ref: str | None) -> naming.Target | None:
+    """None for a local session reference (an alias or id never holds `/`); the fleet target for
+    `machine/project/alias`; UsageError for anything else with a `/`."""
+    if ref is None or "/" not in ref:
+        return None
+    target = naming.parse_target(ref)
+    if target.session is None:
+        raise UsageError(f"session {ref!r}: a session on another machine is machine/project/alias")
+    return target
+
+
+ACTIONS = {"stop": "stop_session", "resume": "resume_session", "steer": "steer_session", "dispatch": "dispatch"}
+
+
+def _brain_label(by: str) -> str:
+    from cocoplus.supervision import actions  # deferred: only an action on another machine's session names the round
+
+    n = actions.current_round()
+    return f"the main brain (supervision round {n}, run by {by})" if n is not None else by
+
+
+def on_session(layout: Layout, type_: str, target: naming.Target, args: dict[str, Any], operator: str | None = None) -> dict[str, Any]:
+    """Stop, resume, steer or dispatch one session on another machine through the fleet, and wait for its answer.
+
+    The result is the target's own answer (its `route` for a dispatch) with
+    `fleet` (where it went, acknowledged or still pending); a refusal there
+    is a CocoplusError here.  The sender records the action as a local one
+    is recorded (supervision/rounds.jsonl, the session named by its target)
+    besides fleet/sent.jsonl.
+    """
+    from cocoplus.supervision import actions  # deferred: as in _brain_label
+
+    by = _brain_label(operator or operator_name())
+    where = {"id": None, "alias": str(target)}
+    try:
+        res = _send(layout.project, type_, [str(target)], False, args, by, None)
+    except CocoplusError as exc:
+        actions.record(layout, ACTIONS[type_], where, error=f"fleet: {exc.message}", by=by)
+        raise
+    row = res["targets"][0]
+    fleet = {
+        "target": str(target),
+        "batch": res["command"]["batch"],
+        "id": row["id"],
+        "sent": row["sent"],
+        "acknowledged": row["acknowledged"],
+        "online": row["online"],
+        "ack_latency_s": row.get("ack_latency_s"),
+    }
+    if not row["sent"]:
+        actions.record(layout, ACTIONS[type_], where, error=str(row.get("error")), by=by)
+        raise CocoplusError(f"{type_} to {target}: {row.get('error')}")
+    if row["acknowledged"] and not row["ok"]:
+        actions.record(layout, ACTIONS[type_], where, error=f"refused by {target.machine}: {row.get('error')}", by=by)
+        raise CocoplusError(f"{type_} to {target}: {row.get('error')}")
+    if row["acknowledged"]:
+        out = dict(row.get("result") or {})
+    else:
+        state = "is online but has not answered yet" if row["online"] else "is offline"
+        out = {
+            "route": "pending",
+            "message": f"sent to {target}; {target.machine} {state}: it applies it when its relay takes it (`cocoplus fleet status` shows it pending)",
+        }
+    out.setdefault("message", f"{type_} acknowledged by {target}")
+    out["fleet"] = fleet
+    summary = {k: out[k] for k in ("route", "why", "message", "stopped", "resumed") if out.get(k) is not None}
+    out["action"] = actions.record(layout, ACTIONS[type_], where, result={**summary, "fleet": fleet}, by=by)
+    return out

@@ -2,7 +2,8 @@
 
 status, progress, check, stop, resume, steer, and the task queue.  `steer`,
 `stop` and `resume` act on the whole project, or with `session` (an alias
-such as cc1, a cs_ id or the runtime's id) on that one session only; the
+such as cc1, a cs_ id or the runtime's id, or `machine/project/alias` for a
+session on another machine of the fleet) on that one session only; the
 per-session ones are also the brain MCP tools `steer_session`,
 `stop_session` and `resume_session`, and are recorded in
 supervision/rounds.jsonl.
@@ -14,6 +15,7 @@ from typing import Any
 
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
+from cocoplus.ops import fleet as fleet_ops
 from cocoplus.ops import operator_name
 from cocoplus.session import control, queue
 
@@ -58,6 +60,8 @@ def stop(layout: Layout, reason: str = "stopped by operator", operator: str | No
     """
     from cocoplus.runtimes import install  # deferred: only a stop reads the hook files
 
+    if (target := fleet_ops.session_target(session)) is not None:
+        return fleet_ops.on_session(layout, "stop", target, {"reason": reason}, operator)
     if session is not None:
         from cocoplus.supervision import dispatch  # deferred: the CLI imports this module at start
 
@@ -80,6 +84,10 @@ def resume(
     the agent again, against the cap the hooks apply now (cocoplus.toml's).
     With `session`: lift that session's own stop only (AGENT_STOP stays).
     """
+    if (target := fleet_ops.session_target(session)) is not None:
+        if reset_budget:
+            raise UsageError("--reset-budget applies to the project-wide resume, not to one session")
+        return fleet_ops.on_session(layout, "resume", target, {}, operator)
     if session is not None:
         if reset_budget:
             raise UsageError("--reset-budget applies to the project-wide resume, not to one session")
@@ -111,6 +119,8 @@ def steer(layout: Layout, text: str, operator: str | None = None, session: str |
     With `session`: for that session only, delivered once at its held turn
     end, else at its next turn end or prompt.
     """
+    if (target := fleet_ops.session_target(session)) is not None:
+        return fleet_ops.on_session(layout, "steer", target, {"text": text}, operator)
     if session is not None:
         from cocoplus.supervision import dispatch  # deferred: the CLI imports this module at start
 

@@ -102,6 +102,7 @@ class Supervisor:
         self.next_reconcile = 0.0
         self.next_workers = 0.0
         self.watch: Any = None
+        self.fleet: Any = None  # cocoplus.fleet.watch.Signals, with a fleet configured
         self.closing: dict[str, Any] | None = None
 
     # -- logging -----------------------------------------------------------------
@@ -156,6 +157,33 @@ class Supervisor:
             elif verdict == "converge":
                 self.converge(sig)
                 doc = autonomy.read(self.layout)
+
+    def _start_fleet(self) -> None:
+        """With a fleet configured, every other machine's signals too (cocoplus/fleet/watch.py)."""
+        from cocoplus.fleet import options  # deferred: only a watcher reads the fleet configuration
+
+        if not options.configured(self.layout.project):
+            return
+        try:
+            opts = options.load(self.layout.project)
+        except CocoplusError as exc:
+            self.log(f"fleet signals not read: {exc}")
+            return
+        from cocoplus.fleet import watch  # deferred: nats-py, loaded only when a fleet is configured
+
+        self.fleet = watch.start(opts, self.wake.set, self.log)
+
+    def process_fleet_signals(self) -> None:
+        got = self.fleet.take() if self.fleet is not None else []
+        if not got:
+            return
+        from cocoplus.fleet import watch  # deferred: as in _start_fleet
+
+        doc = autonomy.read(self.layout)
+        for event in got:
+            t, _why = watch.classify(event, doc)
+            if t is not None:
+                self.add_trigger(t)
 
     def add_trigger(self, t: dict[str, Any]) -> None:
         now = time.monotonic()
@@ -324,6 +352,7 @@ class Supervisor:
     def step(self) -> None:
         self.workers_check()
         self.process_signals()
+        self.process_fleet_signals()
         rounds.poll(self.layout)
         self.stall_check()
         self.maybe_flush()
@@ -347,6 +376,7 @@ class Supervisor:
         signal.signal(signal.SIGINT, on_signal)
         self.log(f"started (pid {os.getpid()}); restore: {self.restore()}")
         self._start_observer()
+        self._start_fleet()
         notifier.start_thread(self.layout)  # [notify]: a thread of its own; a slow target never holds up this loop
         try:
             while not self.stopping:
@@ -365,6 +395,8 @@ class Supervisor:
         finally:
             if self.watch is not None:
                 self.watch.stop()
+            if self.fleet is not None:
+                self.fleet.stop()
             try:
                 os.unlink(self.layout.supervisor_pid)
             except OSError:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -35,7 +36,26 @@ def nats_server_bin() -> str:
     return found
 
 
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as fh:
+            return int(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
+    """A free loopback port below the ephemeral range: a port the kernel hands out for outgoing connections
+    could be taken between this check and the server's start (a cluster's route ports are chosen first)."""
+    high = min(_ephemeral_low(), 65536) - 1
+    for _ in range(200):
+        port = random.randint(12000, max(12001, high))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -136,10 +156,16 @@ def cluster(workdir: Path, fleet: str, users: dict[str, str], size: int = 3) -> 
 
 
 def start_all(servers: list[NatsServer], timeout: float = 60.0) -> None:
-    for s in servers:
-        s.start(wait=False)
-    for s in servers:
-        s.wait_ready(timeout)
+    """Start every server and wait for each; if one fails, the others are stopped before the error is raised."""
+    try:
+        for s in servers:
+            s.start(wait=False)
+        for s in servers:
+            s.wait_ready(timeout)
+    except BaseException:
+        for s in servers:
+            s.stop(kill=True)
+        raise
 
 
 def passwords(machines: list[str]) -> dict[str, str]:

@@ -225,6 +225,12 @@ def _fleet_command(layout):
     commands.Applied(layout).begin(cmd)
 
 
+def _fleet_sent(layout):
+    from cocoplus.ops import fleet as fleet_ops
+
+    fleet_ops.log_sent(layout, {"batch": "fc_test", "phase": "sent", "type": "stop", "targets": ["m1/p"]})
+
+
 def _fleet_cursors(layout):
     from cocoplus.fleet import outbox
 
@@ -332,6 +338,7 @@ WRITERS = {
     "chat_worker_log": (_spawned_log(lambda lay: lay.chat_worker_log), "file"),
     "fleet_dir": (_fleet_command, "dir"),
     "fleet_commands": (_fleet_command, "file"),
+    "fleet_sent": (_fleet_sent, "file"),
     "fleet_cursors": (_fleet_cursors, "file"),
     "relay_state": (_relay_state, "file"),
     "notify_dir": (_notify_state, "dir"),

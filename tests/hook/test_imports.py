@@ -206,6 +206,20 @@ def test_turn_end_never_compiles_prices_even_when_the_config_changed(compiled: L
     assert not os.path.exists(compiled.spend_log)  # nothing priced, and nothing read past: the cursor did not move
 
 
+@pytest.mark.parametrize("kind", ["session_start", "pre_tool", "post_tool", "prompt", "stop", "session_end"])
+def test_a_project_in_a_fleet_loads_no_network_client_on_any_event(compiled: Layout, kind: str) -> None:
+    """A fleet configured in the project file (the config recompiled by the hook) and a relay's state on disk."""
+    with open(compiled.config, "a") as fh:
+        fh.write('[fleet]\nurl = "nats://127.0.0.1:4222"\nname = "ops"\nmachine = "m1"\n')
+    os.makedirs(os.path.dirname(compiled.relay_state), exist_ok=True)
+    with open(compiled.relay_state, "w") as fh:
+        json.dump({"pid": os.getpid(), "fleet": "ops", "machine": "m1", "connected": True}, fh)
+    event = next(e for e, k, _m in registry.get("claude").EVENTS if k == kind)
+    mods, _out = loaded(compiled, event, "claude", payload_for("claude", event, kind, compiled, None))
+    assert not (_top(mods) & {"nats", "ssl", "socket", "asyncio"}), sorted(_top(mods) & HEAVY)
+    assert not {m for m in mods if m.startswith("cocoplus.fleet")}, sorted(mods)
+
+
 # The turn-end hold may load these few stdlib-only modules besides the turn end's own.
 HOLD_PATH = {"cocoplus.hook.hold", "cocoplus.session.holds", "cocoplus.session.procinfo"}
 
@@ -238,17 +252,3 @@ def test_the_turn_end_hold_stays_light(compiled: Layout, runtime: str) -> None:
     assert not {m for m in mods if any(m == b or m.startswith(b + ".") for b in NOT_IN_HOOK)}, sorted(mods)
     outside = {m for m in _top(mods) if m not in sys.stdlib_module_names and m != "cocoplus"}
     assert outside == set(), outside
-
-
-@pytest.mark.parametrize("kind", ["session_start", "pre_tool", "post_tool", "prompt", "stop", "session_end"])
-def test_a_project_in_a_fleet_loads_no_network_client_on_any_event(compiled: Layout, kind: str) -> None:
-    """A fleet configured in the project file (the config recompiled by the hook) and a relay's state on disk."""
-    with open(compiled.config, "a") as fh:
-        fh.write('[fleet]\nurl = "nats://127.0.0.1:4222"\nname = "ops"\nmachine = "m1"\n')
-    os.makedirs(os.path.dirname(compiled.relay_state), exist_ok=True)
-    with open(compiled.relay_state, "w") as fh:
-        json.dump({"pid": os.getpid(), "fleet": "ops", "machine": "m1", "connected": True}, fh)
-    event = next(e for e, k, _m in registry.get("claude").EVENTS if k == kind)
-    mods, _out = loaded(compiled, event, "claude", payload_for("claude", event, kind, compiled, None))
-    assert not (_top(mods) & {"nats", "ssl", "socket", "asyncio"}), sorted(_top(mods) & HEAVY)
-    assert not {m for m in mods if m.startswith("cocoplus.fleet")}, sorted(mods)

@@ -10,11 +10,12 @@ from cocoplus.cli import output
 from cocoplus.cli.commands import JsonFlag, layout
 from cocoplus.ops import dispatch as ops
 
-SessionArg = Annotated[str, typer.Argument(help="The session: an alias such as cc1, a cs_ id or the runtime's session id.")]
+SessionArg = Annotated[str, typer.Argument(help="The session: an alias such as cc1, a cs_ id or the runtime's session id; machine/project/alias for one on another machine of the fleet.")]
 
 
 def render(result: dict[str, Any]) -> None:
-    output.line((f"{result['route']}: ", "bold"), result["message"])
+    where = f" ({result['fleet']['target']}, through the fleet)" if result.get("fleet") else ""
+    output.line((f"{result['route']}{where}: ", "bold"), result["message"])
     if result.get("note"):
         output.line(f"note: {result['note']}")
     q = result.get("question")

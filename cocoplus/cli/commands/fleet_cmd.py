@@ -1,4 +1,4 @@
-"""The fleet: `relay run|status|stop` (this project's relay) and `fleet join|status|stop|resume|steer`."""
+"""The fleet: `relay run|status|stop` (this project's relay) and `fleet join|status|stop|resume|steer|dispatch`."""
 
 from __future__ import annotations
 
@@ -128,7 +128,11 @@ def render_sent(res: dict[str, Any]) -> None:
         if r["acknowledged"]:
             ms = f"  {r['ack_latency_s'] * 1000:.0f} ms" if r.get("ack_latency_s") is not None else ""
             if r["ok"]:
-                output.line(f"  {r['target']}  acknowledged{ms}")
+                got = r.get("result") or {}
+                said = got.get("message") if r.get("session") else None
+                if said and got.get("route"):
+                    said = f"{got['route']}, {said}"
+                output.line(f"  {r['target']}  acknowledged{ms}" + (f": {said}" if said else ""))
             else:
                 output.line(f"  {r['target']}  ", ("FAILED: " + str(r.get("error")), output.ALERT), ms)
         elif not r["sent"]:
@@ -188,6 +192,17 @@ def steer(
     _finish(ops.steer(_project_dir(), target, " ".join(text), operator, wait), json_out)
 
 
+def dispatch(
+    target: Annotated[str, typer.Argument(help="machine/project/alias: one session on another machine.")],
+    instruction: Annotated[list[str], typer.Argument(help="The next piece of work for that session.")],
+    operator: Operator = None,
+    wait: Wait = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """The next piece of work for one session of the fleet, as `cocoplus dispatch` there (the answer names the route)."""
+    _finish(ops.dispatch(_project_dir(), target, " ".join(instruction), operator, wait), json_out)
+
+
 def register(app: typer.Typer) -> None:
     relay = typer.Typer(help="This project's fleet relay: mirrors .cocoplus/ to the fleet, applies fleet commands.", no_args_is_help=True)
     app.add_typer(relay, name="relay")
@@ -201,3 +216,4 @@ def register(app: typer.Typer) -> None:
     fleet.command("stop")(stop)
     fleet.command("resume")(resume)
     fleet.command("steer")(steer)
+    fleet.command("dispatch")(dispatch)

@@ -244,12 +244,22 @@ def _warnings(result: dict[str, Any]) -> None:
 
 SessionOpt = Annotated[
     str | None,
-    typer.Option("--session", "-s", help="Only this session: an alias such as cc1, a cs_ id or the runtime's session id."),
+    typer.Option("--session", "-s", help="Only this session: an alias such as cc1, a cs_ id or the runtime's session id; machine/project/alias for one on another machine of the fleet."),
 ]
 
 
+def render_fleet(result: dict[str, Any]) -> None:
+    """A session on another machine: its answer, through the fleet."""
+    f = result["fleet"]
+    how = f"acknowledged in {f['ack_latency_s'] * 1000:.0f} ms" if f.get("acknowledged") and f.get("ack_latency_s") is not None else "not acknowledged yet"
+    output.line(f"{f['target']} (fleet, {how}): ", result["message"])
+    _warnings(result)
+
+
 def render_steer(result: dict[str, Any]) -> None:
-    if "session" in result:
+    if "fleet" in result:
+        render_fleet(result)
+    elif "session" in result:
         output.line(result["message"])
     else:
         what = "added after the pending steer" if result["appended"] else "written"
@@ -267,6 +277,9 @@ def steer(
 
 
 def render_stop(result: dict[str, Any]) -> None:
+    if "fleet" in result:
+        render_fleet(result)
+        return
     if "session" in result:
         who = result.get("alias") or result["session"]
         s = result["stop"]
@@ -294,6 +307,9 @@ def stop(
 
 
 def render_resume(result: dict[str, Any]) -> None:
+    if "fleet" in result:
+        render_fleet(result)
+        return
     if "session" in result:
         output.line(result["message"])
         _warnings(result)
