@@ -18,7 +18,9 @@ def test_bash_completion_installs_and_completes(tmp_path: Path) -> None:
     bindir = os.path.dirname(sys.executable)
     assert os.path.exists(os.path.join(bindir, "cocoplus")), "the cocoplus console script beside this interpreter"
     env = {"HOME": str(tmp_path), "PATH": f"{bindir}:/usr/bin:/bin", "SHELL": "/bin/bash"}
-    r = subprocess.run(["cocoplus", "--install-completion", "bash"], env=env, capture_output=True, text=True, timeout=60)
+    # Typer asks which shell runs it (its parent process): bash, whatever shell started the suite. The second
+    # command keeps bash from replacing itself with cocoplus.
+    r = subprocess.run(["bash", "--norc", "-c", "cocoplus --install-completion bash; exit $?"], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "bash completion installed" in r.stdout, r.stdout + r.stderr
     assert ".bash_completions/cocoplus.sh" in (tmp_path / ".bashrc").read_text()
     script = (

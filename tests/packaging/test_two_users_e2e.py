@@ -106,8 +106,22 @@ def team_clones(base: Path, bob: str, uid: int, gid: int) -> None:
     with AnthropicStub([tool("Bash", command=f"touch {side_effect}", description="x"), text("done")]) as stub:
         env = {**bob_env, "ANTHROPIC_BASE_URL": stub.url, "ANTHROPIC_API_KEY": "sk-test-local",
                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
-        r = run([runtime_bin("claude"), "-p", "Go.", "--output-format", "json", "--allowedTools", "Bash"], repo2, env, user=bob)
+        r = run([bobs_claude(base), "-p", "Go.", "--output-format", "json", "--allowedTools", "Bash"], repo2, env, user=bob)
     result = json.loads(r.stdout)
     assert not side_effect.exists(), "Claude Code in the second clone ran Bash although AGENT_STOP exists there"
     assert [d["tool_name"] for d in result.get("permission_denials", [])] == ["Bash"], result
     assert not (repo1 / ".cocoplus" / "AGENT_STOP").exists(), "a stop in one clone is that clone's alone"
+
+
+def bobs_claude(base: Path) -> str:
+    """The pinned Claude Code binary where the second user can reach it: the test's own copy may sit under a
+    directory only its owner can search (a clone made in a private temporary directory)."""
+    src = os.path.realpath(runtime_bin("claude"))
+    dst = base / "claude"
+    if not dst.exists():
+        try:
+            os.link(src, dst)
+        except OSError:  # another file system
+            shutil.copy2(src, dst)
+        dst.chmod(0o755)
+    return str(dst)
