@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from cocoplus.supervision import autonomy
 from tests.e2e.conftest import Project, run_claude, trust_everywhere
 from tests.supervision.conftest import Watcher, stop_chat_worker
 from tests.support.model_stubs import AnthropicStub, text, tool
-from tests.support.waiting import wait_until
+from tests.support.waiting import in_thread, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -138,19 +137,6 @@ def test_a_dispatch_to_an_exited_headless_session_resumes_it(e2e_project: Projec
     assert rec["resumed"]["pid"] == out["resume"]["pid"]
 
 
-def run_in_thread(fn: Any, *args: Any, **kwargs: Any) -> tuple[threading.Thread, dict[str, Any]]:
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = fn(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
-            box["error"] = exc
-
-    t = threading.Thread(target=target)
-    t.start()
-    return t, box
-
 
 def test_two_sessions_a_session_stop_and_a_session_steer_reach_only_their_own(e2e_project: Project) -> None:
     p = e2e_project
@@ -168,8 +154,8 @@ def test_two_sessions_a_session_stop_and_a_session_steer_reach_only_their_own(e2
     stub2 = AnthropicStub([tool("Bash", command=f"touch {two_file}", description="x"), text("two done")]).start()
     try:
         # Both sessions at once, each resumed against its own stand-in.
-        t1, box1 = run_in_thread(run_claude, p, stub1, "Continue.", resume=ids[0])
-        t2, box2 = run_in_thread(run_claude, p, stub2, "Continue.", resume=ids[1])
+        t1, box1 = in_thread(run_claude, p, stub1, "Continue.", resume=ids[0])
+        t2, box2 = in_thread(run_claude, p, stub2, "Continue.", resume=ids[1])
         t1.join(180)
         t2.join(180)
         assert "error" not in box1 and "error" not in box2, (box1, box2)

@@ -10,7 +10,6 @@ dispatch resumes it (`codex exec resume`, `gemini --resume`).
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
 import pytest
@@ -23,23 +22,10 @@ from tests.e2e.conftest import Project, cocoplus
 from tests.e2e.test_codex import run_codex
 from tests.e2e.test_gemini import MODEL, run_gemini
 from tests.support.model_stubs import GeminiStub, ResponsesStub, text
-from tests.support.waiting import wait_until
+from tests.support.waiting import in_thread, wait_until
 
 pytestmark = pytest.mark.e2e
 
-
-def in_thread(fn: Any, *args: Any, **kwargs: Any) -> tuple[threading.Thread, dict[str, Any]]:
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = fn(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
-            box["error"] = exc
-
-    t = threading.Thread(target=target)
-    t.start()
-    return t, box
 
 
 def play_brain(p: Project, alias: str, instruction: str, env: dict[str, str]) -> dict[str, Any]:
