@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-from cocoplus.core import fsio, settings, userfiles
+from cocoplus.core import fsio, hookconfig, settings, userfiles
 from cocoplus.core.errors import CocoplusError, ConfigInvalid
 from cocoplus.core.paths import CONFIG_FILE_NAME, Layout
 
@@ -27,8 +27,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
-
-HOOK_CONFIG_VERSION = 1
 
 
 class Config:
@@ -96,8 +94,8 @@ def sources(project_dir: str) -> list[tuple[str, str, bool]]:
     and `[pricing."model"]`).  The user's own file needs no trust; the
     project's file does, for the keys that need it.
     """
-    user = userfiles.config_file()
-    return [(user, userfiles.shown(user), False), (config_path(project_dir), CONFIG_FILE_NAME, True)]
+    user, project = hookconfig.config_files(project_dir)
+    return [(user, userfiles.shown(user), False), (project, CONFIG_FILE_NAME, True)]
 
 
 def load(project_dir: str, environ: dict[str, str] | None = None) -> Config:
@@ -246,108 +244,30 @@ def _apply_file(cfg: Config, path: str, values: dict[str, dict[str, Any]], table
 
 
 def compile_for_hook(layout: Layout, cfg: Config | None = None) -> dict[str, Any]:
-    """Write `.cocoplus/hook-config.json`: file and default values, no environment.
+    """Write `.cocoplus/hook-config.json` (`core.hookconfig`): file and default values, no environment.
 
-    The hook applies environment overrides itself, and recompiles when a
-    configuration file's size or mtime no longer match the stamp recorded
+    The hook applies environment overrides itself, and compiles again when a
+    configuration file's size or mtime no longer match the stamps recorded
     here.  Values that need trust are those of a trusted file only (`load`
     leaves the others out), so none from an untrusted file reaches the hook.
     """
     if cfg is None:
         cfg = load(layout.project, environ={})
-    stamp = _stamps(layout)
+    stamp = hookconfig.stamps(layout.project)
     values = settings.defaults()
     for k in settings.KEYS:
         if cfg.origins[k.dotted] == "file":
             values[k.section][k.name] = cfg.values[k.section][k.name]
-    doc = {
-        "schema_version": HOOK_CONFIG_VERSION,
-        "written_by": "cocoplus config",
-        "source": stamp,
-        "values": values,
-        "explicit": sorted(k for k, o in cfg.origins.items() if o == "file"),
-        "pricing": cfg.pricing,
-    }
+    explicit = sorted(k for k, o in cfg.origins.items() if o == "file")
+    effective = {section: dict(body) for section, body in values.items()}
+    settings.derive(effective, set(explicit))
+    env = sorted({k.env for k in settings.KEYS if k.env})
+    doc = hookconfig.document(values, effective, source=stamp, explicit=explicit, env=env, pricing=cfg.pricing)
     fsio.atomic_write_json(layout.hook_config, doc)
     from cocoplus.cost import prices  # deferred: keeps cost/ off hook events that only read the config
 
     prices.refresh(layout)
     return doc
-
-
-def _stamp(path: str) -> list[int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return [st.st_mtime_ns, st.st_size]
-
-
-def _stamps(layout: Layout) -> list[list[int] | None]:
-    """(mtime, size) of every configuration file, so the hook sees any of them change.
-
-    Trusting or revoking a file changes no stamp: `cocoplus trust` recompiles
-    the copy itself (and the hook never uses a value that needs trust).
-    """
-    return [_stamp(path) for path, _shown, _needs_trust in sources(layout.project)]
-
-
-def for_hook(layout: Layout, environ: dict[str, str]) -> tuple[dict[str, dict[str, Any]], str | None]:
-    """Values the hook uses, and a problem to log (the hook never fails on config).
-
-    Reads the compiled copy; recompiles (importing tomllib) only when a
-    configuration file changed since.  A bad cocoplus.toml keeps the last good
-    compiled values (or the defaults) and reports why.
-    """
-    problem = None
-    values: dict[str, dict[str, Any]] | None = None
-    pricing: Any = None
-    try:
-        doc = fsio.read_json(layout.hook_config)
-    except CocoplusError:
-        doc = None
-    if doc is not None and doc.get("schema_version") == HOOK_CONFIG_VERSION and isinstance(doc.get("values"), dict):
-        if doc.get("source") == _stamps(layout):
-            values = _merge_defaults(doc["values"])
-            pricing = doc.get("pricing")
-    used: dict[str, Any] = doc or {}
-    if values is None:
-        try:
-            fresh = compile_for_hook(layout)
-            used = fresh
-            values = _merge_defaults(fresh["values"])
-            pricing = fresh.get("pricing")
-        except CocoplusError as exc:
-            problem = str(exc)
-            if doc and isinstance(doc.get("values"), dict):
-                values = _merge_defaults(doc["values"])
-                pricing = doc.get("pricing")
-            else:
-                values = settings.defaults()
-    errors: list[str] = []
-    overrides = settings.env_overrides(environ, errors)
-    for _dotted, (key, value) in overrides.items():
-        values[key.section][key.name] = value
-    if errors:
-        problem = "; ".join([problem, *errors] if problem else errors)
-    explicit = set(overrides)
-    if isinstance(used.get("explicit"), list):
-        explicit |= {k for k in used["explicit"] if isinstance(k, str)}
-    settings.derive(values, explicit)
-    values["pricing"] = pricing if isinstance(pricing, dict) else {}
-    return values, problem
-
-
-def _merge_defaults(stored: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    values = settings.defaults()
-    for k in settings.KEYS:
-        section = stored.get(k.section)
-        if isinstance(section, dict) and k.name in section:
-            try:
-                values[k.section][k.name] = k.coerce(section[k.name], "hook-config.json")
-            except CocoplusError:
-                pass
-    return values
 
 
 def example_toml() -> str:

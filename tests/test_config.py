@@ -7,7 +7,7 @@ import os
 import pytest
 
 from cocoplus import config
-from cocoplus.core import fsio, settings, vocab
+from cocoplus.core import fsio, hookconfig, settings, vocab
 from cocoplus.core.errors import ConfigInvalid
 from cocoplus.core.paths import Layout
 from tests.support.trusting import trust_project
@@ -458,12 +458,12 @@ def bump_mtime(path: str) -> None:
 
 
 def test_for_hook_compiles_then_follows_changes(layout):
-    values, problem = config.for_hook(layout, {})
+    values, problem = hookconfig.for_hook(layout, {})
     assert problem is None and values["session"]["max_iterations"] == 200
     assert os.path.exists(layout.hook_config)
 
     write_toml(layout.project, "[session]\nmax_iterations = 30\niteration_warn_at = 20\n")
-    values, problem = config.for_hook(layout, {})
+    values, problem = hookconfig.for_hook(layout, {})
     assert problem is None
     assert values["session"]["max_iterations"] == 30 and values["session"]["iteration_warn_at"] == 20
     assert fsio.read_json(layout.hook_config)["values"]["session"]["max_iterations"] == 30
@@ -471,51 +471,51 @@ def test_for_hook_compiles_then_follows_changes(layout):
     # Same size, different content: the mtime in the stamp still notices.
     write_toml(layout.project, "[session]\nmax_iterations = 31\niteration_warn_at = 20\n")
     bump_mtime(layout.config)
-    values, _ = config.for_hook(layout, {})
+    values, _ = hookconfig.for_hook(layout, {})
     assert values["session"]["max_iterations"] == 31
 
 
 def test_for_hook_keeps_last_good_values_on_a_bad_toml(layout):
     write_toml(layout.project, "[session]\nmax_iterations = 30\niteration_warn_at = 20\n")
-    assert config.for_hook(layout, {})[0]["session"]["max_iterations"] == 30
+    assert hookconfig.for_hook(layout, {})[0]["session"]["max_iterations"] == 30
 
     write_toml(layout.project, "[session]\nmax_iterations = 'many'\n")
     bump_mtime(layout.config)
-    values, problem = config.for_hook(layout, {})
+    values, problem = hookconfig.for_hook(layout, {})
     assert values["session"]["max_iterations"] == 30
     assert problem is not None and "cocoplus.toml" in problem and "max_iterations" in problem
     assert fsio.read_json(layout.hook_config)["values"]["session"]["max_iterations"] == 30  # not overwritten
 
     write_toml(layout.project, "[session]\nmax_iterations = 40\niteration_warn_at = 20\n")
     bump_mtime(layout.config)
-    values, problem = config.for_hook(layout, {})
+    values, problem = hookconfig.for_hook(layout, {})
     assert problem is None and values["session"]["max_iterations"] == 40
 
 
 def test_for_hook_with_bad_toml_and_no_compiled_copy_uses_defaults(layout):
     write_toml(layout.project, "[session\n")
-    values, problem = config.for_hook(layout, {})
+    values, problem = hookconfig.for_hook(layout, {})
     assert {s: values[s] for s in settings.SECTIONS} == settings.defaults()
     assert problem and "cocoplus.toml" in problem
 
 
 def test_for_hook_applies_env_over_compiled_values(layout):
     write_toml(layout.project, "[session]\nmax_iterations = 300\n")
-    values, problem = config.for_hook(layout, {"COCOPLUS_SESSION_MAX_ITERATIONS": "500"})
+    values, problem = hookconfig.for_hook(layout, {"COCOPLUS_SESSION_MAX_ITERATIONS": "500"})
     assert problem is None and values["session"]["max_iterations"] == 500
     # The environment never leaks into the compiled copy.
     assert fsio.read_json(layout.hook_config)["values"]["session"]["max_iterations"] == 300
-    values, problem = config.for_hook(layout, {"COCOPLUS_SESSION_MAX_ITERATIONS": "x"})
+    values, problem = hookconfig.for_hook(layout, {"COCOPLUS_SESSION_MAX_ITERATIONS": "x"})
     assert values["session"]["max_iterations"] == 300
     assert problem and "COCOPLUS_SESSION_MAX_ITERATIONS" in problem
 
 
 def test_for_hook_survives_a_damaged_compiled_copy(layout):
     write_toml(layout.project, "[session]\nmax_iterations = 300\n")
-    config.for_hook(layout, {})
+    hookconfig.for_hook(layout, {})
     with open(layout.hook_config, "wb") as fh:
         fh.write(b"\x00garbage")
-    values, problem = config.for_hook(layout, {})
+    values, problem = hookconfig.for_hook(layout, {})
     assert problem is None and values["session"]["max_iterations"] == 300
     assert fsio.read_json(layout.hook_config)["values"]["session"]["max_iterations"] == 300
 
@@ -535,10 +535,31 @@ def test_warn_at_follows_a_lowered_cap_unless_set(tmp_path) -> None:  # type: ig
 
 
 def test_hook_keeps_good_env_overrides_when_one_is_bad(project) -> None:  # type: ignore[no-untyped-def]
-    from cocoplus import config as config_mod
-
-    values, problem = config_mod.for_hook(project, {"COCOPLUS_SESSION_MAX_ITERATIONS": "12", "COCOPLUS_SESSION_LOOP_GUARD_REPEATS": "many"})
+    values, problem = hookconfig.for_hook(project, {"COCOPLUS_SESSION_MAX_ITERATIONS": "12", "COCOPLUS_SESSION_LOOP_GUARD_REPEATS": "many"})
     assert values["session"]["max_iterations"] == 12
     assert values["session"]["iteration_warn_at"] == 9  # derived: 80% of 12
     assert values["session"]["loop_guard_repeats"] == 8
     assert problem is not None and "COCOPLUS_SESSION_LOOP_GUARD_REPEATS" in problem
+
+
+def test_for_hook_checks_a_hand_edited_copy_against_the_key_table(layout):
+    write_toml(layout.project, "[session]\nmax_iterations = 300\n")
+    hookconfig.for_hook(layout, {})
+    doc = fsio.read_json(layout.hook_config)
+    doc["effective"]["session"]["max_iterations"] = "lots"  # the checksum no longer holds
+    fsio.atomic_write_json(layout.hook_config, doc)
+    values, problem = hookconfig.for_hook(layout, {})
+    assert problem is None and values["session"]["max_iterations"] == 300
+    doc["values"]["session"]["max_iterations"] = "lots"  # and a stored value the key rejects falls back to the default
+    fsio.atomic_write_json(layout.hook_config, doc)
+    values, problem = hookconfig.for_hook(layout, {})
+    assert values["session"]["max_iterations"] == settings.defaults()["session"]["max_iterations"]
+
+
+def test_for_hook_fresh_copy_derives_relations_once(layout):
+    write_toml(layout.project, "[session]\nmax_iterations = 10\n")
+    values, problem = hookconfig.for_hook(layout, {})  # compiles
+    again, _ = hookconfig.for_hook(layout, {})  # reads the fresh copy as it is
+    assert problem is None and values == again
+    assert again["session"]["iteration_warn_at"] == 8  # 80% of a lowered cap, as config.load says
+    assert again["session"] == config.load(layout.project, {}).session

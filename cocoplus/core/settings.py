@@ -35,6 +35,7 @@ from cocoplus.core.paths import is_valid_id
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Mapping
     from typing import Any
 
 
@@ -523,7 +524,7 @@ def check_relations(values: dict[str, dict[str, Any]], where: str) -> None:
 # -- the environment ----------------------------------------------------------------
 
 
-def env_overrides(environ: dict[str, str] | None = None, errors: list[str] | None = None) -> dict[str, tuple[Key, Any]]:
+def env_overrides(environ: Mapping[str, str] | None = None, errors: list[str] | None = None) -> dict[str, tuple[Key, Any]]:
     """Environment overrides present (`COCOPLUS_<SECTION>_<KEY>`, or a key's own name), checked.
 
     With `errors`, a bad variable is reported there and skipped (the others

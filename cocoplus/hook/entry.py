@@ -54,6 +54,10 @@ class Environ:
         value = posix.environ.get(name.encode())
         return default if value is None else value.decode("utf-8", "surrogateescape")
 
+    def heads(self):
+        """What the variables' names begin with, up to the first `_` (`CLAUDE` for `CLAUDE_PROJECT_DIR`)."""
+        return {k.partition(b"_")[0].decode("utf-8", "surrogateescape") for k in posix.environ}
+
 
 def parse_argv(argv):
     event = None
@@ -114,17 +118,34 @@ def state_from_env(environ, adapter):
             return inner
         return override if isdir(override) else None
     own = adapter.PROJECT_ENV if adapter is not None else ()
-    for names in (own, registry.project_env()):
-        for name in names:
-            start = environ.get(name)
-            if start and start.startswith("/"):
-                found = walk_up(start)
-                if found:
-                    return found
+    found = _walk_up_from(environ, own)
+    if found is None:
+        # Another runtime's variable (a runtime may run another's hooks): only the adapters that
+        # some variable is named after are imported to be asked (importing them all costs more
+        # than this whole path).
+        found = _walk_up_from(environ, [n for n in registry.project_env(_heads(environ)) if n not in own])
+    if found is not None:
+        return found
     try:
         return walk_up(posix.getcwd())
     except (OSError, ValueError):
         return None
+
+
+def _heads(environ):
+    if isinstance(environ, Environ):
+        return environ.heads()
+    return {k.partition("_")[0] for k in environ}
+
+
+def _walk_up_from(environ, names):
+    for name in names:
+        start = environ.get(name)
+        if start and start.startswith("/"):
+            found = walk_up(start)
+            if found:
+                return found
+    return None
 
 
 def read_stdin():

@@ -61,9 +61,9 @@ class Hook:
     @property
     def values(self) -> dict[str, dict[str, Any]]:
         if self._values is None:
-            from cocoplus import config  # deferred: keeps config and settings off the events that read no value
+            from cocoplus.core import hookconfig  # deferred: keeps the configuration off the events that read no value
 
-            self._values, problem = config.for_hook(self.layout, self.environ)
+            self._values, problem = hookconfig.for_hook(self.layout, self.environ)
             # The installed timeout may differ from the default: all lock waits stay under it.
             set_process_budget(Budget.for_hook(self._values["hooks"]["timeout_s"], started=STARTED))
             if problem:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, fsio, predicates, progress, settings, userfiles
+from cocoplus.core import clock, fsio, hookconfig, predicates, progress, settings, userfiles
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.core.vocab import ACTIVE_STATES, ATTENTION_STATES, BUDGET_STATES, RUN_STATES
@@ -337,7 +337,7 @@ def effective_config(layout: Layout, environ: dict[str, str] | None = None) -> t
     except CocoplusError as exc:
         error = str(exc)
     try:
-        values, _problem = config_mod.for_hook(layout, dict(os.environ if environ is None else environ))
+        values, _problem = hookconfig.for_hook(layout, dict(os.environ if environ is None else environ))
     except CocoplusError:
         values = settings.defaults()
     return None, values, error

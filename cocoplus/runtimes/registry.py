@@ -18,7 +18,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
-    from collections.abc import Mapping
+    from collections.abc import Collection, Mapping
     from types import ModuleType
     from typing import Any
 
@@ -99,10 +99,15 @@ def installed_events(adapter: "ModuleType") -> "list[tuple[str, str | None]]":
 # -- which runtime is talking ----------------------------------------------------------
 
 
-def project_env() -> "tuple[str, ...]":
-    """Every environment variable through which some runtime names the project directory."""
+def project_env(heads: "Collection[str] | None" = None) -> "tuple[str, ...]":
+    """Every environment variable through which some runtime names the project directory.
+
+    With `heads` (what the environment's variable names begin with, up to
+    the first `_`), only the runtimes named by one of them are imported to be
+    asked: an adapter's variables begin with its name.
+    """
     seen: list[str] = []
-    for adapter in ordered():
+    for adapter in ordered() if heads is None else [get(n) for n in names() if n.upper() in heads]:
         seen.extend(v for v in adapter.PROJECT_ENV if v not in seen)
     return tuple(seen)
 

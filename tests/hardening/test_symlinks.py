@@ -12,7 +12,7 @@ import time
 import pytest
 
 from cocoplus import config
-from cocoplus.core import crashlog, proc
+from cocoplus.core import crashlog, hookconfig, proc
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout, discover
@@ -27,7 +27,7 @@ SESSION = "sess-1"
 
 
 def _values(layout: Layout):
-    return config.for_hook(layout, {})[0]
+    return hookconfig.for_hook(layout, {})[0]
 
 
 def _count(layout):

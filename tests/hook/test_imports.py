@@ -65,11 +65,14 @@ sys.stderr.write("RC %s\\n" % code)
 def loaded(layout: Layout, event: str, runtime: str, payload: dict[str, Any], argv_payload: bool = False) -> tuple[set[str], str]:
     data = json.dumps(payload)
     argv = [sys.executable, "-S", "-c", PROBE, hook_script(), event, "--runtime", runtime]
+    # As the runtime starts it: in the project, with the runtime's own variable naming it (if it has one).
+    own = registry.get(runtime).PROJECT_ENV
     r = subprocess.run(
         argv + ([data] if argv_payload else []),
         input=b"" if argv_payload else data.encode(),
         capture_output=True,
-        env=hook_env(layout),
+        env=hook_env(None, **({own[0]: layout.project} if own else {})),
+        cwd=layout.project,
         timeout=60,
     )
     err = r.stderr.decode()
@@ -162,6 +165,8 @@ def test_every_event_of_every_runtime_is_stdlib_only(compiled: Layout, tmp_path:
     assert not {m for m in mods if any(m == b or m.startswith(b + ".") for b in NOT_IN_HOOK)}, sorted(mods)
     outside = {m for m in _top(mods) if m not in sys.stdlib_module_names and m != "cocoplus"}
     assert outside == set(), outside
+    # The compiled copy is current and nothing overrides it: read as it is, without the key table or TOML.
+    assert not ({"cocoplus.config", "cocoplus.core.settings"} & mods), sorted({"cocoplus.config", "cocoplus.core.settings"} & mods)
     if kind in ("pre_tool", "post_tool", "post_tool_failure", "prompt", "permission"):
         assert not (NOT_ON_TOOL_EVENTS & mods), sorted(NOT_ON_TOOL_EVENTS & mods)
     if kind == "pre_tool":

@@ -141,3 +141,10 @@ def test_no_runtime_is_special_cased_outside_the_adapters() -> None:
             if SPECIAL_CASE.search(line):
                 found.append(f"{path.relative_to(PACKAGE.parent)}:{n}: {line.strip()}")
     assert found == []
+
+
+@pytest.mark.parametrize("adapter", registry.ordered(), ids=lambda a: a.NAME)
+def test_project_variables_begin_with_the_runtime_name(adapter) -> None:  # type: ignore[no-untyped-def]
+    """The hook asks only the adapters some variable is named after (`registry.project_env(heads)`)."""
+    assert all(v.startswith(adapter.NAME.upper() + "_") for v in adapter.PROJECT_ENV), adapter.PROJECT_ENV
+    assert set(registry.project_env({adapter.NAME.upper()})) == set(adapter.PROJECT_ENV)

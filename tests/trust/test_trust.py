@@ -163,7 +163,7 @@ def test_a_record_that_cannot_be_used_trusts_nothing(clone: Clone, damage: str) 
 def test_the_hooks_copy_never_carries_an_untrusted_value(clone: Clone) -> None:
     config.compile_for_hook(clone.layout)
     compiled = json.loads(Path(clone.layout.hook_config).read_text())
-    assert compiled["values"]["ctx"]["command"] == "cortex"
+    assert compiled["values"]["ctx"]["command"] == compiled["effective"]["ctx"]["command"] == "cortex"
     assert compiled["values"]["session"]["max_iterations"] == 42
     assert clone.cli("trust", "--yes").code == 0  # rebuilds the copy: trust changes no file stamp
     compiled = json.loads(Path(clone.layout.hook_config).read_text())

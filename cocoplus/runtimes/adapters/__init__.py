@@ -19,7 +19,9 @@ Events
     installing it.
 
 Where it runs and who is talking
-    PROJECT_ENV: variables naming the project directory in a hook's environment
+    PROJECT_ENV: variables naming the project directory in a hook's environment,
+    each beginning with NAME.upper() + "_" (the hook imports an adapter to ask
+    for them only when such a variable is set)
     SESSION_ENV: variables naming the session in the agent's tools' environment
     ENV_FILE: variable naming a file the hook may append `export` lines to, or None
     HOSTS: runtimes whose installed hooks this one also runs; recognise(environ)
