@@ -349,12 +349,6 @@ def on_prompt(h: Hook) -> Answer:
 
 def _claim_steer(h: Hook, session: str | None) -> control.Claim | None:
     """The project's pending steer (`session` None) or this session's own, claimed for delivery."""
-    if session is not None and not os.path.lexists(h.layout.session_steer(session)):
-        try:
-            if not os.listdir(h.layout.session_steer_claimed_dir(session)):
-                return None
-        except OSError:
-            return None  # nothing pending and nothing left half-delivered: no lock needed
     try:
         return control.claim_steer(h.layout, timeout=h.timeout, session=session)
     except CocoplusError as exc:

@@ -547,6 +547,16 @@ def _claim_name(pid: int) -> str:
     return f"st_{clock.compact()}_{pid}_{os.urandom(4).hex()}.md"
 
 
+def _claims(claimed_dir: str) -> list[str]:
+    """The claims in `claimed_dir`, oldest first (none when it does not exist)."""
+    try:
+        return sorted(n for n in os.listdir(claimed_dir) if n.startswith("st_") and n.endswith(".md"))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise CocoplusError(f"{claimed_dir}: cannot be listed ({exc.strerror or exc})") from None
+
+
 def _claim_pid(name: str) -> int | None:
     parts = name.split("_")
     try:
@@ -585,6 +595,10 @@ def claim_steer(
     returned, so the agent is told nothing it did not get.
     """
     source, claimed_dir = _steer_paths(layout, session)
+    if not os.path.lexists(source) and not _claims(claimed_dir):
+        # Nothing pending and nothing left half-delivered (the common prompt): no lock.  A steer
+        # written after this look is delivered at the next prompt, as if it had come a moment later.
+        return None
     with Lock(layout.lock("steer"), timeout, budget):
         orphan = _take_orphan(layout, claimed_dir, budget, source, session)
         if orphan is not None:
@@ -642,10 +656,7 @@ def _take_orphan(
     source: str | None = None,
     session: str | None = None,
 ) -> Claim | None:
-    try:
-        names = sorted(n for n in os.listdir(claimed_dir) if n.startswith("st_") and n.endswith(".md"))
-    except FileNotFoundError:
-        return None
+    names = _claims(claimed_dir)
     if not names:
         return None
     mine = os.getpid()
