@@ -20,7 +20,6 @@ reads a value.
 from __future__ import annotations
 
 import os
-import zlib
 
 from cocoplus.core import fsio, jsonfast, userfiles
 from cocoplus.core.errors import CocoplusError
@@ -56,9 +55,16 @@ def stamps(project_dir: str) -> list[list[int] | None]:
     return [_stamp(path) for path in config_files(project_dir)]
 
 
+_M61 = (1 << 61) - 1  # a Mersenne prime: the text's bytes as one number, modulo it
+
+
 def checksum(values: Mapping[str, Any]) -> int:
-    """What `effective` is checked against: a hand-edited or damaged copy is read through the key table instead."""
-    return zlib.crc32(jsonfast.dumps(values, compact=True).encode("utf-8", "surrogatepass"))
+    """What `effective` is checked against: a hand-edited or damaged copy is read through the key table instead.
+
+    Integer arithmetic on the serialised values (no zlib to load on every hook event).
+    """
+    raw = jsonfast.dumps(values, compact=True).encode("utf-8", "surrogatepass")
+    return int.from_bytes(raw, "little") % _M61
 
 
 def document(values: dict[str, dict[str, Any]], effective: dict[str, dict[str, Any]], **fields: Any) -> dict[str, Any]:

@@ -12,8 +12,6 @@ lines on every tool call.
 
 from __future__ import annotations
 
-import zlib
-
 HANDOFF_SECTIONS = ("Done", "In Progress", "Next", "Notes")
 BUDGET_SECTION = "Iteration Budget"
 BUDGET_LABELS = ("Cap", "Consumed", "Warn At")
@@ -167,6 +165,8 @@ def content_checksum(text: str) -> str:
     budget = _norm(BUDGET_SECTION)
     kept = doc.preamble + "".join(s.heading + s.body for s in doc.sections if _norm(s.title) != budget)
     raw = kept.replace("\r\n", "\n").replace("\r", "\n").encode("utf-8", "surrogatepass")
+    import zlib  # deferred: a shared library to load; only a PROGRESS.md rewrite and the freshness readers need it
+
     return f"{zlib.crc32(raw):08x}{len(raw):x}"
 
 

@@ -22,7 +22,7 @@ from cocoplus.core.lock import Budget, set_process_budget
 from cocoplus.core.paths import Layout, is_valid_id, walk_up
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import control, events, iteration, registry, status, stops
+from cocoplus.session import control, events, iteration, registry, status
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -152,8 +152,14 @@ def session_stop_sentence(h: Hook) -> str | None:
     cannot be matched to a session stop: its tool runs (AGENT_STOP is what
     stops every session), and the hook log says so.
     """
-    if stops.any_present(h.layout) is False:
-        return None
+    try:
+        os.lstat(h.layout.session_stops_dir)
+    except FileNotFoundError:
+        return None  # no session is stopped (the common case), and the stops code stays unloaded
+    except OSError:
+        pass  # cannot tell: the session's own stop is looked for, and a stop that cannot be read blocks
+    from cocoplus.session import stops  # deferred: only while some session is stopped (or that cannot be told)
+
     sid = h.session_id or next((v for v in (h.environ.get(n) for n in h.adapter.SESSION_ENV) if v), None)
     if sid is None:
         h.log("a session stop exists but this event names no session, so it cannot apply here; the tool runs")
@@ -363,7 +369,13 @@ def _finisher(h: Hook, claim: control.Claim) -> Any:
 
 def _budget_notes(h: Hook) -> list[str]:
     """Cost-budget notices due at this prompt (the reserve notice)."""
-    from cocoplus.cost import enforce  # deferred: only prompts and turn ends look at the cost budget
+    try:
+        due = fsio.read_json(h.layout.budget_state)
+    except CocoplusError:
+        return []  # no notice from a damaged budget state (prompt_notes gives none either): status and check report it
+    if not (isinstance(due, dict) and due.get("reserve_notice_pending")):
+        return []  # the common prompt: nothing due, and the cost code stays unloaded
+    from cocoplus.cost import enforce  # deferred: only a prompt with a notice due, and turn ends, load the cost code
 
     try:
         return enforce.prompt_notes(h.layout, h.values)

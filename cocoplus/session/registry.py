@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import time
-import zlib
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError, NotFound, StateCorrupt
@@ -37,6 +36,8 @@ def cs_id_for(runtime_session_id: str) -> str:
     if is_valid_id(rid) and len(rid) <= 100:
         return "cs_" + rid
     raw = rid.encode("utf-8", "surrogatepass")
+    import zlib  # deferred: a shared library to load, for the rare id that is not safe as a file name
+
     return f"cs_x{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}{len(raw):x}"
 
 
