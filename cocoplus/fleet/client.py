@@ -17,17 +17,19 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
+from nats.errors import Error as NatsError
 from nats.js import api
-from nats.js.errors import NotFoundError
+from nats.js.errors import NotFoundError, ServiceUnavailableError
 
 from cocoplus.core.errors import NotFound, UsageError
 from cocoplus.fleet import commands, naming
 from cocoplus.fleet.connect import Connection, connect
-from cocoplus.fleet.options import FleetOptions
+from cocoplus.fleet.options import FleetOptions, FleetUnreachable
 
+T = TypeVar("T")
 OFFLINE_BEATS = 3  # a relay not heard from for this many heartbeats is offline
 PENDING_SHOWN = 20
 
@@ -44,8 +46,49 @@ def _loads(data: bytes) -> Any:
         return None
 
 
+def run(exchange: Coroutine[Any, Any, T]) -> T:
+    """Run one exchange with the fleet (`status`, `send`) to its end, for a synchronous caller.
+
+    A server error the exchange did not handle itself (a cluster without a
+    leader answering 503, a request left unanswered) becomes FleetUnreachable,
+    one line naming what the server said, never a traceback.
+    """
+    try:
+        return asyncio.run(exchange)
+    except (NatsError, asyncio.TimeoutError) as exc:
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        raise FleetUnreachable(f"the fleet's servers could not complete the request ({text}); try again") from None
+
+
+VIEW_TRIES = 3  # a JetStream request unanswered this many times in a row fails the command, saying why
+
+
 async def view(conn: Connection) -> dict[tuple[str, str], dict[str, Any]]:
-    """(machine, project) -> {"state", "state_at", "relay", "relay_at"}: the last of each key, server times."""
+    """(machine, project) -> {"state", "state_at", "relay", "relay_at"}: the last of each key, server times.
+
+    A request the servers leave unanswered (a cluster electing a stream's
+    leader, a server too busy to answer within the client's timeout) is
+    asked again from the start, up to VIEW_TRIES times; then FleetUnreachable
+    says so in one line.
+    """
+    for attempt in range(1, VIEW_TRIES + 1):
+        try:
+            return await _view_once(conn)
+        except (asyncio.TimeoutError, ServiceUnavailableError) as exc:  # nats' own TimeoutError is one
+            if attempt == VIEW_TRIES:
+                said = "did not answer" if isinstance(exc, asyncio.TimeoutError) else "answered that JetStream is unavailable"
+                raise FleetUnreachable(
+                    conn.explain(
+                        f"fleet {conn.opts.fleet}: the servers {said} when asked for the fleet's state ({VIEW_TRIES} tries); "
+                        "a cluster electing a leader answers again within seconds; one that lost most of its nodes, "
+                        "once they are back"
+                    )
+                ) from None
+            await asyncio.sleep(1.0)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _view_once(conn: Connection) -> dict[tuple[str, str], dict[str, Any]]:
     bucket = naming.bucket(conn.opts.fleet)
     cfg = api.ConsumerConfig(
         ack_policy=api.AckPolicy.NONE,

@@ -21,7 +21,6 @@ published, then an `answered` record with what each target said.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import Any
 
@@ -96,7 +95,7 @@ def status(project_dir: str) -> dict[str, Any]:
     opts = options.load(project_dir)
     from cocoplus.fleet import client  # deferred: nats-py (see above)
 
-    return asyncio.run(client.status(opts))
+    return client.run(client.status(opts))
 
 
 def view(project_dir: str) -> dict[str, Any]:
@@ -133,7 +132,7 @@ def _send(
         if local is not None:
             log_sent(local, {"batch": batch, "phase": "sent", "type": type_, "targets": [str(t) for t in chosen], "args": args, "operator": by})
 
-    res = asyncio.run(client.send(opts, type_, parsed, every, args, by, wait_s, on_chosen=sent))
+    res = client.run(client.send(opts, type_, parsed, every, args, by, wait_s, on_chosen=sent))
     if local is not None:
         answers = [{k: r.get(k) for k in ANSWER_KEEP} for r in res["targets"]]
         log_sent(local, {"batch": res["command"]["batch"], "phase": "answered", "type": type_, "targets": answers, "not_answered": res["not_answered"]})

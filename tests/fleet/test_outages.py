@@ -5,6 +5,7 @@ published or sent meanwhile arrives exactly once afterwards."""
 from __future__ import annotations
 
 import json
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -158,4 +159,42 @@ def test_a_three_node_cluster_keeps_serving_with_one_node_killed(tmp_path: Path)
         events: list[dict[str, Any]] = []
         collect_until(fleet, "m3", events, lambda ev: any(e["record"]["message"] == "step 1" for e in ev))
     finally:
+        fleet.close()
+
+
+def test_a_cluster_without_a_quorum_gets_one_line_and_serves_again_when_its_nodes_return(tmp_path: Path) -> None:
+    """Two of three nodes frozen: the survivor answers 503 (no JetStream leader). Commands say so in one line,
+    with no traceback and no "internal error"; once the nodes run again, the same commands work."""
+    pw = passwords(["m1", "m2"])
+    nodes = cluster(tmp_path / "nats", FLEET, pw, 3)
+    start_all(nodes)
+    fleet = Fleet(tmp_path, nodes, pw)
+    frozen = nodes[1:]
+    try:
+        m1, m2 = (fleet.machine(name, urls=[nodes[0].url]) for name in ("m1", "m2"))
+        fleet.join(m1, m2)
+        for n in frozen:
+            assert n.proc is not None
+            n.proc.send_signal(signal.SIGSTOP)
+        for args in (("fleet", "status"), ("fleet", "stop", "--all", "--reason", "no quorum")):
+            r = m1.cocoplus(*args, check=False, timeout=120)
+            err = r.stderr.strip()
+            assert r.returncode == 1 and len(err.splitlines()) == 1, (r.returncode, r.stdout, r.stderr)
+            assert err.startswith("cocoplus: error: fleet test: the servers") and "internal error" not in err, err
+        assert stop_file(m2) is None  # nothing was sent
+        for n in frozen:
+            assert n.proc is not None
+            n.proc.send_signal(signal.SIGCONT)
+        frozen = []
+
+        def stopped_everywhere() -> bool:
+            r = m1.cocoplus("fleet", "stop", "--all", "--reason", "quorum back", "--json", check=False, timeout=120)
+            return r.returncode == 0 and json.loads(r.stdout)["acknowledged"] == 2
+
+        wait_until(stopped_everywhere, timeout=90, interval=1)
+        assert stop_file(m2)["reason"] == "quorum back"
+    finally:
+        for n in frozen:
+            if n.proc is not None:
+                n.proc.send_signal(signal.SIGCONT)
         fleet.close()
