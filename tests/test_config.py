@@ -563,3 +563,16 @@ def test_for_hook_fresh_copy_derives_relations_once(layout):
     assert problem is None and values == again
     assert again["session"]["iteration_warn_at"] == 8  # 80% of a lowered cap, as config.load says
     assert again["session"] == config.load(layout.project, {}).session
+
+
+def test_for_hook_compiles_again_a_copy_written_by_another_version(layout):
+    write_toml(layout.project, "[session]\nmax_iterations = 300\n")
+    hookconfig.for_hook(layout, {})
+    doc = fsio.read_json(layout.hook_config)
+    doc["schema_version"] = hookconfig.VERSION - 1
+    doc["checksum"] = 0  # an older release's checksum: not this version's
+    fsio.atomic_write_json(layout.hook_config, doc)
+    values, problem = hookconfig.for_hook(layout, {})
+    assert problem is None and values["session"]["max_iterations"] == 300
+    again = fsio.read_json(layout.hook_config)
+    assert again["schema_version"] == hookconfig.VERSION and again["checksum"] == hookconfig.checksum(again["effective"])

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from collections.abc import Mapping
     from typing import Any
 
-VERSION = 2
+VERSION = 3
 
 
 def config_files(project_dir: str) -> tuple[str, str]:
