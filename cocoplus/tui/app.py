@@ -43,6 +43,13 @@ LOG_LINES = 200
 OPERATOR_REASON = "stopped from cocoplus top"
 
 
+def _without(rows: list[tuple[str, list[str]]] | None, at: int | None) -> list[tuple[str, list[str]]] | None:
+    """Rows with the age column left out (ages are updated cell by cell)."""
+    if rows is None or at is None:
+        return rows
+    return [(sid, cells[:at] + cells[at + 1 :]) for sid, cells in rows]
+
+
 class SteerScreen(ModalScreen[str | None]):
     """One line of text for the agent's next prompt; Enter sends, Escape cancels."""
 
@@ -156,6 +163,11 @@ class TopApp(App[None]):
         self._watch: Any = None
         self._pending_reload = False
         self._width_mode: bool | None = None
+        # What the table shows now (its rows' text, each age cell's text): nothing unchanged is drawn again,
+        # so an idle view of many sessions costs next to nothing between changes.
+        self._shown_rows: list[tuple[str, list[str]]] | None = None
+        self._shown_ages: dict[str, str] = {}
+        self._drawn: dict[str, Any] = {}  # widget id -> what it shows
 
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -229,30 +241,53 @@ class TopApp(App[None]):
         if snap is None:
             return
         width = self.size.width or 80
-        status = Text()
-        for text, style in render.status_line(snap):
-            status.append(text, style=style or None)
-        status.append("\n" + render.supervision_line(snap))
-        self.query_one("#status", Static).update(status)
+        parts = render.status_line(snap)
+        supervision = render.supervision_line(snap)
+        if self._changed("#status", (parts, supervision)):
+            status = Text()
+            for text, style in parts:
+                status.append(text, style=style or None)
+            status.append("\n" + supervision)
+            self.query_one("#status", Static).update(status)
         self._draw_table(snap, width)
-        self.query_one("#round", Static).update(Text(render.round_line(snap), no_wrap=True, overflow="ellipsis"))
-        self.query_one("#chat", Static).update(Text("\n".join(render.chat_lines(snap, width - 1, limit=3))))
+        round_line = render.round_line(snap)
+        if self._changed("#round", round_line):
+            self.query_one("#round", Static).update(Text(round_line, no_wrap=True, overflow="ellipsis"))
+        chat = "\n".join(render.chat_lines(snap, width - 1, limit=3))
+        if self._changed("#chat", chat):
+            self.query_one("#chat", Static).update(Text(chat))
         self._draw_charts(width)
+
+    def _changed(self, widget: str, content: Any) -> bool:
+        """Whether `widget` should be drawn again: what it would show differs from what it shows."""
+        if self._drawn.get(widget) == content:
+            return False
+        self._drawn[widget] = content
+        return True
 
     def _draw_table(self, snap: dict[str, Any], width: int) -> None:
         table = self.query_one("#sessions", DataTable)
         wide = width >= render.WIDE
+        columns = render.columns(width)
+        at = next((i for i, (_t, key, _w) in enumerate(columns) if key == "age"), None)
+        shown = [(s["id"], cells) for s, cells in zip(snap["sessions"], render.rows(snap, width), strict=True)]
+        if self._width_mode == wide and _without(shown, at) == _without(self._shown_rows, at):
+            # The same rows but for their ages: keep the table (and its cursor), change only the ages that differ.
+            self._update_ages({sid: cells[at] for sid, cells in shown} if at is not None else {})
+            return
         selected = self.selected_id()
         if self._width_mode != wide:
             table.clear(columns=True)
-            for title, _key, w in render.columns(width):
+            for title, _key, w in columns:
                 table.add_column(title, width=w, key=title)
             self._width_mode = wide
         else:
             table.clear()
-        for s, cells in zip(snap["sessions"], render.rows(snap, width), strict=True):
-            styled = [Text(c, style="bold red" if key == "state" and c in ("failed",) else "yellow" if key == "attention" and c != "-" else "") for c, (_t, key, _w) in zip(cells, render.columns(width), strict=True)]
-            table.add_row(*styled, key=s["id"])
+        for sid, cells in shown:
+            styled = [Text(c, style="bold red" if key == "state" and c in ("failed",) else "yellow" if key == "attention" and c != "-" else "") for c, (_t, key, _w) in zip(cells, columns, strict=True)]
+            table.add_row(*styled, key=sid)
+        self._shown_rows = shown
+        self._shown_ages = {sid: cells[at] for sid, cells in shown} if at is not None else {}
         if selected is not None:
             ids = [s["id"] for s in snap["sessions"]]
             if selected in ids:
@@ -270,8 +305,10 @@ class TopApp(App[None]):
             data = render.resample(points, n, *rng) if rng else [0.0]
             last = points[-1][1] if points else 0
             shown = f"${float(last):.2f}" if unit == "spend" else str(last)
-            self.query_one(label, Static).update(f"{alias} {unit} over time: {shown}")
-            self.query_one(chart, Sparkline).data = data
+            if self._changed(label, (alias, unit, shown)):
+                self.query_one(label, Static).update(f"{alias} {unit} over time: {shown}")
+            if self._changed(chart, data):
+                self.query_one(chart, Sparkline).data = data
 
     def redraw_ages(self) -> None:
         if self.snap is None:
@@ -280,12 +317,19 @@ class TopApp(App[None]):
         for s in self.snap["sessions"]:
             last = clock.parse_iso(s.get("last_event_at"))
             s["age_s"] = None if last is None else max(0.0, now - last)
+        self._update_ages({s["id"]: render.cell(s, "age", 5) for s in self.snap["sessions"]})
+
+    def _update_ages(self, ages: dict[str, str]) -> None:
+        """Set the age cells whose text changed (one shown in minutes or hours changes far less than every second)."""
         table = self.query_one("#sessions", DataTable)
-        for s in self.snap["sessions"]:
+        for sid, text in ages.items():
+            if self._shown_ages.get(sid) == text:
+                continue
             try:
-                table.update_cell(s["id"], "age", render.cell(s, "age", 5))
+                table.update_cell(sid, "age", text)
             except Exception:  # noqa: BLE001 - a row that went away between two draws
-                pass
+                continue
+            self._shown_ages[sid] = text
 
     def selected_id(self) -> str | None:
         table = self.query_one("#sessions", DataTable)
