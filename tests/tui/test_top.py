@@ -161,3 +161,36 @@ def test_snapshot_of_the_main_screen(busy: Layout, snap_compare: Any) -> None:
     project = Path(busy.project)
     app = top.TopApp(busy, now=lambda: NOW, watch=False)
     assert snap_compare(app, terminal_size=(80, 24)), f"differs from the stored snapshot ({project.name})"
+
+
+def test_an_unchanged_view_draws_nothing_again_and_ages_change_cell_by_cell(busy: Layout) -> None:
+    """Idle cost: a re-read that finds nothing new keeps the table; only age cells whose text changed are set."""
+    clock_now = [NOW]
+    app = top.TopApp(busy, now=lambda: clock_now[0], watch=False)
+    calls: dict[str, list[Any]] = {"clear": [], "update_cell": []}
+
+    async def main() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            table = app.query_one("#sessions")
+            real_clear, real_update = table.clear, table.update_cell
+            table.clear = lambda *a, **k: (calls["clear"].append(a), real_clear(*a, **k))[1]  # type: ignore[method-assign]
+            table.update_cell = lambda *a, **k: (calls["update_cell"].append(a), real_update(*a, **k))[1]  # type: ignore[method-assign]
+            app.reload()
+            app.redraw_ages()
+            assert calls == {"clear": [], "update_cell": []}  # nothing new: nothing drawn again
+            clock_now[0] = NOW + 60  # a minute later: the ages shown in minutes change, none in hours
+            app.redraw_ages()
+            changed = {a[0] for a in calls["update_cell"]}
+            assert changed and all(a[1] == "age" for a in calls["update_cell"])
+            rows = {r[0]: r[4] for r in table_rows(app)}
+            assert rows["cc2"] == "4m"  # it was 3m
+            n = len(calls["update_cell"])
+            app.redraw_ages()
+            assert len(calls["update_cell"]) == n and calls["clear"] == []  # same text again: untouched
+            registry.update(busy, next(iter(changed)), lambda r: r.update(state="paused"))
+            app.reload()
+            await pilot.pause()
+            assert len(calls["clear"]) == 1 and "paused" in {r[1] for r in table_rows(app)}
+
+    asyncio.run(main())
