@@ -131,12 +131,28 @@ def _dispatch(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
     session = _session(cmd)
     if session is None:
         raise Rejected("dispatch needs one session: target machine/project/alias")
-    out = ops_dispatch.dispatch(layout, session, str(cmd["args"]["instruction"]), by=operator_label(cmd))
+    return _dispatch_answer(ops_dispatch.dispatch(layout, session, str(cmd["args"]["instruction"]), by=operator_label(cmd)))
+
+
+def _dispatch_answer(out: dict[str, Any]) -> dict[str, Any]:
+    """What a dispatch (or an answer, which is delivered like one) sends back: the route taken and why."""
     keep = ("session", "alias", "runtime", "route", "why", "hold", "note", "message")
     answer = {k: out.get(k) for k in keep}
     resumed = out.get("resume") or {}
     answer["resume"] = {k: resumed.get(k) for k in ("pid", "log")} if resumed else None
     answer["problems"] = list(out.get("problems") or [])
+    return answer
+
+
+def _answer(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
+    from cocoplus.ops import dispatch as ops_dispatch  # deferred: as in _stop
+
+    session = _session(cmd)
+    if session is None:
+        raise Rejected("answer needs one session: target machine/project/alias")
+    out = ops_dispatch.answer(layout, session, str(cmd["args"]["text"]), by=operator_label(cmd))
+    answer = _dispatch_answer(out)
+    answer["question_id"] = out.get("question_id")
     return answer
 
 
@@ -155,6 +171,7 @@ TYPES: dict[str, Spec] = {
     "resume": Spec(_resume, reapply_safe=False, args={}),
     "steer": Spec(_steer, reapply_safe=False, args={"text": True}),
     "dispatch": Spec(_dispatch, reapply_safe=False, args={"instruction": True}),
+    "answer": Spec(_answer, reapply_safe=False, args={"text": True}),
 }
 
 

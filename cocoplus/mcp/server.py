@@ -73,7 +73,7 @@ IDS_HELP = "Session ids: full cs_... ids or the short aliases list_sessions show
 TARGET = Field(
     description=(
         "The worker session: an alias such as cc1 (see list_sessions), a cs_... id or the runtime's session id; "
-        "machine/project/alias (e.g. m2/web/cc1) for a session on another machine of the fleet (not for answer_worker)."
+        "machine/project/alias (e.g. m2/web/cc1) for a session on another machine of the fleet."
     )
 )
 

@@ -26,7 +26,10 @@ def dispatch(layout: Layout, session: str, instruction: str, by: str | None = No
 
 
 def answer(layout: Layout, session: str, text: str, by: str | None = None) -> dict[str, Any]:
-    """Answer the session's last ask-human question; it reaches the worker like a dispatch."""
+    """Answer the session's last ask-human question; it reaches the worker like a dispatch (`machine/project/alias`:
+    on that machine, where the question was asked, through the fleet)."""
+    if (target := fleet_ops.session_target(session)) is not None:
+        return fleet_ops.on_session(layout, "answer", target, {"text": text}, by)
     from cocoplus.supervision import dispatch as mod  # deferred: the CLI imports every ops module at start
 
     return mod.answer(layout, session, text, by or operator_name())

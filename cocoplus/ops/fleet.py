@@ -190,7 +190,7 @@ def session_target(ref: str | None) -> naming.Target | None:
     return target
 
 
-ACTIONS = {"stop": "stop_session", "resume": "resume_session", "steer": "steer_session", "dispatch": "dispatch"}
+ACTIONS = {"stop": "stop_session", "resume": "resume_session", "steer": "steer_session", "dispatch": "dispatch", "answer": "answer_worker"}
 
 
 def _brain_label(by: str) -> str:
@@ -201,7 +201,7 @@ def _brain_label(by: str) -> str:
 
 
 def on_session(layout: Layout, type_: str, target: naming.Target, args: dict[str, Any], operator: str | None = None) -> dict[str, Any]:
-    """Stop, resume, steer or dispatch one session on another machine through the fleet, and wait for its answer.
+    """Stop, resume, steer, dispatch to or answer one session on another machine through the fleet, and wait for its answer.
 
     The result is the target's own answer (its `route` for a dispatch) with
     `fleet` (where it went, acknowledged or still pending); a refusal there

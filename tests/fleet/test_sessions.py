@@ -1,5 +1,6 @@
-"""One session on another machine, against a real nats-server: stop, resume and steer `m2/proj/cc1`, and a
-dispatch from the brain (its MCP server, a real child process) that releases a real held turn end there."""
+"""One session on another machine, against a real nats-server: stop, resume and steer `m2/proj/cc1`, a
+dispatch from the brain (its MCP server, a real child process) that releases a real held turn end there,
+and an answer to a question asked there."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from cocoplus.core import fsio
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
+from cocoplus.ops import worker as worker_ops
 from cocoplus.session import holds, registry, stops
 from cocoplus.supervision import autonomy
 from tests.fleet.conftest import Fleet, stop_file
@@ -115,3 +117,28 @@ def test_a_dispatch_from_the_brain_releases_a_held_turn_end_on_another_machine(f
     assert [(r["type"], r["phase"]) for r in sent] == [("dispatch", "sent"), ("dispatch", "answered")]
     assert sent[0]["targets"] == [f"m2/proj/{alias}"] and sent[0]["args"] == {"instruction": "run the integration tests next"}
     assert sent[1]["targets"][0]["ok"] and sent[1]["targets"][0]["result"]["route"] == "held"
+
+
+def test_an_answer_from_one_machine_reaches_the_question_asked_on_another(fleet: Fleet, three: list[Machine]) -> None:
+    """`cocoplus answer m2/proj/<alias>` on m1: answered on m2, against the question m2's worker asked there."""
+    m1, m2, _m3 = three
+    l2 = Layout(str(m2.root))
+    rec, _ = registry.ensure(l2, "claude", "4d3c2b1a-0f9e-4d8c-b7a6-5e4d3c2b1a09", event="SessionStart")
+    alias = rec["alias"]
+    asked = worker_ops.ask_human(l2, "may I drop the staging table?", session=alias)
+    assert registry.resolve(l2, alias)["attention"] == "awaiting_decision"
+    got = m1.json("answer", f"m2/proj/{alias}", "no: archive it instead")
+    assert got["fleet"]["acknowledged"] and got["fleet"]["target"] == f"m2/proj/{alias}"
+    assert got["question_id"] == asked["message"]["id"] and got["route"] in ("held", "steer", "resume", "queued")
+    # on m2: the conversation shows the answer against the question, and the session no longer awaits a decision
+    ledger = jsonl(l2.ledger("master-agent"))
+    assert [(m["role"], m.get("answer_to")) for m in ledger] == [("worker", None), ("user", asked["message"]["id"])]
+    assert ledger[1]["text"] == "no: archive it instead" and ledger[1]["by"] == "op-m1 on m1 (fleet)"
+    assert registry.resolve(l2, alias)["attention"] is None
+    (there,) = [a for a in jsonl(l2.rounds) if a.get("event") == "action"]
+    assert (there["action"], there["alias"], there["result"]["question_id"]) == ("answer_worker", alias, asked["message"]["id"])
+    # on m1: the action in its rounds, the session named by its target, and the sent command with m2's answer
+    l1 = Layout(str(m1.root))
+    (here,) = [a for a in jsonl(l1.rounds) if a.get("event") == "action"]
+    assert (here["action"], here["alias"]) == ("answer_worker", f"m2/proj/{alias}") and here["result"]["fleet"]["acknowledged"]
+    assert [(r["type"], r["phase"]) for r in jsonl(l1.fleet_sent)] == [("answer", "sent"), ("answer", "answered")]
