@@ -96,6 +96,28 @@ def assistant_line(i: int) -> str:
     )
 
 
+def payload(event: str, i: int, transcript: str, project: str) -> bytes:
+    """Round `i`'s payload for `event`, as Claude Code sends it (a new tool call each round)."""
+    base = {
+        "session_id": SESSION,
+        "transcript_path": transcript,
+        "cwd": project,
+        "permission_mode": "default",
+        "hook_event_name": event,
+    }
+    if event in ("PreToolUse", "PostToolUse"):
+        base.update(tool_name="Bash", tool_input={"command": f"echo {i}"}, tool_use_id=f"toolu_{i}")
+    if event == "PostToolUse":
+        base["tool_response"] = {"stdout": f"{i}\n", "stderr": "", "interrupted": False, "isImage": False}
+    if event == "UserPromptSubmit":
+        base["prompt"] = "continue"
+    if event == "SessionStart":
+        base["source"] = "startup"
+    if event == "Stop":
+        base.update(stop_hook_active=False, last_assistant_message=f"step {i} done")
+    return json.dumps(base).encode()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=60)
@@ -132,26 +154,6 @@ def main() -> int:
     with open(os.path.join(FIXTURES, "claude-transcript.jsonl"), "rb") as src, open(transcript, "wb") as dst:
         dst.write(src.read())
 
-    def payload(event: str, i: int) -> bytes:
-        base = {
-            "session_id": SESSION,
-            "transcript_path": transcript,
-            "cwd": project,
-            "permission_mode": "default",
-            "hook_event_name": event,
-        }
-        if event in ("PreToolUse", "PostToolUse"):
-            base.update(tool_name="Bash", tool_input={"command": f"echo {i}"}, tool_use_id=f"toolu_{i}")
-        if event == "PostToolUse":
-            base["tool_response"] = {"stdout": f"{i}\n", "stderr": "", "interrupted": False, "isImage": False}
-        if event == "UserPromptSubmit":
-            base["prompt"] = "continue"
-        if event == "SessionStart":
-            base["source"] = "startup"
-        if event == "Stop":
-            base.update(stop_hook_active=False, last_assistant_message=f"step {i} done")
-        return json.dumps(base).encode()
-
     stop_path = os.path.join(project, ".cocoplus", "AGENT_STOP")
     stops_dir = os.path.join(project, ".cocoplus", "session-stops")
     other_stop = os.path.join(stops_dir, "cs_another-session.json")
@@ -185,7 +187,7 @@ def main() -> int:
             if event == "Stop":
                 with open(transcript, "a") as fh:
                     fh.write(assistant_line(i) + "\n")
-            data = payload(event, i)
+            data = payload(event, i, transcript, project)
             if i % 2:
                 floors[name].append(run(floor, data, env, project))
                 times[name].append(run(commands[event], data, env, project))

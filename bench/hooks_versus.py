@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 
-from hooks import FIXTURES, SESSION, assistant_line, run
+from hooks import FIXTURES, assistant_line, payload, run
 
 EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop")
 
@@ -65,20 +65,6 @@ class Install:
                     return {ev: hooks[ev][0]["hooks"][0]["command"] for ev in EVENTS}
         raise SystemExit(f"{self.name}: `install claude` wrote no hooks under {self.project}/.claude")
 
-    def payload(self, event: str, i: int) -> bytes:
-        base = {"session_id": SESSION, "transcript_path": self.transcript, "cwd": self.project, "permission_mode": "default", "hook_event_name": event}
-        if event in ("PreToolUse", "PostToolUse"):
-            base.update(tool_name="Bash", tool_input={"command": f"echo {i}"}, tool_use_id=f"toolu_{i}")
-        if event == "PostToolUse":
-            base["tool_response"] = {"stdout": f"{i}\n", "stderr": "", "interrupted": False, "isImage": False}
-        if event == "UserPromptSubmit":
-            base["prompt"] = "continue"
-        if event == "SessionStart":
-            base["source"] = "startup"
-        if event == "Stop":
-            base.update(stop_hook_active=False, last_assistant_message=f"step {i} done")
-        return json.dumps(base).encode()
-
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -104,7 +90,7 @@ def main() -> int:
                 if inst is None:
                     times[(event, "floor")].append(run(floor, b"", installs[1].env, installs[1].project))
                 else:
-                    times[(event, inst.name)].append(run(inst.commands[event], inst.payload(event, i), inst.env, inst.project))
+                    times[(event, inst.name)].append(run(inst.commands[event], payload(event, i, inst.transcript, inst.project), inst.env, inst.project))
     rows = []
     for event in EVENTS:
         f, b, t = (statistics.median(times[(event, who)]) * 1000 for who in ("floor", "baseline", "this"))
