@@ -39,6 +39,14 @@ REAL_HOME = os.path.realpath(os.path.expanduser("~"))
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return  # an xdist worker: the controller has checked already
+    # Byte-compile the package once, as installing a wheel does: the suite starts hundreds of cocoplus
+    # processes, and from a fresh checkout installed in editable mode (or where PYTHONDONTWRITEBYTECODE is
+    # set) each of them would otherwise compile every module it imports from source.
+    import compileall
+
+    import cocoplus
+
+    compileall.compile_dir(os.path.dirname(cocoplus.__file__), quiet=1)
     named = runtimes.sources_naming_the_cli_dir()
     if named:
         raise pytest.UsageError(
