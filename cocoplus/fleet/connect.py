@@ -9,6 +9,8 @@ answers or says it could not reach the fleet.
 
 from __future__ import annotations
 
+import asyncio
+import random
 import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,6 +24,36 @@ from cocoplus.fleet.options import FleetOptions, FleetUnreachable
 CONNECT_TIMEOUT_S = 3
 PING_INTERVAL_S = 5  # a silent server (a cut cable, not a closed socket) is noticed within about 3 pings
 MAX_OUTSTANDING_PINGS = 3
+BACKOFF_MIN_S = 0.2  # connecting again after a failure: the first wait, doubled each time up to BACKOFF_MAX_S
+BACKOFF_MAX_S = 10.0
+
+
+class Backoff:
+    """How long a long-lived client (the relay, the fleet watcher) waits before connecting again.
+
+    Doubling from BACKOFF_MIN_S up to BACKOFF_MAX_S, each wait jittered by
+    20% either way so that machines cut off together do not come back together.
+    """
+
+    def __init__(self) -> None:
+        self.delay = BACKOFF_MIN_S
+
+    def reset(self) -> None:
+        """After a connection that lasted: the next wait is the shortest again."""
+        self.delay = BACKOFF_MIN_S
+
+    def next(self) -> float:
+        wait = self.delay * random.uniform(0.8, 1.2)
+        self.delay = min(BACKOFF_MAX_S, self.delay * 2)
+        return wait
+
+
+async def pause(stop: asyncio.Event, seconds: float) -> None:
+    """Wait `seconds`, or less if `stop` is set meanwhile."""
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+    except asyncio.TimeoutError:
+        pass
 
 
 class Connection:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import signal
 import sys
 import threading
@@ -47,11 +46,9 @@ from cocoplus.core.lock import try_lock
 from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.fleet import commands, naming, outbox, process, snapshot, streams
-from cocoplus.fleet.connect import Connection, connect
+from cocoplus.fleet.connect import Backoff, Connection, connect, pause
 from cocoplus.fleet.options import FleetOptions, FleetUnreachable
 
-BACKOFF_MIN_S = 0.2
-BACKOFF_MAX_S = 10.0
 STABLE_S = 10.0  # a connection that lasted this long resets the back-off
 COALESCE_S = 0.02  # file events arriving together are handled in one pass
 IN_PROGRESS_EVERY_S = 3.0  # while a command is applied, the server is told it is still being worked on
@@ -144,17 +141,16 @@ class Relay:
         self.stop_event = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             self.loop.add_signal_handler(sig, self._request_stop)
-        delay = BACKOFF_MIN_S
+        backoff = Backoff()
         while not self.stopping:
             try:
                 conn = await connect(self.opts, name=f"cocoplus relay {self.opts.machine}/{self.opts.project}", on_closed=self._on_closed)
             except FleetUnreachable as exc:
-                wait = delay * random.uniform(0.8, 1.2)
+                wait = backoff.next()
                 if self.status.get("last_error") != exc.message:
                     self.log(f"{exc.message}; retrying with back-off")
                 self.write_status(connected=False, last_error=exc.message, retry_in_s=round(wait, 2))
-                await self._sleep(wait)
-                delay = min(BACKOFF_MAX_S, delay * 2)
+                await pause(self.stop_event, wait)
                 continue
             began = time.monotonic()
             try:
@@ -171,19 +167,11 @@ class Relay:
                 await conn.close()
                 self.write_status(connected=False, disconnected_at=clock.iso())
             if time.monotonic() - began >= STABLE_S:
-                delay = BACKOFF_MIN_S
+                backoff.reset()
             if not self.stopping:
-                wait = delay * random.uniform(0.8, 1.2)
+                wait = backoff.next()
                 self.write_status(retry_in_s=round(wait, 2))
-                await self._sleep(wait)
-                delay = min(BACKOFF_MAX_S, delay * 2)
-
-    async def _sleep(self, seconds: float) -> None:
-        assert self.stop_event is not None
-        try:
-            await asyncio.wait_for(self.stop_event.wait(), timeout=seconds)
-        except asyncio.TimeoutError:
-            pass
+                await pause(self.stop_event, wait)
 
     async def _on_closed(self) -> None:
         if self.lost is not None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -32,12 +31,10 @@ from typing import Any
 from nats.js import api
 
 from cocoplus.fleet import naming
-from cocoplus.fleet.connect import connect
+from cocoplus.fleet.connect import Backoff, connect, pause
 from cocoplus.fleet.options import FleetOptions, FleetUnreachable
 from cocoplus.supervision import triggers as trig
 
-BACKOFF_MIN_S = 0.2
-BACKOFF_MAX_S = 10.0
 FETCH = 256
 
 
@@ -111,7 +108,7 @@ class Signals:
     async def _main(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.stop_event = asyncio.Event()
-        delay = BACKOFF_MIN_S
+        backoff = Backoff()
         last_error = None
         while not self.stop_event.is_set():
             try:
@@ -120,28 +117,19 @@ class Signals:
                 if exc.message != last_error:
                     self.log(f"fleet signals: {exc.message}; retrying with back-off")
                     last_error = exc.message
-                await self._sleep(delay * random.uniform(0.8, 1.2))
-                delay = min(BACKOFF_MAX_S, delay * 2)
+                await pause(self.stop_event, backoff.next())
                 continue
             self.log(f"fleet signals: reading every machine's signals from {conn.server}")
             last_error = None
             try:
                 await self._consume(conn)
-                delay = BACKOFF_MIN_S
+                backoff.reset()
             except Exception as exc:  # noqa: BLE001 - any failure ends this connection; the loop connects again
                 self.log("fleet signals: " + conn.explain(" ".join(str(exc).split()) or type(exc).__name__))
             finally:
                 self.connected = False
                 await conn.close()
-            await self._sleep(delay * random.uniform(0.8, 1.2))
-            delay = min(BACKOFF_MAX_S, delay * 2)
-
-    async def _sleep(self, seconds: float) -> None:
-        assert self.stop_event is not None
-        try:
-            await asyncio.wait_for(self.stop_event.wait(), timeout=seconds)
-        except asyncio.TimeoutError:
-            pass
+            await pause(self.stop_event, backoff.next())
 
     async def _consume(self, conn: Any) -> None:
         assert self.stop_event is not None

@@ -22,7 +22,7 @@ from cocoplus.core.lock import Budget, set_process_budget
 from cocoplus.core.paths import Layout, is_valid_id, walk_up
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import control, events, iteration, registry, status
+from cocoplus.session import control, events, iteration, registry, status, stops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -152,14 +152,8 @@ def session_stop_sentence(h: Hook) -> str | None:
     cannot be matched to a session stop: its tool runs (AGENT_STOP is what
     stops every session), and the hook log says so.
     """
-    try:
-        os.lstat(h.layout.session_stops_dir)
-    except FileNotFoundError:
-        return None  # no session is stopped (the common case), and the stops code stays unloaded
-    except OSError:
-        pass  # cannot tell: the session's own stop is looked for, and a stop that cannot be read blocks
-    from cocoplus.session import stops  # deferred: only while some session is stopped (or that cannot be told)
-
+    if stops.any_present(h.layout) is False:
+        return None
     sid = h.session_id or next((v for v in (h.environ.get(n) for n in h.adapter.SESSION_ENV) if v), None)
     if sid is None:
         h.log("a session stop exists but this event names no session, so it cannot apply here; the tool runs")

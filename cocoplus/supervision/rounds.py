@@ -220,6 +220,10 @@ def last_round(layout: Layout) -> dict[str, Any]:
     records = history(layout)
     finished = next((r for r in reversed(records) if r.get("event") == "round_finished"), None)
     cur = current(layout)
+
+    def actions_of(number: Any) -> list[dict[str, Any]]:
+        return [action_view(a) for a in records if a.get("event") == "action" and a.get("round") == number]
+
     last = None
     if finished is not None:
         number = finished.get("number")
@@ -228,17 +232,13 @@ def last_round(layout: Layout) -> dict[str, Any]:
             "finished_at": finished.get("ts"),
             "outcome": finished.get("outcome"),
             "error": finished.get("error"),
-            "actions": [action_view(a) for a in records if a.get("event") == "action" and a.get("round") == number],
+            "actions": actions_of(number),
         }
         last["text"] = result_text(int(number or 0), str(last["outcome"]), last["error"], [a["text"] for a in last["actions"]])
     in_progress = None
     if cur is not None:
         number = cur.get("number")
-        in_progress = {
-            "number": number,
-            "started_at": cur.get("started_at"),
-            "actions": [action_view(a) for a in records if a.get("event") == "action" and a.get("round") == number],
-        }
+        in_progress = {"number": number, "started_at": cur.get("started_at"), "actions": actions_of(number)}
     recent = [action_view(a) for a in records if a.get("event") == "action"][-10:]
     return {"last_round": last, "round_in_progress": in_progress, "recent_actions": recent}
 

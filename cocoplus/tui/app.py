@@ -43,9 +43,9 @@ LOG_LINES = 200
 OPERATOR_REASON = "stopped from cocoplus top"
 
 
-def _without(rows: list[tuple[str, list[str]]] | None, at: int | None) -> list[tuple[str, list[str]]] | None:
+def _without(rows: list[tuple[str, list[str]]], at: int | None) -> list[tuple[str, list[str]]]:
     """Rows with the age column left out (ages are updated cell by cell)."""
-    if rows is None or at is None:
+    if at is None:
         return rows
     return [(sid, cells[:at] + cells[at + 1 :]) for sid, cells in rows]
 
@@ -163,8 +163,8 @@ class TopApp(App[None]):
         self._watch: Any = None
         self._pending_reload = False
         self._width_mode: bool | None = None
-        # What the table shows now (its rows' text, each age cell's text): nothing unchanged is drawn again,
-        # so an idle view of many sessions costs next to nothing between changes.
+        # What the table shows now (its rows' text but for the ages, each age cell's text): nothing unchanged
+        # is drawn again, so an idle view of many sessions costs next to nothing between changes.
         self._shown_rows: list[tuple[str, list[str]]] | None = None
         self._shown_ages: dict[str, str] = {}
         self._drawn: dict[str, Any] = {}  # widget id -> what it shows
@@ -271,7 +271,8 @@ class TopApp(App[None]):
         columns = render.columns(width)
         at = next((i for i, (_t, key, _w) in enumerate(columns) if key == "age"), None)
         shown = [(s["id"], cells) for s, cells in zip(snap["sessions"], render.rows(snap, width), strict=True)]
-        if self._width_mode == wide and _without(shown, at) == _without(self._shown_rows, at):
+        rest = _without(shown, at)
+        if self._width_mode == wide and rest == self._shown_rows:
             # The same rows but for their ages: keep the table (and its cursor), change only the ages that differ.
             self._update_ages({sid: cells[at] for sid, cells in shown} if at is not None else {})
             return
@@ -286,7 +287,7 @@ class TopApp(App[None]):
         for sid, cells in shown:
             styled = [Text(c, style="bold red" if key == "state" and c in ("failed",) else "yellow" if key == "attention" and c != "-" else "") for c, (_t, key, _w) in zip(cells, columns, strict=True)]
             table.add_row(*styled, key=sid)
-        self._shown_rows = shown
+        self._shown_rows = rest
         self._shown_ages = {sid: cells[at] for sid, cells in shown} if at is not None else {}
         if selected is not None:
             ids = [s["id"] for s in snap["sessions"]]
