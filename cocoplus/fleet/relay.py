@@ -37,7 +37,7 @@ import threading
 import time
 from typing import Any
 
-from nats.js.errors import NotFoundError
+from nats.js.errors import NotFoundError, ServiceUnavailableError
 
 from cocoplus import __version__
 from cocoplus.core import clock, fsio
@@ -226,6 +226,9 @@ class Relay:
             try:
                 msgs = await sub.fetch(1, timeout=wait)
             except asyncio.TimeoutError:  # nats' own TimeoutError, or the plain one fetch raises when its deadline passed
+                continue
+            except ServiceUnavailableError:  # 503 while the cluster elects the stream's leader: ask again shortly
+                await asyncio.sleep(1.0)
                 continue
             for msg in msgs:
                 await self.handle(conn, msg)

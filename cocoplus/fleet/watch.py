@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nats.js import api
+from nats.js.errors import ServiceUnavailableError
 
 from cocoplus.fleet import naming
 from cocoplus.fleet.connect import Backoff, connect, pause
@@ -148,6 +149,9 @@ class Signals:
             try:
                 msgs = await sub.fetch(FETCH, timeout=1)
             except asyncio.TimeoutError:  # nats' own TimeoutError too: nothing new within the second
+                continue
+            except ServiceUnavailableError:  # 503 while the cluster elects the stream's leader: ask again shortly
+                await pause(self.stop_event, 1.0)
                 continue
             got = []
             for m in msgs:

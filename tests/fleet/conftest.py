@@ -124,6 +124,7 @@ async def _drain(opts: FleetOptions, kind: str) -> list[dict[str, Any]]:
     """What the durable consumer has not read yet; what was read so far when a request times out (a loaded
     machine, a cluster electing a leader): the caller reads again until its condition holds."""
     from nats.js import api
+    from nats.js.errors import ServiceUnavailableError
 
     from cocoplus.fleet import naming
     from cocoplus.fleet.connect import connect
@@ -146,7 +147,7 @@ async def _drain(opts: FleetOptions, kind: str) -> list[dict[str, Any]]:
                 for m in msgs:
                     out.append(json.loads(m.data))
                     await m.ack_sync()
-        except asyncio.TimeoutError:  # also nats.errors.TimeoutError
+        except (asyncio.TimeoutError, ServiceUnavailableError):  # also nats.errors.TimeoutError; 503 while a leader is elected
             return out
     finally:
         await conn.close()
