@@ -155,19 +155,39 @@ def parse(text: str) -> Progress:
     return Progress("".join(preamble), sections)
 
 
+# The largest prime below 2**64.  The content read as one little-endian number, modulo this prime, is a
+# fingerprint computed in C with nothing to load (zlib is a shared library: about a millisecond on
+# every tool call); 256 has an order in this field far beyond any file, so moving bytes changes it too.
+_FINGERPRINT_PRIME = 2**64 - 59
+_CHECKSUM_PREFIX = "p64-"
+
+
+def _handoff_bytes(text: str) -> bytes:
+    doc = parse(text)
+    budget = _norm(BUDGET_SECTION)
+    kept = doc.preamble + "".join(s.heading + s.body for s in doc.sections if _norm(s.title) != budget)
+    return kept.replace("\r\n", "\n").replace("\r", "\n").encode("utf-8", "surrogatepass")
+
+
 def content_checksum(text: str) -> str:
     """A checksum of what the handoff says: every byte but the Iteration Budget section
 
     (which cocoplus rewrites on every tool call), with line endings normalised
     so a checkout that converts them does not count as a change.
     """
-    doc = parse(text)
-    budget = _norm(BUDGET_SECTION)
-    kept = doc.preamble + "".join(s.heading + s.body for s in doc.sections if _norm(s.title) != budget)
-    raw = kept.replace("\r\n", "\n").replace("\r", "\n").encode("utf-8", "surrogatepass")
-    import zlib  # deferred: a shared library to load; only a PROGRESS.md rewrite and the freshness readers need it
+    raw = _handoff_bytes(text)
+    return f"{_CHECKSUM_PREFIX}{int.from_bytes(raw, 'little') % _FINGERPRINT_PRIME:016x}-{len(raw):x}"
 
-    return f"{zlib.crc32(raw):08x}{len(raw):x}"
+
+def checksum_matches(checksum: str, text: str) -> bool:
+    """Whether `checksum` (from `content_checksum`, or the CRC-32 form stamps were written in before)
+    is the checksum of `text`'s handoff."""
+    if checksum.startswith(_CHECKSUM_PREFIX):
+        return checksum == content_checksum(text)
+    raw = _handoff_bytes(text)
+    import zlib  # deferred: only a stamp written in the earlier form is checked with it, once, then written again
+
+    return checksum == f"{zlib.crc32(raw):08x}{len(raw):x}"
 
 
 def template(cap: int, consumed: int, warn_at: int, title: str = "Progress") -> str:

@@ -46,7 +46,11 @@ def note(layout: Layout, text: str, changed_at: float) -> None:
     stamp = read_stamp(layout)
     if stamp is not None and stamp["checksum"] == checksum:
         return
-    doc = {"schema_version": SCHEMA_VERSION, "checksum": checksum, "content_updated_at": clock.iso(changed_at)}
+    if stamp is not None and progress.checksum_matches(stamp["checksum"], text):
+        updated = stamp["content_updated_at"]  # unchanged, stamped in the earlier form: keep its time
+    else:
+        updated = clock.iso(changed_at)
+    doc = {"schema_version": SCHEMA_VERSION, "checksum": checksum, "content_updated_at": updated}
     try:
         fsio.atomic_write_json(layout.handoff_stamp, doc)
     except CocoplusError:
@@ -56,7 +60,7 @@ def note(layout: Layout, text: str, changed_at: float) -> None:
 def updated_at(layout: Layout, text: str, mtime: float) -> tuple[float, str]:
     """(when the handoff's content last changed, where that came from: `stamp` or `file time`)."""
     stamp = read_stamp(layout)
-    if stamp is not None and stamp["checksum"] == progress.content_checksum(text):
+    if stamp is not None and progress.checksum_matches(stamp["checksum"], text):
         at = clock.parse_iso(stamp["content_updated_at"])
         # Unchanged since the stamp, so it changed no later than either time
         # (a copy that keeps file times can make the file's the older one).

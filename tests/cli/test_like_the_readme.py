@@ -345,6 +345,29 @@ def test_an_edited_handoff_is_fresh_and_keeps_its_age_through_a_copy(project):
     assert rep["handoff"]["stale"] is False and rep["handoff"]["updated_from"] == "file time"
 
 
+def test_a_stamp_in_the_earlier_checksum_form_keeps_its_time(project):
+    import zlib
+
+    from cocoplus.core import progress
+
+    old = time.time() - 3 * 86400
+    text = Path(project.progress).read_text().replace("## Done\n", "## Done\n- wrote the parser\n")
+    Path(project.progress).write_text(text)
+    raw = progress._handoff_bytes(text)
+    fsio.atomic_write_json(
+        project.handoff_stamp,
+        {"schema_version": 1, "checksum": f"{zlib.crc32(raw):08x}{len(raw):x}", "content_updated_at": "2026-11-01T10:00:00.000Z"},
+    )
+    os.utime(project.progress, (old, old))
+    rep = json.loads(status(project, "--json").out)
+    assert rep["handoff"]["updated_from"] == "stamp" and rep["handoff"]["updated_at"] == "2026-11-01T10:00:00.000Z"
+    post_tool(project, 1)  # the hook writes the stamp again, in the current form, with its time
+    stamp = fsio.read_json(project.handoff_stamp)
+    assert stamp["checksum"] == progress.content_checksum(text) and stamp["content_updated_at"] == "2026-11-01T10:00:00.000Z"
+    rep = json.loads(status(project, "--json").out)
+    assert rep["handoff"]["updated_from"] == "stamp" and rep["handoff"]["updated_at"] == "2026-11-01T10:00:00.000Z"
+
+
 # -- a truncated state file ------------------------------------------------------------------------------------
 
 

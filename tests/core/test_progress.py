@@ -235,3 +235,44 @@ def test_set_budget_on_heading_without_newline():
     new = progress.set_budget("## Iteration Budget", {"Cap": "9"})
     assert progress.budget_values(progress.parse(new)) == {"Cap": "9"}
     assert new.startswith("## Iteration Budget\n")
+
+
+# -- the handoff's checksum (the freshness stamp's) -----------------------------------------------------------
+
+
+@given(st.text(alphabet="ab- \n#x", min_size=2, max_size=400), st.data())
+def test_checksum_changes_when_two_bytes_trade_places(text, data):
+    """Any two differing characters swapped changes it, at any distance (a sum of bytes times powers of a
+    small base would miss swaps a fixed distance apart: 61 bytes for one modulo 2**61 - 1)."""
+    i = data.draw(st.integers(0, len(text) - 2))
+    j = data.draw(st.integers(i + 1, len(text) - 1))
+    swapped = text[:i] + text[j] + text[i + 1 : j] + text[i] + text[j + 1 :]
+    if progress.content_checksum(swapped) != progress.content_checksum(text):
+        return
+    # Equal checksums only for an equal handoff: same text, or a change inside the budget section alone
+    # (or a line ending the checksum normalises).
+    assert progress._handoff_bytes(swapped) == progress._handoff_bytes(text)
+
+
+def test_checksum_ignores_the_budget_lines_and_line_endings_only():
+    text = progress.template(200, 3, 150).replace("## Done\n", "## Done\n- parser\n")
+    same = progress.set_budget(text, {"Cap": "200", "Consumed": "4", "Warn At": "150"})
+    assert progress.content_checksum(same) == progress.content_checksum(text)
+    assert progress.content_checksum(text.replace("\n", "\r\n")) == progress.content_checksum(text)
+    assert progress.content_checksum(text.replace("- parser", "- parsed")) != progress.content_checksum(text)
+    # Two characters 61 bytes apart trade places.
+    far = text.replace("## Done\n", "## Done\n" + "a" + "-" * 60 + "b\n")
+    swapped = text.replace("## Done\n", "## Done\n" + "b" + "-" * 60 + "a\n")
+    assert progress.content_checksum(far) != progress.content_checksum(swapped)
+
+
+def test_a_checksum_in_the_earlier_crc_form_still_matches():
+    import zlib
+
+    text = progress.template(200, 3, 150).replace("## Done\n", "## Done\n- parser\n")
+    raw = progress._handoff_bytes(text)
+    old = f"{zlib.crc32(raw):08x}{len(raw):x}"
+    assert progress.checksum_matches(old, text)
+    assert progress.checksum_matches(progress.content_checksum(text), text)
+    assert not progress.checksum_matches(old, text.replace("parser", "parsed"))
+    assert not progress.checksum_matches(progress.content_checksum(text), text.replace("parser", "parsed"))

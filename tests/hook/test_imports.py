@@ -37,7 +37,7 @@ NOT_IN_HOOK = {"cocoplus.cli", "cocoplus.report", "cocoplus.supervision", "cocop
                "cocoplus.notify", "cocoplus.tui", "cocoplus.fleet", "cocoplus.runtimes.install", "cocoplus.runtimes.mcp_config",
                "cocoplus.runtimes.files", "cocoplus.cost.price_table"}  # fmt: skip
 # Not even these on the events that run around every tool call.
-NOT_ON_TOOL_EVENTS = {"json", "re", "typing", "enum"}
+NOT_ON_TOOL_EVENTS = {"json", "re", "typing", "enum", "zlib"}
 RECORDS = Path(__file__).resolve().parent.parent / "fixtures" / "runtime-records"
 
 # Runs the script the way `python -S script` would (compiled from source, as
