@@ -263,7 +263,7 @@ def _dedupe(triggers: list[dict[str, Any]]) -> list[dict[str, Any]]:
     seen: set[tuple[Any, ...]] = set()
     out = []
     for t in triggers:
-        key = (t.get("session"), t.get("kind"), t.get("value"))
+        key = (t.get("session"), t.get("worker"), t.get("kind"), t.get("value"))
         if key in seen:
             continue
         seen.add(key)

@@ -5,6 +5,7 @@
 | attention `pending`, `awaiting_authorization`, `awaiting_decision` | yes |
 | worker exit | yes if other supervised workers are still active; otherwise supervision converges and closes |
 | a managed worker that failed (died without a turn end) | yes |
+| a managed worker that failed before its session started (no session record) | yes, whatever the scope |
 | report_progress `working` | no |
 | report_progress `completed`, `blocked`, `needs_review` | yes |
 | notify_blocked, ask_human | always |
@@ -39,6 +40,10 @@ def classify(signal: dict[str, Any], doc: dict[str, Any], records: dict[str, dic
     if not auto or not auto.get("enabled"):
         return None, "supervision is off"
     cs = signal.get("session")
+    if cs is None and isinstance(signal.get("worker"), str) and signal.get("kind") == "exit" and signal.get("value") == "failed":
+        # A launched worker that failed before it had a session: no scope can name it, and only the brain
+        # (or whoever launched it) can act on it.
+        return "trigger", "worker failed before its session started"
     if not isinstance(cs, str) or cs not in records:
         return None, "unknown session"
     if not supervised(doc, cs):

@@ -153,7 +153,7 @@ class Supervisor:
         for sig in sigs:
             verdict, why = trig.classify(sig, doc, records)
             if verdict == "trigger":
-                self.add_trigger({k: sig.get(k) for k in ("session", "alias", "runtime", "kind", "value", "message", "detail", "ts")})
+                self.add_trigger({k: sig.get(k) for k in ("session", "alias", "runtime", "kind", "value", "message", "detail", "worker", "ts")})
             elif verdict == "converge":
                 self.converge(sig)
                 doc = autonomy.read(self.layout)

@@ -366,8 +366,21 @@ def finish(layout: Layout, wid: str, code: int | None, why: str | None = None) -
         if sess is not None:
             rec.update(session=sess["id"], session_alias=sess.get("alias"))
             _end_session(layout, rec, sess)  # before the record says it ended, so whoever sees that sees the signal too
+        elif rec["state"] == "failed":
+            _failed_without_session(layout, rec)
         _write(layout, rec)
     return rec
+
+
+def _failed_without_session(layout: Layout, rec: dict[str, Any]) -> None:
+    """A run that failed before its runtime's SessionStart named a session (a missing binary, a rejected
+    login, a bad flag): no session record will ever say so, so its exit signal names the worker instead."""
+    who = {"id": None, "alias": rec.get("alias") or rec["id"], "runtime": rec.get("runtime")}
+    detail = f"worker {rec['id']}: {rec['reason']}, before its session started (its log: cocoplus workers logs {rec['id']})"
+    try:
+        registry.append_signal(layout, who, "exit", "failed", detail=detail, worker=rec["id"])
+    except CocoplusError:
+        pass  # the worker's record still says failed; `cocoplus workers list` shows it
 
 
 def _end_session(layout: Layout, rec: dict[str, Any], sess: dict[str, Any]) -> None:

@@ -254,3 +254,40 @@ def test_the_commands_launch_list_follow_and_kill(proj: Layout) -> None:
     assert bad.code == 1 and bad.err.startswith("cocoplus: error: no worker 'w9'") and len(bad.err.splitlines()) == 1
     bad = run_cli_subprocess("launch", "claude", "x", "--effort", "max", cwd=proj.project)
     assert bad.code == 2 and "--effort 'max': choose one of low, medium, high" in bad.err and "Traceback" not in bad.err
+
+
+def test_a_worker_that_fails_before_its_session_starts_wakes_the_brain(proj: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runtime that exits at once (a rejected login, a bad flag) never runs its SessionStart hook, so
+    no session record says it failed: its exit signal names the worker, and it wakes the brain even
+    with a scope naming only other sessions (no scope can name a worker that never had a session)."""
+    from cocoplus.supervision import autonomy
+    from tests.supervision.conftest import Brain, Watcher, rounds_started, stop_chat_worker, triggers_of
+
+    brain = Brain(proj, quiet=0.3)
+    other = linked_session(proj, "w0")  # cc1, the one session the scope names
+    autonomy.enable(proj, task_hint="keep the parser going", scope_mode="only", scope_session_ids=[other["id"]])
+    watcher = Watcher(proj)
+    try:
+        monkeypatch.setenv("FAKE_CODE", "3")
+        release(proj, "early")
+        workers.launch(proj, "claude", "early", by="brain")
+        done = wait_until(lambda: (r := workers.read(proj, "w1")) and r["state"] == "failed" and r, timeout=30)
+        assert done["exit"]["status"] == "exit code 3" and done["session"] is None
+        exits = [s for s in fsio.read_jsonl(proj.signals).records if s["kind"] == "exit"]
+        assert [(s["session"], s["alias"], s["value"], s["worker"]) for s in exits] == [(None, "w1", "failed", "w1")]
+        assert "before its session started" in exits[0]["detail"]
+        prompts = wait_until(brain.prompts, timeout=30)
+        assert "w1 failed: worker w1: died without a turn end (exit code 3), before its session started" in prompts[0]
+        (started,) = rounds_started(proj)
+        assert triggers_of(started) == [("w1", "exit", "failed")]
+    finally:
+        watcher.stop()
+        stop_chat_worker(proj)
+
+
+def test_two_workers_failing_before_their_sessions_are_two_triggers_in_one_round() -> None:
+    from cocoplus.supervision import rounds
+
+    a = {"session": None, "alias": "w1", "kind": "exit", "value": "failed", "worker": "w1"}
+    b = {**a, "alias": "w2", "worker": "w2"}
+    assert rounds._dedupe([a, b, dict(a)]) == [a, b]
