@@ -376,7 +376,7 @@ def _failed_without_session(layout: Layout, rec: dict[str, Any]) -> None:
     """A run that failed before its runtime's SessionStart named a session (a missing binary, a rejected
     login, a bad flag): no session record will ever say so, so its exit signal names the worker instead."""
     who = {"id": None, "alias": rec.get("alias") or rec["id"], "runtime": rec.get("runtime")}
-    detail = f"worker {rec['id']}: {rec['reason']}, before its session started (its log: cocoplus workers logs {rec['id']})"
+    detail = f"worker {rec['id']}: {rec['reason']}; no session had started (its output: cocoplus workers logs {rec['id']})"
     try:
         registry.append_signal(layout, who, "exit", "failed", detail=detail, worker=rec["id"])
     except CocoplusError:

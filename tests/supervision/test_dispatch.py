@@ -30,8 +30,9 @@ from tests.support.waiting import wait_until
 # A stand-in for a runtime CLI: writes its argv, working directory and environment, then exits with `code`.
 PROGRAM = """#!{python}
 import json, os, sys
-with open({out!r}, "w") as fh:
+with open({out!r} + ".part", "w") as fh:
     json.dump({{"argv": sys.argv, "cwd": os.getcwd(), "env": dict(os.environ)}}, fh)
+os.replace({out!r} + ".part", {out!r})  # seen whole or not at all: the test reads it once it exists
 print("resumed-output")
 sys.stderr.write({err!r})
 sys.exit({code})
