@@ -222,14 +222,20 @@ class Relay:
     # -- commands ---------------------------------------------------------------------------------
     async def command_loop(self, conn: Connection, sub: Any, kv: Any) -> None:
         wait = max(1.0, min(self.opts.heartbeat_s, 30.0))
+        unavailable = False
         while True:
             try:
                 msgs = await sub.fetch(1, timeout=wait)
             except asyncio.TimeoutError:  # nats' own TimeoutError, or the plain one fetch raises when its deadline passed
+                unavailable = False
                 continue
             except ServiceUnavailableError:  # 503 while the cluster elects the stream's leader: ask again shortly
+                if not unavailable:  # once per spell, not every second
+                    self.log("commands: the servers answer that JetStream is unavailable; asking again every second")
+                unavailable = True
                 await asyncio.sleep(1.0)
                 continue
+            unavailable = False
             for msg in msgs:
                 await self.handle(conn, msg)
 

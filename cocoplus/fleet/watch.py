@@ -145,14 +145,20 @@ class Signals:
         )
         sub = await conn.js.pull_subscribe(cfg.filter_subject or "", durable=durable, stream=naming.events_stream(o.fleet), config=cfg)
         self.connected = True
+        unavailable = False
         while not self.stop_event.is_set():
             try:
                 msgs = await sub.fetch(FETCH, timeout=1)
             except asyncio.TimeoutError:  # nats' own TimeoutError too: nothing new within the second
+                unavailable = False
                 continue
             except ServiceUnavailableError:  # 503 while the cluster elects the stream's leader: ask again shortly
+                if not unavailable:  # once per spell, not every second
+                    self.log("fleet signals: the servers answer that JetStream is unavailable; asking again every second")
+                unavailable = True
                 await pause(self.stop_event, 1.0)
                 continue
+            unavailable = False
             got = []
             for m in msgs:
                 try:
