@@ -184,6 +184,13 @@ def checksum_matches(checksum: str, text: str) -> bool:
     is the checksum of `text`'s handoff."""
     if checksum.startswith(_CHECKSUM_PREFIX):
         return checksum == content_checksum(text)
+    return matches_earlier_form(checksum, text)
+
+
+def matches_earlier_form(checksum: str, text: str) -> bool:
+    """Whether `checksum` is in the CRC-32 form stamps were written in before, and `text`'s handoff's."""
+    if checksum.startswith(_CHECKSUM_PREFIX):
+        return False
     raw = _handoff_bytes(text)
     import zlib  # deferred: only a stamp written in the earlier form is checked with it, once, then written again
 

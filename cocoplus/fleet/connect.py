@@ -17,6 +17,7 @@ from typing import Any
 
 import nats
 from nats.aio.client import Client
+from nats.js.errors import ServiceUnavailableError
 
 from cocoplus.fleet import naming
 from cocoplus.fleet.options import FleetOptions, FleetUnreachable
@@ -26,6 +27,7 @@ PING_INTERVAL_S = 5  # a silent server (a cut cable, not a closed socket) is not
 MAX_OUTSTANDING_PINGS = 3
 BACKOFF_MIN_S = 0.2  # connecting again after a failure: the first wait, doubled each time up to BACKOFF_MAX_S
 BACKOFF_MAX_S = 10.0
+UNAVAILABLE_RETRY_S = 1.0  # a 503 from JetStream (a leader being elected): asked again after this long
 
 
 class Backoff:
@@ -54,6 +56,38 @@ async def pause(stop: asyncio.Event, seconds: float) -> None:
         await asyncio.wait_for(stop.wait(), timeout=seconds)
     except asyncio.TimeoutError:
         pass
+
+
+class Pull:
+    """Fetching from a pull consumer for a long-lived client, on one connection.
+
+    `fetch` returns what came within `timeout`, [] when nothing did, and []
+    after a second's pause when the servers answer 503 (a cluster electing
+    the stream's leader): the connection stays, and each spell of 503s is
+    logged once (as `what`), not every second.
+    """
+
+    def __init__(self, sub: Any, stop: asyncio.Event, log: Callable[[str], None], what: str) -> None:
+        self.sub = sub
+        self.stop = stop
+        self.log = log
+        self.what = what
+        self.unavailable = False
+
+    async def fetch(self, batch: int, timeout: float) -> list[Any]:
+        try:
+            msgs = await self.sub.fetch(batch, timeout=timeout)
+        except asyncio.TimeoutError:  # nats' own TimeoutError too: nothing new within `timeout`
+            self.unavailable = False
+            return []
+        except ServiceUnavailableError:
+            if not self.unavailable:
+                self.log(f"{self.what}: the servers answer that JetStream is unavailable; asking again every second")
+            self.unavailable = True
+            await pause(self.stop, UNAVAILABLE_RETRY_S)
+            return []
+        self.unavailable = False
+        return list(msgs)
 
 
 class Connection:

@@ -37,7 +37,7 @@ import threading
 import time
 from typing import Any
 
-from nats.js.errors import NotFoundError, ServiceUnavailableError
+from nats.js.errors import NotFoundError
 
 from cocoplus import __version__
 from cocoplus.core import clock, fsio
@@ -46,7 +46,7 @@ from cocoplus.core.lock import try_lock
 from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.fleet import commands, naming, outbox, process, snapshot, streams
-from cocoplus.fleet.connect import Backoff, Connection, connect, pause
+from cocoplus.fleet.connect import Backoff, Connection, Pull, connect, pause
 from cocoplus.fleet.options import FleetOptions, FleetUnreachable
 
 STABLE_S = 10.0  # a connection that lasted this long resets the back-off
@@ -221,22 +221,11 @@ class Relay:
 
     # -- commands ---------------------------------------------------------------------------------
     async def command_loop(self, conn: Connection, sub: Any, kv: Any) -> None:
+        assert self.stop_event is not None
         wait = max(1.0, min(self.opts.heartbeat_s, 30.0))
-        unavailable = False
+        pull = Pull(sub, self.stop_event, self.log, "commands")
         while True:
-            try:
-                msgs = await sub.fetch(1, timeout=wait)
-            except asyncio.TimeoutError:  # nats' own TimeoutError, or the plain one fetch raises when its deadline passed
-                unavailable = False
-                continue
-            except ServiceUnavailableError:  # 503 while the cluster elects the stream's leader: ask again shortly
-                if not unavailable:  # once per spell, not every second
-                    self.log("commands: the servers answer that JetStream is unavailable; asking again every second")
-                unavailable = True
-                await asyncio.sleep(1.0)
-                continue
-            unavailable = False
-            for msg in msgs:
+            for msg in await pull.fetch(1, wait):
                 await self.handle(conn, msg)
 
     async def _keep_alive(self, msg: Any) -> None:

@@ -29,10 +29,9 @@ from collections.abc import Callable
 from typing import Any
 
 from nats.js import api
-from nats.js.errors import ServiceUnavailableError
 
 from cocoplus.fleet import naming
-from cocoplus.fleet.connect import Backoff, connect, pause
+from cocoplus.fleet.connect import Backoff, Pull, connect, pause
 from cocoplus.fleet.options import FleetOptions, FleetUnreachable
 from cocoplus.supervision import triggers as trig
 
@@ -145,20 +144,9 @@ class Signals:
         )
         sub = await conn.js.pull_subscribe(cfg.filter_subject or "", durable=durable, stream=naming.events_stream(o.fleet), config=cfg)
         self.connected = True
-        unavailable = False
+        pull = Pull(sub, self.stop_event, self.log, "fleet signals")
         while not self.stop_event.is_set():
-            try:
-                msgs = await sub.fetch(FETCH, timeout=1)
-            except asyncio.TimeoutError:  # nats' own TimeoutError too: nothing new within the second
-                unavailable = False
-                continue
-            except ServiceUnavailableError:  # 503 while the cluster elects the stream's leader: ask again shortly
-                if not unavailable:  # once per spell, not every second
-                    self.log("fleet signals: the servers answer that JetStream is unavailable; asking again every second")
-                unavailable = True
-                await pause(self.stop_event, 1.0)
-                continue
-            unavailable = False
+            msgs = await pull.fetch(FETCH, 1)
             got = []
             for m in msgs:
                 try:

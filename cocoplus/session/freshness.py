@@ -46,7 +46,7 @@ def note(layout: Layout, text: str, changed_at: float) -> None:
     stamp = read_stamp(layout)
     if stamp is not None and stamp["checksum"] == checksum:
         return
-    if stamp is not None and progress.checksum_matches(stamp["checksum"], text):
+    if stamp is not None and progress.matches_earlier_form(stamp["checksum"], text):
         updated = stamp["content_updated_at"]  # unchanged, stamped in the earlier form: keep its time
     else:
         updated = clock.iso(changed_at)

@@ -373,8 +373,8 @@ def finish(layout: Layout, wid: str, code: int | None, why: str | None = None) -
 
 
 def _failed_without_session(layout: Layout, rec: dict[str, Any]) -> None:
-    """A run that failed before its runtime's SessionStart named a session (a missing binary, a rejected
-    login, a bad flag): no session record will ever say so, so its exit signal names the worker instead."""
+    """A run that failed before its runtime's SessionStart named a session (a rejected login, a flag its
+    version does not know): no session record will ever say so, so its exit signal names the worker instead."""
     who = {"id": None, "alias": rec.get("alias") or rec["id"], "runtime": rec.get("runtime")}
     detail = f"worker {rec['id']}: {rec['reason']}; no session had started (its output: cocoplus workers logs {rec['id']})"
     try:
