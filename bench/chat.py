@@ -35,12 +35,22 @@ def main() -> int:
     # The account goes in the user's own file, which needs no trust (a project file's command would).
     os.makedirs(os.path.join(env["XDG_CONFIG_HOME"], "cocoplus"))
     with open(os.path.join(env["XDG_CONFIG_HOME"], "cocoplus", "config.toml"), "w") as fh:
-        fh.write('[chat]\ncontroller = "slow"\n[accounts.slow]\nkind = "command"\ncommand = ["sh", "-c", "sleep 5; echo done"]\n')
+        fh.write(
+            '[chat]\ncontroller = "slow"\n[accounts.slow]\nkind = "command"\n'
+            'command = ["sh", "-c", "sleep 5; echo done"]\n'
+        )
     times = []
     states = []
     for i in range(args.sends):
         t = time.perf_counter()
-        r = subprocess.run(cmd + ["chat", "send", f"message {i}", "--json"], cwd=project, env=env, capture_output=True, text=True, check=True)
+        r = subprocess.run(
+            cmd + ["chat", "send", f"message {i}", "--json"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         times.append(time.perf_counter() - t)
         states.append(json.loads(r.stdout)["masterReplyState"])
     baseline = []
@@ -49,7 +59,10 @@ def main() -> int:
         subprocess.run(cmd + ["--version"], cwd=project, env=env, capture_output=True, check=True)
         baseline.append(time.perf_counter() - t)
     print(f"chat send with a 5 s backend, {args.sends} sends (fresh `cocoplus` process each)")
-    print(f"  median {statistics.median(times) * 1000:.0f} ms, worst {max(times) * 1000:.0f} ms; states: {sorted(set(states))}")
+    print(
+        f"  median {statistics.median(times) * 1000:.0f} ms, worst {max(times) * 1000:.0f} ms; states: "
+        f"{sorted(set(states))}"
+    )
     print(f"  for scale: `cocoplus --version` median {statistics.median(baseline) * 1000:.0f} ms (CLI start-up)")
     try:
         pid = json.load(open(os.path.join(project, ".cocoplus", "chat", "worker.json")))["pid"]

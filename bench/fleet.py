@@ -88,7 +88,10 @@ def run_stops(root: Path, n: int) -> bool:
         latencies, missing = asyncio.run(stops(opts, n))
         wall = time.monotonic() - t0
         p50, p99 = statistics.median(latencies), percentile(latencies, 99)
-        print(f"fleet stops: {n} commands, {len(latencies)} acknowledgements, {missing} not acknowledged, {wall:.1f} s wall")
+        print(
+            f"fleet stops: {n} commands, {len(latencies)} acknowledgements, {missing} not acknowledged, "
+            f"{wall:.1f} s wall"
+        )
         print(f"ack latency: p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms, max {max(latencies) * 1000:.1f} ms")
         print(f"p99 / goal (1 s): {p99:.3f}")
         return missing == 0 and p99 < 1.0
@@ -118,7 +121,10 @@ def run_burst(root: Path, n_machines: int, n_sessions: int) -> bool:
         aliases = {}
         for m in workers:
             lay = Layout(str(m.root))
-            aliases[m.name] = [registry.ensure(lay, "claude", f"{m.name}-{i}", event="SessionStart")[0]["alias"] for i in range(n_sessions)]
+            aliases[m.name] = [
+                registry.ensure(lay, "claude", f"{m.name}-{i}", event="SessionStart")[0]["alias"]
+                for i in range(n_sessions)
+            ]
         t0 = time.monotonic()
         for m in workers:
             lay = Layout(str(m.root))
@@ -128,11 +134,18 @@ def run_burst(root: Path, n_machines: int, n_sessions: int) -> bool:
         total = n_machines * n_sessions
         wait(lambda: len(rounds_started(lw)) >= 2, 120, "a round for the burst")
         started_at = time.monotonic()
-        wait(lambda: sum(len(r["triggers"]) for r in rounds_started(lw)[1:]) >= total or len(rounds_started(lw)) > 2, 60, "the burst's triggers")
+        wait(
+            lambda: sum(len(r["triggers"]) for r in rounds_started(lw)[1:]) >= total or len(rounds_started(lw)) > 2,
+            60,
+            "the burst's triggers",
+        )
         time.sleep(3.0)  # a bench, not a test: give a stray second round the time to show up
         burst_rounds = rounds_started(lw)[1:]
         got = sum(len(r["triggers"]) for r in burst_rounds)
-        print(f"burst: {n_machines} machines x {n_sessions} sessions = {total} signals written in {(written - t0) * 1000:.0f} ms")
+        print(
+            f"burst: {n_machines} machines x {n_sessions} sessions = {total} signals written in "
+            f"{(written - t0) * 1000:.0f} ms"
+        )
         print(f"burst: {len(burst_rounds)} supervision round(s) started, {got} trigger(s) in them")
         print(f"burst: last signal written -> round started: {(started_at - written):.2f} s (quiet window 2 s)")
         print(f"rounds per burst / goal (1): {len(burst_rounds)}")

@@ -16,11 +16,14 @@ wheel: its interpreter is the floor.
 
 Targets (SPEC section 10):
   PreToolUse with no stop anywhere     <= 1.2x  (before every tool call)
-  PostToolUse, UserPromptSubmit        <= 2x
+  PostToolUse, UserPromptSubmit        <= 2x   (PostToolUse twice: a Bash call, and an Edit whose file is recorded)
   Stop with new usage to price         <= 3x   (a new assistant message in the transcript every round)
+  PermissionRequest answered by a rule <= 2x   (a launched worker's `launch --allow` rule covers the call)
 PreToolUse with AGENT_STOP, PreToolUse while another session is stopped
 (`session stop --session`: the hook then reads the payload to see whose
-tool it is) and SessionStart are shown for scale, with no target.
+tool it is), PreToolUse in a worker's git worktree (its marker read and
+checked: `launch --worktree`) and SessionStart are shown for scale, with no
+target.
 
 The project has a cost limit set, so each Stop is an enforcing boundary;
 `cocoplus install` has byte-compiled cocoplus' hook modules and compiled the
@@ -54,7 +57,15 @@ SESSION = "bench-session"
 
 def run(cmd: str, stdin: bytes, env: dict[str, str], cwd: str) -> float:
     t = time.perf_counter()
-    subprocess.run(["sh", "-c", cmd], input=stdin, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(
+        ["sh", "-c", cmd],
+        input=stdin,
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
     return time.perf_counter() - t
 
 
@@ -91,13 +102,20 @@ def assistant_line(i: int) -> str:
             "type": "assistant",
             "sessionId": SESSION,
             "requestId": f"req_bench_{i}",
-            "message": {"id": f"msg_bench_{i}", "model": "claude-sonnet-4-5", "role": "assistant", "content": [], "usage": usage},
+            "message": {
+                "id": f"msg_bench_{i}",
+                "model": "claude-sonnet-4-5",
+                "role": "assistant",
+                "content": [],
+                "usage": usage,
+            },
         }
     )
 
 
-def payload(event: str, i: int, transcript: str, project: str) -> bytes:
-    """Round `i`'s payload for `event`, as Claude Code sends it (a new tool call each round)."""
+def payload(event: str, i: int, transcript: str, project: str, edit: bool = False) -> bytes:
+    """Round `i`'s payload for `event`, as Claude Code sends it (a new tool call each round; with `edit`, an Edit
+    of a file in the project, which the hook records in the session's edits)."""
     base = {
         "session_id": SESSION,
         "transcript_path": transcript,
@@ -105,9 +123,20 @@ def payload(event: str, i: int, transcript: str, project: str) -> bytes:
         "permission_mode": "default",
         "hook_event_name": event,
     }
-    if event in ("PreToolUse", "PostToolUse"):
+    if event in ("PreToolUse", "PostToolUse", "PermissionRequest"):
         base.update(tool_name="Bash", tool_input={"command": f"echo {i}"}, tool_use_id=f"toolu_{i}")
-    if event == "PostToolUse":
+    if event == "PostToolUse" and edit:
+        path = os.path.join(project, "src", f"module_{i % 7}.py")
+        base.update(
+            tool_name="Edit", tool_input={"file_path": path, "old_string": f"x = {i}", "new_string": f"x = {i + 1}"}
+        )
+        base["tool_response"] = {
+            "filePath": path,
+            "oldString": f"x = {i}",
+            "newString": f"x = {i + 1}",
+            "userModified": False,
+        }
+    elif event == "PostToolUse":
         base["tool_response"] = {"stdout": f"{i}\n", "stderr": "", "interrupted": False, "isImage": False}
     if event == "UserPromptSubmit":
         base["prompt"] = "continue"
@@ -118,12 +147,28 @@ def payload(event: str, i: int, transcript: str, project: str) -> bytes:
     return json.dumps(base).encode()
 
 
+def edits_recorded(cocodir: str) -> int:
+    """The Edits the hook recorded in the bench session's edits (sessions/<cs>.edits)."""
+    try:
+        with open(os.path.join(cocodir, "sessions", f"cs_{SESSION}.edits")) as fh:
+            return sum(1 for x in fh if x.startswith('"src/module_'))
+    except FileNotFoundError:
+        return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--where", default=None, help="directory to create the throwaway project in (default: the system temp dir)")
-    ap.add_argument("--form", choices=("direct", "launcher"), default="direct", help="the per-user command or the committed launcher")
+    ap.add_argument(
+        "--where", default=None, help="directory to create the throwaway project in (default: the system temp dir)"
+    )
+    ap.add_argument(
+        "--form",
+        choices=("direct", "launcher"),
+        default="direct",
+        help="the per-user command or the committed launcher",
+    )
     ap.add_argument("--cocoplus", default=None, help="the cocoplus executable to bench (default: this interpreter's)")
     args = ap.parse_args()
 
@@ -131,20 +176,38 @@ def main() -> int:
     home = tempfile.mkdtemp(prefix="cocoplus-bench-home-", dir=args.where)
     sync_ms = sync_latency(project)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE_", "CORTEX_"))}
-    env.update(HOME=home, CLAUDE_PROJECT_DIR=project, COCOPLUS_SESSION_MAX_ITERATIONS="1000000", COCOPLUS_SESSION_ITERATION_WARN_AT="0")
+    env.update(
+        HOME=home,
+        CLAUDE_PROJECT_DIR=project,
+        COCOPLUS_SESSION_MAX_ITERATIONS="1000000",
+        COCOPLUS_SESSION_ITERATION_WARN_AT="0",
+    )
     cocoplus = [args.cocoplus] if args.cocoplus else [sys.executable, "-m", "cocoplus"]
     subprocess.run(["git", "init", "-q", project], check=True)
     with open(os.path.join(project, "cocoplus.toml"), "w") as fh:
         fh.write("[session]\nbudget_limit = 1000.0\n")
-    subprocess.run(cocoplus + ["init"], cwd=project, env=env, check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(cocoplus + ["install", "claude"], cwd=project, env=env, check=True, stdout=subprocess.DEVNULL)
+    # Set up as the operator would, at a terminal: not with the agent's CLAUDE_PROJECT_DIR (that makes a command an
+    # agent's, which may not configure anything).
+    setup_env = {k: v for k, v in env.items() if k != "CLAUDE_PROJECT_DIR"}
+    subprocess.run(cocoplus + ["init"], cwd=project, env=setup_env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(cocoplus + ["install", "claude"], cwd=project, env=setup_env, check=True, stdout=subprocess.DEVNULL)
+    # A worker `cocoplus launch` started, whose `--allow` rule covers the bench's tool calls.
+    worker_dir = os.path.join(project, ".cocoplus", "workers", "w1")
+    os.makedirs(worker_dir)
+    with open(os.path.join(worker_dir, "worker.json"), "w") as fh:
+        json.dump(
+            {"schema_version": 1, "id": "w1", "runtime": "claude", "state": "running", "allow": ["Bash(echo *)"]}, fh
+        )
+    worker_env = {**env, "COCOPLUS_WORKER": "w1", "COCOPLUS_HEADLESS": "1"}
     with open(os.path.join(project, ".claude", "settings.local.json")) as fh:
         settings = json.load(fh)
-    events = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop")
+    events = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop", "PermissionRequest")
     commands = {ev: settings["hooks"][ev][0]["hooks"][0]["command"] for ev in events}
     python = shlex.split(commands["PreToolUse"])[0]  # the interpreter the installed hook starts
     if args.form == "launcher":
-        plugin = subprocess.run(cocoplus + ["plugin", "path", "claude"], env=env, check=True, capture_output=True, text=True).stdout.strip()
+        plugin = subprocess.run(
+            cocoplus + ["plugin", "path", "claude"], env=env, check=True, capture_output=True, text=True
+        ).stdout.strip()
         with open(os.path.join(plugin, "cocoplus", "hooks", "hooks.json")) as fh:
             shared = json.load(fh)
         commands = {ev: shared["hooks"][ev][0]["hooks"][0]["command"] for ev in events}
@@ -154,16 +217,34 @@ def main() -> int:
     with open(os.path.join(FIXTURES, "claude-transcript.jsonl"), "rb") as src, open(transcript, "wb") as dst:
         dst.write(src.read())
 
+    # A worker's git worktree (`launch --worktree`): its `.cocoplus/WORKTREE` names the project, whose key matches.
+    from cocoplus.core import worktreemark
+
+    tree = tempfile.mkdtemp(prefix="cocoplus-bench-tree-", dir=args.where)
+    os.mkdir(os.path.join(tree, ".cocoplus"), 0o700)
+    with open(os.path.join(tree, ".cocoplus", "WORKTREE"), "w") as fh:
+        fh.write(worktreemark.text(os.path.join(project, ".cocoplus"), "w1"))
+    with open(os.path.join(worker_dir, "worktree.key"), "w") as fh:
+        fh.write(worktreemark.key_of(os.stat(os.path.join(tree, ".cocoplus"))))
+    tree_env = {**env, "CLAUDE_PROJECT_DIR": tree, worktreemark.ENV: tree}
+
     stop_path = os.path.join(project, ".cocoplus", "AGENT_STOP")
     stops_dir = os.path.join(project, ".cocoplus", "session-stops")
     other_stop = os.path.join(stops_dir, "cs_another-session.json")
-    cases = [  # name, event, what is stopped (None, "all": AGENT_STOP, "other": another session), target (None: for scale)
+    # name, event, what is stopped (None, "all": AGENT_STOP, "other": another session; "edit": nothing, and the tool
+    # is an Edit the hook records), target (None: for scale).
+    # Each round is a turn, in the order a runtime sends them: a prompt, tool calls, the turn's end (whose
+    # `pending` the next prompt clears); the first tool call after a turn end also rewrites the session's record.
+    cases = [
+        ("SessionStart", "SessionStart", None, None),
+        ("UserPromptSubmit", "UserPromptSubmit", None, 2.0),
         ("PreToolUse (no stop)", "PreToolUse", None, 1.2),
         ("PreToolUse (AGENT_STOP)", "PreToolUse", "all", None),
         ("PreToolUse (other stopped)", "PreToolUse", "other", None),
+        ("PreToolUse (in a worktree)", "PreToolUse", None, None),
+        ("PermissionRequest (rule)", "PermissionRequest", None, 2.0),
         ("PostToolUse", "PostToolUse", None, 2.0),
-        ("UserPromptSubmit", "UserPromptSubmit", None, 2.0),
-        ("SessionStart", "SessionStart", None, None),
+        ("PostToolUse (Edit recorded)", "PostToolUse", "edit", 2.0),
         ("Stop (new usage to price)", "Stop", None, 3.0),
     ]
     times: dict[str, list[float]] = {c[0]: [] for c in cases}
@@ -187,12 +268,16 @@ def main() -> int:
             if event == "Stop":
                 with open(transcript, "a") as fh:
                     fh.write(assistant_line(i) + "\n")
-            data = payload(event, i, transcript, project)
+            data = payload(event, i, transcript, project, edit=stopped == "edit")
+            hook_env = worker_env if event == "PermissionRequest" else env
+            where = project
+            if "worktree" in name:
+                hook_env, where = tree_env, tree
             if i % 2:
                 floors[name].append(run(floor, data, env, project))
-                times[name].append(run(commands[event], data, env, project))
+                times[name].append(run(commands[event], data, hook_env, where))
             else:
-                times[name].append(run(commands[event], data, env, project))
+                times[name].append(run(commands[event], data, hook_env, where))
                 floors[name].append(run(floor, data, env, project))
     if os.path.exists(stop_path):
         os.unlink(stop_path)
@@ -206,7 +291,14 @@ def main() -> int:
         floor_ms = statistics.median(floors[name]) * 1000
         ratio = hook_ms / floor_ms
         rows.append(
-            {"event": name, "hook_ms": round(hook_ms, 2), "floor_ms": round(floor_ms, 2), "ratio": round(ratio, 2), "target": target, "ok": target is None or ratio <= target}
+            {
+                "event": name,
+                "hook_ms": round(hook_ms, 2),
+                "floor_ms": round(floor_ms, 2),
+                "ratio": round(ratio, 2),
+                "target": target,
+                "ok": target is None or ratio <= target,
+            }
         )
     cocodir = os.path.join(project, ".cocoplus")
     with open(os.path.join(cocodir, "session", "iteration-budget.json")) as fh:
@@ -214,20 +306,51 @@ def main() -> int:
     with open(os.path.join(cocodir, "cost", "spend.jsonl")) as fh:
         priced = [json.loads(x) for x in fh if '"msg_bench_' in x]
     priced_ok = sum(1 for r in priced if r.get("usd") is not None)
-    checks = {"post_tool_use_counted": consumed, "stop_usage_priced": priced_ok, "expected": args.rounds, "durable_write_ms": round(sync_ms, 2)}
+    with open(os.path.join(cocodir, "permissions", "decisions.jsonl")) as fh:
+        allowed = sum(
+            1 for x in fh if '"behavior":"allowed"' in x.replace(" ", "") and '"how":"rule"' in x.replace(" ", "")
+        )
+    checks = {
+        "post_tool_use_counted": consumed, "stop_usage_priced": priced_ok, "permissions_allowed_by_rule": allowed,
+        "edits_recorded": edits_recorded(cocodir), "expected": args.rounds, "durable_write_ms": round(sync_ms, 2),
+    }  # fmt: skip
     if args.json:
-        print(json.dumps({"rows": rows, "rounds": args.rounds, "python": sys.version.split()[0], "floor": "python -S -c pass", "form": args.form, "interpreter": python, **checks}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "rows": rows,
+                    "rounds": args.rounds,
+                    "python": sys.version.split()[0],
+                    "floor": "python -S -c pass",
+                    "form": args.form,
+                    "interpreter": python,
+                    **checks,
+                },
+                indent=2,
+            )
+        )
     else:
         print(f"{args.form} hook command of {python}")
-        print(f"hook vs the floor `{os.path.basename(python)} -S -c pass`, median of {args.rounds} interleaved runs each (cost limit set)")
+        print(
+            f"hook vs the floor `{os.path.basename(python)} -S -c pass`, "
+            f"median of {args.rounds} interleaved runs each (cost limit set)"
+        )
         print(f"{'event':<28}{'hook ms':>9}{'floor ms':>10}{'ratio':>7}{'target':>8}")
         for r in rows:
             target = f"{r['target']:.1f}x" if r["target"] is not None else "-"
             verdict = "" if r["target"] is None else ("ok" if r["ok"] else "OVER")
             print(f"{r['event']:<28}{r['hook_ms']:>9.2f}{r['floor_ms']:>10.2f}{r['ratio']:>7.2f}{target:>8} {verdict}")
-        print(f"PostToolUse calls counted: {consumed}; Stop usage records priced: {priced_ok} (expected {args.rounds} each)")
+        print(
+            f"PostToolUse calls counted: {consumed} (expected {2 * args.rounds}); Stop usage records priced: "
+            f"{priced_ok}; permission requests allowed by the rule: {allowed}; Edits recorded: "
+            f"{checks['edits_recorded']} (expected {args.rounds} each)"
+        )
         print(f"one durable file replace on this file system: {sync_ms:.2f} ms ({project})")
-    ok = all(r["ok"] for r in rows) and consumed == args.rounds and priced_ok == args.rounds
+    edits = checks["edits_recorded"]
+    ok = (
+        all(r["ok"] for r in rows) and consumed == 2 * args.rounds and priced_ok == args.rounds
+        and allowed == args.rounds and edits == args.rounds
+    )  # fmt: skip
     return 0 if ok else 1
 
 

@@ -44,12 +44,18 @@ class Install:
         self.project = tempfile.mkdtemp(prefix=f"cocoplus-versus-{name}-")
         home = tempfile.mkdtemp(prefix=f"cocoplus-versus-home-{name}-")
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE_", "CORTEX_"))}
-        self.env.update(HOME=home, CLAUDE_PROJECT_DIR=self.project, COCOPLUS_SESSION_MAX_ITERATIONS="1000000", COCOPLUS_SESSION_ITERATION_WARN_AT="0")
+        self.env.update(
+            HOME=home,
+            CLAUDE_PROJECT_DIR=self.project,
+            COCOPLUS_SESSION_MAX_ITERATIONS="1000000",
+            COCOPLUS_SESSION_ITERATION_WARN_AT="0",
+        )
         subprocess.run(["git", "init", "-q", self.project], check=True)
         with open(os.path.join(self.project, "cocoplus.toml"), "w") as fh:
             fh.write("[session]\nbudget_limit = 1000.0\n")
+        setup_env = {k: v for k, v in self.env.items() if k != "CLAUDE_PROJECT_DIR"}  # the operator, at a terminal
         for args in (["init"], ["install", "claude"]):
-            subprocess.run(cocoplus + args, cwd=self.project, env=self.env, check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(cocoplus + args, cwd=self.project, env=setup_env, check=True, stdout=subprocess.DEVNULL)
         self.commands = self._commands()
         self.transcript = os.path.join(home, "transcript.jsonl")
         with open(os.path.join(FIXTURES, "claude-transcript.jsonl"), "rb") as src, open(self.transcript, "wb") as dst:
@@ -75,7 +81,9 @@ def main() -> int:
 
     installs = [Install("baseline", [args.baseline]), Install("this", [sys.executable, "-m", "cocoplus"])]
     floor = f"{shlex.quote(sys.executable)} -S -c pass"
-    times: dict[tuple[str, str], list[float]] = {(ev, who): [] for ev in EVENTS for who in ("floor", "baseline", "this")}
+    times: dict[tuple[str, str], list[float]] = {
+        (ev, who): [] for ev in EVENTS for who in ("floor", "baseline", "this")
+    }
     for _ in range(5):  # warm caches
         run(floor, b"", installs[1].env, installs[1].project)
     for i in range(args.rounds):
@@ -90,20 +98,49 @@ def main() -> int:
                 if inst is None:
                     times[(event, "floor")].append(run(floor, b"", installs[1].env, installs[1].project))
                 else:
-                    times[(event, inst.name)].append(run(inst.commands[event], payload(event, i, inst.transcript, inst.project), inst.env, inst.project))
+                    times[(event, inst.name)].append(
+                        run(
+                            inst.commands[event],
+                            payload(event, i, inst.transcript, inst.project),
+                            inst.env,
+                            inst.project,
+                        )
+                    )
     rows = []
     for event in EVENTS:
         f, b, t = (statistics.median(times[(event, who)]) * 1000 for who in ("floor", "baseline", "this"))
-        rows.append({"event": event, "floor_ms": round(f, 2), "baseline_ms": round(b, 2), "this_ms": round(t, 2), "baseline_ratio": round(b / f, 2), "this_ratio": round(t / f, 2)})
+        rows.append(
+            {
+                "event": event,
+                "floor_ms": round(f, 2),
+                "baseline_ms": round(b, 2),
+                "this_ms": round(t, 2),
+                "baseline_ratio": round(b / f, 2),
+                "this_ratio": round(t / f, 2),
+            }
+        )
     if args.json:
-        print(json.dumps({"rows": rows, "rounds": args.rounds, "baseline": args.baseline, "this": sys.executable, "python": sys.version.split()[0]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "rows": rows,
+                    "rounds": args.rounds,
+                    "baseline": args.baseline,
+                    "this": sys.executable,
+                    "python": sys.version.split()[0],
+                },
+                indent=2,
+            )
+        )
         return 0
     print(f"baseline: {installs[0].commands['PostToolUse']}")
     print(f"this:     {installs[1].commands['PostToolUse']}")
     print(f"median of {args.rounds} interleaved runs each; ratios to `python -S -c pass`")
     print(f"{'event':<18}{'floor ms':>9}{'baseline':>10}{'this':>8}{'baseline x':>12}{'this x':>8}")
     for r in rows:
-        print(f"{r['event']:<18}{r['floor_ms']:>9.2f}{r['baseline_ms']:>10.2f}{r['this_ms']:>8.2f}{r['baseline_ratio']:>12.2f}{r['this_ratio']:>8.2f}")
+        print(
+            f"{r['event']:<18}{r['floor_ms']:>9.2f}{r['baseline_ms']:>10.2f}{r['this_ms']:>8.2f}{r['baseline_ratio']:>12.2f}{r['this_ratio']:>8.2f}"
+        )
     return 0
 
 

@@ -71,9 +71,14 @@ def main() -> int:
     stub = TimedStub().start()
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE", "ANTHROPIC_"))}
     env = dict(
-        keep, HOME=home, PATH=f"{os.path.dirname(args.claude)}{os.pathsep}{os.environ['PATH']}", ANTHROPIC_BASE_URL=stub.url,
-        ANTHROPIC_API_KEY="sk-test-local", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
-    )  # fmt: skip
+        keep,
+        HOME=home,
+        PATH=f"{os.path.dirname(args.claude)}{os.pathsep}{os.environ['PATH']}",
+        ANTHROPIC_BASE_URL=stub.url,
+        ANTHROPIC_API_KEY="sk-test-local",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_AUTOUPDATER="1",
+    )
     cocoplus = [sys.executable, "-m", "cocoplus"]
 
     def cp(*a: str) -> subprocess.CompletedProcess[str]:
@@ -102,14 +107,21 @@ def main() -> int:
             )  # fmt: skip
             direct_first.append(stub.wait_request(count) - t0)
             direct.wait(120)
-            print(f"run {n + 1}: launch {launch_first[-1] * 1000:.0f} ms ({wid}), direct {direct_first[-1] * 1000:.0f} ms", file=sys.stderr)
+            print(
+                f"run {n + 1}: launch {launch_first[-1] * 1000:.0f} ms ({wid}), "
+                f"direct {direct_first[-1] * 1000:.0f} ms",
+                file=sys.stderr,
+            )
     finally:
         stub.stop()
     med = statistics.median
     print(f"launch to first model request, median of {args.runs}: {med(launch_first) * 1000:.0f} ms")
     print(f"claude -p started directly, to first model request:  {med(direct_first) * 1000:.0f} ms")
-    print(f"added by cocoplus launch: {(med(launch_first) - med(direct_first)) * 1000:.0f} ms "
-          f"(ratio {med(launch_first) / med(direct_first):.2f}); `cocoplus launch` returns after {med(launch_return) * 1000:.0f} ms")
+    print(
+        f"added by cocoplus launch: {(med(launch_first) - med(direct_first)) * 1000:.0f} ms "
+        f"(ratio {med(launch_first) / med(direct_first):.2f}); `cocoplus launch` returns after "
+        f"{med(launch_return) * 1000:.0f} ms"
+    )
     return 0
 
 

@@ -59,12 +59,21 @@ def main() -> int:
     home = tempfile.mkdtemp(prefix="cocoplus-bench-home-")
     os.makedirs(os.path.join(home, ".config", "cocoplus"))
     with open(os.path.join(home, ".config", "cocoplus", "config.toml"), "w") as fh:
-        fh.write(f'[chat]\ncontroller = "b"\n[accounts.b]\nkind = "command"\ncommand = ["true"]\n[supervision]\nquiet_window_s = {QUIET}\n')
+        fh.write(
+            '[chat]\ncontroller = "b"\n[accounts.b]\nkind = "command"\ncommand = ["true"]\n[supervision]\n'
+            f"quiet_window_s = {QUIET}\n"
+        )
     recs = [registry.ensure(layout, "claude", f"bench-{i:03d}", event="SessionStart")[0] for i in range(100)]
     autonomy.enable(layout, task_hint="bench", max_turns=1000)
     env = dict(os.environ, COCOPLUS_DIR=layout.root, HOME=home, XDG_CONFIG_HOME=os.path.join(home, ".config"))
     log = open(os.path.join(project, "supervisor.log"), "w")
-    proc = subprocess.Popen([sys.executable, "-m", "cocoplus", "supervisor", "run"], cwd=project, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cocoplus", "supervisor", "run"],
+        cwd=project,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and "watching" not in open(log.name).read():

@@ -65,7 +65,17 @@ def build(n: int) -> str:
         rec.update(tool_calls=i * 3, attention=("pending" if i % 7 == 0 else None))
         fsio.atomic_write_json(layout.session_record(rec["id"]), rec)
         for k in range(5):
-            lines.append({"ts": clock.iso(now - (5 - k) * 300), "kind": "usage", "session": rec["id"], "alias": rec["alias"], "usd": 0.01 * (k + 1), "model": "m", "category": "execution"})
+            lines.append(
+                {
+                    "ts": clock.iso(now - (5 - k) * 300),
+                    "kind": "usage",
+                    "session": rec["id"],
+                    "alias": rec["alias"],
+                    "usd": 0.01 * (k + 1),
+                    "model": "m",
+                    "category": "execution",
+                }
+            )
     with open(layout.spend_log, "w") as fh:
         fh.writelines(json.dumps(r) + "\n" for r in lines)
     fsio.ensure_dir(layout.conversation_dir("master-agent"))
@@ -101,10 +111,15 @@ def main() -> None:
     floor = statistics.median(wall([sys.executable, "-c", "pass"]) for _ in range(args.runs))
     start = [wall([sys.executable, "-c", CHILD, "startup", root, str(args.sessions)]) for _ in range(args.runs)]
     med = statistics.median(start)
-    print(f"start-up to the first full screen ({args.sessions} sessions, 80x24, headless): median {med * 1000:.0f} ms "
-          f"(min {min(start) * 1000:.0f}, max {max(start) * 1000:.0f}); interpreter floor {floor * 1000:.0f} ms; ratio {med / floor:.1f}x")
+    print(
+        f"start-up to the first full screen ({args.sessions} sessions, 80x24, headless): median {med * 1000:.0f} ms "
+        f"(min {min(start) * 1000:.0f}, max {max(start) * 1000:.0f}); interpreter floor {floor * 1000:.0f} ms; "
+        f"ratio {med / floor:.1f}x"
+    )
 
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, "idle", root, str(args.sessions)], stdout=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, "idle", root, str(args.sessions)], stdout=subprocess.PIPE, text=True, env=env
+    )
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "ready"
@@ -119,8 +134,10 @@ def main() -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    print(f"idle CPU with {args.sessions} sessions (file watcher on, nothing changing, {t1 - t0:.0f} s): "
-          f"{(c1 - c0) / (t1 - t0) * 100:.1f}% of one core ({c1 - c0:.2f} CPU s)")
+    print(
+        f"idle CPU with {args.sessions} sessions (file watcher on, nothing changing, {t1 - t0:.0f} s): "
+        f"{(c1 - c0) / (t1 - t0) * 100:.1f}% of one core ({c1 - c0:.2f} CPU s)"
+    )
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 `cocoplus hook ...` goes straight to the hook's entry, before the CLI (and
 typer) is imported: a hook launcher that finds no pointer file runs
-`cocoplus hook` from PATH (runtimes/launcher.py), on every tool call.
+`cocoplus hook` from PATH (install/launcher.py), on every tool call.
 """
 
 from __future__ import annotations

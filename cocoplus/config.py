@@ -6,7 +6,8 @@ cocoplus.toml < environment variable (`COCOPLUS_<SECTION>_<KEY>`, or the
 key's own name such as `JARVIS_SUPERVISION_RESTORE_TTL_S`).  One exception:
 a value that names a program to run or a place data is sent to
 (`settings.Key.needs_trust`) is taken from the project's file only when the
-user has trusted that file as it is now (`cocoplus.trust`); otherwise it is
+user has trusted that file as it is now, and the programs it names in the
+project as they are now (`cocoplus.trust`); otherwise it is
 left out as if absent, recorded in `Config.ignored`, and said once on
 stderr.  Every value remembers where it came from (`origins`, and `files`
 for the file it was read from) so `cocoplus config show` can say.  What a
@@ -26,7 +27,6 @@ from cocoplus.core.paths import CONFIG_FILE_NAME, Layout
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
-
 
 
 class Config:
@@ -134,6 +134,16 @@ def load_for(layout: Layout, environ: dict[str, str] | None = None) -> Config:
     return load(layout.project, environ)
 
 
+def source(layout: Layout, cfg: Config, dotted: str) -> str:
+    """Where the effective value of `dotted` comes from, as budget lines name it: `cocoplus.toml` (or the
+    user's file, as `~/...`), `env NAME`, or `defaults`."""
+    origin = cfg.origins.get(dotted, "default")
+    where = cfg.files.get(dotted) if origin == "file" else None
+    if where is None:
+        return origin if origin.startswith("env ") else "defaults"
+    return layout.rel(where) if where == layout.config else userfiles.shown(where)
+
+
 def problem(layout: Layout, environ: dict[str, str] | None = None) -> str | None:
     """Why the effective configuration cannot be used, in one line; None when it can.
 
@@ -192,12 +202,18 @@ def _hold_back_untrusted(
 ) -> None:
     """Take the values needing trust out of an untrusted project file's checked document (in place)."""
     flagged = settings.needing_trust(values, tables)
-    cfg.trust = {"file": path, "needs_trust": bool(flagged), "trusted": None, "reason": None, "keys": [f["label"] for f in flagged]}
+    cfg.trust = {
+        "file": path,
+        "needs_trust": bool(flagged),
+        "trusted": None,
+        "reason": None,
+        "keys": [f["label"] for f in flagged],
+    }
     if not flagged:
         return
     from cocoplus import trust  # deferred: only a project file holding keys that need trust consults the record
 
-    reason = trust.verdict(project_dir, raw)
+    reason = trust.verdict(project_dir, raw, trust.programs_named(project_dir, flagged))
     cfg.trust["trusted"] = reason is None
     if reason is None:
         return
@@ -227,7 +243,9 @@ def _hold_back_untrusted(
     trust.notice(trust.notice_text(shown, reason, [f["label"] for f in flagged]))
 
 
-def _apply_file(cfg: Config, path: str, values: dict[str, dict[str, Any]], tables: dict[str, dict[str, dict[str, Any]]]) -> None:
+def _apply_file(
+    cfg: Config, path: str, values: dict[str, dict[str, Any]], tables: dict[str, dict[str, dict[str, Any]]]
+) -> None:
     for section, body in values.items():
         for name, value in body.items():
             cfg.values[section][name] = value
@@ -264,9 +282,6 @@ def compile_for_hook(layout: Layout, cfg: Config | None = None) -> dict[str, Any
     env = sorted({k.env for k in settings.KEYS if k.env})
     doc = hookconfig.document(values, effective, source=stamp, explicit=explicit, env=env, pricing=cfg.pricing)
     fsio.atomic_write_json(layout.hook_config, doc)
-    from cocoplus.cost import prices  # deferred: keeps cost/ off hook events that only read the config
-
-    prices.refresh(layout)
     return doc
 
 
@@ -282,8 +297,8 @@ def example_toml() -> str:
         "# The same keys may be set for all your projects in ~/.config/cocoplus/config.toml",
         "# ($XDG_CONFIG_HOME/cocoplus/config.toml); this file wins over it. Keys marked",
         '# "needs trust" run a program or send data somewhere: from this file they take',
-        "# effect only after `cocoplus trust` (README \"Trust\"); from your own file or the",
-        "# environment they always do.",
+        '# effect only after `cocoplus trust` (see "Trust" in docs/guides/configuration.md);',
+        "# from your own file or the environment they always do.",
     ]
     for section in settings.SECTIONS:
         lines.append("")

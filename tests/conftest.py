@@ -34,6 +34,18 @@ OPERATOR = "tester"
 
 # The home directory of whoever runs the suite, remembered before any test changes HOME.
 REAL_HOME = os.path.realpath(os.path.expanduser("~"))
+# cocoplus finds this user's home in the password database, not in $HOME (a repository can set a hook's
+# environment). Each test gets a password database of its own whose entry for this user names the test's
+# home: nss_wrapper (tests/e2e/runtimes/install-nss-wrapper.sh) for the processes a test starts, and
+# `pwd.getpwuid` for this process.
+NSS_WRAPPER = next(
+    (
+        os.path.join(d, "libnss_wrapper.so")
+        for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib")
+        if os.path.exists(os.path.join(d, "libnss_wrapper.so"))
+    ),
+    None,
+)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -62,6 +74,11 @@ def pytest_configure(config: pytest.Config) -> None:
     import cocoplus
 
     compileall.compile_dir(os.path.dirname(cocoplus.__file__), quiet=1)
+    if NSS_WRAPPER is None:
+        raise pytest.UsageError(
+            "nss_wrapper (libnss_wrapper.so) is missing: run `sh tests/e2e/runtimes/install.sh` (the README's "
+            "test command does); every test needs a password database entry naming its own home"
+        )
     named = runtimes.sources_naming_the_cli_dir()
     if named:
         raise pytest.UsageError(
@@ -93,6 +110,7 @@ def isolated_env(
     for name in _scrub(os.environ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("COCOPLUS_OPERATOR", OPERATOR)
+    _own_passwd(home, monkeypatch)
     # Wide enough that Rich never wraps a file name across two lines.
     monkeypatch.setenv("COLUMNS", "300")
     monkeypatch.setenv("NO_COLOR", "1")
@@ -102,6 +120,40 @@ def isolated_env(
     ran = runtimes.standin_calls(standins)
     if ran:
         pytest.fail(f"a runtime CLI was run through PATH during this test: {ran!r}", pytrace=False)
+
+
+# The variables that give a process the test's password database (see `_own_passwd`): an environment a
+# test builds from nothing takes these along (`passwd_env()`).
+PASSWD_ENV = ("LD_PRELOAD", "NSS_WRAPPER_PASSWD", "NSS_WRAPPER_GROUP")
+
+
+def passwd_env() -> dict[str, str]:
+    return {k: os.environ[k] for k in PASSWD_ENV if k in os.environ}
+
+
+def _own_passwd(home: os.PathLike[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """This user's password database entry, with the test's home, for this process and the ones it starts."""
+    import grp
+    import pwd
+
+    real_getpwuid = pwd.getpwuid
+    me = real_getpwuid(os.getuid())
+    fields = list(me)
+    fields[5] = str(home)
+    entry = pwd.struct_passwd(fields)
+    db = os.path.join(str(home), ".nss")
+    os.makedirs(db, exist_ok=True)
+    with open(os.path.join(db, "passwd"), "w") as fh:
+        fh.write(":".join(str(f) for f in entry) + "\n")
+    group = grp.getgrgid(os.getgid())
+    with open(os.path.join(db, "group"), "w") as fh:
+        fh.write(f"{group.gr_name}:x:{group.gr_gid}:\n")
+    assert NSS_WRAPPER is not None
+    preload = os.environ.get("LD_PRELOAD")
+    monkeypatch.setenv("LD_PRELOAD", NSS_WRAPPER + (f":{preload}" if preload else ""))
+    monkeypatch.setenv("NSS_WRAPPER_PASSWD", os.path.join(db, "passwd"))
+    monkeypatch.setenv("NSS_WRAPPER_GROUP", os.path.join(db, "group"))
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: entry if uid == me.pw_uid else real_getpwuid(uid))
 
 
 @pytest.fixture
@@ -114,10 +166,13 @@ def project_dir(tmp_path: os.PathLike[str]) -> str:
 @pytest.fixture
 def project(project_dir: str) -> Layout:
     """A project with a freshly initialised `.cocoplus/`; returns its Layout."""
+    from cocoplus.ops.project import prices_for_hooks
     from cocoplus.session.workspace import init
 
     init(os.path.join(project_dir, ".cocoplus"))
-    return Layout(os.path.join(project_dir, ".cocoplus"))
+    layout = Layout(os.path.join(project_dir, ".cocoplus"))
+    prices_for_hooks(layout)  # as `cocoplus init` does: the hooks price turns from the first one
+    return layout
 
 
 @dataclass

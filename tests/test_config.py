@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
@@ -10,7 +11,9 @@ from cocoplus import config
 from cocoplus.core import fsio, hookconfig, settings, vocab
 from cocoplus.core.errors import ConfigInvalid
 from cocoplus.core.paths import Layout
+from cocoplus.session import values as hook_values
 from tests.support.trusting import trust_project
+from tests.support.typed import present
 
 # The seed's [session] defaults, and cocoplus' own for the other sections.
 EXPECTED_DEFAULTS = {
@@ -49,11 +52,33 @@ EXPECTED_DEFAULTS = {
     "notify.events": list(vocab.NOTIFY_EVENTS),
     "notify.repeat_after_s": 300.0,
     "notify.max_per_minute": 10,
-    "fleet.url": "", "fleet.name": "default", "fleet.machine": "", "fleet.project": "", "fleet.user": "",
-    "fleet.password_env": "", "fleet.token_env": "", "fleet.creds_file": "", "fleet.nkey_file": "", "fleet.tls_ca": "",
-    "fleet.tls_cert": "", "fleet.tls_key": "", "fleet.replicas": 0, "fleet.heartbeat_s": 5.0, "fleet.ack_wait_s": 10.0,
+    "notify.forecast_warn_s": 1800.0,
+    "fleet.url": "",
+    "fleet.name": "default",
+    "fleet.machine": "",
+    "fleet.project": "",
+    "fleet.user": "",
+    "fleet.password_env": "",
+    "fleet.token_env": "",
+    "fleet.creds_file": "",
+    "fleet.nkey_file": "",
+    "fleet.tls_ca": "",
+    "fleet.tls_cert": "",
+    "fleet.tls_key": "",
+    "fleet.replicas": 0,
+    "fleet.heartbeat_s": 5.0,
+    "fleet.ack_wait_s": 10.0,
+    "fleet.max_command_age_s": 7 * 86400.0,
     "workers.max_parallel": 4,
     "workers.log_max_bytes": 8 * 1024 * 1024,
+    "workers.limit_retry_s": 300.0,
+    "workers.worktree": False,
+    "workers.worktree_dir": "",
+    "supervision.brain_may_merge": False,
+    "permissions.allow": [],
+    "permissions.deny": [],
+    "permissions.brain_may_allow": [],
+    "permissions.wait_s": 600,
 }
 
 
@@ -99,7 +124,7 @@ def test_an_empty_file_is_all_defaults(tmp_path):
 def test_file_values_and_origins(tmp_path):
     write_toml(
         tmp_path,
-        '[session]\nmax_iterations = 50\niteration_warn_at = 40\nbudget_limit = 5\n'
+        "[session]\nmax_iterations = 50\niteration_warn_at = 40\nbudget_limit = 5\n"
         'budget_enforcement = "off"\n[chat]\ndefault_effort = "high"\n',
     )
     cfg = config.load(str(tmp_path), environ={})
@@ -111,7 +136,7 @@ def test_file_values_and_origins(tmp_path):
 
 
 def _wrong_values(key: settings.Key) -> list:
-    by_kind = {
+    by_kind: dict[str, list[Any]] = {
         "int": ["10", 1.5, True, [1], {"a": 1}],
         "float": ["1.0", True, [1.0]],
         "bool": [1, "yes", "true", 0],
@@ -133,9 +158,9 @@ def _out_of_range(key: settings.Key) -> list:
     return out
 
 
-BAD_CASES = [
-    (k, v, "type") for k in settings.KEYS for v in _wrong_values(k)
-] + [(k, v, "range") for k in settings.KEYS for v in _out_of_range(k)]
+BAD_CASES = [(k, v, "type") for k in settings.KEYS for v in _wrong_values(k)] + [
+    (k, v, "range") for k in settings.KEYS for v in _out_of_range(k)
+]
 
 
 @pytest.mark.parametrize("key, value, why", BAD_CASES, ids=lambda x: getattr(x, "dotted", repr(x)))
@@ -238,7 +263,9 @@ def test_bad_env_override_names_the_variable(tmp_path, name, value, expected):
 
 
 def test_unrelated_environment_is_ignored(tmp_path):
-    cfg = config.load(str(tmp_path), environ={"COCOPLUS_OPERATOR": "x", "COCOPLUS_DIR": "/nope", "COCOPLUS_SESSION_": "1"})
+    cfg = config.load(
+        str(tmp_path), environ={"COCOPLUS_OPERATOR": "x", "COCOPLUS_DIR": "/nope", "COCOPLUS_SESSION_": "1"}
+    )
     assert all(o == "default" for o in cfg.origins.values())
 
 
@@ -246,19 +273,25 @@ def test_pricing_and_accounts_load_with_their_values_checked(tmp_path):
     write_toml(
         tmp_path,
         '[pricing."m1"]\ninput = 1\noutput = 2\n'
-        '[accounts.local]\nkind = "command"\ncommand = ["x", "{model}"]\ntimeout_s = 30\ndefault_reasoning_effort = "high"\n',
+        '[accounts.local]\nkind = "command"\ncommand = ["x", "{model}"]\ntimeout_s = 30\n'
+        'default_reasoning_effort = "high"\n',
     )
     trust_project(tmp_path)  # an account's command takes effect from a trusted file only
     cfg = config.load(str(tmp_path), environ={})
     assert cfg.pricing == {"m1": {"input": 1.0, "output": 2.0}}
-    assert cfg.accounts == {"local": {"kind": "command", "command": ["x", "{model}"], "timeout_s": 30.0, "default_reasoning_effort": "high"}}
+    assert cfg.accounts == {
+        "local": {"kind": "command", "command": ["x", "{model}"], "timeout_s": 30.0, "default_reasoning_effort": "high"}
+    }
     assert type(cfg.accounts["local"]["timeout_s"]) is float  # coerced like a float key
     path = os.path.join(str(tmp_path), "cocoplus.toml")
     assert cfg.entry_files == {"pricing.m1": path, "accounts.local": path}
 
 
 # One valid entry per table, so that one field at a time can be made wrong.
-VALID_ENTRY = {"pricing": {"input": 1.0, "output": 2.0}, "accounts": {"kind": "command", "command": ["x"]}}
+VALID_ENTRY: dict[str, dict[str, Any]] = {
+    "pricing": {"input": 1.0, "output": 2.0},
+    "accounts": {"kind": "command", "command": ["x"]},
+}
 ENTRY_NAME = {"pricing": "m1", "accounts": "local"}
 
 
@@ -269,11 +302,18 @@ def _table_cases():
                 yield table, key, value
 
 
-@pytest.mark.parametrize("table, key, value", list(_table_cases()), ids=lambda x: getattr(x, "dotted", None) or getattr(x, "section", None) or repr(x))
+@pytest.mark.parametrize(
+    "table, key, value",
+    list(_table_cases()),
+    ids=lambda x: getattr(x, "dotted", None) or getattr(x, "section", None) or repr(x),
+)
 def test_table_fields_are_checked_by_the_same_path_as_every_key(tmp_path, table, key, value):
     entry = dict(VALID_ENTRY[table.section], **{key.name: value})
     name = ENTRY_NAME[table.section]
-    write_toml(tmp_path, f"[{table.section}.{toml_literal(name)}]\n" + "".join(f"{k} = {toml_literal(v)}\n" for k, v in entry.items()))
+    write_toml(
+        tmp_path,
+        f"[{table.section}.{toml_literal(name)}]\n" + "".join(f"{k} = {toml_literal(v)}\n" for k, v in entry.items()),
+    )
     with pytest.raises(ConfigInvalid) as info:
         config.load(str(tmp_path), environ={})
     label = table.label(name)
@@ -287,17 +327,56 @@ def test_table_fields_are_checked_by_the_same_path_as_every_key(tmp_path, table,
 @pytest.mark.parametrize(
     "text, message",
     [
-        ('[pricing."m1"]\ninput = 1\n', 'cocoplus.toml: [pricing."m1"] output: missing (expected a number >= 0 and <= 10000)'),
-        ('[accounts.local]\ncommand = ["x"]\n', 'cocoplus.toml: [accounts.local] kind: missing (expected one of "claude", "codex", "openai", "command")'),
-        ('[accounts.local]\nkind = "command"\n', 'cocoplus.toml: [accounts.local] command: missing (needed when kind = "command"; expected a non-empty list of strings)'),
-        ('[accounts.local]\nkind = "claude"\nmodel = "m"\n', 'cocoplus.toml: [accounts.local] unknown key "model" (known: kind, command, binary, base_url, api_key_env, default_model, default_reasoning_effort, timeout_s)'),
-        ('[pricing."m1"]\ninput = 1\noutput = 2\ncached = 1\n', 'cocoplus.toml: [pricing."m1"] unknown key "cached" (known: input, output, cache_read, cache_write, cache_write_1h)'),
-        ('[accounts."../x"]\nkind = "claude"\n', 'cocoplus.toml: [accounts."../x"]: names in [accounts] use A-Z a-z 0-9 _ - . (1-128 characters, no ..)'),
-        ('[accounts]\nlocal = "claude"\n', 'cocoplus.toml: [accounts.local]: expected a table (accounts that can run the master agent; [chat] controller picks one), got "claude"'),
-        ('accounts = 3\n', 'cocoplus.toml: [accounts]: expected tables [accounts.NAME], got 3'),
-        ('[session]\nmax_iterations = "lots"\n', 'cocoplus.toml: [session] max_iterations: expected an integer >= 1 and <= 1000000, got "lots"'),
-        ('[notify]\nevents = ["stalled", "lunch"]\n', 'cocoplus.toml: [notify] events: expected a list of "ask_human", "awaiting_authorization", "stalled", "budget_reserve", "budget_exhausted", "iteration_cap", "loop_guard", "supervision_finished", "round_failed", got ["stalled", "lunch"]'),
-        ("max_iterations = 5\n", 'cocoplus.toml: "max_iterations" is outside any section; it belongs under [session] (sections: [session], [hooks], [ctx], [chat], [supervision], [notify], [fleet], [workers], [pricing], [accounts])'),
+        (
+            '[pricing."m1"]\ninput = 1\n',
+            'cocoplus.toml: [pricing."m1"] output: missing (expected a number >= 0 and <= 10000)',
+        ),
+        (
+            '[accounts.local]\ncommand = ["x"]\n',
+            'cocoplus.toml: [accounts.local] kind: missing (expected one of "claude", "codex", "openai", "command")',
+        ),
+        (
+            '[accounts.local]\nkind = "command"\n',
+            'cocoplus.toml: [accounts.local] command: missing (needed when kind = "command"; '
+            "expected a non-empty list of strings)",
+        ),
+        (
+            '[accounts.local]\nkind = "claude"\nmodel = "m"\n',
+            'cocoplus.toml: [accounts.local] unknown key "model" (known: kind, command, binary, base_url, '
+            "api_key_env, default_model, default_reasoning_effort, timeout_s)",
+        ),
+        (
+            '[pricing."m1"]\ninput = 1\noutput = 2\ncached = 1\n',
+            'cocoplus.toml: [pricing."m1"] unknown key "cached" (known: input, output, cache_read, cache_write, '
+            "cache_write_1h)",
+        ),
+        (
+            '[accounts."../x"]\nkind = "claude"\n',
+            'cocoplus.toml: [accounts."../x"]: names in [accounts] use A-Z a-z 0-9 _ - . (1-128 characters, no ..)',
+        ),
+        (
+            '[accounts]\nlocal = "claude"\n',
+            "cocoplus.toml: [accounts.local]: expected a table (accounts that can run the master agent; [chat] "
+            'controller picks one), got "claude"',
+        ),
+        ("accounts = 3\n", "cocoplus.toml: [accounts]: expected tables [accounts.NAME], got 3"),
+        (
+            '[session]\nmax_iterations = "lots"\n',
+            'cocoplus.toml: [session] max_iterations: expected an integer >= 1 and <= 1000000, got "lots"',
+        ),
+        (
+            '[notify]\nevents = ["stalled", "lunch"]\n',
+            'cocoplus.toml: [notify] events: expected a list of "ask_human", "awaiting_authorization", "pending", '
+            '"stalled", "limited", "operator_stop", "budget_reserve", "budget_exhausted", "budget_stop", '
+            '"budget_forecast", "iteration_cap", '
+            '"loop_guard", "supervision_finished", "round_failed", "collision", got ["stalled", "lunch"]',
+        ),
+        (
+            "max_iterations = 5\n",
+            'cocoplus.toml: "max_iterations" is outside any section; it belongs under [session] (sections: [session], '
+            "[hooks], [ctx], [chat], [supervision], [permissions], [notify], [fleet], [workers], [pricing], "
+            "[accounts])",
+        ),
     ],
 )
 def test_table_and_key_errors_read_the_same(tmp_path, text, message):
@@ -329,7 +408,9 @@ def test_max_iterations_has_an_upper_bound(tmp_path, literal):
     write_toml(tmp_path, f"[session]\nmax_iterations = {literal}\n")
     with pytest.raises(ConfigInvalid) as info:
         config.load(str(tmp_path), environ={})
-    assert str(info.value).startswith("cocoplus.toml: [session] max_iterations: expected an integer >= 1 and <= 1000000, got ")
+    assert str(info.value).startswith(
+        "cocoplus.toml: [session] max_iterations: expected an integer >= 1 and <= 1000000, got "
+    )
     with pytest.raises(ConfigInvalid) as info:
         config.load(str(tmp_path / "elsewhere"), environ={"COCOPLUS_SESSION_MAX_ITERATIONS": literal})
     assert_one_line_naming(info.value, "environment COCOPLUS_SESSION_MAX_ITERATIONS", "<= 1000000")
@@ -370,13 +451,17 @@ def test_the_seed_variables_are_keys_with_their_own_names():
 
 def test_the_seed_variables_override_the_file(tmp_path):
     write_toml(tmp_path, "[supervision]\nrestore_ttl_s = 60\nstall_threshold_s = 30\nstall_watchdog_interval_s = -1\n")
-    cfg = config.load(str(tmp_path), environ={"JARVIS_SUPERVISION_STALL_THRESHOLD_S": "5", "COCOPLUS_SUPERVISION_RESTORE_TTL_S": "1"})
+    cfg = config.load(
+        str(tmp_path), environ={"JARVIS_SUPERVISION_STALL_THRESHOLD_S": "5", "COCOPLUS_SUPERVISION_RESTORE_TTL_S": "1"}
+    )
     assert cfg.get("supervision.restore_ttl_s") == 60.0 and cfg.origins["supervision.restore_ttl_s"] == "file"
     assert cfg.get("supervision.stall_threshold_s") == 5.0
     assert cfg.origins["supervision.stall_threshold_s"] == "env JARVIS_SUPERVISION_STALL_THRESHOLD_S"
     assert "supervision.stall_threshold_s" not in cfg.files
     assert cfg.get("supervision.stall_watchdog_interval_s") == -1.0  # <= 0 disables the watchdog: allowed
-    assert cfg.get("supervision.stall_cooldown_s") == 1800.0 and cfg.origins["supervision.stall_cooldown_s"] == "default"
+    assert (
+        cfg.get("supervision.stall_cooldown_s") == 1800.0 and cfg.origins["supervision.stall_cooldown_s"] == "default"
+    )
 
 
 @pytest.mark.parametrize("env, value", [(e, v) for e, _ in SEED_ENV.values() for v in ("soon", "nan", "1e9")])
@@ -401,7 +486,10 @@ def test_problem_says_why_the_config_cannot_be_used(tmp_path):
     lay = Layout(str(state))
     assert config.problem(lay, {}) is None
     write_toml(tmp_path, '[session]\nmax_iterations = "lots"\n')
-    assert config.problem(lay, {}) == 'cocoplus.toml: [session] max_iterations: expected an integer >= 1 and <= 1000000, got "lots"'
+    assert (
+        config.problem(lay, {})
+        == 'cocoplus.toml: [session] max_iterations: expected an integer >= 1 and <= 1000000, got "lots"'
+    )
     write_toml(tmp_path, "")
     got = config.problem(lay, {"JARVIS_SUPERVISION_RESTORE_TTL_S": "later"})
     assert got is not None and got.startswith("environment JARVIS_SUPERVISION_RESTORE_TTL_S: ")
@@ -425,7 +513,9 @@ def test_example_toml_is_valid_and_lists_every_key(tmp_path):
         assert f"\n# {k.expected()}; environment {k.env}\n{k.name} = " in text
         assert cfg.get(k.dotted) == k.default
         assert cfg.origins[k.dotted] == "file"
-    assert "# an integer >= 1 and <= 1000000; environment COCOPLUS_SESSION_MAX_ITERATIONS\nmax_iterations = 200\n" in text
+    assert (
+        "# an integer >= 1 and <= 1000000; environment COCOPLUS_SESSION_MAX_ITERATIONS\nmax_iterations = 200\n" in text
+    )
     for table in settings.TABLES:
         for f in table.fields:
             assert f"\n#     {f.expected()}\n" in text
@@ -458,69 +548,69 @@ def bump_mtime(path: str) -> None:
 
 
 def test_for_hook_compiles_then_follows_changes(layout):
-    values, problem = hookconfig.for_hook(layout, {})
+    values, problem = hook_values.for_hook(layout, {})
     assert problem is None and values["session"]["max_iterations"] == 200
     assert os.path.exists(layout.hook_config)
 
     write_toml(layout.project, "[session]\nmax_iterations = 30\niteration_warn_at = 20\n")
-    values, problem = hookconfig.for_hook(layout, {})
+    values, problem = hook_values.for_hook(layout, {})
     assert problem is None
     assert values["session"]["max_iterations"] == 30 and values["session"]["iteration_warn_at"] == 20
-    assert fsio.read_json(layout.hook_config)["values"]["session"]["max_iterations"] == 30
+    assert present(fsio.read_json(layout.hook_config))["values"]["session"]["max_iterations"] == 30
 
     # Same size, different content: the mtime in the stamp still notices.
     write_toml(layout.project, "[session]\nmax_iterations = 31\niteration_warn_at = 20\n")
     bump_mtime(layout.config)
-    values, _ = hookconfig.for_hook(layout, {})
+    values, _ = hook_values.for_hook(layout, {})
     assert values["session"]["max_iterations"] == 31
 
 
 def test_for_hook_keeps_last_good_values_on_a_bad_toml(layout):
     write_toml(layout.project, "[session]\nmax_iterations = 30\niteration_warn_at = 20\n")
-    assert hookconfig.for_hook(layout, {})[0]["session"]["max_iterations"] == 30
+    assert hook_values.for_hook(layout, {})[0]["session"]["max_iterations"] == 30
 
     write_toml(layout.project, "[session]\nmax_iterations = 'many'\n")
     bump_mtime(layout.config)
-    values, problem = hookconfig.for_hook(layout, {})
+    values, problem = hook_values.for_hook(layout, {})
     assert values["session"]["max_iterations"] == 30
     assert problem is not None and "cocoplus.toml" in problem and "max_iterations" in problem
-    assert fsio.read_json(layout.hook_config)["values"]["session"]["max_iterations"] == 30  # not overwritten
+    assert present(fsio.read_json(layout.hook_config))["values"]["session"]["max_iterations"] == 30  # not overwritten
 
     write_toml(layout.project, "[session]\nmax_iterations = 40\niteration_warn_at = 20\n")
     bump_mtime(layout.config)
-    values, problem = hookconfig.for_hook(layout, {})
+    values, problem = hook_values.for_hook(layout, {})
     assert problem is None and values["session"]["max_iterations"] == 40
 
 
 def test_for_hook_with_bad_toml_and_no_compiled_copy_uses_defaults(layout):
     write_toml(layout.project, "[session\n")
-    values, problem = hookconfig.for_hook(layout, {})
+    values, problem = hook_values.for_hook(layout, {})
     assert {s: values[s] for s in settings.SECTIONS} == settings.defaults()
     assert problem and "cocoplus.toml" in problem
 
 
 def test_for_hook_applies_env_over_compiled_values(layout):
     write_toml(layout.project, "[session]\nmax_iterations = 300\n")
-    values, problem = hookconfig.for_hook(layout, {"COCOPLUS_SESSION_MAX_ITERATIONS": "500"})
+    values, problem = hook_values.for_hook(layout, {"COCOPLUS_SESSION_MAX_ITERATIONS": "500"})
     assert problem is None and values["session"]["max_iterations"] == 500
     # The environment never leaks into the compiled copy.
-    assert fsio.read_json(layout.hook_config)["values"]["session"]["max_iterations"] == 300
-    values, problem = hookconfig.for_hook(layout, {"COCOPLUS_SESSION_MAX_ITERATIONS": "x"})
+    assert present(fsio.read_json(layout.hook_config))["values"]["session"]["max_iterations"] == 300
+    values, problem = hook_values.for_hook(layout, {"COCOPLUS_SESSION_MAX_ITERATIONS": "x"})
     assert values["session"]["max_iterations"] == 300
     assert problem and "COCOPLUS_SESSION_MAX_ITERATIONS" in problem
 
 
 def test_for_hook_survives_a_damaged_compiled_copy(layout):
     write_toml(layout.project, "[session]\nmax_iterations = 300\n")
-    hookconfig.for_hook(layout, {})
+    hook_values.for_hook(layout, {})
     with open(layout.hook_config, "wb") as fh:
         fh.write(b"\x00garbage")
-    values, problem = hookconfig.for_hook(layout, {})
+    values, problem = hook_values.for_hook(layout, {})
     assert problem is None and values["session"]["max_iterations"] == 300
-    assert fsio.read_json(layout.hook_config)["values"]["session"]["max_iterations"] == 300
+    assert present(fsio.read_json(layout.hook_config))["values"]["session"]["max_iterations"] == 300
 
 
-def test_warn_at_follows_a_lowered_cap_unless_set(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_warn_at_follows_a_lowered_cap_unless_set(tmp_path) -> None:
     from cocoplus import config as config_mod
 
     cfg = config_mod.load(str(tmp_path), {"COCOPLUS_SESSION_MAX_ITERATIONS": "50"})
@@ -534,8 +624,10 @@ def test_warn_at_follows_a_lowered_cap_unless_set(tmp_path) -> None:  # type: ig
         config_mod.load(str(tmp_path), {})
 
 
-def test_hook_keeps_good_env_overrides_when_one_is_bad(project) -> None:  # type: ignore[no-untyped-def]
-    values, problem = hookconfig.for_hook(project, {"COCOPLUS_SESSION_MAX_ITERATIONS": "12", "COCOPLUS_SESSION_LOOP_GUARD_REPEATS": "many"})
+def test_hook_keeps_good_env_overrides_when_one_is_bad(project) -> None:
+    values, problem = hookconfig.for_hook(
+        project, {"COCOPLUS_SESSION_MAX_ITERATIONS": "12", "COCOPLUS_SESSION_LOOP_GUARD_REPEATS": "many"}
+    )
     assert values["session"]["max_iterations"] == 12
     assert values["session"]["iteration_warn_at"] == 9  # derived: 80% of 12
     assert values["session"]["loop_guard_repeats"] == 8
@@ -544,22 +636,22 @@ def test_hook_keeps_good_env_overrides_when_one_is_bad(project) -> None:  # type
 
 def test_for_hook_checks_a_hand_edited_copy_against_the_key_table(layout):
     write_toml(layout.project, "[session]\nmax_iterations = 300\n")
-    hookconfig.for_hook(layout, {})
-    doc = fsio.read_json(layout.hook_config)
+    hook_values.for_hook(layout, {})
+    doc = present(fsio.read_json(layout.hook_config))
     doc["effective"]["session"]["max_iterations"] = "lots"  # the checksum no longer holds
     fsio.atomic_write_json(layout.hook_config, doc)
-    values, problem = hookconfig.for_hook(layout, {})
+    values, problem = hook_values.for_hook(layout, {})
     assert problem is None and values["session"]["max_iterations"] == 300
     doc["values"]["session"]["max_iterations"] = "lots"  # and a stored value the key rejects falls back to the default
     fsio.atomic_write_json(layout.hook_config, doc)
-    values, problem = hookconfig.for_hook(layout, {})
+    values, problem = hook_values.for_hook(layout, {})
     assert values["session"]["max_iterations"] == settings.defaults()["session"]["max_iterations"]
 
 
 def test_for_hook_fresh_copy_derives_relations_once(layout):
     write_toml(layout.project, "[session]\nmax_iterations = 10\n")
-    values, problem = hookconfig.for_hook(layout, {})  # compiles
-    again, _ = hookconfig.for_hook(layout, {})  # reads the fresh copy as it is
+    values, problem = hook_values.for_hook(layout, {})  # compiles
+    again, _ = hook_values.for_hook(layout, {})  # reads the fresh copy as it is
     assert problem is None and values == again
     assert again["session"]["iteration_warn_at"] == 8  # 80% of a lowered cap, as config.load says
     assert again["session"] == config.load(layout.project, {}).session
@@ -567,12 +659,14 @@ def test_for_hook_fresh_copy_derives_relations_once(layout):
 
 def test_for_hook_compiles_again_a_copy_written_by_another_version(layout):
     write_toml(layout.project, "[session]\nmax_iterations = 300\n")
-    hookconfig.for_hook(layout, {})
-    doc = fsio.read_json(layout.hook_config)
+    hook_values.for_hook(layout, {})
+    doc = present(fsio.read_json(layout.hook_config))
     doc["schema_version"] = hookconfig.VERSION - 1
     doc["checksum"] = 0  # an older release's checksum: not this version's
     fsio.atomic_write_json(layout.hook_config, doc)
-    values, problem = hookconfig.for_hook(layout, {})
+    values, problem = hook_values.for_hook(layout, {})
     assert problem is None and values["session"]["max_iterations"] == 300
-    again = fsio.read_json(layout.hook_config)
-    assert again["schema_version"] == hookconfig.VERSION and again["checksum"] == hookconfig.checksum(again["effective"])
+    again = present(fsio.read_json(layout.hook_config))
+    assert again["schema_version"] == hookconfig.VERSION and again["checksum"] == hookconfig.checksum(
+        again["effective"]
+    )

@@ -15,7 +15,6 @@ from cocoplus.chat import backends, store, worker
 from cocoplus.core import vocab
 from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.paths import Layout, check_id
-from cocoplus.supervision import rounds
 
 MAX_MESSAGE = 64 * 1024
 
@@ -37,7 +36,17 @@ def _reply_of(layout: Layout, task: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def send(layout: Layout, text: str, conversation: str = store.DEFAULT_CONVERSATION, *, kind: str = "chat", prompt: str | None = None, role: str = "user", start_worker: bool = True, **task_extra: Any) -> dict[str, Any]:
+def send(
+    layout: Layout,
+    text: str,
+    conversation: str = store.DEFAULT_CONVERSATION,
+    *,
+    kind: str = "chat",
+    prompt: str | None = None,
+    role: str = "user",
+    start_worker: bool = True,
+    **task_extra: Any,
+) -> dict[str, Any]:
     check_id(conversation, "conversation id")
     _check_message(text)
     worker.recover(layout)
@@ -56,7 +65,11 @@ def send(layout: Layout, text: str, conversation: str = store.DEFAULT_CONVERSATI
     elif start_worker:
         worker.ensure_worker(layout)
         task = store.read_task(layout, conversation, task["id"])
-    out: dict[str, Any] = {"message": msg, "task": task, "masterReplyState": task["state"] if task["state"] in vocab.REPLY_STATES else "succeeded"}
+    out: dict[str, Any] = {
+        "message": msg,
+        "task": task,
+        "masterReplyState": task["state"] if task["state"] in vocab.REPLY_STATES else "succeeded",
+    }
     reply = _reply_of(layout, task)
     if reply:
         out["reply"] = reply
@@ -101,7 +114,9 @@ def retry(layout: Layout, conversation: str = store.DEFAULT_CONVERSATION, task_i
     return {"task": task, "masterReplyState": "queued"}
 
 
-def info(layout: Layout, conversation: str = store.DEFAULT_CONVERSATION, environ: dict[str, str] | None = None) -> dict[str, Any]:
+def info(
+    layout: Layout, conversation: str = store.DEFAULT_CONVERSATION, environ: dict[str, str] | None = None
+) -> dict[str, Any]:
     check_id(conversation, "conversation id")
     cfg = config_mod.load_for(layout, environ)
     conv = store.conversation(layout, conversation)
@@ -133,8 +148,8 @@ def info(layout: Layout, conversation: str = store.DEFAULT_CONVERSATION, environ
 
 
 def conversation_view(layout: Layout, conversation: str = store.DEFAULT_CONVERSATION) -> dict[str, Any]:
-    """Messages in order, plus the pending and failed tasks (what `chat log` shows), and for the main brain's
-    conversation what it (or an operator) did: the action records of supervision/rounds.jsonl (`actions`)."""
+    """Messages in order, plus the pending and failed tasks (what `chat log` shows).  `ops.chat.log` adds
+    what the main brain (or an operator) did, from supervision."""
     check_id(conversation, "conversation id")
     worker.recover(layout)
     log = store.messages(layout, conversation)
@@ -146,26 +161,25 @@ def conversation_view(layout: Layout, conversation: str = store.DEFAULT_CONVERSA
             failed_last = t
         elif t["state"] == "succeeded" and failed_last is not None and t["id"] > failed_last["id"]:
             failed_last = None
-    state = "running" if any(t["state"] == "running" for t in pending) else ("queued" if pending else ("failed" if failed_last else "idle"))
+    state = (
+        "running"
+        if any(t["state"] == "running" for t in pending)
+        else ("queued" if pending else ("failed" if failed_last else "idle"))
+    )
     return {
         "conversation": conversation,
         "messages": log.records,
         "pending": [{"id": t["id"], "state": t["state"], "kind": t["kind"]} for t in pending],
-        "failed": None if failed_last is None else {"id": failed_last["id"], "error": failed_last.get("error"), "retry": f"cocoplus chat retry {failed_last['id']}"},
+        "failed": None
+        if failed_last is None
+        else {
+            "id": failed_last["id"],
+            "error": failed_last.get("error"),
+            "retry": f"cocoplus chat retry {failed_last['id']}",
+        },
         "masterReplyState": state,
-        "actions": _actions(layout) if conversation == rounds.CONVERSATION else [],
         "problems": log.problems + problems,
     }
-
-
-ACTIONS_SHOWN = 200
-
-
-def _actions(layout: Layout) -> list[dict[str, Any]]:
-    try:
-        return [rounds.action_view(a) for a in rounds.actions(layout)[-ACTIONS_SHOWN:]]
-    except CocoplusError:
-        return []
 
 
 def set_overrides(
@@ -180,5 +194,11 @@ def set_overrides(
 ) -> dict[str, Any]:
     """Set and/or clear this conversation's model and effort overrides in one locked update."""
     return store.set_overrides(
-        layout, conversation, model=model, effort=effort, clear=clear, clear_model=clear_model, clear_effort=clear_effort
+        layout,
+        conversation,
+        model=model,
+        effort=effort,
+        clear=clear,
+        clear_model=clear_model,
+        clear_effort=clear_effort,
     )

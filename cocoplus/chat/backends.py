@@ -19,7 +19,7 @@ Backends (account `kind`), none through a shell:
 * `command`: `command = ["prog", "--model", "{model}", ...]`; `{model}` and
   `{effort}` are filled in, the prompt goes to stdin, the reply is stdout.
 
-The main brain acts (supervision/brain.py): given a `brain` context (the
+The main brain acts (controllers/brain.py): given a `brain` context (the
 project, and the supervision round if the task is one), a `claude` or
 `codex` controller runs with cocoplus' brain MCP server mounted and only
 its tools allowed: no shell, no file tools, no hooks of its own (so the
@@ -32,23 +32,19 @@ with each action.  docs/backends.md lists the flags and why.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import shutil
 import subprocess
-import sys
 import sysconfig
 import tempfile
 from typing import Any
 
-from cocoplus.core import proc
+from cocoplus.controllers import AGENT_CLIS, KINDS
+from cocoplus.controllers import brain as brain_mod
+from cocoplus.core import proc, seal, userfiles
 from cocoplus.core.errors import CocoplusError
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.supervision import brain as brain_mod
 
-# Agent CLIs that can be a controller account (`cocoplus chat setup claude|codex`).
-AGENT_CLIS = ("claude", "codex")
 # Set in a brain's environment so that what it runs knows the round (None outside a round).
 ENV_ROUND = "COCOPLUS_ROUND"
 ENV_DIR = "COCOPLUS_DIR"
@@ -66,8 +62,12 @@ def controller(cfg: Any) -> tuple[str | None, dict[str, Any] | None]:
     if name:
         acct = cfg.accounts.get(name)
         if acct is None:
-            withheld = cfg.withheld.get(f"accounts.{name}")  # an untrusted project file's entry (README "Trust")
-            raise CocoplusError(withheld or f"cocoplus.toml: [chat] controller = {name!r} but there is no [accounts.{name}] table")
+            withheld = cfg.withheld.get(
+                f"accounts.{name}"
+            )  # an untrusted project file's entry (docs/guides/configuration.md, "Trust")
+            raise CocoplusError(
+                withheld or f"cocoplus.toml: [chat] controller = {name!r} but there is no [accounts.{name}] table"
+            )
         return name, acct
     if len(cfg.accounts) == 1:
         only = next(iter(cfg.accounts))
@@ -163,6 +163,7 @@ def environment(brain: dict[str, Any] | None) -> dict[str, str] | None:
         return None
     env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED and k not in runtimes.session_env()}
     env[ENV_DIR] = brain["state_dir"]
+    env[userfiles.CAPABILITY_ENV] = _capability()  # the controller acts as the main brain (docs/authority.md)
     env.pop(ENV_ROUND, None)
     if brain.get("round") is not None:
         env[ENV_ROUND] = str(brain["round"])
@@ -172,8 +173,19 @@ def environment(brain: dict[str, Any] | None) -> dict[str, str] | None:
     return env
 
 
+def _capability() -> str:
+    token = seal.capability()
+    assert token is not None  # made on first use
+    return token
+
+
 def _server_env(brain: dict[str, Any]) -> dict[str, str]:
-    out = {ENV_DIR: brain["state_dir"]}
+    out = {ENV_DIR: brain["state_dir"], userfiles.CAPABILITY_ENV: _capability()}
+    # The server must read this user's files (capability, trust, config) where this process does: a runtime
+    # may start its MCP servers with a reduced environment (Codex keeps HOME but not XDG_CONFIG_HOME).
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    if xdg and os.path.isabs(xdg):
+        out["XDG_CONFIG_HOME"] = xdg
     if brain.get("round") is not None:
         out[ENV_ROUND] = str(brain["round"])
     return out
@@ -181,70 +193,29 @@ def _server_env(brain: dict[str, Any]) -> dict[str, str]:
 
 def brain_server(project: str) -> tuple[str, list[str]]:
     """(command, args) that start cocoplus' MCP server with the brain's tools, for this project, on this machine."""
-    return sys.executable, ["-m", "cocoplus", "--dir", os.path.abspath(project), "mcp", "--role", "brain"]
+    argv = proc.python_m("cocoplus", "--dir", os.path.abspath(project), "mcp", "--role", "brain")
+    return argv[0], argv[1:]
 
 
-def claude_brain_args(brain: dict[str, Any]) -> list[str]:
-    """Claude Code 2.1 flags: cocoplus' brain MCP server and its tools only (docs/backends.md)."""
-    command, args = brain_server(brain["project"])
-    server = {"type": "stdio", "command": command, "args": args, "env": _server_env(brain)}
-    in_round = brain.get("round") is not None
-    out = [
-        "--mcp-config", json.dumps({"mcpServers": {brain_mod.SERVER: server}}),
-        "--strict-mcp-config",  # no other MCP server (the project's .mcp.json, the user's)
-        "--tools", "",  # no built-in tool: no shell, no file tools
-        "--allowedTools", ",".join(brain_mod.qualified(t) for t in brain_mod.tools(in_round)),
-        "--setting-sources", "user",  # not the project's settings: its hooks would register the brain as a worker
-        "--settings", json.dumps({"disableAllHooks": True}),
-    ]
-    if in_round:
-        out += ["--disallowedTools", ",".join(brain_mod.qualified(t) for t in brain_mod.ROUND_EXCLUDED)]
-    return out
-
-
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def _codex_servers(path: str) -> list[str]:
-    """The MCP server names a Codex config.toml defines (none if it cannot be read)."""
-    import tomllib  # deferred: only a codex brain reads Codex's configuration
-
-    try:
-        with open(path, "rb") as fh:
-            doc = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError):
-        return []
-    servers = doc.get("mcp_servers")
-    return [n for n in servers if isinstance(n, str)] if isinstance(servers, dict) else []
-
-
-def codex_brain_args(brain: dict[str, Any]) -> list[str]:
-    """Codex 0.169 `-c` overrides and feature switches: the brain MCP server, no shell, no hooks (docs/backends.md)."""
+def brain_spec(brain: dict[str, Any]) -> dict[str, Any]:
+    """What a controller's adapter needs to give the brain its tools (`controller_argv`'s `brain`): cocoplus' brain MCP
+    server for this project and the tools of this turn (a round's, or a conversation's)."""
     command, args = brain_server(brain["project"])
     in_round = brain.get("round") is not None
-    key = f"mcp_servers.{brain_mod.SERVER}"
-    env = "{" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in _server_env(brain).items()) + "}"
-    out = ["-s", "read-only"]
-    for feature in ("shell_tool", "unified_exec", "multi_agent", "hooks"):
-        out += ["--disable", feature]
-    out += [
-        "-c", 'web_search="disabled"',
-        "-c", f"{key}.command={json.dumps(command)}",
-        "-c", f"{key}.args={json.dumps(args)}",
-        "-c", f"{key}.env={env}",
-        "-c", f"{key}.required=true",  # exec waits for the server before the first turn
-        "-c", f'{key}.default_tools_approval_mode="approve"',  # exec never prompts: an unapproved call would fail
-        "-c", f"{key}.enabled_tools={json.dumps(brain_mod.tools(in_round))}",
-    ]
-    home = os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
-    others = _codex_servers(os.path.join(home, "config.toml")) + _codex_servers(os.path.join(brain["project"], ".codex", "config.toml"))
-    for name in dict.fromkeys(others):
-        if name != brain_mod.SERVER and _BARE_KEY.match(name):
-            out += ["-c", f"mcp_servers.{name}.enabled=false"]
-    return out
+    return {
+        "server": brain_mod.SERVER,
+        "command": command,
+        "args": args,
+        "env": _server_env(brain),
+        "tools": brain_mod.tools(in_round),
+        "excluded": list(brain_mod.ROUND_EXCLUDED) if in_round else [],
+        "project": brain["project"],
+    }
 
 
-def _run(argv: list[str], prompt: str, timeout: float, cwd: str | None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _run(
+    argv: list[str], prompt: str, timeout: float, cwd: str | None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     try:
         return proc.run(argv, input=prompt, timeout=timeout, cwd=cwd, env=env)
     except OSError as exc:
@@ -259,7 +230,14 @@ def _fail(what: str, r: subprocess.CompletedProcess[str]) -> BackendError:
 
 
 def run(
-    acct: dict[str, Any], model: str | None, effort: str, prompt: str, *, timeout: float, cwd: str | None, brain: dict[str, Any] | None = None
+    acct: dict[str, Any],
+    model: str | None,
+    effort: str,
+    prompt: str,
+    *,
+    timeout: float,
+    cwd: str | None,
+    brain: dict[str, Any] | None = None,
 ) -> str:
     """The controller's reply to `prompt`; with `brain` (see `context`), the brain may act while it answers."""
     kind = acct.get("kind")
@@ -271,40 +249,23 @@ def run(
         if r.returncode != 0:
             raise _fail(os.path.basename(argv[0]), r)
         return r.stdout.strip()
-    if kind == "claude":
-        argv = [acct.get("binary") or "claude", "-p", "--output-format", "json"]
-        if model:
-            argv += ["--model", model]
-        argv += ["--effort", effort]
-        if brain is not None:
-            argv += claude_brain_args(brain)
-        r = _run(argv, prompt, timeout, cwd, env)
-        if r.returncode != 0 and not r.stdout.strip():
-            raise _fail("claude", r)
-        try:
-            doc = json.loads(r.stdout)
-        except ValueError:
-            raise BackendError(f"claude printed something that is not JSON: {r.stdout[:200]!r}") from None
-        if doc.get("is_error"):
-            raise BackendError(f"claude reported an error: {str(doc.get('result') or doc.get('subtype'))[:300]}")
-        return str(doc.get("result") or "").strip()
-    if kind == "codex":
-        with tempfile.TemporaryDirectory(prefix="cocoplus-codex-") as tmp:
-            last = os.path.join(tmp, "last-message.txt")
-            argv = [acct.get("binary") or "codex", "exec", "--skip-git-repo-check", "--output-last-message", last]
-            if model:
-                argv += ["--model", model]
-            argv += ["-c", f'model_reasoning_effort="{effort}"']
-            if brain is not None:
-                argv += codex_brain_args(brain)
-            r = _run(argv + ["-"], prompt, timeout, cwd, env)
-            if r.returncode != 0:
-                raise _fail("codex exec", r)
+    runtime = KINDS[kind].runtime if kind in KINDS else None
+    if runtime is not None:
+        adapter = runtimes.get(runtime)
+        with tempfile.TemporaryDirectory(prefix=f"cocoplus-{kind}-") as tmp:
+            reply = os.path.join(tmp, "reply.txt")
+            spec = brain_spec(brain) if brain is not None else None
+            line = adapter.controller_argv([acct.get("binary") or adapter.COMMAND], model, effort, spec, reply)
+            if line is None:
+                raise BackendError(f"{runtime} cannot run a controller")
+            r = _run(line, prompt, timeout, cwd, env)
             try:
-                with open(last, encoding="utf-8") as fh:
-                    return fh.read().strip()
-            except OSError:
-                return r.stdout.strip()
+                answer = adapter.controller_reply(r.returncode, r.stdout, reply)
+            except ValueError as exc:
+                raise BackendError(str(exc)) from None
+            if answer is None:
+                raise _fail(os.path.basename(line[0]), r)
+            return answer
     if kind == "openai":
         return _openai(acct, model, effort, prompt, timeout)
     raise BackendError(f"unknown account kind {kind!r}")

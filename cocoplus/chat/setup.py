@@ -50,9 +50,12 @@ def entry_for(
     entry: dict[str, Any] = {"kind": kind}
     if kind in ("claude", "codex"):
         program = binary or kind
-        if (os.sep in program and not os.access(program, os.X_OK)) or (os.sep not in program and shutil.which(program) is None):
+        if (os.sep in program and not os.access(program, os.X_OK)) or (
+            os.sep not in program and shutil.which(program) is None
+        ):
             raise CocoplusError(
-                f"chat setup {kind}: {program} is not on PATH", hint=f"install it, or pass --binary with the path of the {kind} CLI"
+                f"chat setup {kind}: {program} is not on PATH",
+                hint=f"install it, or pass --binary with the path of the {kind} CLI",
             )
         if binary:
             entry["binary"] = binary
@@ -64,7 +67,9 @@ def entry_for(
         entry["api_key_env"] = api_key_env or "OPENAI_API_KEY"
     elif kind == "command":
         if not command:
-            raise UsageError("chat setup command: give the program and its arguments after `--`, e.g. `-- my-brain --model {model}`")
+            raise UsageError(
+                "chat setup command: give the program and its arguments after `--`, e.g. `-- my-brain --model {model}`"
+            )
         entry["command"] = list(command)
     if model:
         entry["default_model"] = model
@@ -126,15 +131,24 @@ def setup(layout: Layout, kind: str, name: str | None = None, **fields: Any) -> 
     before = config_mod.load_for(layout)  # a file that does not load is not edited (the error names the cause)
     text = fsio.read_text(path) or ""
     new, change = edit(text, name, entry)
-    written = [f"[chat] controller = {settings.toml_value(name)}", f"[accounts.{name}] " + ", ".join(f"{k} = {settings.toml_value(v)}" for k, v in entry.items())]
+    written = [
+        f"[chat] controller = {settings.toml_value(name)}",
+        f"[accounts.{name}] " + ", ".join(f"{k} = {settings.toml_value(v)}" for k, v in entry.items()),
+    ]
     by_hand = "add these by hand: " + "; ".join(written)
     try:
         data = tomllib.loads(new)
         settings.check_document(data, shown)
     except (tomllib.TOMLDecodeError, CocoplusError) as exc:
-        raise CocoplusError(f"{shown}: cannot add the account automatically ({exc}); nothing was written", hint=by_hand) from None
+        raise CocoplusError(
+            f"{shown}: cannot add the account automatically ({exc}); nothing was written", hint=by_hand
+        ) from None
     if (data.get("chat") or {}).get("controller") != name or (data.get("accounts") or {}).get(name) != entry:
-        raise CocoplusError(f"{shown}: cannot add the account automatically (the file is laid out in a way this edit does not handle); nothing was written", hint=by_hand)
+        raise CocoplusError(
+            f"{shown}: cannot add the account automatically (the file is laid out in a way this edit does not handle); "
+            "nothing was written",
+            hint=by_hand,
+        )
     try:
         mode = os.stat(path).st_mode & 0o777
     except FileNotFoundError:

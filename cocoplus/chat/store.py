@@ -32,11 +32,27 @@ def conversation(layout: Layout, conv: str) -> dict[str, Any]:
     check_id(conv, "conversation id")
     doc = fsio.read_json(layout.conversation_file(conv))
     if doc is None:
-        return {"schema_version": SCHEMA_VERSION, "id": conv, "modelOverride": None, "reasoningEffortOverride": None, "created_at": None, "updated_at": None}
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "id": conv,
+            "modelOverride": None,
+            "reasoningEffortOverride": None,
+            "created_at": None,
+            "updated_at": None,
+        }
     return doc
 
 
-def set_overrides(layout: Layout, conv: str, *, model: str | None = None, effort: str | None = None, clear: bool = False, clear_model: bool = False, clear_effort: bool = False) -> dict[str, Any]:
+def set_overrides(
+    layout: Layout,
+    conv: str,
+    *,
+    model: str | None = None,
+    effort: str | None = None,
+    clear: bool = False,
+    clear_model: bool = False,
+    clear_effort: bool = False,
+) -> dict[str, Any]:
     check_id(conv, "conversation id")
     if effort is not None and effort not in EFFORTS:
         raise UsageError(f"reasoning effort must be one of {', '.join(EFFORTS)}, got {effort!r}")
@@ -63,10 +79,19 @@ def set_overrides(layout: Layout, conv: str, *, model: str | None = None, effort
     return fsio.locked_update(layout.conversation_file(conv), layout.lock(f"chat-{conv}"), update)
 
 
-def append_message(layout: Layout, conv: str, role: str, text: str, task: str | None = None, **extra: Any) -> dict[str, Any]:
+def append_message(
+    layout: Layout, conv: str, role: str, text: str, task: str | None = None, **extra: Any
+) -> dict[str, Any]:
     if role not in MESSAGE_ROLES:
         raise ValueError(role)
-    msg: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "id": new_id("m"), "role": role, "text": text, "ts": clock.iso(), "task": task}
+    msg: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "id": new_id("m"),
+        "role": role,
+        "text": text,
+        "ts": clock.iso(),
+        "task": task,
+    }
     for k, v in extra.items():
         if v is not None:
             msg[k] = v
@@ -130,7 +155,9 @@ def tasks(layout: Layout, conv: str) -> tuple[list[dict[str, Any]], list[str]]:
     return out, problems
 
 
-def new_task(layout: Layout, conv: str, kind: str, message_id: str | None, prompt: str | None = None, **extra: Any) -> dict[str, Any]:
+def new_task(
+    layout: Layout, conv: str, kind: str, message_id: str | None, prompt: str | None = None, **extra: Any
+) -> dict[str, Any]:
     task: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "id": new_id("t"),

@@ -20,11 +20,11 @@ from typing import Any
 
 from cocoplus import config as config_mod
 from cocoplus.chat import backends, store
+from cocoplus.controllers import brain
 from cocoplus.core import clock, fsio, proc
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import is_locked, try_lock
 from cocoplus.core.paths import Layout
-from cocoplus.supervision import brain
 
 HISTORY = 20
 
@@ -48,7 +48,10 @@ def recover(layout: Layout) -> list[dict[str, Any]]:
             def mark(doc: dict[str, Any], pid: Any = pid) -> None:
                 if doc["state"] == "running":
                     doc["state"] = "failed"
-                    doc["error"] = f"the worker (pid {pid}) stopped while this task was running; `cocoplus chat retry` runs it again"
+                    doc["error"] = (
+                        f"the worker (pid {pid}) stopped while this task was running; "
+                        "`cocoplus chat retry` runs it again"
+                    )
                     doc["finished_at"] = clock.iso()
 
             failed.append(store.update_task(layout, conv, t["id"], mark))
@@ -60,7 +63,10 @@ def ensure_worker(layout: Layout) -> int | None:
     if worker_running(layout):
         return None
     child = proc.spawn_cocoplus(
-        ["chat", "worker", "--idle-exit", "60"], state_dir=layout.root, cwd=layout.project, log_path=layout.chat_worker_log
+        ["chat", "worker", "--idle-exit", "60"],
+        state_dir=layout.root,
+        cwd=layout.project,
+        log_path=layout.chat_worker_log,
     )
     return child.pid
 
@@ -89,7 +95,8 @@ def build_prompt(layout: Layout, task: dict[str, Any], kind: str | None = None) 
     current = next((m for m in msgs if m.get("id") == task.get("message")), None)
     lines = [
         f"You are the main brain (master agent) of the cocoplus project at {layout.project}.",
-        "Answer the user's latest message. Ask the user before irreversible actions (delete, publish, merge, external notifications).",
+        "Answer the user's latest message. Ask the user before irreversible actions (delete, publish, merge, "
+        "external notifications).",
         *brain.how_to_act(kind, in_round=False),
         "",
     ]
@@ -114,7 +121,11 @@ def run_task(layout: Layout, task: dict[str, Any], cfg: Any) -> dict[str, Any]:
         res, name, acct = {"model": None, "effort": None}, None, None
         error: str | None = str(exc)
     else:
-        error = None if acct else "no controller account: add an [accounts.NAME] table and [chat] controller = \"NAME\" to cocoplus.toml"
+        error = (
+            None
+            if acct
+            else 'no controller account: add an [accounts.NAME] table and [chat] controller = "NAME" to cocoplus.toml'
+        )
 
     def start(doc: dict[str, Any]) -> None:
         doc["state"] = "running"
@@ -148,7 +159,9 @@ def run_task(layout: Layout, task: dict[str, Any], cfg: Any) -> dict[str, Any]:
         except CocoplusError as exc:
             error = str(exc)
     if reply and error is None:
-        msg = store.append_message(layout, conv, "assistant", reply, task=task["id"], model=res.get("model"), kind=task.get("kind"))
+        msg = store.append_message(
+            layout, conv, "assistant", reply, task=task["id"], model=res.get("model"), kind=task.get("kind")
+        )
 
         def done(doc: dict[str, Any]) -> None:
             doc["state"] = "succeeded"
@@ -189,7 +202,8 @@ def serve(layout: Layout, *, idle_exit: float | None = None, poll: float = 0.2, 
                     t["id"],
                     lambda d, pid=t.get("worker_pid"): d.update(
                         state="failed",
-                        error=f"the worker (pid {pid}) stopped while this task was running; `cocoplus chat retry` runs it again",
+                        error=f"the worker (pid {pid}) stopped while this task was running; "
+                        "`cocoplus chat retry` runs it again",
                         finished_at=clock.iso(),
                     ),
                 )
@@ -205,7 +219,12 @@ def serve(layout: Layout, *, idle_exit: float | None = None, poll: float = 0.2, 
             try:
                 cfg = config_mod.load_for(layout)
             except CocoplusError as exc:
-                store.update_task(layout, task["conversation"], task["id"], lambda d, e=str(exc): d.update(state="failed", error=e, finished_at=clock.iso()))
+                store.update_task(
+                    layout,
+                    task["conversation"],
+                    task["id"],
+                    lambda d, e=str(exc): d.update(state="failed", error=e, finished_at=clock.iso()),
+                )
                 continue
             run_task(layout, task, cfg)
             idle_since = time.monotonic()

@@ -11,46 +11,134 @@ typer would cost every tool call).
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from typing import Any
 
 import typer
-from typer._click import exceptions as cx
+from typer.core import TyperGroup
 from typer.main import get_command
 
 from cocoplus import __version__, trust
-from cocoplus.cli import commands, output
-from cocoplus.cli.commands import (
-    budget_cmd,
-    chat_cmd,
-    config_cmd,
-    dispatch_cmd,
-    fleet_cmd,
-    hooks_cmd,
-    init_cmd,
-    mcp_cmd,
-    notify_cmd,
-    server_cmd,
-    session_cmd,
-    shell_cmd,
-    supervision_cmd,
-    top_cmd,
-    trust_cmd,
-    workers_cmd,
-)
+from cocoplus.cli import commands, output, table
 from cocoplus.core.crashlog import log_exception
 from cocoplus.core.errors import CocoplusError
 from cocoplus.hook.entry import main as hook_main
 
+# click's exception classes, from the public `typer.BadParameter` (typer keeps click private): BadParameter is a
+# UsageError, which is a ClickException.
+UsageError: type[Exception] = typer.BadParameter.__mro__[1]
+ClickException: type[Exception] = UsageError.__mro__[1]
+assert (UsageError.__name__, ClickException.__name__) == ("UsageError", "ClickException")
+
+
+def _no_args_is_help(exc: BaseException) -> bool:
+    """A group given no command (click's NoArgsIsHelpError, a UsageError): its help is the answer."""
+    return type(exc).__name__ == "NoArgsIsHelpError"
+
+
+def _whole_descriptions(cmd: Any) -> None:
+    """Every command under `cmd` described in a group's listing by its help's whole first paragraph (click would
+    cut it at about 45 characters with "...")."""
+    for sub in getattr(cmd, "commands", {}).values():
+        if not sub.short_help and sub.help:
+            sub.short_help = " ".join(sub.help.split("\n\n", 1)[0].split())
+        _whole_descriptions(sub)
+
+
+class LazyGroup(TyperGroup):  # click's classes are typer's private business: the signatures say Any
+    """The root command: its commands come from `cli/table.py`, and only the module of the command a command
+    line names is imported (`--help` imports none)."""
+
+    _loaded: dict[str, Any] = {}
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [e.name for e in table.ENTRIES]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        entry = table.BY_NAME.get(cmd_name)
+        if entry is None:
+            return None
+        group: Any = self._loaded.get(entry.module)
+        if group is None:
+            module = importlib.import_module(f"cocoplus.cli.commands.{entry.module}")
+            sub = typer.Typer(**SETTINGS)
+            module.register(sub)
+
+            @sub.callback()
+            def _group() -> None:  # a callback makes typer build a group even for a module of one command
+                pass
+
+            group = get_command(sub)
+            self._loaded[entry.module] = group
+            _whole_descriptions(group)
+            _plain_flags(group)
+        cmd = group.commands.get(cmd_name)
+        if cmd is not None:
+            cmd.short_help = entry.summary
+            cmd.hidden = entry.hidden
+        return cmd
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        """The root's options: its own, and `--dir`, which `main()` takes off the command line before parsing."""
+        rows = [p.get_help_record(ctx) for p in self.get_params(ctx)]
+        rows.insert(1, ROOT_DIR_OPTION)
+        with formatter.section("Options"):
+            formatter.write_dl([r for r in rows if r is not None])
+        self.format_commands(ctx, formatter)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The commands by group, each with its whole description from the table."""
+        for key, heading in table.GROUPS:
+            rows = [(e.name, e.summary) for e in table.ENTRIES if e.group == key and not e.hidden]
+            if rows:
+                with formatter.section(heading):
+                    formatter.write_dl(rows)
+
+
+def _plain_flags(cmd: Any) -> None:
+    """Every flag of `cmd` and the commands under it defaults to False, not None, help included.
+
+    typer coerces any value that is not a bool through a pydantic adapter, and an absent flag's None is not one:
+    with False, a command line that gives no flag never imports pydantic for it (bench/cli.py)."""
+    help_option = cmd.get_help_option(typer.Context(cmd, help_option_names=["-h", "--help"]))
+    for param in [*cmd.params, help_option]:
+        if param is not None and getattr(param, "is_flag", False) and param.default is None:
+            param.default = False
+    for sub in getattr(cmd, "commands", {}).values():
+        _plain_flags(sub)
+
+
+# `--dir`, the root's one option with a value: `main()` takes it off the command line itself, since typer would
+# coerce its absent value through pydantic on every command (bench/cli.py).  Shown in the root's `--help`.
+ROOT_DIR_OPTION = (
+    "--dir PATH",
+    "Use this .cocoplus directory (or project) instead of searching; same as COCOPLUS_DIR.",
+)
+
+
+def command_tree() -> dict[str, Any]:
+    """Every top-level command of the table, loaded (its module imported): for tests and documentation."""
+    root = get_command(app)
+    return {name: root.get_command(None, name) for name in root.list_commands(None)}  # type: ignore[attr-defined]
+
+
+# What the root and every command module's commands share: plain help (no rich panels), no pretty tracebacks
+# (main() turns errors into one line), -h as --help.
+SETTINGS: dict[str, Any] = {
+    "pretty_exceptions_enable": False,
+    "rich_markup_mode": None,
+    "context_settings": {"help_option_names": ["-h", "--help"]},
+}
+
 app = typer.Typer(
     name="cocoplus",
+    cls=LazyGroup,
     help="Continuity and operator control for long-running AI coding agents.",
     no_args_is_help=True,
     add_completion=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    **SETTINGS,
 )
 
 
@@ -62,22 +150,11 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
-    directory: str = typer.Option(
-        None, "--dir", metavar="PATH", help="Use this .cocoplus directory (or project) instead of searching; same as COCOPLUS_DIR."
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
-    commands.dir_flag = directory or None
-    if directory:
-        os.environ["COCOPLUS_DIR"] = os.path.abspath(directory)
-
-
-def _register() -> None:
-    for mod in (init_cmd, session_cmd, config_cmd, shell_cmd, hooks_cmd, budget_cmd, chat_cmd, supervision_cmd, dispatch_cmd, server_cmd, mcp_cmd, notify_cmd, top_cmd, trust_cmd, fleet_cmd, workers_cmd):
-        mod.register(app)
-
-
-_register()
+    pass
 
 
 def usage_line(exc: Any) -> tuple[str, str | None]:
@@ -91,24 +168,82 @@ def usage_line(exc: Any) -> tuple[str, str | None]:
     return where + message, f"`{path} --help` shows the usage"
 
 
+def command_words(args: list[str]) -> list[str]:
+    """The command's leading words of a command line (the root's `--dir` already taken off by `take_dir`); none
+    when it asks for help."""
+    words: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-h", "--help", "--version", "--show-completion", "--install-completion"):
+            return []
+        if a.startswith("-"):
+            if words:
+                break
+        else:
+            words.append(a)
+        i += 1
+    if any(a in ("-h", "--help") for a in args[i:]):
+        return []
+    return words
+
+
+def _authorise(args: list[str]) -> None:
+    """The authority check of the command about to run (docs/authority.md), before it does anything; a `--dir`
+    the command line gave is in COCOPLUS_DIR by now."""
+    words = command_words(args)
+    if not words:  # help, the version, completion
+        return
+    from cocoplus.core.paths import discover  # deferred: only a command that acts is checked
+    from cocoplus.ops import authority  # deferred: likewise
+
+    if authority.command_action(words) == "read":
+        return
+    try:
+        layout = discover(check=False)
+    except CocoplusError:
+        layout = None
+    authority.check_command(words, layout)
+
+
+def take_dir(args: list[str]) -> tuple[list[str], str | None]:
+    """(the command line without the root's `--dir PATH` / `--dir=PATH`, that PATH) — only before the command."""
+    for i, a in enumerate(args):
+        if a == "--dir":
+            if i + 1 >= len(args):
+                raise UsageError("option '--dir' requires an argument")
+            return args[:i] + args[i + 2 :], args[i + 1]
+        if a.startswith("--dir="):
+            return args[:i] + args[i + 1 :], a.split("=", 1)[1]
+        if not a.startswith("-"):
+            break
+    return args, None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "hook":
         return hook_main(args[1:])
     command = get_command(app)
-    commands.dir_flag = None  # set again by the root callback when this command line gives --dir
+    _plain_flags(command)
+    commands.dir_flag = None
     trust.speak_to(output.note)  # values an untrusted cocoplus.toml sets are ignored: said once, on stderr
     try:
+        args, directory = take_dir(args)
+        if directory:
+            commands.dir_flag = directory
+            os.environ["COCOPLUS_DIR"] = os.path.abspath(directory)
+        _authorise(args)
         rv = command.main(args=args, prog_name="cocoplus", standalone_mode=False)
-    except cx.NoArgsIsHelpError as exc:
-        exc.show()  # a group given no command: its help is the answer
-        return 2
-    except cx.UsageError as exc:
+    except UsageError as exc:
+        if _no_args_is_help(exc):
+            exc.show()  # type: ignore[attr-defined]  # a group given no command: its help is the answer
+            return 2
         output.error_line(*usage_line(exc))
         return 2
-    except cx.ClickException as exc:
-        exc.show()
-        return exc.exit_code
+    except ClickException as exc:
+        exc.show()  # type: ignore[attr-defined]
+        return int(exc.exit_code)  # type: ignore[attr-defined]
     except typer.Abort:
         output.note("cocoplus: aborted")
         return 130

@@ -11,9 +11,9 @@ the page call.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 from cocoplus.cli import output
-from cocoplus.cli.commands import chat_cmd
 from cocoplus.core.paths import Layout
 from cocoplus.ops import chat as ops
 
@@ -43,7 +43,8 @@ def _pick(title: str, options: list[str], current: str | None) -> int | None:
         output.line(f"not a choice: {ans!r}")
 
 
-def run(layout: Layout, conversation: str) -> None:
+def run(layout: Layout, conversation: str, *, info: Callable[[], None], recent: Callable[[], None]) -> None:
+    """The menu until q; `info` and `recent` print the session info and the latest messages (chat_cmd's renderers)."""
     while True:
         output.line(f"... {conversation}")
         for i, item in enumerate(ITEMS, 1):
@@ -56,12 +57,9 @@ def run(layout: Layout, conversation: str) -> None:
         elif ans == "2":
             _effort(layout, conversation)
         elif ans == "3":
-            chat_cmd.render_info(ops.info(layout, conversation))
+            info()
         elif ans == "4":
-            view = ops.log(layout, conversation)
-            for m in view["messages"][-10:]:
-                output.line(chat_cmd.message_line(m))
-            chat_cmd.render_reply_state(view)
+            recent()
         else:
             output.line(f"not a choice: {ans!r}")
 

@@ -55,12 +55,21 @@ class StateCorrupt(CocoplusError):
 class LockTimeout(CocoplusError):
     """A lock could not be taken within its timeout."""
 
-    def __init__(self, lock_path: str, timeout: float) -> None:
+    def __init__(self, lock_path: str, timeout: float, allowed: float | None = None) -> None:
+        """`timeout` is the lock's configured timeout; `allowed` the shorter wait a budget left it, if any."""
+        if allowed is None or allowed >= timeout:
+            waited = f"after {round(timeout, 2):g}s"
+        else:
+            waited = (
+                f"after {round(allowed, 2):g}s "
+                f"(all this process had left; the lock's timeout is {round(timeout, 2):g}s)"
+            )
         super().__init__(
-            f"{lock_path}: lock still held by another process after {round(timeout, 2):g}s",
+            f"{lock_path}: lock still held by another process {waited}",
             hint="another cocoplus process is busy; try again, or look for a hung process",
         )
         self.lock_path = lock_path
+        self.timeout = timeout
 
 
 class InvalidId(CocoplusError):
@@ -73,9 +82,17 @@ class InvalidId(CocoplusError):
         if len(shown) > 80:
             shown = shown[:77] + "..."
         super().__init__(
-            f"invalid {kind} {shown}: use 1-128 characters from A-Z a-z 0-9 _ - . "
-            "starting with a letter or digit"
+            f"invalid {kind} {shown}: use 1-128 characters from A-Z a-z 0-9 _ - . starting with a letter or digit"
         )
+
+
+class Refused(CocoplusError):
+    """An action beyond its principal's authority (docs/authority.md); the message names who may do it."""
+
+    def __init__(self, message: str, principal: str, action: str) -> None:
+        super().__init__(message)
+        self.principal = principal
+        self.action = action
 
 
 class NotFound(CocoplusError):

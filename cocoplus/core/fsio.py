@@ -17,7 +17,7 @@ that module.
 No write follows a symbolic link: files are opened with O_NOFOLLOW (or
 created new with O_EXCL and renamed over the target, which replaces a link
 rather than writing through it), and no directory between the state
-directory and the file may be a link either (`paths.dirs_below_root`).
+directory and the file may be a link either (`roots.dirs_below_root`).
 A line that cannot be appended is not lost silently: an empty marker file
 next to the log records it (`note_loss`), costing no data blocks.
 """
@@ -31,7 +31,7 @@ import stat as _stat
 from cocoplus.core import clock, jsonfast
 from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
-from cocoplus.core.paths import dirs_below_root
+from cocoplus.core.roots import dirs_below_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -241,6 +241,33 @@ def read_bytes(path: str, limit: int = MAX_TEXT_BYTES) -> bytes | None:
         os.close(fd)
 
 
+def read_log(path: str, offset: int | None, limit: int) -> tuple[bytes, int, int]:
+    """Part of the plain-text log `path` (no symlinks): (its bytes, where they start, the file's size).
+
+    From `offset` (None: its last `limit` bytes; past the end, as after a
+    rotation: from 0), at most `limit` bytes.  A missing file is empty.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
+    except FileNotFoundError:
+        return b"", 0, 0
+    except OSError as exc:
+        why = (
+            "is a symbolic link; refusing to follow it" if exc.errno == errno.ELOOP else f"cannot read ({exc.strerror})"
+        )
+        raise StateCorrupt(path, why) from None
+    try:
+        size = os.fstat(fd).st_size
+        start = max(0, size - limit) if offset is None else (0 if offset > size else offset)
+        os.lseek(fd, start, os.SEEK_SET)
+        data = os.read(fd, min(limit, size - start)) if size > start else b""
+    except OSError as exc:
+        raise StateCorrupt(path, f"cannot read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    return data, start, size
+
+
 def decode_text(data: bytes, path: str) -> str:
     try:
         return data.decode("utf-8")
@@ -352,12 +379,13 @@ def locked_update(
 class JsonlRead:
     """Records of a JSONL file, and what was wrong with it."""
 
-    __slots__ = ("records", "lines", "bad_lines", "torn_tail", "path", "end_offset")
+    __slots__ = ("records", "lines", "offsets", "bad_lines", "torn_tail", "path", "end_offset")
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.records: list[dict[str, Any]] = []
         self.lines: list[int] = []  # 1-based line number of each record
+        self.offsets: list[int] = []  # byte offset where each record's line starts (absolute after read_jsonl_from)
         self.bad_lines: list[tuple[int, str]] = []  # (1-based line number, reason)
         self.torn_tail: bytes | None = None
         self.end_offset = 0  # byte offset just past the last complete line
@@ -385,7 +413,7 @@ def parse_jsonl(data: bytes, path: str, first_line: int = 1) -> JsonlRead:
             break
         lineno += 1
         raw = data[pos:nl]
-        pos = nl + 1
+        start, pos = pos, nl + 1
         out.end_offset = pos
         if not raw.strip():
             continue
@@ -399,6 +427,7 @@ def parse_jsonl(data: bytes, path: str, first_line: int = 1) -> JsonlRead:
             continue
         out.records.append(obj)
         out.lines.append(lineno)
+        out.offsets.append(start)
     return out
 
 
@@ -439,6 +468,7 @@ def read_jsonl_from(path: str, offset: int, limit: int = MAX_JSONL_BYTES) -> Jso
         os.close(fd)
     r = parse_jsonl(b"".join(chunks), path)
     r.end_offset += offset
+    r.offsets = [offset + o for o in r.offsets]
     return r
 
 
@@ -546,6 +576,39 @@ def append_jsonl(
                 raise CocoplusError(f"{path}: cannot append ({exc.strerror or exc})") from None
         finally:
             os.close(fd)
+
+
+def append_fixed(path: str, record: bytes, tail: int = 0) -> tuple[int, bytes]:
+    """Append one fixed-width record with one write, durably, without a lock; (records now, the last `tail`).
+
+    For logs whose records all have `len(record)` bytes (a session's tool calls): a single `write` of a few
+    bytes with O_APPEND is not interleaved with another's, so concurrent appenders need no lock, and the
+    count is the size divided by the width.  A file that ends mid-record (a crash inside the write) is
+    counted by its whole records; `tail` reads back the last records, aligned to the width.  The file's
+    fsync makes the record durable; the directory is synced once, when the file is new.
+    """
+    width = len(record)
+    fd = _open_append(path, os.O_RDWR)
+    try:
+        try:
+            n = os.write(fd, record)
+            if n != width:
+                raise OSError(errno.ENOSPC, "short write")
+            os.fsync(fd)
+        except OSError as exc:
+            note_loss(path, exc)
+            raise CocoplusError(f"{path}: cannot append ({exc.strerror or exc})") from None
+        size = os.fstat(fd).st_size
+        if size == width:
+            fsync_dir(os.path.dirname(path))  # the first record made the file: its name must last too
+        count = size // width
+        last = b""
+        if tail > 0:
+            start = max(0, count - tail) * width
+            last = os.pread(fd, count * width - start, start)
+    finally:
+        os.close(fd)
+    return count, last
 
 
 def open_log(path: str, max_bytes: int = MAX_LOG_BYTES) -> int:

@@ -8,8 +8,9 @@ that needs a value calls `for_hook`, which in the common case (the copy is
 fresh, its checksum holds, no environment variable overrides a key) uses
 `effective` as it is: no key table, no TOML, one file read and two `stat`
 calls.  An override in the environment loads the key table
-(`cocoplus.core.settings`) to check it; a stale or damaged copy loads
-`cocoplus.config` to compile it again.  The hook never fails on
+(`cocoplus.core.settings`) to check it; a stale or damaged copy is
+compiled again by the caller's `compile` (`cocoplus.session.values`
+passes `cocoplus.config`'s, imported only then).  The hook never fails on
 configuration: a bad cocoplus.toml keeps the last good values (or the
 defaults) and the problem is returned, to be logged.
 
@@ -27,7 +28,7 @@ from cocoplus.core.paths import CONFIG_FILE_NAME, Layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 VERSION = 3
@@ -68,7 +69,8 @@ def checksum(values: Mapping[str, Any]) -> int:
 
 
 def document(values: dict[str, dict[str, Any]], effective: dict[str, dict[str, Any]], **fields: Any) -> dict[str, Any]:
-    """The copy's content (for `config.compile_for_hook`): `fields` are the stamps, the explicit keys, pricing, the variables."""
+    """The copy's content (for `config.compile_for_hook`): `fields`
+    are the stamps, the explicit keys, pricing, the variables."""
     return {
         "schema_version": VERSION,
         "written_by": "cocoplus config",
@@ -79,8 +81,13 @@ def document(values: dict[str, dict[str, Any]], effective: dict[str, dict[str, A
     }
 
 
-def for_hook(layout: Layout, environ: Mapping[str, str]) -> tuple[dict[str, Any], str | None]:
-    """The values a hook uses (sections, plus `pricing`), and a problem to log (None if there is none)."""
+def for_hook(
+    layout: Layout, environ: Mapping[str, str], compile: Callable[[Layout], dict[str, Any]] | None = None
+) -> tuple[dict[str, Any], str | None]:
+    """The values a hook uses (sections, plus `pricing`), and a problem to log (None if there is none).
+
+    A stale or missing copy is compiled again with `compile` (config.compile_for_hook) when one is given;
+    without it the last copy's values (or the defaults) are used and the problem says so."""
     try:
         doc = fsio.read_json(layout.hook_config)
     except CocoplusError:
@@ -103,10 +110,14 @@ def for_hook(layout: Layout, environ: Mapping[str, str]) -> tuple[dict[str, Any]
             pricing = doc.get("pricing")
             return {**effective, "pricing": pricing if isinstance(pricing, dict) else {}}, None
         return _through_key_table(doc, None, environ)
-    from cocoplus import config  # deferred: compiling (TOML, the trust record) only when the copy is stale
-
+    if compile is None:
+        return _through_key_table(
+            doc if isinstance(doc, dict) and isinstance(doc.get("values"), dict) else None,
+            "the compiled configuration is stale or missing (a cocoplus command compiles it again)",
+            environ,
+        )
     try:
-        return _through_key_table(config.compile_for_hook(layout), None, environ)
+        return _through_key_table(compile(layout), None, environ)
     except CocoplusError as exc:
         return _through_key_table(
             doc if isinstance(doc, dict) and isinstance(doc.get("values"), dict) else None, str(exc), environ

@@ -25,7 +25,7 @@ import time
 from _thread import get_ident
 
 from cocoplus.core.errors import CocoplusError, LockTimeout
-from cocoplus.core.paths import dirs_below_root
+from cocoplus.core.roots import dirs_below_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -44,6 +44,20 @@ DEFAULT_TIMEOUT = 10.0
 HOOK_MARGIN_S = 3.0
 HOOK_MARGIN_FRACTION = 0.3
 
+
+def hook_margin(timeout_s: float) -> float:
+    """How long before its runtime's timeout a hook with timeout `timeout_s` (no wait in it) stops waiting."""
+    return max(HOOK_MARGIN_S, HOOK_MARGIN_FRACTION * float(timeout_s))
+
+
+def wait_allowed(hook_timeout_s: float, base_s: float) -> float:
+    """How long one wait inside a hook (the turn-end hold, a permission request) may last when its runtime
+    kills it after `hook_timeout_s`: what is left once the hook's other work is provided for, which is
+    `base_s` (`[hooks] timeout_s`, the timeout of a hook without a wait) and never less than its margin."""
+    base = min(float(base_s), float(hook_timeout_s))
+    return max(0.0, float(hook_timeout_s) - max(base, hook_margin(base)))
+
+
 # (thread id, lock path) -> [fd, depth]
 _held: dict[tuple[int, str], list[int]] = {}
 
@@ -58,15 +72,17 @@ class Budget:
         self.deadline = (time.monotonic() if started is None else started) + self.seconds
 
     @classmethod
-    def for_hook(cls, hook_timeout_s: float, started: float | None = None) -> Budget:
+    def for_hook(cls, hook_timeout_s: float, started: float | None = None, base_s: float | None = None) -> Budget:
         """The lock budget of a hook its runtime kills after `hook_timeout_s` seconds.
 
         The margin is at least HOOK_MARGIN_S (and 30% of long timeouts), so
         a hook whose every lock is held still answers in time.  `started`
-        is a `time.monotonic()` reading taken when the process began.
+        is a `time.monotonic()` reading taken when the process began.  For a
+        hook whose timeout includes a wait (the turn-end hold, a permission
+        request), `base_s` is the part that is not the wait (`[hooks]
+        timeout_s`): the margin is taken from that, not from the whole.
         """
-        t = float(hook_timeout_s)
-        return cls(t - max(HOOK_MARGIN_S, HOOK_MARGIN_FRACTION * t), started)
+        return cls(float(hook_timeout_s) - hook_margin(hook_timeout_s if base_s is None else base_s), started)
 
     def remaining(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
@@ -137,7 +153,7 @@ class Lock:
             now = time.monotonic()
             if now >= deadline:
                 os.close(fd)
-                raise LockTimeout(self.path, now - start)
+                raise LockTimeout(self.path, self.timeout, wait)
             time.sleep(min(delay, deadline - now))
             delay = min(delay * 2, 0.05)
         _held[self._key] = [fd, 1]

@@ -1,9 +1,10 @@
 """Every file under `.cocoplus/` by name (`Layout`), and how the directory is found.
 
 Standard library only (the hook path imports it).  Every path cocoplus
-builds under the state directory comes from a `Layout`, with two
+builds under the state directory comes from a `Layout`, with these
 exceptions, each checked against it by tests/core/test_paths.py: the hook's
-fast path (`hook/entry.py` STOP_FILE, HOOK_LOG), which runs before `os`
+fast path (`hook/entry.py` STOP_FILE, HOOK_LOG, WORKTREE_MARKER) and the
+worktree marker's reader (`core/worktreemark.py`), which run before `os`
 and so before this module is imported, and the server's event classifier
 (`server/events.py` IGNORED_FILES), which recognises changed paths by their
 names relative to `.cocoplus/`.
@@ -11,6 +12,9 @@ names relative to `.cocoplus/`.
 Discovery (SPEC section 3): `COCOPLUS_DIR` wins; otherwise the nearest
 ancestor of the starting directory that holds `.cocoplus/`.  `COCOPLUS_DIR`
 may name the state directory itself or a project directory that holds one.
+A `.cocoplus` holding a worktree marker (a worker's git worktree) stands for
+the project's state directory the marker names (`governing`,
+core/worktreemark.py); a damaged marker is an error, never a fallback.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import os
 import stat as _stat
 
+from cocoplus.core import fsio, roots
 from cocoplus.core.errors import CocoplusError, InvalidId, NotInitialized
 
 TYPE_CHECKING = False
@@ -31,10 +36,6 @@ ENV_DIR = "COCOPLUS_DIR"
 _ID_FIRST = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 _ID_REST = _ID_FIRST | frozenset("_-.")
 ID_MAX = 128
-
-# Every state directory a Layout was made for in this process, so writers can
-# check that no directory between it and the file they write is a symbolic link.
-_ROOTS: set[str] = set()
 
 
 def is_valid_id(value: object) -> bool:
@@ -64,7 +65,7 @@ class Layout:
     def __init__(self, state_dir: str) -> None:
         self.root = os.path.abspath(state_dir)
         self.project = os.path.dirname(self.root)
-        _ROOTS.add(self.root)
+        roots.add(self.root)
 
     def __repr__(self) -> str:
         return f"Layout({self.root!r})"
@@ -76,6 +77,11 @@ class Layout:
     @property
     def config(self) -> str:
         return os.path.join(self.project, CONFIG_FILE_NAME)
+
+    @property
+    def marker(self) -> str:
+        """Says this directory is a cocoplus state directory: an override (COCOPLUS_DIR) must name one that holds it."""
+        return self._p("LAYOUT")
 
     # -- operator controls -----------------------------------------------
     @property
@@ -158,6 +164,25 @@ class Layout:
     def worker_runner_log(self, worker_id: str) -> str:
         """What the runner process that waits for a slot and watches the worker says about itself."""
         return os.path.join(self.worker_dir(worker_id), "runner.log")
+
+    def worker_worktree_key(self, worker_id: str) -> str:
+        """The device and inode of the worker's worktree's `.cocoplus`: what makes its marker hold
+        (core/worktreemark.py)."""
+        return os.path.join(self.worker_dir(worker_id), "worktree.key")
+
+    # -- workers' git worktrees (`cocoplus launch --worktree`) -------------------------------
+    @property
+    def worktrees_dir(self) -> str:
+        """Where workers' git worktrees are made unless `[workers] worktree_dir` says elsewhere (git ignores it)."""
+        return self._p("worktrees")
+
+    def worktree(self, name: str) -> str:
+        return self._p("worktrees", check_id(name, "worktree name"))
+
+    @property
+    def worktree_marker(self) -> str:
+        """In a worker's worktree's `.cocoplus`: which project's state directory governs it (core/worktreemark.py)."""
+        return self._p("WORKTREE")
 
     @property
     def hook_config(self) -> str:
@@ -264,6 +289,16 @@ class Layout:
     def session_record(self, cs_id: str) -> str:
         return self._p("sessions", check_id(cs_id, "session id") + ".json")
 
+    def session_calls(self, cs_id: str) -> str:
+        """One fixed-width line per tool call of the session (its loop-guard fingerprint): appended by every
+        PostToolUse instead of a rewrite of the record; the count is its size over the width."""
+        return self._p("sessions", check_id(cs_id, "session id") + ".calls")
+
+    def session_edits(self, cs_id: str) -> str:
+        """The files the session's tools changed, one JSON string a line, relative to the session's own tree (its
+        project or worktree): appended by every PostToolUse of an edit or write tool; the watcher compares them."""
+        return self._p("sessions", check_id(cs_id, "session id") + ".edits")
+
     # -- supervision -----------------------------------------------------
     @property
     def supervision_dir(self) -> str:
@@ -305,6 +340,11 @@ class Layout:
         """When the stall watchdog last fired per session and attention (so a restart keeps the cooldown)."""
         return self._p("supervision", "stall-cooldowns.json")
 
+    @property
+    def collisions(self) -> str:
+        """Every collision the watcher has signalled (two sessions, one path): each is signalled once."""
+        return self._p("supervision", "collisions.json")
+
     # -- master-agent conversation ---------------------------------------
     @property
     def chat_dir(self) -> str:
@@ -340,9 +380,15 @@ class Layout:
         return self._p("notify", "state.json")
 
     @property
+    def notify_deliveries(self) -> str:
+        """Every delivery the notifier tried: when, which message (id, kind, title), which target, and how it went."""
+        return self._p("notify", "deliveries.jsonl")
+
+    @property
     def notify_log(self) -> str:
         """What the notifier sent, and which targets failed."""
         return self._p("logs", "notify.log")
+
     # -- fleet relay ---------------------------------------------------------
     @property
     def fleet_dir(self) -> str:
@@ -413,6 +459,28 @@ class Layout:
         """Output of a fleet relay started in the background."""
         return self._p("logs", "relay.log")
 
+    @property
+    def permissions_dir(self) -> str:
+        """Headless workers' permission requests and the decisions taken on them (session/permissions.py)."""
+        return self._p("permissions")
+
+    @property
+    def permission_requests_dir(self) -> str:
+        return self._p("permissions", "requests")
+
+    def permission_request(self, req_id: str) -> str:
+        return self._p("permissions", "requests", check_id(req_id, "permission request id") + ".json")
+
+    @property
+    def permission_log(self) -> str:
+        """Every permission decision (who, what, which rule, when): `cocoplus permissions log`."""
+        return self._p("permissions", "decisions.jsonl")
+
+    @property
+    def authority_log(self) -> str:
+        """Every action refused to its principal (docs/authority.md), one JSON object a line."""
+        return self._p("logs", "authority.jsonl")
+
     def appended_files(self) -> list[str]:
         """Every file cocoplus only ever appends to (logs and JSONL records), fixed names only.
 
@@ -430,9 +498,12 @@ class Layout:
             self.supervisor_log,
             self.chat_worker_log,
             self.notify_log,
+            self.notify_deliveries,
             self.fleet_commands,
             self.fleet_sent,
             self.relay_log,
+            self.authority_log,
+            self.permission_log,
         ]
 
     def rel(self, path: str) -> str:
@@ -442,27 +513,6 @@ class Layout:
         except ValueError:
             return path
         return path if r.startswith("..") else r
-
-
-def dirs_below_root(path: str) -> list[str]:
-    """The directories between a known state directory and `path`'s file, nearest the root first.
-
-    Empty when `path` is not under the state directory of any Layout made
-    in this process (then only the caller knows what to trust).
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    for root in _ROOTS:
-        if directory == root:
-            return []
-        if directory.startswith(root + os.sep):
-            parts = directory[len(root) + 1 :].split(os.sep)
-            out = []
-            cur = root
-            for part in parts:
-                cur = os.path.join(cur, part)
-                out.append(cur)
-            return out
-    return []
 
 
 def state_dir_problem(state_dir: str) -> str | None:
@@ -504,7 +554,20 @@ def check_state_dir(state_dir: str) -> str:
 
 def _state_in(directory: str) -> str | None:
     candidate = os.path.join(directory, STATE_DIR_NAME)
-    return candidate if os.path.isdir(candidate) else None
+    return governing(candidate) if os.path.isdir(candidate) else None
+
+
+def governing(state_dir: str) -> str:
+    """The state directory that governs `state_dir`: itself, or for a worker's worktree the project's its marker
+    names (core/worktreemark.py); CocoplusError naming the marker when that cannot be known."""
+    from cocoplus.core import worktreemark  # deferred: the hook finds its state directory by its own walk
+
+    if not worktreemark.has_marker(state_dir):
+        return state_dir
+    target, why = worktreemark.follow(os.path.abspath(state_dir))
+    if target is None:
+        raise CocoplusError(str(why))
+    return target
 
 
 # Any of these in a directory makes it a state directory, whatever it is called.
@@ -529,7 +592,7 @@ def find_state_dir(start: str | None = None, environ: Mapping[str, str] | None =
         inner = _state_in(override)
         if inner:
             return inner
-        return os.path.abspath(override) if is_state_dir(override) else None
+        return governing(os.path.abspath(override)) if is_state_dir(override) else None
     return walk_up(start if start is not None else os.getcwd())
 
 
@@ -567,7 +630,10 @@ def discover(start: str | None = None, environ: Mapping[str, str] | None = None,
         )
     if check:
         check_state_dir(found)
-    return Layout(found)
+    layout = Layout(found)
+    if check:
+        ensure_marker(layout)
+    return layout
 
 
 def init_target(start: str | None = None, environ: Mapping[str, str] | None = None) -> str:
@@ -577,3 +643,18 @@ def init_target(start: str | None = None, environ: Mapping[str, str] | None = No
     if override:
         return _state_in(override) or os.path.abspath(override)
     return os.path.join(os.path.abspath(start or os.getcwd()), STATE_DIR_NAME)
+
+
+MARKER_TEXT = "cocoplus state directory (layout 1)\n"
+
+
+def ensure_marker(layout: Layout) -> None:
+    """Write the layout marker where it is missing (`cocoplus init`, every command that finds its project, and
+    the hook in the project the runtime names); never raises: a missing marker only makes an override of
+    this directory fail closed."""
+    if os.path.lexists(layout.marker):
+        return
+    try:
+        fsio.atomic_write_text(layout.marker, MARKER_TEXT)
+    except (CocoplusError, OSError):
+        pass

@@ -18,7 +18,9 @@ class Timeout(Exception):
     """The child did not finish in time; it and everything it started were killed."""
 
 
-def run(argv: list[str], *, input: str | None, timeout: float, cwd: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    argv: list[str], *, input: str | None, timeout: float, cwd: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run `argv` with text I/O and a deadline; on timeout kill its whole process group.
 
     OSError (cannot start it) and Timeout are left to the caller to phrase.
@@ -45,6 +47,31 @@ def run(argv: list[str], *, input: str | None, timeout: float, cwd: str | None =
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
+# `python -m` puts the working directory first on sys.path: in a project that holds a `cocoplus/`
+# directory (a cloned repository can), `-m cocoplus` would run the repository's code.  `-P` (3.11+)
+# leaves it out.  Every cocoplus process cocoplus starts goes through this.
+SAFE_PATH = "-P"
+
+
+def own_env(state_dir: str | None = None) -> dict[str, str]:
+    """The environment of a process cocoplus starts for itself (a watcher, a notifier, a reply worker): this
+    one's, without what marks an agent's (it acts as cocoplus, not as the session that asked for it, whoever
+    that was) and without the brain's capability."""
+    from cocoplus.core import userfiles  # deferred: only a process cocoplus starts for itself needs these
+    from cocoplus.runtimes import registry as runtimes  # deferred: as userfiles
+
+    drop = {*runtimes.agent_env(), userfiles.CAPABILITY_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    if state_dir is not None:
+        env["COCOPLUS_DIR"] = state_dir
+    return env
+
+
+def python_m(module: str, *args: str) -> list[str]:
+    """`[this interpreter, -P, -m, MODULE, ARGS...]`: a cocoplus module run as a program, never the project's."""
+    return [sys.executable, SAFE_PATH, "-m", module, *args]
+
+
 def spawn_cocoplus(args: list[str], *, state_dir: str, cwd: str, log_path: str) -> subprocess.Popen[bytes]:
     """Start `python -m cocoplus ARGS` detached from this process, output appended to `log_path`.
 
@@ -53,9 +80,9 @@ def spawn_cocoplus(args: list[str], *, state_dir: str, cwd: str, log_path: str) 
     fd = fsio.open_log(log_path)
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "cocoplus", *args],
+            python_m("cocoplus", *args),
             cwd=cwd,
-            env=dict(os.environ, COCOPLUS_DIR=state_dir),
+            env=own_env(state_dir),
             stdin=subprocess.DEVNULL,
             stdout=fd,
             stderr=fd,

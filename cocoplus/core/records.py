@@ -111,12 +111,22 @@ def check_budget_state(obj: dict[str, Any], path: str) -> dict[str, Any]:
     check_version(obj, path)
     g: Callable[[str], Any] = obj.get  # values of any type, checked below
     _field(obj, path, "state", g("state") in BUDGET_STATES, "one of " + ", ".join(BUDGET_STATES))
-    _field(obj, path, "limit", _is_num(g("limit")) and 0 <= g("limit") <= MAX_MONEY, f"a number from 0 to {MAX_MONEY:.0f}")
-    _field(obj, path, "spent", _is_num(g("spent")) and 0 <= g("spent") <= MAX_MONEY, f"a number from 0 to {MAX_MONEY:.0f}")
+    _field(
+        obj, path, "limit", _is_num(g("limit")) and 0 <= g("limit") <= MAX_MONEY, f"a number from 0 to {MAX_MONEY:.0f}"
+    )
+    _field(
+        obj, path, "spent", _is_num(g("spent")) and 0 <= g("spent") <= MAX_MONEY, f"a number from 0 to {MAX_MONEY:.0f}"
+    )
     rf = g("reserve_fraction")
     _field(obj, path, "reserve_fraction", _is_num(rf) and 0 <= rf < 1, "a number >= 0 and < 1")
     if "enforcement" in obj:
-        _field(obj, path, "enforcement", g("enforcement") in BUDGET_ENFORCEMENTS, "one of " + ", ".join(f'"{e}"' for e in BUDGET_ENFORCEMENTS))
+        _field(
+            obj,
+            path,
+            "enforcement",
+            g("enforcement") in BUDGET_ENFORCEMENTS,
+            "one of " + ", ".join(f'"{e}"' for e in BUDGET_ENFORCEMENTS),
+        )
     return obj
 
 
@@ -142,9 +152,26 @@ def check_session(obj: dict[str, Any], path: str) -> dict[str, Any]:
 # -- AGENT_STOP ------------------------------------------------------------------------
 
 
-def render_stop(operator: str, reason: str, created_at: str | None = None, source: str = "operator") -> dict[str, Any]:
+# Which principal an automatic stop's source stands for (docs/authority.md); anything else is named by its caller.
+_SOURCE_PRINCIPALS = {"iteration-budget": "budget", "cost-budget": "budget", "loop-guard": "loop-guard"}
+
+
+def new_stop_id() -> str:
+    """An id for one stop (`stop_<time>_<random>`): a resume can name the very stop it lifts."""
+    import os  # deferred: only a stop being made needs it (the hook has it loaded by then)
+
+    return f"stop_{clock.compact()}_{os.urandom(4).hex()}"
+
+
+def render_stop(
+    operator: str, reason: str, created_at: str | None = None, source: str = "operator", principal: str | None = None
+) -> dict[str, Any]:
+    """An AGENT_STOP body: who (`principal`, one of vocab.PRINCIPALS or `fleet:<machine>`; `operator` is the
+    name shown), why, when, and its id."""
     return {
         "schema_version": SCHEMA_VERSION,
+        "id": new_stop_id(),
+        "principal": principal or _SOURCE_PRINCIPALS.get(source, "operator"),
         "operator": operator,
         "reason": reason,
         "created_at": created_at or clock.iso(),
@@ -157,7 +184,9 @@ def parse_stop(data: bytes | None) -> dict[str, Any]:
 
     Returns operator/reason/created_at (None where unknown) and `readable`.
     """
-    info: dict[str, Any] = {"operator": None, "reason": None, "created_at": None, "readable": False}
+    info: dict[str, Any] = {
+        "operator": None, "reason": None, "created_at": None, "readable": False, "principal": None, "id": None,
+    }  # fmt: skip
     if not data:
         return info
     try:
@@ -165,7 +194,7 @@ def parse_stop(data: bytes | None) -> dict[str, Any]:
     except (UnicodeDecodeError, ValueError, RecursionError):
         obj = None
     if isinstance(obj, dict):
-        for k in ("operator", "reason", "created_at"):
+        for k in ("operator", "reason", "created_at", "principal", "id"):
             v = obj.get(k)
             if isinstance(v, str) and v:
                 info[k] = v[:500]

@@ -2,7 +2,9 @@
 
 `$XDG_CONFIG_HOME/cocoplus/` (default `~/.config/cocoplus/`) holds the
 user's own configuration (`config.toml`, the same keys as a project's
-cocoplus.toml) and the record of trusted project files (`trusted.json`).
+cocoplus.toml), the record of trusted project files (`trusted.json`) and
+the key that seals the commands cocoplus records to run later
+(`seal.key`, `core.seal`).
 Nothing here is ever written inside a repository.  Standard library only:
 the hook looks at the user's configuration file to see whether it changed.
 """
@@ -14,10 +16,15 @@ import os
 DIR_NAME = "cocoplus"
 CONFIG_NAME = "config.toml"
 TRUST_NAME = "trusted.json"
+CAPABILITY_NAME = "capability"
+# The variable that carries this user's capability to the main brain's controller and its MCP server.
+CAPABILITY_ENV = "COCOPLUS_MCP_TOKEN"
+SEAL_KEY_NAME = "seal.key"
 
 
 def directory() -> str:
-    """`$XDG_CONFIG_HOME/cocoplus`, or `~/.config/cocoplus` (a relative XDG_CONFIG_HOME is ignored, as the XDG spec says)."""
+    """`$XDG_CONFIG_HOME/cocoplus`, or `~/.config/cocoplus` (a
+    relative XDG_CONFIG_HOME is ignored, as the XDG spec says)."""
     xdg = os.environ.get("XDG_CONFIG_HOME")
     if xdg and os.path.isabs(xdg):
         return os.path.join(xdg, DIR_NAME)
@@ -32,6 +39,11 @@ def trust_file() -> str:
     return os.path.join(directory(), TRUST_NAME)
 
 
+def seal_key_file() -> str:
+    """This user's key for the seals on recorded commands (`core.seal`): 32 random bytes, 0600, made on first use."""
+    return os.path.join(directory(), SEAL_KEY_NAME)
+
+
 def trust_lock() -> str:
     """The sidecar lock taken while the trust record is changed."""
     return os.path.join(directory(), TRUST_NAME + ".lock")
@@ -43,3 +55,8 @@ def shown(path: str) -> str:
     if home not in ("", "/") and path.startswith(home.rstrip("/") + "/"):
         return "~" + path[len(home.rstrip("/")) :]
     return path
+
+
+def capability_file() -> str:
+    """This user's capability (`core.seal.capability`)."""
+    return os.path.join(directory(), CAPABILITY_NAME)

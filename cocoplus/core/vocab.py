@@ -56,23 +56,47 @@ LIVE_WORKER_STATES = WORKER_STATES[:2]
 # The runtimes `cocoplus launch` starts.
 LAUNCH_RUNTIMES = ("claude", "codex", "gemini")
 
-# Which tools `cocoplus mcp --role` serves.
+# Which tools `cocoplus mcp --role` serves (`worker` is the default; `brain` and `all` need this
+# user's capability in COCOPLUS_MCP_TOKEN).
 MCP_ROLES = ("brain", "worker", "all")
 
-# What a notification can be about (`[notify] events`): a worker asks the human, waits for
-# authorization, stalls; the cost budget reaches reserve or is exhausted; the iteration cap or
-# the loop guard stops an agent; supervision finishes; a supervision round fails.
+# A headless worker's permission request (session/permissions.py): waiting for an answer, or how it ended.
+PERMISSION_STATES = ("pending", "allowed", "denied", "expired")
+
+# Who acted (recorded on every stop and action, docs/authority.md): a person at this machine, the
+# main brain, a worker session, cocoplus's own budgets and loop guard, the supervision watcher;
+# and `fleet:<machine>` for a command another machine of the fleet sent.
+PRINCIPALS = ("operator", "brain", "worker", "budget", "loop-guard", "watcher")
+FLEET_PRINCIPAL_PREFIX = "fleet:"
+
+# What a notification can be about (`[notify] events`, every kind by default): a worker asks the
+# human, waits for authorization (a permission request), goes pending (its turn ended and it waits
+# for the next instruction), stalls, is paused by its runtime's rate or usage limit; the operator
+# stops the project or a session; the cost budget
+# reaches reserve, is exhausted or stops the agent; the iteration cap or the loop guard stops an
+# agent; supervision finishes; a supervision round fails; two live sessions changed the same file.
 NOTIFY_EVENTS = (
     "ask_human",
     "awaiting_authorization",
+    "pending",
     "stalled",
+    "limited",
+    "operator_stop",
     "budget_reserve",
     "budget_exhausted",
+    "budget_stop",
+    "budget_forecast",
     "iteration_cap",
     "loop_guard",
     "supervision_finished",
     "round_failed",
+    "collision",
 )
+
+# The bidi controls no untrusted text may carry to a person's screen (core.inert shows them as
+# `\u202e`, a TOML string escapes them): the Arabic letter mark, LRM and RLM, the embeddings and
+# overrides U+202A-U+202E, the isolates U+2066-U+2069.
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
 
 def as_dict() -> dict[str, list[str]]:
@@ -96,7 +120,30 @@ def as_dict() -> dict[str, list[str]]:
         "task_kinds": list(TASK_KINDS),
         "spend_categories": list(SPEND_CATEGORIES),
         "mcp_roles": list(MCP_ROLES),
+        "principals": list(PRINCIPALS),
+        "permission_states": list(PERMISSION_STATES),
         "notify_events": list(NOTIFY_EVENTS),
         "worker_states": list(WORKER_STATES),
         "launch_runtimes": list(LAUNCH_RUNTIMES),
     }
+
+
+# Interpreters that run a script named by their first word that is not an option (`python3 tools/brain.py`):
+# `cocoplus trust` pins that script when it lies in the project, as it pins a program named by a path there.
+# A version suffix is allowed (`python3.12`, `node22`).
+SCRIPT_INTERPRETERS = (
+    "python",
+    "pypy",
+    "node",
+    "nodejs",
+    "bun",
+    "deno",
+    "sh",
+    "bash",
+    "dash",
+    "zsh",
+    "ksh",
+    "ruby",
+    "perl",
+    "php",
+)

@@ -39,6 +39,7 @@ from cocoplus.session import control, events, iteration, status
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 WRAP_UP = "only wrap-up work remains: final quality review, state updates (PROGRESS.md, status), and handoff notes"
@@ -51,7 +52,12 @@ class Decision:
     __slots__ = ("log", "notice", "reason", "state", "stopped")
 
     def __init__(
-        self, stopped: bool = False, reason: str | None = None, notice: str | None = None, log: list[str] | None = None, state: str | None = None
+        self,
+        stopped: bool = False,
+        reason: str | None = None,
+        notice: str | None = None,
+        log: list[str] | None = None,
+        state: str | None = None,
     ) -> None:
         self.stopped = stopped
         self.reason = reason
@@ -151,10 +157,23 @@ def boundary(
         if enforce:
             control.create_stop(layout, "cocoplus", reason, source="cost-budget", replace=False)
             status.set_state(layout, "paused", reason)
-        events.log_step(layout, "budget_state_damaged", path=layout.rel(exc.path), cause=exc.cause, kept_at=exc.kept_at)
+        events.log_step(
+            layout,
+            "budget_state_damaged",
+            path=layout.rel(exc.path),
+            cause=exc.cause,
+            kept_at=exc.kept_at,
+            stopped=enforce or None,
+        )
         return {
-            "spent": spent, "state": "exhausted", "damaged": str(exc), "stopped": enforce, "stopped_now": enforce, "reason": reason,
-            "totals": totals, "run_state": "paused" if enforce else None,
+            "spent": spent,
+            "state": "exhausted",
+            "damaged": str(exc),
+            "stopped": enforce,
+            "stopped_now": enforce,
+            "reason": reason,
+            "totals": totals,
+            "run_state": "paused" if enforce else None,
         }
     if change:
         events.log_step(
@@ -184,7 +203,9 @@ def boundary(
         final = "failed" if outcome == "error" else "exited"
         result["run_state"] = final
         if created:
-            status.set_state(layout, final, reason + (" (the stage ended with an execution error)" if outcome == "error" else ""))
+            status.set_state(
+                layout, final, reason + (" (the stage ended with an execution error)" if outcome == "error" else "")
+            )
             if not change:
                 events.log_step(layout, "budget_stop", spent=spent, limit=limit, boundary=source, stage=stage)
             result["final_budget_state"] = {k: doc.get(k) for k in ("state", "limit", "spent", "reserve_fraction")}
@@ -206,7 +227,13 @@ def _unpriced_stop(layout: Layout, measured: dict[str, Any], source: str, stage:
         status.set_state(layout, "paused", reason)
         events.log_step(layout, "budget_unpriced_stop", deferred=measured["deferred"], boundary=source, stage=stage)
     return {
-        "spent": None, "state": None, "transition": None, "stopped": True, "stopped_now": created, "reason": reason, "measured": measured,
+        "spent": None,
+        "state": None,
+        "transition": None,
+        "stopped": True,
+        "stopped_now": created,
+        "reason": reason,
+        "measured": measured,
         "run_state": "paused",
     }
 
@@ -257,12 +284,20 @@ def turn_boundary(layout: Layout, values: dict[str, Any], session: dict[str, Any
     s = values["session"]
     enforce = bool(s["stop_is_boundary"]) and current_stage(layout) is None
     result = boundary(
-        layout, values, source="turn-end", enforce=enforce, extra_sessions=[session] if session else None, table=prices.load(layout)
+        layout,
+        values,
+        source="turn-end",
+        enforce=enforce,
+        extra_sessions=[session] if session else None,
+        table=prices.load(layout),
     )
     log = []
     deferred = result["measured"].get("deferred") if result.get("measured") else 0
     if deferred and not result.get("stopped"):
-        log.append(f"{deferred} usage record(s) left for the next cocoplus command: no price table at {layout.rel(layout.price_table)}")
+        log.append(
+            f"{deferred} usage record(s) left for the next cocoplus command: no price table at "
+            f"{layout.rel(layout.price_table)}"
+        )
     if result.get("stopped_now"):
         notice = f"cocoplus: {result['reason']}; AGENT_STOP created, tools are blocked until `cocoplus session resume`."
         return Decision(True, result["reason"], notice, log, result.get("run_state"))
@@ -272,7 +307,16 @@ def turn_boundary(layout: Layout, values: dict[str, Any], session: dict[str, Any
 # -- stages ------------------------------------------------------------------------------
 
 
-def stage_start(layout: Layout, name: str, values: dict[str, Any], *, wrap_up: bool = False) -> dict[str, Any]:
+def stage_start(
+    layout: Layout,
+    name: str,
+    values: dict[str, Any],
+    *,
+    wrap_up: bool = False,
+    active_task: Callable[[], str | None] | None = None,
+) -> dict[str, Any]:
+    """A stage starts: a boundary; refused in reserve (unless `wrap_up`) or exhausted.  `active_task()`, asked once
+    the stage is recorded, names the task a ctx supplement says is active (logged with the step)."""
     if not name.strip():
         raise CocoplusError("stage start: the stage name is empty")
     with Lock(layout.lock("stage")):
@@ -296,8 +340,10 @@ def stage_start(layout: Layout, name: str, values: dict[str, Any], *, wrap_up: b
             )
         doc = {"schema_version": SCHEMA_VERSION, "name": name, "started_at": clock.iso(), "wrap_up": wrap_up}
         fsio.atomic_write_json(layout.stage, doc)
-    ctx_task = _ctx_active_task(layout, values)
-    events.log_step(layout, "stage_start", stage=name, budget_state=state, wrap_up=wrap_up or None, ctx_active_task=ctx_task)
+    ctx_task = active_task() if active_task is not None else None
+    events.log_step(
+        layout, "stage_start", stage=name, budget_state=state, wrap_up=wrap_up or None, ctx_active_task=ctx_task
+    )
     return {"stage": doc, "budget": {k: result[k] for k in ("state", "spent")}}
 
 
@@ -316,11 +362,8 @@ def stage_end(layout: Layout, name: str, values: dict[str, Any], outcome: str = 
             pass
         events.log_step(layout, "stage_end", stage=name, outcome=outcome)
         result = boundary(layout, values, source="stage-end", stage=name, outcome=outcome)
-    return {"stage": name, "outcome": outcome, "budget": {k: result.get(k) for k in ("state", "spent", "transition", "stopped_now", "reason")}}
-
-
-def _ctx_active_task(layout: Layout, values: dict[str, Any]) -> str | None:
-    from cocoplus.report import ctx  # deferred: stage commands only, never a hook
-
-    snap = ctx.read(layout, values, for_stage=True)
-    return snap.get("active_task") if snap.get("ok") else None
+    return {
+        "stage": name,
+        "outcome": outcome,
+        "budget": {k: result.get(k) for k in ("state", "spent", "transition", "stopped_now", "reason")},
+    }

@@ -1,11 +1,10 @@
 """Compile genai-prices' data into `.cocoplus/cost/price-table.json` for `cocoplus.cost.prices`.
 
 Only cocoplus commands import this module (it imports genai-prices, which
-takes a few hundred milliseconds): `cocoplus.cost.prices.refresh` calls it
-when the table is missing or was made from other genai-prices data
-(`cocoplus.cost.spend.measure` before pricing, and `config.compile_for_hook`:
-init, install, a command that finds cocoplus.toml changed).  A hook that
-recompiles the config (`python -S`) never compiles the table.
+takes a few hundred milliseconds): `refresh` compiles the table when
+`prices.stale` says it is missing or was made from other genai-prices data
+(`cocoplus.cost.spend.measure` before pricing, and `install.compiled.refresh`:
+init, install, trust).  A hook (`python -S`) never compiles the table.
 
 What is kept: the providers whose models cocoplus' runtimes use (each
 adapter's PROVIDER, plus their fallback providers), every model of theirs
@@ -165,11 +164,15 @@ def compile_doc() -> dict[str, Any]:
                 {
                     "id": m.id,
                     "match": _clause(m.match),
-                    "prices": [{"when": _when(cp.constraint), **_price_set(cp.prices, usage_key_of, used)} for cp in sets],
+                    "prices": [
+                        {"when": _when(cp.constraint), **_price_set(cp.prices, usage_key_of, used)} for cp in sets
+                    ],
                 }
             )
         providers.append({"id": p.id, "fallback": list(p.fallback_model_providers or []), "models": models})
-    units = {key: {"per": unit_data[key]["per"], "dims": dict(unit_data[key].get("dimensions", {}))} for key in sorted(used)}
+    units = {
+        key: {"per": unit_data[key]["per"], "dims": dict(unit_data[key].get("dimensions", {}))} for key in sorted(used)
+    }
     _compiled = {
         "schema_version": prices.TABLE_VERSION,
         "source": {"package": "genai-prices", "version": __version__, **(prices.source_stamp() or {})},
@@ -186,3 +189,9 @@ def write(layout: Layout) -> dict[str, Any]:
     # Compact (a third of the pretty size): the turn-end hook parses it.
     fsio.atomic_write_bytes(layout.price_table, (jsonfast.dumps(doc, compact=True) + "\n").encode("utf-8"))
     return doc
+
+
+def refresh(layout: Layout) -> dict[str, Any] | None:
+    """The compiled table, compiled first if `prices.stale` says so."""
+    current = prices.load(layout)
+    return write(layout) if prices.stale(layout, current) else current

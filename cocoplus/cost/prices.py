@@ -20,7 +20,6 @@ from it: `Price.missing_table` says so, and the caller decides (see
 from __future__ import annotations
 
 import os
-import sys
 import time
 
 from cocoplus.core import fsio
@@ -41,7 +40,12 @@ class Price:
     __slots__ = ("error", "missing_table", "model_id", "source", "usd")
 
     def __init__(
-        self, usd: float | None, source: str | None, model_id: str | None = None, error: str | None = None, missing_table: bool = False
+        self,
+        usd: float | None,
+        source: str | None,
+        model_id: str | None = None,
+        error: str | None = None,
+        missing_table: bool = False,
     ) -> None:
         self.usd = usd
         self.source = source
@@ -79,22 +83,11 @@ def source_stamp() -> dict[str, Any] | None:
     return {"data_file": data, "data_stamp": [st.st_mtime_ns, st.st_size]}
 
 
-def refresh(layout: Layout) -> dict[str, Any] | None:
-    """Compile the table if it is missing or was made from other genai-prices data; return it.
-
-    A process started with `python -S` (every hook, SPEC section 10) never
-    compiles: genai-prices lives in site-packages and must not load there.
-    The next cocoplus command compiles it instead.
-    """
-    current = load(layout)
-    if sys.flags.no_site:
-        return current
+def stale(layout: Layout, current: dict[str, Any] | None) -> bool:
+    """Whether `current` (the compiled table, or None) must be compiled again: missing, or made from other
+    genai-prices data than the installed package's.  The compiling is `price_table.refresh`'s."""
     stamp = source_stamp()
-    if current is not None and (stamp is None or current.get("source", {}).get("data_stamp") == stamp["data_stamp"]):
-        return current
-    from cocoplus.cost import price_table  # deferred: imports genai-prices (hundreds of ms), only to compile
-
-    return price_table.write(layout)
+    return current is None or (stamp is not None and current.get("source", {}).get("data_stamp") != stamp["data_stamp"])
 
 
 # -- matching ----------------------------------------------------------------------------------
@@ -162,7 +155,9 @@ def _provider(table: dict[str, Any], pid: str) -> dict[str, Any] | None:
     return None
 
 
-def _match_model(table: dict[str, Any], provider: dict[str, Any], ref: str, fallback: bool = True) -> dict[str, Any] | None:
+def _match_model(
+    table: dict[str, Any], provider: dict[str, Any], ref: str, fallback: bool = True
+) -> dict[str, Any] | None:
     for m in provider["models"]:
         if _clause(m["match"], ref):
             return m
@@ -189,7 +184,10 @@ def find(table: dict[str, Any], model: str, provider_id: str | None) -> tuple[di
             if clause is not None and _clause(clause, ref):
                 provider = _provider(table, pid)
                 if provider is None:
-                    return None, f"model {model!r} belongs to provider {pid!r}, which the compiled price table does not carry"
+                    return (
+                        None,
+                        f"model {model!r} belongs to provider {pid!r}, which the compiled price table does not carry",
+                    )
                 break
         if provider is None:
             return None, f"Unable to find provider with model matching {ref!r}"
@@ -237,7 +235,9 @@ def _descendant(units: dict[str, Any], ancestor: str, key: str) -> bool:
     return all(d.get(k) == v for k, v in a.items())
 
 
-def cost(table: dict[str, Any], entry: dict[str, Any], usage: dict[str, int], now: time.struct_time | None = None) -> float:
+def cost(
+    table: dict[str, Any], entry: dict[str, Any], usage: dict[str, int], now: time.struct_time | None = None
+) -> float:
     """USD for `usage` (genai-prices usage keys) on one model's table entry; ValueError as genai-prices raises."""
     now = now or time.gmtime()
     sets = entry["prices"]
@@ -297,7 +297,13 @@ def from_override(table: dict[str, float], tokens: dict[str, int]) -> float:
     ) / 1_000_000
 
 
-def price(model: str, tokens: dict[str, int], provider: str | None, overrides: dict[str, dict[str, float]], table: dict[str, Any] | None) -> Price:
+def price(
+    model: str,
+    tokens: dict[str, int],
+    provider: str | None,
+    overrides: dict[str, dict[str, float]],
+    table: dict[str, Any] | None,
+) -> Price:
     """USD for one usage entry: the override for `model`, else the table (under `provider`, then by model name)."""
     if model in overrides:
         return Price(from_override(overrides[model], tokens), "config", model)

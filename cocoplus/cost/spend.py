@@ -13,6 +13,7 @@ never needs the price table.
 from __future__ import annotations
 
 import os
+import sys
 
 from cocoplus.core import clock, fsio, jsonfast
 from cocoplus.core.errors import StateCorrupt, UsageError
@@ -29,7 +30,6 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path (the turn-end h
     from typing import Any
 
 
-
 def _finite(x: float) -> bool:
     return -float("inf") < x < float("inf")  # false for NaN too
 
@@ -44,7 +44,8 @@ def _adopt_legacy(layout: Layout) -> None:
             pass
 
 
-def _files_for(rec: dict[str, Any]) -> list[tuple[str, str, usage.Reader]]:
+def files_for(rec: dict[str, Any]) -> list[tuple[str, str, usage.Reader]]:
+    """The usage files of a session (its transcript and what its runtime's reader adds), with runtime and reader."""
     tp = rec.get("transcript_path")
     runtime = rec.get("runtime")
     if not isinstance(tp, str) or not isinstance(runtime, str) or not runtimes.known(runtime):
@@ -65,12 +66,16 @@ def measure(
     """Ingest new usage from every known session's records, priced with `table`; return what was added.
 
     `table`: the price table (None: there is none); by default the compiled
-    one, compiled first if missing or stale (`prices.refresh`).  `deferred`
+    one, compiled first if missing or stale (`prices.stale`).  `deferred`
     counts usage entries left unread because they need a table and there is none.
     """
     _adopt_legacy(layout)
     if table == prices.CURRENT:
-        table = prices.refresh(layout)
+        table = prices.load(layout)
+        if not sys.flags.no_site and prices.stale(layout, table):  # a hook (`python -S`) never compiles
+            from cocoplus.cost import price_table  # deferred: genai-prices (hundreds of ms), only to compile
+
+            table = price_table.write(layout)
     records, _problems = registry.list_sessions(layout)
     sessions = list(records) + list(extra or [])
     added: list[dict[str, Any]] = []
@@ -88,7 +93,7 @@ def measure(
         seen_files: set[str] = set()
         deferred = 0
         for rec in sessions:
-            for path, runtime, reader in _files_for(rec):
+            for path, runtime, reader in files_for(rec):
                 if path in seen_files:
                     continue
                 seen_files.add(path)
@@ -103,7 +108,9 @@ def measure(
                 if fresh and entries and reader.keyed:
                     # A rebuilt cursor must not count what the log already has.
                     if known_keys is None:
-                        known_keys = {r["key"] for r in fsio.read_jsonl(layout.spend_log).records if isinstance(r.get("key"), str)}
+                        known_keys = {
+                            r["key"] for r in fsio.read_jsonl(layout.spend_log).records if isinstance(r.get("key"), str)
+                        }
                     entries = [e for e in entries if e.get("key") not in known_keys]
                 priced = [_priced_record(e, rec, runtime, path, overrides, table) for e in entries]
                 if any(r.pop("missing_table", False) for r in priced):
@@ -127,7 +134,12 @@ def measure(
 
 
 def _priced_record(
-    e: dict[str, Any], rec: dict[str, Any], runtime: str, path: str, overrides: dict[str, dict[str, float]], table: dict[str, Any] | None
+    e: dict[str, Any],
+    rec: dict[str, Any],
+    runtime: str,
+    path: str,
+    overrides: dict[str, dict[str, float]],
+    table: dict[str, Any] | None,
 ) -> dict[str, Any]:
     p = prices.price(e["model"], e["tokens"], runtimes.get(runtime).PROVIDER, overrides, table)
     out: dict[str, Any] = {
@@ -153,7 +165,9 @@ def _priced_record(
     return out
 
 
-def add_cost(layout: Layout, usd: float, category: str = "execution", note: str | None = None, by: str | None = None) -> dict[str, Any]:
+def add_cost(
+    layout: Layout, usd: float, category: str = "execution", note: str | None = None, by: str | None = None
+) -> dict[str, Any]:
     if not isinstance(usd, (int, float)) or isinstance(usd, bool) or not _finite(usd) or usd < 0:
         raise UsageError(f"add-cost: amount must be a finite number >= 0, got {usd!r}")
     if category not in CATEGORIES:
@@ -207,10 +221,12 @@ def totals(layout: Layout) -> dict[str, Any]:
         by_model[mkey] = by_model.get(mkey, 0.0) + usd
     return {
         "spent": spent,
-        "by_session": [{"session": s, "alias": aliases.get(s), "usd": v} for s, v in sorted(by_session.items(), key=lambda kv: -kv[1])],
+        "by_session": [
+            {"session": s, "alias": aliases.get(s), "usd": v}
+            for s, v in sorted(by_session.items(), key=lambda kv: -kv[1])
+        ],
         "by_model": [{"model": m, "usd": v} for m, v in sorted(by_model.items(), key=lambda kv: -kv[1])],
         "by_category": by_category,
         "unpriced": [{"model": m, **v} for m, v in sorted(unpriced.items())],
         "problems": log.problems,
     }
-

@@ -124,7 +124,9 @@ def claude_entries(path: str, cursor: dict[str, Any]) -> list[dict[str, Any]]:
         }
         mid = msg.get("id")
         rid = obj.get("requestId")
-        key = f"{mid}:{rid}" if isinstance(mid, str) and isinstance(rid, str) else (mid if isinstance(mid, str) else None)
+        key = (
+            f"{mid}:{rid}" if isinstance(mid, str) and isinstance(rid, str) else (mid if isinstance(mid, str) else None)
+        )
         counted = _once(seen, key, tokens)
         if counted is None:
             continue  # the same step again: counted once
@@ -173,7 +175,13 @@ def codex_entries(path: str, cursor: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         inp, cached, output = delta
         cached = min(cached, inp)
-        tokens = {"input": inp - cached, "output": output, "cache_read": cached, "cache_write_5m": 0, "cache_write_1h": 0}
+        tokens = {
+            "input": inp - cached,
+            "output": output,
+            "cache_read": cached,
+            "cache_write_5m": 0,
+            "cache_write_1h": 0,
+        }
         if total(tokens) == 0:
             continue
         out.append({"model": cursor.get("model") or payload.get("model") or "unknown", "tokens": tokens, "key": None})

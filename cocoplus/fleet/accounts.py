@@ -1,12 +1,14 @@
 """A nats-server configuration for a fleet: one account, one user per machine, each held to its own subjects.
 
-Standard library only; used by the README's example and by the tests,
+Standard library only; used by the fleet guide's example (docs/guides/fleet.md) and by the tests,
 which run nats-server with exactly this configuration (auth on, one
 credential per machine).  What a machine M of fleet F may do:
 
 * publish its own project state, events and acknowledgements
   (`$KV.cocoplus-F.M.>`, `cocoplus.F.ev.M.>`, `cocoplus.F.ack.M.>`), and
-  commands to any machine of the fleet (`cocoplus.F.cmd.>`);
+  commands to any machine of the fleet as itself (`cocoplus.F.cmd.*.*.M`:
+  the last token is the sender, so a command's subject says which machine's
+  user published it; a machine left out of `senders` sends none);
 * read and acknowledge only its own command stream (`cocoplus-F-cmd-M`);
 * read the fleet's state, events and pending commands (the account holds
   this fleet only), never write another machine's;
@@ -17,8 +19,11 @@ It may create its own command stream and the fleet's shared streams if
 they are missing (the first relay to join makes them).  NATS checks the
 subject of such a request, not the stream's configuration in its body, so
 a relay checks the configuration of every stream it uses and refuses one
-that captures the wrong subjects, and a command's sender checks that the
-stream which stored it is the target machine's own.  For a fleet whose
+that captures the wrong subjects or republishes, a relay refuses a command
+that a stream republished (it carries `Nats-Stream`: a stream one machine
+made could otherwise republish into another machine's commands under any
+sender), and a command's sender checks that the stream which stored it is
+the target machine's own.  For a fleet whose
 machines should not create streams at all, create them once with an
 administrator and drop the STREAM.CREATE lines.
 """
@@ -38,8 +43,8 @@ def _q(text: str) -> str:
     return json.dumps(text)
 
 
-def machine_permissions(fleet: str, machine: str) -> dict[str, list[str]]:
-    """The subjects machine `machine` may publish to and subscribe to."""
+def machine_permissions(fleet: str, machine: str, sends: bool = True) -> dict[str, list[str]]:
+    """The subjects machine `machine` may publish to and subscribe to (`sends`: it may send commands)."""
     naming.check_name(fleet, "fleet")
     naming.check_name(machine, "machine")
     p = naming.PREFIX
@@ -49,7 +54,7 @@ def machine_permissions(fleet: str, machine: str) -> dict[str, list[str]]:
     watcher = naming.watcher_consumer(machine)
     events = naming.events_stream(fleet)
     publish = [
-        f"{p}.{fleet}.cmd.>",
+        *([naming.cmd_sender_subjects(fleet, machine)] if sends else []),
         f"{p}.{fleet}.ack.{machine}.>",
         f"{p}.{fleet}.ev.{machine}.>",
         f"$KV.{naming.bucket(fleet)}.{machine}.>",
@@ -78,16 +83,20 @@ def account_name(fleet: str) -> str:
     return "FLEET_" + fleet
 
 
-def account_block(fleet: str, users: Mapping[str, str], indent: str = "  ") -> str:
+def account_block(
+    fleet: str, users: Mapping[str, str], indent: str = "  ", senders: Sequence[str] | None = None
+) -> str:
     """`ACCOUNT { jetstream: enabled, users: [...] }` with one user per machine.
 
     `users` maps machine name to the password line's value as written in
     the file: a literal, a bcrypt hash (`nats server passwd`), or `$VAR`.
+    `senders`: the machines that may send commands (None: every machine);
+    the others only receive them.
     """
     i2, i3, i4 = indent * 2, indent * 3, indent * 4
     lines = [f"{indent}{account_name(fleet)} {{", f"{i2}jetstream: enabled", f"{i2}users: ["]
     for machine, password in users.items():
-        perms = machine_permissions(fleet, machine)
+        perms = machine_permissions(fleet, machine, sends=senders is None or machine in senders)
         pw = password if password.startswith("$") else _q(password)
         lines.append(f"{i3}{{user: {_q(machine)}, password: {pw}, permissions: {{")
         for what in ("publish", "subscribe"):
@@ -109,8 +118,11 @@ def server_config(
     cluster_name: str | None = None,
     cluster_listen: str | None = None,
     routes: Sequence[str] = (),
+    senders: Sequence[str] | None = None,
 ) -> str:
-    """A whole nats-server configuration file: JetStream on, the fleet's account, optionally a cluster."""
+    """A whole nats-server configuration file: JetStream on, the fleet's account, optionally a cluster.
+
+    `senders`: the machines that may send commands (None: every machine of `users`)."""
     lines = []
     if server_name:
         lines.append(f"server_name: {_q(server_name)}")
@@ -118,5 +130,5 @@ def server_config(
     if cluster_name:
         lines.append(f"cluster {{ name: {_q(cluster_name)}, listen: {_q(cluster_listen or '127.0.0.1:6222')},")
         lines.append("  routes: [" + ", ".join(_q(r) for r in routes) + "] }")
-    lines += ["accounts {", account_block(fleet, users), "}"]
+    lines += ["accounts {", account_block(fleet, users, senders=senders), "}"]
     return "\n".join(lines) + "\n"

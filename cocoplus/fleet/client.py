@@ -6,10 +6,18 @@ yet (its consumer's pending count, and the messages after its
 acknowledgement floor).  `send` expands targets (`--all`, `machine`,
 `machine/project`, `machine/project/alias`) against the projects that
 have joined, publishes one message per project to the target machine's
-own command stream (the server refuses it if another stream would store
-it), and waits up to `[fleet] ack_wait_s` for the acknowledgements of the
-targets whose relay is online; an offline target's command waits in its
-stream and is applied when its relay returns.
+own command stream on `cocoplus.F.cmd.M.P.<this machine>` (the server
+refuses it if another stream would store it, and refuses this machine's
+user any other sender token), and waits up to `[fleet] ack_wait_s` for the
+acknowledgements of the targets whose relay is online; an offline target's
+command waits in its stream and is applied when its relay returns.  An
+acknowledgement counts only from the target itself (its subject names the
+target machine and project, which only that machine may publish on).
+
+A resume names the stop it lifts: the id of the target's kill switch (or
+of its session's stop) in the state the target last reported.  A target
+not stopped then is skipped (nothing sent); one whose stop cannot be named
+is not sent to, with the reason.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from nats.errors import Error as NatsError
 from nats.js import api
 from nats.js.errors import NotFoundError, ServiceUnavailableError
 
-from cocoplus.core.errors import NotFound, UsageError
+from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.fleet import commands, naming
 from cocoplus.fleet.connect import Connection, connect
 from cocoplus.fleet.options import FleetOptions, FleetUnreachable
@@ -76,12 +84,16 @@ async def view(conn: Connection) -> dict[tuple[str, str], dict[str, Any]]:
             return await _view_once(conn)
         except (asyncio.TimeoutError, ServiceUnavailableError) as exc:  # nats' own TimeoutError is one
             if attempt == VIEW_TRIES:
-                said = "did not answer" if isinstance(exc, asyncio.TimeoutError) else "answered that JetStream is unavailable"
+                said = (
+                    "did not answer"
+                    if isinstance(exc, asyncio.TimeoutError)
+                    else "answered that JetStream is unavailable"
+                )
                 raise FleetUnreachable(
                     conn.explain(
-                        f"fleet {conn.opts.fleet}: the servers {said} when asked for the fleet's state ({VIEW_TRIES} tries); "
-                        "a cluster electing a leader answers again within seconds; one that lost most of its nodes, "
-                        "once they are back"
+                        f"fleet {conn.opts.fleet}: the servers {said} when asked for the fleet's state ({VIEW_TRIES} "
+                        "tries); a cluster electing a leader answers again within seconds; "
+                        "one that lost most of its nodes, once they are back"
                     )
                 ) from None
             await asyncio.sleep(1.0)
@@ -114,7 +126,9 @@ async def _view_once(conn: Connection) -> dict[tuple[str, str], dict[str, Any]]:
                 machine, project, part = parts
                 if part not in ("state", "relay"):
                     continue
-                entry = out.setdefault((machine, project), {"state": None, "state_at": None, "relay": None, "relay_at": None})
+                entry = out.setdefault(
+                    (machine, project), {"state": None, "state_at": None, "relay": None, "relay_at": None}
+                )
                 doc = _loads(m.data)
                 entry[part] = doc if isinstance(doc, dict) else None
                 entry[part + "_at"] = _ts(m.metadata)
@@ -142,10 +156,14 @@ def online(entry: dict[str, Any], now: float, default_beat: float) -> bool:
     return age is not None and age <= OFFLINE_BEATS * beat + 1.0
 
 
-def expand(seen: dict[tuple[str, str], dict[str, Any]], targets: list[naming.Target], every: bool, fleet: str) -> list[naming.Target]:
+def expand(
+    seen: dict[tuple[str, str], dict[str, Any]], targets: list[naming.Target], every: bool, fleet: str
+) -> list[naming.Target]:
     """The projects (and sessions) a command goes to; UsageError for a target no machine answers to."""
     if not seen:
-        raise NotFound(f"fleet {fleet}: no project has joined yet", hint="run `cocoplus fleet join` in a project on each machine")
+        raise NotFound(
+            f"fleet {fleet}: no project has joined yet", hint="run `cocoplus fleet join` in a project on each machine"
+        )
     if every:
         if targets:
             raise UsageError("give targets or --all, not both")
@@ -180,7 +198,7 @@ async def pending(conn: Connection, machine: str, project: str, limit: int = PEN
     count = int(ci.num_pending or 0) + int(ci.num_ack_pending or 0)
     found: list[dict[str, Any]] = []
     seq = (ci.ack_floor.stream_seq if ci.ack_floor else 0) + 1
-    subject = naming.cmd_subject(f, machine, project)
+    subject = naming.cmd_filter(f, machine, project)
     while count and len(found) < min(count, limit):
         try:
             m = await conn.js.get_msg(stream, seq=seq, subject=subject, next=True, direct=True)
@@ -188,7 +206,9 @@ async def pending(conn: Connection, machine: str, project: str, limit: int = PEN
             break
         doc = _loads(m.data or b"")
         if isinstance(doc, dict):
-            found.append({k: doc.get(k) for k in ("id", "type", "session", "operator", "from", "sent_at")})
+            row = {k: doc.get(k) for k in ("id", "type", "session", "operator", "sent_at")}
+            row["from"] = naming.cmd_sender(m.subject or "", f, machine, project)  # the sender the server checked
+            found.append(row)
         seq = (m.seq or seq) + 1
     return {"count": count, "commands": found}
 
@@ -210,7 +230,10 @@ async def status(opts: FleetOptions) -> dict[str, Any]:
                 "project": p,
                 "online": up,
                 "last_heard_s": None if age is None else round(age, 1),
-                "relay": {k: relay.get(k) for k in ("running", "started_at", "connected_at", "heard_at", "heartbeat_s", "cocoplus")},
+                "relay": {
+                    k: relay.get(k)
+                    for k in ("running", "started_at", "connected_at", "heard_at", "heartbeat_s", "cocoplus")
+                },
                 "run_state": state.get("run_state"),
                 "kill_switch": state.get("kill_switch") or {"present": None},
                 "steer_pending": state.get("steer_pending"),
@@ -218,7 +241,9 @@ async def status(opts: FleetOptions) -> dict[str, Any]:
                 "sessions": state.get("sessions") or [],
                 "pending_count": pend["count"],
                 "pending_commands": pend["commands"],
-                "commands": [{**c, "acknowledged": c.get("phase") == "applied"} for c in (state.get("commands") or [])[:5]],
+                "commands": [
+                    {**c, "acknowledged": c.get("phase") == "applied"} for c in (state.get("commands") or [])[:5]
+                ],
                 "command_types": state.get("command_types") or [],
                 "problems": state.get("problems") or [],
             }
@@ -248,6 +273,37 @@ async def status(opts: FleetOptions) -> dict[str, Any]:
         await conn.close()
 
 
+def named_stop(entry: dict[str, Any], target: naming.Target) -> tuple[dict[str, Any] | None, str | None, bool]:
+    """(the stop a resume of `target` lifts, as its project last reported it; why there is none; whether that
+    is only because it was not stopped)."""
+    state = entry.get("state") or {}
+    if target.session is None:
+        stop = state.get("kill_switch") or {}
+        if stop.get("present") is None:
+            return None, "whether it is stopped is not known (its state does not say); nothing was sent", False
+        if not stop.get("present"):
+            return None, "not stopped when last heard from; nothing was sent", True
+        what = "its AGENT_STOP"
+    else:
+        found = [s for s in state.get("sessions") or [] if target.session in (s.get("alias"), s.get("id"))]
+        if not found:
+            return None, f"no session {target.session!r} in the state it last reported; nothing was sent", False
+        stop = found[0].get("stopped") or {}
+        if not stop:
+            return None, f"{target.session} was not stopped when last heard from; nothing was sent", True
+        what = f"the stop of {target.session}"
+    if not isinstance(stop.get("id"), str) or not stop["id"]:
+        return (
+            None,
+            (
+                f"{what} carries no id (made by hand, or by an earlier release), so a fleet resume cannot name it; "
+                "lift it there with `cocoplus session resume`"
+            ),
+            False,
+        )
+    return {k: stop.get(k) for k in ("id", "principal", "operator", "reason", "created_at")}, None, False
+
+
 async def send(
     opts: FleetOptions,
     type_: str,
@@ -257,11 +313,15 @@ async def send(
     operator: str,
     wait_s: float | None = None,
     on_chosen: Callable[[str, list[naming.Target]], None] | None = None,
+    confirm: Callable[[list[dict[str, Any]]], bool] | None = None,
+    acting: str = "operator",
 ) -> dict[str, Any]:
-    """One operator action to its targets; the answer of each, and who has not answered.
+    """One operator action (`acting="brain"`: the main brain's) to its targets; the answer of each, and who has
+    not answered.
 
-    `on_chosen(batch, targets)` is called once the targets are known, before anything is published
-    (the sender's record of what it sends).
+    `confirm(rows)` is shown what is about to be sent (for a resume, each target's stop) and returns
+    whether to send it; `on_chosen(batch, targets)` is called once the targets are known, before anything
+    is published (the sender's record of what it sends).
     """
     if type_ not in commands.TYPES:
         raise UsageError(f"unknown fleet command {type_!r}")
@@ -272,9 +332,44 @@ async def send(
         chosen = expand(seen, targets, every, opts.fleet)
         now = time.time()
         batch = commands.new_batch_id()
+        rows: dict[str, dict[str, Any]] = {}
+        outgoing: list[tuple[naming.Target, dict[str, Any], dict[str, Any]]] = []
+        for n, t in enumerate(chosen, 1):
+            entry = seen[(t.machine, t.project or "")]
+            these = dict(args)
+            stop, why, not_stopped = (None, None, False)
+            if type_ == "resume" and "stop_id" not in these:
+                stop, why, not_stopped = named_stop(entry, t)
+                if stop is not None:
+                    these["stop_id"] = stop["id"]
+            cmd = commands.make(batch, n, type_, t, these, operator, opts.machine, acting)
+            age = heard(entry, now)
+            row: dict[str, Any] = {
+                "id": cmd["id"],
+                "target": str(t),
+                "machine": t.machine,
+                "project": t.project,
+                "session": t.session,
+                "online": online(entry, now, opts.heartbeat_s),
+                "last_heard_s": None if age is None else round(age, 1),
+                "sent": False,
+                "acknowledged": False,
+                "pending": False,
+                "skipped": why if not_stopped else None,
+                "ok": None,
+                "error": why if why and not not_stopped else None,
+                "result": None,
+                "ack_latency_s": None,
+            }
+            if type_ == "resume":
+                row["stop"] = stop
+            rows[cmd["id"]] = row
+            if why is None:
+                outgoing.append((t, cmd, row))
+        if confirm is not None and outgoing and not await asyncio.to_thread(confirm, [r for _, _, r in outgoing]):
+            raise CocoplusError(f"fleet {type_} cancelled; nothing was sent")
         if on_chosen is not None:
             on_chosen(batch, chosen)
-        rows: dict[str, dict[str, Any]] = {}
         sent_at: dict[str, float] = {}
         waiting: set[str] = set()
         all_in = asyncio.Event()
@@ -282,10 +377,17 @@ async def send(
 
         async def on_ack(msg: Any) -> None:
             doc = _loads(msg.data)
-            if not isinstance(doc, dict):
+            if not isinstance(doc, dict) or "Nats-Stream" in (
+                msg.headers or {}
+            ):  # republished by a stream: not the target's word
                 return
             row = rows.get(str(doc.get("id")))
-            if row is None or row["acknowledged"]:
+            if row is None or row["acknowledged"] or not row["sent"]:
+                return
+            # only the target itself may publish below cocoplus.F.ack.<its machine>.<its project>
+            if not (msg.subject or "").startswith(
+                f"{naming.PREFIX}.{opts.fleet}.ack.{row['machine']}.{row['project']}."
+            ):
                 return
             row.update(
                 acknowledged=True,
@@ -302,40 +404,21 @@ async def send(
 
         sub = await conn.nc.subscribe(f"{naming.PREFIX}.{opts.fleet}.ack.*.*.{batch}.*", cb=on_ack)
         await conn.nc.flush()
-        for n, t in enumerate(chosen, 1):
-            entry = seen[(t.machine, t.project or "")]
-            cmd = commands.make(batch, n, type_, t, args, operator, opts.machine)
-            age = heard(entry, now)
-            row: dict[str, Any] = {
-                "id": cmd["id"],
-                "target": str(t),
-                "machine": t.machine,
-                "project": t.project,
-                "session": t.session,
-                "online": online(entry, now, opts.heartbeat_s),
-                "last_heard_s": None if age is None else round(age, 1),
-                "sent": False,
-                "acknowledged": False,
-                "pending": False,
-                "ok": None,
-                "error": None,
-                "result": None,
-                "ack_latency_s": None,
-            }
-            rows[cmd["id"]] = row
+        for t, cmd, row in outgoing:
             try:
                 sent_at[cmd["id"]] = time.monotonic()
+                row["sent"] = True  # before the publish: a fast relay may answer before the server's receipt arrives
                 await conn.js.publish(
-                    naming.cmd_subject(opts.fleet, t.machine, t.project or ""),
+                    naming.cmd_subject(opts.fleet, t.machine, t.project or "", opts.machine),
                     json.dumps(cmd).encode(),
-                    headers={"Nats-Msg-Id": cmd["id"]},
+                    headers={"Nats-Msg-Id": f"{opts.machine}/{cmd['id']}"},
                     stream=naming.cmd_stream(opts.fleet, t.machine),
                 )
             except Exception as exc:  # noqa: BLE001 - one target that cannot be sent to must not hide the others
+                row["sent"] = False
                 row["error"] = conn.explain("not sent: " + (" ".join(str(exc).split()) or type(exc).__name__))
                 continue
-            row["sent"] = True
-            if not row["acknowledged"]:  # a fast relay may have answered before the server's receipt arrived
+            if not row["acknowledged"]:
                 row["pending"] = True
                 if row["online"]:
                     waiting.add(cmd["id"])
@@ -354,7 +437,9 @@ async def send(
             "targets": listed,
             "total": len(listed),
             "acknowledged": sum(1 for r in listed if r["acknowledged"]),
-            "failed": sum(1 for r in listed if r["acknowledged"] and not r["ok"]) + sum(1 for r in listed if not r["sent"]),
+            "skipped": sum(1 for r in listed if r["skipped"]),
+            "failed": sum(1 for r in listed if r["acknowledged"] and not r["ok"])
+            + sum(1 for r in listed if not r["sent"] and not r["skipped"]),
             "not_answered": silent,
         }
     finally:

@@ -1,46 +1,54 @@
-"""Fleet commands: their shape, what each does on the machine it reaches, and the record that makes it apply once.
+"""Fleet commands as they travel: their shape, who sent them, and what makes one refused.
 
-A command is one JSON message on `cocoplus.F.cmd.M.P`:
+A command is one JSON message on `cocoplus.F.cmd.M.P.S`, S the machine
+that sends it:
 
-    {"v": 1, "id": "fc_....1", "batch": "fc_...", "type": "stop", "machine": "m1", "project": "web",
-     "session": null, "args": {"reason": "..."}, "operator": "alice", "from": "m2", "sent_at": "..."}
+    {"v": 2, "id": "fc_....1", "batch": "fc_...", "type": "stop", "machine": "m1", "project": "web",
+     "session": null, "args": {"reason": "..."}, "operator": "alice", "from": "m2", "sent_at": "...",
+     "acting": "operator"}
 
-The relay turns it into the same local call the CLI makes (`TYPES`: one
-entry per command type, mapping it to one function of `cocoplus.ops`), so
-a fleet stop is exactly a `session stop` on that machine: AGENT_STOP under
-the kill-switch lock.  With a session (`machine/project/alias`), stop,
-resume and steer are `session stop|resume|steer --session` there (that
-session only), and `dispatch` (which always names a session) is
-`cocoplus dispatch` there: its answer names the route taken (held, steer,
-resume, queued), and the target records it as every dispatch is recorded
-(supervision/rounds.jsonl) besides commands.jsonl.
+Who sent it is S, the token of the subject the server let that machine's
+user publish on (cocoplus/fleet/accounts.py), never the body: a body whose
+`from` is not S, or whose `operator` names a machine of the fleet (`bob on
+m3 (fleet)`, `fleet:m3`), is refused.  The command acts as principal
+`fleet:S` (cocoplus/ops/authority.py), recorded on the stop, steer or
+action it makes, with the operator shown as `alice on S (fleet)`: the name
+is what S said, the machine is what the server checked.
 
-Applying once: before a command's local call the relay appends
-`{"id", "phase": "applying"}` to `.cocoplus/fleet/commands.jsonl`, and
-after it `{"id", "phase": "applied", "ok", "result" | "error"}`.  A command
-delivered again (the relay or the server restarted before the message was
-acknowledged) is answered from that record, not applied again.  One found
-`applying` (the relay died during the local call) is applied again only if
-doing so twice is harmless (`stop`); otherwise it is answered with a
-failure saying it may or may not have taken effect.
+Refused too, before anything is done: a command older than `[fleet]
+max_command_age_s` (by the time the server stored it, or the time it says
+it was sent), a replay (an id received before in another stream message),
+and a `resume` that does not name the stop it lifts (`args.stop_id`; the
+sender takes it from the target's last reported state).  A resume lifts
+only the stop it names, as a confirmed `session resume` removes only the
+stop it showed, so it never lifts a stop made after it was sent, here or
+from the fleet.
+
+`acting` says who made it on the machine that sends it: its operator
+(the default) or its main brain, whose command has no more authority on
+the machine it reaches than the brain has (cocoplus/ops/authority.py).
+
+What each type does on the machine it reaches, and the record that makes it
+apply once, are the relay's (cocoplus/relay/apply.py).
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable
 from typing import Any
 
-from cocoplus.core import clock, fsio
-from cocoplus.core.errors import CocoplusError
-from cocoplus.core.paths import Layout, is_valid_id
-from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.core import clock
+from cocoplus.core.paths import is_valid_id
 from cocoplus.fleet import naming
 
-VERSION = 1
+VERSION = 2
+FIELDS = ("v", "id", "batch", "type", "machine", "project", "session", "args", "operator", "from", "sent_at", "acting")
+# Who made the command on the machine that sends it: its operator, or its main brain (which acts there within what
+# its operator allows, and so here too: cocoplus/ops/authority.py).  A command that does not say is its operator's.
+ACTING = ("operator", "brain")
 MAX_TEXT = 64 * 1024
-RECENT = 20
+MAX_NAME = 200
 
 
 class Rejected(Exception):
@@ -53,133 +61,53 @@ def new_batch_id() -> str:
 
 
 def operator_label(cmd: dict[str, Any]) -> str:
-    """Who a command came from, as written into AGENT_STOP and steps.jsonl: `alice on m2 (fleet)`."""
-    return f"{cmd.get('operator') or 'unknown'} on {cmd.get('from') or 'an unknown machine'} (fleet)"
+    """Who a command came from, as written into AGENT_STOP and steps.jsonl: `alice on m2 (fleet)`, the machine
+    being the sender the server checked (`sender`, set on receipt), never what the body says."""
+    return f"{cmd.get('operator') or 'unknown'} on {cmd.get('sender') or 'an unknown machine'} (fleet)"
 
 
-# -- what each type does here ------------------------------------------------------------
+ACTIONS = {"stop": "stop", "resume": "resume", "steer": "steer", "dispatch": "dispatch", "answer": "dispatch"}
 
 
-def _session(cmd: dict[str, Any]) -> str | None:
-    session = cmd.get("session")
-    return session if isinstance(session, str) and session else None
-
-
-def _stop(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
-    from cocoplus.ops import session as ops_session  # deferred: only the relay applies commands; senders just name them
-
-    reason = str(cmd["args"].get("reason") or "stopped from the fleet")
-    session = _session(cmd)
-    out = ops_session.stop(layout, reason=reason, operator=operator_label(cmd), session=session)
-    if session is not None:  # that session's tools only, as `session stop --session`
-        who = out.get("alias") or out.get("session")
-        return {
-            "stopped": bool(out.get("stopped")),
-            "session": out.get("session"),
-            "alias": out.get("alias"),
-            "message": f"{who} stopped: its tools are blocked, other sessions carry on",
-            "reason": reason,
-            "project_stopped": bool(out.get("project_stopped")),
-            "problems": list(out.get("problems") or []),
-        }
-    stop = out.get("stop") or {}
-    return {
-        "kill_switch": True,
-        "kept_existing": bool(out.get("kept_existing")),
-        "operator": stop.get("operator"),
-        "reason": stop.get("reason"),
-        "problems": list(out.get("problems") or []),
-    }
-
-
-def _resume(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
-    from cocoplus.ops import session as ops_session  # deferred: as in _stop
-
-    session = _session(cmd)
-    out = ops_session.resume(layout, operator=operator_label(cmd), session=session)
-    if session is not None:
-        return {
-            "resumed": bool(out.get("resumed")),
-            "session": out.get("session"),
-            "alias": out.get("alias"),
-            "message": out.get("message"),
-            "project_stopped": bool(out.get("project_stopped")),
-            "problems": list(out.get("problems") or []),
-        }
-    return {
-        "resumed": bool(out.get("resumed")),
-        "message": out.get("message"),
-        "iteration_budget_exhausted": bool(out.get("iteration_budget_exhausted")),
-        "problems": list(out.get("problems") or []),
-    }
-
-
-def _steer(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
-    from cocoplus.ops import session as ops_session  # deferred: as in _stop
-
-    session = _session(cmd)
-    out = ops_session.steer(layout, str(cmd["args"]["text"]), operator=operator_label(cmd), session=session)
-    answer = {"appended": bool(out.get("appended", out.get("route") == "held")), "problems": list(out.get("problems") or [])}
-    if session is not None:
-        answer.update({k: out.get(k) for k in ("session", "alias", "route", "hold", "message")})
-    return answer
-
-
-def _dispatch(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
-    from cocoplus.ops import dispatch as ops_dispatch  # deferred: as in _stop
-
-    session = _session(cmd)
-    if session is None:
-        raise Rejected("dispatch needs one session: target machine/project/alias")
-    return _dispatch_answer(ops_dispatch.dispatch(layout, session, str(cmd["args"]["instruction"]), by=operator_label(cmd)))
-
-
-def _dispatch_answer(out: dict[str, Any]) -> dict[str, Any]:
-    """What a dispatch (or an answer, which is delivered like one) sends back: the route taken and why."""
-    keep = ("session", "alias", "runtime", "route", "why", "hold", "note", "message")
-    answer = {k: out.get(k) for k in keep}
-    resumed = out.get("resume") or {}
-    answer["resume"] = {k: resumed.get(k) for k in ("pid", "log")} if resumed else None
-    answer["problems"] = list(out.get("problems") or [])
-    return answer
-
-
-def _answer(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
-    from cocoplus.ops import dispatch as ops_dispatch  # deferred: as in _stop
-
-    session = _session(cmd)
-    if session is None:
-        raise Rejected("answer needs one session: target machine/project/alias")
-    out = ops_dispatch.answer(layout, session, str(cmd["args"]["text"]), by=operator_label(cmd))
-    answer = _dispatch_answer(out)
-    answer["question_id"] = out.get("question_id")
-    return answer
+def action(doc: Any) -> str:
+    """The authority action of a command (for the record of a refusal): its type's, else `command`."""
+    type_ = doc.get("type") if isinstance(doc, dict) else None
+    return ACTIONS.get(type_, "command") if isinstance(type_, str) else "command"
 
 
 class Spec:
-    __slots__ = ("apply", "reapply_safe", "args")
+    __slots__ = ("reapply_safe", "args")
 
-    def __init__(self, apply: Callable[[Layout, dict[str, Any]], dict[str, Any]], reapply_safe: bool, args: dict[str, bool]) -> None:
-        """`args`: argument name -> required."""
-        self.apply = apply
+    def __init__(self, reapply_safe: bool, args: dict[str, bool]) -> None:
+        """`reapply_safe`: applying it twice does no harm (a relay that died while applying it applies it
+        again); `args`: argument name -> required."""
         self.reapply_safe = reapply_safe
         self.args = args
 
 
 TYPES: dict[str, Spec] = {
-    "stop": Spec(_stop, reapply_safe=True, args={"reason": False}),
-    "resume": Spec(_resume, reapply_safe=False, args={}),
-    "steer": Spec(_steer, reapply_safe=False, args={"text": True}),
-    "dispatch": Spec(_dispatch, reapply_safe=False, args={"instruction": True}),
-    "answer": Spec(_answer, reapply_safe=False, args={"text": True}),
+    "stop": Spec(reapply_safe=True, args={"reason": False}),
+    "resume": Spec(reapply_safe=False, args={"stop_id": True}),
+    "steer": Spec(reapply_safe=False, args={"text": True}),
+    "dispatch": Spec(reapply_safe=False, args={"instruction": True}),
+    "answer": Spec(reapply_safe=False, args={"text": True}),
 }
 
 
 # -- checking a message ------------------------------------------------------------------------
 
 
-def make(batch: str, n: int, type_: str, target: naming.Target, args: dict[str, Any], operator: str, sender: str) -> dict[str, Any]:
-    """The message for one target of one operator action."""
+def make(
+    batch: str,
+    n: int,
+    type_: str,
+    target: naming.Target,
+    args: dict[str, Any],
+    operator: str,
+    sender: str,
+    acting: str = "operator",
+) -> dict[str, Any]:
+    """The message for one target of one action of the sender's operator (or, `acting="brain"`, its main brain)."""
     return {
         "v": VERSION,
         "id": f"{batch}.{n}",
@@ -192,11 +120,13 @@ def make(batch: str, n: int, type_: str, target: naming.Target, args: dict[str, 
         "operator": operator,
         "from": sender,
         "sent_at": clock.iso(),
+        "acting": acting,
     }
 
 
-def check(doc: Any, machine: str, project: str) -> dict[str, Any]:
-    """A received command, checked; Rejected naming what is wrong."""
+def check(doc: Any, machine: str, project: str, sender: str) -> dict[str, Any]:
+    """A received command, checked against the machine `sender` whose user published it (the subject's last
+    token); Rejected naming what is wrong.  The command returned carries `sender`."""
     if not isinstance(doc, dict):
         raise Rejected("not a JSON object")
     cid = doc.get("id")
@@ -207,8 +137,16 @@ def check(doc: Any, machine: str, project: str) -> dict[str, Any]:
     spec = TYPES.get(doc.get("type"))  # type: ignore[arg-type]
     if spec is None:
         raise Rejected(f"unknown command type {doc.get('type')!r} (this relay applies {', '.join(TYPES)})")
+    unknown = sorted(str(k) for k in doc if k not in FIELDS)
+    if unknown:
+        raise Rejected(f"unknown field(s) {', '.join(repr(k) for k in unknown)}")
     if doc.get("machine") != machine or doc.get("project") != project:
         raise Rejected(f"addressed to {doc.get('machine')}/{doc.get('project')}, not {machine}/{project}")
+    if doc.get("from") != sender:
+        raise Rejected(
+            f"it says it comes from {_shown(doc.get('from'))}, "
+            f"but machine {sender} sent it (its NATS user published it)"
+        )
     session = doc.get("session")
     if session is not None and not (isinstance(session, str) and is_valid_id(session)):
         raise Rejected("the session is not a valid alias or id")
@@ -222,97 +160,48 @@ def check(doc: Any, machine: str, project: str) -> dict[str, Any]:
             raise Rejected(f"argument {name!r} must be text of at most {MAX_TEXT // 1024} KiB")
     for name, required in spec.args.items():
         if required and not str(args.get(name) or "").strip():
-            raise Rejected(f"{doc['type']} needs {name!r}")
-    for name in ("operator", "from"):
-        if not isinstance(doc.get(name), str) or len(doc[name]) > 200:
-            raise Rejected(f"{name!r} missing or too long")
-    return doc
-
-
-# -- the record of what was applied -------------------------------------------------------------
-
-
-class Applied:
-    """`.cocoplus/fleet/commands.jsonl`, read once by the relay (the only writer) and kept in memory."""
-
-    def __init__(self, layout: Layout) -> None:
-        self.layout = layout
-        self.by_id: dict[str, dict[str, Any]] = {}
-        self.order: list[str] = []
-        got = fsio.read_jsonl(layout.fleet_commands)
-        for rec in got.records:
-            cid = rec.get("id")
-            if isinstance(cid, str):
-                if cid not in self.by_id:
-                    self.order.append(cid)
-                self.by_id[cid] = {**self.by_id.get(cid, {}), **rec}
-        self.problems = got.problems
-
-    def get(self, cid: str) -> dict[str, Any] | None:
-        return self.by_id.get(cid)
-
-    def _append(self, rec: dict[str, Any]) -> None:
-        fsio.ensure_dir(self.layout.fleet_dir)
-        fsio.append_jsonl(self.layout.fleet_commands, rec, self.layout.lock("fleet-commands"))
-        cid = rec["id"]
-        if cid not in self.by_id:
-            self.order.append(cid)
-        self.by_id[cid] = {**self.by_id.get(cid, {}), **rec}
-
-    def begin(self, cmd: dict[str, Any]) -> None:
-        self._append(
-            {
-                "schema_version": SCHEMA_VERSION,
-                "ts": clock.iso(),
-                "id": cmd["id"],
-                "phase": "applying",
-                "type": cmd["type"],
-                "session": cmd.get("session"),
-                "operator": cmd.get("operator"),
-                "from": cmd.get("from"),
-                "sent_at": cmd.get("sent_at"),
-            }
+            raise Rejected(f"{doc['type']} needs {name!r}" + (" (the stop it lifts)" if name == "stop_id" else ""))
+    stop_id = args.get("stop_id")
+    if stop_id is not None and not (stop_id.startswith("stop_") and is_valid_id(stop_id)):
+        raise Rejected(f"{_shown(stop_id)} is not a stop id")
+    operator = doc.get("operator")
+    if not isinstance(operator, str) or not operator.strip() or len(operator) > MAX_NAME:
+        raise Rejected("'operator' missing or too long")
+    if any(ord(c) < 32 or ord(c) == 127 for c in operator):
+        raise Rejected("'operator' holds control characters")
+    if "(fleet)" in operator or "fleet:" in operator.lower():
+        raise Rejected(
+            f"its operator {_shown(operator)} names a machine of the fleet; a command names its operator on the "
+            f"machine that sends it ({sender})"
         )
-
-    def done(self, cmd: dict[str, Any], answer: dict[str, Any]) -> None:
-        self._append({"schema_version": SCHEMA_VERSION, "ts": clock.iso(), "id": cmd["id"], "phase": "applied", **answer})
-
-    def recent(self, n: int = RECENT) -> list[dict[str, Any]]:
-        out = []
-        for cid in self.order[-n:][::-1]:
-            rec = self.by_id[cid]
-            out.append({k: rec.get(k) for k in ("id", "type", "session", "operator", "from", "sent_at", "phase", "ok", "error")} | {"applied_at": rec.get("ts")})
-        return out
+    if clock.parse_iso(doc.get("sent_at")) is None:
+        raise Rejected("'sent_at' missing or not a time")
+    if doc.get("acting", "operator") not in ACTING:
+        raise Rejected(f"'acting' is {_shown(doc.get('acting'))}, not one of {', '.join(ACTING)}")
+    return {**doc, "sender": sender}
 
 
-def apply(layout: Layout, applied: Applied, cmd: dict[str, Any]) -> dict[str, Any]:
-    """Apply one checked command here, once; the answer to acknowledge it with.
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
-    `{"ok", "result" | "error", "duplicate"}`: `duplicate` when the record
-    already held this command (nothing was done again).
-    """
-    spec = TYPES[cmd["type"]]
-    seen = applied.get(cmd["id"])
-    if seen is not None and seen.get("phase") == "applied":
-        return {"ok": seen.get("ok"), "result": seen.get("result"), "error": seen.get("error"), "duplicate": True}
-    if seen is not None and not spec.reapply_safe:
-        answer = {
-            "ok": False,
-            "error": (
-                "the relay stopped while applying this command; it was not applied again, "
-                "so it may or may not have taken effect: check `cocoplus session status` there"
-            ),
-        }
-        applied.done(cmd, answer)
-        return {**answer, "duplicate": False}
-    applied.begin(cmd)
-    try:
-        answer = {"ok": True, "result": spec.apply(layout, cmd)}
-    except Rejected as exc:
-        answer = {"ok": False, "error": str(exc)}
-    except CocoplusError as exc:
-        answer = {"ok": False, "error": exc.message}
-    except Exception as exc:  # noqa: BLE001 - every command gets an answer; the relay logs the rest
-        answer = {"ok": False, "error": f"internal error: {type(exc).__name__}: {exc}"}
-    applied.done(cmd, answer)
-    return {**answer, "duplicate": False}
+
+def too_old(cmd: dict[str, Any], stored_at: float | None, max_age_s: float, now: float | None = None) -> str | None:
+    """Why a command is too old to apply (None if it is not): its age is the longer of since the server stored
+    it (`stored_at`, the server's time) and since it says it was sent."""
+    now = time.time() if now is None else now
+    sent = clock.parse_iso(cmd.get("sent_at"))
+    stored_age = None if stored_at is None else now - stored_at
+    sent_age = None if sent is None else now - sent
+    ages = [a for a in (stored_age, sent_age) if a is not None]
+    if not ages or max(ages) <= max_age_s:
+        return None
+    since = []
+    if stored_age is not None:
+        since.append(f"stored by the server {clock.age_text(stored_age)} ago")
+    if sent_age is not None:
+        since.append(f"sent at {cmd.get('sent_at')}")
+    return (
+        f"it is older than [fleet] max_command_age_s ({clock.age_text(max_age_s)}): {', '.join(since)}; "
+        "send it again if it still holds"
+    )

@@ -4,11 +4,15 @@ Standard library only.  Everything a relay publishes or reads is named by
 fleet, machine and project, so a NATS account can restrict each machine to
 its own subjects (cocoplus/fleet/accounts.py writes that configuration):
 
-    cocoplus.F.cmd.M.P          commands for project P on machine M   (stream cocoplus-F-cmd-M, one per machine)
+    cocoplus.F.cmd.M.P.S        commands from machine S for project P on machine M (stream cocoplus-F-cmd-M)
     cocoplus.F.ack.M.P.ID       M's acknowledgement of command ID     (stream cocoplus-F-ack)
     cocoplus.F.ev.M.P.KIND      P's signals, rounds, messages         (stream cocoplus-F-events)
     $KV.cocoplus-F.M.P.state    P's state: sessions, run state, kill switch, supervision (bucket cocoplus-F)
     $KV.cocoplus-F.M.P.relay    P's relay heartbeat
+
+The sender S of a command is a token of its subject, and the account lets
+machine S publish commands only on `cocoplus.F.cmd.*.*.S`: who sent a
+command is what the server let through, never what its body says.
 
 A name (fleet, machine, project) is 1-64 characters from `A-Za-z0-9_-`,
 starting and ending with a letter or digit and never holding `--`, so it is
@@ -68,8 +72,28 @@ def default_project(project_dir: str) -> str:
 # -- subjects, streams, consumers, keys -----------------------------------------------
 
 
-def cmd_subject(fleet: str, machine: str, project: str) -> str:
-    return f"{PREFIX}.{fleet}.cmd.{machine}.{project}"
+def cmd_subject(fleet: str, machine: str, project: str, sender: str) -> str:
+    """The subject of a command from machine `sender` to project `project` of machine `machine`."""
+    return f"{PREFIX}.{fleet}.cmd.{machine}.{project}.{sender}"
+
+
+def cmd_filter(fleet: str, machine: str, project: str) -> str:
+    """Every command for one project, whoever sent it (its relay's consumer reads exactly these)."""
+    return f"{PREFIX}.{fleet}.cmd.{machine}.{project}.*"
+
+
+def cmd_sender_subjects(fleet: str, sender: str) -> str:
+    """The command subjects machine `sender` may publish on: to any project of any machine, as itself."""
+    return f"{PREFIX}.{fleet}.cmd.*.*.{sender}"
+
+
+def cmd_sender(subject: str, fleet: str, machine: str, project: str) -> str | None:
+    """The sending machine a command's subject names, if the subject is one of this project's; else None."""
+    head = f"{PREFIX}.{fleet}.cmd.{machine}.{project}."
+    if not subject.startswith(head):
+        return None
+    sender = subject[len(head) :]
+    return sender if name_problem(sender) is None else None
 
 
 def cmd_stream(fleet: str, machine: str) -> str:

@@ -24,7 +24,7 @@ class FleetUnreachable(CocoplusError):
 
 NOT_CONFIGURED_HINT = (
     "set [fleet] url in your own configuration (or COCOPLUS_FLEET_URL), e.g. nats://host:4222; "
-    "README 'Fleet' says how"
+    "the fleet guide in the documentation says how"
 )
 
 
@@ -36,6 +36,7 @@ class FleetOptions:
     project: str
     heartbeat_s: float = 5.0
     ack_wait_s: float = 10.0
+    max_command_age_s: float = 7 * 86400.0
     replicas: int = 0
     user: str | None = None
     password: str | None = field(default=None, repr=False)
@@ -80,7 +81,10 @@ def load(project_dir: str, environ: dict[str, str] | None = None) -> FleetOption
     for u in urls:
         scheme = u.split("://", 1)[0] if "://" in u else ""
         if scheme not in ("nats", "tls", "ws", "wss"):
-            raise ConfigInvalid(f"{_where(cfg, 'fleet.url')}: [fleet] url: expected nats://host:port (or tls://, ws://, wss://), got {u!r}")
+            raise ConfigInvalid(
+                f"{_where(cfg, 'fleet.url')}: [fleet] url: expected nats://host:port (or tls://, ws://, wss://), "
+                f"got {u!r}"
+            )
 
     def name(key: str, default: str) -> str:
         value = str(cfg.get(f"fleet.{key}")) or default
@@ -95,7 +99,9 @@ def load(project_dir: str, environ: dict[str, str] | None = None) -> FleetOption
             return None
         value = env.get(var)
         if not value:
-            raise ConfigInvalid(f"{_where(cfg, 'fleet.' + key)}: [fleet] {key}: the environment variable {var} is not set")
+            raise ConfigInvalid(
+                f"{_where(cfg, 'fleet.' + key)}: [fleet] {key}: the environment variable {var} is not set"
+            )
         return value
 
     def path(key: str) -> str | None:
@@ -116,6 +122,7 @@ def load(project_dir: str, environ: dict[str, str] | None = None) -> FleetOption
         project=name("project", naming.default_project(project_dir)),
         heartbeat_s=float(cfg.get("fleet.heartbeat_s")),
         ack_wait_s=float(cfg.get("fleet.ack_wait_s")),
+        max_command_age_s=float(cfg.get("fleet.max_command_age_s")),
         replicas=int(cfg.get("fleet.replicas")),
         user=str(cfg.get("fleet.user")) or None,
         password=secret("password_env"),

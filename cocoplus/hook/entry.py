@@ -1,4 +1,4 @@
-"""The hook's fast path: `cocoplus hook <Event> [--runtime R] [--dir D]`, run before every tool call.
+"""The hook's fast path: `cocoplus hook <Event> [--runtime R] [--timeout N] [--dir D]`, run before every tool call.
 
 `cocoplus/hook/__main__.py` (the file the installed command names) only
 makes the package importable and calls `main()` here, so this code runs
@@ -12,7 +12,9 @@ it has work:
   `.cocoplus/session-stops/`: two `lstat` calls) it exits 0 without
   reading stdin or importing anything else (not even `json`): that is the
   path taken before every single tool call;
-* everything else is handled by `cocoplus.hook.runner`.
+* everything else is handled by `cocoplus.hook.runner`, told the timeout
+  the command was installed with (`--timeout N`: its runtime kills the hook
+  after N seconds), within which it ends every wait.
 
 Exit codes follow the runtimes' hook contract, not the CLI's: 0 with JSON
 (or nothing) on stdout; 2 only as a deliberate block.  No traceback ever
@@ -28,17 +30,26 @@ import sys
 
 from cocoplus.runtimes import registry
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path: annotations are strings
+    from collections.abc import Collection, Mapping, Sequence
+
+    from cocoplus.runtimes.protocol import Adapter
+
 _S_IFMT = 0o170000
 _S_IFDIR = 0o040000
 # The two names this module spells itself under the state directory: it runs before `os`, and so before
 # `cocoplus.core.paths`, is imported.  tests/core/test_paths.py checks they are `Layout`'s.
 STOP_FILE = "/AGENT_STOP"
+SESSION_STOPS = "/session-stops"
+MARKER = "/LAYOUT"
+WORKTREE_MARKER = "/WORKTREE"
 LOGS_DIR = "/logs"
 HOOK_LOG = "/logs/hook.log"
 _APPEND = posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT | posix.O_NOFOLLOW | posix.O_CLOEXEC
 
 
-def isdir(path):
+def isdir(path: str) -> bool:
     try:
         return posix.stat(path).st_mode & _S_IFMT == _S_IFDIR
     except (OSError, ValueError):
@@ -50,19 +61,23 @@ class Environ:
 
     __slots__ = ()
 
-    def get(self, name, default=None):
+    def get(self, name: str, default: "str | None" = None) -> "str | None":
         value = posix.environ.get(name.encode())
         return default if value is None else value.decode("utf-8", "surrogateescape")
 
-    def heads(self):
+    def heads(self) -> "set[str]":
         """What the variables' names begin with, up to the first `_` (`CLAUDE` for `CLAUDE_PROJECT_DIR`)."""
         return {k.partition(b"_")[0].decode("utf-8", "surrogateescape") for k in posix.environ}
 
 
-def parse_argv(argv):
+def parse_argv(
+    argv: "Sequence[str]",
+) -> "tuple[str | None, str | None, str | None, str | None, list[str]]":
+    """(event, `--runtime`, `--dir`, `--timeout` as given, the other words)."""
     event = None
     runtime = None
     directory = None
+    timeout = None
     rest = []
     i = 0
     while i < len(argv):
@@ -79,15 +94,21 @@ def parse_argv(argv):
             continue
         elif a.startswith("--dir="):
             directory = a.split("=", 1)[1]
+        elif a == "--timeout" and i + 1 < len(argv):
+            timeout = argv[i + 1]
+            i += 2
+            continue
+        elif a.startswith("--timeout="):
+            timeout = a.split("=", 1)[1]
         elif event is None and not a.startswith("--"):
             event = a
         else:
             rest.append(a)
         i += 1
-    return event, runtime, directory, rest
+    return event, runtime, directory, timeout, rest
 
 
-def walk_up(start):
+def walk_up(start: str) -> "str | None":
     """The nearest `.cocoplus` directory at or above the absolute path `start`."""
     cur = "/" + "/".join(p for p in start.split("/") if p and p != ".")
     for _ in range(64):
@@ -100,55 +121,109 @@ def walk_up(start):
     return None
 
 
-def state_from_env(environ, adapter):
-    """The `.cocoplus/` directory of the project the agent works in, without reading stdin.
+def places(
+    environ: "Environ | Mapping[str, str]", adapter: "Adapter | None"
+) -> "tuple[str | None, list[str], str | None]":
+    """(the project's `.cocoplus/`, other state directories whose stops also apply, a problem) without stdin.
 
-    `COCOPLUS_DIR`, then the runtime's own project variables, then any
-    runtime's (a runtime may run another's hooks), then the hook's working
-    directory (runtimes start hooks in the session's directory).  A `--dir`
-    written into an installed command is not used here: a copied project or
-    a second checkout sharing committed hook files must guard itself, not
-    the directory the command was written in (the runner falls back to
-    `--dir` only when nothing else names a project).
+    The project comes from the runtime: its own project variables, then
+    any runtime's (a runtime may run another's hooks), then the hook's
+    working directory (runtimes start hooks in the session's directory);
+    each walked up.  The first found is where this hook counts and
+    records; every other one found is a guard: a stop there denies the
+    tool too.  `COCOPLUS_DIR` (or any variable a repository's committed
+    settings can set) only adds a place to look, never removes one: it is
+    a guard, or the project when the runtime names none; one that names no
+    cocoplus state directory (a `.cocoplus` holding the layout marker) is
+    the problem, and the tool is blocked (fail closed).  A `.cocoplus`
+    holding a worktree marker (a worker's git worktree, core/worktreemark.py)
+    stands for the project's state directory it names; a damaged one, or a
+    `COCOPLUS_WORKTREE` whose marker does not hold, is the problem too.  A `--dir` written
+    into an installed command is not used here: a copied project or a
+    second checkout sharing committed hook files must guard itself (the
+    runner falls back to `--dir` only when nothing else names a project).
     """
+    found: list[str] = []
+    own = adapter.PROJECT_ENV if adapter is not None else ()
+    _walk_up_from(environ, own, found)
+    # Another runtime's variable: only the adapters that some variable is named after are imported to be
+    # asked (importing them all costs more than this whole path).
+    _walk_up_from(environ, [n for n in registry.project_env(_heads(environ)) if n not in own], found)
+    try:
+        here = walk_up(posix.getcwd())
+    except (OSError, ValueError):
+        here = None
+    if here is not None and here not in found:
+        found.append(here)
+    problem = None
+    for i, place in enumerate(found):  # a worker's worktree: its `.cocoplus` names the project that governs it
+        try:
+            posix.lstat(place + WORKTREE_MARKER)
+        except FileNotFoundError:
+            continue  # the usual case: one `lstat`, nothing imported
+        except (OSError, ValueError):
+            pass
+        from cocoplus.core import worktreemark  # deferred: only a worker's worktree holds a marker
+
+        governing, why = worktreemark.follow(place)
+        if why is not None or governing is None:
+            problem = problem or why
+        else:
+            found[i] = governing
+    if environ.get("COCOPLUS_WORKTREE"):  # a worker cocoplus launched in a worktree: its marker must hold
+        from cocoplus.core import worktreemark  # deferred: only a worker in a worktree carries the variable
+
+        governing, why = worktreemark.named_by_env(environ.get("COCOPLUS_WORKTREE"))
+        if why is not None:
+            problem = problem or why
+        elif governing is not None:
+            found.append(governing)
+    found = [p for i, p in enumerate(found) if p not in found[:i]]
     override = environ.get("COCOPLUS_DIR")
     if override:
-        inner = override.rstrip("/") + "/.cocoplus"
-        if isdir(inner):
-            return inner
-        return override if isdir(override) else None
-    own = adapter.PROJECT_ENV if adapter is not None else ()
-    found = _walk_up_from(environ, own)
-    if found is None:
-        # Another runtime's variable (a runtime may run another's hooks): only the adapters that
-        # some variable is named after are imported to be asked (importing them all costs more
-        # than this whole path).
-        found = _walk_up_from(environ, [n for n in registry.project_env(_heads(environ)) if n not in own])
-    if found is not None:
-        return found
-    try:
-        return walk_up(posix.getcwd())
-    except (OSError, ValueError):
-        return None
+        named = state_dir_named(override)
+        if named is None:
+            problem = (
+                f"COCOPLUS_DIR={override} names no cocoplus state directory (a .cocoplus directory holding "
+                f"{MARKER[1:]}), so whether the agent is stopped cannot be known there; tools are blocked until it "
+                "is unset or names a project's .cocoplus"
+            )
+        elif named not in found:
+            found.append(named)
+    if not found:
+        return None, [], problem
+    return found[0], found[1:], problem
 
 
-def _heads(environ):
+def state_dir_named(path: str) -> "str | None":
+    """The state directory `path` names (it, or its `.cocoplus`), if it holds cocoplus' layout marker; else None."""
+    cur = path.rstrip("/") or "/"
+    for candidate in (cur + "/.cocoplus", cur):
+        if candidate.rpartition("/")[2] == ".cocoplus" and isdir(candidate):
+            try:
+                posix.stat(candidate + MARKER)
+            except (OSError, ValueError):
+                continue
+            return candidate
+    return None
+
+
+def _heads(environ: "Environ | Mapping[str, str]") -> "set[str]":
     if isinstance(environ, Environ):
         return environ.heads()
     return {k.partition("_")[0] for k in environ}
 
 
-def _walk_up_from(environ, names):
+def _walk_up_from(environ: "Environ | Mapping[str, str]", names: "Collection[str]", found: "list[str]") -> None:
     for name in names:
         start = environ.get(name)
         if start and start.startswith("/"):
-            found = walk_up(start)
-            if found:
-                return found
-    return None
+            hit = walk_up(start)
+            if hit and hit not in found:
+                found.append(hit)
 
 
-def read_stdin():
+def read_stdin() -> bytes:
     try:
         fd = sys.stdin.fileno()
     except (AttributeError, ValueError, OSError):
@@ -165,44 +240,68 @@ def read_stdin():
     return b"".join(chunks)
 
 
-def main(argv=None, stdin_bytes=None, environ=None):
+def main(
+    argv: "Sequence[str] | None" = None,
+    stdin_bytes: "bytes | None" = None,
+    environ: "Mapping[str, str] | None" = None,
+) -> int:
     argv = sys.argv[1:] if argv is None else argv
     env = Environ() if environ is None else environ
-    event, runtime, directory, rest = parse_argv(argv)
+    event, runtime, directory, timeout, rest = parse_argv(argv)
     if not event:
-        sys.stderr.write(f"cocoplus hook: usage: cocoplus hook <Event> [--runtime {'|'.join(registry.names())}]\n")
+        sys.stderr.write(
+            f"cocoplus hook: usage: cocoplus hook <Event> [--runtime {'|'.join(registry.names())}] [--timeout "
+            "SECONDS]\n"
+        )
         return 0
     kind = None
     state = None
+    guards: list[str] = []
     try:
-        adapter = registry.get(runtime) if registry.known(runtime) else None
+        adapter = registry.get(runtime) if runtime is not None and registry.known(runtime) else None
         kind = registry.kind(adapter, event) if adapter is not None else registry.kind_any(event)
-        state = state_from_env(env, adapter)
-        if kind == "pre_tool" and state is not None:
-            try:
-                posix.lstat(state + STOP_FILE)
-            except FileNotFoundError:
-                try:
-                    posix.lstat(state + "/session-stops")
-                except FileNotFoundError:
-                    return 0  # the hot path: no kill switch and no session stopped, nothing to say
-                except (OSError, ValueError):
-                    pass  # cannot tell: the runner checks this session, saying why (fail closed)
-            except (OSError, ValueError):
-                pass  # cannot tell: the runner denies, saying why (fail closed)
+        state, guards, problem = places(env, adapter)
+        if kind == "pre_tool" and state is not None and problem is None and _nothing_stopped(state, guards):
+            return 0  # the hot path: no kill switch and no session stopped anywhere, nothing to say
         data = read_stdin() if stdin_bytes is None else stdin_bytes
         import os  # deferred: see the module docstring
 
         from cocoplus.hook import runner  # deferred: the fast path (nothing to do) never loads the runner
 
-        return runner.run(event, kind, runtime, data, state, directory, os.environ if environ is None else environ, rest)
+        return runner.run(
+            event,
+            kind,
+            runtime,
+            data,
+            state,
+            directory,
+            os.environ if environ is None else environ,
+            rest,
+            guards,
+            problem,
+            installed=timeout,
+        )
     except BaseException as exc:
         if isinstance(exc, SystemExit):
             raise
-        return last_resort(exc, event, kind, state)
+        return last_resort(exc, event, kind, state, runtime, environ, guards)
 
 
-def script():
+def _nothing_stopped(state: str, guards: "list[str]") -> bool:
+    """True only if no place has an AGENT_STOP or a stopped session, each known for certain (two `lstat` a place)."""
+    for place in (state, *guards):
+        for name in (STOP_FILE, SESSION_STOPS):
+            try:
+                posix.lstat(place + name)
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError):
+                return False  # cannot tell: the runner checks, saying why (fail closed)
+            return False
+    return True
+
+
+def script() -> None:
     """The body of `__main__.py`: run the hook, then leave at once.
 
     Everything a hook writes goes through `os.write` or files it has closed,
@@ -222,11 +321,21 @@ def script():
     posix._exit(code)
 
 
-def last_resort(exc, event, kind, state):
+def last_resort(
+    exc: BaseException,
+    event: str,
+    kind: "str | None",
+    state: "str | None",
+    runtime: "str | None" = None,
+    environ: "Mapping[str, str] | None" = None,
+    guards: "Sequence[str]" = (),
+) -> int:
     """Something failed before or inside the runner: log it; block a tool only if AGENT_STOP exists.
 
     When the failure came before the event's kind was known (a broken
-    adapter), any event that may precede a tool counts as one.
+    adapter), any event that may precede a tool counts as one.  The block is
+    the runtime's own answer to that event where its adapter can give one
+    (`block`); exit 2 with the reason on stderr otherwise.
     """
     if state is None:
         try:
@@ -248,13 +357,46 @@ def last_resort(exc, event, kind, state):
         name = event.replace("-", "").replace("_", "").lower()
         kind = "pre_tool" if name.startswith(("pre", "before")) or "permission" in name else "other"
     if kind in ("pre_tool", "permission") and state:
-        try:
-            posix.lstat(state + STOP_FILE)
-        except FileNotFoundError:
-            return 0
-        except (OSError, ValueError) as err:
-            sys.stderr.write(f"cocoplus: cannot tell whether the agent is stopped ({state}: {err}); tools are blocked.\n")
-            return 2
-        sys.stderr.write("cocoplus: the agent is stopped (.cocoplus/AGENT_STOP exists); run `cocoplus session resume`.\n")
-        return 2
+        for place in (state, *guards):  # a stop in any place found denies
+            try:
+                posix.lstat(place + STOP_FILE)
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError) as err:
+                why = f"cocoplus: cannot tell whether the agent is stopped ({place}: {err}); tools are blocked."
+                return block(why, event, kind, runtime, environ)
+            why = f"cocoplus: the agent is stopped ({place}{STOP_FILE} exists); run `cocoplus session resume`."
+            return block(why, event, kind, runtime, environ)
     return 0
+
+
+def block(reason: str, event: str, kind: str, runtime: "str | None", environ: "Mapping[str, str] | None") -> int:
+    """Block this pre-tool or permission event after a failure; the exit code.
+
+    In the event's own dialect where the runtime's adapter gives one (Claude
+    Code does not honour exit 2 on a PermissionRequest), on stdout with exit
+    0; if the runner had already written its answer (for these events, only
+    ever the kill switch's block), that answer stands.  Exit 2 with the
+    reason on stderr, which blocks a pre-tool event in every runtime (and
+    denies a Codex PermissionRequest), when the runtime is not known or its
+    adapter fails too.
+    """
+    try:
+        import json  # deferred: only a failure gets here
+        import os  # deferred: as json
+
+        from cocoplus.hook import runner  # deferred: as json (it may be what failed: then exit 2)
+
+        if runner.ANSWERED:
+            return 0
+        if runtime is not None and registry.known(runtime):
+            speaker, _host = registry.resolve(runtime, os.environ if environ is None else environ)
+            answer = runner.block(speaker, kind, event, reason)
+            if answer is not None:
+                sys.stdout.write(json.dumps(answer))
+                sys.stdout.flush()
+                return 0
+    except Exception:  # noqa: BLE001 - whatever broke the runner may break this too: exit 2 still blocks
+        pass
+    sys.stderr.write(reason + "\n")
+    return 2

@@ -48,7 +48,9 @@ class Result:
 
     __slots__ = ("text", "outcome", "decision", "claim")
 
-    def __init__(self, text: str | None, outcome: str, decision: dict[str, Any] | None = None, claim: Any = None) -> None:
+    def __init__(
+        self, text: str | None, outcome: str, decision: dict[str, Any] | None = None, claim: Any = None
+    ) -> None:
         self.text = text
         self.outcome = outcome
         self.decision = decision
@@ -87,11 +89,13 @@ class Rounds:
         return False
 
 
-def _stopped(layout: Layout, cs: str) -> str | None:
-    if control.stop_present(layout):
-        return "AGENT_STOP"
-    if stops.any_present(layout) is not False and stops.state(layout, cs)[0] is not False:
-        return "this session was stopped"
+def _stopped(layouts: list[Layout], cs: str) -> str | None:
+    """Why this held session must not go on: AGENT_STOP or its own stop in any place its hook guards."""
+    for layout in layouts:
+        if control.stop_present(layout):
+            return "AGENT_STOP"
+        if stops.any_present(layout) is not False and stops.state(layout, cs)[0] is not False:
+            return "this session was stopped"
     return None
 
 
@@ -120,7 +124,7 @@ def wait(h: Hook, rec: dict[str, Any], seconds: float, deadline: float) -> Resul
     outcome = "timeout"
     next_scope = 0.0
     while left is None:
-        why = _stopped(layout, cs)  # the kill switch first: a decision never outruns a stop
+        why = _stopped(h.places, cs)  # the kill switch first: a decision never outruns a stop
         if why is not None:
             outcome = f"stopped ({why})"
             break
@@ -142,7 +146,11 @@ def wait(h: Hook, rec: dict[str, Any], seconds: float, deadline: float) -> Resul
                 break
         if rounds.ended_without_us():
             wanted, why_not = holds.wants_hold(layout, cs)  # a round that finished supervision says so
-            outcome = f"released: {why_not}" if not wanted else "released: a supervision round ended without a decision for this session"
+            outcome = (
+                f"released: {why_not}"
+                if not wanted
+                else "released: a supervision round ended without a decision for this session"
+            )
             break
         if now >= deadline:
             outcome = f"released: no decision within {seconds:g}s"
@@ -167,7 +175,14 @@ def _end(h: Hook, rec: dict[str, Any], hold: dict[str, Any], outcome: str) -> Re
         h.step("hold_ended", hold=hold["id"], alias=rec.get("alias"), outcome=outcome, kept_as_steer=True)
         return Result(None, outcome, decision)
     if decision is not None:
-        h.step("hold_ended", hold=hold["id"], alias=rec.get("alias"), outcome="decision", action=decision.get("action"), by=decision.get("by"))
+        h.step(
+            "hold_ended",
+            hold=hold["id"],
+            alias=rec.get("alias"),
+            outcome="decision",
+            action=decision.get("action"),
+            by=decision.get("by"),
+        )
         return Result(str(decision.get("text") or ""), "decision", decision)
     if outcome == "steer":
         claim = _claim(h, cs)

@@ -8,6 +8,13 @@ kill switch is checked before anything that can fail; any of cocoplus' own
 failures is logged to `.cocoplus/logs/hook.log` as one line and lets the
 tool run, except that a damaged iteration budget stops the agent (fail
 closed); nothing ever hangs (every lock has a finite timeout).
+
+Every wait ends in time to answer within the timeout the hook was
+installed with (`Hook.installed_s`: the command's `--timeout`, else what
+`install` wrote beside an older command): lock waits draw from one budget
+per process (`core.lock.Budget`), and the turn-end hold and a permission
+request's wait last at most what that timeout leaves once the rest of the
+hook is provided for (`Hook.wait_for`), however long the configuration asks.
 """
 
 from __future__ import annotations
@@ -18,16 +25,18 @@ import time
 
 from cocoplus.core import clock, fsio, jsonfast
 from cocoplus.core.errors import CocoplusError
-from cocoplus.core.lock import Budget, set_process_budget
-from cocoplus.core.paths import Layout, is_valid_id, walk_up
+from cocoplus.core.lock import Budget, hook_margin, set_process_budget, wait_allowed
+from cocoplus.core.paths import Layout, ensure_marker, is_valid_id, walk_up
+from cocoplus.hook import timeouts
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import control, events, iteration, registry, status, stops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
-    from types import ModuleType
     from typing import Any
+
+    from cocoplus.runtimes.protocol import Adapter
 
     Answer = tuple[dict[str, Any] | None, int]
 
@@ -36,15 +45,36 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
 # milliseconds after start, and the hook budget keeps a margin of seconds.
 STARTED = time.monotonic()
 # The hook timeout `cocoplus install` writes by default ([hooks] timeout_s):
-# every lock wait draws from a budget below it until the config is read.
+# every lock wait draws from a budget below it (or below the installed
+# timeout, if that is shorter) until the config is read.
 DEFAULT_HOOK_TIMEOUT_S = 10
+# The kinds of event the kill switch answers with a block (`block`).
+BLOCKING = ("pre_tool", "permission")
+# Whether this process has written its answer (last_resort in entry.py must not write a second one).
+ANSWERED = False
 
 
 class Hook:
     """One hook invocation: where, who, what was sent, and what to say back."""
 
-    def __init__(self, layout: Layout, event: str, kind: str, adapter: ModuleType, payload: dict[str, Any], environ: Any) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        event: str,
+        kind: str,
+        adapter: Adapter,
+        payload: dict[str, Any],
+        environ: Any,
+        guards: list[Layout] | None = None,
+        problem: str | None = None,
+        installed: float | None = None,
+        installed_by: Adapter | None = None,
+    ) -> None:
         self.layout = layout
+        # Every state directory whose stops apply to this hook: the project's first (where it counts and
+        # records), then the others it found (an override only adds one: entry.places).
+        self.places = [layout, *(guards or [])]
+        self.place_problem = problem
         self.event = event
         self.kind = kind
         self.adapter = adapter
@@ -56,19 +86,63 @@ class Hook:
         self._values: dict[str, dict[str, Any]] | None = None
         self.after: list[Any] = []  # callbacks run once the answer reached stdout
         self.record: dict[str, Any] | None = None
+        self._installed = installed  # the command's --timeout (None: an older command, see installed_s)
+        self._installed_by = installed_by or adapter  # the runtime whose hook files hold this command
 
     # -- helpers -------------------------------------------------------------
     @property
     def values(self) -> dict[str, dict[str, Any]]:
         if self._values is None:
-            from cocoplus.core import hookconfig  # deferred: keeps the configuration off the events that read no value
+            from cocoplus.session import (
+                values as hook_values,  # deferred: keeps the configuration off the events that read no value
+            )
 
-            self._values, problem = hookconfig.for_hook(self.layout, self.environ)
-            # The installed timeout may differ from the default: all lock waits stay under it.
-            set_process_budget(Budget.for_hook(self._values["hooks"]["timeout_s"], started=STARTED))
+            self._values, problem = hook_values.for_hook(self.layout, self.environ)
+            # Every lock wait stays under the timeout a hook without a wait has ([hooks] timeout_s), and under
+            # the installed one (the configuration may have changed since `install`).
+            set_process_budget(Budget.for_hook(self.base_s, started=STARTED))
             if problem:
                 self.log(f"config: {problem} (using the last good values)")
         return self._values
+
+    @property
+    def installed_s(self) -> float:
+        """The timeout this hook's runtime kills it at: the command's `--timeout`; for a command an older release
+        wrote, the timeout `install` wrote beside it; where neither says, what `install` writes now."""
+        if self._installed is None:
+            found = timeouts.recorded(self._installed_by, self.event, self.layout.project)
+            if found is None:
+                v = self.values
+                found = timeouts.for_event(
+                    self._installed_by, self.event, self.kind,
+                    v["hooks"]["timeout_s"], v["supervision"]["hold_turn_end_s"], v["permissions"]["wait_s"],
+                )  # fmt: skip
+            self._installed = float(found)
+        return self._installed
+
+    @property
+    def base_s(self) -> float:
+        """What this hook needs besides a wait: `[hooks] timeout_s`, within the installed timeout."""
+        return min(float(self.values["hooks"]["timeout_s"]), self.installed_s)
+
+    def wait_for(self, wanted_s: float, key: str) -> float:
+        """How long a wait the configuration sets at `wanted_s` (by `key`) may last, counted from this process's
+        start: all of it, or what the installed timeout leaves once the rest of the hook is provided for."""
+        allowed = wait_allowed(self.installed_s, self.base_s)
+        if wanted_s <= allowed:
+            return wanted_s
+        self.log(
+            f"{key} is {wanted_s:g} s, but this hook was installed with a timeout of {self.installed_s:g} s: it waits "
+            f"at most {allowed:g} s (`cocoplus doctor` says how to make the timeout fit)"
+        )
+        return allowed
+
+    def after_wait(self) -> None:
+        """The lock budget of the work after a wait: what a hook without a wait has, and no later than the margin
+        before the installed timeout."""
+        now = time.monotonic()
+        margin = hook_margin(self.base_s)
+        set_process_budget(Budget(min(self.base_s - margin, STARTED + self.installed_s - margin - now), started=now))
 
     @property
     def timeout(self) -> float:
@@ -82,7 +156,9 @@ class Hook:
     def log(self, message: str) -> None:
         log_line(self.layout, f"{self.runtime} {self.event} session={self.session_id}: {message}")
 
-    def touch_session(self, change: Any = None, info: dict[str, Any] | None = None, alias: str | None = None) -> dict[str, Any] | None:
+    def touch_session(
+        self, change: Any = None, info: dict[str, Any] | None = None, alias: str | None = None
+    ) -> dict[str, Any] | None:
         """Record this event on the session (registering it if new)."""
         sid = self.session_id
         if sid is None:
@@ -119,9 +195,22 @@ class Hook:
 
     def step(self, event: str, **fields: Any) -> None:
         try:
-            events.log_step(self.layout, event, timeout=self.timeout, runtime=self.runtime, session=self.session_id, **fields)
+            events.log_step(
+                self.layout, event, timeout=self.timeout, runtime=self.runtime, session=self.session_id, **fields
+            )
         except CocoplusError as exc:
             self.log(f"steps.jsonl not updated ({event}): {exc}")
+
+    def stop_sentence(self) -> str | None:
+        """Why this hook's tools are blocked, or None: a place that cannot be trusted, AGENT_STOP or this session's
+        own stop in any place (the project's first)."""
+        if self.place_problem is not None:
+            return f"cocoplus: {self.place_problem}."
+        for layout in self.places:
+            reason = control.kill_switch_sentence(layout) or session_stop_sentence(self, layout)
+            if reason is not None:
+                return reason
+        return None
 
     def stop_agent(self, reason: str, *, source: str, state: str = "exited") -> bool:
         """Create AGENT_STOP (keeping an operator's own) and set the run state, under the kill-switch lock."""
@@ -140,11 +229,11 @@ class Hook:
 
 
 def on_pre_tool(h: Hook) -> Answer:
-    reason = control.kill_switch_sentence(h.layout) or session_stop_sentence(h)
+    reason = h.stop_sentence()
     return (None if reason is None else h.adapter.deny_tool(h.event_name, reason)), 0
 
 
-def session_stop_sentence(h: Hook) -> str | None:
+def session_stop_sentence(h: Hook, layout: Layout | None = None) -> str | None:
     """Why this session's tools are blocked by its own stop (`session stop --session`), or None.
 
     The session comes from the payload, else from the runtime's session
@@ -152,28 +241,133 @@ def session_stop_sentence(h: Hook) -> str | None:
     cannot be matched to a session stop: its tool runs (AGENT_STOP is what
     stops every session), and the hook log says so.
     """
-    if stops.any_present(h.layout) is False:
+    layout = h.layout if layout is None else layout
+    if stops.any_present(layout) is False:
         return None
     sid = h.session_id or next((v for v in (h.environ.get(n) for n in h.adapter.SESSION_ENV) if v), None)
     if sid is None:
         h.log("a session stop exists but this event names no session, so it cannot apply here; the tool runs")
         return None
-    return stops.sentence(h.layout, registry.cs_id_for(sid))
+    return stops.sentence(layout, registry.cs_id_for(sid))
 
 
 def on_permission(h: Hook) -> Answer:
-    reason = control.kill_switch_sentence(h.layout) or session_stop_sentence(h)
+    """A permission prompt: denied while stopped; for a headless worker whose runtime asks through this hook,
+    decided by a rule or by an answer (session/permissions.py); otherwise recorded as awaiting authorization
+    while the runtime shows its own dialog to the person watching it."""
+    reason = h.stop_sentence()
     if reason is not None:
         return h.adapter.deny_permission(reason), 0
-    h.touch_session(lambda r: _attention(h, r, "awaiting_authorization"))
-    return None, 0
+    worker = _env_id(h, "COCOPLUS_WORKER")
+    if not h.adapter.ASKS_PERMISSION or (worker is None and h.environ.get("COCOPLUS_HEADLESS") != "1"):
+        h.touch_session(lambda r: _attention(h, r, "awaiting_authorization"))
+        return None, 0
+    return _headless_permission(h, worker), 0
 
 
-def _attention(h: Hook, rec: dict[str, Any], attention: str | None) -> None:
+def _headless_permission(h: Hook, worker: str | None) -> dict[str, Any] | None:
+    from cocoplus.session import permissions  # deferred: only a headless worker's permission request decides here
+
+    name = str(h.payload.get("tool_name") or "")
+    tool = h.adapter.RULE_TOOLS.get(name, name)
+    tool_input = h.payload.get("tool_input")
+    worker_allow: list[str] = []
+    if worker is not None:
+        try:
+            wrec = fsio.read_json(h.layout.worker_record(worker)) or {}
+        except CocoplusError:
+            wrec = {}
+        worker_allow = [r for r in wrec.get("allow") or [] if isinstance(r, str)]
+    sid = h.session_id
+    try:  # read, not touched: the tool's PostToolUse records the session a moment later
+        rec = registry.read_record(h.layout, registry.cs_id_for(sid)) if sid else None
+    except CocoplusError:
+        rec = None
+    decided = permissions.decide_by_rules(h.layout, h.values, tool, tool_input, worker_allow)
+    if decided is None:
+        rec = h.touch_session() or rec
+    if decided is not None:
+        behavior, rule, where = decided
+        stub = {
+            "session": (rec or {}).get("id"),
+            "alias": (rec or {}).get("alias"),
+            "worker": worker,
+            "tool": tool,
+            "input": permissions.rule_for(tool, tool_input),
+        }
+        try:
+            permissions.log(
+                h.layout,
+                stub,
+                behavior="allowed" if behavior == "allow" else "denied",
+                how="rule",
+                rule=rule,
+                where=where,
+            )
+        except CocoplusError as exc:
+            h.log(f"permission decision not logged: {exc}")
+        if behavior == "allow":
+            return h.adapter.allow_permission(None)
+        return h.adapter.deny_permission(f"cocoplus: {where} refuses {rule}; this call is not allowed for this worker.")
+    wait_s = h.wait_for(float(h.values["permissions"]["wait_s"]), "[permissions] wait_s")
+    try:
+        req = permissions.open_request(
+            h.layout, rec, runtime=h.runtime, tool=tool, tool_input=tool_input, wait_s=wait_s, worker=worker
+        )
+    except CocoplusError as exc:
+        h.log(f"permission request not written: {exc}")
+        return h.adapter.deny_permission(
+            f"cocoplus: this permission request could not be recorded ({exc}); it is denied."
+        )
+
+    def waiting(r: dict[str, Any]) -> None:
+        why = f"permission request {req['id']}: {req['rule']} (cocoplus approve|deny {req['id']})"
+        _attention(h, r, "awaiting_authorization", why, request=req["id"])
+        r["permission_request"] = {"id": req["id"], "tool": tool, "rule": req["rule"], "deadline": req["deadline"]}
+
+    h.touch_session(waiting)
+    h.flush_after()  # the signal now, so the brain is woken and the operator told before the wait
+    got = permissions.wait(h.layout, req["id"], STARTED + wait_s, h.stop_sentence)
+    h.after_wait()
+
+    def done(r: dict[str, Any]) -> None:
+        r.pop("permission_request", None)
+        if r.get("attention") == "awaiting_authorization":
+            registry.set_attention(r, None)
+
+    if got is None:
+        stopped = h.stop_sentence()
+        why = "the agent was stopped meanwhile" if stopped else f"no one answered within {wait_s:g} s"
+        try:
+            got = permissions.answer(h.layout, req["id"], "expire", principal=None, by="deadline", reason=why)
+        except CocoplusError as exc:
+            h.log(f"permission request not closed: {exc}")
+            got = {"state": "expired", "reason": why}
+    h.touch_session(done)
+    req_id = req["id"]
+    if got.get("state") == "allowed":
+        return h.adapter.allow_permission(None)
+    if got.get("state") == "denied":
+        who = got.get("by") or got.get("principal") or "the operator"
+        text = f"cocoplus: {who} denied this permission request ({req_id})" + (
+            f": {got['reason']}" if got.get("reason") else ""
+        )
+    else:
+        text = (
+            f"cocoplus: this permission request ({req_id}) was denied by default: {got.get('reason') or 'no answer'}. "
+            "Do without it, or ask the human with ask_human."
+        )
+    return h.adapter.deny_permission(text + ".")
+
+
+def _attention(
+    h: Hook, rec: dict[str, Any], attention: str | None, detail: str | None = None, request: str | None = None
+) -> None:
+    """Set the session's attention; a change is also a signal (`request`: the permission request it waits on)."""
     if registry.set_attention(rec, attention) and attention is not None:
-        detail = _detail(h)
+        detail = detail or _detail(h)
         rec["last_signal"] = {"kind": "attention", "value": attention, "message": detail, "ts": clock.iso()}
-        h.after.append(lambda: h.signal("attention", attention, detail=detail))
+        h.after.append(lambda: h.signal("attention", attention, detail=detail, request=request))
 
 
 def _detail(h: Hook) -> str | None:
@@ -203,8 +397,9 @@ def fingerprint(payload: dict[str, Any]) -> str:
     """Tool and input, reduced to a short text that is equal for equal calls (the runaway-loop guard).
 
     The payload as sorted JSON, read as one integer modulo a 61-bit prime, plus
-    its length: built-in arithmetic, stable across processes (unlike `hash`),
-    and no extension module to load on every tool call.
+    its length: 24 hex digits (the width of the session's call log), built-in
+    arithmetic, stable across processes (unlike `hash`), and no extension
+    module to load on every tool call.
     """
     tool = payload.get("tool_name") or payload.get("command") or ""
     body = payload.get("tool_input")
@@ -215,7 +410,7 @@ def fingerprint(payload: dict[str, Any]) -> str:
     except (TypeError, ValueError):
         text = repr((tool, body))
     raw = text.encode("utf-8", "surrogatepass")
-    return f"{int.from_bytes(raw, 'little') % _M61:016x}{len(raw):x}"
+    return f"{int.from_bytes(raw, 'little') % _M61:016x}{min(len(raw), 0xFFFFFFFF):08x}"
 
 
 def on_post_tool(h: Hook) -> Answer:
@@ -255,19 +450,43 @@ def on_post_tool(h: Hook) -> Answer:
             )
         )
     elif out.warned_now and b is not None:
-        h.step("checkpoint_requested", reason="iteration warn threshold", consumed=b["consumed"], cap=b["cap"], warn_at=b["warn_at"])
-        parts.append(
-            h.adapter.add_context(
-                h.event_name,
-                f"cocoplus: {b['consumed']} of {b['cap']} tool calls used (checkpoint threshold {b['warn_at']}). "
-                "Checkpoint now: update .cocoplus/session/PROGRESS.md (Done, In Progress, Next, Notes) so the work "
-                "can be resumed from files alone.",
-            )
+        h.step(
+            "checkpoint_requested",
+            reason="iteration warn threshold",
+            consumed=b["consumed"],
+            cap=b["cap"],
+            warn_at=b["warn_at"],
         )
-    elif (sentence := control.kill_switch_sentence(h.layout) or session_stop_sentence(h)) is not None:
+        parts.append(h.adapter.add_context(h.event_name, iteration.checkpoint_note(b)))
+    elif (sentence := h.stop_sentence()) is not None:
         parts.append(h.adapter.halt(h.event_name, sentence, sentence))
     parts.append(_loop_guard(h, s["loop_guard_repeats"], already_stopping=out.capped))
+    _record_edits(h)
     return answers.merge(*parts), 0
+
+
+def _record_edits(h: Hook) -> None:
+    """The files this tool call changed, appended to the session's edits (one write), relative to its tree: the
+    project its runtime names, else its working directory (the watcher compares them: session/edits.py)."""
+    if h.kind != "post_tool":
+        return  # a tool that failed changed nothing to speak of
+    paths = h.adapter.edited_paths(h.payload)
+    sid = h.session_id
+    if not paths or sid is None:
+        return
+    from cocoplus.session import edits  # deferred: only an edit or write tool records its files
+
+    cwd = next(iter(answers.cwd(h.payload)), None)
+    root = next((v for v in (h.environ.get(n) for n in h.adapter.PROJECT_ENV) if v and v.startswith("/")), None)
+    if cwd is None:
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            cwd = None
+    try:
+        edits.record(h.layout, registry.cs_id_for(sid), paths, cwd, root or cwd)
+    except CocoplusError as exc:
+        h.log(f"edited files not recorded: {exc}")
 
 
 def _final_budget(h: Hook, iteration_doc: dict[str, Any]) -> dict[str, Any]:
@@ -284,20 +503,53 @@ def _final_budget(h: Hook, iteration_doc: dict[str, Any]) -> dict[str, Any]:
 def _loop_guard(h: Hook, repeats: int, already_stopping: bool) -> dict[str, Any] | None:
     fp = fingerprint(h.payload)
     seen: dict[str, int] = {}
+    sid = h.session_id
+    cs = registry.cs_id_for(sid) if sid else None
+    calls: int | None = None
+    if cs is not None:
+        try:
+            calls, last = registry.record_call(h.layout, cs, fp, tail=max(2 * repeats, 1))
+        except CocoplusError as exc:
+            h.log(f"tool call not appended to the session's call log: {exc}")
+        else:
+            n = 0
+            for prior in reversed(last):
+                if prior != fp:
+                    break
+                n += 1
+            seen["count"] = n
 
     def change(rec: dict[str, Any]) -> None:
         registry.set_attention(rec, None)
         if rec.get("state") not in ("running",):
             rec["state"] = "running"
-        rec["tool_calls"] = int(rec.get("tool_calls") or 0) + 1
+        if calls is None:
+            rec["tool_calls"] = int(rec.get("tool_calls") or 0) + 1
+        else:
+            if "calls_base" not in rec:  # the record counted the calls before the log began
+                rec["calls_base"] = int(rec.get("tool_calls") or 0)
+            elif calls == 1:  # the log was begun again: what the record had counted is the base
+                rec["calls_base"] = max(int(rec.get("tool_calls") or 0) - 1, 0)
+            rec["tool_calls"] = int(rec["calls_base"]) + calls
+        rec["last_tool_event"] = h.event_name
         if rec.get("continuations"):
             rec["continuations"] = 0  # a tool call ends a run of turn-end continuations (as Claude Code counts them)
         streak: dict[str, Any] = rec["streak"] if isinstance(rec.get("streak"), dict) else {}
-        count = int(streak.get("count") or 0) + 1 if streak.get("fingerprint") == fp else 1
-        rec["streak"] = {"fingerprint": fp, "count": count, "tool": str(h.payload.get("tool_name") or "")[:80]}
-        seen["count"] = count
+        if calls is None:
+            count = int(streak.get("count") or 0) + 1 if streak.get("fingerprint") == fp else 1
+            seen["count"] = count
+        rec["streak"] = {"fingerprint": fp, "count": seen["count"], "tool": str(h.payload.get("tool_name") or "")[:80]}
 
-    h.touch_session(change)
+    rec = None
+    if calls is not None and cs is not None:
+        try:
+            rec = registry.read_record(h.layout, cs)
+        except CocoplusError:
+            rec = None
+    if rec is not None and calls not in (None, 1) and not _record_due(rec):
+        h.record = rec  # appended: nothing else to change in the record
+    else:
+        h.touch_session(change)
     if repeats <= 0 or already_stopping or "count" not in seen:
         return None
     count = seen["count"]
@@ -322,6 +574,16 @@ def _loop_guard(h: Hook, repeats: int, already_stopping: bool) -> dict[str, Any]
     return None
 
 
+def _record_due(rec: dict[str, Any]) -> bool:
+    """Whether a tool call must rewrite the session's record: it says something the call changes, or is old."""
+    if rec.get("state") != "running" or rec.get("attention") is not None or rec.get("continuations"):
+        return True
+    if "calls_base" not in rec:
+        return True
+    at = clock.parse_iso(rec.get("updated_at"))
+    return at is None or time.time() - at >= registry.RECORD_REFRESH_S
+
+
 def on_prompt(h: Hook) -> Answer:
     def change(rec: dict[str, Any]) -> None:
         registry.set_attention(rec, None)
@@ -329,7 +591,7 @@ def on_prompt(h: Hook) -> Answer:
 
     h.touch_session(change)
     texts: list[str] = []
-    sentence = control.kill_switch_sentence(h.layout) or session_stop_sentence(h)
+    sentence = h.stop_sentence()
     if sentence is not None:
         texts.append(sentence)
     if h.adapter.ADDS_CONTEXT:  # a runtime that cannot add context to a prompt leaves the steer pending
@@ -341,7 +603,9 @@ def on_prompt(h: Hook) -> Answer:
             if target is None:
                 texts.append(f"Operator note (cocoplus, one-shot, id {claim.id}): {claim.text.strip()}")
             else:
-                texts.append(f"Operator note for this session (cocoplus, one-shot, id {claim.id}): {claim.text.strip()}")
+                texts.append(
+                    f"Operator note for this session (cocoplus, one-shot, id {claim.id}): {claim.text.strip()}"
+                )
             h.after.append(_finisher(h, claim))
     texts.extend(_budget_notes(h))
     return h.adapter.prompt_reply(h.event_name, "\n\n".join(texts)), 0
@@ -381,15 +645,13 @@ def _budget_notes(h: Hook) -> list[str]:
 def on_session_start(h: Hook) -> Answer:
     s = h.values["session"]
     p = h.payload
-    from cocoplus.session import procinfo  # deferred: only a session start looks at the runtime's process
-
     info = {
         "cwd": p.get("cwd") if isinstance(p.get("cwd"), str) else None,
         "transcript_path": p.get("transcript_path") if isinstance(p.get("transcript_path"), str) else None,
         "model": p.get("model") if isinstance(p.get("model"), str) else None,
         "source": p.get("source") if isinstance(p.get("source"), str) else None,
         # Which process runs the session and how it was started: `cocoplus dispatch` resumes an exited one alike.
-        "process": procinfo.runtime_process(),
+        "process": _runtime_process(h),
         # A worker `cocoplus launch` started names itself in its runtime's environment (the worker <-> session link).
         "worker": _env_id(h, "COCOPLUS_WORKER"),
     }
@@ -401,11 +663,16 @@ def on_session_start(h: Hook) -> Answer:
         rec.pop("continuations", None)
 
     rec = h.touch_session(change, info, alias=_env_id(h, "COCOPLUS_WORKER_ALIAS"))
+    ensure_marker(h.layout)  # the runtime's own project: an override may name it from now on
     max_age = float(s["running_stale_hours"]) * 3600
     try:
         healed = registry.heal_stale(h.layout, max_age, skip=rec["id"] if rec else None)
         if healed:
-            h.step("sessions_healed", sessions=healed, reason=f"running with no event for over {s['running_stale_hours']:g} h")
+            h.step(
+                "sessions_healed",
+                sessions=healed,
+                reason=f"running with no event for over {s['running_stale_hours']:g} h",
+            )
     except CocoplusError as exc:
         h.log(f"stale sessions not healed: {exc}")
     _heal_status(h, max_age)
@@ -419,8 +686,24 @@ def on_session_start(h: Hook) -> Answer:
         _export_session(h, rec["id"])
     from cocoplus.session import handoff  # deferred: only a session start reads the handoff
 
-    text = handoff.context(h.layout, rec)
+    text = handoff.context(h.layout, rec, worktree=bool(h.environ.get("COCOPLUS_WORKTREE")))
     return h.adapter.add_context(h.event_name, text), 0
+
+
+def _runtime_process(h: Hook) -> dict[str, Any]:
+    """The runtime's process, its program as absolute paths, and the seal over what a resume would run (`core.seal`)."""
+    from cocoplus.core import seal  # deferred: only a session start looks at the runtime's process and seals it
+    from cocoplus.session import procinfo  # deferred: as above
+
+    proc = procinfo.runtime_process()
+    proc["program"] = procinfo.program_of(proc.get("argv"), proc.get("pid"), h.environ.get("PATH"))
+    sid = h.session_id
+    if sid is not None:
+        fields = seal.session_fields(
+            registry.cs_id_for(sid), h.runtime, sid, h.layout.project, proc["program"], proc.get("argv")
+        )
+        proc["seal"] = seal.sealed(fields, h.log)
+    return proc
 
 
 def _env_id(h: Hook, name: str) -> str | None:
@@ -470,13 +753,18 @@ def on_stop(h: Hook) -> Answer:
     plan: dict[str, Any] = {}
 
     def change(r: dict[str, Any]) -> None:
+        if r.get("limit") is not None and r.get("state") != "paused":
+            r["limit"] = None  # a turn ended normally after a limit (session/limits.py): the limit is over
         if h.payload.get("stop_hook_active") is False and r.get("continuations"):
             r["continuations"] = 0  # a new prompt's first turn end
         cap = h.adapter.continue_cap(h.environ) if can_continue else None
         count = int(r.get("continuations") or 0)
         plan["capped"] = cap is not None and count >= cap
         if plan["capped"]:
-            r["hold_skipped"] = {"why": f"{h.adapter.TITLE} ends a turn after {cap} continuations in a row", "ts": clock.iso()}
+            r["hold_skipped"] = {
+                "why": f"{h.adapter.TITLE} ends a turn after {cap} continuations in a row",
+                "ts": clock.iso(),
+            }
         else:
             r.pop("hold_skipped", None)
         if steer_waiting and not plan["capped"]:
@@ -525,7 +813,7 @@ def _turn_end_continuation(h: Hook, plan: dict[str, Any]) -> dict[str, Any] | No
     rec = h.record
     assert rec is not None
     cs = rec["id"]
-    if control.stop_present(h.layout) or session_stop_sentence(h) is not None:
+    if h.stop_sentence() is not None:
         if plan.get("steer"):
             _mark_pending(h, cs)  # stopped: the steer waits for the next prompt
         return None
@@ -545,9 +833,11 @@ def _turn_end_continuation(h: Hook, plan: dict[str, Any]) -> dict[str, Any] | No
     wanted, _why = holds.wants_hold(h.layout, cs)
     if not wanted:
         return None
+    seconds = h.wait_for(seconds, "[supervision] hold_turn_end_s")
+    if seconds <= 0:
+        return None
     result = hold.wait(h, rec, seconds, STARTED + seconds)
-    # The wait used up the lock budget: the work after it gets the installed margin again.
-    set_process_budget(Budget.for_hook(h.values["hooks"]["timeout_s"]))
+    h.after_wait()  # the wait used up the lock budget: the work after it gets a hook's own again, within the timeout
     if result.text is None:
         return None
     return _continue(h, cs, result.outcome, result.text, result.claim)
@@ -577,7 +867,29 @@ def _mark_pending(h: Hook, cs: str) -> None:
 
 
 def on_stop_failure(h: Hook) -> Answer:
-    h.touch_session(lambda r: _attention(h, r, "pending"))
+    found = h.adapter.limit_of(h.kind, h.payload)
+    if found is None:
+        h.touch_session(lambda r: _attention(h, r, "pending"))
+        return None, 0
+    # A rate or usage limit: the session is paused until the reset (session/limits.py), not pending for dispatch.
+    from cocoplus.session import limits  # deferred: only a turn ended by a limit reads it
+
+    retry_s = float(h.values["workers"]["limit_retry_s"])
+    rec = h.touch_session(lambda r: limits.pause(r, found, retry_s))
+    if rec is None:
+        return None, 0
+    limit = rec["limit"]
+    h.signal(
+        "limited", limit["reason"], resets_at=limit["resets_at"], estimate=limit["estimate"], resume=limit["resume"],
+        tries=limit["tries"], message=limits.text(limit),
+    )  # fmt: skip
+    h.step(
+        "limited",
+        alias=rec.get("alias"),
+        reason=limit["reason"],
+        resets_at=limit["resets_at"],
+        estimate=limit["estimate"],
+    )
     return None, 0
 
 
@@ -594,6 +906,15 @@ def on_notification(h: Hook) -> Answer:
 
 def on_session_end(h: Hook) -> Answer:
     def change(rec: dict[str, Any]) -> None:
+        limit = rec.get("limit")
+        if (
+            rec.get("state") == "paused"
+            and isinstance(limit, dict)
+            and not limit.get("cancelled")
+            and limit.get("resume")
+        ):
+            # Paused by a limit with a resume to come (session/limits.py): the end of its process does not end it.
+            return
         # Attention is kept: a session that ended waiting for dispatch still needs it.
         was_active = rec.get("state") != "exited"
         rec["state"] = "exited"
@@ -650,7 +971,7 @@ def parse_payload(data: bytes, rest: list[str]) -> tuple[dict[str, Any], str | N
     return {}, problem
 
 
-def locate(payload: dict[str, Any], adapter: ModuleType | None, directory: str | None = None) -> str | None:
+def locate(payload: dict[str, Any], adapter: Adapter | None, directory: str | None = None) -> str | None:
     """`.cocoplus/` above a directory the payload names, else above the working directory.
 
     `directory` (a `--dir` written into the hook command by an older
@@ -664,15 +985,20 @@ def locate(payload: dict[str, Any], adapter: ModuleType | None, directory: str |
     if directory and os.path.isabs(directory):
         starts.append(directory)
     for start in starts:
-        found = walk_up(start)
+        try:
+            found = walk_up(start)
+        except CocoplusError:
+            continue  # a damaged worktree marker: the entry found it first and blocks tools
         if found:
             return found
     return None
 
 
 def emit(obj: dict[str, Any] | None) -> bool:
+    global ANSWERED
     if obj is None:
         return True
+    ANSWERED = True
     try:
         sys.stdout.write(jsonfast.dumps(obj))
         sys.stdout.flush()
@@ -690,20 +1016,41 @@ def run(
     directory: str | None,
     environ: Any,
     rest: list[str],
+    guards: list[str] | None = None,
+    problem: str | None = None,
+    installed: str | None = None,
 ) -> int:
-    # Every lock this hook takes waits within the installed timeout, with a margin (until the
-    # config is read, against the default timeout `install` writes).
-    set_process_budget(Budget.for_hook(DEFAULT_HOOK_TIMEOUT_S, started=STARTED))
+    """One hook event: `state` is the project's `.cocoplus/`, `guards` the other state directories whose stops
+    apply, `problem` why some place cannot be trusted (every tool is then blocked; see `entry.places`),
+    `installed` the command's `--timeout` (the seconds its runtime gives it; None from an older command)."""
+    global ANSWERED
+    ANSWERED = False
+    installed_s = timeouts.parse(installed)
+    # Every lock this hook takes waits within the installed timeout, with a margin (until the config is read,
+    # against the default timeout `install` writes, or the installed one if it is shorter).
+    set_process_budget(
+        Budget.for_hook(min(DEFAULT_HOOK_TIMEOUT_S, installed_s or DEFAULT_HOOK_TIMEOUT_S), started=STARTED)
+    )
     named = runtime if runtimes.known(runtime) else None
     # Kill switch first, before parsing anything: a garbage payload must not open the gate.
+    guard_layouts = [Layout(g) for g in guards or ()]
+    if problem is not None and kind in BLOCKING:
+        # A place that cannot be trusted (an override naming no state directory): blocked whatever else is found.
+        refusal = f"cocoplus: {problem}."
+        if named is None:
+            sys.stderr.write(refusal + "\n")
+            return 2
+        speaker, _host = runtimes.resolve(named, environ)
+        emit(block(speaker, kind, event, refusal))
+        return 0
     if kind == "pre_tool" and state is not None and named is not None:
-        reason = control.kill_switch_sentence(Layout(state))
+        reason = kill_switch_anywhere([Layout(state), *guard_layouts], problem)
         if reason is not None:
             speaker, _host = runtimes.resolve(named, environ)
-            emit(speaker.deny_tool(event, reason))
+            emit(block(speaker, kind, event, reason))
             return 0
-    payload, problem = parse_payload(data, rest)
-    adapter: ModuleType | None = None
+    payload, bad_payload = parse_payload(data, rest)
+    adapter: Adapter | None = None
     host = None
     if named is not None:
         adapter, host = runtimes.resolve(named, environ)
@@ -712,12 +1059,13 @@ def run(
         if state is None:
             return 0  # not a cocoplus project: do nothing
     layout = Layout(state)
-    if adapter is None and (runtime is not None or problem):
-        sentence = control.kill_switch_sentence(layout) if kind in ("pre_tool", "permission") else None
+    places = [layout, *guard_layouts]
+    if adapter is None and (runtime is not None or bad_payload):
+        sentence = kill_switch_anywhere(places, problem) if kind in BLOCKING else None
         if sentence is not None:
             # An unknown runtime, or no runtime and an unreadable payload: exit 2 + stderr blocks everywhere.
             sys.stderr.write(sentence + "\n")
-            log_line(layout, f"{runtime} {event}: {problem or 'unknown runtime'}; blocked with exit 2 because AGENT_STOP exists")
+            log_line(layout, f"{runtime} {event}: {bad_payload or 'unknown runtime'}; blocked with exit 2: {sentence}")
             return 2
         if runtime is not None:
             log_line(layout, f"unknown runtime {runtime!r} for event {event!r}; nothing done")
@@ -726,8 +1074,21 @@ def run(
         adapter = runtimes.detect(event, payload, environ)
     kind = runtimes.kind(adapter, event) if kind == "other" or host is not None else kind
     if host is not None and runtimes.wired(adapter, layout.project):
-        return _step_aside(layout, event, kind, adapter)
-    h = Hook(layout, event, kind, adapter, payload, environ)
+        return _step_aside(places, problem, event, kind, adapter)
+    h = Hook(
+        layout,
+        event,
+        kind,
+        adapter,
+        payload,
+        environ,
+        guard_layouts,
+        problem,
+        installed_s,
+        runtimes.get(named) if named is not None else None,
+    )
+    if bad_payload:
+        h.log(bad_payload)
     if problem:
         h.log(problem)
     try:
@@ -735,9 +1096,9 @@ def run(
     except CocoplusError as exc:
         h.log(f"{kind}: {exc}")
         answer, code = None, 0
-        sentence = control.kill_switch_sentence(layout) if kind in ("pre_tool", "permission") else None
+        sentence = kill_switch_anywhere(places, problem) if kind in BLOCKING else None
         if sentence is not None:
-            answer = adapter.deny_tool(h.event_name, sentence)
+            answer = block(adapter, kind, h.event_name, sentence)
     delivered = emit(answer)
     if delivered:
         for fn in h.after:
@@ -748,16 +1109,42 @@ def run(
     return code
 
 
-def _step_aside(layout: Layout, event: str, kind: str, adapter: ModuleType) -> int:
+def kill_switch_anywhere(places: list[Layout], problem: str | None = None) -> str | None:
+    """The sentence of the first place whose kill switch is on (or unknown), or of a place that cannot be trusted."""
+    if problem is not None:
+        return f"cocoplus: {problem}."
+    for layout in places:
+        reason = control.kill_switch_sentence(layout)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _step_aside(places: list[Layout], problem: str | None, event: str, kind: str, adapter: Adapter) -> int:
     """This runtime also runs another runtime's hooks, and its own are wired too: they do the work.
 
     Only the kill switch is repeated here (a second deny is harmless); nothing
     is counted, steered or registered twice.
     """
-    reason = control.kill_switch_sentence(layout) if kind in ("pre_tool", "permission") else None
+    reason = kill_switch_anywhere(places, problem) if kind in BLOCKING else None
     if reason is not None:
-        emit(adapter.deny_tool(event, reason) if kind == "pre_tool" else adapter.deny_permission(reason))
+        emit(block(adapter, kind, event, reason))
     return 0
+
+
+def block(adapter: Adapter, kind: str, event: str, reason: str) -> dict[str, Any] | None:
+    """The kill switch's answer to a pre-tool or permission event, in the dialect of that event.
+
+    A permission request is answered with the runtime's permission deny, never
+    with its pre-tool deny: Codex refuses an answer with fields its event does
+    not have (the hook counts as failed and the request goes on), and Claude
+    Code reads a PermissionRequest's decision only from `decision.behavior`.
+    """
+    if kind == "permission":
+        answer: dict[str, Any] | None = adapter.deny_permission(reason)
+        return answer
+    denied: dict[str, Any] = adapter.deny_tool(event, reason)
+    return denied
 
 
 def log_line(layout: Layout, message: str) -> None:

@@ -3,9 +3,10 @@
 Built on the official `mcp` SDK (`MCPServer`).  Every tool calls one
 operation of `cocoplus.ops` (`supervision`, `sessions`, `worker`), the
 function the matching CLI command and REST endpoint call, and answers with
-the JSON the CLI prints with `--json` (as text, and as structured content).  A handled failure (a `CocoplusError`: no valid id for
-only/except, an unknown session, a bad status, no `.cocoplus/`) is a tool
-error carrying cocoplus' one-line message; anything unexpected is a tool
+the JSON the CLI prints with `--json` (as text, and as structured content).
+A handled failure (a `CocoplusError`: no valid id for only/except, an
+unknown session, a bad status, no `.cocoplus/`) is a tool error carrying
+cocoplus' one-line message; anything unexpected is a tool
 error too, with the traceback in `.cocoplus/logs/cocoplus.log`.  The server
 itself never stops because of a tool.
 
@@ -34,7 +35,9 @@ from cocoplus.core.crashlog import log_exception
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout, discover
 from cocoplus.mcp import stdio
+from cocoplus.ops import authority
 from cocoplus.ops import dispatch as dispatch_ops
+from cocoplus.ops import permissions as permissions_ops
 from cocoplus.ops import session as session_ops
 from cocoplus.ops import sessions as sessions_ops
 from cocoplus.ops import supervision as supervision_ops
@@ -48,6 +51,7 @@ ROLES = vocab.MCP_ROLES
 BRAIN_TOOLS = (
     "enable_supervision", "finish_supervision", "supervision_status", "set_supervision_scope", "list_sessions",
     "dispatch", "steer_session", "stop_session", "resume_session", "answer_worker", "launch_worker",
+    "merge_worker", "approve_permission", "deny_permission",
 )  # fmt: skip
 WORKER_TOOLS = ("report_progress", "notify_blocked", "ask_human", "request_context")
 
@@ -56,7 +60,7 @@ INSTRUCTIONS = (
     "If you are the main brain (the supervising agent), use enable_supervision, supervision_status, "
     "set_supervision_scope, list_sessions and finish_supervision, and act on one worker with dispatch (its next "
     "piece of work), answer_worker (answer its question), steer_session, stop_session and resume_session; "
-    "launch_worker starts a new headless worker. "
+    "launch_worker starts a new headless worker; merge_worker brings an ended worker's branch back. "
     "If you are a worker session, tell the supervisor how the work goes with report_progress, "
     "notify_blocked, ask_human and request_context; your session is found from the environment, "
     "or pass `session` (an alias such as cc1 from list_sessions, or a cs_ id)."
@@ -93,54 +97,89 @@ def run_tool(name: str, fn: Callable[[Layout], Any]) -> CallToolResult:
         result = fn(discover())
     except CocoplusError as exc:
         # The messages are the CLI's; here the worker's option is a tool argument.
-        msg = exc.message.replace("pass --session", "pass the `session` argument") + (f" (hint: {exc.hint})" if exc.hint else "")
+        msg = exc.message.replace("pass --session", "pass the `session` argument") + (
+            f" (hint: {exc.hint})" if exc.hint else ""
+        )
         raise ToolError(msg) from None
     except Exception as exc:  # noqa: BLE001 - a tool failure must never take the server down
         where = _log_unexpected(name, exc)
-        raise ToolError(f"internal error: {type(exc).__name__}: {exc}" + (f"; details in {where}" if where else "")) from None
+        raise ToolError(
+            f"internal error: {type(exc).__name__}: {exc}" + (f"; details in {where}" if where else "")
+        ) from None
     text = _json_text(result)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=json.loads(text))
 
 
-def build(role: str = "all") -> MCPServer:
-    """An MCPServer with the brain tools, the worker tools, or both."""
+def effective_role(requested: str | None, environ: dict[str, str] | None = None) -> tuple[str, str | None]:
+    """(the role served, a note if it is not the one asked for): `worker` unless the environment carries this
+    user's capability (COCOPLUS_MCP_TOKEN), which cocoplus gives only to the main brain's controller."""
+    role = requested or "worker"
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+    if role == "worker" or authority.holds_capability(environ):
+        return role, None
+    return "worker", (
+        f"cocoplus mcp: --role {role} needs this user's capability in COCOPLUS_MCP_TOKEN (cocoplus gives it to the "
+        "main brain's controller; `cocoplus mcp token` prints it for the operator); serving the worker tools only"
+    )
+
+
+def build(role: str = "worker") -> MCPServer:
+    """An MCPServer with the brain tools, the worker tools, or both (the role as given: see `effective_role`)."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
     server = MCPServer(name="cocoplus", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    who = authority.BRAIN if role in ("brain", "all") else authority.worker(None, None, "MCP role worker")
     if role in ("brain", "all"):
         _brain_tools(server)
+        _permission_tools(server, authority.BRAIN)
     if role in ("worker", "all"):
-        _worker_tools(server)
+        _worker_tools(server, who)
     return server
 
 
 def _brain_tools(server: MCPServer) -> None:
+    brain = authority.BRAIN
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 
     @server.tool(
         description=(
             "Turn on autonomous supervision: from now on worker sessions that finish a turn, get blocked, need review, "
             "need authorization or ask the human wake you (the main brain) for a supervision round. "
-            f"Default cap {TURNS.default} rounds; calling it again resets turns_used to 0. Optionally set the scope in the same step "
-            "(scope_mode all|only|except with scope_session_ids). Returns {\"autonomous\": {enabled, turns_used, "
+            f"Default cap {TURNS.default} rounds; calling it again resets turns_used to 0. Optionally set the scope in "
+            "the same step "
+            '(scope_mode all|only|except with scope_session_ids). Returns {"autonomous": {enabled, turns_used, '
             "max_turns, task_hint, scope, ...}}."
         )
     )
     def enable_supervision(
-        task_hint: Annotated[str | None, Field(description="The supervision goal, e.g. 'keep the docs PR going until it merges'.")] = None,
-        max_turns: Annotated[int | None, Field(description=f"Cap on supervision rounds ({TURNS.minimum:g}-{TURNS.maximum:g}; default [supervision] max_turns, else {TURNS.default}).")] = None,
+        task_hint: Annotated[
+            str | None, Field(description="The supervision goal, e.g. 'keep the docs PR going until it merges'.")
+        ] = None,
+        max_turns: Annotated[
+            int | None,
+            Field(
+                description=f"Cap on supervision rounds ({TURNS.minimum:g}-{TURNS.maximum:g}; "
+                f"default [supervision] max_turns, else {TURNS.default})."
+            ),
+        ] = None,
         scope_mode: Annotated[
             str | None,
             Field(
-                description="Which sessions may wake you: all (every session), only (just scope_session_ids), except (all but scope_session_ids).",
+                description="Which sessions may wake you: all (every session), only (just scope_session_ids), "
+                "except (all but scope_session_ids).",
                 json_schema_extra={"enum": list(vocab.SCOPE_MODES)},
             ),
         ] = None,
-        scope_session_ids: Annotated[list[str] | None, Field(description="For scope_mode only/except (at least one valid). " + IDS_HELP)] = None,
+        scope_session_ids: Annotated[
+            list[str] | None, Field(description="For scope_mode only/except (at least one valid). " + IDS_HELP)
+        ] = None,
     ) -> CallToolResult:
         return run_tool(
             "enable_supervision",
-            lambda lay: supervision_ops.enable(lay, task_hint, max_turns, scope_mode, list(scope_session_ids or [])),
+            lambda lay: supervision_ops.enable(
+                lay, task_hint, max_turns, scope_mode, list(scope_session_ids or []), principal=brain
+            ),
         )
 
     @server.tool(
@@ -152,12 +191,15 @@ def _brain_tools(server: MCPServer) -> None:
     def finish_supervision(
         summary: Annotated[str | None, Field(description="What was achieved and what is left, for the record.")] = None,
     ) -> CallToolResult:
-        return run_tool("finish_supervision", lambda lay: supervision_ops.finish(lay, summary, reason=supervision_ops.FINISHED_BY_BRAIN))
+        return run_tool(
+            "finish_supervision",
+            lambda lay: supervision_ops.finish(lay, summary, reason=supervision_ops.FINISHED_BY_BRAIN, principal=brain),
+        )
 
     @server.tool(
         description=(
             "Read-only: is supervision on, turns used and left, the goal (task_hint), and the scope (mode, excluded "
-            "sessions, sessions supervised now). {\"autonomous\": null} means it was never enabled."
+            'sessions, sessions supervised now). {"autonomous": null} means it was never enabled.'
         ),
         annotations=read_only,
     )
@@ -173,10 +215,17 @@ def _brain_tools(server: MCPServer) -> None:
         )
     )
     def set_supervision_scope(
-        mode: Annotated[str, Field(description="all, only or except.", json_schema_extra={"enum": list(vocab.SCOPE_MODES)})],
+        mode: Annotated[
+            str, Field(description="all, only or except.", json_schema_extra={"enum": list(vocab.SCOPE_MODES)})
+        ],
         session_ids: Annotated[list[str] | None, Field(description="For only/except. " + IDS_HELP)] = None,
     ) -> CallToolResult:
-        return run_tool("set_supervision_scope", lambda lay: supervision_ops.set_scope(lay, mode, list(session_ids or []), allow_invert=False))
+        return run_tool(
+            "set_supervision_scope",
+            lambda lay: supervision_ops.set_scope(
+                lay, mode, list(session_ids or []), allow_invert=False, principal=brain
+            ),
+        )
 
     @server.tool(
         description=(
@@ -202,7 +251,7 @@ def _brain_tools(server: MCPServer) -> None:
         session: Annotated[str, TARGET],
         instruction: Annotated[str, Field(description="The next piece of work, self-contained.")],
     ) -> CallToolResult:
-        return run_tool("dispatch", lambda lay: dispatch_ops.dispatch(lay, session, instruction))
+        return run_tool("dispatch", lambda lay: dispatch_ops.dispatch(lay, session, instruction, principal=brain))
 
     @server.tool(
         description=(
@@ -215,7 +264,7 @@ def _brain_tools(server: MCPServer) -> None:
         session: Annotated[str, TARGET],
         text: Annotated[str, Field(description="The answer.")],
     ) -> CallToolResult:
-        return run_tool("answer_worker", lambda lay: dispatch_ops.answer(lay, session, text))
+        return run_tool("answer_worker", lambda lay: dispatch_ops.answer(lay, session, text, principal=brain))
 
     @server.tool(
         description=(
@@ -227,7 +276,7 @@ def _brain_tools(server: MCPServer) -> None:
         session: Annotated[str, TARGET],
         text: Annotated[str, Field(description="The note.")],
     ) -> CallToolResult:
-        return run_tool("steer_session", lambda lay: session_ops.steer(lay, text, session=session))
+        return run_tool("steer_session", lambda lay: session_ops.steer_session(lay, session, text, principal=brain))
 
     @server.tool(
         description=(
@@ -237,9 +286,11 @@ def _brain_tools(server: MCPServer) -> None:
     )
     def stop_session(
         session: Annotated[str, TARGET],
-        reason: Annotated[str, Field(description="Why it is stopped (the worker is told).")] = "stopped by the main brain",
+        reason: Annotated[
+            str, Field(description="Why it is stopped (the worker is told).")
+        ] = "stopped by the main brain",
     ) -> CallToolResult:
-        return run_tool("stop_session", lambda lay: session_ops.stop(lay, reason, session=session))
+        return run_tool("stop_session", lambda lay: session_ops.stop_session(lay, session, reason, principal=brain))
 
     @server.tool(
         description=(
@@ -248,7 +299,7 @@ def _brain_tools(server: MCPServer) -> None:
         )
     )
     def resume_session(session: Annotated[str, TARGET]) -> CallToolResult:
-        return run_tool("resume_session", lambda lay: session_ops.resume(lay, session=session))
+        return run_tool("resume_session", lambda lay: session_ops.resume_session(lay, session, principal=brain))
 
     @server.tool(
         description=(
@@ -261,12 +312,55 @@ def _brain_tools(server: MCPServer) -> None:
     def launch_worker(
         runtime: Annotated[Literal[vocab.LAUNCH_RUNTIMES], Field(description="Which runtime runs the worker.")],  # type: ignore[valid-type]
         task: Annotated[str, Field(description="The worker's first prompt, self-contained.")],
-        alias: Annotated[str | None, Field(description="The session's alias (default: the runtime's next, such as cc3).")] = None,
+        alias: Annotated[
+            str | None, Field(description="The session's alias (default: the runtime's next, such as cc3).")
+        ] = None,
     ) -> CallToolResult:
-        return run_tool("launch_worker", lambda lay: workers_ops.launch(lay, runtime, task, alias=alias))
+        return run_tool(
+            "launch_worker", lambda lay: workers_ops.launch(lay, runtime, task, alias=alias, principal=brain)
+        )
+
+    @server.tool(
+        description=(
+            "Merge an ended worker's branch (a worker launched in a git worktree of its own) into the project's "
+            "current branch. Merging is the human's decision: allowed only if the project sets [supervision] "
+            "brain_may_merge = true, else refused (ask the human with ask_human). On a conflict the merge stops "
+            "and `conflicts` lists the files; the tree is left for the human to resolve."
+        )
+    )
+    def merge_worker(
+        worker: Annotated[str, Field(description="The worker: its id (w1), its alias, or its session's alias.")],
+    ) -> CallToolResult:
+        return run_tool("merge_worker", lambda lay: workers_ops.merge(lay, worker, principal=brain))
 
 
-def _worker_tools(server: MCPServer) -> None:
+REQUEST = Field(
+    description=(
+        "The permission request's id (p_...), from the worker's awaiting_authorization, or the worker's alias when it "
+        "has exactly one pending."
+    )
+)
+
+
+def _permission_tools(server: MCPServer, brain: authority.Principal) -> None:
+    @server.tool(
+        description=(
+            "Allow a headless worker's permission request: its tool call goes ahead. Only what [permissions] "
+            "brain_may_allow covers; anything else is refused to you, and belongs to the human (ask them)."
+        )
+    )
+    def approve_permission(request_id: Annotated[str, REQUEST]) -> CallToolResult:
+        return run_tool("approve_permission", lambda lay: permissions_ops.approve(lay, request_id, principal=brain))
+
+    @server.tool(description="Deny a headless worker's permission request; the worker is told the reason.")
+    def deny_permission(
+        request_id: Annotated[str, REQUEST],
+        reason: Annotated[str | None, Field(description="What the worker is told.")] = None,
+    ) -> CallToolResult:
+        return run_tool("deny_permission", lambda lay: permissions_ops.deny(lay, request_id, reason, principal=brain))
+
+
+def _worker_tools(server: MCPServer, who: authority.Principal) -> None:
     @server.tool(
         description=(
             "Tell the supervisor (the main brain) how your work is going. status working is a heartbeat and does "
@@ -277,19 +371,24 @@ def _worker_tools(server: MCPServer) -> None:
     def report_progress(
         status: Annotated[
             str,
-            Field(description="working, completed, blocked or needs_review.", json_schema_extra={"enum": list(vocab.PROGRESS_STATUSES)}),
+            Field(
+                description="working, completed, blocked or needs_review.",
+                json_schema_extra={"enum": list(vocab.PROGRESS_STATUSES)},
+            ),
         ],
         message: Annotated[str | None, Field(description="What happened, in a sentence or two.")] = None,
         session: Annotated[str | None, SESSION_ARG] = None,
     ) -> CallToolResult:
-        return run_tool("report_progress", lambda lay: worker_ops.report_progress(lay, status, message, session))
+        return run_tool(
+            "report_progress", lambda lay: worker_ops.report_progress(lay, status, message, session, principal=who)
+        )
 
     @server.tool(description="Say you are blocked and why. Always wakes the main brain to deal with it.")
     def notify_blocked(
         message: Annotated[str, Field(description="What blocks the work and what you need to go on.")],
         session: Annotated[str | None, SESSION_ARG] = None,
     ) -> CallToolResult:
-        return run_tool("notify_blocked", lambda lay: worker_ops.notify_blocked(lay, message, session))
+        return run_tool("notify_blocked", lambda lay: worker_ops.notify_blocked(lay, message, session, principal=who))
 
     @server.tool(
         description=(
@@ -302,7 +401,7 @@ def _worker_tools(server: MCPServer) -> None:
         question: Annotated[str, Field(description="The question, self-contained.")],
         session: Annotated[str | None, SESSION_ARG] = None,
     ) -> CallToolResult:
-        return run_tool("ask_human", lambda lay: worker_ops.ask_human(lay, question, session))
+        return run_tool("ask_human", lambda lay: worker_ops.ask_human(lay, question, session, principal=who))
 
     @server.tool(
         description=(
@@ -315,11 +414,19 @@ def _worker_tools(server: MCPServer) -> None:
         what: Annotated[str | None, Field(description="What context you need (recorded for the supervisor).")] = None,
         session: Annotated[str | None, SESSION_ARG] = None,
     ) -> CallToolResult:
-        return run_tool("request_context", lambda lay: worker_ops.request_context(lay, what, session))
+        return run_tool("request_context", lambda lay: worker_ops.request_context(lay, what, session, principal=who))
 
 
-def run(role: str = "all") -> None:
-    """Serve on stdin/stdout until the client closes the connection; every request gets an answer."""
+def run(role: str | None = None) -> None:
+    """Serve on stdin/stdout until the client closes the connection; every request gets an answer.
+
+    The role served is `effective_role(role)`: a role other than worker without the capability serves the
+    worker tools, and says so once on stderr."""
+    import sys  # deferred: with anyio below, only `cocoplus mcp` serves
+
     import anyio  # deferred: only `cocoplus mcp` serves
 
-    anyio.run(stdio.serve, build(role))
+    served, note = effective_role(role)
+    if note:
+        sys.stderr.write(note + "\n")
+    anyio.run(stdio.serve, build(served))

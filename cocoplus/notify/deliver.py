@@ -5,6 +5,13 @@ at CLI start-up and never in a hook.  Each target is an apprise URL
 (`ntfy://topic`, `mailto://...`, `json://host:port/path`, ...); what is
 logged about it is apprise's privacy form of the URL, which hides tokens
 and passwords.
+
+What is sent is inert plain text (core.inert: the title on one line, the
+body on several), declared as text, so apprise escapes it for a target
+that reads HTML or Markdown.  Each message carries its notification id
+(outbox.notification_id): as the body's last line, `[cocoplus n_...]`,
+and, for the targets whose payload apprise lets us extend (`json://`,
+`xml://`, `form://` and their `s` forms), as the field `cocoplus_id`.
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ from __future__ import annotations
 import logging
 import threading
 from typing import Any
+
+from cocoplus.core import inert
 
 _lock = threading.Lock()
 _apprise: Any = None
@@ -54,15 +63,30 @@ def label(url: str) -> str:
     return shown.split("?", 1)[0]
 
 
-def send(url: str, title: str, body: str) -> tuple[bool, str | None]:
-    """Deliver one message; (True, None) or (False, why). Never raises."""
+ID_FIELD = "cocoplus_id"
+
+
+def tag(nid: str) -> str:
+    """The line a receiver reads the notification id from."""
+    return f"[cocoplus {nid}]"
+
+
+def send(url: str, title: str, body: str, nid: str | None = None) -> tuple[bool, str | None]:
+    """Deliver one message (with its notification id, if given); (True, None) or (False, why). Never raises."""
     me = threading.get_ident()
     _last_error.pop(me, None)
+    title, body = inert.line(title), inert.text(body)
+    if nid:
+        nid = inert.line(nid)
+        body = f"{body}\n{tag(nid)}"
     try:
         plugin = _plugin(url)
         if plugin is None:
             return False, "not an apprise URL (or its scheme is not supported)"
-        ok = plugin.notify(body=body, title=title)
+        extras = getattr(plugin, "payload_extras", None)
+        if nid and isinstance(extras, dict):
+            extras[ID_FIELD] = nid
+        ok = plugin.notify(body=body, title=title, body_format=_module().NotifyFormat.TEXT)
     except Exception as exc:  # noqa: BLE001 - a plugin's failure is one target's failure, never the notifier's
         return False, f"{type(exc).__name__}: {exc}"
     why = _last_error.pop(me, None)

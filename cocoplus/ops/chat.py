@@ -7,17 +7,26 @@ from typing import Any
 from cocoplus import config as config_mod
 from cocoplus.chat import api, store
 from cocoplus.core import vocab
-from cocoplus.core.errors import UsageError
+from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
+from cocoplus.ops import authority
+from cocoplus.ops.authority import Principal
+from cocoplus.supervision import rounds
 
 DEFAULT_CONVERSATION = store.DEFAULT_CONVERSATION
 
 
 def send(
-    layout: Layout, text: str, conversation: str = DEFAULT_CONVERSATION, wait: bool = False, timeout: float = 600.0
+    layout: Layout,
+    text: str,
+    conversation: str = DEFAULT_CONVERSATION,
+    wait: bool = False,
+    timeout: float = 600.0,
+    principal: Principal | None = None,
 ) -> dict[str, Any]:
     """Write the message and queue a reply; returns at once with `masterReplyState` queued, running or failed
     (with `wait`: once the reply is there, or `timeout` seconds passed, with `reply`)."""
+    authority.acting(principal, "chat", "chat send", layout)
     result = api.send(layout, text, conversation)
     if wait and result["masterReplyState"] in vocab.UNFINISHED_TASK_STATES:
         done = api.wait(layout, conversation, result["task"]["id"], timeout)
@@ -28,13 +37,31 @@ def send(
     return result
 
 
+ACTIONS_SHOWN = 200
+
+
 def log(layout: Layout, conversation: str = DEFAULT_CONVERSATION) -> dict[str, Any]:
-    """Messages in order, the pending and the last failed reply task, `masterReplyState`."""
-    return api.conversation_view(layout, conversation)
+    """Messages in order, the pending and the last failed reply task, `masterReplyState`; for the main brain's
+    conversation also what it (or an operator) did: the action records of supervision/rounds.jsonl (`actions`)."""
+    view = api.conversation_view(layout, conversation)
+    actions: list[dict[str, Any]] = []
+    if conversation == rounds.CONVERSATION:
+        try:
+            actions = [rounds.action_view(a) for a in rounds.actions(layout)[-ACTIONS_SHOWN:]]
+        except CocoplusError:
+            actions = []
+    problems = view.pop("problems")
+    return {**view, "actions": actions, "problems": problems}
 
 
-def retry(layout: Layout, conversation: str = DEFAULT_CONVERSATION, task_id: str | None = None) -> dict[str, Any]:
+def retry(
+    layout: Layout,
+    conversation: str = DEFAULT_CONVERSATION,
+    task_id: str | None = None,
+    principal: Principal | None = None,
+) -> dict[str, Any]:
     """Queue a failed reply task again (default: the last failed one)."""
+    authority.acting(principal, "chat", "chat retry", layout)
     return api.retry(layout, conversation, task_id)
 
 
@@ -51,6 +78,7 @@ def set_overrides(
     clear: bool = False,
     clear_model: bool = False,
     clear_effort: bool = False,
+    principal: Principal | None = None,
 ) -> dict[str, Any]:
     """Save (or clear) a model and/or reasoning effort for this conversation only.
 
@@ -58,10 +86,17 @@ def set_overrides(
     `reasoningEffortOverride`, ...) together with `info`, so the answer
     shows what a reply will now use.
     """
+    authority.acting(principal, "chat", "chat set", layout)
     if model is None and effort is None and not (clear or clear_model or clear_effort):
         raise UsageError("chat set: give a model, an effort, or clear one")
     doc = api.set_overrides(
-        layout, conversation, model=model, effort=effort, clear=clear, clear_model=clear_model, clear_effort=clear_effort
+        layout,
+        conversation,
+        model=model,
+        effort=effort,
+        clear=clear,
+        clear_model=clear_model,
+        clear_effort=clear_effort,
     )
     return {**doc, **info(layout, conversation)}
 
@@ -84,7 +119,15 @@ def setup(
 
     before = trust.show(layout.project)["state"]
     out = setup_mod.setup(
-        layout, kind, name, binary=binary, model=model, effort=effort, base_url=base_url, api_key_env=api_key_env, command=command
+        layout,
+        kind,
+        name,
+        binary=binary,
+        model=model,
+        effort=effort,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        command=command,
     )
     out["path"] = layout.rel(out["path"])
     # The user wrote this account by running the command. Their trust covers the file only if nothing in it

@@ -22,6 +22,7 @@ published, then an `answered` record with what each target said.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from cocoplus.core import clock, fsio
@@ -31,11 +32,15 @@ from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.fleet import naming, options, process
 from cocoplus.ops import operator_name
 
-# cocoplus.fleet.relay and cocoplus.fleet.client load nats-py (about 0.15 s): they are imported by the
-# operations that talk to the fleet, not here, since every CLI command imports this module when the CLI starts.
+# cocoplus.fleet.client loads nats-py (about 0.15 s): it is imported by the
+# operations that talk to the fleet, not here, since every CLI command
+# imports this module when the CLI starts.
 
-RELAY_FIELDS = ("fleet", "machine", "project", "servers", "connected", "server", "connected_at", "disconnected_at", "last_error",
-                "retry_in_s", "started_at", "commands_applied", "events_published")  # fmt: skip
+RELAY_FIELDS = (
+    "fleet", "machine", "project", "servers", "connected", "server", "connected_at", "disconnected_at",
+    "last_error", "retry_in_s", "started_at", "commands_applied", "commands_refused", "events_published",
+    "watching",
+)  # fmt: skip
 
 
 def relay_status(layout: Layout) -> dict[str, Any]:
@@ -48,14 +53,6 @@ def relay_status(layout: Layout) -> dict[str, Any]:
         out["connected"] = False
     out["log"] = layout.rel(layout.relay_log)
     return out
-
-
-def relay_run(layout: Layout, polling: bool = False) -> int:
-    """Run the relay in the foreground (one per project); its exit code."""
-    opts = options.load(layout.project)
-    from cocoplus.fleet import relay  # deferred: nats-py (see above)
-
-    return relay.run(layout, opts, polling=polling)
 
 
 def relay_stop(layout: Layout) -> dict[str, Any]:
@@ -71,7 +68,8 @@ def join(layout: Layout, wait_s: float = 10.0) -> dict[str, Any]:
     out["started"] = pid is not None
     if pid is not None and not out["running"]:
         raise CocoplusError(
-            f"the relay exited at once; see {layout.rel(layout.relay_log)}", hint="`cocoplus relay run` shows why in the foreground"
+            f"the relay exited at once; see {layout.rel(layout.relay_log)}",
+            hint="`cocoplus relay run` shows why in the foreground",
         )
     return out
 
@@ -113,14 +111,36 @@ def _local(project_dir: str) -> Layout | None:
 
 def log_sent(layout: Layout, rec: dict[str, Any]) -> None:
     fsio.ensure_dir(layout.fleet_dir)
-    fsio.append_jsonl(layout.fleet_sent, {"schema_version": SCHEMA_VERSION, "ts": clock.iso(), **rec}, layout.lock("fleet-sent"))
+    fsio.append_jsonl(
+        layout.fleet_sent, {"schema_version": SCHEMA_VERSION, "ts": clock.iso(), **rec}, layout.lock("fleet-sent")
+    )
 
 
-ANSWER_KEEP = ("id", "target", "sent", "acknowledged", "ok", "error", "result", "duplicate", "ack_latency_s")
+ANSWER_KEEP = (
+    "id",
+    "target",
+    "sent",
+    "skipped",
+    "stop",
+    "acknowledged",
+    "ok",
+    "error",
+    "result",
+    "duplicate",
+    "ack_latency_s",
+)
 
 
 def _send(
-    project_dir: str, type_: str, targets: list[str], every: bool, args: dict[str, Any], operator: str | None, wait_s: float | None
+    project_dir: str,
+    type_: str,
+    targets: list[str],
+    every: bool,
+    args: dict[str, Any],
+    operator: str | None,
+    wait_s: float | None,
+    confirm: Callable[[list[dict[str, Any]]], bool] | None = None,
+    acting: str = "operator",
 ) -> dict[str, Any]:
     opts = options.load(project_dir)
     parsed = [naming.parse_target(t) for t in targets]
@@ -130,12 +150,33 @@ def _send(
 
     def sent(batch: str, chosen: list[naming.Target]) -> None:
         if local is not None:
-            log_sent(local, {"batch": batch, "phase": "sent", "type": type_, "targets": [str(t) for t in chosen], "args": args, "operator": by})
+            log_sent(
+                local,
+                {
+                    "batch": batch,
+                    "phase": "sent",
+                    "type": type_,
+                    "targets": [str(t) for t in chosen],
+                    "args": args,
+                    "operator": by,
+                },
+            )
 
-    res = client.run(client.send(opts, type_, parsed, every, args, by, wait_s, on_chosen=sent))
+    res = client.run(
+        client.send(opts, type_, parsed, every, args, by, wait_s, on_chosen=sent, confirm=confirm, acting=acting)
+    )
     if local is not None:
         answers = [{k: r.get(k) for k in ANSWER_KEEP} for r in res["targets"]]
-        log_sent(local, {"batch": res["command"]["batch"], "phase": "answered", "type": type_, "targets": answers, "not_answered": res["not_answered"]})
+        log_sent(
+            local,
+            {
+                "batch": res["command"]["batch"],
+                "phase": "answered",
+                "type": type_,
+                "targets": answers,
+                "not_answered": res["not_answered"],
+            },
+        )
     return res
 
 
@@ -153,20 +194,31 @@ def stop(
 
 
 def resume(
-    project_dir: str, targets: list[str], every: bool = False, operator: str | None = None, wait_s: float | None = None
+    project_dir: str,
+    targets: list[str],
+    every: bool = False,
+    operator: str | None = None,
+    wait_s: float | None = None,
+    confirm: Callable[[list[dict[str, Any]]], bool] | None = None,
 ) -> dict[str, Any]:
-    """`fleet resume`: remove AGENT_STOP on each target, as `session resume` does there."""
-    return _send(project_dir, "resume", targets, every, {}, operator, wait_s)
+    """`fleet resume`: on each target, lift the stop it last reported (named by its id), as a confirmed
+    `session resume` there removes only the stop it showed: a stop made there since is kept.  A target
+    that was not stopped is skipped.  `confirm(rows)` sees each target's stop before anything is sent."""
+    return _send(project_dir, "resume", targets, every, {}, operator, wait_s, confirm)
 
 
-def steer(project_dir: str, target: str, text: str, operator: str | None = None, wait_s: float | None = None) -> dict[str, Any]:
+def steer(
+    project_dir: str, target: str, text: str, operator: str | None = None, wait_s: float | None = None
+) -> dict[str, Any]:
     """`fleet steer`: a one-shot instruction for the target's next prompt, as `session steer` writes it there."""
     if not text.strip():
         raise CocoplusError("steer: the instruction is empty")
     return _send(project_dir, "steer", [target], False, {"text": text}, operator, wait_s)
 
 
-def dispatch(project_dir: str, target: str, instruction: str, operator: str | None = None, wait_s: float | None = None) -> dict[str, Any]:
+def dispatch(
+    project_dir: str, target: str, instruction: str, operator: str | None = None, wait_s: float | None = None
+) -> dict[str, Any]:
     """`fleet dispatch`: the next piece of work for one session on another machine, as `cocoplus dispatch` there;
     its acknowledgement names the route taken (held, steer, resume, queued)."""
     if naming.parse_target(target).session is None:
@@ -190,7 +242,13 @@ def session_target(ref: str | None) -> naming.Target | None:
     return target
 
 
-ACTIONS = {"stop": "stop_session", "resume": "resume_session", "steer": "steer_session", "dispatch": "dispatch", "answer": "answer_worker"}
+ACTIONS = {
+    "stop": "stop_session",
+    "resume": "resume_session",
+    "steer": "steer_session",
+    "dispatch": "dispatch",
+    "answer": "answer_worker",
+}
 
 
 def _brain_label(by: str) -> str:
@@ -200,11 +258,18 @@ def _brain_label(by: str) -> str:
     return f"the main brain (supervision round {n}, run by {by})" if n is not None else by
 
 
-def on_session(layout: Layout, type_: str, target: naming.Target, args: dict[str, Any], operator: str | None = None) -> dict[str, Any]:
-    """Stop, resume, steer, dispatch to or answer one session on another machine through the fleet, and wait for its answer.
+def on_session(
+    layout: Layout,
+    type_: str,
+    target: naming.Target,
+    args: dict[str, Any],
+    operator: str | None = None,
+    acting: str = "operator",
+) -> dict[str, Any]:
+    """Stop, resume, steer, dispatch to or answer one session on another machine through the fleet.
 
-    The result is the target's own answer (its `route` for a dispatch) with
-    `fleet` (where it went, acknowledged or still pending); a refusal there
+    It waits for the target's answer, and returns it (its `route` for a dispatch)
+    with `fleet` (where it went, acknowledged or still pending); a refusal there
     is a CocoplusError here.  The sender records the action as a local one
     is recorded (supervision/rounds.jsonl, the session named by its target)
     besides fleet/sent.jsonl.
@@ -214,7 +279,7 @@ def on_session(layout: Layout, type_: str, target: naming.Target, args: dict[str
     by = _brain_label(operator or operator_name())
     where = {"id": None, "alias": str(target)}
     try:
-        res = _send(layout.project, type_, [str(target)], False, args, by, None)
+        res = _send(layout.project, type_, [str(target)], False, args, by, None, acting=acting)
     except CocoplusError as exc:
         actions.record(layout, ACTIONS[type_], where, error=f"fleet: {exc.message}", by=by)
         raise
@@ -228,6 +293,12 @@ def on_session(layout: Layout, type_: str, target: naming.Target, args: dict[str
         "online": row["online"],
         "ack_latency_s": row.get("ack_latency_s"),
     }
+    if row.get("skipped"):  # a resume of a session that was not stopped: nothing to lift, nothing sent
+        out = {"resumed": False, "route": "skipped", "message": f"{target}: {row['skipped']}", "fleet": fleet}
+        out["action"] = actions.record(
+            layout, ACTIONS[type_], where, result={"resumed": False, "message": out["message"], "fleet": fleet}, by=by
+        )
+        return out
     if not row["sent"]:
         actions.record(layout, ACTIONS[type_], where, error=str(row.get("error")), by=by)
         raise CocoplusError(f"{type_} to {target}: {row.get('error')}")
@@ -240,7 +311,8 @@ def on_session(layout: Layout, type_: str, target: naming.Target, args: dict[str
         state = "is online but has not answered yet" if row["online"] else "is offline"
         out = {
             "route": "pending",
-            "message": f"sent to {target}; {target.machine} {state}: it applies it when its relay takes it (`cocoplus fleet status` shows it pending)",
+            "message": f"sent to {target}; {target.machine} {state}: it applies it when its relay takes it "
+            "(`cocoplus fleet status` shows it pending)",
         }
     out.setdefault("message", f"{type_} acknowledged by {target}")
     out["fleet"] = fleet

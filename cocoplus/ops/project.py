@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from cocoplus import config as config_mod
 from cocoplus.core.errors import CocoplusError, UsageError
-from cocoplus.core.paths import STATE_DIR_NAME, is_state_dir, walk_up
+from cocoplus.core.paths import STATE_DIR_NAME, Layout, is_state_dir, walk_up
+from cocoplus.install import hooks as runtimes
 from cocoplus.session import workspace
+from cocoplus.supervision import headless
 
 
 def init_target(start: str, named: str | None = None, named_by: str = "--dir") -> str:
@@ -56,8 +59,44 @@ def init(start: str, named: str | None = None, named_by: str = "--dir", nested: 
             raise CocoplusError(
                 f"{os.path.dirname(outer)} is already a cocoplus project ({outer}); a new .cocoplus/ in "
                 f"{os.path.dirname(state_dir)} would shadow it for everything below",
-                hint="cocoplus commands run here already use the enclosing project; pass --nested to start a separate one",
+                hint="cocoplus commands run here already use the enclosing project; "
+                "pass --nested to start a separate one",
             )
-    result = workspace.init(state_dir)
+    result = workspace.init(state_dir)  # compiles the configuration's copy for the hooks
+    prices_for_hooks(Layout(state_dir))
     result["nested_in"] = enclosing_project(state_dir)
+    # Records a clone brought along whose commands cocoplus will not run (core.seal), one line each.
+    result["ignored"] = headless.ignored_records(Layout(state_dir))
+    return result
+
+
+def prices_for_hooks(layout: Layout) -> None:
+    """Compile the price table the hooks price turns with (a hook, `python -S`, never compiles it), unless it is
+    current.  A failure leaves the hooks without prices until a later command compiles it: not an error here."""
+    from cocoplus.cost import price_table  # deferred: genai-prices (hundreds of ms), for init and install alone
+
+    try:
+        price_table.refresh(layout)
+    except (CocoplusError, OSError):
+        pass
+
+
+def install(layout: Layout, runtime: str) -> dict[str, Any]:
+    """`cocoplus install RUNTIME`: wire the hooks into the runtime's project settings (merging, idempotent), and
+    compile what the hooks read (the configuration's copy, the price table)."""
+    cfg = config_mod.load_for(layout)
+    result = runtimes.install(runtime, layout.project, timeout_s=cfg.get("hooks.timeout_s"))
+    config_mod.compile_for_hook(layout, cfg)
+    prices_for_hooks(layout)
+    return result
+
+
+def doctor(layout: Layout) -> dict[str, Any]:
+    """`cocoplus doctor`: which runtimes are wired, what is wrong with their hooks, whether they fired; the
+    records whose commands cocoplus will not run (core.seal); how the files are watched."""
+    from cocoplus.ops import supervision as supervision_ops  # deferred: the supervision ops, for doctor alone
+
+    result = runtimes.doctor(layout)
+    result["ignored"] = headless.ignored_records(layout)
+    result["file_events"] = supervision_ops.file_events(layout)
     return result

@@ -1,6 +1,6 @@
 """The operator's view and controls of the work session: `cocoplus session ...`, `GET/POST /api/v1/session...`.
 
-status, progress, check, stop, resume, steer, and the task queue.  `steer`,
+status, progress, check, stop, resume, steer, resume-at (a session paused by a limit), and the task queue.  `steer`,
 `stop` and `resume` act on the whole project, or with `session` (an alias
 such as cc1, a cs_ id or the runtime's id, or `machine/project/alias` for a
 session on another machine of the fleet) on that one session only; the
@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from cocoplus.core.errors import CocoplusError, UsageError
+from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
+from cocoplus.ops import authority
 from cocoplus.ops import fleet as fleet_ops
-from cocoplus.ops import operator_name
-from cocoplus.session import control, queue
+from cocoplus.ops.authority import Principal
+from cocoplus.session import control, iteration, queue
 
 # `cocoplus.report` (and with it pydantic, about 0.1 s) is imported by the operations that build a
 # report, not here: every CLI command imports this module when the CLI starts.
@@ -52,53 +53,130 @@ def check(layout: Layout) -> dict[str, Any]:
     return views.check(layout)
 
 
-def stop(layout: Layout, reason: str = "stopped by operator", operator: str | None = None, session: str | None = None) -> dict[str, Any]:
-    """Create AGENT_STOP: every agent tool call is denied until `resume`. With `session`: that session's tools only.
+def stop(
+    layout: Layout,
+    reason: str = "stopped by operator",
+    operator: str | None = None,
+    principal: Principal | None = None,
+) -> dict[str, Any]:
+    """`session stop`: create AGENT_STOP; every agent tool call is denied until `resume`.
 
     `problems` also says where installed hooks do not guard this project as
-    written (a missing interpreter, another project's `--dir`).
+    written (a missing interpreter, another project's `--dir`); `carried_by`
+    which runtimes' hooks will read the stop.
     """
-    from cocoplus.runtimes import install  # deferred: only a stop reads the hook files
+    who, by = authority.acting(principal, "stop", "session stop", layout, operator)
+    result = control.stop(layout, by, reason, principal=who.word)
+    return _carried(layout, result)
 
+
+def stop_session(
+    layout: Layout,
+    session: str,
+    reason: str = "stopped by operator",
+    operator: str | None = None,
+    principal: Principal | None = None,
+) -> dict[str, Any]:
+    """`session stop --session ID`: that session's tools only (here, or on another machine: `m/p/alias`)."""
+    who, by = authority.acting(principal, "stop_session", f"session stop --session {session}", layout, operator)
     if (target := fleet_ops.session_target(session)) is not None:
-        return fleet_ops.on_session(layout, "stop", target, {"reason": reason}, operator)
-    if session is not None:
-        from cocoplus.supervision import dispatch  # deferred: the CLI imports this module at start
+        return fleet_ops.on_session(layout, "stop", target, {"reason": reason}, by, authority.acting_as(who))
+    from cocoplus.supervision import dispatch  # deferred: the CLI's session commands need not load supervision
 
-        result = dispatch.stop_session(layout, session, reason, operator or operator_name())
-    else:
-        result = control.stop(layout, operator or operator_name(), reason)
+    return _carried(layout, dispatch.stop_session(layout, session, reason, by, principal=who.word))
+
+
+def _carried(layout: Layout, result: dict[str, Any]) -> dict[str, Any]:
+    from cocoplus.install import hooks as install  # deferred: only a stop reads the hook files
+
     result["problems"] = list(result.get("problems") or []) + install.stop_warnings(layout)
+    # Who will see it: a stop is only as good as the hooks that read it.
+    result["carried_by"] = install.carriers(layout.project)
     return result
 
 
 def resume(
-    layout: Layout, operator: str | None = None, reset_budget: bool = False, session: str | None = None, expect: str | None = None
+    layout: Layout,
+    operator: str | None = None,
+    reset_budget: bool = False,
+    expect: str | None = None,
+    principal: Principal | None = None,
+    stop_id: str | None = None,
 ) -> dict[str, Any]:
-    """Remove AGENT_STOP (with nothing stopped, nothing changes and `resumed` is false).
+    """`session resume`: remove AGENT_STOP (with nothing stopped, nothing changes and `resumed` is false).
 
     `expect`: the token of the stop the operator was shown and confirmed; a
-    different (newer) AGENT_STOP found under the lock is kept (`kept`).
+    different (newer) AGENT_STOP found under the lock is kept (`kept`);
+    `stop_id`: likewise, the id of the stop to lift (a fleet resume names it).
+    A stop is lifted only by a principal that may lift it (docs/authority.md:
+    the brain lifts only its own stops).
 
     `iteration_budget_exhausted` says whether the next tool call would stop
-    the agent again, against the cap the hooks apply now (cocoplus.toml's).
-    With `session`: lift that session's own stop only (AGENT_STOP stays).
+    the agent again, against the cap the hooks apply now (cocoplus.toml's);
+    `reset_budget` starts the count again against that cap (`budget_reset`,
+    with `limits_from` naming where the cap comes from).
     """
-    if (target := fleet_ops.session_target(session)) is not None:
-        if reset_budget:
-            raise UsageError("--reset-budget applies to the project-wide resume, not to one session")
-        return fleet_ops.on_session(layout, "resume", target, {}, operator)
-    if session is not None:
-        if reset_budget:
-            raise UsageError("--reset-budget applies to the project-wide resume, not to one session")
-        from cocoplus.supervision import dispatch  # deferred: the CLI imports this module at start
-
-        return dispatch.resume_session(layout, session, operator or operator_name())
-    result = control.resume(layout, operator or operator_name(), reset_budget=reset_budget, expect=expect)
+    who, by = authority.acting(principal, "resume", "session resume", layout, operator)
+    if who.kind == "fleet" and stop_id is None:
+        authority.refuse(
+            who, "resume", "session resume: a resume from the fleet names the stop it lifts (its id)", layout
+        )
+    lift = authority.lift_check(who, layout, "session resume")
+    result = control.resume(
+        layout,
+        by,
+        reset_budget=iteration.reset if reset_budget else None,
+        expect=expect,
+        stop_id=stop_id,
+        lift=lift,
+        principal=who.word,
+    )
     result["iteration_budget"] = _iteration_now(layout)
     ib = result["iteration_budget"]
     result["iteration_budget_exhausted"] = bool(ib and ib["consumed"] >= ib["cap"])
+    if result.get("budget_reset") and ib:
+        result["budget_reset"]["limits_from"] = ib.get("limits_from")  # the reset's cap is the effective one
     return result
+
+
+def resume_session(
+    layout: Layout,
+    session: str,
+    operator: str | None = None,
+    principal: Principal | None = None,
+    stop_id: str | None = None,
+) -> dict[str, Any]:
+    """`session resume --session ID`: lift that session's own stop only (AGENT_STOP, if present, still stops all);
+    a session on another machine (`m/p/alias`) through the fleet."""
+    doing = f"session resume --session {session}"
+    who, by = authority.acting(principal, "resume_session", doing, layout, operator)
+    if (target := fleet_ops.session_target(session)) is not None:
+        return fleet_ops.on_session(layout, "resume", target, {}, by, authority.acting_as(who))
+    if who.kind == "fleet" and stop_id is None:
+        authority.refuse(
+            who, "resume_session", f"{doing}: a resume from the fleet names the stop it lifts (its id)", layout
+        )
+    lift = authority.lift_check(who, layout, doing)
+    from cocoplus.supervision import dispatch  # deferred: the CLI's session commands need not load supervision
+
+    return dispatch.resume_session(layout, session, by, principal=who.word, stop_id=stop_id, lift=lift)
+
+
+def resume_at(
+    layout: Layout, session: str, when: str, operator: str | None = None, principal: Principal | None = None
+) -> dict[str, Any]:
+    """`session resume-at ID TIME`: resume a session paused by its runtime's rate or usage limit at TIME (an
+    interactive one is never resumed by itself; a managed worker at another time than its reset).  The watcher
+    does it: `watcher_running` says whether one runs (`note` says how to start it when not)."""
+    doing = f"session resume-at {session}"
+    who, by = authority.acting(principal, "resume_session", doing, layout, operator)
+    from cocoplus.supervision import resumes, watcher  # deferred: the CLI's session commands need not load supervision
+
+    out = resumes.schedule(layout, session, when, by, principal=who.word)
+    running = watcher.running_pid(layout) is not None
+    out["watcher_running"] = running
+    out["note"] = None if running else "the watcher resumes it: start it with `cocoplus supervision watcher run`"
+    return out
 
 
 def _iteration_now(layout: Layout) -> dict[str, Any] | None:
@@ -113,24 +191,31 @@ def _iteration_now(layout: Layout) -> dict[str, Any] | None:
     return {"consumed": part["consumed"], "cap": part["cap"], "limits_from": part.get("limits_from")}
 
 
-def steer(layout: Layout, text: str, operator: str | None = None, session: str | None = None) -> dict[str, Any]:
-    """Queue a one-shot instruction for the agent's next prompt (added after a pending one).
+def steer(layout: Layout, text: str, operator: str | None = None, principal: Principal | None = None) -> dict[str, Any]:
+    """`session steer`: queue a one-shot instruction for the agent's next prompt (added after a pending one)."""
+    who, by = authority.acting(principal, "steer", "session steer", layout, operator)
+    return control.steer(layout, text, operator=by, principal=who.word)
 
-    With `session`: for that session only, delivered once at its held turn
-    end, else at its next turn end or prompt.
-    """
+
+def steer_session(
+    layout: Layout, session: str, text: str, operator: str | None = None, principal: Principal | None = None
+) -> dict[str, Any]:
+    """`session steer --session ID`: for that session only, delivered once at its held turn end, else at its next
+    turn end or prompt (a session on another machine, `m/p/alias`, through the fleet)."""
+    who, by = authority.acting(principal, "steer", f"session steer --session {session}", layout, operator)
     if (target := fleet_ops.session_target(session)) is not None:
-        return fleet_ops.on_session(layout, "steer", target, {"text": text}, operator)
-    if session is not None:
-        from cocoplus.supervision import dispatch  # deferred: the CLI imports this module at start
+        return fleet_ops.on_session(layout, "steer", target, {"text": text}, by, authority.acting_as(who))
+    from cocoplus.supervision import dispatch  # deferred: the CLI's session commands need not load supervision
 
-        return dispatch.steer_session(layout, session, text, operator or operator_name())
-    return control.steer(layout, text, operator=operator or operator_name())
+    return dispatch.steer_session(layout, session, text, by, principal=who.word)
 
 
-def queue_add(layout: Layout, request: str, by: str | None = None) -> dict[str, Any]:
+def queue_add(
+    layout: Layout, request: str, by: str | None = None, principal: Principal | None = None
+) -> dict[str, Any]:
     """Append a request to task-queue.jsonl; it goes to Next, never replacing the current item."""
-    return queue.add(layout, request, by=by or operator_name())
+    _who, name = authority.acting(principal, "queue", "session queue add", layout, by)
+    return queue.add(layout, request, by=name)
 
 
 def queue_list(layout: Layout, all_items: bool = False) -> dict[str, Any]:
@@ -140,11 +225,17 @@ def queue_list(layout: Layout, all_items: bool = False) -> dict[str, Any]:
     return {"items": shown, "problems": problems}
 
 
-def queue_done(layout: Layout, queue_id: str, drop: bool = False, by: str | None = None) -> dict[str, Any]:
+def queue_done(
+    layout: Layout, queue_id: str, drop: bool = False, by: str | None = None, principal: Principal | None = None
+) -> dict[str, Any]:
     """Mark a queued request done (or dropped)."""
-    return queue.finish(layout, queue_id, "dropped" if drop else "done", by=by or operator_name())
+    _who, name = authority.acting(principal, "queue", f"session queue {'drop' if drop else 'done'}", layout, by)
+    return queue.finish(layout, queue_id, "dropped" if drop else "done", by=name)
 
 
-def queue_promote(layout: Layout, queue_id: str, by: str | None = None) -> dict[str, Any]:
+def queue_promote(
+    layout: Layout, queue_id: str, by: str | None = None, principal: Principal | None = None
+) -> dict[str, Any]:
     """Make a queued request the current item (In Progress); the one current before goes back to Next."""
-    return queue.promote(layout, queue_id, by=by or operator_name())
+    _who, name = authority.acting(principal, "queue", "session queue promote", layout, by)
+    return queue.promote(layout, queue_id, by=name)

@@ -1,12 +1,13 @@
-"""Managed workers: `cocoplus launch`, `cocoplus workers list|logs|kill`, `/api/v1/workers`, and the brain MCP tool
-`launch_worker`.  `cocoplus.supervision.workers` says what each does."""
+"""Managed workers: `cocoplus launch`, `cocoplus workers list|logs|kill|diff|merge|clean`, `/api/v1/workers`, and the
+brain MCP tools `launch_worker` and `merge_worker`.  `cocoplus.supervision.workers` says what each does."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from cocoplus.core.paths import Layout
-from cocoplus.ops import operator_name
+from cocoplus.ops import authority
+from cocoplus.ops.authority import Principal
 
 
 def launch(
@@ -17,18 +18,47 @@ def launch(
     model: str | None = None,
     effort: str | None = None,
     by: str | None = None,
+    principal: Principal | None = None,
+    allow: list[str] | None = None,
+    worktree: bool | None = None,
 ) -> dict[str, Any]:
-    """A headless worker on `task` in the project (queued while `[workers] max_parallel` run); its record."""
+    """A headless worker on `task` in the project (queued while `[workers] max_parallel` run); its record.
+    `allow`: permission rules for this worker (`launch --allow`); only the operator grants them.
+    `worktree` (default `[workers] worktree`): in a git worktree of its own, on branch `cocoplus/<alias or id>`."""
     from cocoplus.supervision import workers  # deferred: the CLI imports every ops module at start
 
-    rec = workers.launch(layout, runtime, task, by=by or operator_name(), alias=alias, model=model, effort=effort)
-    who = rec.get("alias") or rec["id"]
+    who, name = authority.acting(principal, "launch", f"launch {runtime}", layout, by)
+    if allow and who.kind != "operator":
+        authority.refuse(
+            who,
+            "approve",
+            f"launch --allow: granting a worker permissions is for the operator, not {who.shown()}",
+            layout,
+        )
+    rec = workers.launch(
+        layout,
+        runtime,
+        task,
+        by=name,
+        alias=alias,
+        model=model,
+        effort=effort,
+        principal=who.word,
+        allow=allow,
+        worktree=worktree,
+    )
+    alias = rec.get("alias")
+    named = f"worker {rec['id']}" + (f" ({alias})" if alias and alias != rec["id"] else "")
+    tree = rec.get("worktree")
+    where = f" in its worktree {tree['path']} (branch {tree['branch']})" if isinstance(tree, dict) else ""
     if rec["state"] == "queued":
-        rec["message"] = f"worker {rec['id']} ({who}) queued: {rec['max_parallel']} worker(s) run already; it starts when one finishes"
+        rec["message"] = (
+            f"{named} queued{where}: {rec['max_parallel']} worker(s) run already; it starts when one finishes"
+        )
     elif rec["state"] == "running":
-        rec["message"] = f"worker {rec['id']} ({who}) started: {rec['runtime']}, output in {rec['log']}"
+        rec["message"] = f"{named} started{where}: {rec['runtime']}, output in {rec['log']}"
     else:
-        rec["message"] = f"worker {rec['id']} ({who}) {rec['state']}: {rec.get('reason') or 'see its log'} ({rec['log']})"
+        rec["message"] = f"{named} {rec['state']}: {rec.get('reason') or 'see its log'} ({rec['log']})"
     return rec
 
 
@@ -39,17 +69,76 @@ def list_workers(layout: Layout) -> dict[str, Any]:
     return workers.listing(layout)
 
 
-def logs(layout: Layout, worker: str, offset: int | None = None) -> dict[str, Any]:
-    """The worker's output from `offset` (default: its last 256 KiB); `offset` in the answer reads on."""
+def logs(layout: Layout, worker: str, offset: int | None = None, raw: bool = False) -> dict[str, Any]:
+    """The worker's output from `offset` (default: its last 256 KiB); `offset` in the answer reads on.
+    `entries`: its transcript (the model's text, each tool call and its result, errors); `raw`: the output only."""
     from cocoplus.supervision import workers  # deferred: the CLI imports every ops module at start
 
-    return workers.logs(layout, worker, offset)
+    return workers.logs(layout, worker, offset, raw=raw)
 
 
-def kill(layout: Layout, worker: str, by: str | None = None) -> dict[str, Any]:
+def kill(layout: Layout, worker: str, by: str | None = None, principal: Principal | None = None) -> dict[str, Any]:
     """Stop the worker's process group; the record says `exited` and who killed it."""
     from cocoplus.supervision import workers  # deferred: the CLI imports every ops module at start
 
-    rec = workers.kill(layout, worker, by or operator_name())
+    _who, name = authority.acting(principal, "kill_worker", f"workers kill {worker}", layout, by)
+    rec = workers.kill(layout, worker, name)
     rec["message"] = f"worker {rec['id']} {rec['state']}: {rec.get('reason')}"
     return rec
+
+
+def diff(layout: Layout, worker: str) -> dict[str, Any]:
+    """The worker's branch against the commit it started from (`launch --worktree`): files, summary and patch."""
+    from cocoplus.supervision import workers  # deferred: the CLI imports every ops module at start
+
+    out = workers.diff(layout, worker)
+    n = len(out["files"])
+    out["message"] = f"worker {out['worker']}: {n} file(s) changed on {out['branch']} since {out['base'][:12]}"
+    return out
+
+
+def merge(layout: Layout, worker: str, by: str | None = None, principal: Principal | None = None) -> dict[str, Any]:
+    """Merge the worker's branch into the project's current branch.  A conflict stops the merge, lists the files
+    and leaves the tree as git leaves it (`conflicts`; the CLI exits 1).  Refused while the worker runs; the main
+    brain may merge only where `[supervision] brain_may_merge = true`."""
+    from cocoplus import config as config_mod  # deferred: as below
+    from cocoplus.supervision import workers  # deferred: the CLI imports every ops module at start
+
+    who, name = authority.acting(principal, "merge", f"workers merge {worker}", layout, by)
+    if who.kind == "brain" and not config_mod.load_for(layout).get("supervision.brain_may_merge"):
+        authority.refuse(
+            who, "merge",
+            f"merge_worker {worker}: merging is for the operator (`cocoplus workers merge {worker}`) unless "
+            "[supervision] brain_may_merge = true; ask the human with ask_human",
+            layout, target=worker,
+        )  # fmt: skip
+    out = workers.merge(layout, worker, name)
+    if out["conflicts"]:
+        out["message"] = (
+            f"merge of {out['branch']} into {out['into']} stopped on conflicts in: {', '.join(out['conflicts'])}; "
+            "the tree is as git left it: resolve and commit, or `git merge --abort`"
+        )
+    elif out["already"]:
+        out["message"] = f"{out['branch']} is merged into {out['into']} already"
+    else:
+        out["message"] = f"merged {out['branch']} into {out['into']} ({(out['commit'] or '')[:12]})"
+    return out
+
+
+def clean(
+    layout: Layout, worker: str | None = None, force: bool = False, principal: Principal | None = None
+) -> dict[str, Any]:
+    """Remove the worktrees of ended workers (or of worker `worker`); a branch that is not merged is kept unless
+    `force`.  A running worker is refused (named) or, without `worker`, left alone."""
+    from cocoplus.supervision import workers  # deferred: the CLI imports every ops module at start
+
+    authority.acting(principal, "clean_workers", "workers clean" + (f" {worker}" if worker else ""), layout)
+    out = workers.clean(layout, worker, force)
+    lines = []
+    for c in out["cleaned"]:
+        kept = f"; branch {c['branch']} kept (not merged: --force deletes it)" if c["branch_kept"] else ""
+        gone = f"; branch {c['branch']} deleted" if c["branch_deleted"] else ""
+        lines.append(f"worker {c['worker']}: worktree {c['path']} removed{kept}{gone}")
+    lines += [f"worker {r['worker']}: {r['state']}, its worktree is kept" for r in out["running"]]
+    out["message"] = "\n".join(lines) or "no ended worker has a worktree"
+    return out

@@ -12,12 +12,12 @@ ctx is skipped with one debug line in `.cocoplus/logs/cocoplus.log`.
 
 Which program runs: `[ctx] command` as the effective configuration has it
 (`cocoplus.config.load`), never read from cocoplus.toml here, so a command
-named by a project file the user has not trusted never runs (README
-"Trust"); the default (or the user's own value) applies instead.  A bare
+named by a project file the user has not trusted never runs
+(docs/guides/configuration.md, "Trust"); the default (or the user's own value) applies instead.  A bare
 name is looked up on PATH; a relative path (`tools/cortex`) is taken from
 the project directory, wherever the command was typed.
 
-Output shapes parsed (documented in README "ctx supplement"):
+Output shapes parsed (documented in docs/guides/sessions.md, "The ctx supplement"):
 
 JSON (preferred)::
 
@@ -84,8 +84,12 @@ def parse(output: str) -> dict[str, Any]:
         tasks = obj.get("tasks") or []
         steps = obj.get("steps") or obj.get("ready") or []
         return {
-            "in_progress": [_title(t) for t in tasks if isinstance(t, dict) and str(t.get("status", "")).lower() in ACTIVE],
-            "ready": [_title(s) for s in steps if not isinstance(s, dict) or str(s.get("status", "ready")).lower() == "ready"],
+            "in_progress": [
+                _title(t) for t in tasks if isinstance(t, dict) and str(t.get("status", "")).lower() in ACTIVE
+            ],
+            "ready": [
+                _title(s) for s in steps if not isinstance(s, dict) or str(s.get("status", "ready")).lower() == "ready"
+            ],
             "discoveries": [_title(d) for d in obj.get("discoveries") or []],
         }
     out: dict[str, list[str]] = {"in_progress": [], "ready": [], "discoveries": []}
@@ -96,7 +100,13 @@ def parse(output: str) -> dict[str, Any]:
             continue
         low = line.lower().rstrip(":")
         if line.endswith(":") and low in ("tasks", "ready", "ready steps", "steps", "discoveries"):
-            section = {"tasks": "tasks", "ready": "ready", "ready steps": "ready", "steps": "ready", "discoveries": "discoveries"}[low]
+            section = {
+                "tasks": "tasks",
+                "ready": "ready",
+                "ready steps": "ready",
+                "steps": "ready",
+                "discoveries": "discoveries",
+            }[low]
             continue
         if section == "tasks":
             if line.startswith("[") and "]" in line:
@@ -133,7 +143,9 @@ def read(layout: Layout, values: dict[str, Any] | None = None, *, for_stage: boo
     if for_stage:
         env["CTX_STEP_ENFORCEMENT"] = "false"
     try:
-        r = proc.run([exe, "ctx", "show", "all"], input=None, timeout=float(cfg["timeout_s"]), cwd=layout.project, env=env)
+        r = proc.run(
+            [exe, "ctx", "show", "all"], input=None, timeout=float(cfg["timeout_s"]), cwd=layout.project, env=env
+        )
     except OSError as exc:
         _debug(layout, f"`{cfg['command']} ctx show all` could not run ({exc}); skipped")
         return {"ok": False, "skipped": "could not run"}

@@ -9,7 +9,7 @@ and out-of-range values are not.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -136,7 +136,10 @@ class SessionRecord(_Model):
     tool_calls: Count = 0
 
 
-def validate(model: type[_Model], obj: Any, path: str) -> _Model:
+M = TypeVar("M", bound=_Model)
+
+
+def validate(model: type[M], obj: Any, path: str) -> M:
     """Check `obj` against `model`; StateCorrupt naming the file and first problem."""
     try:
         return model.model_validate(obj)

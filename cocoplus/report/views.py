@@ -13,12 +13,14 @@ from collections.abc import Callable
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, fsio, hookconfig, predicates, progress, settings, userfiles
-from cocoplus.core.errors import CocoplusError
+from cocoplus.core import clock, fsio, predicates, progress, records, settings
+from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.paths import Layout
 from cocoplus.core.vocab import ACTIVE_STATES, ATTENTION_STATES, BUDGET_STATES, RUN_STATES
-from cocoplus.report import models
+from cocoplus.cost import forecast
 from cocoplus.session import control, events, freshness, iteration, queue, registry
+from cocoplus.session import limits as rate_limits
+from cocoplus.session import values as hook_values
 
 
 def _part(fn: Callable[[], dict[str, Any]], problems: list[str]) -> dict[str, Any]:
@@ -57,7 +59,8 @@ def handoff(layout: Layout, stale_hours: float, now: float | None = None) -> dic
 
 
 def sections(layout: Layout) -> dict[str, Any]:
-    """PROGRESS.md's sections, plus the queued requests (`queue`): the current item under In Progress, the rest under Next."""
+    """PROGRESS.md's sections, plus the queued requests (`queue`):
+    the current item under In Progress, the rest under Next."""
     text = fsio.read_text(layout.progress)
     if text is None:
         return {"path": layout.rel(layout.progress), "exists": False, "sections": {}, **queued_sections(layout)}
@@ -66,7 +69,13 @@ def sections(layout: Layout) -> dict[str, Any]:
     for title in progress.HANDOFF_SECTIONS:
         sec = doc.find(title)
         out[title] = None if sec is None else {"text": sec.text(), "items": sec.items()}
-    return {"path": layout.rel(layout.progress), "exists": True, "sections": out, "missing_sections": doc.missing(), **queued_sections(layout)}
+    return {
+        "path": layout.rel(layout.progress),
+        "exists": True,
+        "sections": out,
+        "missing_sections": doc.missing(),
+        **queued_sections(layout),
+    }
 
 
 def queued_sections(layout: Layout) -> dict[str, Any]:
@@ -107,11 +116,26 @@ def queue_part(layout: Layout) -> dict[str, Any]:
     }
 
 
-def _model_file(layout: Layout, path: str, model: type[models._Model]) -> dict[str, Any] | None:
+# What a reader fills in where a file leaves an optional field out (as the models of `report/models.py` do).
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "iteration": {"schema_version": records.SCHEMA_VERSION, "updated_at": None},
+    "cost": {"schema_version": records.SCHEMA_VERSION, "enforcement": "stage-boundary", "updated_at": None},
+    "status": {"schema_version": records.SCHEMA_VERSION, "reason": None},
+}
+
+
+def _checked_file(
+    layout: Layout, path: str, check: Callable[[dict[str, Any], str], dict[str, Any]], defaults: str
+) -> dict[str, Any] | None:
+    """The JSON file at `path` checked as the hooks check it (`core.records`; tests/report/test_contract.py holds
+    those checks and the pydantic models of `session check` to the same answers), optional fields filled in."""
     obj = fsio.read_json(path)
     if obj is None:
         return None
-    return models.validate(model, obj, layout.rel(path)).model_dump()
+    if not isinstance(obj, dict):
+        raise StateCorrupt(layout.rel(path), f"document: expected a JSON object, got {type(obj).__name__}")
+    check(obj, layout.rel(path))
+    return {**_DEFAULTS[defaults], **obj}
 
 
 def iteration_part(layout: Layout, limits: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -121,9 +145,13 @@ def iteration_part(layout: Layout, limits: dict[str, Any] | None = None) -> dict
     the file keeps the cap of the last counted call, so after cocoplus.toml
     changes the file's values are shown as `recorded_cap`/`recorded_warn_at`.
     """
-    doc = _model_file(layout, layout.iteration_budget, models.IterationBudget)
+    doc = _checked_file(layout, layout.iteration_budget, records.check_iteration_budget, "iteration")
     if doc is None:
-        out: dict[str, Any] = {"path": layout.rel(layout.iteration_budget), "exists": False, "spooled": iteration.spooled(layout)}
+        out: dict[str, Any] = {
+            "path": layout.rel(layout.iteration_budget),
+            "exists": False,
+            "spooled": iteration.spooled(layout),
+        }
         damaged = iteration.damaged_since_reset(layout)
         if damaged:
             # Set aside as damaged: not a fresh start; counting fails closed until `resume --reset-budget`.
@@ -144,25 +172,40 @@ def iteration_part(layout: Layout, limits: dict[str, Any] | None = None) -> dict
     return doc
 
 
+def source(layout: Layout, cfg: config_mod.Config | None, dotted: str) -> str:
+    """Where the effective value of `dotted` comes from (`config.source`); while cocoplus.toml is invalid
+    (`cfg` None), the hooks' last good values."""
+    if cfg is None:
+        return f"last good values ({layout.rel(layout.hook_config)})"
+    return config_mod.source(layout, cfg, dotted)
+
+
 def limits(layout: Layout, cfg: config_mod.Config | None, values: dict[str, Any]) -> dict[str, Any]:
     """The iteration cap and warn threshold the hooks apply: cocoplus.toml's as it is now, or, while
     it is invalid, the last good values the hooks kept (`values`, from hook-config.json)."""
-    if cfg is not None:
-        origin = cfg.origins.get("session.max_iterations", "default")
-        where = cfg.files.get("session.max_iterations") if origin == "file" else None
-        if where is None:
-            source = origin if origin.startswith("env ") else "defaults"
-        else:
-            source = layout.rel(where) if where == layout.config else userfiles.shown(where)
-    else:
-        source = f"last good values ({layout.rel(layout.hook_config)})"
     s = values["session"]
-    return {"cap": int(s["max_iterations"]), "warn_at": int(s["iteration_warn_at"]), "source": source}
+    return {
+        "cap": int(s["max_iterations"]),
+        "warn_at": int(s["iteration_warn_at"]),
+        "source": source(layout, cfg, "session.max_iterations"),
+    }
+
+
+def cost_limits(layout: Layout, cfg: config_mod.Config | None, values: dict[str, Any]) -> dict[str, Any]:
+    """The cost limit and reserve fraction the next stage boundary applies, and where the limit comes from."""
+    s = values["session"]
+    return {
+        "limit": float(s["budget_limit"]), "reserve_fraction": float(s["budget_reserve_fraction"]),
+        "source": source(layout, cfg, "session.budget_limit"),
+    }  # fmt: skip
 
 
 def config_part(layout: Layout, cfg: config_mod.Config | None, error: str | None) -> dict[str, Any]:
     """Whether cocoplus.toml is usable; while it is not, what the hooks do instead."""
-    out: dict[str, Any] = {"ok": error is None, "file": layout.rel(layout.config) if os.path.exists(layout.config) else None}
+    out: dict[str, Any] = {
+        "ok": error is None,
+        "file": layout.rel(layout.config) if os.path.exists(layout.config) else None,
+    }
     if error is not None:
         out["error"] = error
         try:
@@ -177,12 +220,25 @@ def config_part(layout: Layout, cfg: config_mod.Config | None, error: str | None
     return out
 
 
-def cost_part(layout: Layout) -> dict[str, Any]:
-    doc = _model_file(layout, layout.budget_state, models.CostBudget)
+def cost_part(layout: Layout, limits: dict[str, Any] | None = None) -> dict[str, Any]:
+    """budget-state.json against the limit the next boundary applies (`limits`, the effective configuration);
+    the file keeps the limit of its last boundary, shown as `recorded_limit` where the configuration changed since."""
+    doc = _checked_file(layout, layout.budget_state, records.check_budget_state, "cost")
     if doc is None:
-        return {"path": layout.rel(layout.budget_state), "exists": False}
+        out: dict[str, Any] = {"path": layout.rel(layout.budget_state), "exists": False}
+        if limits:
+            out.update(limit=limits["limit"], limit_from=limits["source"])
+        return out
     doc["path"] = layout.rel(layout.budget_state)
     doc["exists"] = True
+    if limits:
+        if (doc["limit"], doc["reserve_fraction"]) != (limits["limit"], limits["reserve_fraction"]):
+            doc["recorded_limit"] = doc["limit"]
+        doc["limit"], doc["reserve_fraction"], doc["limit_from"] = (
+            limits["limit"],
+            limits["reserve_fraction"],
+            limits["source"],
+        )
     if doc["limit"] > 0:
         doc["remaining"] = round(max(0.0, doc["limit"] - doc["spent"]), 6)
         doc["reserve_at"] = round(doc["limit"] * (1 - doc["reserve_fraction"]), 6)
@@ -192,19 +248,30 @@ def cost_part(layout: Layout) -> dict[str, Any]:
     return doc
 
 
-def status_part(layout: Layout, which: str = "status", stale_hours: float | None = None, now: float | None = None) -> dict[str, Any]:
+def status_part(
+    layout: Layout, which: str = "status", stale_hours: float | None = None, now: float | None = None
+) -> dict[str, Any]:
     """status.json (or pod-state.json); a `running` state with no activity for `stale_hours` is marked stale.
 
     Activity is the state's own time or the newest event of a recorded
     session, whichever is later (the same clock the hooks heal by).
     """
     path = layout.status if which == "status" else layout.pod_state
-    model = models.Status if which == "status" else models.PodState
-    doc = _model_file(layout, path, model)
+    doc = _checked_file(layout, path, records.check_status, "status")
     if doc is None:
         return {"path": layout.rel(path), "exists": False}
     doc["path"] = layout.rel(path)
     doc["exists"] = True
+    if doc["state"] == "running" and (ended := _all_sessions_ended(layout)) is not None:
+        # The file says running, but every agent session it was running for has ended since (a runtime that
+        # ended without a hook, or the last of several): what the user sees is the truth, the file's word kept.
+        doc["recorded_state"], doc["recorded_reason"], doc["recorded_at"] = (
+            doc["state"],
+            doc.get("reason"),
+            doc["updated_at"],
+        )
+        doc["state"], (doc["reason"], doc["updated_at"]) = "idle", ended
+        return doc
     if stale_hours is not None and doc["state"] == "running":
         last = _last_activity(layout, doc)
         now = time.time() if now is None else now
@@ -214,6 +281,19 @@ def status_part(layout: Layout, which: str = "status", stale_hours: float | None
         if doc["stale"] and last is not None:
             doc["idle_for"] = clock.age_text(now - last)
     return doc
+
+
+def _all_sessions_ended(layout: Layout) -> tuple[str, str] | None:
+    """(why no agent session runs now, since when), when sessions were recorded and every one has ended."""
+    try:
+        records, _ = registry.list_sessions(layout)
+    except CocoplusError:
+        return None
+    if not records or any(r.get("state") in ACTIVE_STATES for r in records):
+        return None
+    last = max(records, key=lambda r: str(r.get("last_event_at") or r.get("updated_at") or ""))
+    at = last.get("last_event_at") or last.get("updated_at")
+    return f"no agent session is running; the last was {last.get('alias') or last.get('id')}", str(at or "")
 
 
 def _last_activity(layout: Layout, doc: dict[str, Any]) -> float | None:
@@ -264,6 +344,12 @@ def sessions_part(layout: Layout) -> dict[str, Any]:
         "count": len(records),
         "active": sum(1 for r in records if r.get("state") in ACTIVE_STATES),
         "needs_attention": sum(1 for r in records if r.get("attention")),
+        # Paused by their runtime's rate or usage limit (session/limits.py): until when, and what happens then.
+        "paused": [
+            {"alias": r.get("alias") or r["id"], "limit": limit, "text": rate_limits.text(limit)}
+            for r in records
+            if (limit := rate_limits.active(r)) is not None
+        ],
         "problems": problems,
     }
 
@@ -290,6 +376,7 @@ def status_report(layout: Layout, environ: dict[str, str] | None = None, now: fl
     stale_hours = float(values["session"]["handoff_stale_hours"])
     running_stale = float(values["session"]["running_stale_hours"])
     lim = limits(layout, cfg, values)
+    cost_lim = cost_limits(layout, cfg, values)
     report: dict[str, Any] = {
         "project": layout.project,
         "state_dir": layout.root,
@@ -298,23 +385,33 @@ def status_report(layout: Layout, environ: dict[str, str] | None = None, now: fl
         "predicates": _part(lambda: predicate_part(layout), problems),
         "queue": _part(lambda: queue_part(layout), problems),
         "iteration_budget": _part(lambda: iteration_part(layout, lim), problems),
-        "cost_budget": _part(lambda: cost_part(layout), problems),
+        "cost_budget": _part(lambda: cost_part(layout, cost_lim), problems),
         "status": _part(lambda: status_part(layout, "status", running_stale, now), problems),
         "pod_state": _part(lambda: status_part(layout, "pod", running_stale, now), problems),
         "kill_switch": _part(lambda: kill_switch(layout), problems),
         "steer": _part(lambda: steer_part(layout), problems),
         "sessions": _part(lambda: sessions_part(layout), problems),
         "steps": _part(lambda: steps_part(layout), problems),
+        "forecast": _part(lambda: forecast.read(layout, values["session"], now), problems),
     }
     for key in ("predicates", "queue", "sessions", "steps"):
         problems.extend(report[key].get("problems", []))
     kept: list[str] = []
-    for path in (layout.iteration_budget, layout.budget_state, layout.status, layout.pod_state, layout.progress, layout.steer):
+    for path in (
+        layout.iteration_budget,
+        layout.budget_state,
+        layout.status,
+        layout.pod_state,
+        layout.progress,
+        layout.steer,
+    ):
         kept.extend(layout.rel(p) for p in fsio.quarantined_copies(path))
     report["damaged_copies"] = kept
     for copy in report["steer"].get("set_aside", []):
         problems.append(f"{copy}: a steer that could not be read was kept here and NOT delivered to the agent")
-    damaged_budget = report["iteration_budget"].get("damaged_copy") if isinstance(report["iteration_budget"], dict) else None
+    damaged_budget = (
+        report["iteration_budget"].get("damaged_copy") if isinstance(report["iteration_budget"], dict) else None
+    )
     if damaged_budget:
         problems.append(
             f"{damaged_budget}: the iteration budget was set aside as damaged; tools stay stopped until "
@@ -322,13 +419,17 @@ def status_report(layout: Layout, environ: dict[str, str] | None = None, now: fl
         )
     report["losses"] = events.losses(layout)
     for loss in report["losses"]:
-        problems.append(f"{loss['file']}: a line could not be written at {loss['at']} ({loss['cause']}); marker {loss['marker']}")
+        problems.append(
+            f"{loss['file']}: a line could not be written at {loss['at']} ({loss['cause']}); marker {loss['marker']}"
+        )
     report["problems"] = problems
     report["config_ok"] = cfg is not None
     return report
 
 
-def effective_config(layout: Layout, environ: dict[str, str] | None = None) -> tuple[config_mod.Config | None, dict[str, Any], str | None]:
+def effective_config(
+    layout: Layout, environ: dict[str, str] | None = None
+) -> tuple[config_mod.Config | None, dict[str, Any], str | None]:
     """(the config, its values, None) from cocoplus.toml as it is now; while the file is invalid,
     (None, the values the hooks keep using, the error).  Never raises for the config."""
     try:
@@ -337,7 +438,7 @@ def effective_config(layout: Layout, environ: dict[str, str] | None = None) -> t
     except CocoplusError as exc:
         error = str(exc)
     try:
-        values, _problem = hookconfig.for_hook(layout, dict(os.environ if environ is None else environ))
+        values, _problem = hook_values.for_hook(layout, dict(os.environ if environ is None else environ))
     except CocoplusError:
         values = settings.defaults()
     return None, values, error
@@ -388,7 +489,10 @@ def check(layout: Layout, environ: dict[str, str] | None = None) -> dict[str, An
         text = fsio.read_text(layout.progress) or ""
         doc = progress.parse(text)
         if doc.find(progress.BUDGET_SECTION) is None:
-            return False, f"{layout.rel(layout.progress)}: no ## Iteration Budget section (needed while long work is active)"
+            return (
+                False,
+                f"{layout.rel(layout.progress)}: no ## Iteration Budget section (needed while long work is active)",
+            )
         vals = progress.budget_values(doc)
         missing = [k for k in progress.BUDGET_LABELS if k not in vals]
         if missing:
@@ -404,6 +508,8 @@ def check(layout: Layout, environ: dict[str, str] | None = None) -> dict[str, An
         return True, f"{len(part['active'])} predicate(s), one per line"
 
     guarded("predicates", predicates_check)
+
+    from cocoplus.report import models  # deferred: pydantic, for `session check` only (not `session status`)
 
     def file_check(path: str, model: type[models._Model]) -> Callable[[], tuple[bool, str]]:
         def run() -> tuple[bool, str]:
@@ -448,7 +554,9 @@ def check(layout: Layout, environ: dict[str, str] | None = None) -> dict[str, An
             bad = [p for p in log.problems]
             if log.bad_lines:
                 return False, "; ".join(bad[:3])
-            return True, f"{layout.rel(path)}: {len(log.records)} record(s)" + (" (torn tail pending repair)" if log.torn_tail else "")
+            return True, f"{layout.rel(path)}: {len(log.records)} record(s)" + (
+                " (torn tail pending repair)" if log.torn_tail else ""
+            )
 
         return run
 

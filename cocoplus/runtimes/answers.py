@@ -43,7 +43,17 @@ def context(event: str, text: str) -> "dict[str, Any] | None":
 
 def permission_request_deny(reason: str) -> "dict[str, Any]":
     """A PermissionRequest answered with deny (Claude Code, Codex)."""
-    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": reason}}}
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "deny", "message": reason},
+        }
+    }
+
+
+def permission_request_allow(message: "str | None" = None) -> "dict[str, Any]":
+    """A PermissionRequest answered with allow (Claude Code, Codex)."""
+    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}
 
 
 def block_turn_end(reason: str) -> "dict[str, Any]":
@@ -94,3 +104,57 @@ def cwd(payload: "Any") -> "list[str]":
     """The payload's `cwd`, if it is an absolute path."""
     v = payload.get("cwd")
     return [v] if isinstance(v, str) and v.startswith("/") else []
+
+
+def seconds(value: "Any") -> "float | None":
+    """A positive number from a hook file (a handler's `timeout`), or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        return None
+    return float(value)
+
+
+# The edit and write tools (by Claude Code's names, which an adapter maps its own to) and the input key naming the
+# one file each changes.
+EDIT_INPUTS = {"Edit": "file_path", "Write": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
+PATCH_BEGIN = "*** Begin Patch"
+PATCH_HEADS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
+
+
+def patch_paths(text: str) -> "list[str]":
+    """The files an apply_patch envelope (`*** Begin Patch` ... `*** End Patch`) adds, updates, deletes or moves to,
+    as it names them (relative to the session's directory, or absolute)."""
+    out: list[str] = []
+    if PATCH_BEGIN not in text:
+        return out
+    for line in text.split("\n"):
+        if not line.startswith("*** "):
+            continue
+        for head in PATCH_HEADS:
+            if line.startswith(head):
+                path = line[len(head) :].strip()
+                if path and path not in out:
+                    out.append(path)
+                break
+    return out
+
+
+def edited_paths(payload: "Any", names: "dict[str, str] | None" = None) -> "list[str]":
+    """The files a tool call changed, as its input names them: an edit or write tool's file (its name mapped
+    through `names` to Claude Code's), or the files of an apply_patch envelope, given to Codex's `apply_patch` or
+    inside a shell command (`apply_patch <<'EOF'` ...).  [] for any other call: a shell command's own writes are
+    not reported by any runtime's hooks."""
+    tool = payload.get("tool_name")
+    inp = payload.get("tool_input")
+    if not isinstance(tool, str) or not isinstance(inp, dict):
+        return []
+    key = EDIT_INPUTS.get(names.get(tool, tool) if names else tool)
+    if key is not None:
+        path = inp.get(key)
+        return [path] if isinstance(path, str) and path else []
+    for field in ("command", "patch", "input"):
+        value = inp.get(field)
+        if isinstance(value, list):  # a command as an argument vector (`["apply_patch", "*** Begin Patch..."]`)
+            value = "\n".join(v for v in value if isinstance(v, str))
+        if isinstance(value, str) and PATCH_BEGIN in value:
+            return patch_paths(value)
+    return []

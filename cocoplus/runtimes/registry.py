@@ -19,11 +19,12 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from collections.abc import Collection, Mapping
-    from types import ModuleType
     from typing import Any
 
+    from cocoplus.runtimes.protocol import Adapter
+
 # The part of every hook command cocoplus writes that marks it as cocoplus' own: the hook
-# script of the direct form, the pointer file of the launcher (runtimes/launcher.py).
+# script of the direct form, the pointer file of the launcher (install/launcher.py).
 HOOK_MARK = "/cocoplus/hook/__main__.py"
 HOOK_MARKS = (HOOK_MARK, "/cocoplus/hook.sh")
 
@@ -45,7 +46,7 @@ def known(name: object) -> bool:
     return isinstance(name, str) and name in names()
 
 
-def get(name: str) -> "ModuleType":
+def get(name: str) -> "Adapter":
     """The adapter module for `name` (imported on first use); KeyError for a name no module has."""
     if not known(name):
         raise KeyError(name)
@@ -56,7 +57,7 @@ def get(name: str) -> "ModuleType":
     return module
 
 
-def ordered() -> "list[ModuleType]":
+def ordered() -> "list[Adapter]":
     """Every adapter, in the order listings use (each declares its RANK)."""
     return sorted((get(n) for n in names()), key=lambda a: (a.RANK, a.NAME))
 
@@ -74,7 +75,7 @@ def normalise(event: str) -> str:
     return event.replace("-", "").replace("_", "").lower()
 
 
-def kind(adapter: "ModuleType", event: str) -> str:
+def kind(adapter: "Adapter", event: str) -> str:
     """What cocoplus does with `event` from this runtime (`pre_tool`, `stop`, ...; `other` if unknown)."""
     table = _kinds.get(adapter.NAME)
     if table is None:
@@ -91,7 +92,7 @@ def kind_any(event: str) -> str:
     return "other"
 
 
-def installed_events(adapter: "ModuleType") -> "list[tuple[str, str | None]]":
+def installed_events(adapter: "Adapter") -> "list[tuple[str, str | None]]":
     """(event, matcher or None) for every event `cocoplus install` wires for this runtime."""
     return [(e, m or None) for e, _k, m in adapter.EVENTS if m is not None]
 
@@ -120,7 +121,28 @@ def session_env() -> "tuple[str, ...]":
     return tuple(seen)
 
 
-def detect(event: str, payload: "Mapping[str, Any]", environ: "Mapping[str, str]") -> "ModuleType":
+# What cocoplus itself sets in an agent's environment (beside each runtime's own variables).
+COCOPLUS_AGENT_ENV = (
+    "COCOPLUS_SESSION",
+    "COCOPLUS_ROUND",
+    "COCOPLUS_WORKER",
+    "COCOPLUS_WORKER_ALIAS",
+    "COCOPLUS_HEADLESS",
+    "COCOPLUS_WORKTREE",
+)
+
+
+def agent_env() -> "tuple[str, ...]":
+    """Every variable that marks an agent's environment: each runtime's session and tool variables
+    (`SESSION_ENV`, `CHILD_ENV`) and cocoplus' own for its workers.  A process cocoplus starts for itself
+    (a watcher, a worker's runner) is started without them; a command that has them runs inside an agent."""
+    seen: list[str] = []
+    for adapter in ordered():
+        seen.extend(v for v in (*adapter.SESSION_ENV, *adapter.CHILD_ENV) if v not in seen)
+    return (*seen, *COCOPLUS_AGENT_ENV)
+
+
+def detect(event: str, payload: "Mapping[str, Any]", environ: "Mapping[str, str]") -> "Adapter":
     """The runtime that sent a hook installed without `--runtime`, from its environment and payload shape."""
     for adapter in sorted(ordered(), key=lambda a: -a.DETECT_PRIORITY):
         if adapter.detect(event, payload, environ):
@@ -128,7 +150,7 @@ def detect(event: str, payload: "Mapping[str, Any]", environ: "Mapping[str, str]
     raise LookupError("no runtime adapter recognises this payload")  # pragma: no cover - one adapter accepts anything
 
 
-def resolve(named: str, environ: "Mapping[str, str]") -> "tuple[ModuleType, str | None]":
+def resolve(named: str, environ: "Mapping[str, str]") -> "tuple[Adapter, str | None]":
     """(the runtime really running, the runtime whose hook file started us if that is another one).
 
     Some runtimes also run the hooks installed for another (Cortex Code reads
@@ -147,7 +169,7 @@ def resolve(named: str, environ: "Mapping[str, str]") -> "tuple[ModuleType, str 
     return get(named), None
 
 
-def wired(adapter: "ModuleType", project: str) -> bool:
+def wired(adapter: "Adapter", project: str) -> bool:
     """Whether this runtime's own hook file holds cocoplus' hooks for it (a text search, no parse)."""
     marks = [m.encode() for m in HOOK_MARKS]
     want = [f"--runtime {adapter.NAME}{end}".encode() for end in (" ", '"', ";")]

@@ -3,9 +3,10 @@
 Every handler parses its request and calls one operation of `cocoplus.ops`,
 the function the matching CLI command and MCP tool call (named in each
 docstring), and answers with its result as it is; nothing here decides
-anything the CLI does not.  Handlers
-are plain `def`s, so FastAPI runs them in its thread pool and a slow file
-lock never blocks the event loop.
+anything the CLI does not.  Handlers are plain `def`s, so FastAPI runs
+them in its thread pool and a slow file lock never blocks the event loop;
+the read routes kept in memory (server/cache.py) answer a kept result from
+the loop and build a new one in the thread pool.
 
 Errors are JSON `{"error": "...", "hint"?: "..."}` with no traceback:
 usage errors and invalid ids 400, unknown sessions/tasks 404, a damaged
@@ -24,9 +25,10 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Body, Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cocoplus import __version__
@@ -40,20 +42,24 @@ from cocoplus.core.errors import (
     LockTimeout,
     NotFound,
     NotInitialized,
+    Refused,
     StateCorrupt,
     UsageError,
 )
 from cocoplus.core.paths import Layout
 from cocoplus.fleet.options import FleetUnreachable
+from cocoplus.ops import authority
 from cocoplus.ops import chat as chat_ops
 from cocoplus.ops import dispatch as dispatch_ops
 from cocoplus.ops import fleet as fleet_ops
+from cocoplus.ops import permissions as permissions_ops
 from cocoplus.ops import session as session_ops
 from cocoplus.ops import sessions as sessions_ops
 from cocoplus.ops import supervision as supervision_ops
 from cocoplus.ops import view as view_ops
 from cocoplus.ops import workers as workers_ops
 from cocoplus.server import events as events_mod
+from cocoplus.server.cache import Cache
 from cocoplus.server.security import Guard
 
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
@@ -63,13 +69,21 @@ MAX_IDS = 500
 TURNS = settings.BY_DOTTED["supervision.max_turns"]
 
 # Documents the bearer token in the OpenAPI description; the Guard middleware enforces it.
-bearer = HTTPBearer(auto_error=False, description="The token printed by `cocoplus serve` (also in .cocoplus/server-token).")
+bearer = HTTPBearer(
+    auto_error=False, description="The token printed by `cocoplus serve` (also in .cocoplus/server-token)."
+)
 WRITE: dict[str, Any] = {"dependencies": [Depends(bearer)]}
 
 SessionRef = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
-SessionId = Annotated[str, Path(min_length=1, max_length=MAX_ID, description="An alias such as cc1, a cs_ id or the runtime's session id.")]
+SessionId = Annotated[
+    str,
+    Path(min_length=1, max_length=MAX_ID, description="An alias such as cc1, a cs_ id or the runtime's session id."),
+]
 Conv = Annotated[str, Path(pattern=CONV_PATTERN, description="The conversation (the seed's is `master-agent`).")]
-Operator = Annotated[str | None, Field(None, min_length=1, max_length=100, description="Who acts (default: the login name of the server's user).")]
+Operator = Annotated[
+    str | None,
+    Field(None, min_length=1, max_length=100, description="Who acts (default: the login name of the server's user)."),
+]
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"description": "Invalid request (the message says why)"},
     401: {"description": "Missing or wrong token"},
@@ -98,12 +112,27 @@ class AutonomousBody(_Body):
 
     enabled: bool
     task_hint: str | None = Field(None, max_length=4000, description="The supervision goal (enable only).")
-    max_turns: int | None = Field(None, ge=TURNS.minimum, le=TURNS.maximum, description=f"Turn cap (default from cocoplus.toml, else {TURNS.default}).")
-    scope_mode: Literal[vocab.SCOPE_MODES] | None = Field(None, description="Set the scope in the same step (enable only).")  # type: ignore[valid-type]
+    max_turns: int | None = Field(
+        None,
+        ge=TURNS.minimum,
+        le=TURNS.maximum,
+        description=f"Turn cap (default from cocoplus.toml, else {TURNS.default}).",
+    )
+    scope_mode: Literal[vocab.SCOPE_MODES] | None = Field(  # type: ignore[valid-type]
+        None, description="Set the scope in the same step (enable only)."
+    )
     scope_session_ids: list[SessionRef] | None = Field(None, max_length=MAX_IDS)
     summary: str | None = Field(None, max_length=4000, description="Finish summary (disable only).")
-    reason: str | None = Field(None, min_length=1, max_length=1000, description="Why supervision ends, recorded as finish_reason (disable only; default: turned off by the operator).")
-    start_supervisor: bool = Field(False, description="Also start the watcher (`cocoplus supervisor run`) if none runs.")
+    reason: str | None = Field(
+        None,
+        min_length=1,
+        max_length=1000,
+        description="Why supervision ends, recorded as finish_reason "
+        "(disable only; default: turned off by the operator).",
+    )
+    start_supervisor: bool = Field(
+        False, description="Also start the watcher (`cocoplus supervision watcher run`) if none runs."
+    )
 
 
 class ExcludeBody(_Body):
@@ -131,7 +160,9 @@ class ResumeBody(_Body):
 
 
 class SteerBody(_Body):
-    text: str = Field(..., min_length=1, max_length=64 * 1024, description="Injected once into the agent's next prompt.")
+    text: str = Field(
+        ..., min_length=1, max_length=64 * 1024, description="Injected once into the agent's next prompt."
+    )
     operator: Operator = None
 
     @field_validator("text")
@@ -151,7 +182,9 @@ class DispatchBody(_Body):
 
 
 class AnswerBody(_Body):
-    text: str = Field(..., min_length=1, max_length=64 * 1024, description="The answer to the session's last ask-human question.")
+    text: str = Field(
+        ..., min_length=1, max_length=64 * 1024, description="The answer to the session's last ask-human question."
+    )
     operator: Operator = None
 
     @field_validator("text")
@@ -178,7 +211,18 @@ class KillBody(_Body):
     operator: Operator = None
 
 
+class PermissionBody(_Body):
+    always: bool = Field(False, description="Also remember the rule for this project (this user's rules, outside it).")
+    rule: str | None = Field(None, min_length=1, max_length=1000, description="With always: the rule to remember.")
+    reason: str | None = Field(None, max_length=4000, description="For a deny: what the worker is told.")
+
+
 class SessionResumeBody(_Body):
+    operator: Operator = None
+
+
+class ResumeAtBody(_Body):
+    at: str = Field(..., min_length=1, max_length=64, description="HH:MM (local), an ISO 8601 time, or +30m / +2h")
     operator: Operator = None
 
 
@@ -212,6 +256,8 @@ def _status_for(exc: CocoplusError) -> int:
         return 400
     if isinstance(exc, NotFound):
         return 404
+    if isinstance(exc, Refused):
+        return 403
     if isinstance(exc, LockTimeout):
         return 503
     if isinstance(exc, FleetUnreachable):
@@ -243,8 +289,24 @@ def create_app(
     hub: events_mod.Hub | None = None,
     on_shutdown: Callable[[], None] | None = None,
 ) -> Any:
-    """The ASGI application: FastAPI routes behind the Host/Origin/token guard."""
+    """The ASGI application: FastAPI routes behind the Host/Origin/token guard.
+
+    Whoever holds the token is the operator (docs/authority.md): every change is made with that principal.
+    """
     hub = hub or events_mod.Hub(layout)
+    OPERATOR = authority.operator()  # noqa: N806 - a constant of this app
+    cache = Cache(layout, hub.generation)
+
+    async def cached(key: str, topics: tuple[str, ...], build: Callable[[], Any]) -> Any:
+        """A read route's answer from memory while no file event, stamp or age says it changed (server/cache.py):
+        a kept answer straight from the event loop, a new one built in the thread pool (files and locks)."""
+        body = cache.peek(key, topics)
+        built = body is None
+        if body is None:
+            body, built = await run_in_threadpool(cache.answer, key, topics, build)
+        return Response(
+            content=body, media_type="application/json", headers={"X-Cocoplus-Cache": "built" if built else "hit"}
+        )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
@@ -271,6 +333,7 @@ def create_app(
     )
     app.state.layout = layout
     app.state.hub = hub
+    app.state.cache = cache
     app.state.port = port
 
     @app.exception_handler(CocoplusError)
@@ -302,28 +365,41 @@ def create_app(
 
     # -- supervision (seed 000) -------------------------------------------------------
     @app.get("/api/v1/session-os/main-brain/autonomous", tags=["supervision"], responses=ERRORS)
-    def get_autonomous() -> dict[str, Any]:
-        """supervision_status (`cocoplus supervision status`): `{"autonomous": null | {...}}`, plus whether the watcher runs."""
-        return supervision_ops.status(layout)
+    async def get_autonomous() -> dict[str, Any]:
+        """supervision_status (`cocoplus supervision status`):
+        `{"autonomous": null | {...}}`, plus whether the watcher runs."""
+        return await cached("autonomous", ("supervision", "round", "sessions"), lambda: supervision_ops.status(layout))
 
     @app.post("/api/v1/session-os/main-brain/autonomous", tags=["supervision"], responses=ERRORS, **WRITE)
     def post_autonomous(body: AutonomousBody) -> dict[str, Any]:
-        """enable_supervision / finish_supervision (`cocoplus supervision enable|finish`); the UI switch."""
+        """enable_supervision / finish_supervision (`cocoplus supervision enable|finish`); the UI switch.
+        `start_supervisor` also starts the watcher if none runs (`supervision enable --start-supervisor`)."""
         if body.enabled:
             return supervision_ops.enable(
-                layout, body.task_hint, body.max_turns, body.scope_mode, list(body.scope_session_ids or []), body.start_supervisor
+                layout,
+                body.task_hint,
+                body.max_turns,
+                body.scope_mode,
+                list(body.scope_session_ids or []),
+                body.start_supervisor,
+                principal=OPERATOR,
             )
-        return supervision_ops.finish(layout, body.summary, reason=body.reason or supervision_ops.FINISHED_BY_OPERATOR)
+        return supervision_ops.finish(
+            layout, body.summary, reason=body.reason or supervision_ops.FINISHED_BY_OPERATOR, principal=OPERATOR
+        )
 
     @app.get("/api/v1/session-os/main-brain/rounds", tags=["supervision"], responses=ERRORS)
-    def get_rounds(limit: Annotated[int, Query(ge=1, le=1000)] = 20) -> dict[str, Any]:
+    async def get_rounds(limit: Annotated[int, Query(ge=1, le=1000)] = 20) -> dict[str, Any]:
         """The current round and the last `limit` entries of supervision/rounds.jsonl."""
-        return supervision_ops.rounds_view(layout, limit)
+        return await cached(
+            f"rounds?limit={limit}", ("round", "supervision"), lambda: supervision_ops.rounds_view(layout, limit)
+        )
 
     @app.get("/api/v1/coding-sessions", tags=["sessions"], responses=ERRORS)
-    def get_sessions() -> dict[str, Any]:
-        """list_sessions (`cocoplus sessions list`): alias, runtime, state, attention, excluded, stale; and the scope."""
-        return sessions_ops.list_sessions(layout)
+    async def get_sessions() -> dict[str, Any]:
+        """list_sessions (`cocoplus session list`): alias, runtime, state, attention, excluded, stale, what each
+        collides on; every collision between live sessions; and the scope."""
+        return await cached("coding-sessions", ("sessions", "supervision"), lambda: sessions_ops.list_sessions(layout))
 
     @app.get("/api/v1/history", tags=["sessions"], responses=ERRORS)
     def get_history() -> dict[str, Any]:
@@ -331,90 +407,158 @@ def create_app(
         return view_ops.history(layout)
 
     @app.patch("/api/v1/coding-sessions/{session_id}/supervision", tags=["sessions"], responses=ERRORS, **WRITE)
-    def patch_supervision(session_id: Annotated[str, Path(min_length=1, max_length=MAX_ID)], body: ExcludeBody) -> dict[str, Any]:
+    def patch_supervision(
+        session_id: Annotated[str, Path(min_length=1, max_length=MAX_ID)], body: ExcludeBody
+    ) -> dict[str, Any]:
         """`cocoplus supervision exclude|include ID`: the session's state (full cs_ id, alias or runtime id)."""
-        return supervision_ops.set_excluded(layout, session_id, body.excluded)
+        return supervision_ops.set_excluded(layout, session_id, body.excluded, principal=OPERATOR)
 
     @app.post("/api/v1/coding-sessions/supervision-scope", tags=["sessions"], responses=ERRORS, **WRITE)
     def post_scope(body: ScopeBody) -> dict[str, Any]:
-        """set_supervision_scope (`cocoplus supervision scope MODE IDS`), plus `invert` for the visible list."""
-        return supervision_ops.set_scope(layout, body.mode, list(body.session_ids), allow_invert=True)
+        """set_supervision_scope (`cocoplus supervision scope MODE IDS`), plus `invert` for the visible list;
+        only/except without a valid id is a 400 and nothing is written."""
+        return supervision_ops.set_scope(
+            layout, body.mode, list(body.session_ids), allow_invert=True, principal=OPERATOR
+        )
 
     # -- managed workers (SPEC 11) -----------------------------------------------------------------
     @app.get("/api/v1/workers", tags=["workers"])
-    def get_workers() -> dict[str, Any]:
+    async def get_workers() -> dict[str, Any]:
         """`cocoplus workers list`: every launched worker, its state, process, exit and session."""
-        return workers_ops.list_workers(layout)
+        return await cached("workers", ("sessions",), lambda: workers_ops.list_workers(layout))
 
     @app.post("/api/v1/workers", tags=["workers"], responses=ERRORS, **WRITE)
     def post_worker(body: LaunchBody) -> dict[str, Any]:
-        """`cocoplus launch RUNTIME TASK` (brain tool `launch_worker`): started, or queued beyond `[workers] max_parallel`."""
-        return workers_ops.launch(layout, body.runtime, body.task, alias=body.alias, model=body.model, effort=body.effort, by=body.operator)
+        """`cocoplus launch RUNTIME TASK` (brain tool `launch_worker`):
+        started, or queued beyond `[workers] max_parallel`."""
+        return workers_ops.launch(
+            layout,
+            body.runtime,
+            body.task,
+            alias=body.alias,
+            model=body.model,
+            effort=body.effort,
+            by=body.operator,
+            principal=OPERATOR,
+        )
 
     @app.post("/api/v1/workers/{worker_id}/kill", tags=["workers"], responses=ERRORS, **WRITE)
-    def post_worker_kill(worker_id: Annotated[str, Path(min_length=1, max_length=MAX_ID)], body: Annotated[KillBody | None, Body()] = None) -> dict[str, Any]:
+    def post_worker_kill(
+        worker_id: Annotated[str, Path(min_length=1, max_length=MAX_ID)],
+        body: Annotated[KillBody | None, Body()] = None,
+    ) -> dict[str, Any]:
         """`cocoplus workers kill ID`: its process group stopped; the record says `exited` and who killed it."""
-        return workers_ops.kill(layout, worker_id, body.operator if body else None)
+        return workers_ops.kill(layout, worker_id, body.operator if body else None, principal=OPERATOR)
+
+    # -- headless workers' permission requests (docs/authority.md) ---------------------------------
+    @app.get("/api/v1/permissions", tags=["permissions"], responses=ERRORS)
+    def get_permissions() -> dict[str, Any]:
+        """`cocoplus permissions list`: the requests waiting for an answer."""
+        return permissions_ops.pending(layout)
+
+    @app.get("/api/v1/permissions/log", tags=["permissions"], responses=ERRORS)
+    def get_permissions_log(limit: Annotated[int, Query(ge=1, le=10000)] = 200) -> dict[str, Any]:
+        """`cocoplus permissions log`: every decision, who took it, which rule, when."""
+        return permissions_ops.log(layout, limit)
+
+    @app.post("/api/v1/permissions/{request_id}/approve", tags=["permissions"], responses=ERRORS, **WRITE)
+    def post_approve(
+        request_id: Annotated[str, Path(min_length=1, max_length=MAX_ID)],
+        body: Annotated[PermissionBody | None, Body()] = None,
+    ) -> dict[str, Any]:
+        """`cocoplus approve ID`: the worker's tool call goes ahead."""
+        b = body or PermissionBody.model_validate({})
+        return permissions_ops.approve(layout, request_id, always=b.always, rule=b.rule, principal=OPERATOR)
+
+    @app.post("/api/v1/permissions/{request_id}/deny", tags=["permissions"], responses=ERRORS, **WRITE)
+    def post_deny(
+        request_id: Annotated[str, Path(min_length=1, max_length=MAX_ID)],
+        body: Annotated[PermissionBody | None, Body()] = None,
+    ) -> dict[str, Any]:
+        """`cocoplus deny ID`: the worker is told the reason."""
+        b = body or PermissionBody.model_validate({})
+        return permissions_ops.deny(
+            layout, request_id, reason=b.reason, always=b.always, rule=b.rule, principal=OPERATOR
+        )
 
     # -- one worker session: dispatch, answer, steer, stop, resume (SPEC 11) ----------------------
     @app.post("/api/v1/coding-sessions/{session_id}/dispatch", tags=["sessions"], responses=ERRORS, **WRITE)
     def post_dispatch(session_id: SessionId, body: DispatchBody) -> dict[str, Any]:
-        """`cocoplus dispatch ID INSTRUCTION` (brain tool `dispatch`): the route taken (held, steer, resume, queued) and why."""
-        return dispatch_ops.dispatch(layout, session_id, body.instruction, body.operator)
+        """`cocoplus dispatch ID INSTRUCTION` (brain tool `dispatch`):
+        the route taken (held, steer, resume, queued) and why."""
+        return dispatch_ops.dispatch(layout, session_id, body.instruction, body.operator, principal=OPERATOR)
 
     @app.post("/api/v1/coding-sessions/{session_id}/answer", tags=["sessions"], responses=ERRORS, **WRITE)
     def post_answer(session_id: SessionId, body: AnswerBody) -> dict[str, Any]:
         """`cocoplus answer ID TEXT` (brain tool `answer_worker`): answer the session's last question."""
-        return dispatch_ops.answer(layout, session_id, body.text, body.operator)
+        return dispatch_ops.answer(layout, session_id, body.text, body.operator, principal=OPERATOR)
 
     @app.post("/api/v1/coding-sessions/{session_id}/steer", tags=["sessions"], responses=ERRORS, **WRITE)
     def post_session_steer(session_id: SessionId, body: SteerBody) -> dict[str, Any]:
         """`cocoplus session steer --session ID TEXT` (brain tool `steer_session`): once, to that session only."""
-        return session_ops.steer(layout, body.text, body.operator, session=session_id)
+        return session_ops.steer_session(layout, session_id, body.text, body.operator, principal=OPERATOR)
 
     @app.post("/api/v1/coding-sessions/{session_id}/stop", tags=["sessions"], responses=ERRORS, **WRITE)
     def post_session_stop(session_id: SessionId, body: Annotated[StopBody | None, Body()] = None) -> dict[str, Any]:
         """`cocoplus session stop --session ID` (brain tool `stop_session`): that session's tools only."""
         body = body or StopBody.model_validate({})
-        return session_ops.stop(layout, body.reason, body.operator, session=session_id)
+        return session_ops.stop_session(layout, session_id, body.reason, body.operator, principal=OPERATOR)
 
     @app.post("/api/v1/coding-sessions/{session_id}/resume", tags=["sessions"], responses=ERRORS, **WRITE)
-    def post_session_resume(session_id: SessionId, body: Annotated[SessionResumeBody | None, Body()] = None) -> dict[str, Any]:
+    def post_session_resume(
+        session_id: SessionId, body: Annotated[SessionResumeBody | None, Body()] = None
+    ) -> dict[str, Any]:
         """`cocoplus session resume --session ID --yes` (brain tool `resume_session`): lift that session's own stop."""
-        return session_ops.resume(layout, (body or SessionResumeBody()).operator, session=session_id)
+        return session_ops.resume_session(
+            layout, session_id, (body or SessionResumeBody()).operator, principal=OPERATOR
+        )
+
+    @app.post("/api/v1/coding-sessions/{session_id}/resume-at", tags=["sessions"], responses=ERRORS, **WRITE)
+    def post_session_resume_at(session_id: SessionId, body: ResumeAtBody) -> dict[str, Any]:
+        """`cocoplus session resume-at ID TIME`: resume a session paused by its runtime's limit at that time."""
+        return session_ops.resume_at(layout, session_id, body.at, body.operator, principal=OPERATOR)
 
     # -- session operator controls (seed 002) ------------------------------------------------
     @app.get("/api/v1/session", tags=["session"], responses=ERRORS)
-    def get_session() -> dict[str, Any]:
-        """`cocoplus session status --json` (with `config.ok` false and `config.error` while cocoplus.toml is invalid)."""
-        return session_ops.status(layout)
+    async def get_session() -> dict[str, Any]:
+        """`cocoplus session status --json`.
+
+        While cocoplus.toml is invalid, `config.ok` is false and `config.error` says why."""
+        return await cached("session", ("session", "sessions", "supervision"), lambda: session_ops.status(layout))
 
     @app.post("/api/v1/session/stop", tags=["session"], responses=ERRORS, **WRITE)
     def post_stop(body: Annotated[StopBody | None, Body()] = None) -> dict[str, Any]:
         """`cocoplus session stop`: the kill switch (AGENT_STOP)."""
         body = body or StopBody.model_validate({})
-        return session_ops.stop(layout, body.reason, body.operator)
+        return session_ops.stop(layout, body.reason, body.operator, principal=OPERATOR)
 
     @app.post("/api/v1/session/resume", tags=["session"], responses=ERRORS, **WRITE)
     def post_resume(body: Annotated[ResumeBody | None, Body()] = None) -> dict[str, Any]:
-        """`cocoplus session resume --yes`: remove AGENT_STOP (with nothing stopped, nothing changes: `resumed` false)."""
+        """`cocoplus session resume --yes`: remove AGENT_STOP.
+
+        With nothing stopped, nothing changes: `resumed` is false."""
         body = body or ResumeBody()
-        return session_ops.resume(layout, body.operator, reset_budget=body.reset_budget)
+        return session_ops.resume(layout, body.operator, reset_budget=body.reset_budget, principal=OPERATOR)
 
     @app.post("/api/v1/session/steer", tags=["session"], responses=ERRORS, **WRITE)
     def post_steer(body: SteerBody) -> dict[str, Any]:
         """`cocoplus session steer TEXT`: a one-shot instruction for the agent's next prompt."""
-        return session_ops.steer(layout, body.text, body.operator)
+        return session_ops.steer(layout, body.text, body.operator, principal=OPERATOR)
 
     # -- master-agent conversation (seed 001) -------------------------------------------------
     @app.get("/api/v1/projects/{conversation}", tags=["master agent"], responses=ERRORS)
-    def get_project(conversation: Conv, limit: Annotated[int | None, Query(ge=1, le=100000, description="Only the last N messages.")] = None) -> dict[str, Any]:
-        """`chat info` + `chat log --json`: overrides, effective model/effort, messages, thinking/failed state."""
+    def get_project(
+        conversation: Conv,
+        limit: Annotated[int | None, Query(ge=1, le=100000, description="Only the last N messages.")] = None,
+    ) -> dict[str, Any]:
+        """`chat info` + `chat log --json`: `modelOverride`, `reasoningEffortOverride`, the effective model and
+        effort, messages, `thinking`, `failed`, and the options of the page's pickers."""
         return chat_ops.details(layout, conversation, limit)
 
     @app.patch("/api/v1/projects/{conversation}", tags=["master agent"], responses=ERRORS, **WRITE)
     def patch_project(conversation: Conv, body: OverridesBody) -> dict[str, Any]:
-        """`chat set --model/--effort` and the "..." menu's pickers: saved for this conversation only (null clears one)."""
+        """`chat set --model/--effort` and the "..." menu's pickers: saved for this conversation only (null clears
+        one); answers like `chat set --json`: the overrides and what a reply now uses."""
         given = body.model_fields_set
         if not given:
             raise UsageError("give modelOverride and/or reasoningEffortOverride (null clears one)")
@@ -425,28 +569,33 @@ def create_app(
             effort=body.reasoningEffortOverride if "reasoningEffortOverride" in given else None,
             clear_model="modelOverride" in given and body.modelOverride is None,
             clear_effort="reasoningEffortOverride" in given and body.reasoningEffortOverride is None,
+            principal=OPERATOR,
         )
 
     @app.post("/api/v1/projects/{conversation}/messages", tags=["master agent"], responses=ERRORS, **WRITE)
     def post_message(conversation: Conv, body: MessageBody) -> dict[str, Any]:
         """`chat send`: returns at once with `message`, `task`, `masterReplyState`; the reply lands in the ledger."""
-        return chat_ops.send(layout, body.text, conversation)
+        return chat_ops.send(layout, body.text, conversation, principal=OPERATOR)
 
     @app.post("/api/v1/projects/{conversation}/retry", tags=["master agent"], responses=ERRORS, **WRITE)
     def post_retry(conversation: Conv, body: Annotated[RetryBody | None, Body()] = None) -> dict[str, Any]:
         """`chat retry [TASK]`: queue a failed reply again."""
-        return chat_ops.retry(layout, conversation, (body or RetryBody.model_validate({})).task_id)
+        return chat_ops.retry(layout, conversation, (body or RetryBody.model_validate({})).task_id, principal=OPERATOR)
 
     # -- the fleet (read-only here; it needs the token, since it shows other machines) ------------
     @app.get("/api/v1/fleet", tags=["fleet"], responses=ERRORS, **WRITE)
     def get_fleet() -> dict[str, Any]:
-        """`cocoplus fleet status --json`: every machine, project and session of the fleet, or `{"configured": false}`."""
+        """`cocoplus fleet status --json`.
+
+        Every machine, project and session of the fleet, or `{"configured": false}`."""
         return fleet_ops.view(layout.project)
 
     # -- the page's vocabulary -----------------------------------------------------------------
     @app.get("/api/v1/meta", tags=["meta"], responses=ERRORS)
     def get_meta() -> dict[str, Any]:
-        """The allowed values of every enumerated field (efforts, states, scope modes, ...) and the turn cap's bounds."""
+        """The allowed values of every enumerated field and the turn cap's bounds.
+
+        Enumerated fields are efforts, states, scope modes, and the like."""
         try:
             turns = int(config_mod.load_for(layout).get(TURNS.dotted))
         except CocoplusError:  # a broken cocoplus.toml is reported by `session status`; the page still needs a value
@@ -454,7 +603,14 @@ def create_app(
         return {
             "version": __version__,
             "enums": vocab.as_dict(),
-            "settings": {TURNS.dotted: {"value": turns, "default": TURNS.default, "minimum": TURNS.minimum, "maximum": TURNS.maximum}},
+            "settings": {
+                TURNS.dotted: {
+                    "value": turns,
+                    "default": TURNS.default,
+                    "minimum": TURNS.minimum,
+                    "maximum": TURNS.maximum,
+                }
+            },
         }
 
     # -- events and the page -------------------------------------------------------------------
@@ -462,10 +618,18 @@ def create_app(
         "/api/v1/events",
         tags=["events"],
         response_class=StreamingResponse,
-        responses={200: {"content": {"text/event-stream": {}}, "description": "Server-sent events: hello, session, sessions, supervision, round, ledger, resync"}},
+        responses={
+            200: {
+                "content": {"text/event-stream": {}},
+                "description": "Server-sent events: hello, session, sessions, supervision, round, ledger, resync",
+            }
+        },
     )
     async def get_events() -> StreamingResponse:
-        """Server-sent events: which topic changed (hints; re-read the matching endpoint)."""
+        """Server-sent events: `hello` first (with `watching` and `watching_why`: file events or polling, and
+        why), then `session`, `sessions`, `supervision`, `round`, `ledger` (with `conversations`) and `resync`:
+        which topic changed, as hints to re-read the matching endpoint, from watching `.cocoplus/` (watchdog,
+        with a periodic rescan)."""
         return StreamingResponse(
             events_mod.stream(hub),
             media_type="text/event-stream",

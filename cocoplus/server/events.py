@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -38,8 +39,10 @@ from cocoplus.core.paths import Layout
 from cocoplus.watching import Watch
 
 TOPICS = ("session", "sessions", "supervision", "round", "ledger")
-IGNORED_DIRS = ("locks", "logs")
-IGNORED_FILES = frozenset({"server-token", "supervision/cursor.json", "chat/worker.json", "supervision/supervisor.json"})
+IGNORED_DIRS = ("locks", "logs", "worktrees")
+IGNORED_FILES = frozenset(
+    {"server-token", "supervision/cursor.json", "chat/worker.json", "supervision/supervisor.json"}
+)
 QUEUE_MAX = 256
 
 
@@ -72,13 +75,16 @@ def classify(rel: str) -> tuple[str, str | None] | None:
 class Hub:
     """Collects changed topics from the file watcher and fans them out to SSE clients."""
 
-    def __init__(self, layout: Layout, *, interval: float = 0.15, reconcile_s: float = 2.0, polling: bool | None = None) -> None:
+    def __init__(
+        self, layout: Layout, *, interval: float = 0.15, reconcile_s: float = 2.0, polling: bool | None = None
+    ) -> None:
         self.layout = layout
         self.interval = interval
         self.reconcile_s = reconcile_s
         self.force_polling = polling if polling is not None else os.environ.get("COCOPLUS_SUPERVISOR_POLLING") == "1"
         self._lock = threading.Lock()
         self._dirty: dict[str, set[str]] = {}
+        self._generations: dict[str, int] = {}  # events noted per topic, ever: what the answer cache compares
         self._subscribers: set[asyncio.Queue[dict[str, Any] | None]] = set()
         self._seq = 0
         self._task: asyncio.Task[None] | None = None
@@ -100,12 +106,23 @@ class Hub:
         topic, conv = got
         with self._lock:
             self._dirty.setdefault(topic, set()).add(conv or "")
+            self._generations[topic] = self._generations.get(topic, 0) + 1
             if not from_scan:
                 self._seen.add(rel.replace(os.sep, "/"))
 
+    def generation(self, topics: tuple[str, ...]) -> tuple[int, ...]:
+        """How many file events each of `topics` has had (server/cache.py keeps an answer while these stay)."""
+        with self._lock:
+            return tuple(self._generations.get(t, 0) for t in topics)
+
     def _start_observer(self) -> None:
-        self.watch = Watch(self.layout.root, self.note, polling=self.force_polling)
+        # No inotify (instances used up, a file system without it): polling, said once on stderr, the server's log.
+        self.watch = Watch(self.layout.root, self.note, polling=self.force_polling, log=_log)
         self.observer_kind = self.watch.start()
+
+    @property
+    def watching_why(self) -> str | None:
+        return self.watch.why if self.watch is not None else None
 
     def _check_observer(self) -> None:
         if self.watch is not None:
@@ -234,7 +251,17 @@ class Hub:
 
     def info(self) -> dict[str, Any]:
         obs = self.watch.observer if self.watch is not None else None
-        return {"observer": self.observer_kind, "alive": bool(obs and obs.is_alive()), "subscribers": len(self._subscribers)}
+        return {
+            "observer": self.observer_kind,
+            "why": self.watching_why,
+            "alive": bool(obs and obs.is_alive()),
+            "subscribers": len(self._subscribers),
+        }
+
+
+def _log(message: str) -> None:
+    sys.stderr.write(f"{clock.iso()} cocoplus serve: {message}\n")
+    sys.stderr.flush()
 
 
 def _frame(event: dict[str, Any]) -> str:
@@ -245,7 +272,16 @@ async def stream(hub: Hub, keepalive: float = 15.0) -> AsyncIterator[str]:
     """The body of `GET /api/v1/events`: a `hello`, then one event per changed topic."""
     q = hub.subscribe()
     try:
-        yield "retry: 2000\n" + _frame({"id": 0, "topic": "hello", "ts": clock.iso(), "topics": list(TOPICS), "watching": hub.observer_kind})
+        yield "retry: 2000\n" + _frame(
+            {
+                "id": 0,
+                "topic": "hello",
+                "ts": clock.iso(),
+                "topics": list(TOPICS),
+                "watching": hub.observer_kind,
+                "watching_why": hub.watching_why,
+            }
+        )
         while not hub.closed:
             try:
                 event = await asyncio.wait_for(q.get(), timeout=keepalive)

@@ -3,6 +3,9 @@
 The socket is bound before the application is built, so the Host/Origin
 checks know the real port even with `--port 0` (any free port).  The token
 is new for every run; the file is removed again when the server stops.
+The server runs the project's notifier in a thread of its own once
+`[notify] urls` is set, as the supervisor does (one of them delivers: the
+`notifier` lock; notify/runner.py).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import uvicorn
 
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
+from cocoplus.notify import runner as notifier
 from cocoplus.server import security
 from cocoplus.server.app import create_app
 from cocoplus.server.events import Hub
@@ -42,7 +46,9 @@ def bind(port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise CocoplusError(f"{HOST}:{port} is already in use", hint="choose another with --port (0 picks a free one)") from None
+            raise CocoplusError(
+                f"{HOST}:{port} is already in use", hint="choose another with --port (0 picks a free one)"
+            ) from None
         raise CocoplusError(f"cannot listen on {HOST}:{port}: {exc.strerror or exc}") from None
     sock.listen(128)
     sock.set_inheritable(True)
@@ -75,7 +81,10 @@ def serve(
     say(f"cocoplus server for {layout.project}")
     say(f"  page:    {with_token}")
     say(f"  api:     {base}api/v1/  (OpenAPI: {base}api/v1/openapi.json)")
-    say(f"  token:   {token}  (also in {layout.rel(layout.server_token)}, mode 0600; send it as `Authorization: Bearer <token>`)")
+    say(
+        f"  token:   {token}  (also in {layout.rel(layout.server_token)}, mode 0600; "
+        "send it as `Authorization: Bearer <token>`)"
+    )
     say("  stop with Ctrl-C")
     config = uvicorn.Config(
         app,
@@ -95,9 +104,11 @@ def serve(
     server = Server(config)
     if open_browser:
         threading.Thread(target=_open_when_up, args=(server, with_token), daemon=True).start()
+    notify = notifier.start_thread(layout, by="server")  # [notify]: a slow target never holds up a request
     try:
         server.run(sockets=[sock])
     finally:
+        notify.stop(wait=0)  # the lock goes with the process; a hanging target does not hold up its exit
         sock.close()
         security.remove_token(layout, token)
     return 0 if server.started else 1

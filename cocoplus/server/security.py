@@ -124,7 +124,8 @@ class Guard:
                 await _refuse(
                     send,
                     401,
-                    "a valid token is required: send `Authorization: Bearer <token>` (the token is in .cocoplus/server-token)",
+                    "a valid token is required: send `Authorization: Bearer <token>` (the token is in "
+                    ".cocoplus/server-token)",
                     extra=[(b"www-authenticate", b'Bearer realm="cocoplus"')],
                 )
                 return

@@ -44,6 +44,7 @@ from cocoplus.session import events, status
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -73,9 +74,7 @@ def kill_switch_state(state_dir: str) -> tuple[bool | None, str]:
         return False, f"{path} does not exist"
     except OSError as exc:
         code = errno.errorcode.get(exc.errno or 0, "error")
-        return None, (
-            f"cannot tell whether {path} exists: {exc.strerror or exc} ({code}) on {state_dir}"
-        )
+        return None, (f"cannot tell whether {path} exists: {exc.strerror or exc} ({code}) on {state_dir}")
     return True, f"{path} exists"
 
 
@@ -243,6 +242,7 @@ def create_stop(
     reason: str,
     *,
     source: str = "operator",
+    principal: str | None = None,
     replace: bool = True,
     timeout: float = DEFAULT_TIMEOUT,
     budget: Budget | None = None,
@@ -258,7 +258,7 @@ def create_stop(
     `stop` or `auto_stop` for both together.
     """
     probs = problems if problems is not None else []
-    doc = render_stop(operator, reason, source=source)
+    doc = render_stop(operator, reason, source=source, principal=principal)
     lock = Lock(layout.kill_switch_lock, timeout, budget)
     busy = _take(lock)
     if busy is not None:
@@ -289,7 +289,13 @@ def _secondary(problems: list[str], fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def stop(
-    layout: Layout, operator: str, reason: str, *, timeout: float = DEFAULT_TIMEOUT, budget: Budget | None = None
+    layout: Layout,
+    operator: str,
+    reason: str,
+    *,
+    principal: str = "operator",
+    timeout: float = DEFAULT_TIMEOUT,
+    budget: Budget | None = None,
 ) -> dict[str, Any]:
     """`session stop`: AGENT_STOP, a steps event, status `paused`, together under the kill-switch lock.
 
@@ -301,14 +307,17 @@ def stop(
     `replaced` is the stop this one replaced (None if there was none).
     """
     problems: list[str] = []
-    doc = render_stop(operator, reason, source="operator")
+    doc = render_stop(operator, reason, source="operator", principal=principal)
     lock = Lock(layout.kill_switch_lock, timeout, budget)
     busy = _take(lock)
     if busy is None:
         try:
             previous = read_stop(layout)
             created, content = _create(layout, doc, True, problems)
-            _secondary(problems, events.log_step, layout, "stop", operator=operator, reason=reason, budget=budget)
+            _secondary(
+                problems, events.log_step, layout, "stop", operator=operator, principal=principal, reason=reason,
+                stop_id=doc["id"], budget=budget,
+            )  # fmt: skip
             _secondary(problems, status.set_state, layout, "paused", f"stopped by {operator}: {reason}", budget=budget)
         finally:
             lock.release()
@@ -358,8 +367,9 @@ def auto_stop(
             state_written = _secondary(problems, status.set_state, layout, state, reason, budget=budget) is not None
             if created:
                 _secondary(
-                    problems, events.log_step, layout, "stop", operator=operator, reason=reason, source=source, budget=budget
-                )
+                    problems, events.log_step, layout, "stop", operator=operator, principal=doc["principal"],
+                    reason=reason, source=source, stop_id=doc["id"], budget=budget,
+                )  # fmt: skip
         finally:
             lock.release()
     else:
@@ -378,18 +388,25 @@ def resume(
     layout: Layout,
     operator: str,
     *,
-    reset_budget: bool = False,
+    reset_budget: Callable[..., dict[str, Any]] | None = None,
     expect: str | None = None,
+    stop_id: str | None = None,
+    lift: Callable[[dict[str, Any]], None] | None = None,
+    principal: str = "operator",
     timeout: float = DEFAULT_TIMEOUT,
     budget: Budget | None = None,
 ) -> dict[str, Any]:
     """`session resume`: remove AGENT_STOP, log it, status `running`, together under the kill-switch lock.
 
     Removes only the stop it read: with `expect` (the `token` of the stop
-    the operator saw, from `read_stop`), a different AGENT_STOP found under
-    the lock is left in place and returned as `kept`.  With nothing to
+    the operator saw, from `read_stop`) or `stop_id` (the `id` a fleet
+    resume names), a different AGENT_STOP found under the lock is left in
+    place and returned as `kept`.  `lift(stop)` is called under the lock
+    with the stop about to be removed and raises to refuse it (the
+    authority check: who may lift a stop made by whom).  With nothing to
     remove, nothing changes (`resumed` False), except that `reset_budget`
-    still starts the iteration count again.  `removed` (also `previous`)
+    (`iteration.reset`, given by the caller) still starts the iteration
+    count again, under the same lock.  `removed` (also `previous`)
     is exactly the stop that was removed; `message` says what happened in
     one sentence.  LockTimeout (nothing removed) if the lock stays busy.
     """
@@ -398,7 +415,10 @@ def resume(
         current = read_stop(layout)
         if current is not None and current.get("present") is None:
             raise CocoplusError(f"cannot resume: {current.get('unknown')}")
-        if current is not None and expect is not None and current.get("token") != expect:
+        if current is not None and (
+            (expect is not None and current.get("token") != expect)
+            or (stop_id is not None and current.get("id") != stop_id)
+        ):
             return {
                 "resumed": False,
                 "removed": None,
@@ -411,13 +431,14 @@ def resume(
                 ),
                 "problems": problems,
             }
+        if current is not None and lift is not None:
+            lift(current)
         reset = None
-        if reset_budget:
-            from cocoplus.session import iteration  # deferred: import cycle (iteration imports this module)
-
-            reset = iteration.reset(layout, budget=budget)
+        if reset_budget is not None:
+            reset = reset_budget(layout, budget=budget)
         if current is None:
-            gone = "the AGENT_STOP that was read is gone already" if expect is not None else "no AGENT_STOP was present"
+            named = expect is not None or stop_id is not None
+            gone = "the AGENT_STOP that was read is gone already" if named else "no AGENT_STOP was present"
             but = "" if reset is None else " except the iteration count, started again from 0"
             message = f"{gone}; nothing changed{but}"
             return {
@@ -436,10 +457,12 @@ def resume(
             layout,
             "resume",
             operator=operator,
+            principal=principal,
+            stop_id=current.get("id"),
             was_stopped=True,
             previous_reason=current.get("reason"),
             previous_operator=current.get("operator"),
-            budget_reset=bool(reset_budget),
+            budget_reset=reset_budget is not None,
             budget=budget,
         )
         _secondary(problems, status.set_state, layout, "running", f"resumed by {operator}", budget=budget)
@@ -499,8 +522,11 @@ def steer(
     *,
     budget: Budget | None = None,
     session: str | None = None,
+    principal: str = "operator",
 ) -> dict[str, Any]:
-    """Write STEER.md (or, with `session`, that session's own steer); a pending one is kept, the new one added after it."""
+    """Write STEER.md (or, with `session`, that session's own steer).
+
+    A pending one is kept, the new one added after it."""
     text = instruction.strip("\n")
     if not text.strip():
         raise CocoplusError("steer: the instruction is empty")
@@ -516,16 +542,15 @@ def steer(
             existing = None
         combined = text if not existing or not existing.strip() else existing.rstrip("\n") + STEER_SEPARATOR + text
         if len(combined.encode("utf-8")) > MAX_STEER_BYTES:
-            raise CocoplusError(
-                f"{path}: a pending steer plus this one would exceed {MAX_STEER_BYTES // 1024} KiB"
-            )
+            raise CocoplusError(f"{path}: a pending steer plus this one would exceed {MAX_STEER_BYTES // 1024} KiB")
         if session is not None:
             fsio.ensure_dir(os.path.dirname(path))
         fsio.atomic_write_text(path, combined + "\n")
     appended = bool(existing and existing.strip())
     _secondary(
-        problems, events.log_step, layout, "steer_queued", operator=operator, chars=len(text), appended=appended, target=session
-    )
+        problems, events.log_step, layout, "steer_queued", operator=operator, principal=principal, chars=len(text),
+        appended=appended, target=session,
+    )  # fmt: skip
     return {"pending": combined + "\n", "appended": appended, "problems": problems}
 
 

@@ -14,7 +14,6 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
 
-
 def log_step(
     layout: Layout, event: str, timeout: float = 5.0, *, budget: Budget | None = None, **fields: Any
 ) -> dict[str, Any]:

@@ -16,12 +16,15 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
 MAX_PROGRESS_CHARS = 6000
 
 
-def context(layout: Layout, rec: dict[str, Any] | None) -> str:
+def context(layout: Layout, rec: dict[str, Any] | None, worktree: bool = False) -> str:
+    """The handoff; `worktree`: the session works in a worker's git worktree, so the project's PROGRESS.md is
+    named by its full path (a `.cocoplus/` of the worktree's own would not be the project's)."""
     parts: list[str] = []
     who = f" (you are session {rec['alias']})" if rec else ""
+    progress = layout.progress if worktree else ".cocoplus/session/PROGRESS.md"
     parts.append(
         "cocoplus handoff for this project" + who + ", read from .cocoplus/ files. Resume the work from here; "
-        "keep .cocoplus/session/PROGRESS.md current (Done, In Progress, Next, Notes)."
+        f"keep {progress} current (Done, In Progress, Next, Notes)."
     )
     try:
         text = fsio.read_text(layout.progress)
@@ -40,8 +43,8 @@ def context(layout: Layout, rec: dict[str, Any] | None) -> str:
         preds, _bad = predicates.parse(ctext)
         if preds:
             parts.append(
-                "== Active predicates (.cocoplus/session/CONTEXT.md; quote them verbatim, do not restate them as new states) ==\n"
-                + "\n".join(p.raw for p in preds)
+                "== Active predicates (.cocoplus/session/CONTEXT.md; quote them verbatim, "
+                "do not restate them as new states) ==\n" + "\n".join(p.raw for p in preds)
             )
     try:
         pend, _ = queue.pending(layout)
@@ -56,8 +59,8 @@ def context(layout: Layout, rec: dict[str, Any] | None) -> str:
     rest = [i for i in pend if queue.placement(i) != "current"]
     if rest:
         parts.append(
-            "== Queued requests (.cocoplus/session/task-queue.jsonl; they go to Next, they do not replace the current item) ==\n"
-            + "\n".join(f"- {i['id']}: {i['request']}" for i in rest[:20])
+            "== Queued requests (.cocoplus/session/task-queue.jsonl; they go to Next, "
+            "they do not replace the current item) ==\n" + "\n".join(f"- {i['id']}: {i['request']}" for i in rest[:20])
         )
     if control.stop_present(layout):
         parts.append("== Kill switch ==\n" + stop_sentence(control.read_stop(layout) or {}))

@@ -47,7 +47,9 @@ def _lock(layout: Layout, budget: Budget | None = None, timeout: float = DEFAULT
 
 
 def supervised(doc: dict[str, Any], cs_id: str) -> bool:
-    """The scope rule of `cocoplus.supervision.scope.supervised`, on a raw state document (the hook cannot import it)."""
+    """The scope rule of `cocoplus.supervision.scope.supervised`, on a raw state document.
+
+    The hook cannot import that module."""
     sc = doc.get("scope")
     if not isinstance(sc, dict):
         return True
@@ -72,7 +74,7 @@ def wants_hold(layout: Layout, cs_id: str) -> tuple[bool, str]:
     if not supervised(doc or {}, cs_id):
         return False, "the session is outside the supervision scope"
     if not is_locked(layout.lock("supervisor")):
-        return False, "no watcher runs to wake the main brain (`cocoplus supervisor run`)"
+        return False, "no watcher runs to wake the main brain (`cocoplus supervision watcher run`)"
     return True, ""
 
 

@@ -19,6 +19,7 @@ than starting again from 1.
 from __future__ import annotations
 
 import os
+import time
 
 from cocoplus.core import clock, fsio, progress
 from cocoplus.core.errors import CocoplusError, StateCorrupt
@@ -44,6 +45,22 @@ class Outcome:
         self.corrupt: StateCorrupt | None = None  # damaged (now, or earlier and not yet reset): stop the agent
         self.failed_closed: str | None = None  # the increment could not be kept: AGENT_STOP was created; why
         self.problems: list[str] = []  # what went wrong on the way, for the caller's log
+
+
+# The count's rate marks (`rate_marks`: `[[epoch seconds, count], ...]`, oldest first): one at most every
+# MARK_EVERY_S, the last MARKS_KEPT kept, so the rate of the last hour can be told (cost/forecast.py).
+MARK_EVERY_S = 300.0
+MARKS_KEPT = 13
+
+
+def _mark(doc: dict[str, Any], now: float) -> None:
+    marks = doc.get("rate_marks")
+    if not isinstance(marks, list):
+        marks = []
+    last = marks[-1] if marks and isinstance(marks[-1], list) and len(marks[-1]) == 2 else None
+    if last is None or not isinstance(last[0], (int, float)) or not 0 <= now - last[0] < MARK_EVERY_S:
+        marks.append([round(now, 3), doc["consumed"]])
+        doc["rate_marks"] = marks[-MARKS_KEPT:]
 
 
 def read(layout: Layout) -> dict[str, Any] | None:
@@ -156,7 +173,17 @@ def count(
 def exhausted_reason(doc: dict[str, Any]) -> str:
     """Why the agent is stopped at the cap; the same words for the kill switch and the status, however
     many calls came after the stop (they are counted, never shown as a count past the cap)."""
-    return f"iteration budget exhausted ({doc['cap']}/{doc['cap']})"
+    cap = doc["cap"]
+    return f"iteration budget exhausted: {cap} of {cap} tool calls used (cap {cap}, [session] max_iterations)"
+
+
+def checkpoint_note(doc: dict[str, Any]) -> str:
+    """What the agent is told at the warn threshold."""
+    return (
+        f"cocoplus: {doc['consumed']} of {doc['cap']} tool calls used (cap {doc['cap']}, [session] max_iterations; "
+        f"checkpoint at {doc['warn_at']}). Checkpoint now: update .cocoplus/session/PROGRESS.md (Done, In Progress, "
+        "Next, Notes) so the work can be resumed from files alone."
+    )
 
 
 def _count_locked(layout: Layout, cap: int, warn_at: int, out: Outcome) -> None:
@@ -191,7 +218,9 @@ def _count_locked(layout: Layout, cap: int, warn_at: int, out: Outcome) -> None:
     capped_now = capped and not doc["stopped"]
     if capped:
         doc["stopped"] = True
-    doc["updated_at"] = clock.iso()
+    now = time.time()
+    _mark(doc, now)
+    doc["updated_at"] = clock.iso(now)
     try:
         fsio.atomic_write_json(layout.iteration_budget, doc)
     except CocoplusError as exc:
@@ -211,16 +240,16 @@ def _count_locked(layout: Layout, cap: int, warn_at: int, out: Outcome) -> None:
 
 
 def reset(layout: Layout, *, budget: Budget | None = None) -> dict[str, Any]:
-    """Start the count again (operator's `session resume --reset-budget`).
+    """Start the count again (operator's `session resume --reset-budget`), against the cap and warn
+    threshold the hooks apply now (the effective configuration: cocoplus.toml as it is, or while it is
+    invalid the last good values), not those the file recorded at its last count.
 
     Clears a damaged state too: a damaged file is set aside and a fresh one
-    written with the configured cap; spooled increments are dropped.
+    written; spooled increments are dropped.
     """
 
     def update(current: dict[str, Any] | None) -> dict[str, Any]:
-        if current is None:
-            return _fresh(layout)
-        return new_iteration_budget(current["cap"], current["warn_at"])
+        return _fresh(layout)
 
     try:
         doc = fsio.locked_update(
@@ -248,10 +277,15 @@ def reset(layout: Layout, *, budget: Budget | None = None) -> dict[str, Any]:
 
 
 def _fresh(layout: Layout) -> dict[str, Any]:
-    from cocoplus import config  # deferred: keeps config and settings off the hook events that read no value
+    from cocoplus.session import (
+        values as hook_values,  # deferred: keeps the configuration off the hook events that read no value
+    )
 
-    cfg = config.load_for(layout)
-    return new_iteration_budget(cfg.session["max_iterations"], cfg.session["iteration_warn_at"])
+    values, _problem = hook_values.for_hook(layout, os.environ)  # what the next counted call applies
+    s = values["session"]
+    return new_iteration_budget(
+        max(1, min(int(s["max_iterations"]), MAX_COUNT)), max(0, min(int(s["iteration_warn_at"]), MAX_COUNT))
+    )
 
 
 def budget_lines(doc: dict[str, Any]) -> dict[str, str]:

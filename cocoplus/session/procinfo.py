@@ -9,9 +9,15 @@ process does not pass for the runtime.
 
 Used at SessionStart (to record the process and how it was started, so
 `cocoplus dispatch` knows whether the session still runs and how to
-resume it) and by the turn-end hold (which ends when the runtime is gone:
-Claude Code and Codex start hooks in their own process group, so a waiting
-hook outlives a killed runtime).  Standard library only.
+resume it, and the session registry knows it has ended when the runtime
+died without saying so: `program_of` resolves the program to absolute paths
+then, as the system found it when the runtime started, and `core.seal`
+seals what was recorded), and by the turn-end hold (which ends when the
+runtime is gone: Claude Code and Codex start hooks in their own process
+group, so a waiting hook outlives a killed runtime).  A recorded process
+names the machine and the pid namespace it ran in, so a record read from
+another machine or another container is not taken for a process here.
+Standard library only.
 """
 
 from __future__ import annotations
@@ -57,17 +63,113 @@ def argv_of(pid: int) -> list[str] | None:
 
 
 def runtime_process(start: int | None = None) -> dict[str, Any]:
-    """`{"pid", "start_ticks", "argv"}` of the nearest non-shell ancestor, starting at `start` (default: the parent)."""
+    """`{"pid", "start_ticks", "argv", "host", "pidns"}` of the nearest non-shell ancestor, starting at `start`
+    (default: the parent)."""
     pid = os.getppid() if start is None else start
     for _ in range(8):
         fields = _stat_fields(pid)
         if fields is None:
-            return {"pid": pid, "start_ticks": None, "argv": None}
+            return {"pid": pid, "start_ticks": None, "argv": None, **here()}
         name, _state, parent, ticks = fields
         if name not in SHELLS or parent <= 1:
-            return {"pid": pid, "start_ticks": ticks, "argv": argv_of(pid)}
+            return {"pid": pid, "start_ticks": ticks, "argv": argv_of(pid), **here()}
         pid = parent
-    return {"pid": pid, "start_ticks": None, "argv": None}
+    return {"pid": pid, "start_ticks": None, "argv": None, **here()}
+
+
+def here() -> dict[str, str | None]:
+    """Where a pid means something: this machine's name, and this process's pid namespace (Linux; else None)."""
+    try:
+        pidns: str | None = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        pidns = None
+    return {"host": os.uname().nodename, "pidns": pidns}
+
+
+def gone(proc: Any) -> bool:
+    """Whether the recorded process `proc` (as `runtime_process` gives it) has certainly ended.
+
+    False where that cannot be known here: nothing recorded, a pid that is
+    not one, a process of another machine or pid namespace, or one this
+    user may not signal (it exists).  A record written before machine and
+    namespace were recorded is taken as this machine's.
+    """
+    if not isinstance(proc, dict):
+        return False
+    where = here()
+    for key in ("host", "pidns"):
+        if proc.get(key) is not None and proc.get(key) != where[key]:
+            return False
+    return alive(proc.get("pid"), proc.get("start_ticks")) is False
+
+
+def ancestors(start: int | None = None, limit: int = 64) -> list[tuple[int, int]]:
+    """(pid, start ticks) of this process's parent, its parent, ... up to (not including) pid 1; [] without /proc."""
+    out: list[tuple[int, int]] = []
+    pid = os.getppid() if start is None else start
+    for _ in range(limit):
+        if pid <= 1:
+            break
+        fields = _stat_fields(pid)
+        if fields is None:
+            break
+        out.append((pid, fields[3]))
+        pid = fields[2]
+    return out
+
+
+def find_program(name: str, search_path: str | None) -> str | None:
+    """Where a bare command name is found on `search_path` (a PATH value), or None.
+
+    Only absolute directories are searched: an empty or relative entry (".",
+    "bin") would find the program from whatever the working directory is,
+    which for cocoplus is usually the project, and a repository must not
+    choose what cocoplus runs.
+    """
+    for d in (search_path or "").split(os.pathsep):
+        if not d or not os.path.isabs(d):
+            continue
+        found = os.path.join(d, name)
+        if os.path.isfile(found) and os.access(found, os.X_OK):
+            return found
+    return None
+
+
+def _cwd(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+
+
+def program_of(argv: list[str] | None, pid: int | None, search_path: str | None) -> list[str] | None:
+    """The program part of a recorded command line (`runtimes.argv.program`) as absolute paths, or None.
+
+    Resolved now, as the system did when the runtime started: its command
+    on `search_path` (the runtime's PATH, absolute directories only), a
+    relative path, and an interpreter's script, from the runtime's working
+    directory (`/proc/PID/cwd`).  None when any part cannot be found: a
+    resume then runs the runtime's command from PATH.
+    """
+    from cocoplus.runtimes import argv as words  # deferred: only a session start resolves a command line
+
+    parts = words.program(argv)
+    if not parts:
+        return None
+    out: list[str] = []
+    cwd: str | None = None
+    for i, part in enumerate(parts):
+        if os.path.isabs(part):
+            found: str | None = part
+        elif i == 0 and "/" not in part:
+            found = find_program(part, search_path)
+        else:
+            cwd = cwd or (_cwd(pid) if isinstance(pid, int) else None)
+            found = os.path.join(cwd, part) if cwd else None
+        if found is None or not os.path.isfile(found):
+            return None
+        out.append(found)
+    return out
 
 
 def start_ticks(pid: int) -> int | None:
@@ -95,3 +197,29 @@ def alive(pid: Any, start_ticks: Any = None) -> bool | None:
         if isinstance(start_ticks, int) and fields[3] != start_ticks:
             return False  # the pid was reused
     return True
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (its children, theirs, ...), from /proc; [] where /proc cannot tell.
+
+    Not used on the hook path: the runner of a managed worker calls it to find
+    what its runtime left behind (cocoplus.supervision.leftovers).
+    """
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    children: dict[int, list[int]] = {}
+    for name in names:
+        if name.isdigit():
+            fields = _stat_fields(int(name))
+            if fields is not None and fields[1] not in ("Z", "X"):
+                children.setdefault(fields[2], []).append(int(name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.append(child)
+                todo.append(child)
+    return found

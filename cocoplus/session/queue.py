@@ -27,8 +27,6 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
 
-
-
 def add(layout: Layout, request: str, by: str | None = None) -> dict[str, Any]:
     text = request.strip()
     if not text:
@@ -81,14 +79,30 @@ def promote(layout: Layout, qid: str, by: str | None = None) -> dict[str, Any]:
         if item is None:
             raise NotFound(f"no queued request {qid!r} in {layout.rel(layout.task_queue)}")
         if item["state"] != "queued":
-            raise CocoplusError(f"request {qid} is {item['state']}, not queued; only a queued request can become the current item")
+            raise CocoplusError(
+                f"request {qid} is {item['state']}, not queued; only a queued request can become the current item"
+            )
         demoted = [i["id"] for i in items if i["state"] == "queued" and placement(i) == "current" and i["id"] != qid]
         now = clock.iso()
         for other in demoted:
-            rec = {"schema_version": SCHEMA_VERSION, "id": other, "ts": now, "state": "queued", "placement": "next", "by": by}
+            rec = {
+                "schema_version": SCHEMA_VERSION,
+                "id": other,
+                "ts": now,
+                "state": "queued",
+                "placement": "next",
+                "by": by,
+            }
             fsio.append_jsonl(layout.task_queue, rec, layout.lock("task-queue"))
         if placement(item) != "current":
-            rec = {"schema_version": SCHEMA_VERSION, "id": qid, "ts": now, "state": "queued", "placement": "current", "by": by}
+            rec = {
+                "schema_version": SCHEMA_VERSION,
+                "id": qid,
+                "ts": now,
+                "state": "queued",
+                "placement": "current",
+                "by": by,
+            }
             fsio.append_jsonl(layout.task_queue, rec, layout.lock("task-queue"))
     events.log_step(layout, "queue_promote", queue_id=qid, by=by, demoted=demoted or None)
     return {**item, "placement": "current", "demoted": demoted, "already_current": placement(item) == "current"}

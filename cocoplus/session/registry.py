@@ -9,6 +9,13 @@ the three names a session wherever one is asked for.
 Attention changes and exits are also appended to
 `supervision/signals.jsonl`, which the supervisor reads to decide whether
 to wake the main brain.
+
+Whether a session has ended is known from its runtime's SessionEnd hook,
+or, for a runtime whose recorded process is the session's own
+(`ENDS_WITH_PROCESS`), from that process being gone: a runtime killed by
+SIGKILL or SIGTERM runs no hook at all.  `list_sessions`, which every
+listing, the supervisor and the workers read through, records such a
+session `exited` and appends its exit signal, once (`settle_exits`).
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, vocab
 from cocoplus.core.errors import CocoplusError, NotFound, StateCorrupt
 from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
 from cocoplus.core.paths import Layout, is_valid_id
@@ -27,7 +34,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from collections.abc import Callable
     from typing import Any
-
 
 
 def cs_id_for(runtime_session_id: str) -> str:
@@ -45,10 +51,57 @@ def _lock(layout: Layout, timeout: float = DEFAULT_TIMEOUT, budget: Budget | Non
     return Lock(layout.lock("sessions"), timeout, budget)
 
 
+# A line of `sessions/<cs>.calls`: the call's fingerprint (16 hex digits, its input's length in 8) and a newline.
+CALL_WIDTH = 25
+# A PostToolUse of a running session with nothing to change only appends its call; the record itself is
+# written again at least this often, so what it says of the session (state, attention, last event) stays fresh.
+RECORD_REFRESH_S = 60.0
+
+
 def read_record(layout: Layout, cs_id: str) -> dict[str, Any] | None:
+    """The session's record, with what its call log adds: `tool_calls` and the last event's time (`record_call`)."""
     path = layout.session_record(cs_id)
     obj = fsio.read_json(path)
-    return None if obj is None else check_session(obj, path)
+    if obj is None:
+        return None
+    return _with_calls(layout, check_session(obj, path))
+
+
+def attention_of(rec: dict[str, Any]) -> str | None:
+    """The one definition of a session's attention, for every door and the brain's prompt: a session that has
+    ended waits for nothing its runtime can do (`pending`, `awaiting_authorization` end with it); a question it
+    left open (`awaiting_decision`) is still open."""
+    attention = rec.get("attention")
+    if attention is None or rec.get("state") in vocab.ACTIVE_STATES:
+        return attention
+    return attention if attention == "awaiting_decision" else None
+
+
+def _with_calls(layout: Layout, rec: dict[str, Any]) -> dict[str, Any]:
+    try:
+        st = os.lstat(layout.session_calls(rec["id"]))
+    except (OSError, ValueError, CocoplusError):
+        return rec
+    if "calls_base" in rec:  # counted from the log since the record learned of it
+        rec["tool_calls"] = int(rec.get("calls_base") or 0) + st.st_size // CALL_WIDTH
+    at = clock.iso(st.st_mtime)
+    if at > str(rec.get("last_event_at") or ""):
+        rec["last_event_at"] = at
+        rec["last_event"] = rec.get("last_tool_event") or rec.get("last_event")
+    return rec
+
+
+def record_call(layout: Layout, cs_id: str, fingerprint: str, tail: int = 0) -> tuple[int, list[str]]:
+    """Append this tool call to the session's call log: (how many lines it holds now, the last `tail` fingerprints).
+
+    One durable append of a fixed-width line, no lock and no rewrite: the loop guard's streak and the count
+    come from the log (`read_record` adds them to the record).
+    """
+    line = (fingerprint[:24].ljust(24, "0") + "\n").encode("ascii")
+    count, last = fsio.append_fixed(layout.session_calls(cs_id), line, tail)
+    return count, [
+        last[i : i + 24].decode("ascii", "replace") for i in range(0, len(last) - CALL_WIDTH + 1, CALL_WIDTH)
+    ]
 
 
 def _read_index(layout: Layout) -> dict[str, Any]:
@@ -145,7 +198,9 @@ def ensure(
     return rec, before
 
 
-def _new_record(layout: Layout, cs_id: str, runtime: str, rid: str, now: str, wanted: str | None = None) -> dict[str, Any]:
+def _new_record(
+    layout: Layout, cs_id: str, runtime: str, rid: str, now: str, wanted: str | None = None
+) -> dict[str, Any]:
     index = _read_index(layout)
     if wanted is not None and is_valid_id(wanted) and wanted not in index["aliases"] and not wanted.startswith("cs_"):
         alias = wanted
@@ -178,7 +233,7 @@ def _new_record(layout: Layout, cs_id: str, runtime: str, rid: str, now: str, wa
 def update(
     layout: Layout,
     cs_id: str,
-    change: Callable[[dict[str, Any]], None],
+    change: Callable[[dict[str, Any]], object],  # what it returns is not used
     *,
     timeout: float = DEFAULT_TIMEOUT,
     budget: Budget | None = None,
@@ -203,8 +258,12 @@ def set_attention(rec: dict[str, Any], attention: str | None) -> bool:
     return True
 
 
-def list_sessions(layout: Layout) -> tuple[list[dict[str, Any]], list[str]]:
-    """All session records (oldest alias first) and one line per damaged record."""
+def list_sessions(layout: Layout, *, settle: bool = True) -> tuple[list[dict[str, Any]], list[str]]:
+    """All session records (oldest alias first) and one line per damaged record.
+
+    Sessions whose runtime died unannounced are recorded exited first (`settle_exits`), unless
+    `settle` is False (the caller settles them itself).
+    """
     records: list[dict[str, Any]] = []
     problems: list[str] = []
     try:
@@ -220,9 +279,68 @@ def list_sessions(layout: Layout) -> tuple[list[dict[str, Any]], list[str]]:
             problems.append(str(exc))
             continue
         if rec is not None:
+            rec["attention"] = attention_of(rec)  # as every door shows it (the file keeps what the hooks wrote)
             records.append(rec)
     records.sort(key=lambda r: (r.get("started_at") or "", r.get("alias") or ""))
+    if settle:
+        settle_exits(layout, records)
     return records, problems
+
+
+def ended_unannounced(rec: dict[str, Any]) -> str | None:
+    """Why a `running` session has ended although no hook said so (its runtime's process is gone), or None.
+
+    Only for a runtime whose recorded process is the session's (`ENDS_WITH_PROCESS`), and never for
+    a launched worker's session: its worker's runner records how the run ended, exit status and all.
+    A resume cocoplus started that still runs keeps the session alive.
+    """
+    if rec.get("state") != "running" or isinstance(rec.get("worker"), str):
+        return None
+    runtime = rec.get("runtime")
+    if not isinstance(runtime, str) or not runtimes.known(runtime) or not runtimes.get(runtime).ENDS_WITH_PROCESS:
+        return None
+    proc, resumed = rec.get("process"), rec.get("resumed")
+    if not isinstance(proc, dict):
+        return None
+    from cocoplus.session import procinfo  # deferred: only a listing looks at the runtimes' processes
+
+    if not procinfo.gone(proc) or (isinstance(resumed, dict) and not procinfo.gone(resumed)):
+        return None
+    return (
+        f"its {runtimes.get(runtime).TITLE} process (pid {proc.get('pid')}) is gone and no hook said the session ended"
+    )
+
+
+def settle_exits(layout: Layout, records: list[dict[str, Any]], *, budget: Budget | None = None) -> list[str]:
+    """Record `exited`, with one exit signal, each of `records` whose runtime died unannounced; their ids.
+
+    `records` is updated in place.  Decided again under the sessions lock, so
+    a SessionEnd hook or another reader doing the same at that moment leaves
+    one exit signal, not two.
+    """
+    settled: list[str] = []
+    for i, rec in enumerate(records):
+        if ended_unannounced(rec) is None:
+            continue
+        path = layout.session_record(rec["id"])
+        try:
+            with _lock(layout, budget=budget):
+                cur = read_record(layout, rec["id"])
+                why = ended_unannounced(cur) if cur is not None else None
+                if cur is None or why is None:
+                    if cur is not None:
+                        records[i] = cur
+                    continue
+                cur["state"] = "exited"
+                cur["exit_reason"] = why  # attention is kept: a session that ended waiting for dispatch still needs it
+                cur["updated_at"] = clock.iso()
+                fsio.atomic_write_json(path, cur)
+                records[i] = cur
+                append_signal(layout, cur, "exit", "exited", budget=budget, detail=why)
+            settled.append(rec["id"])
+        except CocoplusError:
+            continue  # the next reader settles it
+    return settled
 
 
 def resolve(layout: Layout, ref: str) -> dict[str, Any]:

@@ -23,11 +23,12 @@ from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
 from cocoplus.core.paths import Layout
-from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.core.records import SCHEMA_VERSION, new_stop_id
 from cocoplus.session import events
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -92,7 +93,13 @@ def sentence(layout: Layout, cs_id: str) -> str | None:
 
 
 def stop(
-    layout: Layout, rec: dict[str, Any], operator: str, reason: str, *, budget: Budget | None = None
+    layout: Layout,
+    rec: dict[str, Any],
+    operator: str,
+    reason: str,
+    *,
+    principal: str = "operator",
+    budget: Budget | None = None,
 ) -> dict[str, Any]:
     """Stop one session's tools (replacing an earlier stop of the same session)."""
     if not reason.strip():
@@ -100,6 +107,8 @@ def stop(
     cs = rec["id"]
     doc = {
         "schema_version": SCHEMA_VERSION,
+        "id": new_stop_id(),
+        "principal": principal,
         "session": cs,
         "alias": rec.get("alias"),
         "runtime": rec.get("runtime"),
@@ -114,7 +123,10 @@ def stop(
         fsio.ensure_dir(layout.session_stops_dir)
         fsio.atomic_write_json(layout.session_stop(cs), doc)
     try:
-        events.log_step(layout, "session_stop", session=cs, alias=rec.get("alias"), operator=operator, reason=reason, budget=budget)
+        events.log_step(
+            layout, "session_stop", session=cs, alias=rec.get("alias"), operator=operator, principal=principal,
+            reason=reason, stop_id=doc["id"], budget=budget,
+        )  # fmt: skip
     except CocoplusError as exc:
         problems.append(str(exc))
     return {
@@ -128,14 +140,37 @@ def stop(
     }
 
 
-def resume(layout: Layout, rec: dict[str, Any], operator: str, *, budget: Budget | None = None) -> dict[str, Any]:
-    """Lift one session's stop (AGENT_STOP, if present, still stops every session)."""
+def resume(
+    layout: Layout,
+    rec: dict[str, Any],
+    operator: str,
+    *,
+    principal: str = "operator",
+    stop_id: str | None = None,
+    lift: Callable[[dict[str, Any]], None] | None = None,
+    budget: Budget | None = None,
+) -> dict[str, Any]:
+    """Lift one session's stop (AGENT_STOP, if present, still stops every session).
+
+    `stop_id`: lift only that stop (a newer one is kept, `kept`); `lift(stop)` is called under the lock
+    and raises to refuse (the authority check).
+    """
     cs = rec["id"]
     problems: list[str] = []
     with Lock(layout.lock("session-stops"), DEFAULT_TIMEOUT, budget):
         current = read(layout, cs)
         if current is not None and current.get("present") is None:
             raise CocoplusError(f"cannot resume {rec.get('alias') or cs}: {current['unknown']}")
+        if current is not None and stop_id is not None and current.get("id") != stop_id:
+            who = rec.get("alias") or cs
+            return {
+                "resumed": False, "session": cs, "alias": rec.get("alias"), "removed": None, "kept": _shown(current),
+                "project_stopped": os.path.lexists(layout.agent_stop),
+                "message": f"{who}'s stop changed since it was named ({stop_id}): the one there now was kept",
+                "problems": problems,
+            }  # fmt: skip
+        if current is not None and lift is not None:
+            lift(current)
         if current is not None:
             _remove(layout.session_stop(cs))
             try:
@@ -145,8 +180,9 @@ def resume(layout: Layout, rec: dict[str, Any], operator: str, *, budget: Budget
     if current is not None:
         try:
             events.log_step(
-                layout, "session_resume", session=cs, alias=rec.get("alias"), operator=operator,
-                previous_reason=current.get("reason"), previous_operator=current.get("operator"), budget=budget,
+                layout, "session_resume", session=cs, alias=rec.get("alias"), operator=operator, principal=principal,
+                stop_id=current.get("id"), previous_reason=current.get("reason"),
+                previous_operator=current.get("operator"), budget=budget,
             )  # fmt: skip
         except CocoplusError as exc:
             problems.append(str(exc))
@@ -163,6 +199,7 @@ def resume(layout: Layout, rec: dict[str, Any], operator: str, *, budget: Budget
         "session": cs,
         "alias": rec.get("alias"),
         "removed": _shown(current),
+        "kept": None,
         "project_stopped": project,
         "message": message,
         "problems": problems,

@@ -14,7 +14,7 @@ from cocoplus import config as config_mod
 from cocoplus.core import clock, fsio, predicates, progress
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Lock
-from cocoplus.core.paths import Layout, check_state_dir
+from cocoplus.core.paths import MARKER_TEXT, Layout, check_state_dir
 from cocoplus.core.records import SCHEMA_VERSION, new_iteration_budget, new_status
 from cocoplus.session import freshness
 
@@ -123,6 +123,7 @@ def init(state_dir: str, environ: dict[str, str] | None = None) -> dict[str, Any
             fsio.atomic_write_text(path, content)
         created.append(path)
 
+    put(layout.marker, MARKER_TEXT)
     put(layout.readme, README)
     put(layout.gitignore, gitignore_text(layout))
     if not os.path.lexists(layout.progress):

@@ -57,8 +57,10 @@ def record(
     error: str | None = None,
     *,
     by: str | None = None,
+    principal: str | None = None,
 ) -> dict[str, Any]:
-    """Append one action record (see the module docstring) and return it."""
+    """Append one action record (see the module docstring) and return it; `principal` is who acted
+    (docs/authority.md), `by` the name shown."""
     if action not in ACTIONS:
         raise ValueError(action)
     rec: dict[str, Any] = {
@@ -70,6 +72,7 @@ def record(
         "session": session.get("id") if session else None,
         "alias": session.get("alias") if session else None,
         "by": by or _operator(),
+        "principal": principal or "operator",
         "result": result,
         "error": error,
     }

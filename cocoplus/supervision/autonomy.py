@@ -15,49 +15,20 @@ from __future__ import annotations
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, fsio, settings, vocab
-from cocoplus.core.errors import CocoplusError, StateCorrupt, UsageError
-from cocoplus.core.lock import Lock
+from cocoplus.core import clock, settings
+from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
-from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.session import events
+from cocoplus.supervision import scope as scope_mod
+from cocoplus.supervision import state
 
 MAX_TURNS = settings.BY_DOTTED["supervision.max_turns"]  # its default and bounds
 
 
-def _empty() -> dict[str, Any]:
-    return {"schema_version": SCHEMA_VERSION, "autonomous": None, "scope": {"mode": "all", "only": None, "excluded": []}}
-
-
-def read(layout: Layout) -> dict[str, Any]:
-    doc = fsio.read_json(layout.supervision_state)
-    if doc is None:
-        return _empty()
-    doc.setdefault("autonomous", None)
-    scope: dict[str, Any] = doc["scope"] if isinstance(doc.get("scope"), dict) else {}
-    doc["scope"] = {
-        "mode": scope.get("mode") if scope.get("mode") in vocab.SCOPE_MODES else "all",
-        "only": list(scope["only"]) if isinstance(scope.get("only"), list) else None,
-        "excluded": list(scope.get("excluded") or []),
-    }
-    return doc
-
-
-def update(layout: Layout, change: Any) -> dict[str, Any]:
-    """Read-modify-write state.json under its lock; `change(doc)` edits in place."""
-
-    fsio.ensure_dir(layout.supervision_dir)
-    with Lock(layout.lock("supervision-state")):
-        try:
-            doc = read(layout)
-        except StateCorrupt as exc:
-            kept = fsio.quarantine(layout.supervision_state)
-            events.log_step(layout, "supervision_state_damaged", cause=exc.cause, kept_at=kept)
-            doc = _empty()
-        change(doc)
-        doc["schema_version"] = SCHEMA_VERSION
-        fsio.atomic_write_json(layout.supervision_state, doc)
-    return doc
+# The state file itself (read, and read-modify-write under its lock) is supervision/state.py's; the scope's
+# changes are scope.py's.  Both are named here too, for the callers of the seed's tools.
+read = state.read
+update = state.update
 
 
 def status(layout: Layout) -> dict[str, Any]:
@@ -81,20 +52,24 @@ def enable(
     scope_session_ids: list[str] | None = None,
     enabled_by: str = "user",
     workflow_run: str | None = None,
+    started_from: str | None = None,
 ) -> dict[str, Any]:
-    """enable_supervision: on, turns_used reset to 0; optionally set the scope in the same step."""
+    """enable_supervision: on, turns_used reset to 0; optionally set the scope in the same step.
+
+    `started_from`: the session supervision was started from (`/supervise` typed in it): it is not supervised.
+    Signals from before `enabled_at` are history: shown, never triggers (triggers.classify)."""
     if max_turns is None:
         try:
             max_turns = int(config_mod.load_for(layout).get("supervision.max_turns"))
         except CocoplusError:
             max_turns = MAX_TURNS.default
     if not MAX_TURNS.accepts(max_turns):
-        raise UsageError(f"max_turns must be an integer from {MAX_TURNS.minimum:g} to {MAX_TURNS.maximum:g}, got {max_turns!r}")
+        raise UsageError(
+            f"max_turns must be an integer from {MAX_TURNS.minimum:g} to {MAX_TURNS.maximum:g}, got {max_turns!r}"
+        )
     if task_hint is not None and len(task_hint) > 4000:
         raise UsageError("task_hint is over 4000 characters")
     if scope_mode is not None:
-        from cocoplus.supervision import scope as scope_mod  # deferred: import cycle (scope imports this module)
-
         scope_mod.set_scope(layout, scope_mode, scope_session_ids or [], allow_invert=False)
     now = clock.iso()
     before: dict[str, Any] = {}
@@ -109,6 +84,7 @@ def enable(
             "task_hint": task_hint if task_hint is not None else prev.get("task_hint", ""),
             "enabled_by": enabled_by,
             "workflow_run": workflow_run,
+            "started_from": started_from,
             "enabled_at": now,
             "updated_at": now,
             "snapshot_at": now,
@@ -118,7 +94,14 @@ def enable(
         }
 
     update(layout, change)
-    events.log_step(layout, "supervision_enabled", task_hint=task_hint, max_turns=max_turns, enabled_by=enabled_by, workflow_run=workflow_run)
+    events.log_step(
+        layout,
+        "supervision_enabled",
+        task_hint=task_hint,
+        max_turns=max_turns,
+        enabled_by=enabled_by,
+        workflow_run=workflow_run,
+    )
     return {**status(layout), "change": what_changed(before, task_hint)}
 
 
@@ -135,7 +118,12 @@ def what_changed(before: dict[str, Any], task_hint: str | None) -> dict[str, Any
     else:
         goal = "kept" if old else "none"
     used = int(before.get("turns_used") or 0)
-    return {"goal": goal, "previous_goal": old or None, "was_enabled": bool(before.get("enabled")), "turns_reset_from": used or None}
+    return {
+        "goal": goal,
+        "previous_goal": old or None,
+        "was_enabled": bool(before.get("enabled")),
+        "turns_reset_from": used or None,
+    }
 
 
 def finish(layout: Layout, summary: str | None = None, reason: str = "finished by the main brain") -> dict[str, Any]:
@@ -180,6 +168,4 @@ def touch_snapshot(layout: Layout, holder: int | None = None) -> None:
 
 
 def scope_view(layout: Layout, doc: dict[str, Any] | None = None) -> dict[str, Any]:
-    from cocoplus.supervision import scope as scope_mod  # deferred: import cycle (scope imports this module)
-
     return scope_mod.view(layout, doc)

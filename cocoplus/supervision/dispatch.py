@@ -8,7 +8,12 @@ state allows, and says which it took:
 * `steer`: it is mid-turn: the instruction becomes its own one-shot steer,
   delivered at its turn end (as a continuation) or its next prompt;
 * `resume`: it has exited and can be resumed headless (`headless`): a new
-  run of its runtime resumes it with the instruction as the prompt;
+  run of its runtime resumes it with the instruction as the prompt, from
+  the command line its SessionStart recorded and sealed (`core.seal`); a
+  record without a valid seal is never run (`refused` says why) and the
+  instruction is queued; a resumed runtime that fails before its model
+  answers (`Not logged in`, an unknown session) is reported in
+  `resume_failed`, with its own reason, and the instruction is queued;
 * `queued`: anything else (idle at an interactive prompt, stopped, not
   resumable): the steer waits for its next prompt, and the result says why.
 
@@ -40,18 +45,20 @@ CAUTION = (
 )
 
 
-def _who(by: str) -> str:
+def _who(by: str, principal: str | None = None) -> str:
     n = actions.current_round()
+    if principal == "brain":
+        return f"the main brain (supervision round {n})" if n is not None else "the main brain"
     return f"the main brain (supervision round {n}, run by {by})" if n is not None else by
 
 
-def framed(instruction: str, by: str, *, question: str | None = None) -> str:
+def framed(instruction: str, by: str, *, question: str | None = None, principal: str | None = None) -> str:
     """The text a worker receives: whose instruction it is, the instruction, and that it grants nothing."""
     if question is not None:
         q = question if len(question) <= 500 else question[:497] + "..."
-        head = f"Answer from {_who(by)}, through cocoplus, to your question \"{q}\":"
+        head = f'Answer from {_who(by, principal)}, through cocoplus, to your question "{q}":'
     else:
-        head = f"Next instruction from {_who(by)}, through cocoplus:"
+        head = f"Next instruction from {_who(by, principal)}, through cocoplus:"
     return f"{head}\n{instruction.strip()}\n\n{CAUTION}"
 
 
@@ -79,9 +86,15 @@ def route(layout: Layout, rec: dict[str, Any]) -> tuple[str, str]:
     """(the route a dispatch to this session takes now, why)."""
     cs, who = rec["id"], rec.get("alias") or rec["id"]
     if control.stop_present(layout):
-        return "queued", "the agent is stopped (AGENT_STOP): the instruction waits for its next prompt after `session resume`"
+        return (
+            "queued",
+            "the agent is stopped (AGENT_STOP): the instruction waits for its next prompt after `session resume`",
+        )
     if stops.state(layout, cs)[0] is not False:
-        return "queued", f"{who} is stopped: the instruction waits for its next prompt after `session resume --session {who}`"
+        return (
+            "queued",
+            f"{who} is stopped: the instruction waits for its next prompt after `session resume --session {who}`",
+        )
     if holds.current(layout, cs) is not None:
         return "held", f"{who}'s turn end is held for a decision: it goes on with this instruction"
     alive = running(rec)
@@ -97,14 +110,23 @@ def route(layout: Layout, rec: dict[str, Any]) -> tuple[str, str]:
 
 
 def deliver(
-    layout: Layout, rec: dict[str, Any], text: str, *, instruction: str, action: str, by: str, environ: dict[str, str] | None = None
+    layout: Layout,
+    rec: dict[str, Any],
+    text: str,
+    *,
+    instruction: str,
+    action: str,
+    by: str,
+    environ: dict[str, str] | None = None,
+    principal: str | None = None,
 ) -> dict[str, Any]:
     """Deliver `text` (already framed) to the session by the best route; the result names the route."""
     cs, who = rec["id"], rec.get("alias") or rec["id"]
     how, why = route(layout, rec)
     out: dict[str, Any] = {
         "session": cs, "alias": rec.get("alias"), "runtime": rec.get("runtime"), "route": how, "why": why,
-        "instruction": instruction, "delivered_text": text, "hold": None, "resume": None, "note": None,
+        "instruction": instruction, "delivered_text": text,
+        "hold": None, "resume": None, "note": None, "refused": None, "resume_failed": None,
     }  # fmt: skip
     skipped = rec.get("hold_skipped")
     if isinstance(skipped, dict) and skipped.get("why"):
@@ -120,21 +142,48 @@ def deliver(
             how, why = "queued", f"{who}'s hold ended while the instruction was written"
         out.update(route=how, why=why)
     if how == "resume":
-        cmd, cannot = headless.plan(rec, text, environ)
+        # A command line cocoplus did not seal for this user, project and record is never run (`core.seal`).
+        out["refused"] = headless.refused(layout, rec)
+        cmd, cannot = headless.plan(layout, rec, text, environ)
         if cmd is not None:
             try:
                 out["resume"] = headless.spawn(layout, rec, cmd, by, environ)
+            except headless.ResumeFailed as exc:
+                out["resume_failed"] = {
+                    "reason": exc.reason,
+                    "code": exc.code,
+                    "log": exc.log,
+                    "error": exc.message,
+                    "hint": exc.hint,
+                }
+                cannot = f"the resume failed ({exc.message}{'; ' + exc.hint if exc.hint else ''})"
             except CocoplusError as exc:
+                out["resume_failed"] = {
+                    "reason": exc.message,
+                    "code": None,
+                    "log": None,
+                    "error": exc.message,
+                    "hint": exc.hint,
+                }
                 cannot = f"the resume failed ({exc.message}{'; ' + exc.hint if exc.hint else ''})"
             else:
-                out["message"] = f"{who} had exited: resumed headless with the instruction (pid {out['resume']['pid']}, output in {out['resume']['log']})"
+                r = out["resume"]
+                going = "its model is answering" if r.get("answered") else "starting"
+                out["message"] = (
+                    f"{who} had exited: resumed headless with the instruction, {going} (pid {r['pid']}, "
+                    f"output in {r['log']})"
+                )
                 return out
         how, why = "queued", f"{why}, and it cannot be resumed: {cannot}; the instruction goes with its next prompt"
         out.update(route=how, why=why)
-    steered = control.steer(layout, text, by, session=cs)
+    steered = control.steer(layout, text, by, session=cs, principal=principal or "operator")
     out["problems"] = steered["problems"]
     if how == "steer":
         out["message"] = f"{who} is mid-turn: the instruction is delivered at its turn end (or next prompt), once"
+    elif out.get("resume_failed"):
+        out["message"] = (
+            f"{who}'s resume failed: {out['resume_failed']['reason']}; the instruction is queued for its next prompt"
+        )
     else:
         out["message"] = f"queued for {who}'s next prompt: {why}"
     return out
@@ -144,7 +193,12 @@ def deliver(
 
 
 def _acting(
-    layout: Layout, action: str, ref: str, by: str, fn: Callable[[dict[str, Any]], dict[str, Any]]
+    layout: Layout,
+    action: str,
+    ref: str,
+    by: str,
+    fn: Callable[[dict[str, Any]], dict[str, Any]],
+    principal: str | None = None,
 ) -> dict[str, Any]:
     rec = None
     try:
@@ -152,17 +206,30 @@ def _acting(
         result = fn(rec)
     except CocoplusError as exc:
         try:
-            actions.record(layout, action, rec or {"id": None, "alias": ref if isinstance(ref, str) else None}, error=exc.message, by=by)
+            target = rec or {"id": None, "alias": ref if isinstance(ref, str) else None}
+            actions.record(layout, action, target, error=exc.message, by=by, principal=principal)
         except CocoplusError:
             pass  # the action's own error is what the caller must see
         raise
-    result["action"] = actions.record(layout, action, rec, result=_summary(result), by=by)
+    result["action"] = actions.record(layout, action, rec, result=_summary(result), by=by, principal=principal)
     return result
 
 
 def _summary(result: dict[str, Any]) -> dict[str, Any]:
     """What the action record keeps of a result (not the whole instruction twice)."""
-    keep = ("route", "why", "hold", "resume", "note", "message", "stopped", "resumed", "question_id")
+    keep = (
+        "route",
+        "why",
+        "hold",
+        "resume",
+        "note",
+        "refused",
+        "resume_failed",
+        "message",
+        "stopped",
+        "resumed",
+        "question_id",
+    )
     out = {k: result[k] for k in keep if result.get(k) is not None}
     if "instruction" in result:
         text = str(result["instruction"])
@@ -170,14 +237,24 @@ def _summary(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def dispatch(layout: Layout, ref: str, instruction: str, by: str, environ: dict[str, str] | None = None) -> dict[str, Any]:
+def dispatch(
+    layout: Layout,
+    ref: str,
+    instruction: str,
+    by: str,
+    environ: dict[str, str] | None = None,
+    principal: str | None = None,
+) -> dict[str, Any]:
     """`cocoplus dispatch ID INSTRUCTION`: the session's next piece of work (see the module docstring)."""
     _check_text(instruction, "the instruction")
 
     def run(rec: dict[str, Any]) -> dict[str, Any]:
-        return deliver(layout, rec, framed(instruction, by), instruction=instruction, action="dispatch", by=by, environ=environ)
+        text = framed(instruction, by, principal=principal)
+        return deliver(
+            layout, rec, text, instruction=instruction, action="dispatch", by=by, environ=environ, principal=principal
+        )
 
-    return _acting(layout, "dispatch", ref, by, run)
+    return _acting(layout, "dispatch", ref, by, run, principal)
 
 
 def last_question(layout: Layout, cs_id: str) -> dict[str, Any] | None:
@@ -191,7 +268,9 @@ def last_question(layout: Layout, cs_id: str) -> dict[str, Any] | None:
     return found
 
 
-def answer(layout: Layout, ref: str, text: str, by: str, environ: dict[str, str] | None = None) -> dict[str, Any]:
+def answer(
+    layout: Layout, ref: str, text: str, by: str, environ: dict[str, str] | None = None, principal: str | None = None
+) -> dict[str, Any]:
     """`cocoplus answer ID TEXT`: answer the session's last question; it reaches the worker like a dispatch."""
     from cocoplus.chat import store  # deferred: only an answer writes to the conversation
 
@@ -201,14 +280,24 @@ def answer(layout: Layout, ref: str, text: str, by: str, environ: dict[str, str]
         q = last_question(layout, rec["id"])
         if q is None:
             who = rec.get("alias") or rec["id"]
-            raise UsageError(f"{who} has asked no question (a worker asks with `cocoplus ask-human`); use `cocoplus dispatch {who} ...`")
+            raise UsageError(
+                f"{who} has asked no question (a worker asks with `cocoplus ask-human`); "
+                f"use `cocoplus dispatch {who} ...`"
+            )
         out = deliver(
-            layout, rec, framed(text, by, question=str(q.get("text") or "")), instruction=text, action="answer_worker", by=by, environ=environ
+            layout,
+            rec,
+            framed(text, by, question=str(q.get("text") or ""), principal=principal),
+            instruction=text,
+            action="answer_worker",
+            by=by,
+            environ=environ,
+            principal=principal,
         )
-        role = "assistant" if actions.current_round() is not None else "user"
+        role = "assistant" if actions.current_round() is not None or principal == "brain" else "user"
         out["answer"] = store.append_message(
             layout, store.DEFAULT_CONVERSATION, role, text, answer_to=q["id"], session=rec["id"],
-            session_alias=rec.get("alias"), route=out["route"], by=by,
+            session_alias=rec.get("alias"), route=out["route"], by=by, principal=principal or "operator",
         )  # fmt: skip
         out["question"] = {k: q.get(k) for k in ("id", "text", "ts")}
         out["question_id"] = q["id"]
@@ -220,21 +309,29 @@ def answer(layout: Layout, ref: str, text: str, by: str, environ: dict[str, str]
         registry.update(layout, rec["id"], clear)
         return out
 
-    return _acting(layout, "answer_worker", ref, by, run)
+    return _acting(layout, "answer_worker", ref, by, run, principal)
 
 
-def steer_session(layout: Layout, ref: str, text: str, by: str) -> dict[str, Any]:
-    """`session steer --session ID TEXT`: once, to that session only: its held turn end now, else its next turn end or prompt."""
+def steer_session(layout: Layout, ref: str, text: str, by: str, principal: str | None = None) -> dict[str, Any]:
+    """`session steer --session ID TEXT`: once, to that session only:
+    its held turn end now, else its next turn end or prompt."""
     _check_text(text, "the instruction")
 
     def run(rec: dict[str, Any]) -> dict[str, Any]:
         cs, who = rec["id"], rec.get("alias") or rec["id"]
         out: dict[str, Any] = {"session": cs, "alias": rec.get("alias"), "instruction": text, "problems": []}
-        hold = holds.decide(layout, cs, f"Operator note for this session (cocoplus steer by {by}): {text.strip()}", instruction=text, action="steer_session", by=by)
+        hold = holds.decide(
+            layout,
+            cs,
+            f"Operator note for this session (cocoplus steer by {by}): {text.strip()}",
+            instruction=text,
+            action="steer_session",
+            by=by,
+        )
         if hold is not None:
             out.update(route="held", hold=hold.get("id"), message=f"{who}'s held turn end goes on with the steer")
             return out
-        steered = control.steer(layout, text, by, session=cs)
+        steered = control.steer(layout, text, by, session=cs, principal=principal or "operator")
         out.update(route="pending", appended=steered["appended"], problems=steered["problems"])
         ended = rec.get("state") in ENDED
         out["message"] = f"steer for {who} written; it is delivered once, at its " + (
@@ -242,16 +339,30 @@ def steer_session(layout: Layout, ref: str, text: str, by: str) -> dict[str, Any
         )
         return out
 
-    return _acting(layout, "steer_session", ref, by, run)
+    return _acting(layout, "steer_session", ref, by, run, principal)
 
 
-def stop_session(layout: Layout, ref: str, reason: str, by: str) -> dict[str, Any]:
+def stop_session(layout: Layout, ref: str, reason: str, by: str, principal: str = "operator") -> dict[str, Any]:
     """`session stop --session ID`: block that session's tools only (AGENT_STOP is untouched)."""
     _check_text(reason, "the reason")
-    return _acting(layout, "stop_session", ref, by, lambda rec: stops.stop(layout, rec, by, reason))
+    return _acting(
+        layout, "stop_session", ref, by, lambda rec: stops.stop(layout, rec, by, reason, principal=principal), principal
+    )
 
 
-def resume_session(layout: Layout, ref: str, by: str) -> dict[str, Any]:
-    """`session resume --session ID`: lift that session's stop (AGENT_STOP, if present, still stops all)."""
-    return _acting(layout, "resume_session", ref, by, lambda rec: stops.resume(layout, rec, by))
+def resume_session(
+    layout: Layout,
+    ref: str,
+    by: str,
+    principal: str = "operator",
+    stop_id: str | None = None,
+    lift: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """`session resume --session ID`: lift that session's stop (AGENT_STOP, if present, still stops all).
 
+    `lift` refuses a stop its principal may not lift (ops.authority); `stop_id` lifts only that stop."""
+
+    def run(rec: dict[str, Any]) -> dict[str, Any]:
+        return stops.resume(layout, rec, by, principal=principal, stop_id=stop_id, lift=lift)
+
+    return _acting(layout, "resume_session", ref, by, run, principal)

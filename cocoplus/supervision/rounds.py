@@ -9,7 +9,7 @@ its `followup` list; when it finishes, that list becomes exactly one
 follow-up round.  Every round is appended to `supervision/rounds.jsonl`
 when it starts and again when it ends.
 
-The brain acts during its round (supervision/brain.py); each action is
+The brain acts during its round (controllers/brain.py); each action is
 appended to the same file as `{"event": "action", "round": N, "action",
 "session", "alias", "by", "result", "error"}` by whoever carried it out
 (the MCP tool or the CLI command, which learn N from `COCOPLUS_ROUND`).
@@ -36,7 +36,7 @@ from cocoplus.supervision import actions as acts
 from cocoplus.supervision import autonomy
 from cocoplus.supervision import triggers as trig
 
-CONVERSATION = "master-agent"
+CONVERSATION = store.DEFAULT_CONVERSATION
 
 
 def _round_path(layout: Layout) -> str:
@@ -51,7 +51,9 @@ def current(layout: Layout) -> dict[str, Any] | None:
 
 
 def _log(layout: Layout, record: dict[str, Any]) -> None:
-    fsio.append_jsonl(layout.rounds, {"schema_version": SCHEMA_VERSION, "ts": clock.iso(), **record}, layout.lock("rounds"))
+    fsio.append_jsonl(
+        layout.rounds, {"schema_version": SCHEMA_VERSION, "ts": clock.iso(), **record}, layout.lock("rounds")
+    )
 
 
 def _task(layout: Layout, rnd: dict[str, Any]) -> dict[str, Any]:
@@ -91,16 +93,20 @@ def describe_action(rec: dict[str, Any]) -> str:
 
 def action_view(rec: dict[str, Any]) -> dict[str, Any]:
     """An action record as status shows it, with how to undo it where that can be done."""
-    keep = ("ts", "round", "action", "session", "alias", "by", "result", "error")
+    keep = ("ts", "round", "action", "session", "alias", "by", "principal", "result", "error")
     out = {k: rec.get(k) for k in keep}
     undo = UNDO.get(str(rec.get("action")))
     who = rec.get("alias") or rec.get("session")
     out["undo"] = undo.format(who=who) if undo and who and not rec.get("error") else None
     out["text"] = describe_action(rec)
+    # Who took it, in words: the brain acts in its user's name (`by`), and the principal says it was the brain.
+    out["actor"] = "the main brain" if rec.get("principal") == "brain" else str(rec.get("by") or "?")
     return out
 
 
-def start_round(layout: Layout, triggers: list[dict[str, Any]], source: str = "triggers", *, start_worker: bool = True) -> dict[str, Any]:
+def start_round(
+    layout: Layout, triggers: list[dict[str, Any]], source: str = "triggers", *, start_worker: bool = True
+) -> dict[str, Any]:
     """Start a round now, or fold the triggers into the running round's follow-up."""
     triggers = _dedupe(triggers)
     with Lock(layout.lock("supervision-round"), timeout=30):
@@ -115,7 +121,11 @@ def start_round(layout: Layout, triggers: list[dict[str, Any]], source: str = "t
                 rnd["followup"] = list(rnd.get("followup") or []) + triggers
                 rnd["followup_pending"] = True
                 fsio.atomic_write_json(_round_path(layout), rnd)
-                return {"started": False, "why": "a round is running; merged into its follow-up", "round": rnd["number"]}
+                return {
+                    "started": False,
+                    "why": "a round is running; merged into its follow-up",
+                    "round": rnd["number"],
+                }
             _close(layout, rnd)
         used, cap = int(auto.get("turns_used", 0)), int(auto.get("max_turns", 0))
         if used >= cap:
@@ -135,7 +145,16 @@ def start_round(layout: Layout, triggers: list[dict[str, Any]], source: str = "t
         summary = f"supervision round {number}: " + "; ".join(trig.describe(t) for t in triggers[:10])
         if len(triggers) > 10:
             summary += f"; and {len(triggers) - 10} more"
-        sent = api.send(layout, summary, CONVERSATION, kind="supervision", prompt=prompt, role="system", start_worker=start_worker, round=number)
+        sent = api.send(
+            layout,
+            summary,
+            CONVERSATION,
+            kind="supervision",
+            prompt=prompt,
+            role="system",
+            start_worker=start_worker,
+            round=number,
+        )
         rnd = {
             "schema_version": SCHEMA_VERSION,
             "number": number,
@@ -161,7 +180,12 @@ def start_round(layout: Layout, triggers: list[dict[str, Any]], source: str = "t
                 "max_turns": doc["autonomous"]["max_turns"],
             },
         )
-        return {"started": True, "round": number, "task": sent["task"]["id"], "masterReplyState": sent["masterReplyState"]}
+        return {
+            "started": True,
+            "round": number,
+            "task": sent["task"]["id"],
+            "masterReplyState": sent["masterReplyState"],
+        }
 
 
 def _close(layout: Layout, rnd: dict[str, Any]) -> None:
@@ -195,14 +219,18 @@ def result_text(number: int, outcome: str, error: str | None, took: list[str]) -
     """How a round ended, in one line (the conversation's and the status' words)."""
     did = f"{len(took)} action(s): " + "; ".join(took) if took else "no action taken"
     if outcome == "failed":
-        return f"supervision round {number} failed: {error or 'no reason recorded'}" + (f"; before that, {did}" if took else "")
+        return f"supervision round {number} failed: {error or 'no reason recorded'}" + (
+            f"; before that, {did}" if took else ""
+        )
     return f"supervision round {number} finished: {did}"
 
 
 def _announce(layout: Layout, number: int, outcome: str, error: str | None, took: list[dict[str, Any]]) -> None:
     text = result_text(number, outcome, error, [describe_action(a) for a in took])
     try:
-        store.append_message(layout, CONVERSATION, "system", text, kind="round_result", round=number, outcome=outcome, actions=len(took))
+        store.append_message(
+            layout, CONVERSATION, "system", text, kind="round_result", round=number, outcome=outcome, actions=len(took)
+        )
     except CocoplusError:
         pass  # rounds.jsonl has it; the conversation is a second place to read it
 
@@ -216,7 +244,8 @@ def _finish_at_cap(layout: Layout) -> None:
 
 
 def last_round(layout: Layout) -> dict[str, Any]:
-    """For `supervision status`: the round in progress, the last finished round (outcome, error, actions), recent actions."""
+    """For `supervision status`: the round in progress, the last
+    finished round (outcome, error, actions), recent actions."""
     records = history(layout)
     finished = next((r for r in reversed(records) if r.get("event") == "round_finished"), None)
     cur = current(layout)
@@ -234,7 +263,9 @@ def last_round(layout: Layout) -> dict[str, Any]:
             "error": finished.get("error"),
             "actions": actions_of(number),
         }
-        last["text"] = result_text(int(number or 0), str(last["outcome"]), last["error"], [a["text"] for a in last["actions"]])
+        last["text"] = result_text(
+            int(number or 0), str(last["outcome"]), last["error"], [a["text"] for a in last["actions"]]
+        )
     in_progress = None
     if cur is not None:
         number = cur.get("number")

@@ -18,12 +18,15 @@ from cocoplus.core import vocab
 from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.session import events, registry
-from cocoplus.supervision import autonomy
+from cocoplus.supervision import state
 
 ACTIVE = vocab.ACTIVE_STATES
 
 
 def supervised(doc: dict[str, Any], cs_id: str) -> bool:
+    """Whether the session may wake the brain: in the scope, not excluded, not the one supervision started from."""
+    if cs_id == (doc.get("autonomous") or {}).get("started_from"):
+        return False
     sc = doc["scope"]
     if cs_id in sc["excluded"]:
         return False
@@ -46,7 +49,9 @@ def _resolve_all(layout: Layout, ids: list[str]) -> tuple[list[str], list[str]]:
     return found, unknown
 
 
-def set_scope(layout: Layout, mode: str, session_ids: list[str] | None = None, *, allow_invert: bool = True) -> dict[str, Any]:
+def set_scope(
+    layout: Layout, mode: str, session_ids: list[str] | None = None, *, allow_invert: bool = True
+) -> dict[str, Any]:
     allowed = vocab.SCOPE_ACTIONS if allow_invert else vocab.SCOPE_MODES
     if mode not in allowed:
         raise UsageError(f"scope mode must be one of {', '.join(allowed)}, got {mode!r}")
@@ -54,7 +59,10 @@ def set_scope(layout: Layout, mode: str, session_ids: list[str] | None = None, *
     found, unknown = _resolve_all(layout, ids) if mode in ("only", "except", "invert") else ([], [])
     if mode in ("only", "except") and not found:
         shown = ", ".join(repr(i) for i in ids) if ids else "none given"
-        raise UsageError(f"scope {mode} needs at least one valid session id (cs_... id or alias such as cc1); got {shown}; nothing was changed")
+        raise UsageError(
+            f"scope {mode} needs at least one valid session id (cs_... id or alias such as cc1); got {shown}; "
+            "nothing was changed"
+        )
     records, _ = registry.list_sessions(layout)
     visible = [r["id"] for r in records if r.get("state") in ACTIVE]
     if mode == "invert" and ids:
@@ -80,7 +88,7 @@ def set_scope(layout: Layout, mode: str, session_ids: list[str] | None = None, *
                 sc["excluded"] = excluded
                 sc["mode"] = "except" if excluded else "all"
 
-    doc = autonomy.update(layout, change)
+    doc = state.update(layout, change)
     events.log_step(layout, "supervision_scope", mode=mode, sessions=found or None, unknown=unknown or None)
     out = view(layout, doc)
     if unknown:
@@ -103,8 +111,10 @@ def exclude(layout: Layout, ref: str, excluded: bool = True) -> dict[str, Any]:
             if sc["mode"] == "only" and cs not in (sc["only"] or []):
                 sc["only"] = (sc["only"] or []) + [cs]
 
-    doc = autonomy.update(layout, change)
-    events.log_step(layout, "supervision_exclude" if excluded else "supervision_include", session=cs, alias=rec.get("alias"))
+    doc = state.update(layout, change)
+    events.log_step(
+        layout, "supervision_exclude" if excluded else "supervision_include", session=cs, alias=rec.get("alias")
+    )
     return session_view(rec, doc)
 
 
@@ -124,7 +134,7 @@ def session_view(rec: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def view(layout: Layout, doc: dict[str, Any] | None = None) -> dict[str, Any]:
-    doc = doc or autonomy.read(layout)
+    doc = doc or state.read(layout)
     records, _ = registry.list_sessions(layout)
     alias = {r["id"]: r.get("alias") for r in records}
     sc = doc["scope"]
@@ -132,18 +142,20 @@ def view(layout: Layout, doc: dict[str, Any] | None = None) -> dict[str, Any]:
         "mode": sc["mode"],
         "only": [{"id": i, "alias": alias.get(i)} for i in sc["only"]] if sc["only"] is not None else None,
         "excluded": [{"id": i, "alias": alias.get(i)} for i in sc["excluded"]],
-        "supervised": [alias.get(r["id"]) or r["id"] for r in records if r.get("state") in ACTIVE and supervised(doc, r["id"])],
+        "supervised": [
+            alias.get(r["id"]) or r["id"] for r in records if r.get("state") in ACTIVE and supervised(doc, r["id"])
+        ],
     }
 
 
 def excluded_ids(layout: Layout) -> set[str]:
-    doc = autonomy.read(layout)
+    doc = state.read(layout)
     records, _ = registry.list_sessions(layout)
     return {r["id"] for r in records if not supervised(doc, r["id"])}
 
 
 def sessions_view(layout: Layout) -> dict[str, Any]:
     """list_sessions: every session with alias, runtime, state, attention and whether it is excluded."""
-    doc = autonomy.read(layout)
+    doc = state.read(layout)
     records, problems = registry.list_sessions(layout)
     return {"sessions": [session_view(r, doc) for r in records], "problems": problems}

@@ -67,7 +67,9 @@ def _signal(layout: Layout, rec: dict[str, Any], kind: str, value: str | None, m
     return {"session": rec["id"], "alias": rec.get("alias"), "signal": sig}
 
 
-def report_progress(layout: Layout, status: str, message: str | None = None, session: str | None = None) -> dict[str, Any]:
+def report_progress(
+    layout: Layout, status: str, message: str | None = None, session: str | None = None
+) -> dict[str, Any]:
     if status not in PROGRESS_STATUSES:
         raise UsageError(f"progress status must be one of {', '.join(PROGRESS_STATUSES)}, got {status!r}")
     rec = which_session(layout, session)
@@ -83,7 +85,9 @@ def ask_human(layout: Layout, question: str, session: str | None = None) -> dict
     """The question goes to the master-agent conversation as a `worker` message; attention `awaiting_decision`."""
     q = _text(question, "question", required=True)
     rec = which_session(layout, session)
-    msg = store.append_message(layout, store.DEFAULT_CONVERSATION, "worker", q or "", session=rec["id"], session_alias=rec.get("alias"))
+    msg = store.append_message(
+        layout, store.DEFAULT_CONVERSATION, "worker", q or "", session=rec["id"], session_alias=rec.get("alias")
+    )
     changed = {"value": False}
 
     def change(r: dict[str, Any]) -> None:

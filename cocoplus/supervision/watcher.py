@@ -1,4 +1,4 @@
-"""`cocoplus supervisor run`: the watcher that wakes the main brain.
+"""`cocoplus supervision watcher run`: the watcher that wakes the main brain.
 
 One per project (the `supervisor` lock, held for the process's life; a
 second one says which pid runs and exits).  File events from watchdog are
@@ -11,6 +11,9 @@ delay it by a tick; if inotify cannot be used it switches to polling.
 Triggers are debounced on a monotonic clock (`[supervision]
 quiet_window_s`, with `max_wait_s` so a steady stream still gets a round)
 and merged into one round; rounds are single flight (see rounds.py).
+
+Sessions paused by their runtime's rate or usage limit are resumed at the
+reset, or their resume cancelled by a stop (`resumes.py`).
 
 The stall watchdog and restart restore follow `[supervision]`
 `stall_watchdog_interval_s` (<= 0 disables), `stall_threshold_s`,
@@ -33,48 +36,43 @@ from typing import Any
 
 from cocoplus import config as config_mod
 from cocoplus.chat import worker as chat_worker
-from cocoplus.core import clock, fsio, proc, vocab
+from cocoplus.core import clock, fsio, vocab
+from cocoplus.core.daemon import Background
 from cocoplus.core.errors import CocoplusError
-from cocoplus.core.lock import is_locked, try_lock
+from cocoplus.core.lock import try_lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.notify import runner as notifier
 from cocoplus.session import events, registry
-from cocoplus.supervision import autonomy, rounds, workers, workflow
+from cocoplus.session.edits import Reader
+from cocoplus.supervision import autonomy, collisions, resumes, rounds, workers, workflow
 from cocoplus.supervision import triggers as trig
 from cocoplus.supervision.scope import supervised
 from cocoplus.watching import Watch
 
 TICK = 0.5
+# What a round's trigger keeps of its signal.
+TRIGGER_FIELDS = ("session", "alias", "runtime", "kind", "value", "message", "detail", "worker", "ts")
+COLLISION_FIELDS = ("path", "other", "other_alias", "other_worker")
 WORKERS_EVERY_S = 1.0  # how often launched workers are checked for a death their runner could not record
+LIMITS_EVERY_S = 1.0  # how often sessions paused by a rate or usage limit are checked for their reset
 
 
-def running_pid(layout: Layout) -> int | None:
-    """The pid of the supervisor running for this project, if one does."""
-    if not is_locked(layout.lock("supervisor")):
-        return None
-    try:
-        doc = fsio.read_json(layout.supervisor_pid) or {}
-    except CocoplusError:
-        return -1
-    pid = doc.get("pid")
-    return pid if isinstance(pid, int) else -1
+# The supervisor as a background process (core/daemon.py): its lock, its pid file, `supervisor run`, its log.
+SUPERVISOR = Background(
+    "supervisor", "supervisor", lambda lay: lay.supervisor_pid, ["supervisor", "run"], lambda lay: lay.supervisor_log
+)
+running_pid = SUPERVISOR.running_pid
+stop = SUPERVISOR.stop
 
 
 def start_detached(layout: Layout) -> int | None:
-    """Start `cocoplus supervisor run` in the background unless one runs; return its pid."""
-    if running_pid(layout) is not None:
-        return None
-    child = proc.spawn_cocoplus(["supervisor", "run"], state_dir=layout.root, cwd=layout.project, log_path=layout.supervisor_log)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        # Wait for its pid file, not just its lock: the watcher takes the lock first, and until it
-        # has written supervisor.json a caller would report its pid as unreadable (-1).
-        pid = running_pid(layout)
-        if (pid is not None and pid > 0) or child.poll() is not None:
-            break
-        time.sleep(0.05)
-    return child.pid
+    """Start `cocoplus supervision watcher run` in the background unless one runs; return its pid.
+
+    Waits for its pid file, not just its lock: the watcher takes the lock first, and until it has written
+    supervisor.json a caller would report its pid as unreadable (-1).
+    """
+    return SUPERVISOR.start_detached(layout, 10.0)
 
 
 class Supervisor:
@@ -101,8 +99,14 @@ class Supervisor:
         self.stall_fired: dict[str, float] = self._load_stall_fired()
         self.next_reconcile = 0.0
         self.next_workers = 0.0
+        self.next_collisions = 0.0
+        self.edits = Reader()  # what each live session changed, read as it grows
+        self.said: set[str] = set()  # problems already logged
+        self.next_limits = 0.0
         self.watch: Any = None
-        self.fleet: Any = None  # cocoplus.fleet.watch.Signals, with a fleet configured
+        self.watching: dict[str, Any] | None = None  # what supervisor.json says of the watch
+        self.started_at = clock.iso()
+        self.fleet: Any = None  # cocoplus.supervision.fleetwatch.Signals, with a fleet configured
         self.closing: dict[str, Any] | None = None
 
     # -- logging -----------------------------------------------------------------
@@ -113,7 +117,9 @@ class Supervisor:
     # -- file events ---------------------------------------------------------------
     def _on_change(self, path: str) -> None:
         top = os.path.relpath(path, self.layout.root).split(os.sep)[0]
-        if top in ("locks", "logs", "workers") or ".tmp-" in os.path.basename(path):  # workers/: output; checked on a timer
+        if top in ("locks", "logs", "workers") or ".tmp-" in os.path.basename(
+            path
+        ):  # workers/: output; checked on a timer
             return
         self.wake.set()
 
@@ -122,6 +128,20 @@ class Supervisor:
         kind = self.watch.start()
         if kind != "none":
             self.log(f"watching {self.layout.root} ({kind})")
+        self._record_watching()
+
+    def _record_watching(self) -> None:
+        """supervisor.json says how files are watched (`supervision status`, `doctor`), and changes with it."""
+        now = self.watch.state() if self.watch is not None else None
+        if now == self.watching:
+            return
+        self.watching = now
+        try:
+            fsio.atomic_write_json(
+                self.layout.supervisor_pid, {"pid": os.getpid(), "started_at": self.started_at, "watching": now}
+            )
+        except CocoplusError as exc:
+            self.log(f"cannot record how files are watched: {exc}")
 
     # -- signals -> triggers ----------------------------------------------------------
     def _cursor_path(self) -> str:
@@ -153,13 +173,15 @@ class Supervisor:
         for sig in sigs:
             verdict, why = trig.classify(sig, doc, records)
             if verdict == "trigger":
-                self.add_trigger({k: sig.get(k) for k in ("session", "alias", "runtime", "kind", "value", "message", "detail", "worker", "ts")})
+                t = {k: sig.get(k) for k in TRIGGER_FIELDS}
+                t.update({k: sig[k] for k in COLLISION_FIELDS if k in sig})  # a collision names a second session
+                self.add_trigger(t)
             elif verdict == "converge":
                 self.converge(sig)
                 doc = autonomy.read(self.layout)
 
     def _start_fleet(self) -> None:
-        """With a fleet configured, every other machine's signals too (cocoplus/fleet/watch.py)."""
+        """With a fleet configured, every other machine's signals too (cocoplus/supervision/fleetwatch.py)."""
         from cocoplus.fleet import options  # deferred: only a watcher reads the fleet configuration
 
         if not options.configured(self.layout.project):
@@ -169,7 +191,9 @@ class Supervisor:
         except CocoplusError as exc:
             self.log(f"fleet signals not read: {exc}")
             return
-        from cocoplus.fleet import watch  # deferred: nats-py, loaded only when a fleet is configured
+        from cocoplus.supervision import (
+            fleetwatch as watch,  # deferred: nats-py, loaded only when a fleet is configured
+        )
 
         self.fleet = watch.start(opts, self.wake.set, self.log)
 
@@ -177,7 +201,7 @@ class Supervisor:
         got = self.fleet.take() if self.fleet is not None else []
         if not got:
             return
-        from cocoplus.fleet import watch  # deferred: as in _start_fleet
+        from cocoplus.supervision import fleetwatch as watch  # deferred: as in _start_fleet
 
         doc = autonomy.read(self.layout)
         for event in got:
@@ -213,7 +237,11 @@ class Supervisor:
             return
         sig, self.closing = self.closing, None
         doc = autonomy.read(self.layout)
-        active = [r for r in registry.list_sessions(self.layout)[0] if r.get("state") in vocab.ACTIVE_STATES and supervised(doc, r["id"])]
+        active = [
+            r
+            for r in registry.list_sessions(self.layout)[0]
+            if r.get("state") in vocab.ACTIVE_STATES and supervised(doc, r["id"])
+        ]
         if not active:
             self.close(sig)
 
@@ -266,7 +294,11 @@ class Supervisor:
         keep = {k: at for k, at in self.stall_fired.items() if wall - at < self.stall_cooldown}
         self.stall_fired = keep
         fsio.ensure_dir(self.layout.supervision_dir)
-        doc = {"schema_version": SCHEMA_VERSION, "fired": {k: clock.iso(at) for k, at in keep.items()}, "updated_at": clock.iso()}
+        doc = {
+            "schema_version": SCHEMA_VERSION,
+            "fired": {k: clock.iso(at) for k, at in keep.items()},
+            "updated_at": clock.iso(),
+        }
         fsio.atomic_write_json(self.layout.stall_cooldowns, doc)
 
     def stall_check(self) -> None:
@@ -286,7 +318,11 @@ class Supervisor:
         wall = clock.parse_iso(clock.iso()) or time.time()
         for rec in registry.list_sessions(self.layout)[0]:
             att = rec.get("attention")
-            if rec.get("state") not in vocab.ACTIVE_STATES or att not in trig.WAKE_ATTENTION or not supervised(doc, rec["id"]):
+            if (
+                rec.get("state") not in vocab.ACTIVE_STATES
+                or att not in trig.WAKE_ATTENTION
+                or not supervised(doc, rec["id"])
+            ):
                 continue
             since = clock.parse_iso(rec.get("attention_since") or rec.get("last_event_at"))
             if since is None or wall - since < threshold:
@@ -297,8 +333,24 @@ class Supervisor:
                 continue
             self.stall_fired[key] = wall
             self._save_stall_fired(wall)
-            events.log_step(self.layout, "stall_detected", session=rec["id"], alias=rec.get("alias"), attention=att, seconds=int(wall - since))
-            self.add_trigger({"session": rec["id"], "alias": rec.get("alias"), "runtime": rec.get("runtime"), "kind": "stall", "value": att, "message": f"in {att} for {int(wall - since)}s"})
+            events.log_step(
+                self.layout,
+                "stall_detected",
+                session=rec["id"],
+                alias=rec.get("alias"),
+                attention=att,
+                seconds=int(wall - since),
+            )
+            self.add_trigger(
+                {
+                    "session": rec["id"],
+                    "alias": rec.get("alias"),
+                    "runtime": rec.get("runtime"),
+                    "kind": "stall",
+                    "value": att,
+                    "message": f"in {att} for {int(wall - since)}s",
+                }
+            )
 
     # -- restart restore ---------------------------------------------------------------
     def restore(self) -> str:
@@ -314,12 +366,24 @@ class Supervisor:
         snap = clock.parse_iso(auto.get("snapshot_at") or auto.get("updated_at"))
         age = (clock.parse_iso(clock.iso()) or time.time()) - (snap or 0)
         if snap is None or age > ttl:
-            autonomy.finish(self.layout, None, reason=f"not restored after a restart: the last snapshot is {int(age)}s old (TTL {ttl:g}s)")
-            events.log_step(self.layout, "supervision_not_restored", reason="snapshot older than the TTL", age_s=int(age))
+            autonomy.finish(
+                self.layout,
+                None,
+                reason=f"not restored after a restart: the last snapshot is {int(age)}s old (TTL {ttl:g}s)",
+            )
+            events.log_step(
+                self.layout, "supervision_not_restored", reason="snapshot older than the TTL", age_s=int(age)
+            )
             return "closed: snapshot too old"
-        live = [r for r in registry.list_sessions(self.layout)[0] if r.get("state") in vocab.ACTIVE_STATES and supervised(doc, r["id"])]
+        live = [
+            r
+            for r in registry.list_sessions(self.layout)[0]
+            if r.get("state") in vocab.ACTIVE_STATES and supervised(doc, r["id"])
+        ]
         if not live:
-            autonomy.finish(self.layout, None, reason="not restored after a restart: no supervised worker is recoverable")
+            autonomy.finish(
+                self.layout, None, reason="not restored after a restart: no supervised worker is recoverable"
+            )
             events.log_step(self.layout, "supervision_not_restored", reason="no recoverable worker")
             return "closed: no recoverable worker"
         autonomy.touch_snapshot(self.layout, os.getpid())
@@ -336,9 +400,11 @@ class Supervisor:
         autonomy.touch_snapshot(self.layout, os.getpid())
         if self.watch is not None:
             self.watch.ensure_alive()
+            self._record_watching()
 
     def workers_check(self) -> None:
-        """A launched worker whose runner died with it is recorded `failed` (its exit signal wakes the brain)."""
+        """A launched worker whose runner died with it is recorded `failed`, and a session whose runtime died
+        unannounced `exited` (their exit signals wake the brain or close supervision)."""
         now = time.monotonic()
         if now < self.next_workers:
             return
@@ -348,9 +414,44 @@ class Supervisor:
                 self.log(f"worker {wid} died with its runner: recorded failed")
         except CocoplusError as exc:
             self.log(f"workers not checked: {exc}")  # the rest of the step still runs
+        # A session whose runtime died unannounced (SIGKILL, SIGTERM: no SessionEnd) is recorded exited,
+        # with its exit signal, as the records are read (registry.settle_exits); its signal is processed next.
+        try:
+            for cs in registry.settle_exits(self.layout, registry.list_sessions(self.layout, settle=False)[0]):
+                self.log(f"session {cs}: its runtime's process is gone: recorded exited")
+        except CocoplusError as exc:
+            self.log(f"sessions not checked: {exc}")
+
+    def collision_check(self) -> None:
+        """Two live sessions that changed the same path: a `collision` signal, once per pair and path (read with
+        the others by process_signals, in this step)."""
+        now = time.monotonic()
+        if now < self.next_collisions:
+            return
+        self.next_collisions = now + collisions.CHECK_EVERY_S
+        sent, problems = collisions.check(self.layout, self.edits)
+        for sig in sent:
+            self.log(f"collision: {sig['message']}")
+        for problem in problems:
+            if problem not in self.said:  # once, not every second
+                self.said.add(problem)
+                self.log(f"collisions: {problem}")
+
+    def limits_check(self) -> None:
+        """Sessions paused by their runtime's limit: resumed at the reset, or their resume cancelled (resumes.py)."""
+        now = time.monotonic()
+        if now < self.next_limits:
+            return
+        self.next_limits = now + LIMITS_EVERY_S
+        resumes.check(self.layout, self.log)
 
     def step(self) -> None:
         self.workers_check()
+        self.limits_check()
+        try:
+            self.collision_check()
+        except CocoplusError as exc:
+            self.log(f"collisions not checked: {exc}")  # the rest of the step still runs
         self.process_signals()
         self.process_fleet_signals()
         rounds.poll(self.layout)
@@ -366,7 +467,7 @@ class Supervisor:
             sys.stderr.write(f"cocoplus supervisor: already running for this project (pid {pid})\n")
             return 1
         fsio.ensure_dir(self.layout.supervision_dir)
-        fsio.atomic_write_json(self.layout.supervisor_pid, {"pid": os.getpid(), "started_at": clock.iso()})
+        fsio.atomic_write_json(self.layout.supervisor_pid, {"pid": os.getpid(), "started_at": self.started_at})
 
         def on_signal(signum: int, _frame: Any) -> None:
             self.stopping = True
@@ -377,7 +478,9 @@ class Supervisor:
         self.log(f"started (pid {os.getpid()}); restore: {self.restore()}")
         self._start_observer()
         self._start_fleet()
-        notifier.start_thread(self.layout)  # [notify]: a thread of its own; a slow target never holds up this loop
+        notifier.start_thread(
+            self.layout, by="supervisor"
+        )  # [notify]: a thread of its own; a slow target never holds up this loop
         try:
             while not self.stopping:
                 try:
@@ -389,7 +492,9 @@ class Supervisor:
                 timeout = TICK
                 if self.pending:
                     now = time.monotonic()
-                    timeout = max(0.01, min(TICK, self.quiet - (now - self.last_at), self.max_wait - (now - self.first_at)))
+                    timeout = max(
+                        0.01, min(TICK, self.quiet - (now - self.last_at), self.max_wait - (now - self.first_at))
+                    )
                 self.wake.wait(timeout)
                 self.wake.clear()
         finally:
@@ -406,35 +511,45 @@ class Supervisor:
         return 0
 
 
-def stop(layout: Layout, timeout: float = 10.0) -> dict[str, Any]:
-    pid = running_pid(layout)
-    if pid is None:
-        return {"stopped": False, "why": "no supervisor is running"}
-    if pid <= 0:
-        return {"stopped": False, "why": "a supervisor holds the lock but its pid file is unreadable"}
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if running_pid(layout) is None:
-            return {"stopped": True, "pid": pid}
-        time.sleep(0.05)
-    return {"stopped": False, "pid": pid, "why": f"still running after {timeout:g}s"}
-
-
 def status(layout: Layout) -> dict[str, Any]:
     pid = running_pid(layout)
     try:
         info = fsio.read_json(layout.supervisor_pid) or {}
     except CocoplusError:
         info = {}
-    return {"running": pid is not None, "pid": pid, "started_at": info.get("started_at") if pid else None, "round": rounds.current(layout), **autonomy.status(layout)}
+    return {
+        "running": pid is not None, "pid": pid, "started_at": info.get("started_at") if pid else None,
+        "watching": info.get("watching") if pid else None, "round": rounds.current(layout), **autonomy.status(layout),
+    }  # fmt: skip
 
 
-def supervise(layout: Layout, goal: str | None, max_turns: int | None = None) -> dict[str, Any]:
-    """`/supervise GOAL`: enable with GOAL as task_hint, make sure the watcher runs, run one round now."""
-    out = autonomy.enable(layout, task_hint=goal, max_turns=max_turns)
+def watching(layout: Layout) -> dict[str, Any] | None:
+    """How the running supervisor watches the files (`{"kind", "why"}`), or None (not running, or not yet known)."""
+    if running_pid(layout) is None:
+        return None
+    try:
+        got = (fsio.read_json(layout.supervisor_pid) or {}).get("watching")
+    except CocoplusError:
+        return None
+    return got if isinstance(got, dict) else None
+
+
+def supervise(
+    layout: Layout, goal: str | None, max_turns: int | None = None, started_from: str | None = None
+) -> dict[str, Any]:
+    """`/supervise GOAL`: enable with GOAL as task_hint, make sure the watcher runs, run one round now.
+    `started_from`: the session `/supervise` was typed in (never supervised)."""
+    out = autonomy.enable(layout, task_hint=goal, max_turns=max_turns, started_from=started_from)
     pid = start_detached(layout)
     records = registry.list_sessions(layout)[0]
-    initial = [{"session": None, "alias": None, "kind": "initial", "value": None, "message": f"{len(records)} session(s) known"}]
+    initial = [
+        {
+            "session": None,
+            "alias": None,
+            "kind": "initial",
+            "value": None,
+            "message": f"{len(records)} session(s) known",
+        }
+    ]
     rnd = rounds.start_round(layout, initial, source="initial")
     return {**out, "supervisor": {"started": pid is not None, "pid": pid or running_pid(layout)}, "initial_round": rnd}

@@ -4,9 +4,18 @@ Started detached by `workers.start_runner` (a launch, or a dispatch that
 resumes a worker).  It waits for a slot (`workers.claim`, every
 `POLL_S`), starts the worker's command in the project directory in a
 process group of its own (so `workers kill` stops the runtime and what it
-started, and not the runner), copies its output to the worker's log,
+started, and not the runner), once its seal holds (`core.seal`: a command
+cocoplus did not record for this user, worker and project is never run), copies its output to the worker's log,
 rotating it at `[workers] log_max_bytes`, and records how the run ended
-(`workers.finish`).  It exits with the runtime's exit code.
+(`workers.finish`: a failed run's reason is the runtime's own, read from
+its output, such as `Not logged in`).  It exits with the runtime's exit code.
+
+The run ends when the runtime process exits, not when its output pipe
+closes: a daemon it left behind may hold the pipe open for as long as it
+runs.  The runner is a child subreaper (`leftovers`), so whatever the
+runtime left behind, detached or not, is re-parented to it: it is recorded
+in the worker's record (`left_behind`) and this log, the slot is given back,
+and then it is ended (SIGTERM, SIGKILL after `workers.KILL_GRACE_S`).
 
 SIGTERM to the runner (a queued worker killed, a shutdown) ends the wait,
 or passes on to the runtime's process group.
@@ -15,20 +24,26 @@ or passes on to the runtime's process group.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, seal
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
-from cocoplus.supervision import workers
+from cocoplus.runtimes import registry as runtimes
+from cocoplus.runtimes import streams
+from cocoplus.supervision import leftovers, workers, worktrees
 
 POLL_S = 0.25
 CHUNK = 64 * 1024
+TAIL_BYTES = 64 * 1024
+TAIL_WAIT_S = 2.0  # for the pipe to give the last of a failed run's output
 
 
 def say(message: str) -> None:
@@ -45,8 +60,13 @@ class Output:
         self.fd = fsio.open_log(path, max_bytes)
         self.size = os.fstat(self.fd).st_size
         self.lost = False
+        self.lock = threading.Lock()  # the copy of the output and the runner's own lines
 
     def write(self, data: bytes) -> None:
+        with self.lock:
+            self._write(data)
+
+    def _write(self, data: bytes) -> None:
         if self.size and self.size + len(data) > self.max_bytes:
             self.rotate()
         view = memoryview(data)
@@ -89,6 +109,9 @@ def run(layout: Layout, wid: str) -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # detached: a closing terminal is none of its business
+    reaper = leftovers.become_subreaper()
+    if not reaper:
+        say("no child subreaper on this system: only what the runtime leaves in its own process group is ended")
     max_parallel, log_max = workers.settings(layout)  # the launch checked them a moment ago
     said = ""
     while True:
@@ -114,13 +137,24 @@ def run(layout: Layout, wid: str) -> int:
     if not isinstance(cmd, list) or not cmd or not all(isinstance(a, str) for a in cmd):
         workers.finish(layout, wid, None, "its record holds no command")
         return 1
+    refused = seal.worker_problem(rec, layout.project, wid)
+    if refused is not None:  # not a command cocoplus recorded for this user, worker and project: never run
+        say(f"not started: its command {refused}")
+        workers.finish(layout, wid, None, f"not started: its command {refused}")
+        return 1
     out = Output(layout.worker_log(wid), log_max)
-    out.write(f"[cocoplus] {clock.iso()} run {rec.get('runs')}: {' '.join(cmd)[:2000]}\n".encode())
+    shown = " ".join(cmd)[:2000].replace("\r", " ").replace("\n", " ↵ ")  # one line: an instruction may have several
+    out.write(f"[cocoplus] {clock.iso()} run {rec.get('runs')}: {shown}\n".encode())
     try:
         child = subprocess.Popen(
-            cmd, cwd=layout.project, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: `workers kill` stops it and what it started, not this runner
-        )  # fmt: skip
+            cmd,
+            cwd=seal.worker_cwd(rec) or layout.project,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            # its own process group: `workers kill` stops it and what it started, not this runner
+            start_new_session=True,
+        )
     except OSError as exc:
         out.write(f"[cocoplus] cannot start {cmd[0]}: {exc.strerror or exc}\n".encode())
         out.close()
@@ -130,27 +164,133 @@ def run(layout: Layout, wid: str) -> int:
     workers.started(layout, wid, child.pid)
     say(f"started pid {child.pid}")
     assert child.stdout is not None
-    src = child.stdout.fileno()
+    last_words = Tail()
+    copier = threading.Thread(target=copy, args=(child.stdout.fileno(), out, last_words), name="output", daemon=True)
+    copier.start()
+    code = child.returncode = os.waitstatus_to_exitcode(leftovers.wait_for(child.pid))
+    left = leftovers.find() if reaper else []
+    if left:
+        say(
+            f"the runtime left {len(left)} process(es) behind: "
+            + "; ".join(f"pid {p['pid']} ({p['command']})" for p in left)
+        )
+    if not reaper:
+        workers.killpg(child.pid, signal.SIGTERM)  # what it left in its own group, at least
+    tail = f"; it left {len(left)} process(es) behind, ended now" if left else ""
+    out.write(f"[cocoplus] {clock.iso()} run {rec.get('runs')} ended: {workers.status_text(code)}{tail}\n".encode())
+    recorded = True
+    why: str | None = None
+    limit: dict[str, Any] | None = None
+    if code >= 0:  # a signal is its own reason
+        copier.join(TAIL_WAIT_S)  # the runtime's last words (why it failed) are read before the end is recorded
+        limit = output_limit(rec.get("runtime"), last_words.text())
+    if code > 0:
+        reason = streams.failure(streams.transcript(rec.get("runtime"), last_words.text()))
+        why = f"{reason} ({workers.status_text(code)})" if reason else None
+    keep_work(layout, wid, out)
+    try:
+        done = workers.finish(layout, wid, code, why, left_behind=left, limit=limit)  # the slot is free from here
+    except CocoplusError as exc:
+        say(f"the end of the run not recorded: {exc}")
+        recorded, done = False, None
+    if left:
+        still = leftovers.end(left, workers.KILL_GRACE_S, below=os.getpid())
+        workers.left_behind_ended(layout, wid, still)
+        say(
+            "what it left behind is ended"
+            if not still
+            else "still running after SIGKILL: " + ", ".join(str(p["pid"]) for p in still)
+        )
+    copier.join(workers.KILL_GRACE_S)  # the pipe closes once the last holder is gone
+    if not copier.is_alive():
+        out.close()  # else something unkillable holds the pipe: the log stays open until this runner exits
+    if not recorded:
+        return 1
+    if (done or {}).get("limit") and (done or {}).get("session"):
+        resume_at_reset(layout, done or {})
+    say(f"ended: {(done or {}).get('state')} ({workers.status_text(code)})")
+    return code if code >= 0 else 128 - code
+
+
+def output_limit(runtime: Any, text: str) -> dict[str, Any] | None:
+    """The rate or usage limit the run's last output reports (its adapter's `output_limit`), or None."""
+    if not isinstance(runtime, str) or not runtimes.known(runtime):
+        return None
+    adapter = runtimes.get(runtime)
+    for line in reversed(text.splitlines()):
+        if not line.startswith("{"):
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        found = adapter.output_limit(event) if isinstance(event, dict) else None
+        if found is not None:
+            return found
+    return None
+
+
+def resume_at_reset(layout: Layout, done: dict[str, Any]) -> None:
+    """A worker paused by a limit is resumed at the reset by the watcher: make sure one runs."""
+    from cocoplus.supervision import watcher  # deferred: only a run ended by a limit needs the watcher
+
+    if watcher.running_pid(layout) is not None:
+        return
+    try:
+        pid = watcher.start_detached(layout)
+    except CocoplusError as exc:
+        say(f"paused by a limit, but the watcher that resumes it could not start: {exc}")
+        return
+    say(f"paused by a limit: the watcher (pid {pid}) resumes it at the reset")
+
+
+def keep_work(layout: Layout, wid: str, out: Output) -> None:
+    """A worker in a worktree: commit what its run left uncommitted on its branch, before its end is recorded."""
+    rec = workers.read(layout, wid) or {}
+    if not rec.get("worktree"):
+        return
+    try:
+        commit = worktrees.commit_leftovers(rec)
+    except CocoplusError as exc:
+        say(str(exc))
+        out.write(f"[cocoplus] {clock.iso()} {exc}\n".encode())
+        return
+    if commit:
+        workers.note_commit(layout, wid, commit)
+        out.write(f"[cocoplus] {clock.iso()} committed what it left uncommitted: {commit[:12]}\n".encode())
+
+
+class Tail:
+    """The last TAIL_BYTES of the run's output, from which a failed run's reason is read."""
+
+    def __init__(self) -> None:
+        self.data = b""
+        self.lock = threading.Lock()
+
+    def add(self, chunk: bytes) -> None:
+        with self.lock:
+            self.data = (self.data + chunk)[-TAIL_BYTES:]
+
+    def text(self) -> str:
+        with self.lock:
+            data = self.data
+        return data.decode("utf-8", "replace")
+
+
+def copy(src: int, out: Output, tail: Tail | None = None) -> None:
+    """The runtime's output (and that of whatever holds its pipe) into the log, until the pipe closes."""
     while True:
         try:
             chunk = os.read(src, CHUNK)
         except OSError as exc:
             if exc.errno == errno.EINTR:
                 continue
-            break
+            return
         if not chunk:
-            break
+            return
         out.write(chunk)
-    code = child.wait()
-    out.write(f"[cocoplus] {clock.iso()} run {rec.get('runs')} ended: {workers.status_text(code)}\n".encode())
-    out.close()
-    try:
-        done = workers.finish(layout, wid, code)
-    except CocoplusError as exc:
-        say(f"the end of the run not recorded: {exc}")
-        return 1
-    say(f"ended: {(done or {}).get('state')} ({workers.status_text(code)})")
-    return code if code >= 0 else 128 - code
+        if tail is not None:
+            tail.add(chunk)
 
 
 def main(argv: list[str]) -> int:

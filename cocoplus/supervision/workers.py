@@ -11,6 +11,12 @@ directory in a process group of its own, copies its output to
 `workers/<id>/output.log` (rotated to `output.log.1` at `[workers]
 log_max_bytes`), waits for it and records how it ended (`finish`).
 
+The record's command is sealed when it is written (`core.seal`: this
+user's key, over the worker's id, the project and the command, whose
+program is an absolute path); the runner starts only a command whose seal
+holds, so a worker record a repository brought along, or one changed
+since, is recorded `failed` and never run.
+
 Who starts a queued worker when one finishes: its own runner, waiting in
 the background from the moment of the launch, which takes the slot the
 finishing worker's runner gives back.  No watcher is needed for the queue.
@@ -35,21 +41,22 @@ with no live process and records `failed` the same way, exit status unknown.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
-import sys
 import time
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, fsio, vocab
+from cocoplus.core import clock, fsio, proc, seal, vocab, worktreemark
 from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import procinfo, registry
-from cocoplus.supervision import headless
+from cocoplus.runtimes import streams
+from cocoplus.session import limits, permissions, procinfo, registry
+from cocoplus.supervision import children, worktrees
 
 MAX_TASK = 64 * 1024
 LOCK_TIMEOUT = 10.0
@@ -80,7 +87,8 @@ def _number(wid: str) -> int:
         return 0
 
 
-def _ids(layout: Layout) -> list[str]:
+def ids(layout: Layout) -> list[str]:
+    """The ids of the worker records there are, oldest first."""
     try:
         names = os.listdir(layout.workers_dir)
     except FileNotFoundError:
@@ -92,7 +100,7 @@ def records(layout: Layout) -> tuple[list[dict[str, Any]], list[str]]:
     """Every worker record, oldest first, and one line per damaged one."""
     out: list[dict[str, Any]] = []
     problems: list[str] = []
-    for wid in _ids(layout):
+    for wid in ids(layout):
         try:
             rec = read(layout, wid)
         except CocoplusError as exc:
@@ -121,7 +129,9 @@ def resolve(layout: Layout, ref: str) -> dict[str, Any]:
         rec = read(layout, sess["worker"])
         if rec is not None:
             return rec
-    raise NotFound(f"no worker {ref!r} (use a worker id such as w1, or its session's alias; `cocoplus workers list` shows them)")
+    raise NotFound(
+        f"no worker {ref!r} (use a worker id such as w1, or its session's alias; `cocoplus workers list` shows them)"
+    )
 
 
 def alive(rec: dict[str, Any]) -> bool:
@@ -132,7 +142,9 @@ def alive(rec: dict[str, Any]) -> bool:
     return procinfo.alive(rec.get("pid"), rec.get("start_ticks")) is True
 
 
-def session_of(layout: Layout, rec: dict[str, Any], sessions: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+def session_of(
+    layout: Layout, rec: dict[str, Any], sessions: list[dict[str, Any]] | None = None
+) -> dict[str, Any] | None:
     """The session the worker's runtime registered (its SessionStart hook recorded `worker`)."""
     if isinstance(rec.get("session"), str):
         try:
@@ -165,8 +177,12 @@ def _check(runtime: str, task: str, alias: str | None, model: str | None, effort
         raise UsageError("the task starts with '-', which the runtime would read as an option: reword it")
     if len(task.encode("utf-8")) > MAX_TASK:
         raise UsageError(f"the task is over {MAX_TASK // 1024} KiB")
-    if alias is not None and (not is_valid_id(alias) or alias.startswith("cs_") or (alias[:1] == "w" and alias[1:].isdigit())):
-        raise UsageError(f"--alias {alias!r}: use letters, digits, '_', '-' and '.' (not cs_..., not a worker id such as w1)")
+    if alias is not None and (
+        not is_valid_id(alias) or alias.startswith("cs_") or (alias[:1] == "w" and alias[1:].isdigit())
+    ):
+        raise UsageError(
+            f"--alias {alias!r}: use letters, digits, '_', '-' and '.' (not cs_..., not a worker id such as w1)"
+        )
     if model is not None and (not model or model.startswith("-")):
         raise UsageError(f"--model {model!r}: not a model name")
     if effort is not None and effort not in vocab.EFFORTS:
@@ -192,31 +208,65 @@ def launch(
     model: str | None = None,
     effort: str | None = None,
     environ: dict[str, str] | None = None,
+    principal: str = "operator",
+    allow: list[str] | None = None,
+    worktree: bool | None = None,
 ) -> dict[str, Any]:
-    """Start a headless worker on `task` (queued if `max_parallel` run already); the worker's record."""
+    """Start a headless worker on `task` (queued if `max_parallel` run already); the worker's record.
+
+    `allow`: permission rules for this worker alone (`launch --allow`), beside `[permissions] allow`; the runtime
+    gets them as its own settings where it has such (the adapter's `permission_argv`), and cocoplus' permission
+    hook applies them to what it is asked.  `worktree` (default `[workers] worktree`): the worker runs in a git
+    worktree of its own (supervision/worktrees.py)."""
     _check(runtime, task, alias, model, effort)
+    allow = list(allow or [])
+    for rule in allow:
+        permissions.parse_rule(rule)
     env = dict(os.environ if environ is None else environ)
     adapter = runtimes.get(runtime)
-    found = headless._on_path(adapter.COMMAND, env)
+    found = children.on_path(adapter.COMMAND, env)
     if not found:
-        raise CocoplusError(f"no {adapter.TITLE} CLI found (`{adapter.COMMAND}` is not on PATH)", hint=f"install it, or put it on PATH for `cocoplus launch {runtime}`")
-    cmd = adapter.launch_argv(found, task, model, effort)
+        raise CocoplusError(
+            f"no {adapter.TITLE} CLI found (`{adapter.COMMAND}` is not on PATH)",
+            hint=f"install it, or put it on PATH for `cocoplus launch {runtime}`",
+        )
+    try:
+        cmd = adapter.launch_argv(found, task, model, effort)
+    except ValueError as exc:  # what this runtime cannot be asked for (adapters/__init__.py)
+        raise UsageError(str(exc)) from None
     if cmd is None:
         raise UsageError(f"{adapter.TITLE} cannot be launched headless")
     max_parallel, _ = settings(layout, environ)  # a bad cocoplus.toml is an error now, not in the runner
+    cfg = config_mod.load_for(layout, environ)
+    granted = adapter.permission_argv([*cfg.get("permissions.allow"), *allow], list(cfg.get("permissions.deny")))
+    cmd = [*cmd[:-1], *granted, cmd[-1]] if cmd[-1] == task else [*cmd, *granted]
     fsio.ensure_dir(layout.workers_dir)
+    seal.key(create=True)  # a seal key that cannot be used fails the launch before anything is written
     reconcile(layout)
+    if worktree is None:
+        worktree = bool(cfg.get("workers.worktree"))
     with _lock(layout):
         if alias is not None and _alias_taken(layout, alias):
             raise UsageError(f"--alias {alias}: already names a session or a live worker")
-        ids = _ids(layout)
-        wid = f"w{(_number(ids[-1]) if ids else 0) + 1}"
+        known = ids(layout)
+        wid = f"w{(_number(known[-1]) if known else 0) + 1}"
+        plan = worktrees.check(layout, alias or wid, environ) if worktree else None  # refused before anything is made
         fsio.ensure_dir(layout.worker_dir(wid))
+        tree = None
+        if plan is not None:
+            try:
+                tree = worktrees.create(layout, wid, alias or wid, runtime, plan)
+            except CocoplusError:
+                shutil.rmtree(layout.worker_dir(wid), ignore_errors=True)
+                raise
         rec: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION, "id": wid, "runtime": runtime, "task": task, "alias": alias,
-            "model": model, "effort": effort, "by": by, "created_at": clock.iso(), "state": "queued",
+            "model": model, "effort": effort, "by": by, "principal": principal, "allow": allow,
+            "created_at": clock.iso(), "state": "queued",
             "command": cmd, "runs": 0, "started_at": None, "ended_at": None, "pid": None, "start_ticks": None,
             "exit": None, "reason": None, "killed_by": None, "session": None, "session_alias": None,
+            "worktree": tree,
+            "seal": seal.seal(seal.worker_fields(wid, layout.project, cmd, tree["cwd"] if tree else None)),
         }  # fmt: skip
         _write(layout, rec)
     child = start_runner(layout, wid, env)
@@ -232,15 +282,18 @@ def launch(
 def start_runner(layout: Layout, wid: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
     """Start the runner of worker `wid` detached, with `env` (the caller's, cleaned) for its runtime."""
     rec = read(layout, wid) or {}
-    child_env = headless.child_env(env)
+    child_env = children.child_env(env)
     child_env[WORKER_ENV] = wid
+    child_env[children.HEADLESS_ENV] = "1"  # its permission prompts reach whoever may answer them
     if rec.get("alias"):
         child_env[ALIAS_ENV] = rec["alias"]
+    if seal.worker_cwd(rec):  # its hooks fail closed if its worktree's marker is removed (core/worktreemark.py)
+        child_env[worktreemark.ENV] = str(seal.worker_cwd(rec))
     fd = fsio.open_log(layout.worker_runner_log(wid))
     try:
         try:
             child = subprocess.Popen(
-                [sys.executable, "-m", "cocoplus.supervision.workerrun", layout.root, wid],
+                proc.python_m("cocoplus.supervision.workerrun", layout.root, wid),
                 cwd=layout.project,
                 env=child_env,
                 stdin=subprocess.DEVNULL,
@@ -277,7 +330,9 @@ def _end_unstarted(layout: Layout, wid: str, why: str) -> None:
             _write(layout, cur)
 
 
-def resume(layout: Layout, session: dict[str, Any], cmd: list[str], by: str, environ: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+def resume(
+    layout: Layout, session: dict[str, Any], cmd: list[str], by: str, environ: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
     """Run `cmd` (dispatch's headless resume of the worker's session) as the worker's next run."""
     wid = session["worker"]
     with _lock(layout):
@@ -286,9 +341,15 @@ def resume(layout: Layout, session: dict[str, Any], cmd: list[str], by: str, env
             raise NotFound(f"{session.get('alias') or session['id']}: its worker {wid} has no record")
         if rec.get("state") in LIVE and alive(rec):
             raise CocoplusError(f"worker {wid} is {rec['state']}: it is not resumed twice")
+        cwd = seal.worker_cwd(rec)
+        if cwd is not None and not os.path.isdir(cwd):
+            raise CocoplusError(f"worker {wid}: its worktree {cwd} is gone (`workers clean` removed it); launch anew")
         rec.update(
-            state="queued", command=cmd, resumed_by=by, exit=None, reason=None, killed_by=None, kill_requested=None,
-            pid=None, start_ticks=None, ended_at=None, waiting_since=None, queued_at=clock.iso(),
+            state="queued", command=cmd,
+            seal=seal.seal(seal.worker_fields(wid, layout.project, cmd, seal.worker_cwd(rec))),
+            resumed_by=by,
+            exit=None, reason=None, killed_by=None, kill_requested=None, pid=None, start_ticks=None, ended_at=None,
+            waiting_since=None, queued_at=clock.iso(), left_behind=None, limit=None,
         )  # fmt: skip
         _write(layout, rec)
     child = start_runner(layout, wid, dict(os.environ if environ is None else environ))
@@ -305,22 +366,51 @@ def resume(layout: Layout, session: dict[str, Any], cmd: list[str], by: str, env
 def claim(layout: Layout, wid: str, max_parallel: int) -> str:
     """`start` if worker `wid` may start now (it is then `running`), `wait`, or `gone` (killed or ended meanwhile)."""
     reconcile(layout, skip=wid)
+    others = [s for s in registry.list_sessions(layout, settle=False)[0] if s.get("worker") != wid]
+    walls = limits.limited_runtimes(others)  # (its own session's limit is what its resume is trying)
     with _lock(layout):
         recs, _ = records(layout)
         me = next((r for r in recs if r["id"] == wid), None)
         if me is None or me.get("state") != "queued":
             return "gone"
-        running = [r for r in recs if r.get("state") == "running"]
-        queued = [r for r in recs if r.get("state") == "queued"]
-        queued.sort(key=lambda r: (r.get("queued_at") or r.get("created_at") or "", _number(r["id"])))
-        if len(running) >= max_parallel or queued[0]["id"] != wid:
-            if not me.get("waiting_since"):
-                me["waiting_since"] = clock.iso()
+        held = held_by(walls.get(str(me.get("runtime"))))
+        if held is not None:  # its runtime is limited: it would only hit the same wall
+            if me.get("held") != held or not me.get("waiting_since"):
+                me.update(held=held, waiting_since=me.get("waiting_since") or clock.iso())
                 _write(layout, me)
             return "wait"
-        me.update(state="running", started_at=clock.iso(), runs=int(me.get("runs") or 0) + 1, waiting_since=None)
+        running = [r for r in recs if r.get("state") == "running"]
+        queued = [r for r in recs if r.get("state") == "queued" and str(r.get("runtime")) not in walls]
+        queued.sort(key=lambda r: (r.get("queued_at") or r.get("created_at") or "", _number(r["id"])))
+        if len(running) >= max_parallel or queued[0]["id"] != wid:
+            if not me.get("waiting_since") or me.get("held"):
+                me.update(waiting_since=me.get("waiting_since") or clock.iso(), held=None)
+                _write(layout, me)
+            return "wait"
+        me.update(
+            state="running", started_at=clock.iso(), runs=int(me.get("runs") or 0) + 1, waiting_since=None, held=None
+        )
         _write(layout, me)
         return "start"
+
+
+def held_by(wall: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Why a queued worker waits for its runtime's limit to reset (`held` on its record), or None."""
+    if wall is None:
+        return None
+    who = wall.get("alias") or wall.get("session")
+    return {
+        "reason": (
+            f"held: its runtime's {wall.get('reason') or 'rate limit'} may not be over yet; {who} is being resumed"
+            if wall.get("trying")
+            else f"held: its runtime's {wall.get('reason') or 'rate limit'} resets "
+            f"{limits.hhmm(clock.parse_iso(wall.get('resets_at')))}{' (estimate)' if wall.get('estimate') else ''}; "
+            f"{who} is paused by it"
+        ),
+        "until": wall.get("resets_at"),
+        "estimate": bool(wall.get("estimate")),
+        "session": wall.get("session"),
+    }
 
 
 def started(layout: Layout, wid: str, pid: int) -> None:
@@ -345,38 +435,112 @@ def status_text(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def finish(layout: Layout, wid: str, code: int | None, why: str | None = None) -> dict[str, Any] | None:
-    """Record how worker `wid`'s run ended (once); update its session and wake the brain on a failure."""
+def finish(
+    layout: Layout,
+    wid: str,
+    code: int | None,
+    why: str | None = None,
+    left_behind: list[dict[str, Any]] | None = None,
+    limit: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """Record how worker `wid`'s run ended (once); update its session and wake the brain on a failure.
+
+    `left_behind`: the processes its runtime left running (`leftovers.find`), which its runner ends next.
+    `limit`: the rate or usage limit its output reported (the adapter's `output_limit`): a run ended by a limit
+    is `exited` with the limit, not `failed`, and its session is paused (session/limits.py) if its hook did not
+    say so already.
+    """
     with _lock(layout):
         rec = read(layout, wid)
         if rec is None or rec.get("state") not in LIVE:
+            if rec is not None and left_behind:
+                rec["left_behind"] = [
+                    dict(p, ended=False) for p in left_behind
+                ]  # `workers kill` recorded the end first
+                _write(layout, rec)
             return None
+        if left_behind:
+            rec["left_behind"] = [dict(p, ended=False) for p in left_behind]
         killed = rec.get("kill_requested") or None
+        sess = session_of(layout, rec)
+        if sess is not None and limit is not None and not killed and sess.get("state") in vocab.ACTIVE_STATES:
+            sess = _pause_session(layout, sess, limit)
+        paused = None if killed or sess is None else limits.active(sess)
         status = status_text(code)
         negative = code is not None and code < 0
-        rec["exit"] = {"code": None if negative else code, "signal": status.split()[-1] if negative else None, "status": status}
+        rec["exit"] = {
+            "code": None if negative else code,
+            "signal": status.split()[-1] if negative else None,
+            "status": status,
+        }
         rec["ended_at"] = clock.iso()
         if killed:
-            rec.update(state="exited", killed_by=killed.get("by"), reason=f"killed by {killed.get('by')} (cocoplus workers kill; {status})")
+            rec.update(
+                state="exited",
+                killed_by=killed.get("by"),
+                reason=f"killed by {killed.get('by')} (cocoplus workers kill; {status})",
+            )
+        elif paused is not None:
+            rec.update(state="exited", reason=f"{limits.text(paused)} ({status})", limit=paused)
+        elif limit is not None and sess is None:  # no session to resume (its hooks never ran): nothing comes back
+            why = f"stopped by its runtime's {limit.get('reason') or 'rate limit'} before a session was recorded"
+            rec.update(state="failed", reason=f"{why}, so it is not resumed ({status})", limit=dict(limit))
         elif code == 0:
             rec.update(state="exited", reason=why or "ended (exit code 0)")
         else:
             rec.update(state="failed", reason=why or f"died without a turn end ({status})")
-        sess = session_of(layout, rec)
+        if sess is not None and paused is None and limits.trying(sess) is not None:
+            sess = _limit_over(layout, sess)
         if sess is not None:
             rec.update(session=sess["id"], session_alias=sess.get("alias"))
             _end_session(layout, rec, sess)  # before the record says it ended, so whoever sees that sees the signal too
         elif rec["state"] == "failed":
             _failed_without_session(layout, rec)
+        rec["denied"] = denied_calls(layout, rec)
+        if rec["denied"] and rec["state"] == "exited" and not killed:
+            rec["reason"] = f"{rec['reason']}; {rec['denied']} tool call(s) were denied permission"
         _write(layout, rec)
     return rec
+
+
+def denied_calls(layout: Layout, rec: dict[str, Any]) -> int:
+    """How many of this run's tool calls were refused permission: by cocoplus (a rule, an answer, the deadline,
+    in the audit log) or by the runtime itself (Claude Code's `permission_denials` in its last result)."""
+    ours = permissions.denied_count(layout, rec.get("session"), rec["id"], since=rec.get("started_at"))
+    theirs = 0
+    path = layout.worker_log(rec["id"])
+    try:
+        size = os.lstat(path).st_size
+        tail = fsio.read_jsonl_from(path, max(0, size - 256 * 1024)).records
+    except (OSError, CocoplusError):
+        tail = []
+    for doc in reversed(tail):
+        if doc.get("type") == "result" and isinstance(doc.get("permission_denials"), list):
+            theirs = len(doc["permission_denials"])
+            break
+    return max(ours, theirs)
+
+
+def left_behind_ended(layout: Layout, wid: str, still: list[dict[str, Any]]) -> None:
+    """Note on worker `wid`'s record that what its runtime left behind is ended, but for `still`."""
+    alive_pids = {p["pid"] for p in still}
+    with _lock(layout):
+        rec = read(layout, wid)
+        if rec is None or not isinstance(rec.get("left_behind"), list):
+            return
+        for p in rec["left_behind"]:
+            if isinstance(p, dict):
+                p["ended"] = p.get("pid") not in alive_pids
+        _write(layout, rec)
 
 
 def _failed_without_session(layout: Layout, rec: dict[str, Any]) -> None:
     """A run that failed before its runtime's SessionStart named a session (a rejected login, a flag its
     version does not know): no session record will ever say so, so its exit signal names the worker instead."""
     who = {"id": None, "alias": rec.get("alias") or rec["id"], "runtime": rec.get("runtime")}
-    detail = f"worker {rec['id']}: {rec['reason']}; no session had started (its output: cocoplus workers logs {rec['id']})"
+    detail = (
+        f"worker {rec['id']}: {rec['reason']}; no session had started (its output: cocoplus workers logs {rec['id']})"
+    )
     try:
         registry.append_signal(layout, who, "exit", "failed", detail=detail, worker=rec["id"])
     except CocoplusError:
@@ -390,6 +554,9 @@ def _end_session(layout: Layout, rec: dict[str, Any], sess: dict[str, Any]) -> N
 
     def change(r: dict[str, Any]) -> None:
         box["was_active"] = r.get("state") in vocab.ACTIVE_STATES
+        if limits.active(r) is not None:
+            box["was_active"] = False  # paused by a limit: it stays paused, to be resumed at the reset
+            return
         if failed:
             r["state"] = "failed"
             r["exit_reason"] = f"worker {rec['id']}: {rec['reason']}"
@@ -403,7 +570,45 @@ def _end_session(layout: Layout, rec: dict[str, Any], sess: dict[str, Any]) -> N
         return
     if failed or box.get("was_active"):
         # Its own SessionEnd hook did not say so (a crash, a kill): the watcher hears it here, once.
-        registry.append_signal(layout, updated, "exit", rec["state"], detail=f"worker {rec['id']}: {rec['reason']}", worker=rec["id"])
+        registry.append_signal(
+            layout, updated, "exit", rec["state"], detail=f"worker {rec['id']}: {rec['reason']}", worker=rec["id"]
+        )
+
+
+def _pause_session(layout: Layout, sess: dict[str, Any], limit: dict[str, Any]) -> dict[str, Any]:
+    """Pause the session by the limit its run's output reported (its hook did not: no StopFailure, or an older
+    runtime); the `limited` signal as the hook would have sent it."""
+    retry_s = float(config_mod.load_for(layout).get("workers.limit_retry_s"))
+
+    def change(r: dict[str, Any]) -> None:
+        limits.pause(r, limit, retry_s)
+
+    try:
+        rec = registry.update(layout, sess["id"], change)
+    except CocoplusError:
+        return sess
+    got = rec.get("limit") or {}
+    try:
+        registry.append_signal(
+            layout, rec, "limited", got.get("reason"), resets_at=got.get("resets_at"), estimate=got.get("estimate"),
+            resume=got.get("resume"), tries=got.get("tries"), message=limits.text(got), worker=rec.get("worker"),
+        )  # fmt: skip
+    except CocoplusError:
+        pass  # the session record says it: the doors show it
+    return rec
+
+
+def _limit_over(layout: Layout, sess: dict[str, Any]) -> dict[str, Any]:
+    """A run resumed from a limit ended without meeting it again: the limit is over (the queue stops holding)."""
+
+    def change(r: dict[str, Any]) -> None:
+        if limits.trying(r) is not None:
+            r["limit"] = None
+
+    try:
+        return registry.update(layout, sess["id"], change)
+    except CocoplusError:
+        return sess
 
 
 def reconcile(layout: Layout, skip: str | None = None) -> list[str]:
@@ -417,17 +622,105 @@ def reconcile(layout: Layout, skip: str | None = None) -> list[str]:
             created = clock.parse_iso(rec.get("created_at")) or 0
             if time.time() - created < 30:
                 continue  # its launch has not recorded the runner yet
-        why = "its process is gone and so is its runner (exit status unknown)" if rec.get("state") == "running" else "its runner is gone before it started"
+        why = (
+            "its process is gone and so is its runner (exit status unknown)"
+            if rec.get("state") == "running"
+            else "its runner is gone before it started"
+        )
         if finish(layout, rec["id"], None, why) is not None:
             done.append(rec["id"])
     return done
+
+
+# -- worktrees: bringing the work back -----------------------------------------------------------
+
+
+def note_commit(layout: Layout, wid: str, commit: str) -> None:
+    """Record on the worker the commit its run's leftovers went into."""
+    with _lock(layout):
+        rec = read(layout, wid)
+        if rec is not None and isinstance(rec.get("worktree"), dict):
+            rec["worktree"]["committed"] = {"commit": commit, "at": clock.iso()}
+            _write(layout, rec)
+
+
+def _ended(layout: Layout, rec: dict[str, Any], doing: str) -> None:
+    if rec.get("state") in LIVE and (alive(rec) or rec.get("state") == "queued"):
+        raise UsageError(
+            f"workers {doing} {rec['id']}: the worker is still {rec['state']}; wait for it to end "
+            f"or `cocoplus workers kill {rec['id']}`"
+        )
+
+
+def _keep_leftovers(layout: Layout, rec: dict[str, Any]) -> None:
+    """What an ended worker left uncommitted, committed on its branch now if its runner could not (it died with
+    its worker, or the commit failed): a merge or a clean never loses it."""
+    commit = worktrees.commit_leftovers(rec)
+    if commit:
+        note_commit(layout, rec["id"], commit)
+
+
+def _note_tree(layout: Layout, wid: str, **fields: Any) -> dict[str, Any] | None:
+    with _lock(layout):
+        rec = read(layout, wid)
+        if rec is not None and isinstance(rec.get("worktree"), dict):
+            rec["worktree"].update(fields)
+            _write(layout, rec)
+        return rec
+
+
+def diff(layout: Layout, ref: str) -> dict[str, Any]:
+    """`workers diff W`: the worker's branch against the commit it started from."""
+    return worktrees.diff(layout, resolve(layout, ref))
+
+
+def merge(layout: Layout, ref: str, by: str) -> dict[str, Any]:
+    """`workers merge W`: its branch into the project's current branch (refused while it runs)."""
+    rec = resolve(layout, ref)
+    worktrees.of(rec)
+    _ended(layout, rec, "merge")
+    _keep_leftovers(layout, rec)
+    out = worktrees.merge(layout, rec)
+    if out["merged"]:
+        _note_tree(
+            layout, rec["id"], merged={"into": out["into"], "commit": out["commit"], "at": clock.iso(), "by": by}
+        )
+    return out
+
+
+def clean(layout: Layout, ref: str | None, force: bool = False) -> dict[str, Any]:
+    """`workers clean [W]`: remove ended workers' worktrees; a branch not merged stays unless `force`."""
+    if ref is not None:
+        rec = resolve(layout, ref)
+        worktrees.of(rec)
+        _ended(layout, rec, "clean")
+        chosen = [rec]
+        skipped: list[dict[str, Any]] = []
+    else:
+        chosen, skipped = [], []
+        for rec in records(layout)[0]:
+            tree = rec.get("worktree")
+            if not isinstance(tree, dict) or tree.get("removed_at"):
+                continue
+            if rec.get("state") in LIVE and (alive(rec) or rec.get("state") == "queued"):
+                skipped.append({"worker": rec["id"], "state": rec.get("state")})
+            else:
+                chosen.append(rec)
+    done = []
+    for rec in chosen:
+        _keep_leftovers(layout, rec)
+        out = worktrees.remove(layout, rec, force)
+        _note_tree(layout, rec["id"], removed_at=clock.iso(), branch_kept=out["branch_kept"])
+        done.append(out)
+    return {"cleaned": done, "running": skipped}
 
 
 # -- kill ---------------------------------------------------------------------------------------
 
 
 def kill(layout: Layout, ref: str, by: str) -> dict[str, Any]:
-    """`workers kill ID`: stop the worker's process group (SIGTERM, then SIGKILL); it is recorded `exited`, killed by `by`."""
+    """`workers kill ID`: stop the worker's process group (SIGTERM,
+    then SIGKILL); it is recorded `exited`, killed by `by`."""
     rec = resolve(layout, ref)
     wid = rec["id"]
     with _lock(layout):
@@ -436,7 +729,12 @@ def kill(layout: Layout, ref: str, by: str) -> dict[str, Any]:
             raise UsageError(f"worker {wid} is not running (it is {rec.get('state')})")
         rec["kill_requested"] = {"by": by, "at": clock.iso()}
         if rec.get("state") == "queued":
-            rec.update(state="exited", killed_by=by, ended_at=clock.iso(), reason=f"killed by {by} while queued (cocoplus workers kill)")
+            rec.update(
+                state="exited",
+                killed_by=by,
+                ended_at=clock.iso(),
+                reason=f"killed by {by} while queued (cocoplus workers kill)",
+            )
         _write(layout, rec)
     if rec.get("state") == "queued":
         _signal_runner(rec)
@@ -447,26 +745,44 @@ def kill(layout: Layout, ref: str, by: str) -> dict[str, Any]:
         rec = read(layout, wid) or rec
     pgid = rec.get("pgid") or rec.get("pid")
     if isinstance(pgid, int) and procinfo.alive(rec.get("pid"), rec.get("start_ticks")):
-        _killpg(pgid, signal.SIGTERM)
+        killpg(pgid, signal.SIGTERM)
         end = time.monotonic() + KILL_GRACE_S
         while time.monotonic() < end and procinfo.alive(rec.get("pid"), rec.get("start_ticks")):
             time.sleep(0.05)
-        _killpg(pgid, signal.SIGKILL)  # whatever it started in its group goes too
+        killpg(pgid, signal.SIGKILL)  # whatever it started in its group goes too
     else:
         _signal_runner(rec)
     end = time.monotonic() + KILL_GRACE_S
     while time.monotonic() < end:
         cur = read(layout, wid) or rec
         if cur.get("state") not in LIVE:
-            return describe(layout, cur)
+            return describe(layout, _end_left_behind(layout, wid) or cur)
         if not alive(cur):
             break
         time.sleep(0.05)
     finish(layout, wid, -signal.SIGTERM)  # its runner did not record it: record it here
-    return describe(layout, read(layout, wid) or rec)
+    return describe(layout, _end_left_behind(layout, wid) or rec)
 
 
-def _killpg(pgid: int, sig: int) -> None:
+def _end_left_behind(layout: Layout, wid: str) -> dict[str, Any] | None:
+    """After a kill: what the runtime left behind (its runner found and is ending it) is gone when kill returns.
+
+    The runner records it when it records the end, and ends it; this covers a
+    runner that died meanwhile, and makes `workers kill` return only once the
+    processes are gone.
+    """
+    from cocoplus.supervision import leftovers  # deferred: only a kill of a running worker needs it
+
+    rec = read(layout, wid)
+    procs = [p for p in (rec or {}).get("left_behind") or [] if isinstance(p, dict) and isinstance(p.get("pid"), int)]
+    if procs:
+        still = leftovers.end(procs, KILL_GRACE_S)
+        left_behind_ended(layout, wid, still)
+        rec = read(layout, wid)
+    return rec
+
+
+def killpg(pgid: int, sig: int) -> None:
     try:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
@@ -485,14 +801,25 @@ def _signal_runner(rec: dict[str, Any]) -> None:
 # -- reading ------------------------------------------------------------------------------------
 
 
-def describe(layout: Layout, rec: dict[str, Any], *, sessions: list[dict[str, Any]] | None = None, max_parallel: int | None = None) -> dict[str, Any]:
+def describe(
+    layout: Layout,
+    rec: dict[str, Any],
+    *,
+    sessions: list[dict[str, Any]] | None = None,
+    max_parallel: int | None = None,
+) -> dict[str, Any]:
     """A worker as the doors show it: its record plus its session's alias, state and attention."""
     sess = session_of(layout, rec, sessions)
-    out = {k: v for k, v in rec.items() if k not in ("schema_version", "kill_requested")}
+    out = {k: v for k, v in rec.items() if k not in ("schema_version", "kill_requested", "seal")}
     out["session"] = sess["id"] if sess else rec.get("session")
     out["session_alias"] = sess.get("alias") if sess else rec.get("session_alias")
     out["session_state"] = sess.get("state") if sess else None
-    out["attention"] = sess.get("attention") if sess else None
+    out["attention"] = (
+        registry.attention_of(sess) if sess else None
+    )  # as sessions list shows it: an ended session waits for nothing
+    limit = limits.active(sess)  # its session is paused by its runtime's limit: the doors say until when
+    out["limit"] = dict(limit) if limit else rec.get("limit")  # else the limit its last run ended by, if any
+    out["paused"] = limits.text(limit) if limit else None
     out["log"] = layout.rel(layout.worker_log(rec["id"]))
     if rec.get("state") in LIVE and not alive(rec) and rec.get("runner"):
         out["stale"] = True  # the watcher or the next launch records it failed
@@ -515,30 +842,30 @@ def listing(layout: Layout, environ: dict[str, str] | None = None) -> dict[str, 
     }
 
 
-def logs(layout: Layout, ref: str, offset: int | None = None, limit: int = 256 * 1024) -> dict[str, Any]:
-    """The worker's output from `offset` (None: its last `limit` bytes); `offset` in the answer reads on."""
+def logs(
+    layout: Layout, ref: str, offset: int | None = None, limit: int = 256 * 1024, raw: bool = False
+) -> dict[str, Any]:
+    """The worker's output from `offset` (None: its last `limit` bytes); `offset` in the answer reads on.
+
+    `text` is the output as it is; unless `raw`, `entries` is its transcript
+    (`runtimes.streams`: the model's text, each tool call and its result,
+    errors), read from whole lines only: a line still being written is left
+    for the next read (`offset` stops before it) while the worker runs.
+    """
     rec = resolve(layout, ref)
     path = layout.worker_log(rec["id"])
-    rotated = False
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return {"worker": rec["id"], "state": rec.get("state"), "text": "", "offset": 0, "rotated": False, "log": layout.rel(path)}
-    except OSError as exc:
-        raise CocoplusError(f"{layout.rel(path)}: cannot read ({exc.strerror})") from None
-    try:
-        size = os.fstat(fd).st_size
-        if offset is None:
-            start = max(0, size - limit)
-        elif offset > size:
-            start, rotated = 0, True  # set aside as output.log.1 since the last read
-        else:
-            start = offset
-        os.lseek(fd, start, os.SEEK_SET)
-        data = os.read(fd, min(limit, size - start)) if size > start else b""
-    finally:
-        os.close(fd)
-    return {
-        "worker": rec["id"], "state": rec.get("state"), "text": data.decode("utf-8", "replace"),
-        "offset": start + len(data), "rotated": rotated, "log": layout.rel(path),
+    data, start, size = fsio.read_log(path, offset, limit)
+    rotated = offset is not None and offset > size  # set aside as output.log.1 since the last read
+    out = {
+        "worker": rec["id"], "runtime": rec.get("runtime"), "state": rec.get("state"), "rotated": rotated,
+        "log": layout.rel(path), "offset": start + len(data),
     }  # fmt: skip
+    if raw:
+        return {**out, "text": data.decode("utf-8", "replace")}
+    if start > 0 and offset is None:
+        cut = data.find(b"\n") + 1
+        data, start = data[cut:], start + cut  # the first line was cut by the limit: begin at the next whole one
+    if rec.get("state") in LIVE:
+        data = data[: data.rfind(b"\n") + 1]  # whole lines only while more may come
+    text = data.decode("utf-8", "replace")
+    return {**out, "text": text, "offset": start + len(data), "entries": streams.transcript(rec.get("runtime"), text)}

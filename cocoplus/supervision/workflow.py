@@ -35,7 +35,11 @@ def _read(layout: Layout) -> dict[str, Any]:
 
 
 def start(
-    layout: Layout, run_id: str, auto_supervise: bool | None = None, task_hint: str | None = None, refused: str | None = None
+    layout: Layout,
+    run_id: str,
+    auto_supervise: bool | None = None,
+    task_hint: str | None = None,
+    refused: str | None = None,
 ) -> dict[str, Any]:
     check_id(run_id, "workflow run id")
     if auto_supervise is None:
@@ -50,9 +54,16 @@ def start(
             elif refused:
                 action = "refused"
             else:
-                autonomy.enable(layout, task_hint=task_hint or f"workflow run {run_id}", enabled_by="workflow", workflow_run=run_id)
+                autonomy.enable(
+                    layout, task_hint=task_hint or f"workflow run {run_id}", enabled_by="workflow", workflow_run=run_id
+                )
                 action = "enabled"
-        doc["runs"][run_id] = {"started_at": clock.iso(), "auto_supervise": auto_supervise, "supervision": action, "ended_at": None}
+        doc["runs"][run_id] = {
+            "started_at": clock.iso(),
+            "auto_supervise": auto_supervise,
+            "supervision": action,
+            "ended_at": None,
+        }
         if action == "refused":
             doc["runs"][run_id]["refused"] = refused
         fsio.ensure_dir(layout.supervision_dir)

@@ -4,11 +4,23 @@ Built with Textual, which `cocoplus top` alone imports.  Everything shown
 comes from `ops.view` (read only); the view re-reads when a file under
 `.cocoplus/` changes (watchdog, through `cocoplus.watching`; debounced to
 a tenth of a second), every few seconds in case an event was missed, and
-re-draws the ages every second.  It writes nothing until a key asks:
+re-draws the ages every second.  It writes nothing until a key asks; every
+key acts through the same operation as the CLI (`cocoplus/ops/`), as the
+person at the terminal (`ops.authority.caller`: the operator, or inside an
+agent's session that worker, whose keys are refused as its commands are):
 
-  s  stop the agents (AGENT_STOP; `session stop`)       r  resume (asks first; `session resume`)
-  t  steer (one instruction for the next prompt)         l  the selected session's record and hook log
-  R  re-read now                                         q  quit
+  on the selected session                          on the whole project
+  s  stop it (its tools only)                      S  stop every agent (AGENT_STOP)
+  r  resume it (asks first)                        R  resume the project (asks first)
+  t  steer it (its next turn end or prompt)        T  steer (the next prompt of any agent)
+  d  dispatch: its next piece of work
+  a  answer its question
+  p  its permission request: allow or deny
+  l  its record and hook log                       ctrl+r  re-read now      q  quit
+
+While a session's turn runs, its spend is a live estimate (`~`), priced
+here from the usage its transcript shows since the last turn end
+(`cost.live`), until the turn end prices it.
 
 Fits 80x24; NO_COLOR turns colour off (Textual honours it).
 """
@@ -26,14 +38,20 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.coordinate import Coordinate
+from textual.css.query import NoMatches
+from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Input, Sparkline, Static
+from textual.widgets import DataTable, Footer, Input, Static
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, inert
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
+from cocoplus.cost import live
+from cocoplus.ops import authority, view
+from cocoplus.ops import dispatch as dispatch_ops
+from cocoplus.ops import permissions as permissions_ops
 from cocoplus.ops import session as session_ops
-from cocoplus.ops import view
+from cocoplus.ops.authority import Principal
 from cocoplus.tui import render
 
 RELOAD_EVERY_S = 5.0
@@ -41,6 +59,10 @@ DEBOUNCE_S = 0.1
 MAX_SAMPLES = 240
 LOG_LINES = 200
 OPERATOR_REASON = "stopped from cocoplus top"
+NO_CARRIER = (
+    "no runtime's cocoplus hooks are installed for this project (nor a cocoplus plugin for you): no agent sees "
+    "this stop until they are (`cocoplus install claude|codex|gemini|cursor|cortex`)"
+)
 
 
 def _without(rows: list[tuple[str, list[str]]], at: int | None) -> list[tuple[str, list[str]]]:
@@ -50,19 +72,27 @@ def _without(rows: list[tuple[str, list[str]]], at: int | None) -> list[tuple[st
     return [(sid, cells[:at] + cells[at + 1 :]) for sid, cells in rows]
 
 
-class SteerScreen(ModalScreen[str | None]):
-    """One line of text for the agent's next prompt; Enter sends, Escape cancels."""
+class AskScreen(ModalScreen[str | None]):
+    """One line of text (a steer, a dispatch, an answer), under what it is for; Enter sends, Escape cancels."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
     DEFAULT_CSS = """
-    SteerScreen { align: center middle; }
-    SteerScreen > Vertical { width: 70; height: 5; border: round $accent; background: $surface; }
+    AskScreen { align: center middle; }
+    AskScreen > Vertical { width: 90%; max-width: 100; height: auto; border: round $accent; background: $surface; }
+    AskScreen #ask-detail { max-height: 6; color: $text-muted; }
     """
+
+    def __init__(self, heading: str, detail: str | None = None) -> None:
+        super().__init__()
+        self.heading = heading
+        self.detail = detail
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static("Steer: one instruction for the agent's next prompt (Enter sends, Esc cancels)")
-            yield Input(id="steer-text")
+            yield Static(Text(f"{self.heading} (Enter sends, Esc cancels)"), id="ask-heading")
+            if self.detail:
+                yield Static(Text(self.detail), id="ask-detail")
+            yield Input(id="ask-text")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip() or None)
@@ -75,7 +105,7 @@ class ConfirmScreen(ModalScreen[bool]):
     BINDINGS = [Binding("y", "yes", "Yes"), Binding("n,escape", "no", "No")]
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
-    ConfirmScreen > Static { width: 60; height: 3; border: round $warning; background: $surface; }
+    ConfirmScreen > Static { width: 90%; max-width: 100; height: auto; border: round $warning; background: $surface; }
     """
 
     def __init__(self, question: str) -> None:
@@ -83,13 +113,61 @@ class ConfirmScreen(ModalScreen[bool]):
         self.question = question
 
     def compose(self) -> ComposeResult:
-        yield Static(f"{self.question} [y/n]")
+        yield Static(Text(f"{self.question} [y/n]"), id="confirm-question")
 
     def action_yes(self) -> None:
         self.dismiss(True)
 
     def action_no(self) -> None:
         self.dismiss(False)
+
+
+class PermissionScreen(ModalScreen[str | None]):
+    """A pending permission request, shown whole: `a` allows it, `d` denies it, Escape leaves it pending."""
+
+    BINDINGS = [
+        Binding("a", "allow", "Allow"),
+        Binding("d", "deny", "Deny"),
+        Binding("escape", "cancel", "Leave pending"),
+    ]
+    DEFAULT_CSS = """
+    PermissionScreen { align: center middle; }
+    PermissionScreen > Static {
+        width: 90%; max-width: 100; height: auto; border: round $warning; background: $surface;
+    }
+    """
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        yield Static(
+            Text(self.text + "\n\n[a] allow once   [d] deny   [Esc] leave it pending"), id="permission-request"
+        )
+
+    def action_allow(self) -> None:
+        self.dismiss("allow")
+
+    def action_deny(self) -> None:
+        self.dismiss("deny")
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def request_text(req: dict[str, Any], alias: str, others: int, now: float) -> str:
+    """A permission request as the person answering it reads it (every field from the file made inert)."""
+    deadline = clock.parse_iso(req.get("deadline"))
+    left = f"; denied by default in {render.age(max(0.0, deadline - now))}" if deadline is not None else ""
+    lines = [
+        f"{inert.line(alias)} asks to use {inert.line(req.get('tool'))} (request {inert.line(req.get('id'))}{left})",
+        f"rule: {inert.line(req.get('rule'))}",
+        "input: " + " ".join(inert.line(req.get("input") or "-").split()),
+    ]
+    if others:
+        lines.append(f"({others} more pending for this session: answered one at a time, oldest first)")
+    return "\n".join(lines)
 
 
 class LogScreen(ModalScreen[None]):
@@ -108,8 +186,8 @@ class LogScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(Text(self.title_text, style="bold"))
-            yield Static(Text(self.body), id="log-body")
+            yield Static(Text(inert.line(self.title_text), style="bold"))
+            yield Static(Text(inert.text(self.body)), id="log-body")
 
     def action_close(self) -> None:
         self.dismiss(None)
@@ -131,23 +209,32 @@ def session_log(layout: Layout, rec: dict[str, Any]) -> str:
 
 class TopApp(App[None]):
     TITLE = "cocoplus top"
+    ENABLE_COMMAND_PALETTE = False  # every action has its key, shown below
     CSS = """
     Screen { layout: vertical; }
     #status { height: 2; }
+    #forecast { height: auto; color: $warning; }
+    #collisions { height: auto; max-height: 3; color: $error; display: none; }
     #sessions { height: 1fr; min-height: 4; }
     #charts { height: 3; }
     .chart { width: 1fr; height: 3; }
     .chart-label { height: 1; }
-    Sparkline { height: 2; }
+    .spark { height: 2; color: $success; }
     #round { height: 1; }
     #chat { height: 4; border-top: solid $primary-darken-2; }
     """
     BINDINGS = [
         Binding("s", "stop", "Stop"),
+        Binding("S", "stop_all", "Stop all"),
         Binding("r", "resume", "Resume"),
+        Binding("R", "resume_all", "Resume all", show=False),
         Binding("t", "steer", "Steer"),
+        Binding("T", "steer_all", "Steer all", show=False),
+        Binding("d", "dispatch", "Dispatch"),
+        Binding("a", "answer", "Answer"),
+        Binding("p", "permission", "Permit"),
         Binding("l", "log", "Log"),
-        Binding("R", "reload", "Re-read", show=False),
+        Binding("ctrl+r,f5", "reload", "Re-read", show=False),
         Binding("q", "quit", "Quit"),
     ]
 
@@ -160,9 +247,12 @@ class TopApp(App[None]):
         self.hist: dict[str, Any] = {"sessions": []}
         self.samples: dict[str, list[list[Any]]] = {}
         self.reloads = 0
+        self.live = live.Estimate(layout)
+        self._who: Principal | None = None
         self._watch: Any = None
         self._pending_reload = False
-        self._width_mode: bool | None = None
+        self._picked = False  # the first selection (the session that waits for the operator) is made once
+        self._columns: list[tuple[str, str, int]] | None = None
         # What the table shows now (its rows' text but for the ages, each age cell's text): nothing unchanged
         # is drawn again, so an idle view of many sessions costs next to nothing between changes.
         self._shown_rows: list[tuple[str, list[str]]] | None = None
@@ -172,17 +262,19 @@ class TopApp(App[None]):
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Static(id="status")
+        yield Static(id="forecast")
+        yield Static(id="collisions")
         yield DataTable(id="sessions", cursor_type="row", zebra_stripes=False)
         with Horizontal(id="charts"):
             with Vertical(classes="chart"):
                 yield Static(id="iter-label", classes="chart-label")
-                yield Sparkline([0.0], id="iter-chart")
+                yield Static(id="iter-chart", classes="spark")
             with Vertical(classes="chart"):
                 yield Static(id="spend-label", classes="chart-label")
-                yield Sparkline([0.0], id="spend-chart")
+                yield Static(id="spend-chart", classes="spark")
         yield Static(id="round")
         yield Static(id="chat")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.reload()
@@ -222,10 +314,10 @@ class TopApp(App[None]):
         self._pending_reload = False
         now = self.now()
         try:
-            self.snap = view.snapshot(self.layout, now=now)
+            self.snap = view.snapshot(self.layout, now=now, live=self.live)
             self.hist = view.history(self.layout)
         except CocoplusError as exc:
-            self.notify(str(exc), severity="error")
+            self.say(str(exc), "error")
             return
         for s in self.snap["sessions"]:
             pts = self.samples.setdefault(s["id"], [])
@@ -237,6 +329,12 @@ class TopApp(App[None]):
 
     # -- drawing -----------------------------------------------------------------------------------
     def draw(self) -> None:
+        try:
+            self._draw()
+        except NoMatches:
+            return  # a timer's re-draw while the view closes: its widgets are gone
+
+    def _draw(self) -> None:
         snap = self.snap
         if snap is None:
             return
@@ -244,11 +342,21 @@ class TopApp(App[None]):
         parts = render.status_line(snap)
         supervision = render.supervision_line(snap)
         if self._changed("#status", (parts, supervision)):
-            status = Text()
+            status = Text(no_wrap=True, overflow="ellipsis")
             for text, style in parts:
                 status.append(text, style=style or None)
             status.append("\n" + supervision)
             self.query_one("#status", Static).update(status)
+        forecast = render.forecast_lines(snap)
+        if self._changed("#forecast", forecast):
+            box = self.query_one("#forecast", Static)
+            box.display = bool(forecast)
+            box.update(Text("\n".join(forecast), no_wrap=True, overflow="ellipsis"))
+        clashes = render.collision_lines(snap)
+        if self._changed("#collisions", clashes):
+            box = self.query_one("#collisions", Static)
+            box.update(Text("\n".join(clashes), no_wrap=True, overflow="ellipsis"))
+            box.display = bool(clashes)  # no room taken while nothing collides
         self._draw_table(snap, width)
         round_line = render.round_line(snap)
         if self._changed("#round", round_line):
@@ -267,49 +375,84 @@ class TopApp(App[None]):
 
     def _draw_table(self, snap: dict[str, Any], width: int) -> None:
         table = self.query_one("#sessions", DataTable)
-        wide = width >= render.WIDE
-        columns = render.columns(width)
+        columns = render.columns(snap, width)
         at = next((i for i, (_t, key, _w) in enumerate(columns) if key == "age"), None)
-        shown = [(s["id"], cells) for s, cells in zip(snap["sessions"], render.rows(snap, width), strict=True)]
+        shown = [(s["id"], cells) for s, cells in zip(snap["sessions"], render.rows(snap, columns), strict=True)]
         rest = _without(shown, at)
-        if self._width_mode == wide and rest == self._shown_rows:
+        if columns == self._columns and rest == self._shown_rows:
             # The same rows but for their ages: keep the table (and its cursor), change only the ages that differ.
             self._update_ages({sid: cells[at] for sid, cells in shown} if at is not None else {})
             return
         selected = self.selected_id()
-        if self._width_mode != wide:
+        if columns != self._columns:
             table.clear(columns=True)
-            for title, _key, w in columns:
-                table.add_column(title, width=w, key=title)
-            self._width_mode = wide
+            for title, key, w in columns:
+                table.add_column(title, width=w, key=key)
+            self._columns = columns
         else:
             table.clear()
-        for sid, cells in shown:
-            styled = [Text(c, style="bold red" if key == "state" and c in ("failed",) else "yellow" if key == "attention" and c != "-" else "") for c, (_t, key, _w) in zip(cells, columns, strict=True)]
+        for s, (sid, cells) in zip(snap["sessions"], shown, strict=True):
+            styled = [Text(c, style=self._style(s, key, c)) for c, (_t, key, _w) in zip(cells, columns, strict=True)]
             table.add_row(*styled, key=sid)
         self._shown_rows = rest
         self._shown_ages = {sid: cells[at] for sid, cells in shown} if at is not None else {}
-        if selected is not None:
-            ids = [s["id"] for s in snap["sessions"]]
-            if selected in ids:
-                table.move_cursor(row=ids.index(selected))
+        ids = [s["id"] for s in snap["sessions"]]
+        if not self._picked and ids:
+            self._picked = True
+            selected = self._first_pick(snap)
+        if selected is not None and selected in ids:
+            table.move_cursor(row=ids.index(selected))
+
+    @staticmethod
+    def _style(session: dict[str, Any], key: str, shown: str) -> str:
+        if key == "state" and shown in ("failed", "stopped"):
+            return "bold red"
+        if key == "attention" and shown != "-":
+            return "yellow"
+        if key == "spend" and session.get("spend_unmeasured"):
+            return "italic"
+        return ""
+
+    @staticmethod
+    def _first_pick(snap: dict[str, Any]) -> str | None:
+        """The row the cursor starts on: a session waiting for the operator, a permission request first (it is
+        denied by default at its deadline), then a question, then an idle prompt, the longest waiting of its
+        kind; else the one heard from last."""
+        sessions = snap["sessions"]
+        urgency = {"awaiting_authorization": 3, "awaiting_decision": 2, "pending": 1}
+        waiting = [s for s in sessions if s.get("attention")]
+        if waiting:
+            return str(max(waiting, key=lambda s: (urgency.get(str(s["attention"]), 0), s.get("age_s") or 0.0))["id"])
+        heard = [s for s in sessions if s.get("age_s") is not None]
+        return str(min(heard, key=lambda s: s["age_s"])["id"]) if heard else None
 
     def _draw_charts(self, width: int) -> None:
         sid = self.selected_id()
         hist = next((h for h in self.hist["sessions"] if h["id"] == sid), None)
+        row = self.selected()
         alias = (hist or {}).get("alias") or "-"
         its = sorted(((hist or {}).get("iterations") or []) + self.samples.get(sid or "", []), key=lambda p: str(p[0]))
-        spend = (hist or {}).get("spend") or []
+        spend = list((hist or {}).get("spend") or [])
+        now = self.now()
+        spend_shown = render.money(float(spend[-1][1]) if spend else 0.0)
+        if row is not None and row.get("spend_unmeasured"):
+            # The turn under way, at its live estimate, until the turn end prices it.
+            spend.append([clock.iso(now), float(row.get("spend") or 0) + float(row["spend_unmeasured"])])
+            spend_shown = render.spend_text(row) + " live estimate"
         n = max(8, width // 2 - 2)
-        for points, chart, label, unit in ((its, "#iter-chart", "#iter-label", "iterations"), (spend, "#spend-chart", "#spend-label", "spend")):
-            rng = render.series_range(its + spend)
-            data = render.resample(points, n, *rng) if rng else [0.0]
-            last = points[-1][1] if points else 0
-            shown = f"${float(last):.2f}" if unit == "spend" else str(last)
+        rng = render.series_range(its + spend, now)
+        for points, chart, label, unit in (
+            (its, "#iter-chart", "#iter-label", "iterations"),
+            (spend, "#spend-chart", "#spend-label", "spend"),
+        ):
+            data = render.resample(points, n, *rng) if rng else [0.0] * n
+            shown = spend_shown if unit == "spend" else str(points[-1][1] if points else 0)
             if self._changed(label, (alias, unit, shown)):
-                self.query_one(label, Static).update(f"{alias} {unit} over time: {shown}")
+                self.query_one(label, Static).update(
+                    Text(f"{inert.line(alias)} {unit} over time: {shown}", no_wrap=True, overflow="ellipsis")
+                )
             if self._changed(chart, data):
-                self.query_one(chart, Sparkline).data = data
+                self.query_one(chart, Static).update(Text("\n".join(render.spark(data)), no_wrap=True))
 
     def redraw_ages(self) -> None:
         if self.snap is None:
@@ -318,7 +461,10 @@ class TopApp(App[None]):
         for s in self.snap["sessions"]:
             last = clock.parse_iso(s.get("last_event_at"))
             s["age_s"] = None if last is None else max(0.0, now - last)
-        self._update_ages({s["id"]: render.cell(s, "age", 5) for s in self.snap["sessions"]})
+        try:
+            self._update_ages({s["id"]: render.cell(s, "age", render.AGE_WIDTH) for s in self.snap["sessions"]})
+        except NoMatches:
+            return  # the view is closing
 
     def _update_ages(self, ages: dict[str, str]) -> None:
         """Set the age cells whose text changed (one shown in minutes or hours changes far less than every second)."""
@@ -342,49 +488,208 @@ class TopApp(App[None]):
             return None
         return None if key is None or key.value is None else str(key.value)
 
+    def selected(self) -> dict[str, Any] | None:
+        """The selected session as the last re-read saw it."""
+        sid = self.selected_id()
+        return next((s for s in (self.snap or {}).get("sessions") or [] if s["id"] == sid), None)
+
     def on_data_table_row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
         self._draw_charts(self.size.width or 80)
 
+    def say(self, message: str, severity: SeverityLevel = "information") -> None:
+        """A toast: its text is inert and never read as markup (an error can quote a file's contents)."""
+        self.notify(inert.line(message), severity=severity, markup=False)
+
     # -- keys --------------------------------------------------------------------------------------
+    def principal(self) -> Principal:
+        """Who acts: the person at this terminal (found once, at the first key that acts)."""
+        if self._who is None:
+            self._who = authority.caller(self.layout)
+        return self._who
+
     def _do(self, what: str, fn: Callable[[], Any]) -> None:
+        """Run an operation; say what it answered (its `message`, else `what`) and its problems; re-read."""
         try:
-            fn()
+            result = fn()
         except CocoplusError as exc:
-            self.notify(f"{what}: {exc}", severity="error")
+            self.say(f"{what}: {exc}", "error")
             return
-        self.notify(what)
+        result = result if isinstance(result, dict) else {}
+        self.say(str(result.get("message") or what))
+        for problem in result.get("problems") or []:
+            self.say(str(problem), "warning")
+        if "carried_by" in result and not result["carried_by"]:
+            self.say(NO_CARRIER, "warning")
         self.reload()
 
+    def _target(self) -> tuple[str, str] | None:
+        """(id, alias) of the selected session, or None (and says so)."""
+        row = self.selected()
+        if row is None:
+            self.say("no session selected", "warning")
+            return None
+        return str(row["id"]), inert.line(row.get("alias") or row["id"])
+
     def action_stop(self) -> None:
-        # TODO(lead): once ops.session.stop takes `session=`, stop the selected session here
-        # (and keep a key for the whole project); until then `s` stops every agent of the project.
-        self._do("stopped: every tool call is denied until resume", lambda: session_ops.stop(self.layout, OPERATOR_REASON))
+        target = self._target()
+        if target is None:
+            return
+        sid, alias = target
+        self._do(
+            f"{alias} stopped: its tools are blocked until you resume it (r)",
+            lambda: session_ops.stop_session(self.layout, sid, OPERATOR_REASON, principal=self.principal()),
+        )
+
+    def action_stop_all(self) -> None:
+        self._do(
+            "stopped: every agent's tool calls are denied until resume (R)",
+            lambda: session_ops.stop(self.layout, OPERATOR_REASON, principal=self.principal()),
+        )
 
     def action_resume(self) -> None:
+        target = self._target()
+        row = self.selected()
+        if target is None or row is None:
+            return
+        sid, alias = target
+        stop = row.get("stopped")
+        if not stop:
+            also = (
+                "; AGENT_STOP stops every session (R resumes the project)"
+                if (self.snap or {}).get("kill_switch")
+                else ""
+            )
+            self.say(f"{alias} is not stopped{also}", "warning")
+            return
+        stop_id = stop.get("id")
+        made = f" by {inert.line(stop.get('operator'))}" if stop.get("operator") else ""
+        why = f": {inert.line(stop.get('reason'))}" if stop.get("reason") else ""
+
         def answered(yes: bool | None) -> None:
             if yes:
-                self._do("resumed", lambda: session_ops.resume(self.layout))
+                self._do(
+                    f"{alias} resumed",
+                    lambda: session_ops.resume_session(self.layout, sid, stop_id=stop_id, principal=self.principal()),
+                )
+
+        self.push_screen(ConfirmScreen(f"Resume {alias} (lift its stop{made}{why})?"), answered)
+
+    def action_resume_all(self) -> None:
+        if not (self.snap or {}).get("kill_switch"):
+            self.say("the project is not stopped (no AGENT_STOP); a stopped session resumes with r", "warning")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._do("resumed", lambda: session_ops.resume(self.layout, principal=self.principal()))
 
         self.push_screen(ConfirmScreen("Resume the agents (remove AGENT_STOP)?"), answered)
 
     def action_steer(self) -> None:
+        target = self._target()
+        if target is None:
+            return
+        sid, alias = target
+
         def answered(text: str | None) -> None:
             if text:
-                self._do("steer queued for the next prompt", lambda: session_ops.steer(self.layout, text))
+                self._do(
+                    f"steer for {alias} written",
+                    lambda: session_ops.steer_session(self.layout, sid, text, principal=self.principal()),
+                )
 
-        self.push_screen(SteerScreen(), answered)
+        self.push_screen(AskScreen(f"Steer {alias}: one instruction, at its turn end or next prompt"), answered)
+
+    def action_steer_all(self) -> None:
+        def answered(text: str | None) -> None:
+            if text:
+                self._do(
+                    "steer queued for the next prompt",
+                    lambda: session_ops.steer(self.layout, text, principal=self.principal()),
+                )
+
+        self.push_screen(AskScreen("Steer: one instruction for the agent's next prompt"), answered)
+
+    def action_dispatch(self) -> None:
+        target = self._target()
+        if target is None:
+            return
+        sid, alias = target
+
+        def answered(text: str | None) -> None:
+            if text:
+                self._do(
+                    f"dispatched to {alias}",
+                    lambda: dispatch_ops.dispatch(self.layout, sid, text, principal=self.principal()),
+                )
+
+        self.push_screen(AskScreen(f"Dispatch to {alias}: its next piece of work"), answered)
+
+    def action_answer(self) -> None:
+        target = self._target()
+        if target is None:
+            return
+        sid, alias = target
+        try:
+            q = view.question(self.layout, sid)
+        except CocoplusError as exc:
+            self.say(str(exc), "error")
+            return
+        if q is None:
+            self.say(f"{alias} has asked no question (d dispatches to it)", "warning")
+            return
+
+        def answered(text: str | None) -> None:
+            if text:
+                self._do(
+                    f"answer sent to {alias}",
+                    lambda: dispatch_ops.answer(self.layout, sid, text, principal=self.principal()),
+                )
+
+        said = " ".join(inert.line(q.get("text") or "").split())
+        detail = f"{alias} asked: {said}" + (" (already answered; this answers it again)" if q.get("answered") else "")
+        self.push_screen(AskScreen(f"Answer {alias}'s question", detail), answered)
+
+    def action_permission(self) -> None:
+        target = self._target()
+        if target is None:
+            return
+        sid, alias = target
+        try:
+            pending = view.permission_requests(self.layout, sid)
+        except CocoplusError as exc:
+            self.say(str(exc), "error")
+            return
+        if not pending:
+            self.say(f"{alias} has no pending permission request", "warning")
+            return
+        req = pending[0]
+        req_id = str(req["id"])
+
+        def answered(how: str | None) -> None:
+            if how == "allow":
+                self._do(
+                    f"{req_id} allowed",
+                    lambda: permissions_ops.approve(self.layout, req_id, principal=self.principal()),
+                )
+            elif how == "deny":
+                self._do(
+                    f"{req_id} denied", lambda: permissions_ops.deny(self.layout, req_id, principal=self.principal())
+                )
+
+        self.push_screen(PermissionScreen(request_text(req, alias, len(pending) - 1, self.now())), answered)
 
     def action_log(self) -> None:
         sid = self.selected_id()
         if sid is None:
-            self.notify("no session selected", severity="warning")
+            self.say("no session selected", "warning")
             return
         from cocoplus.session import registry  # deferred: only the log key reads one record
 
         try:
             rec = registry.read_record(self.layout, sid) or {"id": sid}
         except CocoplusError as exc:
-            self.notify(str(exc), severity="error")
+            self.say(str(exc), "error")
             return
         self.push_screen(LogScreen(f"{rec.get('alias')} ({sid})", session_log(self.layout, rec)))
 

@@ -36,13 +36,14 @@ def sleeper(layout: Layout, seconds: float, extra: str = "", gate: Path | None =
         "#!/bin/sh\n"
         f"sleep {seconds}\n"
         f"{wait}"
-        'prompt=$(cat)\n'
+        "prompt=$(cat)\n"
         'echo "reply model=$1 effort=$2 last=$(printf "%s" "$prompt" | tail -n 1)"\n'
     )
     script.chmod(0o755)
     write_config(
         layout,
-        f'[chat]\ncontroller = "local"\n{extra}\n[accounts.local]\nkind = "command"\ncommand = ["{script}", "{{model}}", "{{effort}}"]\ndefault_model = "acct-model"\n',
+        f'[chat]\ncontroller = "local"\n{extra}\n[accounts.local]\nkind = "command"\n'
+        f'command = ["{script}", "{{model}}", "{{effort}}"]\ndefault_model = "acct-model"\n',
     )
 
 
@@ -59,17 +60,20 @@ def stop_worker(layout: Layout) -> None:
 
 
 @pytest.fixture
-def chat_project(project: Layout):  # type: ignore[no-untyped-def]
+def chat_project(project: Layout):
     yield project
     stop_worker(project)
 
 
 def finished_task(layout: Layout, task_id: str, conversation: str = "master-agent") -> dict[str, Any]:
     """Wait until the task is `succeeded` or `failed` (the worker appends the reply first, then marks the task)."""
-    return wait_until(lambda: (t := store.read_task(layout, conversation, task_id))["state"] in ("succeeded", "failed") and t, timeout=30)
+    return wait_until(
+        lambda: (t := store.read_task(layout, conversation, task_id))["state"] in ("succeeded", "failed") and t,
+        timeout=30,
+    )
 
 
-def test_send_returns_before_a_slow_backend_answers(chat_project: Layout, cli_subprocess, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_send_returns_before_a_slow_backend_answers(chat_project: Layout, cli_subprocess, tmp_path: Path) -> None:
     p = chat_project
     gate = tmp_path / "gate"
     sleeper(p, 0, gate=gate)  # the backend answers only once the test opens the gate
@@ -91,7 +95,7 @@ def test_send_returns_before_a_slow_backend_answers(chat_project: Layout, cli_su
     assert reply[0]["task"] == task_id and task["reply_message"] == reply[0]["id"]
 
 
-def test_chat_log_shows_thinking_then_the_reply(chat_project: Layout, cli_subprocess, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_chat_log_shows_thinking_then_the_reply(chat_project: Layout, cli_subprocess, tmp_path: Path) -> None:
     p = chat_project
     gate = tmp_path / "gate"
     sleeper(p, 0, gate=gate)
@@ -104,7 +108,7 @@ def test_chat_log_shows_thinking_then_the_reply(chat_project: Layout, cli_subpro
     assert "master agent: reply" in r.out and "thinking" not in r.out
 
 
-def test_killing_the_worker_mid_task_fails_the_task_and_retry_replies(chat_project: Layout, cli_subprocess) -> None:  # type: ignore[no-untyped-def]
+def test_killing_the_worker_mid_task_fails_the_task_and_retry_replies(chat_project: Layout, cli_subprocess) -> None:
     p = chat_project
     sleeper(p, 30)
     out = json.loads(cli_subprocess("chat", "send", "long job", "--json", cwd=p.project).out)
@@ -112,6 +116,7 @@ def test_killing_the_worker_mid_task_fails_the_task_and_retry_replies(chat_proje
     wait_until(lambda: store.read_task(p, "master-agent", tid)["state"] == "running", timeout=30)
     pid = store.read_task(p, "master-agent", tid)["worker_pid"]
     os.kill(pid, signal.SIGKILL)
+
     # Whoever looks next (here `chat log`) finds the task was orphaned and fails it.
     def failed() -> dict[str, Any] | None:
         view = json.loads(cli_subprocess("chat", "log", "--json", cwd=p.project).out)
@@ -132,17 +137,25 @@ def test_killing_the_worker_mid_task_fails_the_task_and_retry_replies(chat_proje
 
 def test_backend_error_and_timeout_fail_with_a_readable_reason(chat_project: Layout) -> None:
     p = chat_project
-    write_config(p, '[chat]\ncontroller = "bad"\nreply_timeout_s = 1\n[accounts.bad]\nkind = "command"\ncommand = ["sh", "-c", "echo boom >&2; exit 7"]\n')
+    write_config(
+        p,
+        '[chat]\ncontroller = "bad"\nreply_timeout_s = 1\n[accounts.bad]\nkind = "command"\n'
+        'command = ["sh", "-c", "echo boom >&2; exit 7"]\n',
+    )
     out = api.send(p, "hi")
     t = api.wait(p, "master-agent", out["task"]["id"], 30)["task"]
     assert t["state"] == "failed" and "exited 7" in t["error"] and "boom" in t["error"]
-    write_config(p, '[chat]\ncontroller = "slow"\nreply_timeout_s = 1\n[accounts.slow]\nkind = "command"\ncommand = ["sleep", "30"]\n')
+    write_config(
+        p,
+        '[chat]\ncontroller = "slow"\nreply_timeout_s = 1\n[accounts.slow]\nkind = "command"\ncommand = ["sleep", '
+        '"30"]\n',
+    )
     out = api.send(p, "hi again")
     t = api.wait(p, "master-agent", out["task"]["id"], 30)["task"]
     assert t["state"] == "failed" and "did not answer within 1s" in t["error"]
 
 
-def test_send_without_a_controller_fails_and_says_why(chat_project: Layout, cli_subprocess) -> None:  # type: ignore[no-untyped-def]
+def test_send_without_a_controller_fails_and_says_why(chat_project: Layout, cli_subprocess) -> None:
     r = cli_subprocess("chat", "send", "anyone?", "--json", cwd=chat_project.project)
     assert r.code == 1
     out = json.loads(r.out)
@@ -152,21 +165,39 @@ def test_send_without_a_controller_fails_and_says_why(chat_project: Layout, cli_
 def test_precedence_of_model_and_effort_and_no_leak_between_conversations(chat_project: Layout) -> None:
     p = chat_project
     # Level 3: system defaults only (no account defaults).
-    write_config(p, '[chat]\ncontroller = "a"\ndefault_model = "sys-model"\n[accounts.a]\nkind = "command"\ncommand = ["true"]\n')
+    write_config(
+        p, '[chat]\ncontroller = "a"\ndefault_model = "sys-model"\n[accounts.a]\nkind = "command"\ncommand = ["true"]\n'
+    )
     res = backends.resolve(load_for(p), store.conversation(p, "master-agent"))
-    assert (res["model"], res["model_source"], res["effort"], res["effort_source"]) == ("sys-model", "system default", "medium", "system default")
+    assert (res["model"], res["model_source"], res["effort"], res["effort_source"]) == (
+        "sys-model",
+        "system default",
+        "medium",
+        "system default",
+    )
     # Level 2: the controller account's defaults.
     write_config(
         p,
         '[chat]\ncontroller = "a"\ndefault_model = "sys-model"\n[accounts.a]\nkind = "command"\ncommand = ["true"]\n'
-        'default_model = "acct-model"\ndefault_reasoning_effort = "low"\n[accounts.b]\nkind = "command"\ncommand = ["true"]\ndefault_model = "other-acct"\n',
+        'default_model = "acct-model"\ndefault_reasoning_effort = "low"\n[accounts.b]\nkind = "command"\n'
+        'command = ["true"]\ndefault_model = "other-acct"\n',
     )
     res = backends.resolve(load_for(p), store.conversation(p, "master-agent"))
-    assert (res["model"], res["model_source"], res["effort"], res["effort_source"]) == ("acct-model", "account a", "low", "account a")
+    assert (res["model"], res["model_source"], res["effort"], res["effort_source"]) == (
+        "acct-model",
+        "account a",
+        "low",
+        "account a",
+    )
     # Level 1: this conversation's overrides.
     api.set_overrides(p, "master-agent", model="conv-model", effort="high")
     res = backends.resolve(load_for(p), store.conversation(p, "master-agent"))
-    assert (res["model"], res["model_source"], res["effort"], res["effort_source"]) == ("conv-model", "conversation", "high", "conversation")
+    assert (res["model"], res["model_source"], res["effort"], res["effort_source"]) == (
+        "conv-model",
+        "conversation",
+        "high",
+        "conversation",
+    )
     # Another conversation is untouched.
     res2 = backends.resolve(load_for(p), store.conversation(p, "other-conv"))
     assert (res2["model"], res2["effort"]) == ("acct-model", "low")
@@ -191,7 +222,7 @@ def test_the_worker_uses_the_conversation_override_end_to_end(chat_project: Layo
     assert rb["text"].startswith("reply model=acct-model effort=medium")
 
 
-def test_chat_info_json(chat_project: Layout, cli_subprocess) -> None:  # type: ignore[no-untyped-def]
+def test_chat_info_json(chat_project: Layout, cli_subprocess) -> None:
     p = chat_project
     sleeper(p, 0)
     cli_subprocess("chat", "set", "--model", "m-x", cwd=p.project)
@@ -205,7 +236,7 @@ def test_chat_info_json(chat_project: Layout, cli_subprocess) -> None:  # type: 
     assert bad_conv.code == 2 and "invalid conversation id" in bad_conv.err
 
 
-def test_chat_menu_driven_input_changes_the_saved_override(chat_project: Layout, cli_subprocess) -> None:  # type: ignore[no-untyped-def]
+def test_chat_menu_driven_input_changes_the_saved_override(chat_project: Layout, cli_subprocess) -> None:
     p = chat_project
     sleeper(p, 0)
     # 1 Model -> 2 "Other" -> type a name; 2 Reasoning effort -> 3 (high); 3 Session info; 4 Refresh; q.
@@ -228,7 +259,11 @@ def test_claude_backend_runs_the_real_cli_with_the_overridden_model(chat_project
     p = chat_project
     claude = runtime_bin("claude")
     with AnthropicStub([text("master reply via claude")]) as stub:
-        write_config(p, f'[chat]\ncontroller = "cc"\n[accounts.cc]\nkind = "claude"\nbinary = "{claude}"\ndefault_model = "claude-sonnet-4-5"\n')
+        write_config(
+            p,
+            f'[chat]\ncontroller = "cc"\n[accounts.cc]\nkind = "claude"\nbinary = "{claude}"\n'
+            'default_model = "claude-sonnet-4-5"\n',
+        )
         api.set_overrides(p, "master-agent", model="claude-haiku-4-5", effort="low")
         env = {
             "ANTHROPIC_BASE_URL": stub.url,
@@ -249,19 +284,28 @@ def test_claude_backend_runs_the_real_cli_with_the_overridden_model(chat_project
                     os.environ[k] = v
         task = store.read_task(p, "master-agent", out["task"]["id"])
         assert task["state"] == "succeeded", task.get("error")
-        assert [m["text"] for m in api.conversation_view(p)["messages"] if m["role"] == "assistant"] == ["master reply via claude"]
-        models = {r["body"].get("model") for r in stub.requests if r["path"].startswith("/v1/messages") and r["body"].get("tools")}
+        assert [m["text"] for m in api.conversation_view(p)["messages"] if m["role"] == "assistant"] == [
+            "master reply via claude"
+        ]
+        models = {
+            r["body"].get("model")
+            for r in stub.requests
+            if r["path"].startswith("/v1/messages") and r["body"].get("tools")
+        }
         assert models == {"claude-haiku-4-5"}
         assert "what is next?" in stub.all_text()
 
 
-def test_openai_backend_sends_the_model_and_reasoning_effort(chat_project: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_openai_backend_sends_the_model_and_reasoning_effort(
+    chat_project: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
     p = chat_project
     with ResponsesStub() as stub:
         stub.plain_reply = "master reply via the Responses API"
         write_config(
             p,
-            f'[chat]\ncontroller = "api"\n[accounts.api]\nkind = "openai"\nbase_url = "{stub.url}/v1"\napi_key_env = "TEST_OPENAI_KEY"\ndefault_model = "gpt-5.4"\ndefault_reasoning_effort = "low"\n',
+            f'[chat]\ncontroller = "api"\n[accounts.api]\nkind = "openai"\nbase_url = "{stub.url}/v1"\n'
+            'api_key_env = "TEST_OPENAI_KEY"\ndefault_model = "gpt-5.4"\ndefault_reasoning_effort = "low"\n',
         )
         monkeypatch.setenv("TEST_OPENAI_KEY", "sk-local")
         api.set_overrides(p, "master-agent", effort="high")
@@ -279,7 +323,11 @@ def test_openai_backend_sends_the_model_and_reasoning_effort(chat_project: Layou
 
 def test_openai_backend_without_its_key_fails_readably(chat_project: Layout) -> None:
     p = chat_project
-    write_config(p, '[chat]\ncontroller = "api"\n[accounts.api]\nkind = "openai"\napi_key_env = "NO_SUCH_KEY_VAR"\ndefault_model = "gpt-5.4"\n')
+    write_config(
+        p,
+        '[chat]\ncontroller = "api"\n[accounts.api]\nkind = "openai"\napi_key_env = "NO_SUCH_KEY_VAR"\n'
+        'default_model = "gpt-5.4"\n',
+    )
     out = api.send(p, "x", start_worker=False)
     worker.serve(p, once=True)
     t = store.read_task(p, "master-agent", out["task"]["id"])
@@ -291,5 +339,24 @@ def test_only_one_worker_runs(chat_project: Layout) -> None:
     sleeper(p, 3)
     api.send(p, "x")
     wait_until(lambda: worker.worker_running(p), timeout=15)
-    r = subprocess.run([sys.executable, "-m", "cocoplus", "chat", "worker", "--once"], cwd=p.project, capture_output=True, text=True, env=dict(os.environ, COCOPLUS_DIR=p.root))
+    r = subprocess.run(
+        [sys.executable, "-m", "cocoplus", "chat", "worker", "--once"],
+        cwd=p.project,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, COCOPLUS_DIR=p.root),
+    )
     assert r.returncode == 0 and "already runs" in r.stderr
+
+
+def test_every_account_kind_has_one_controller_kind() -> None:
+    """The configuration's word list (core/vocab) and the controller registry (cocoplus/controllers) name the same
+    kinds; each agent-CLI kind runs a runtime that has an adapter."""
+    from cocoplus import controllers
+    from cocoplus.core import vocab
+    from cocoplus.runtimes import registry
+
+    assert tuple(controllers.KINDS) == vocab.ACCOUNT_KINDS
+    for kind in controllers.AGENT_CLIS:
+        assert registry.get(str(controllers.KINDS[kind].runtime)).NAME == kind
+    assert set(controllers.MCP_KINDS) | set(controllers.CLI_KINDS) < set(controllers.KINDS)

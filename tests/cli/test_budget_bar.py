@@ -18,13 +18,21 @@ def test_bar_shows_a_share_in_eighths_of_a_cell() -> None:
     assert bar(1, 0) == "·" * 20 + "   0%"
 
 
-def test_budget_status_draws_each_sessions_share_of_the_limit(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+def test_budget_status_draws_each_sessions_share_of_the_limit(project: Layout, cli) -> None:
     Path(project.config).write_text("[session]\nbudget_limit = 4.0\n")
     for rid, usd in (("a1", 2.0), ("b2", 0.5)):
         rec, _ = registry.ensure(project, "claude", rid, event="SessionStart")
         fsio.append_jsonl(
             project.spend_log,
-            {"ts": clock.iso(), "kind": "usage", "session": rec["id"], "alias": rec["alias"], "usd": usd, "model": "m", "category": "execution"},
+            {
+                "ts": clock.iso(),
+                "kind": "usage",
+                "session": rec["id"],
+                "alias": rec["alias"],
+                "usd": usd,
+                "model": "m",
+                "category": "execution",
+            },
             project.lock("spend"),
         )
     code, out, err = cli("budget", "status", cwd=project.project)

@@ -27,12 +27,48 @@ def test_config_show_json_origins(cli, project, monkeypatch):
     assert doc["file"] == project.config and doc["files"] == [project.config]
     vals = doc["values"]
     assert set(vals) == {k.dotted for k in settings.KEYS}
-    assert vals["session.budget_limit"] == {"value": 12.5, "origin": "file", "file": project.config, "needs_trust": False, "ignored": None}
-    assert vals["session.max_iterations"] == {"value": 300, "origin": "env COCOPLUS_SESSION_MAX_ITERATIONS", "file": None, "needs_trust": False, "ignored": None}
-    assert vals["session.iteration_warn_at"] == {"value": 160, "origin": "default", "file": None, "needs_trust": False, "ignored": None}
-    assert vals["chat.default_effort"] == {"value": "medium", "origin": "default", "file": None, "needs_trust": False, "ignored": None}
-    assert vals["supervision.stall_threshold_s"] == {"value": 60.0, "origin": "env JARVIS_SUPERVISION_STALL_THRESHOLD_S", "file": None, "needs_trust": False, "ignored": None}
-    assert vals["supervision.restore_ttl_s"] == {"value": 900.0, "origin": "default", "file": None, "needs_trust": False, "ignored": None}
+    assert vals["session.budget_limit"] == {
+        "value": 12.5,
+        "origin": "file",
+        "file": project.config,
+        "needs_trust": False,
+        "ignored": None,
+    }
+    assert vals["session.max_iterations"] == {
+        "value": 300,
+        "origin": "env COCOPLUS_SESSION_MAX_ITERATIONS",
+        "file": None,
+        "needs_trust": False,
+        "ignored": None,
+    }
+    assert vals["session.iteration_warn_at"] == {
+        "value": 160,
+        "origin": "default",
+        "file": None,
+        "needs_trust": False,
+        "ignored": None,
+    }
+    assert vals["chat.default_effort"] == {
+        "value": "medium",
+        "origin": "default",
+        "file": None,
+        "needs_trust": False,
+        "ignored": None,
+    }
+    assert vals["supervision.stall_threshold_s"] == {
+        "value": 60.0,
+        "origin": "env JARVIS_SUPERVISION_STALL_THRESHOLD_S",
+        "file": None,
+        "needs_trust": False,
+        "ignored": None,
+    }
+    assert vals["supervision.restore_ttl_s"] == {
+        "value": 900.0,
+        "origin": "default",
+        "file": None,
+        "needs_trust": False,
+        "ignored": None,
+    }
 
 
 def test_config_show_text_is_toml_with_where_each_value_came_from(cli, project, monkeypatch):
@@ -41,7 +77,8 @@ def test_config_show_text_is_toml_with_where_each_value_came_from(cli, project, 
     write_toml(
         project.project,
         '[ctx]\nenabled = false\n[session]\nbudget_enforcement = "off"\n'
-        '[accounts.local]\nkind = "command"\ncommand = ["my-agent", "{model}"]\n[pricing."m-1.5"]\ninput = 1\noutput = 2\n',
+        '[accounts.local]\nkind = "command"\ncommand = ["my-agent", '
+        '"{model}"]\n[pricing."m-1.5"]\ninput = 1\noutput = 2\n',
     )
     trust_project(project)  # an account's command takes effect from a trusted file only
     monkeypatch.setenv("JARVIS_SUPERVISION_RESTORE_TTL_S", "120")
@@ -54,13 +91,24 @@ def test_config_show_text_is_toml_with_where_each_value_came_from(cli, project, 
 
     assert line("enabled = ").split("#") == [line("enabled = ").split("#")[0], " cocoplus.toml"]
     assert line("enabled = ").startswith("enabled = false ")  # TOML, not Python's False
-    assert line("budget_enforcement = ").startswith('budget_enforcement = "off" ') and line("budget_enforcement").endswith("# cocoplus.toml")
-    assert line("max_iterations = ").startswith("max_iterations = 200 ") and line("max_iterations").endswith("# default")
+    assert line("budget_enforcement = ").startswith('budget_enforcement = "off" ') and line(
+        "budget_enforcement"
+    ).endswith("# cocoplus.toml")
+    assert line("max_iterations = ").startswith("max_iterations = 200 ") and line("max_iterations").endswith(
+        "# default"
+    )
     assert line("restore_ttl_s = ").startswith("restore_ttl_s = 120.0 ")
     assert line("restore_ttl_s").endswith("# env JARVIS_SUPERVISION_RESTORE_TTL_S")
-    for dotted in ("supervision.stall_watchdog_interval_s", "supervision.stall_threshold_s", "supervision.stall_cooldown_s", "supervision.stall_watchdog_startup_delay_s"):
+    for dotted in (
+        "supervision.stall_watchdog_interval_s",
+        "supervision.stall_threshold_s",
+        "supervision.stall_cooldown_s",
+        "supervision.stall_watchdog_startup_delay_s",
+    ):
         assert line(dotted.split(".")[1] + " = ").endswith("# default")
-    assert line("[accounts.local]").endswith("# cocoplus.toml") and line('[pricing."m-1.5"]').endswith("# cocoplus.toml")
+    assert line("[accounts.local]").endswith("# cocoplus.toml") and line('[pricing."m-1.5"]').endswith(
+        "# cocoplus.toml"
+    )
     assert "True" not in out and "'" not in out
     # The whole output is TOML that reads back as the effective configuration.
     shown = tomllib.loads(out)
@@ -87,7 +135,10 @@ def test_supervisor_run_refuses_a_bad_seed_value(project):
     r = run_cli_subprocess("supervisor", "run", cwd=project.project, env={"JARVIS_SUPERVISION_RESTORE_TTL_S": "-5"})
     assert r.code == 1
     assert_no_traceback(r.out, r.err)
-    assert r.err.startswith("cocoplus: error: environment JARVIS_SUPERVISION_RESTORE_TTL_S: [supervision] restore_ttl_s: expected a number >= 0")
+    assert r.err.startswith(
+        "cocoplus: error: environment JARVIS_SUPERVISION_RESTORE_TTL_S: [supervision] restore_ttl_s: "
+        "expected a number >= 0"
+    )
 
 
 def test_config_show_without_a_project_uses_the_working_directory(cli, tmp_path):
@@ -164,6 +215,7 @@ def test_config_example_is_valid_toml_for_every_key(cli, tmp_path):
     data = tomllib.loads(out)
     for k in settings.KEYS:
         assert data[k.section][k.name] == k.default
-    assert "# an integer >= 1 and <= 1000000; environment COCOPLUS_SESSION_MAX_ITERATIONS\nmax_iterations = 200\n" in out
+    assert (
+        "# an integer >= 1 and <= 1000000; environment COCOPLUS_SESSION_MAX_ITERATIONS\nmax_iterations = 200\n" in out
+    )
     assert "# a number >= 0 and <= 604800; environment JARVIS_SUPERVISION_RESTORE_TTL_S\nrestore_ttl_s = 900.0\n" in out
-

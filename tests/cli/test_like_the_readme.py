@@ -30,6 +30,7 @@ from cocoplus.core.paths import Layout
 from cocoplus.session import registry
 from tests.conftest import assert_no_traceback, run_cli_subprocess
 from tests.hook.helpers import fixture, run_hook
+from tests.support.typed import present
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "webshop"
@@ -39,7 +40,9 @@ def error_lines(err: str) -> list[str]:
     return [ln for ln in err.splitlines() if ln.strip()]
 
 
-def run_in_terminal(argv: list[str], cwd: str | os.PathLike[str], columns: int = 80, env: dict[str, str] | None = None) -> str:
+def run_in_terminal(
+    argv: list[str], cwd: str | os.PathLike[str], columns: int = 80, env: dict[str, str] | None = None
+) -> str:
     """Run `python -m cocoplus ARGV` with its stdout and stderr on a pseudo-terminal `columns` wide."""
     child_env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR")}
     child_env["TERM"] = "xterm-256color"
@@ -47,7 +50,12 @@ def run_in_terminal(argv: list[str], cwd: str | os.PathLike[str], columns: int =
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cocoplus", *argv], cwd=str(cwd), env=child_env, stdin=subprocess.DEVNULL, stdout=slave, stderr=slave
+        [sys.executable, "-m", "cocoplus", *argv],
+        cwd=str(cwd),
+        env=child_env,
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=slave,
     )
     os.close(slave)
     chunks = []
@@ -113,7 +121,9 @@ def test_broken_config_makes_status_fail_first_while_the_hooks_keep_the_last_goo
     assert "last good values" in r.err
     config_rows = [ln for ln in r.out.splitlines() if ln.strip().startswith("config")]
     assert len(config_rows) == 1 and "INVALID" in config_rows[0] and "last good values" in config_rows[0]
-    assert any(ln.strip().startswith("iteration budget") and "1/3" in ln for ln in r.out.splitlines()), r.out
+    assert any(
+        ln.strip().startswith("iteration budget") and "1 of 3 tool calls used" in ln for ln in r.out.splitlines()
+    ), r.out
 
     r = status(project, "--json")
     assert r.code == 1 and r.err.startswith("cocoplus: error: cocoplus.toml")
@@ -133,7 +143,7 @@ def test_broken_config_makes_status_fail_first_while_the_hooks_keep_the_last_goo
     # The hooks still work, on the last good cap: two more calls reach it.
     post_tool(project, 2)
     stop = json.loads(Path(project.agent_stop).read_text())
-    assert stop["reason"] == "iteration budget exhausted (3/3)"
+    assert stop["reason"] == "iteration budget exhausted: 3 of 3 tool calls used (cap 3, [session] max_iterations)"
 
 
 def test_status_and_the_page_show_a_changed_cap_at_once(project):
@@ -145,7 +155,12 @@ def test_status_and_the_page_show_a_changed_cap_at_once(project):
     ib = rep["iteration_budget"]
     assert (ib["cap"], ib["warn_at"], ib["consumed"], ib["remaining"]) == (50, 40, 3, 47)
     assert ib["recorded_cap"] == 200 and ib["limits_from"] == "cocoplus.toml"
-    assert "3/50" in status(project).out
+    row = [ln for ln in status(project).out.splitlines() if ln.strip().startswith("iteration budget")][0]
+    assert "3 of 50 tool calls used, 47 left (cap 50 from cocoplus.toml; checkpoint at 40)" in row
+    assert (
+        "the count was kept against cap 200 before the configuration changed; the next tool call counts against 50"
+        in row
+    )
 
     from fastapi.testclient import TestClient
 
@@ -154,6 +169,79 @@ def test_status_and_the_page_show_a_changed_cap_at_once(project):
     with TestClient(create_app(project, token="t" * 40, port=48766), base_url="http://127.0.0.1:48766") as client:
         page = client.get("/api/v1/session").json()
     assert page["iteration_budget"]["cap"] == 50 and page["iteration_budget"]["remaining"] == 47
+
+
+def test_resume_reset_budget_starts_again_against_the_cap_cocoplus_toml_sets(project):
+    """Counted against the default cap (200), then cocoplus.toml sets 5: the reset says 0 of 5 and where 5 comes from,
+    status says the same, and the hooks count against it, naming it in what they tell the agent."""
+    post_tool(project, 3)
+    assert json.loads(Path(project.iteration_budget).read_text())["cap"] == 200
+    Path(project.config).write_text("[session]\nmax_iterations = 5\n")
+
+    r = run_cli_subprocess("session", "resume", "--reset-budget", "--yes", cwd=project.project)
+    assert r.code == 0, r.err
+    assert r.out.splitlines() == [
+        "nothing to resume: no AGENT_STOP is present; nothing was changed",
+        "iteration budget reset: 0 of 5 tool calls used (cap 5 from cocoplus.toml)",
+    ]
+    doc = json.loads(Path(project.iteration_budget).read_text())
+    assert (doc["cap"], doc["consumed"], doc["warn_at"]) == (5, 0, 4)
+    row = [ln for ln in status(project).out.splitlines() if ln.strip().startswith("iteration budget")][0]
+    assert (
+        row.split("iteration budget", 1)[1].strip()
+        == "0 of 5 tool calls used, 5 left (cap 5 from cocoplus.toml; checkpoint at 4)"
+    )
+
+    # The hooks count against 5: the checkpoint at 4 and the stop at 5 say so to the agent.
+    for n in range(1, 4):
+        assert "tool calls used" not in run_hook(project, "PostToolUse", fixture("claude-posttooluse-bash.json")).out, n
+    fourth = run_hook(project, "PostToolUse", fixture("claude-posttooluse-bash.json"))
+    assert "cocoplus: 4 of 5 tool calls used (cap 5, [session] max_iterations; checkpoint at 4)." in fourth.out
+    fifth = run_hook(project, "PostToolUse", fixture("claude-posttooluse-bash.json"))
+    reason = "iteration budget exhausted: 5 of 5 tool calls used (cap 5, [session] max_iterations)"
+    assert reason in fifth.out and json.loads(Path(project.agent_stop).read_text())["reason"] == reason
+
+    # Resumed without a reset: the note names the cap and where it comes from.
+    r = run_cli_subprocess("session", "resume", "--yes", cwd=project.project)
+    assert r.code == 0 and r.out.splitlines() == ["AGENT_STOP removed; status running"], r
+    assert r.err.startswith(
+        "cocoplus: note: the iteration budget is used up: 5 of 5 tool calls (cap 5 from cocoplus.toml)"
+    )
+
+    # An environment override is the effective cap, and is named as such; --json says the same.
+    r = run_cli_subprocess(
+        "session",
+        "resume",
+        "--reset-budget",
+        "--yes",
+        "--json",
+        cwd=project.project,
+        env={"COCOPLUS_SESSION_MAX_ITERATIONS": "7"},
+    )
+    reset = json.loads(r.out)["budget_reset"]
+    assert (reset["cap"], reset["consumed"], reset["limits_from"]) == (7, 0, "env COCOPLUS_SESSION_MAX_ITERATIONS")
+    # With no cocoplus.toml the default is named as the default.
+    Path(project.config).unlink()
+    r = run_cli_subprocess("session", "resume", "--reset-budget", "--yes", cwd=project.project)
+    assert r.out.splitlines()[-1] == "iteration budget reset: 0 of 200 tool calls used (cap 200, the default)"
+
+
+def test_budget_lines_name_the_cost_limit_cocoplus_toml_sets(project):
+    r = run_cli_subprocess("budget", "status", cwd=project.project)
+    assert r.out.splitlines()[0] == "cost budget: no limit set ([session] budget_limit = 0, the default); $0.00 spent"
+    cost = [ln for ln in status(project).out.splitlines() if ln.strip().startswith("cost budget")][0]
+    assert "no limit set ([session] budget_limit = 0, the default)" in cost
+    Path(project.config).write_text("[session]\nbudget_limit = 4.0\n")
+    cost = [ln for ln in status(project).out.splitlines() if ln.strip().startswith("cost budget")][0]
+    # The limit is the configuration's at once; the state is the last boundary's, which had none.
+    assert "$0.00 of $4.00 spent, $4.00 left (limit $4.00 from cocoplus.toml; reserve from $3.60)" in cost, cost
+    assert (
+        "the state was set at the last stage boundary, against no limit; the next boundary applies this limit" in cost
+    )
+    r = run_cli_subprocess("budget", "status", cwd=project.project)
+    assert r.out.splitlines()[0].startswith(
+        "cost budget: normal - $0.00 of $4.00 spent, $4.00 left (limit $4.00 from cocoplus.toml)"
+    )
 
 
 # -- tables ----------------------------------------------------------------------------------------
@@ -167,7 +255,11 @@ def three_sessions(project):
         ("gemini", "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a"),
     ):
         registry.ensure(project, runtime, rid, event="SessionStart", change=lambda r: r.update(state="running"))
-    registry.update(project, "cs_0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", lambda r: registry.set_attention(r, "awaiting_authorization"))
+    registry.update(
+        project,
+        "cs_0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
+        lambda r: registry.set_attention(r, "awaiting_authorization"),
+    )
     return project
 
 
@@ -205,7 +297,10 @@ def test_status_has_one_run_state_row(project):
     assert len(rows) == 1 and "idle (initialised)" in rows[0]
     assert "terminal state" not in out and "pod state" not in out
     # pod-state.json is shown only where it says something else
-    fsio.atomic_write_json(project.pod_state, {"schema_version": 1, "state": "exited", "reason": "pod gone", "updated_at": "2026-11-30T10:00:00.000Z"})
+    fsio.atomic_write_json(
+        project.pod_state,
+        {"schema_version": 1, "state": "exited", "reason": "pod gone", "updated_at": "2026-11-30T10:00:00.000Z"},
+    )
     out = status(project).out
     i = [n for n, ln in enumerate(out.splitlines()) if ln.strip().startswith("run state")]
     assert len(i) == 1 and "exited (pod gone)" in out.splitlines()[i[0] + 1]
@@ -229,12 +324,16 @@ def test_calls_past_the_cap_never_show_a_count_past_it(project):
     post_tool(project, 5)  # one call lands after the stop (parallel tool calls do this)
     stop = json.loads(Path(project.agent_stop).read_text())
     st = json.loads(Path(project.status).read_text())
-    assert stop["reason"] == st["reason"] == "iteration budget exhausted (4/4)"
+    assert (
+        stop["reason"]
+        == st["reason"]
+        == "iteration budget exhausted: 4 of 4 tool calls used (cap 4, [session] max_iterations)"
+    )
     assert json.loads(Path(project.iteration_budget).read_text())["consumed"] == 5  # counted, not shown past the cap
     out = status(project).out
     assert "5/4" not in out
     row = [ln for ln in out.splitlines() if ln.strip().startswith("iteration budget")][0]
-    assert "4/4" in row and "1 more call(s) after the stop" in row
+    assert "4 of 4 tool calls used" in row and "1 more call(s) after the stop" in row
 
 
 # -- resume with nothing stopped -------------------------------------------------------------------------
@@ -260,7 +359,9 @@ def test_init_inside_a_project_refuses_unless_nested(project):
     r = run_cli_subprocess("init", cwd=sub)
     assert r.code == 1
     lines = error_lines(r.err)
-    assert lines[0].startswith("cocoplus: error: ") and "already a cocoplus project" in lines[0] and "shadow" in lines[0]
+    assert (
+        lines[0].startswith("cocoplus: error: ") and "already a cocoplus project" in lines[0] and "shadow" in lines[0]
+    )
     assert len(lines) == 2 and "--nested" in lines[1]
     assert not (sub / ".cocoplus").exists()
     # From the subdirectory, commands use the enclosing project.
@@ -269,7 +370,9 @@ def test_init_inside_a_project_refuses_unless_nested(project):
     r = run_cli_subprocess("init", "--nested", "--json", cwd=sub)
     assert r.code == 0, r.err
     assert json.loads(r.out)["nested_in"] == project.root
-    assert json.loads(run_cli_subprocess("session", "status", "--json", cwd=sub).out)["state_dir"] == str(sub / ".cocoplus")
+    assert json.loads(run_cli_subprocess("session", "status", "--json", cwd=sub).out)["state_dir"] == str(
+        sub / ".cocoplus"
+    )
     # Running init again where a project already is stays idempotent, nested or not.
     assert run_cli_subprocess("init", cwd=project.project).code == 0
     assert run_cli_subprocess("init", cwd=sub).code == 0
@@ -356,14 +459,21 @@ def test_a_stamp_in_the_earlier_checksum_form_keeps_its_time(project):
     raw = progress._handoff_bytes(text)
     fsio.atomic_write_json(
         project.handoff_stamp,
-        {"schema_version": 1, "checksum": f"{zlib.crc32(raw):08x}{len(raw):x}", "content_updated_at": "2026-11-01T10:00:00.000Z"},
+        {
+            "schema_version": 1,
+            "checksum": f"{zlib.crc32(raw):08x}{len(raw):x}",
+            "content_updated_at": "2026-11-01T10:00:00.000Z",
+        },
     )
     os.utime(project.progress, (old, old))
     rep = json.loads(status(project, "--json").out)
     assert rep["handoff"]["updated_from"] == "stamp" and rep["handoff"]["updated_at"] == "2026-11-01T10:00:00.000Z"
     post_tool(project, 1)  # the hook writes the stamp again, in the current form, with its time
-    stamp = fsio.read_json(project.handoff_stamp)
-    assert stamp["checksum"] == progress.content_checksum(text) and stamp["content_updated_at"] == "2026-11-01T10:00:00.000Z"
+    stamp = present(fsio.read_json(project.handoff_stamp))
+    assert (
+        stamp["checksum"] == progress.content_checksum(text)
+        and stamp["content_updated_at"] == "2026-11-01T10:00:00.000Z"
+    )
     rep = json.loads(status(project, "--json").out)
     assert rep["handoff"]["updated_from"] == "stamp" and rep["handoff"]["updated_at"] == "2026-11-01T10:00:00.000Z"
 

@@ -73,7 +73,9 @@ def test_acceptance_flow(cli, project_dir):
     assert rep["status"]["state"] == "running"
     assert rep["steer"]["pending"] is True  # resuming does not consume the steer
 
-    events = [r["event"] for r in fsio.read_jsonl(os.path.join(project_dir, ".cocoplus", "session", "steps.jsonl")).records]
+    events = [
+        r["event"] for r in fsio.read_jsonl(os.path.join(project_dir, ".cocoplus", "session", "steps.jsonl")).records
+    ]
     assert events == ["steer_queued", "stop", "resume"]
 
 
@@ -201,7 +203,8 @@ def test_check_fails_naming_the_damaged_file(cli, initialised, rel, content, nam
 
 def test_check_flags_a_budget_stop_recorded_as_failed(cli, initialised):
     fsio.atomic_write_json(
-        initialised.status, {"state": "failed", "reason": "iteration budget reached", "updated_at": "2026-01-01T00:00:00Z"}
+        initialised.status,
+        {"state": "failed", "reason": "iteration budget reached", "updated_at": "2026-01-01T00:00:00Z"},
     )
     code, out, err = cli("session", "check", cwd=initialised.project)
     assert code == 1 and "should be exited" in out
@@ -362,7 +365,7 @@ def test_status_text_shows_every_part(cli, initialised):
         "fresh",
         "task.state=in progress",
         "0 pending",
-        "0/200",
+        "0 of 200 tool calls used",
         "normal",
         "paused",
         "STOPPED by ann",
@@ -562,3 +565,45 @@ def test_steer_over_a_damaged_steer_file_keeps_it_aside(cli, initialised):
     assert open(initialised.steer).read() == "new instruction\n"
     kept = fsio.quarantined_copies(initialised.steer)
     assert len(kept) == 1 and open(kept[0], "rb").read() == b"\xff\xfe\x00 not text"
+
+
+def test_stop_in_a_project_nothing_is_wired_to_says_no_agent_will_see_it(project, cli) -> None:
+    code, out, _err = cli("session", "stop", "--reason", "freeze", cwd=project.project)
+    assert code == 0 and "agent tools are now blocked" not in out
+    assert "no runtime's cocoplus hooks are installed for this project" in out and "no agent will see it" in out
+    assert cli("install", "claude", cwd=project.project).code == 0
+    code, out, _err = cli("session", "stop", "--reason", "again", cwd=project.project)
+    assert "agent tools are now blocked (claude: its hooks in .claude/settings.local.json)" in out, out
+
+
+def test_run_state_after_every_agent_session_ended_is_idle_not_running(cli, project):
+    """status.json says `running` from the SessionStart on; once every recorded session has ended, session status
+    says idle and why (the file's own word is kept as recorded_state), in JSON and in text."""
+    from tests.hook.helpers import run_hook
+
+    cwd = project.project
+    for sid in ("run-a", "run-b"):
+        r = run_hook(
+            project,
+            "SessionStart",
+            {"session_id": sid, "hook_event_name": "SessionStart", "cwd": cwd, "source": "startup"},
+        )
+        assert r.code == 0, r
+    assert status_json(cli, cwd)["status"]["state"] == "running"
+    r = run_hook(
+        project, "SessionEnd", {"session_id": "run-a", "hook_event_name": "SessionEnd", "cwd": cwd, "reason": "exit"}
+    )
+    assert r.code == 0, r
+    assert status_json(cli, cwd)["status"]["state"] == "running"  # cc2 still runs
+    r = run_hook(
+        project, "SessionEnd", {"session_id": "run-b", "hook_event_name": "SessionEnd", "cwd": cwd, "reason": "exit"}
+    )
+    assert r.code == 0, r
+    st = status_json(cli, cwd)["status"]
+    assert (st["state"], st["recorded_state"]) == ("idle", "running")
+    assert st["reason"] == "no agent session is running; the last was cc2", st
+    assert st["updated_at"] > st["recorded_at"]  # since cc2 ended, not since the state was written
+    code, out, _ = cli("session", "status", cwd=cwd)
+    assert code == 0
+    row = next(line for line in out.splitlines() if line.lstrip().startswith("run state"))
+    assert row.split()[2:8] == ["idle", "(no", "agent", "session", "is", "running;"], row

@@ -13,6 +13,7 @@ import pytest
 
 import cocoplus
 from tests.conftest import assert_no_traceback, run_cli_subprocess
+from tests.support.typed import present
 
 CONSOLE_SCRIPT = os.path.join(os.path.dirname(sys.executable), "cocoplus")
 BASH = shutil.which("bash")
@@ -55,7 +56,16 @@ LOADERS = {
     "fish": "source {file}\n",
 }
 CALLS = "session status --json\nsession steer 'two words; $(echo not-run)'\nsupervise fix the flaky test\n"
-EXPECTED = ["<session>", "<status>", "<--json>", "<session>", "<steer>", "<two words; $(echo not-run)>", "<supervise>", "<fix the flaky test>"]
+EXPECTED = [
+    "<session>",
+    "<status>",
+    "<--json>",
+    "<session>",
+    "<steer>",
+    "<two words; $(echo not-run)>",
+    "<supervise>",
+    "<fix the flaky test>",
+]
 
 
 def shell_exe(shell: str) -> str:
@@ -70,7 +80,9 @@ def run_shell(shell: str, script: str, cwd, path_prefix: str | None = None) -> s
     if path_prefix:
         env["PATH"] = path_prefix + os.pathsep + env.get("PATH", "")
     argv = {"bash": ["--norc", "--noprofile"], "zsh": ["-f"], "fish": ["--no-config"]}.get(shell, [])
-    return subprocess.run([shell_exe(shell), *argv, "-c", script], cwd=str(cwd), env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [shell_exe(shell), *argv, "-c", script], cwd=str(cwd), env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 @pytest.mark.parametrize("shell", ["sh", "dash", "bash", "zsh", "fish"])
@@ -102,7 +114,11 @@ def test_the_default_script_is_posix_sh():
 @pytest.mark.skipif(not os.path.exists(CONSOLE_SCRIPT), reason="console script not installed")
 @pytest.mark.parametrize("shell", ["dash", "zsh", "fish"])
 def test_shell_init_from_the_console_script_works(project, shell):
-    load = f'{CONSOLE_SCRIPT} shell-init fish | source\n' if shell == "fish" else f'eval "$({CONSOLE_SCRIPT} shell-init {shell})"\n'
+    load = (
+        f"{CONSOLE_SCRIPT} shell-init fish | source\n"
+        if shell == "fish"
+        else f'eval "$({CONSOLE_SCRIPT} shell-init {shell})"\n'
+    )
     r = run_shell(shell, load + 'session steer "from the shell"\nsession status --json\n', project.project)
     assert r.returncode == 0, r.stderr
     assert_no_traceback(r.stdout, r.stderr)
@@ -124,7 +140,7 @@ def bash(script: str, cwd, path_prefix: str | None = None) -> subprocess.Complet
     if path_prefix:
         env["PATH"] = path_prefix + os.pathsep + env.get("PATH", "")
     return subprocess.run(
-        [BASH, "--norc", "--noprofile", "-c", script],
+        [present(BASH), "--norc", "--noprofile", "-c", script],
         cwd=str(cwd),
         env=env,
         capture_output=True,
@@ -166,9 +182,7 @@ def test_shell_functions_pass_arguments_through(cli, tmp_path):
 def test_shell_init_from_the_console_script_works_in_bash(project, tmp_path):
     # The way a user loads it: eval "$(cocoplus shell-init bash)".
     r = bash(
-        f'eval "$({CONSOLE_SCRIPT} shell-init bash)"\n'
-        'session steer "from the shell"\n'
-        "session status --json\n",
+        f'eval "$({CONSOLE_SCRIPT} shell-init bash)"\nsession steer "from the shell"\nsession status --json\n',
         project.project,
     )
     assert r.returncode == 0, r.stderr

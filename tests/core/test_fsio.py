@@ -11,6 +11,7 @@ import pytest
 
 from cocoplus.core import fsio
 from cocoplus.core.errors import CocoplusError, StateCorrupt
+from tests.support.typed import present
 
 CORRUPT_NAME = re.compile(r"\.corrupt-\d{8}T\d{6}Z(-\d+)?$")
 TORN_NAME = re.compile(r"\.torn-\d{8}T\d{6}Z-\d+$")
@@ -157,7 +158,7 @@ def test_quarantine_name_and_content(tmp_path):
     # A second damaged copy in the same second gets its own name.
     with open(path, "wb") as fh:
         fh.write(b"{also broken")
-    kept2 = fsio.quarantine(path)
+    kept2 = present(fsio.quarantine(path))
     assert kept2 != kept and CORRUPT_NAME.search(kept2)
     assert fsio.quarantined_copies(path) == sorted([kept, kept2])
     assert fsio.quarantine(path) is None  # nothing left to move
@@ -169,15 +170,20 @@ def test_locked_update_sets_damaged_file_aside_and_never_resets(tmp_path):
     with open(path, "wb") as fh:
         fh.write(b'{"consumed": ')
     calls = []
+
+    def update(cur):
+        calls.append(cur)
+        return {"consumed": 0}
+
     with pytest.raises(StateCorrupt) as info:
-        fsio.locked_update(path, lock, lambda cur: calls.append(cur) or {"consumed": 0})
+        fsio.locked_update(path, lock, update)
     assert calls == []  # the update never ran on damaged input
     assert not os.path.exists(path)  # not silently replaced by a fresh value
     kept = info.value.kept_at
     assert kept and CORRUPT_NAME.search(kept)
     assert path in str(info.value) and kept in str(info.value)
-    with open(kept, "rb") as fh:
-        assert fh.read() == b'{"consumed": '
+    with open(kept, "rb") as saved:
+        assert saved.read() == b'{"consumed": '
 
 
 def test_locked_update_validate_rejection_is_damage(tmp_path):
@@ -199,7 +205,12 @@ def test_locked_update_validate_rejection_is_damage(tmp_path):
 def test_locked_update_passes_none_for_missing_file(tmp_path):
     path = str(tmp_path / "n.json")
     seen = []
-    new = fsio.locked_update(path, str(tmp_path / "n.lock"), lambda cur: seen.append(cur) or {"n": 1})
+
+    def update(cur):
+        seen.append(cur)
+        return {"n": 1}
+
+    new = fsio.locked_update(path, str(tmp_path / "n.lock"), update)
     assert seen == [None] and new == {"n": 1} and fsio.read_json(path) == {"n": 1}
 
 

@@ -18,9 +18,7 @@ WORKERS = os.path.join(os.path.dirname(__file__), "workers.py")
 
 
 def spawn(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, WORKERS, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    return subprocess.Popen([sys.executable, WORKERS, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def finish(procs: list[subprocess.Popen[str]], timeout: float = 90) -> list[dict]:

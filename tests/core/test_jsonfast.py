@@ -42,7 +42,20 @@ def test_loads_matches_json(obj, indent, pad):
 
 @pytest.mark.parametrize(
     "text",
-    ["", "   ", "NaN", '{"a": NaN}', "[Infinity]", "-Infinity", "{", '{"a": 1} x', '{"a": 1}{"b": 2}', "[1,]", "'a'", '"\\x"'],
+    [
+        "",
+        "   ",
+        "NaN",
+        '{"a": NaN}',
+        "[Infinity]",
+        "-Infinity",
+        "{",
+        '{"a": 1} x',
+        '{"a": 1}{"b": 2}',
+        "[1,]",
+        "'a'",
+        '"\\x"',
+    ],
 )
 def test_loads_rejects_what_json_state_files_must_not_hold(text):
     with pytest.raises(ValueError):

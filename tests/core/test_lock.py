@@ -14,7 +14,8 @@ import pytest
 
 from cocoplus.core import lock as lockmod
 from cocoplus.core.errors import LockTimeout
-from cocoplus.core.lock import Lock
+from cocoplus.core.lock import Budget, Lock
+from tests.support.typed import present
 
 WORKERS = os.path.join(os.path.dirname(__file__), "workers.py")
 
@@ -35,7 +36,7 @@ class Holder:
         deadline = time.monotonic() + 20
         while not os.path.exists(self.ready):
             if self.proc.poll() is not None:
-                raise AssertionError(f"holder died: {self.proc.stderr.read()}")
+                raise AssertionError(f"holder died: {present(self.proc.stderr).read()}")
             assert time.monotonic() < deadline, "holder never took the lock"
             time.sleep(0.005)
 
@@ -94,6 +95,42 @@ def test_lock_times_out_in_bounded_time(holder, lock_path):
     h.release()
     with Lock(lock_path, timeout=2):
         pass
+
+
+class LateClock:
+    """`time` as the lock sees it on a loaded machine: each sleep returns half a second late."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept = 0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept += 1
+        self.now += seconds + 0.5
+
+
+def test_a_lock_that_overran_its_timeout_names_the_timeout_not_the_time_it_took(holder, lock_path, monkeypatch):
+    """The message is the same however late the last wake-up came (it once said "0.31s" for a 0.3 s lock)."""
+    holder("cocoplus", lock_path)
+    clock = LateClock()
+    monkeypatch.setattr(lockmod, "time", clock)
+    with pytest.raises(LockTimeout) as info:
+        Lock(lock_path, timeout=0.3).acquire()
+    assert clock.slept >= 1 and clock.now - 1000.0 > 0.5  # it really waited past its timeout
+    assert f"{lock_path}: lock still held by another process after 0.3s" in str(info.value), str(info.value)
+    assert info.value.timeout == 0.3
+
+
+def test_a_wait_a_budget_cut_short_names_the_lock_timeout_too(holder, lock_path):
+    holder("cocoplus", lock_path)
+    with pytest.raises(LockTimeout) as info:
+        Lock(lock_path, timeout=5, budget=Budget(0.2)).acquire()
+    text = str(info.value)
+    assert "lock still held by another process after 0." in text and "the lock's timeout is 5s" in text
+    assert info.value.timeout == 5
 
 
 def test_zero_timeout_tries_once(holder, lock_path):

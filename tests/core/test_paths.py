@@ -117,14 +117,26 @@ def test_rel_paths_are_project_relative(tmp_path):
 
 
 def test_the_names_spelled_outside_layout_are_layouts(tmp_path):
-    """core/paths.py's docstring names the two places that spell state paths themselves; they must agree with Layout."""
+    """core/paths.py's docstring names the places that spell state paths themselves; they must agree with Layout."""
     from cocoplus.hook import entry
     from cocoplus.server import events
 
     lay = Layout(str(tmp_path / ".cocoplus"))
     assert lay.root + entry.STOP_FILE == lay.agent_stop
     assert lay.root + entry.HOOK_LOG == lay.hook_log
+    assert lay.root + entry.MARKER == lay.marker
+    assert lay.root + entry.SESSION_STOPS == lay.session_stops_dir
     assert lay.root + entry.LOGS_DIR == lay.logs_dir
     owned = (lay.server_token, lay.supervisor_cursor, lay.chat_worker_pid, lay.supervisor_pid)
     assert events.IGNORED_FILES == {os.path.relpath(p, lay.root) for p in owned}
-    assert set(events.IGNORED_DIRS) == {os.path.relpath(p, lay.root) for p in (lay.locks_dir, lay.logs_dir)}
+    assert set(events.IGNORED_DIRS) == {
+        os.path.relpath(p, lay.root) for p in (lay.locks_dir, lay.logs_dir, lay.worktrees_dir)
+    }
+    # The worktree marker, spelled by the hook's fast path and core/worktreemark.py (both before `os`).
+    from cocoplus import watching
+    from cocoplus.core import worktreemark
+
+    assert lay.root + entry.WORKTREE_MARKER == lay.root + worktreemark.MARKER == lay.worktree_marker
+    assert lay.root + worktreemark.LAYOUT == lay.marker
+    assert lay.root + "/workers/w1" + worktreemark.KEY == lay.worker_worktree_key("w1")
+    assert watching.UNWATCHED == (os.path.relpath(lay.worktrees_dir, lay.root),)

@@ -20,7 +20,7 @@ keys = st.builds(
 # Values are quoted verbatim: anything but a line break (a value may contain
 # '=', '#', spaces at either end, unicode...).
 values = st.text(
-    st.characters(blacklist_characters="\n\r", blacklist_categories=("Cs",)),
+    st.characters(exclude_characters="\n\r", exclude_categories=["Cs"]),
     max_size=40,
 ).filter(lambda v: not v.endswith("\r"))
 

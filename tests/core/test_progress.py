@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cocoplus.core import progress
+from tests.support.typed import present
 
 ORDER = ("Cap", "Consumed", "Warn At", "Cost")
 
@@ -97,7 +98,7 @@ def test_only_markdown_line_endings_split_lines():
     text = "## Done\nx\u2028## Next\x0cy\r## Notes\r\n"
     doc = progress.parse(text)
     assert [s.title for s in doc.sections] == ["Done", "Notes"]
-    assert doc.find("Done").items() == ["x\u2028## Next\x0cy"]
+    assert present(doc.find("Done")).items() == ["x\u2028## Next\x0cy"]
 
 
 @given(handoff_text())
@@ -136,21 +137,25 @@ def test_set_budget_changes_only_owned_lines(text, values):
 
     if had_section:
         # Every line that is not an owned budget line is kept byte for byte, in order.
-        before_sec = doc_before.find(progress.BUDGET_SECTION)
-        after_sec = doc_after.find(progress.BUDGET_SECTION)
+        before_sec = present(doc_before.find(progress.BUDGET_SECTION))
+        after_sec = present(doc_after.find(progress.BUDGET_SECTION))
         kept_before = [ln for ln in progress.split_lines(before_sec.body) if not owned(ln)]
         kept_after = [ln for ln in progress.split_lines(after_sec.body) if not owned(ln)]
         assert kept_after == kept_before
         # Outside the budget section nothing changes at all.
         i = doc_before.sections.index(before_sec)
         assert doc_after.preamble == doc_before.preamble
-        assert [s.heading + s.body for s in doc_after.sections[:i]] == [s.heading + s.body for s in doc_before.sections[:i]]
+        assert [s.heading + s.body for s in doc_after.sections[:i]] == [
+            s.heading + s.body for s in doc_before.sections[:i]
+        ]
         assert [s.heading + s.body for s in doc_after.sections[i + 1 :]] == [
             s.heading + s.body for s in doc_before.sections[i + 1 :]
         ]
         # Owned lines for labels not being set are untouched.
         untouched = [
-            ln for ln in progress.split_lines(before_sec.body) if owned(ln) and progress._owned_label(ln)[0] not in values
+            ln
+            for ln in progress.split_lines(before_sec.body)
+            if owned(ln) and present(progress._owned_label(ln))[0] not in values
         ]
         after_lines = [ln.rstrip("\r\n") for ln in progress.split_lines(after_sec.body)]
         for ln in untouched:
@@ -181,16 +186,17 @@ def test_set_budget_is_idempotent(text, values):
 @given(handoff_text())
 def test_set_budget_with_current_values_changes_nothing(text):
     doc = progress.parse(text)
-    if doc.find(progress.BUDGET_SECTION) is None:
+    section = doc.find(progress.BUDGET_SECTION)
+    if section is None:
         return
     current = progress.budget_values(doc)
     # Only lines already in canonical form ("- Label: value") are guaranteed to stay as they are.
     canonical = all(
-        ln.lstrip().rstrip("\r\n") == f"- {progress._owned_label(ln)[0]}: {ln.split(':', 1)[1].strip()}"
-        for ln in progress.split_lines(doc.find(progress.BUDGET_SECTION).body)
+        ln.lstrip().rstrip("\r\n") == f"- {present(progress._owned_label(ln))[0]}: {ln.split(':', 1)[1].strip()}"
+        for ln in progress.split_lines(section.body)
         if owned(ln)
     )
-    labels = [progress._owned_label(ln)[0] for ln in progress.split_lines(doc.find(progress.BUDGET_SECTION).body) if owned(ln)]
+    labels = [present(progress._owned_label(ln))[0] for ln in progress.split_lines(section.body) if owned(ln)]
     if current and canonical and len(labels) == len(set(labels)):  # a repeated label is set to one value everywhere
         again = progress.set_budget(text, current)
         # An owned last line without a line ending gets one; nothing else changes.

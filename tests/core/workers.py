@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 
 
 def wait_for(path: str, limit: float = 30.0) -> None:
@@ -85,21 +86,29 @@ def hold(kind: str, lock: str, ready: str, release: str) -> None:
     if kind == "cocoplus":
         from cocoplus.core.lock import Lock
 
-        held = Lock(lock, timeout=10)
-        held.acquire()
+        own = Lock(lock, timeout=10)
+        own.acquire()
+        let_go = own.release
     else:
         import filelock
 
-        held = filelock.FileLock(lock, timeout=10)
-        held.acquire()
+        theirs = filelock.FileLock(lock, timeout=10)
+        theirs.acquire()
+        let_go = theirs.release
     with open(ready, "w") as fh:
         fh.write(str(os.getpid()))
     wait_for(release, limit=120)
-    held.release()
+    let_go()
     print(json.dumps({"released": True}))
 
 
-MODES = {"write-loop": write_loop, "read-loop": read_loop, "increment": increment, "append": append, "hold": hold}
+MODES: dict[str, Callable[..., None]] = {
+    "write-loop": write_loop,
+    "read-loop": read_loop,
+    "increment": increment,
+    "append": append,
+    "hold": hold,
+}
 
 if __name__ == "__main__":
     MODES[sys.argv[1]](*sys.argv[2:])

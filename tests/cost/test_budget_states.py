@@ -14,6 +14,7 @@ from cocoplus.core.paths import Layout
 from cocoplus.cost import enforce, spend
 from cocoplus.session import control
 from tests.hook.helpers import fixture, run_hook
+from tests.support.typed import present
 
 
 def values(layout: Layout, **session: object) -> dict:
@@ -55,10 +56,13 @@ def test_thresholds_apply_at_boundaries_only(limited: Layout) -> None:
     spend.add_cost(limited, 0.10)  # 1.00: exhausted at the next boundary, not before
     enforce.boundary(limited, v, source="status", enforce=False)
     assert state(limited) == "reserve" and not control.stop_present(limited)
-    r = run_hook(limited, "Stop", fixture("claude-stop.json"))
-    assert r.code == 0 and state(limited) == "exhausted" and control.stop_present(limited)
+    hook = run_hook(limited, "Stop", fixture("claude-stop.json"))
+    assert hook.code == 0 and state(limited) == "exhausted" and control.stop_present(limited)
     assert json.load(open(limited.status))["state"] == "exited"
-    assert [(c["from"], c["to"]) for c in steps(limited, "budget_state_changed")] == [("normal", "reserve"), ("reserve", "exhausted")]
+    assert [(c["from"], c["to"]) for c in steps(limited, "budget_state_changed")] == [
+        ("normal", "reserve"),
+        ("reserve", "exhausted"),
+    ]
 
 
 def test_reserve_refuses_a_new_stage_and_tells_the_agent_once(limited: Layout) -> None:
@@ -72,7 +76,7 @@ def test_reserve_refuses_a_new_stage_and_tells_the_agent_once(limited: Layout) -
     assert steps(limited, "stage_refused")[0]["stage"] == "deploy"
     # The next prompt is told that only wrap-up work remains, once.
     r = run_hook(limited, "UserPromptSubmit", fixture("claude-userpromptsubmit.json"))
-    assert "only wrap-up work remains" in r.json["hookSpecificOutput"]["additionalContext"]
+    assert "only wrap-up work remains" in present(r.json)["hookSpecificOutput"]["additionalContext"]
     again = run_hook(limited, "UserPromptSubmit", fixture("claude-userpromptsubmit.json"))
     assert again.out == ""
     # A wrap-up stage may still start.
@@ -119,7 +123,7 @@ def test_turn_end_is_a_boundary(limited: Layout) -> None:
     r = run_hook(limited, "Stop", fixture("claude-stop.json"))
     assert r.code == 0
     assert state(limited) == "exhausted" and control.stop_present(limited)
-    assert "cost budget exhausted" in r.json["systemMessage"]
+    assert "cost budget exhausted" in present(r.json)["systemMessage"]
 
 
 def test_turn_end_is_not_a_boundary_when_configured_off(limited: Layout) -> None:
@@ -147,7 +151,7 @@ def test_damaged_budget_state_fails_closed(limited: Layout) -> None:
     assert any(n.startswith("budget-state.json.corrupt-") for n in os.listdir(limited.session_dir))
 
 
-def test_budget_cli(limited: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+def test_budget_cli(limited: Layout, cli) -> None:
     code, out, err = cli("budget", "add-cost", "0.5", "--category", "landing", "--note", "CI run", cwd=limited.project)
     assert code == 0, err
     code, out, err = cli("budget", "status", "--json", cwd=limited.project)
@@ -165,7 +169,7 @@ def test_budget_cli(limited: Layout, cli) -> None:  # type: ignore[no-untyped-de
     assert code != 0
 
 
-def test_budget_status_reports_unpriced_models(project: Layout, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+def test_budget_status_reports_unpriced_models(project: Layout, tmp_path: Path, cli) -> None:
     from cocoplus.session import registry
     from tests.cost.test_spend import assistant_line
 
@@ -177,7 +181,7 @@ def test_budget_status_reports_unpriced_models(project: Layout, tmp_path: Path, 
     assert "mystery-model-1" in err and "[pricing" in err
 
 
-def test_a_turn_end_without_a_price_table_defers_usage_and_loses_none(project: Layout, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+def test_a_turn_end_without_a_price_table_defers_usage_and_loses_none(project: Layout, tmp_path: Path, cli) -> None:
     """No limit: new usage is left unread (not priced at zero, not dropped) until a command prices it."""
     from tests.cost.test_spend import assistant_line
 
@@ -194,17 +198,18 @@ def test_a_turn_end_without_a_price_table_defers_usage_and_loses_none(project: L
     assert os.path.exists(project.price_table)
 
 
-def test_a_turn_end_without_a_price_table_stops_an_agent_under_a_limit(limited: Layout, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+def test_a_turn_end_without_a_price_table_stops_an_agent_under_a_limit(limited: Layout, tmp_path: Path, cli) -> None:
     """With a limit, spend that cannot be priced cannot be checked: the agent stops (fail closed) until it is."""
     from tests.cost.test_spend import assistant_line
 
     t = tmp_path / "t.jsonl"
     t.write_text(assistant_line("claude-haiku-4-5", "m1", "r1", 1000, 1000) + "\n")
     config.compile_for_hook(limited)
-    os.unlink(limited.price_table)
+    if os.path.exists(limited.price_table):
+        os.unlink(limited.price_table)
     r = run_hook(limited, "Stop", {**fixture("claude-stop.json"), "transcript_path": str(t)})
-    assert r.code == 0 and "price-table.json is missing" in r.json["systemMessage"]
-    assert control.stop_present(limited) and "cocoplus budget status" in control.read_stop(limited)["reason"]
+    assert r.code == 0 and "price-table.json is missing" in present(r.json)["systemMessage"]
+    assert control.stop_present(limited) and "cocoplus budget status" in present(control.read_stop(limited))["reason"]
     assert not os.path.exists(limited.spend_log)
     code, out, err = cli("budget", "status", "--json", cwd=limited.project)
     assert code == 0 and json.loads(out)["spent"] == pytest.approx(0.006)
@@ -212,6 +217,7 @@ def test_a_turn_end_without_a_price_table_stops_an_agent_under_a_limit(limited: 
 
 def test_a_budget_stop_at_a_turn_end_sets_the_sessions_record_too(limited: Layout, tmp_path: Path) -> None:
     """After a budget stop the session's own record says it stopped (exited, with the reason), not `running`."""
+    from cocoplus.ops import project as project_ops
     from cocoplus.session import registry
     from tests.cost.test_spend import assistant_line
 
@@ -219,10 +225,13 @@ def test_a_budget_stop_at_a_turn_end_sets_the_sessions_record_too(limited: Layou
     t = tmp_path / "t.jsonl"
     t.write_text(assistant_line("claude-haiku-4-5", "m1", "r1", 1000, 300_000) + "\n")  # $1.50 at $5/MTok out
     config.compile_for_hook(limited)
+    project_ops.prices_for_hooks(limited)
     assert run_hook(limited, "SessionStart", {**start, "transcript_path": str(t)}).code == 0
     assert registry.resolve(limited, "cc1")["state"] == "running"
-    r = run_hook(limited, "Stop", {**fixture("claude-stop.json"), "session_id": start["session_id"], "transcript_path": str(t)})
-    assert r.code == 0 and "cost budget exhausted" in r.json["systemMessage"]
+    r = run_hook(
+        limited, "Stop", {**fixture("claude-stop.json"), "session_id": start["session_id"], "transcript_path": str(t)}
+    )
+    assert r.code == 0 and "cost budget exhausted" in present(r.json)["systemMessage"]
     assert control.stop_present(limited)
     rec = registry.resolve(limited, "cc1")
     assert rec["state"] == "exited" and rec["exit_reason"].startswith("cost budget exhausted: spent $1.50")

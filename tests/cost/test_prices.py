@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from genai_prices import Usage, calc_price, data_snapshot, types
 
-from cocoplus import config
 from cocoplus.core.paths import Layout
 from cocoplus.cost import price_table, prices
+from tests.support.typed import present
 
 USAGES = [
     {"input": 1_000, "output": 500},
@@ -40,7 +40,9 @@ def refs(clause: Any) -> list[str]:
 
 def genai(model: str, tokens: dict[str, int], provider: str | None) -> float | str:
     try:
-        return float(calc_price(Usage(**prices.reported_usage(tokens)), model_ref=model, provider_id=provider).total_price)
+        return float(
+            calc_price(Usage(**prices.reported_usage(tokens)), model_ref=model, provider_id=provider).total_price
+        )
     except (LookupError, ValueError) as exc:
         return f"error: {exc}"
 
@@ -91,7 +93,18 @@ def test_every_model_prices_as_genai_prices_does() -> None:
 
 @pytest.mark.parametrize(
     "ref",
-    ["claude-sonnet-4-5-20250929", "Claude-Opus-4-1", "gpt-5.5", "gpt-4o-mini-2024-07-18", "gpt-5.2-20251211", "o3-mini", "gemini-2.5-flash", "gemini-2.5-pro", "claude-3-5-haiku-latest", "no-such-model-1"],
+    [
+        "claude-sonnet-4-5-20250929",
+        "Claude-Opus-4-1",
+        "gpt-5.5",
+        "gpt-4o-mini-2024-07-18",
+        "gpt-5.2-20251211",
+        "o3-mini",
+        "gemini-2.5-flash",
+        "gemini-2.5-pro",
+        "claude-3-5-haiku-latest",
+        "no-such-model-1",
+    ],
 )
 def test_names_a_runtime_reports_match_the_same_model(ref: str) -> None:
     table = price_table.compile_doc()
@@ -111,13 +124,19 @@ def test_overrides_win_and_an_unknown_model_is_reported(project: Layout) -> None
     assert missing.usd is None and missing.missing_table
 
 
-def test_compiling_the_config_compiles_the_table_and_a_stale_table_is_replaced(project: Layout) -> None:
-    config.compile_for_hook(project)
+def test_init_compiles_the_table_and_a_stale_table_is_replaced(project: Layout) -> None:
+    from cocoplus.cost import price_table
+    from cocoplus.ops import project as project_ops
+
+    os.unlink(project.price_table) if os.path.exists(project.price_table) else None
+    project_ops.prices_for_hooks(project)  # what init and install do
     doc = prices.load(project)
     assert doc is not None and doc["source"]["version"]
     stale = dict(doc, source={**doc["source"], "data_stamp": [0, 0]})
     with open(project.price_table, "w") as fh:
         json.dump(stale, fh)
-    assert prices.refresh(project)["source"]["data_stamp"] == doc["source"]["data_stamp"]
+    assert prices.stale(project, prices.load(project))
+    assert present(price_table.refresh(project))["source"]["data_stamp"] == doc["source"]["data_stamp"]
+    assert not prices.stale(project, prices.load(project))
     os.unlink(project.price_table)
-    assert prices.refresh(project) is not None and os.path.exists(project.price_table)
+    assert price_table.refresh(project) is not None and os.path.exists(project.price_table)

@@ -29,7 +29,17 @@ def expected_usd(model: str, inp: int, out: int, read: int = 0, w5: int = 0, w1h
     return (inp * p[0] + out * p[1] + read * p[2] + w5 * p[3] + w1h * p[4]) / 1_000_000
 
 
-def assistant_line(model: str, msg_id: str, req_id: str, inp: int, out: int, read: int = 0, w5: int = 0, w1h: int = 0, session: str = "s1") -> str:
+def assistant_line(
+    model: str,
+    msg_id: str,
+    req_id: str,
+    inp: int,
+    out: int,
+    read: int = 0,
+    w5: int = 0,
+    w1h: int = 0,
+    session: str = "s1",
+) -> str:
     usage: dict[str, Any] = {
         "input_tokens": inp,
         "output_tokens": out,
@@ -52,12 +62,16 @@ def register(layout: Layout, sid: str, runtime: str, transcript: Path) -> dict[s
     return rec
 
 
-def test_two_models_priced_to_the_cent_duplicates_once_and_only_new_lines_later(project: Layout, tmp_path: Path) -> None:
+def test_two_models_priced_to_the_cent_duplicates_once_and_only_new_lines_later(
+    project: Layout, tmp_path: Path
+) -> None:
     t = tmp_path / "t.jsonl"
     lines = [
         json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}),
         assistant_line("claude-sonnet-4-5", "m1", "r1", 1200, 3400, read=50_000, w5=2_000, w1h=8_000),
-        assistant_line("claude-sonnet-4-5", "m1", "r1", 1200, 3400, read=50_000, w5=2_000, w1h=8_000),  # the same step again
+        assistant_line(
+            "claude-sonnet-4-5", "m1", "r1", 1200, 3400, read=50_000, w5=2_000, w1h=8_000
+        ),  # the same step again
         assistant_line("claude-haiku-4-5", "m2", "r2", 9_000, 12_000, read=120_000),
         assistant_line("<synthetic>", "m3", "r3", 999, 999),
     ]
@@ -65,7 +79,9 @@ def test_two_models_priced_to_the_cent_duplicates_once_and_only_new_lines_later(
     register(project, "s1", "claude", t)
     first = spend.measure(project, {})
     assert first["added"] == 2 and first["unpriced"] == {}
-    want = expected_usd("claude-sonnet-4-5", 1200, 3400, 50_000, 2_000, 8_000) + expected_usd("claude-haiku-4-5", 9_000, 12_000, 120_000)
+    want = expected_usd("claude-sonnet-4-5", 1200, 3400, 50_000, 2_000, 8_000) + expected_usd(
+        "claude-haiku-4-5", 9_000, 12_000, 120_000
+    )
     tot = spend.totals(project)
     assert round(tot["spent"], 2) == round(want, 2)
     assert abs(tot["spent"] - want) < 1e-9
@@ -121,7 +137,9 @@ def test_subagent_transcripts_are_included(project: Layout, tmp_path: Path) -> N
     t = tmp_path / "sess.jsonl"
     t.write_text(assistant_line("claude-haiku-4-5", "m1", "r1", 100, 100) + "\n")
     (tmp_path / "sess" / "subagents").mkdir(parents=True)
-    (tmp_path / "sess" / "subagents" / "agent-a1.jsonl").write_text(assistant_line("claude-haiku-4-5", "m9", "r9", 1000, 1000) + "\n")
+    (tmp_path / "sess" / "subagents" / "agent-a1.jsonl").write_text(
+        assistant_line("claude-haiku-4-5", "m9", "r9", 1000, 1000) + "\n"
+    )
     register(project, "s4", "claude", t)
     spend.measure(project, {})
     assert abs(spend.totals(project)["spent"] - expected_usd("claude-haiku-4-5", 1100, 1100)) < 1e-12

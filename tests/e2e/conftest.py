@@ -22,7 +22,9 @@ import pytest
 from tests.support.runtimes import runtime_bin  # noqa: F401 - the e2e modules take it from here
 
 
-def cocoplus(project: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+def cocoplus(
+    project: Path, *args: str, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
     full_env = dict(os.environ if env is None else env)
     r = subprocess.run(
         [sys.executable, "-m", "cocoplus", *args], cwd=project, env=full_env, capture_output=True, text=True, timeout=60
@@ -44,8 +46,16 @@ class Project:
         return cocoplus(self.project, *args, env=self.env(), check=check)
 
     def env(self, **extra: str) -> dict[str, str]:
-        keep = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE_", "ANTHROPIC_", "GEMINI_", "CODEX_", "OPENAI_"))}
-        keep.update(HOME=str(self.home), XDG_CONFIG_HOME=str(self.home / ".config"), XDG_DATA_HOME=str(self.home / ".local/share"))
+        keep = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("COCOPLUS_", "CLAUDE_", "ANTHROPIC_", "GEMINI_", "CODEX_", "OPENAI_"))
+        }
+        keep.update(
+            HOME=str(self.home),
+            XDG_CONFIG_HOME=str(self.home / ".config"),
+            XDG_DATA_HOME=str(self.home / ".local/share"),
+        )
         keep.update(extra)
         return keep
 

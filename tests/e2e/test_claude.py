@@ -46,7 +46,11 @@ def test_steer_reaches_the_model_exactly_once_and_not_in_a_later_session(claude_
     p = claude_project
     token = "STEER-7f3a: the release branch is frozen"
     p.cocoplus("session", "steer", token)
-    script = [tool("Bash", command="echo one", description="x"), tool("Bash", command="echo two", description="x"), text("done")]
+    script = [
+        tool("Bash", command="echo one", description="x"),
+        tool("Bash", command="echo two", description="x"),
+        text("done"),
+    ]
     with AnthropicStub(script) as stub:
         run_claude(p, stub)
         assert len(stub.loop_requests) == 3
@@ -87,7 +91,10 @@ def test_iteration_cap_runs_exactly_n_tools_then_stops(claude_project: Project) 
         assert result.get("terminal_reason") == "hook_stopped"
     assert calls.read_text().split() == ["0", "1", "2"]
     stop = p.read_json("AGENT_STOP")
-    assert stop["operator"] == "cocoplus" and stop["reason"] == "iteration budget exhausted (3/3)"
+    assert (
+        stop["operator"] == "cocoplus"
+        and stop["reason"] == "iteration budget exhausted: 3 of 3 tool calls used (cap 3, [session] max_iterations)"
+    )
     assert p.read_json("session/status.json")["state"] == "exited"
     budget = p.read_json("session/iteration-budget.json")
     assert (budget["consumed"], budget["cap"], budget["stopped"]) == (3, 3, True)
@@ -104,7 +111,9 @@ def test_turn_end_marks_the_session_pending_as_cc1(claude_project: Project) -> N
     assert len(listing["sessions"]) == 1
     s = listing["sessions"][0]
     assert s["alias"] == "cc1" and s["runtime"] == "claude"
-    assert s["attention"] == "pending"
+    # The turn end made it pending (the signal below); `claude -p` then exited, and an ended session is
+    # exited, never pending (one definition of attention for every door).
+    assert (s["state"], s["attention"]) == ("exited", None), s
     assert s["runtime_session_id"] == result["session_id"]
     assert s["last_event"] in ("Stop", "SessionEnd")
     signals = [json.loads(line) for line in (p.root / "supervision" / "signals.jsonl").read_text().splitlines()]
@@ -129,7 +138,7 @@ def test_cost_budget_stops_at_the_turn_end_not_mid_turn(claude_project: Project)
     # Every answer reports 70,000 output tokens: $1.05 each at claude-sonnet-4-5's $15/MTok,
     # so the limit is passed during the turn, with the first answer.
     with AnthropicStub(script, usage={"output_tokens": 70_000}) as stub:
-        result = run_claude(p, stub, "Run the three steps.", **{"ANTHROPIC_MODEL": "claude-sonnet-4-5"})
+        result = run_claude(p, stub, "Run the three steps.", ANTHROPIC_MODEL="claude-sonnet-4-5")
         assert result.get("terminal_reason") != "hook_stopped"
     # No tool call was interrupted mid-turn: all three ran.
     assert calls.read_text().split() == ["0", "1", "2"]

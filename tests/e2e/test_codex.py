@@ -8,26 +8,29 @@ Setup as in docs/runtimes.md: a throwaway CODEX_HOME whose config.toml points a
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import Project, runtime_bin
 from tests.support.model_stubs import ResponsesStub, text, tool
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
 BLOCKED = "Command blocked by PreToolUse hook: "
 
 
-def run_codex(
-    project: Project, stub: ResponsesStub, prompt: str = "Work on the next item.", *, timeout: float = 120
-) -> list[dict[str, Any]]:
-    """One `codex exec --json` run; returns its JSONL events."""
-    codex_home = project.home / ".codex"
-    codex_home.mkdir(exist_ok=True)
-    (codex_home / "config.toml").write_text(
+def codex_home(project: Project, stub: ResponsesStub) -> Path:
+    """A throwaway CODEX_HOME whose config.toml points a `stub` provider at the stand-in and trusts the project."""
+    home = project.home / ".codex"
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text(
         'model = "gpt-5-codex"\n'
         'model_provider = "stub"\n'
         "[model_providers.stub]\n"
@@ -38,7 +41,11 @@ def run_codex(
         f'[projects."{project.project.resolve()}"]\n'
         'trust_level = "trusted"\n'
     )
-    argv = [
+    return home
+
+
+def codex_exec(prompt: str) -> list[str]:
+    return [
         runtime_bin("codex"),
         "exec",
         "--json",
@@ -48,10 +55,17 @@ def run_codex(
         "workspace-write",
         prompt,
     ]
+
+
+def run_codex(
+    project: Project, stub: ResponsesStub, prompt: str = "Work on the next item.", *, timeout: float = 120
+) -> list[dict[str, Any]]:
+    """One `codex exec --json` run; returns its JSONL events."""
+    home = codex_home(project, stub)
     r = subprocess.run(
-        argv,
+        codex_exec(prompt),
         cwd=project.project,
-        env=project.env(CODEX_HOME=str(codex_home), STUB_API_KEY="sk-test-local"),
+        env=project.env(CODEX_HOME=str(home), STUB_API_KEY="sk-test-local"),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -107,7 +121,10 @@ def test_iteration_cap_runs_exactly_n_tools_then_stops(codex_project: Project) -
         run_codex(p, stub)
     assert calls.read_text().split() == ["0", "1", "2"]
     stop = p.read_json("AGENT_STOP")
-    assert stop["operator"] == "cocoplus" and stop["reason"] == "iteration budget exhausted (3/3)"
+    assert (
+        stop["operator"] == "cocoplus"
+        and stop["reason"] == "iteration budget exhausted: 3 of 3 tool calls used (cap 3, [session] max_iterations)"
+    )
     assert p.read_json("session/status.json")["state"] == "exited"
     budget = p.read_json("session/iteration-budget.json")
     assert (budget["consumed"], budget["cap"], budget["stopped"]) == (3, 3, True)
@@ -119,7 +136,11 @@ def test_iteration_cap_runs_exactly_n_tools_then_stops(codex_project: Project) -
     outputs = stub.function_outputs()
     assert len(outputs) == 6, outputs
     assert "Iteration cap reached" in outputs[2]
-    assert all(o.startswith(BLOCKED) and "iteration budget exhausted (3/3)" in o for o in outputs[3:]), outputs[3:]
+    assert all(
+        o.startswith(BLOCKED)
+        and "iteration budget exhausted: 3 of 3 tool calls used (cap 3, [session] max_iterations)" in o
+        for o in outputs[3:]
+    ), outputs[3:]
     # The warn-at checkpoint request reached the model after the second call.
     assert "Checkpoint now" in json.dumps(stub.loop_requests[2]["input"])
 
@@ -164,8 +185,92 @@ def test_turn_end_marks_the_session_pending_as_cx1(codex_project: Project) -> No
     s = listing["sessions"][0]
     assert s["alias"] == "cx1" and s["runtime"] == "codex"
     assert s["runtime_session_id"] == thread_id(events)
-    # Stop fires at turn end (pending); SessionEnd, when it fires at exit, keeps the attention.
-    assert s["attention"] == "pending"
+    # Stop fires at turn end (pending, the signal below); `codex exec` has then exited (known from its
+    # process: Codex has no SessionEnd), and an ended session is exited, never pending.
+    assert (s["state"], s["attention"]) == ("exited", None), s
     assert s["last_event"] in ("Stop", "SessionEnd")
     signals = [json.loads(line) for line in (p.root / "supervision" / "signals.jsonl").read_text().splitlines()]
     assert any((sig["alias"], sig["value"], sig["event"]) == ("cx1", "pending", "Stop") for sig in signals), signals
+
+
+def exit_signals(p: Project) -> list[dict[str, Any]]:
+    path = p.root / "supervision" / "signals.jsonl"
+    return [s for s in map(json.loads, path.read_text().splitlines()) if s["kind"] == "exit"] if path.exists() else []
+
+
+def only_session(p: Project) -> dict[str, Any]:
+    listing = json.loads(p.cocoplus("sessions", "list", "--json").stdout)
+    (s,) = listing["sessions"]
+    assert isinstance(s, dict)
+    return s
+
+
+def test_after_codex_exec_ends_the_session_is_exited_with_one_exit_signal(codex_project: Project) -> None:
+    p = codex_project
+    with ResponsesStub([tool("exec_command", cmd="echo hi"), text("all done")]) as stub:
+        events = run_codex(p, stub)
+    # The SessionEnd hook is installed within the 3 s Codex allows it: no clamping error on every run.
+    errors = [
+        e["item"]["message"] for e in events if e.get("type") == "item.completed" and e["item"].get("type") == "error"
+    ]
+    assert not [m for m in errors if "SessionEnd" in m], errors
+    s = only_session(p)
+    assert (s["alias"], s["state"], s["last_event"]) == ("cx1", "exited", "SessionEnd")
+    assert [(x["alias"], x["value"], x.get("event")) for x in exit_signals(p)] == [("cx1", "exited", "SessionEnd")]
+    assert only_session(p)["state"] == "exited" and len(exit_signals(p)) == 1  # listing again adds nothing
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_a_killed_codex_is_known_to_have_ended_from_its_process(codex_project: Project, sig: int) -> None:
+    """Killed, Codex runs no SessionEnd (checked: neither SIGKILL nor SIGTERM): the listing knows from its process."""
+    p = codex_project
+    started = p.project / "tool-started"
+    script = [tool("exec_command", cmd=f"touch {started}; sleep 120", yield_time_ms=120000), text("never reached")]
+    with ResponsesStub(script) as stub:
+        home = codex_home(p, stub)
+        proc = subprocess.Popen(
+            codex_exec("Work on the next item."),
+            cwd=p.project,
+            env=p.env(CODEX_HOME=str(home), STUB_API_KEY="sk-test-local"),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            wait_until(lambda: started.exists() or proc.poll() is not None, timeout=120)
+            assert proc.poll() is None, "codex ended before its tool ran"
+            s = only_session(p)
+            assert (s["alias"], s["state"]) == ("cx1", "running")
+            rec = p.read_json(f"sessions/{s['id']}.json")
+            native = rec["process"]
+            assert Path(native["argv"][0]).name == "codex" and native["argv"][1] == "exec"
+            os.kill(native["pid"], sig)
+            proc.wait(timeout=60)
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # the tool's `sleep`, and whatever else is left of the run
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=60)
+    rec = p.read_json(f"sessions/{s['id']}.json")
+    assert rec["state"] == "running" and rec["last_event"] != "SessionEnd", "no hook said the session ended"
+    s = only_session(p)
+    assert s["state"] == "exited"
+    assert f"pid {native['pid']}" in p.read_json(f"sessions/{s['id']}.json")["exit_reason"]
+    assert [(x["alias"], x["value"]) for x in exit_signals(p)] == [("cx1", "exited")]
+    assert only_session(p)["state"] == "exited" and len(exit_signals(p)) == 1
+
+
+def test_vendored_schemas_are_the_ones_built_into_the_pinned_cli() -> None:
+    """tests/fixtures/codex-schemas/0.169.0 is, byte for byte, what the pinned Codex compiles in, and all of it."""
+    launcher = Path(runtime_bin("codex")).resolve()  # @openai/codex/bin/codex.js
+    (binary,) = [b for b in launcher.parents[2].glob("codex-*/vendor/*/bin/codex") if b.is_file()]
+    data = binary.read_bytes()
+    vendored = Path(__file__).resolve().parents[1] / "fixtures" / "codex-schemas" / "0.169.0"
+    files = sorted(vendored.glob("*.schema.json"))
+    assert files
+    for f in files:
+        assert f.read_bytes() in data, f"{f.name} differs from the schema compiled into {binary}"
+    built_in = set(re.findall(rb'"title": "([a-z-]+\.command\.(?:input|output))"', data))
+    assert {f.name.removesuffix(".schema.json").encode() for f in files} == built_in

@@ -48,7 +48,8 @@ if n == 1:
 else:
     argv = cocoplus + ["supervision", "finish", "--summary", "changelog done", "--json"]
 r = subprocess.run(argv, capture_output=True, text=True)
-open(os.path.join(record, f"{n}.answer"), "w").write(json.dumps({"code": r.returncode, "out": r.stdout, "err": r.stderr}))
+answer = {"code": r.returncode, "out": r.stdout, "err": r.stderr}
+open(os.path.join(record, f"{n}.answer"), "w").write(json.dumps(answer))
 print(f"round {n}: ran {argv[4]}")
 """
 
@@ -62,7 +63,7 @@ def brain_config(p: Project) -> Path:
         f'command = ["{sys.executable}", "{script}", "{p.project}", "{record}", "{INSTRUCTION}"]\n'
         "[supervision]\nquiet_window_s = 0.5\nmax_wait_s = 5\nreconcile_s = 1\n"
     )
-    trust_everywhere(p)  # the brain's command is the project's own (README "Trust")
+    trust_everywhere(p)  # the brain's command is the project's own (docs/guides/configuration.md, "Trust")
     return record
 
 
@@ -106,7 +107,10 @@ def test_a_held_turn_end_continues_the_same_process_with_the_brains_dispatch(e2e
 
 def claude_env(p: Project, stub: AnthropicStub) -> dict[str, str]:
     return p.env(
-        ANTHROPIC_BASE_URL=stub.url, ANTHROPIC_API_KEY="sk-test-local", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1"
+        ANTHROPIC_BASE_URL=stub.url,
+        ANTHROPIC_API_KEY="sk-test-local",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_AUTOUPDATER="1",
     )
 
 
@@ -122,20 +126,53 @@ def test_a_dispatch_to_an_exited_headless_session_resumes_it(e2e_project: Projec
     with AnthropicStub([text("RESUMED-OK")]) as stub2:
         from tests.e2e.conftest import cocoplus
 
-        r = cocoplus(p.project, "dispatch", "cc1", "RESUME-41d2: now write the tests", "--json", env=claude_env(p, stub2))
+        r = cocoplus(
+            p.project, "dispatch", "cc1", "RESUME-41d2: now write the tests", "--json", env=claude_env(p, stub2)
+        )
         out = json.loads(r.stdout)
         assert out["route"] == "resume", out
         assert out["resume"]["command"][1:5] == ["-p", out["delivered_text"], "--resume", sid]
         log = p.project / out["resume"]["log"]
-        results = wait_until(lambda: [json.loads(x) for x in log.read_text().splitlines() if '"type":"result"' in x.replace(" ", "")], timeout=120)
+        results = wait_until(
+            lambda: [json.loads(x) for x in log.read_text().splitlines() if '"type":"result"' in x.replace(" ", "")],
+            timeout=120,
+        )
         assert results[-1]["session_id"] == sid and results[-1]["result"] == "RESUMED-OK"
         last = json.dumps(stub2.loop_requests[-1])
-        assert "RESUME-41d2: now write the tests" in last and "first task done" in last  # the whole history, then the instruction
+        assert (
+            "RESUME-41d2: now write the tests" in last and "first task done" in last
+        )  # the whole history, then the instruction
     starts = steps(p, "session_start")
     assert [s.get("source") for s in starts] == ["startup", "resume"] and {s["session"] for s in starts} == {sid}
     rec = registry.resolve(layout, "cc1")
     assert rec["resumed"]["pid"] == out["resume"]["pid"]
 
+
+def test_a_dispatch_whose_resume_is_not_logged_in_says_so_and_exits_1(e2e_project: Project) -> None:
+    """The session ran with an API key; the dispatch comes from an environment with none (and no login in its HOME)."""
+    from tests.e2e.conftest import cocoplus
+
+    p = e2e_project
+    p.cocoplus("install", "claude")
+    with AnthropicStub([text("first task done")]) as stub:
+        run_claude(p, stub, "Do the first task.")
+        env = {k: v for k, v in claude_env(p, stub).items() if k != "ANTHROPIC_API_KEY"}
+        r = cocoplus(p.project, "dispatch", "cc1", "RESUME-6e0f: now write the tests", env=env, check=False)
+        assert len(stub.loop_requests) == 1  # the resumed run never reached the model
+    reason = "Not logged in · Please run /login"
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert r.stdout.startswith(f"queued: cc1's resume failed: {reason}; the instruction is queued for its next prompt")
+    err = r.stderr.splitlines()
+    assert err[0] == f"cocoplus: error: cc1: the resume failed: {reason} (claude exited with code 1)", err
+    assert err[1].startswith("cocoplus: hint: its output: .cocoplus/resumes/cs_")
+    log = p.project / err[1].split("its output: ", 1)[1]
+    assert reason in log.read_text()
+    layout = Layout(str(p.root))
+    from cocoplus.session import control
+
+    assert "RESUME-6e0f: now write the tests" in (
+        control.pending_steer(layout, registry.resolve(layout, "cc1")["id"]) or ""
+    )
 
 
 def test_two_sessions_a_session_stop_and_a_session_steer_reach_only_their_own(e2e_project: Project) -> None:
@@ -145,7 +182,10 @@ def test_two_sessions_a_session_stop_and_a_session_steer_reach_only_their_own(e2
     for task in ("Session one: start.", "Session two: start."):
         with AnthropicStub([text("started")]) as stub:
             ids.append(run_claude(p, stub, task)["session_id"])
-    listing = {s["alias"]: s["runtime_session_id"] for s in json.loads(p.cocoplus("sessions", "list", "--json").stdout)["sessions"]}
+    listing = {
+        s["alias"]: s["runtime_session_id"]
+        for s in json.loads(p.cocoplus("sessions", "list", "--json").stdout)["sessions"]
+    }
     assert listing == {"cc1": ids[0], "cc2": ids[1]}
     p.cocoplus("session", "stop", "--session", "cc1", "--reason", "wait for the schema review", "--operator", "alice")
     p.cocoplus("session", "steer", "--session", "cc2", "STEER-ONLY-CC2: use the new fixtures")

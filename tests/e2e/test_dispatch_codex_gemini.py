@@ -10,6 +10,7 @@ dispatch resumes it (`codex exec resume`, `gemini --resume`).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,11 +28,14 @@ from tests.support.waiting import in_thread, wait_until
 pytestmark = pytest.mark.e2e
 
 
-
 def play_brain(p: Project, alias: str, instruction: str, env: dict[str, str]) -> dict[str, Any]:
-    """Wait for the held turn end, dispatch; wait for the next one, finish supervision. Returns the dispatch's answer."""
+    """Wait for the held turn end, dispatch; wait for the next one, finish supervision.
+
+    Returns the dispatch's answer."""
     layout = Layout(str(p.root))
-    cs = wait_until(lambda: next((r["id"] for r in registry.list_sessions(layout)[0] if r["alias"] == alias), None), timeout=120)
+    cs = wait_until(
+        lambda: next((r["id"] for r in registry.list_sessions(layout)[0] if r["alias"] == alias), None), timeout=120
+    )
     wait_until(lambda: holds.current(layout, cs), timeout=120)
     out = json.loads(cocoplus(p.project, "dispatch", alias, instruction, "--json", env=env).stdout)
     assert out["route"] == "held", out
@@ -66,19 +70,30 @@ def test_codex_held_turn_end_then_resume(codex_project: Project) -> None:
         t.join(240)
         assert "error" not in box, box.get("error")
         events = box["result"]
-        said = [e["item"]["text"] for e in events if e.get("type") == "item.completed" and e["item"].get("type") == "agent_message"]
+        said = [
+            e["item"]["text"]
+            for e in events
+            if e.get("type") == "item.completed" and e["item"].get("type") == "agent_message"
+        ]
         assert said == ["first part done", "HELD-OK"]  # one `codex exec`, continued in the same turn
         assert "CX-HOLD-5a: add the changelog entry" in json.dumps(stub.loop_requests[1]["input"])
         assert dispatched["hold"] and hold_outcomes(p) == ["decision", "released: supervision is off"]
         thread = next(e["thread_id"] for e in events if e.get("type") == "thread.started")
 
         # The run has exited: a dispatch resumes it headless, same thread, with the instruction as the prompt.
-        out = json.loads(cocoplus(p.project, "dispatch", "cx1", "CX-RESUME-9b: now the tests", "--json", env=env).stdout)
+        out = json.loads(
+            cocoplus(p.project, "dispatch", "cx1", "CX-RESUME-9b: now the tests", "--json", env=env).stdout
+        )
         assert out["route"] == "resume", out
         cmd = out["resume"]["command"]
         assert cmd[1:5] == ["exec", "resume", thread, out["delivered_text"]] and 'sandbox_mode="workspace-write"' in cmd
         log = p.project / out["resume"]["log"]
-        done = wait_until(lambda: [json.loads(x) for x in log.read_text().splitlines() if x.startswith("{") and "turn.completed" in x], timeout=120)
+        done = wait_until(
+            lambda: [
+                json.loads(x) for x in log.read_text().splitlines() if x.startswith("{") and "turn.completed" in x
+            ],
+            timeout=120,
+        )
         assert done
         started = [json.loads(x) for x in log.read_text().splitlines() if x.startswith("{") and "thread.started" in x]
         assert started[0]["thread_id"] == thread
@@ -90,10 +105,12 @@ def test_codex_held_turn_end_then_resume(codex_project: Project) -> None:
 
 
 @pytest.fixture
-def gemini_project(e2e_project: Project) -> Project:
+def gemini_project(e2e_project: Project) -> Iterator[Project]:
     settings = e2e_project.home / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True)
-    settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}}}))
+    settings.write_text(
+        json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}}})
+    )
     e2e_project.cocoplus("install", "gemini")
     with Lock(Layout(str(e2e_project.root)).lock("supervisor")):  # the test is the watcher
         yield e2e_project
@@ -115,7 +132,9 @@ def test_gemini_held_turn_end_then_resume(gemini_project: Project) -> None:
         assert dispatched["hold"] and hold_outcomes(p) == ["decision", "released: supervision is off"]
         sid = result["session_id"]
 
-        out = json.loads(cocoplus(p.project, "dispatch", "gm1", "GM-RESUME-8d: now the tests", "--json", env=env).stdout)
+        out = json.loads(
+            cocoplus(p.project, "dispatch", "gm1", "GM-RESUME-8d: now the tests", "--json", env=env).stdout
+        )
         assert out["route"] == "resume", out
         cmd = out["resume"]["command"]
         assert cmd[2:6] == ["--resume", sid, "-p", out["delivered_text"]] and "--yolo" in cmd and MODEL in cmd

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,13 +17,15 @@ from tests.support.model_stubs import AnthropicStub, text, tool
 pytestmark = [pytest.mark.e2e, pytest.mark.nats, pytest.mark.slow]
 
 
-def _claude(m: Machine, command: str) -> dict[str, object]:
+def _claude(m: Machine, command: str) -> dict[str, Any]:
     p = Project(m.project, m.home)
     with AnthropicStub([tool("Bash", command=command, description="make a file"), text("done")]) as stub:
         return run_claude(p, stub)
 
 
-def test_fleet_stop_all_denies_the_next_tool_on_every_machine_and_resume_lets_them_run(fleet: Fleet, three: list[Machine]) -> None:  # noqa: F811
+def test_fleet_stop_all_denies_the_next_tool_on_every_machine_and_resume_lets_them_run(
+    fleet: Fleet, three: list[Machine]
+) -> None:  # noqa: F811
     for m in three:
         subprocess.run(["git", "init", "-q", str(m.project)], check=True)
         m.cocoplus("install", "claude")
@@ -33,7 +36,7 @@ def test_fleet_stop_all_denies_the_next_tool_on_every_machine_and_resume_lets_th
         result = _claude(m, f"touch {marker}")
         assert not marker.exists(), f"{m.name}: the Bash tool ran although the fleet stopped it"
         assert result.get("terminal_reason") == "hook_stopped", (m.name, result)
-        assert [d["tool_name"] for d in result.get("permission_denials", [])] == ["Bash"]  # type: ignore[union-attr]
+        assert [d["tool_name"] for d in result.get("permission_denials", [])] == ["Bash"]
     st = wait_status(fleet, three[1], lambda s: s["summary"]["stopped"] == 3)
     for name, p in projects(st).items():
         assert p["kill_switch"]["present"] and p["kill_switch"]["reason"] == "release freeze", name

@@ -105,10 +105,16 @@ def test_iteration_cap_runs_exactly_n_tools_then_stops(gemini_project: Project) 
     assert calls.read_text().split() == ["0", "1", "2"]
     # The third AfterTool's `continue: false` ended the run: no model request after it.
     assert result["response"] == "", result["response"]
-    assert "Agent execution stopped by hook: cocoplus: iteration budget exhausted (3/3)" in stderr, stderr[-2000:]
+    assert (
+        "Agent execution stopped by hook: cocoplus: iteration budget exhausted: 3 of 3 tool calls used (cap 3, "
+        "[session] max_iterations)" in stderr
+    ), stderr[-2000:]
     assert len(stub.loop_requests) == 3
     stop = p.read_json("AGENT_STOP")
-    assert stop["operator"] == "cocoplus" and stop["reason"] == "iteration budget exhausted (3/3)"
+    assert (
+        stop["operator"] == "cocoplus"
+        and stop["reason"] == "iteration budget exhausted: 3 of 3 tool calls used (cap 3, [session] max_iterations)"
+    )
     assert p.read_json("session/status.json")["state"] == "exited"
     budget = p.read_json("session/iteration-budget.json")
     assert (budget["consumed"], budget["cap"], budget["stopped"]) == (3, 3, True)
@@ -160,8 +166,9 @@ def test_turn_end_marks_the_session_pending_as_gm1(gemini_project: Project) -> N
     s = listing["sessions"][0]
     assert s["alias"] == "gm1" and s["runtime"] == "gemini"
     assert s["runtime_session_id"] == result["session_id"]
-    # AfterAgent at turn end sets pending; SessionEnd at exit keeps it.
-    assert s["attention"] == "pending"
+    # AfterAgent at turn end sets pending (the signal below); SessionEnd at exit ends the session, and an
+    # ended session is exited, never pending.
+    assert (s["state"], s["attention"]) == ("exited", None), s
     assert s["last_event"] in ("AfterAgent", "SessionEnd")
     signals = [json.loads(line) for line in (p.root / "supervision" / "signals.jsonl").read_text().splitlines()]
     wanted = ("gm1", "pending", "AfterAgent")

@@ -34,13 +34,24 @@ def test_a_worker_turn_end_wakes_the_brain_once_and_the_reply_is_in_the_ledger(e
         assert autonomy.status(layout)["autonomous"]["finish_reason"] == "converged"
         started = rounds_started(layout)
         assert len(started) == 1, started
-        assert [(t["alias"], t["kind"], t["value"]) for t in started[0]["triggers"]] == [("cc1", "attention", "pending")]
+        assert [(t["alias"], t["kind"], t["value"]) for t in started[0]["triggers"]] == [
+            ("cc1", "attention", "pending")
+        ]
         held = [s["outcome"] for s in p.steps() if s["event"] == "hold_ended"]
         assert held == ["released: a supervision round ended without a decision for this session"]
-        wait_until(lambda: [m for m in json.loads(p.cocoplus("chat", "log", "--json").stdout)["messages"] if m["role"] == "assistant"], timeout=30)
+        wait_until(
+            lambda: [
+                m
+                for m in json.loads(p.cocoplus("chat", "log", "--json").stdout)["messages"]
+                if m["role"] == "assistant"
+            ],
+            timeout=30,
+        )
         (prompt,) = brain.prompts()
         assert "cc1 is pending" in prompt and "- cc1: claude" in prompt and "land the parser change" in prompt
-        messages = wait_until(lambda: len(m := json.loads(p.cocoplus("chat", "log", "--json").stdout)["messages"]) == 3 and m, timeout=30)
+        messages = wait_until(
+            lambda: len(m := json.loads(p.cocoplus("chat", "log", "--json").stdout)["messages"]) == 3 and m, timeout=30
+        )
         assert [m["role"] for m in messages] == ["system", "assistant", "system"]
         assert messages[0]["text"].startswith("supervision round 1: cc1 is pending")
         assert messages[1]["text"] == "brain: noted"
@@ -57,7 +68,9 @@ def test_a_claude_controller_acts_through_cocoplus_brain_tools_only(e2e_project:
     layout = Layout(str(p.root))
     claude = runtime_bin("claude")
     side = p.project / "brain-side-effect.txt"
-    status, enable, finish = (f"mcp__cocoplus__{t}" for t in ("supervision_status", "enable_supervision", "finish_supervision"))
+    status, enable, finish = (
+        f"mcp__cocoplus__{t}" for t in ("supervision_status", "enable_supervision", "finish_supervision")
+    )
     brain_script = [
         tool("Bash", command=f"touch {side}", description="the shell is not the brain's"),
         tool(status),
@@ -70,7 +83,9 @@ def test_a_claude_controller_acts_through_cocoplus_brain_tools_only(e2e_project:
             f'[chat]\ncontroller = "cc"\n[accounts.cc]\nkind = "claude"\nbinary = "{claude}"\n'
             "[supervision]\nquiet_window_s = 0.5\nreconcile_s = 1\n"
         )
-        trust_everywhere(p)  # the controller's binary is named by the project file (README "Trust")
+        trust_everywhere(
+            p
+        )  # the controller's binary is named by the project file (docs/guides/configuration.md, "Trust")
         p.cocoplus("supervision", "enable", "--task-hint", "land the parser change")
         watcher = Watcher(
             layout,
@@ -85,7 +100,9 @@ def test_a_claude_controller_acts_through_cocoplus_brain_tools_only(e2e_project:
             },
         )
         try:
-            with AnthropicStub([tool("Bash", command="echo working", description="x"), text("parser change done")]) as worker_stub:
+            with AnthropicStub(
+                [tool("Bash", command="echo working", description="x"), text("parser change done")]
+            ) as worker_stub:
                 run_claude(p, worker_stub, "Finish the parser change.")
             wait_until(lambda: [r for r in rounds_finished(layout) if r["number"] == 1], timeout=120)
             requests = list(brain_stub.loop_requests)
@@ -134,7 +151,9 @@ def brain_env(p: Project, stub: AnthropicStub) -> dict[str, str]:
     }
 
 
-def test_a_claude_controller_dispatches_to_a_held_worker_which_continues_in_the_same_process(e2e_project: Project) -> None:
+def test_a_claude_controller_dispatches_to_a_held_worker_which_continues_in_the_same_process(
+    e2e_project: Project,
+) -> None:
     """The loop with Claude Code on both sides: the worker's turn end is held, the brain (a second scripted model)
     calls mcp__cocoplus__dispatch, the same `claude -p` process acts on it, and the brain's next round finishes."""
     p = e2e_project
@@ -153,7 +172,9 @@ def test_a_claude_controller_dispatches_to_a_held_worker_which_continues_in_the_
             f'[chat]\ncontroller = "cc"\n[accounts.cc]\nkind = "claude"\nbinary = "{runtime_bin("claude")}"\n'
             "[supervision]\nquiet_window_s = 0.5\nmax_wait_s = 5\nreconcile_s = 1\n"
         )
-        trust_everywhere(p)  # the controller's binary is named by the project file (README "Trust")
+        trust_everywhere(
+            p
+        )  # the controller's binary is named by the project file (docs/guides/configuration.md, "Trust")
         p.cocoplus("supervision", "enable", "--task-hint", "land the parser change with a changelog entry")
         watcher = Watcher(layout, env=brain_env(p, brain_stub))
         try:
@@ -186,7 +207,9 @@ def test_a_claude_controller_dispatches_to_a_held_worker_which_continues_in_the_
     assert (one["number"], one["outcome"], one["actions"]) == (1, "succeeded", 1)
     assert (two["number"], two["outcome"], two["actions"]) == (2, "succeeded", 0)
     acts = [r for r in fsio.read_jsonl(layout.rounds).records if r.get("event") == "action"]
-    assert [(a["round"], a["action"], a["alias"], a["result"]["route"]) for a in acts] == [(1, "dispatch", "cc1", "held")]
+    assert [(a["round"], a["action"], a["alias"], a["result"]["route"]) for a in acts] == [
+        (1, "dispatch", "cc1", "held")
+    ]
     auto = autonomy.status(layout)["autonomous"]
     assert auto["enabled"] is False and auto["finish_summary"] == "FIN-5c0: parser change and changelog landed"
     # The operator reads it in the conversation and in `supervision status`.

@@ -53,11 +53,19 @@ def test_a_codex_controller_acts_through_the_brain_tools_and_has_no_shell(
         )
         monkeypatch.setenv("CODEX_HOME", str(codex_home))
         monkeypatch.setenv("STUB_API_KEY", "sk-test-local")
-        (p.project / "cocoplus.toml").write_text(f'[chat]\ncontroller = "cx"\n[accounts.cx]\nkind = "codex"\nbinary = "{runtime_bin("codex")}"\n')
-        trust_project(layout)  # the controller's binary is named by the project file (README "Trust")
+        (p.project / "cocoplus.toml").write_text(
+            f'[chat]\ncontroller = "cx"\n[accounts.cx]\nkind = "codex"\nbinary = "{runtime_bin("codex")}"\n'
+        )
+        trust_project(
+            layout
+        )  # the controller's binary is named by the project file (docs/guides/configuration.md, "Trust")
         rec, _ = registry.ensure(layout, "claude", "w-one", event="SessionStart")
         autonomy.enable(layout, task_hint="watch cc1")
-        started = rounds.start_round(layout, [{"session": rec["id"], "alias": "cc1", "kind": "attention", "value": "pending"}], start_worker=False)
+        started = rounds.start_round(
+            layout,
+            [{"session": rec["id"], "alias": "cc1", "kind": "attention", "value": "pending"}],
+            start_worker=False,
+        )
         worker.serve(layout, once=True)
         task = store.read_task(layout, "master-agent", started["task"])
         assert task["state"] == "succeeded", task.get("error")
@@ -69,8 +77,22 @@ def test_a_codex_controller_acts_through_the_brain_tools_and_has_no_shell(
     assert "exec_command" not in names and "shell" not in names and "mcp__other" not in names
     (ns,) = [t for t in offered if t.get("name") == NAMESPACE]
     assert {t["name"] for t in ns["tools"]} == {
-        "list_sessions", "supervision_status", "set_supervision_scope", "finish_supervision",
-    } | ({t["name"] for t in ns["tools"]} & {"dispatch", "answer_worker", "steer_session", "stop_session", "resume_session"})
+        "list_sessions",
+        "supervision_status",
+        "set_supervision_scope",
+        "finish_supervision",
+    } | (
+        {t["name"] for t in ns["tools"]}
+        & {
+            "dispatch",
+            "answer_worker",
+            "steer_session",
+            "stop_session",
+            "resume_session",
+            "approve_permission",
+            "deny_permission",
+        }
+    )
     assert "Why you were woken:\n- cc1 is pending" in json.dumps(stub.loop_requests[0]["input"]).replace("\\n", "\n")
     # The shell call and enable_supervision were refused; nothing ran.
     assert outputs[0] == "unsupported call: exec_command" and not side.exists()
@@ -78,7 +100,9 @@ def test_a_codex_controller_acts_through_the_brain_tools_and_has_no_shell(
     assert "unsupported call" in outputs[2]
     auto = autonomy.status(layout)["autonomous"]
     assert auto["enabled"] is False and auto["finish_summary"] == "FIN-c07: nothing left to supervise"
-    assert [m["text"] for m in store.messages(layout, "master-agent").records if m["role"] == "assistant"] == ["CODEX-BRAIN-5e9: finished."]
+    assert [m["text"] for m in store.messages(layout, "master-agent").records if m["role"] == "assistant"] == [
+        "CODEX-BRAIN-5e9: finished."
+    ]
     (done,) = rounds_finished(layout)
     assert (done["outcome"], done["actions"]) == ("succeeded", 0)
     assert Path(layout.rounds).exists()

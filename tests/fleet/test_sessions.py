@@ -5,6 +5,8 @@ and an answer to a question asked there."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +46,20 @@ def test_stop_resume_and_steer_reach_one_session_of_another_machine(fleet: Fleet
     assert stop_file(m2) is None
     # the per-session door on another machine takes the same target
     out = m3.json("session", "stop", "--session", "m2/proj/cc2", "--reason", "wait for cc1")
-    assert out["stopped"] and out["alias"] == "cc2" and out["fleet"]["acknowledged"] and out["fleet"]["target"] == "m2/proj/cc2"
+    assert (
+        out["stopped"]
+        and out["alias"] == "cc2"
+        and out["fleet"]["acknowledged"]
+        and out["fleet"]["target"] == "m2/proj/cc2"
+    )
     assert stops.state(l2, cc2["id"])[0] is True and stop_file(m2) is None
     text = m3.cocoplus("session", "resume", "--session", "m2/proj/cc2", "--yes").stdout
     assert "m2/proj/cc2 (fleet, acknowledged in" in text and "cc2 may use tools again" in text
     assert stops.state(l2, cc2["id"])[0] is False and stops.state(l2, cc1["id"])[0] is True
     # recorded on both machines: the sender's round actions and sent log, the target's commands and steps
-    (sent_action,) = [a for a in jsonl(Path(m3.root) / "supervision" / "rounds.jsonl") if a.get("action") == "stop_session"]
+    (sent_action,) = [
+        a for a in jsonl(Path(m3.root) / "supervision" / "rounds.jsonl") if a.get("action") == "stop_session"
+    ]
     assert sent_action["alias"] == "m2/proj/cc2" and sent_action["result"]["fleet"]["acknowledged"]
     phases = [(r["type"], r["phase"]) for r in jsonl(m3.root / "fleet" / "sent.jsonl")]
     assert phases == [("stop", "sent"), ("stop", "answered"), ("resume", "sent"), ("resume", "answered")]
@@ -75,7 +84,9 @@ def test_stop_resume_and_steer_reach_one_session_of_another_machine(fleet: Fleet
     assert r.returncode == 2 and "names no session" in r.stderr
 
 
-def test_a_dispatch_from_the_brain_releases_a_held_turn_end_on_another_machine(fleet: Fleet, three: list[Machine]) -> None:
+def test_a_dispatch_from_the_brain_releases_a_held_turn_end_on_another_machine(
+    fleet: Fleet, three: list[Machine]
+) -> None:
     m1, m2, _m3 = three
     l2 = Layout(str(m2.root))
     autonomy.enable(l2, task_hint="keep going")
@@ -89,13 +100,30 @@ def test_a_dispatch_from_the_brain_releases_a_held_turn_end_on_another_machine(f
             alias = (registry.read_record(l2, cs) or {})["alias"]
 
             async def scenario(c: Client) -> Any:
-                return await c.call("dispatch", session=f"m2/proj/{alias}", instruction="run the integration tests next")
+                return await c.call(
+                    "dispatch", session=f"m2/proj/{alias}", instruction="run the integration tests next"
+                )
 
-            got = serve(scenario, cwd=m1.project, args=["-m", "cocoplus", "mcp", "--role", "brain"], env={**m1.env(), "COCOPLUS_ROUND": "4"})
+            # The brain's capability on m1, as the operator there reads it (`cocoplus mcp token`).
+            token = subprocess.run(
+                [sys.executable, "-m", "cocoplus", "mcp", "token"],
+                env=m1.env(),
+                cwd=m1.project,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+            env = {**m1.env(), "COCOPLUS_ROUND": "4", "COCOPLUS_MCP_TOKEN": token}
+            got = serve(scenario, cwd=m1.project, args=["-m", "cocoplus", "mcp", "--role", "brain"], env=env)
             code, out = h.result()
         finally:
             h.kill()
-    assert got["route"] == "held" and got["hold"] and got["fleet"]["acknowledged"] and got["fleet"]["target"] == f"m2/proj/{alias}"
+    assert (
+        got["route"] == "held"
+        and got["hold"]
+        and got["fleet"]["acknowledged"]
+        and got["fleet"]["target"] == f"m2/proj/{alias}"
+    )
     answer = json.loads(out)
     assert code == 0 and answer["decision"] == "block"
     assert answer["reason"].startswith(
@@ -112,10 +140,17 @@ def test_a_dispatch_from_the_brain_releases_a_held_turn_end_on_another_machine(f
     # and on m1: the brain's action in its round, and the sent command with m2's answer
     l1 = Layout(str(m1.root))
     (here,) = [a for a in jsonl(l1.rounds) if a.get("event") == "action"]
-    assert (here["action"], here["alias"], here["round"], here["result"]["route"]) == ("dispatch", f"m2/proj/{alias}", 4, "held")
+    assert (here["action"], here["alias"], here["round"], here["result"]["route"]) == (
+        "dispatch",
+        f"m2/proj/{alias}",
+        4,
+        "held",
+    )
     sent = jsonl(l1.fleet_sent)
     assert [(r["type"], r["phase"]) for r in sent] == [("dispatch", "sent"), ("dispatch", "answered")]
-    assert sent[0]["targets"] == [f"m2/proj/{alias}"] and sent[0]["args"] == {"instruction": "run the integration tests next"}
+    assert sent[0]["targets"] == [f"m2/proj/{alias}"] and sent[0]["args"] == {
+        "instruction": "run the integration tests next"
+    }
     assert sent[1]["targets"][0]["ok"] and sent[1]["targets"][0]["result"]["route"] == "held"
 
 
@@ -136,9 +171,15 @@ def test_an_answer_from_one_machine_reaches_the_question_asked_on_another(fleet:
     assert ledger[1]["text"] == "no: archive it instead" and ledger[1]["by"] == "op-m1 on m1 (fleet)"
     assert registry.resolve(l2, alias)["attention"] is None
     (there,) = [a for a in jsonl(l2.rounds) if a.get("event") == "action"]
-    assert (there["action"], there["alias"], there["result"]["question_id"]) == ("answer_worker", alias, asked["message"]["id"])
+    assert (there["action"], there["alias"], there["result"]["question_id"]) == (
+        "answer_worker",
+        alias,
+        asked["message"]["id"],
+    )
     # on m1: the action in its rounds, the session named by its target, and the sent command with m2's answer
     l1 = Layout(str(m1.root))
     (here,) = [a for a in jsonl(l1.rounds) if a.get("event") == "action"]
-    assert (here["action"], here["alias"]) == ("answer_worker", f"m2/proj/{alias}") and here["result"]["fleet"]["acknowledged"]
+    assert (here["action"], here["alias"]) == ("answer_worker", f"m2/proj/{alias}") and here["result"]["fleet"][
+        "acknowledged"
+    ]
     assert [(r["type"], r["phase"]) for r in jsonl(l1.fleet_sent)] == [("answer", "sent"), ("answer", "answered")]

@@ -78,7 +78,9 @@ def second_user() -> Iterator[pwd.struct_passwd]:
     if os.geteuid() != 0 or shutil.which("useradd") is None:
         pytest.skip("creating a second user needs root and useradd(8)")
     name = f"ccp{os.getpid() % 100000}{os.urandom(2).hex()}"
-    r = subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], capture_output=True, text=True)
+    r = subprocess.run(
+        ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], capture_output=True, text=True
+    )
     if r.returncode != 0:
         pytest.skip(f"useradd failed: {r.stderr.strip()}")
     try:
@@ -87,7 +89,7 @@ def second_user() -> Iterator[pwd.struct_passwd]:
         subprocess.run(["userdel", name], capture_output=True)
 
 
-def run_as(user: pwd.struct_passwd, fn, *args):  # type: ignore[no-untyped-def]
+def run_as(user: pwd.struct_passwd, fn, *args):
     """Call `fn(*args)` in a forked child that has become `user`; return what it returned (picklable)."""
     import multiprocessing
 

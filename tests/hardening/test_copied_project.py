@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from cocoplus.core.paths import Layout
-from cocoplus.runtimes.install import hook_script
+from cocoplus.install.hooks import hook_script
 from cocoplus.session import control, iteration
 from cocoplus.session.workspace import init
 from tests.hook.helpers import fixture, hook_env
@@ -31,13 +31,30 @@ from tests.hook.helpers import fixture, hook_env
 def legacy_command(runtime: str, event: str, project: str) -> str:
     """The hook command an earlier `cocoplus install codex|cursor` wrote, with the project baked in."""
     return " ".join(
-        [shlex.quote(sys.executable), "-S", shlex.quote(hook_script()), event, "--runtime", runtime, "--dir", shlex.quote(project)]
+        [
+            shlex.quote(sys.executable),
+            "-S",
+            shlex.quote(hook_script()),
+            event,
+            "--runtime",
+            runtime,
+            "--dir",
+            shlex.quote(project),
+        ]
     )
 
 
 def run_in(cwd: str, command: str, payload: dict) -> subprocess.CompletedProcess[str]:
     """Run the command as Codex does: through a shell, in the session's directory, payload on stdin."""
-    return subprocess.run(["sh", "-c", command], cwd=cwd, input=json.dumps(payload), capture_output=True, text=True, env=hook_env(None), timeout=60)
+    return subprocess.run(
+        ["sh", "-c", command],
+        cwd=cwd,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=hook_env(None),
+        timeout=60,
+    )
 
 
 @pytest.fixture
@@ -87,7 +104,9 @@ def test_a_cursor_hook_in_the_copy_guards_the_copy(original_and_copy: tuple[Layo
     assert json.loads(r.stdout)["permission"] == "deny"
 
 
-def test_dir_still_names_the_project_when_nothing_else_does(tmp_path: Path, original_and_copy: tuple[Layout, Layout]) -> None:
+def test_dir_still_names_the_project_when_nothing_else_does(
+    tmp_path: Path, original_and_copy: tuple[Layout, Layout]
+) -> None:
     """An old command run from outside any project, with a payload naming none, keeps guarding its project."""
     original, _copy = original_and_copy
     control.stop(original, "ann", "stopped")

@@ -16,6 +16,7 @@ from cocoplus.session import control, events, iteration
 from cocoplus.session.workspace import init
 from tests.hardening.support import fill_disk, mounted_tmpfs
 from tests.hook.helpers import fixture, run_hook
+from tests.support.typed import present
 
 
 @pytest.fixture
@@ -50,7 +51,7 @@ def test_session_stop_on_a_full_disk_still_stops_the_agent(full_disk_project):
     assert "could not be written" in p.stderr and "empty AGENT_STOP" in p.stderr
     assert "Traceback" not in p.stderr
     deny = run_hook(layout, "PreToolUse", fixture("claude-pretooluse-bash.json"))
-    assert deny.json["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert present(deny.json)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
 def test_stop_says_what_happened_and_keeps_an_existing_stop(full_disk_project):
@@ -94,7 +95,7 @@ def test_tool_calls_made_while_the_disk_is_full_are_all_counted(full_disk_projec
     os.unlink(filler)
     r = run_hook(layout, "PostToolUse", {**payload, "tool_input": {"command": "echo last"}})
     assert r.code == 0
-    assert iteration.read(layout)["consumed"] == 6
+    assert present(iteration.read(layout))["consumed"] == 6
     assert iteration.spooled(layout) == 0
 
 
@@ -108,7 +109,9 @@ def test_a_count_that_cannot_be_kept_anywhere_stops_the_agent(project):
     os.mkdir(project.iteration_budget)  # and the count itself cannot be written
     out = iteration.count(project, cap=100, warn_at=80)
     assert out.corrupt is not None  # a directory where the count belongs is damage
-    assert out.failed_closed and control.read_stop(project)["reason"].startswith("cocoplus: a tool call could not be counted")
+    assert out.failed_closed and present(control.read_stop(project))["reason"].startswith(
+        "cocoplus: a tool call could not be counted"
+    )
 
 
 def test_lost_log_lines_are_recorded_without_data_blocks_and_reported(full_disk_project):

@@ -13,10 +13,23 @@ from cocoplus.core.lock import HOOK_MARGIN_S
 from cocoplus.session import iteration
 from tests.hardening.support import held_by_stopped_process
 from tests.hook.helpers import fixture, hook_argv, hook_env
+from tests.support.typed import present
 
 INSTALLED_TIMEOUT_S = 10  # `[hooks] timeout_s`, the default `cocoplus install` writes
-HOOK_LOCKS = ("iteration-budget", "progress", "steps", "sessions", "signals", "steer", "kill-switch",
-              "cost", "spend", "budget-state", "stage", "task-queue")
+HOOK_LOCKS = (
+    "iteration-budget",
+    "progress",
+    "steps",
+    "sessions",
+    "signals",
+    "steer",
+    "kill-switch",
+    "cost",
+    "spend",
+    "budget-state",
+    "stage",
+    "task-queue",
+)
 EVENTS = {
     "PostToolUse": "claude-posttooluse-bash.json",
     "UserPromptSubmit": "claude-userpromptsubmit.json",
@@ -32,9 +45,13 @@ def test_every_event_answers_inside_the_installed_timeout_with_every_lock_held(p
     with held_by_stopped_process(*(project.lock(n) for n in HOOK_LOCKS)):
         procs = {}
         for event, name in EVENTS.items():
-            procs[event] = (time.monotonic(), subprocess.Popen(hook_argv(event), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env))
-            procs[event][1].stdin.write(json.dumps(fixture(name)).encode())
-            procs[event][1].stdin.close()
+            procs[event] = (
+                time.monotonic(),
+                subprocess.Popen(hook_argv(event), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env),
+            )
+            stdin = present(procs[event][1].stdin)
+            stdin.write(json.dumps(fixture(name)).encode())
+            stdin.close()
         took = {}
         for event, (start, p) in procs.items():
             try:
@@ -46,4 +63,4 @@ def test_every_event_answers_inside_the_installed_timeout_with_every_lock_held(p
     assert all(t < INSTALLED_TIMEOUT_S - 2 for t in took.values()), took
     assert HOOK_MARGIN_S >= 2
     out = iteration.count(project, cap=100, warn_at=80)
-    assert out.budget["consumed"] == 2  # the PostToolUse made while the lock was held, and this one
+    assert present(out.budget)["consumed"] == 2  # the PostToolUse made while the lock was held, and this one

@@ -16,6 +16,7 @@ import pytest
 from cocoplus.core.lock import Budget
 from cocoplus.session import control, status
 from tests.hardening.support import held_by_stopped_process
+from tests.support.typed import present
 
 AUTO_STOP = (
     "import json, sys; from cocoplus.core.paths import Layout; from cocoplus.session import control\n"
@@ -32,8 +33,8 @@ def _run(argv: list[str], cwd: str) -> tuple[int, str, str]:
 
 def _state_agrees(project) -> tuple[bool, str]:
     stop = control.read_stop(project)
-    st = status.read_status(project)["state"]
-    pod = status.read_status(project, "pod")["state"]
+    st = present(status.read_status(project))["state"]
+    pod = present(status.read_status(project, "pod"))["state"]
     if stop is not None:
         return st != "running" and pod != "running", f"AGENT_STOP present, state {st}/{pod}"
     return st == "running" and pod == "running", f"no AGENT_STOP, state {st}/{pod}"
@@ -53,7 +54,9 @@ def test_concurrent_stops_and_resumes_through_the_cli_lose_no_acknowledged_stop(
     with ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(lambda job: (job[0], *_run(job[1], project.project)), jobs))
 
-    stops, resumes, autos = [], [], []
+    stops: list[dict] = []
+    resumes: list[dict] = []
+    autos: list[dict] = []
     for kind, code, out, err in results:
         assert code == 0, (kind, out, err)
         doc = json.loads(out)
@@ -90,20 +93,20 @@ def test_concurrent_stops_and_resumes_through_the_cli_lose_no_acknowledged_stop(
 
 def test_resume_keeps_a_stop_newer_than_the_one_it_read(project):
     control.stop(project, "ann", "first")
-    seen = control.read_stop(project)
+    seen = present(control.read_stop(project))
     time.sleep(0.01)  # distinct mtimes are not needed (the inode changes), but keep the two apart anyway
     control.stop(project, "bob", "second")
     result = control.resume(project, "ann", expect=seen["token"])
     assert result["resumed"] is False and result["removed"] is None
     assert result["kept"]["operator"] == "bob" and result["kept"]["reason"] == "second"
     assert "changed since it was read" in result["message"] and "bob" in result["message"]
-    assert control.read_stop(project)["reason"] == "second"
-    assert status.read_status(project)["state"] == "paused"
+    assert present(control.read_stop(project))["reason"] == "second"
+    assert present(status.read_status(project))["state"] == "paused"
 
-    again = control.resume(project, "ann", expect=control.read_stop(project)["token"])
+    again = control.resume(project, "ann", expect=present(control.read_stop(project))["token"])
     assert again["resumed"] is True and again["removed"]["reason"] == "second"
     assert control.read_stop(project) is None
-    assert status.read_status(project)["state"] == "running"
+    assert present(status.read_status(project))["state"] == "running"
 
 
 def test_resume_with_nothing_stopped_changes_nothing(project):
@@ -118,21 +121,25 @@ def test_running_is_never_written_while_agent_stop_exists(project):
     control.stop(project, "ann", "hold")
     doc = status.set_state(project, "running", "a session started")
     assert "kept" in doc
-    assert status.read_status(project)["state"] == "paused"
-    assert status.read_status(project, "pod")["state"] == "paused"
+    assert present(status.read_status(project))["state"] == "paused"
+    assert present(status.read_status(project, "pod"))["state"] == "paused"
 
 
 def test_an_automatic_stop_is_made_even_when_the_kill_switch_lock_is_held(project):
     with held_by_stopped_process(project.kill_switch_lock):
         start = time.monotonic()
-        result = control.auto_stop(project, "iteration budget exhausted (5/5)", source="iteration-budget", budget=Budget(0.5))
+        result = control.auto_stop(
+            project, "iteration budget exhausted (5/5)", source="iteration-budget", budget=Budget(0.5)
+        )
         took = time.monotonic() - start
         assert result["created"] is True and result["state_written"] is False
         assert any("lock still held" in p for p in result["problems"])
-        assert control.read_stop(project)["reason"] == "iteration budget exhausted (5/5)"
+        assert present(control.read_stop(project))["reason"] == "iteration budget exhausted (5/5)"
         assert took < 3.0  # the budget (0.5 s) plus process noise, never the lock's 10 s default
 
-        created, _ = control.create_stop(project, "cocoplus", "loop", source="loop-guard", replace=False, budget=Budget(0.2))
+        created, _ = control.create_stop(
+            project, "cocoplus", "loop", source="loop-guard", replace=False, budget=Budget(0.2)
+        )
         assert created is False  # one exists; a lock-less stop never replaces it
     # Once the lock is free again, the state catches up at the next stop or resume.
     result = control.resume(project, "ann")
@@ -144,7 +151,7 @@ def test_an_operator_stop_is_made_even_when_the_kill_switch_lock_is_held(project
     with held_by_stopped_process(project.kill_switch_lock):
         result = control.stop(project, "ann", "runaway", budget=Budget(0.3))
     assert result["stopped"] and result["locked"] is False
-    assert control.read_stop(project)["reason"] == "runaway"
+    assert present(control.read_stop(project))["reason"] == "runaway"
     assert any("run state was not updated" in p for p in result["problems"])
 
 
@@ -155,7 +162,7 @@ def test_resume_waits_for_the_lock_and_removes_nothing_when_it_stays_busy(projec
     with held_by_stopped_process(project.kill_switch_lock):
         with pytest.raises(LockTimeout):
             control.resume(project, "bob", timeout=0.3)
-    assert control.read_stop(project)["reason"] == "hold"
+    assert present(control.read_stop(project))["reason"] == "hold"
 
 
 def test_a_confirmed_resume_keeps_a_stop_made_while_the_question_was_on_screen(project):

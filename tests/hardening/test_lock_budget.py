@@ -13,6 +13,7 @@ from cocoplus.core.errors import LockTimeout
 from cocoplus.core.lock import Budget, Lock
 from cocoplus.session import control, events, iteration, registry, status
 from tests.hardening.support import held_by_stopped_process
+from tests.support.typed import present
 
 SLACK = 1.5  # process start-up and scheduling on a loaded machine; waits themselves are bounded exactly
 
@@ -31,13 +32,13 @@ def test_a_held_progress_lock_neither_doubles_the_count_nor_blames_the_budget_lo
         start = time.monotonic()
         out = iteration.count(project, cap=100, warn_at=80, timeout=0.3)
         took = time.monotonic() - start
-        assert out.budget["consumed"] == 1 and not out.spooled
+        assert present(out.budget)["consumed"] == 1 and not out.spooled
         assert iteration.spooled(project) == 0  # no second increment waiting to be folded in
         assert any("progress.lock" in p and "PROGRESS.md" in p for p in out.problems)
         assert not any("iteration-budget.lock" in p for p in out.problems)
         assert took < 0.3 + SLACK  # the caller's timeout, not a fixed 10 s
     out = iteration.count(project, cap=100, warn_at=80)
-    assert out.budget["consumed"] == 2
+    assert present(out.budget)["consumed"] == 2
     assert "- Consumed: 2" in open(project.progress).read()
 
 
@@ -60,7 +61,9 @@ def test_every_lock_held_by_a_stopped_process_one_budget_bounds_all_waits(projec
         start = time.monotonic()
         out = timed("count", iteration.count, project, 100, 80, timeout=5.0, budget=budget)
         step = timed("log_step", events.log_step, project, "checkpoint_requested", 5.0, budget=budget)
-        rec = timed("registry", registry.ensure, project, "claude", "sess-1", event="PostToolUse", timeout=5.0, budget=budget)
+        rec = timed(
+            "registry", registry.ensure, project, "claude", "sess-1", event="PostToolUse", timeout=5.0, budget=budget
+        )
         claim = timed("claim_steer", control.claim_steer, project, 5.0, budget=budget)
         st = timed("set_state", status.set_state, project, "running", "started", timeout=5.0, budget=budget)
         stop = timed("auto_stop", control.auto_stop, project, "loop", source="loop-guard", timeout=5.0, budget=budget)
@@ -73,7 +76,7 @@ def test_every_lock_held_by_a_stopped_process_one_budget_bounds_all_waits(projec
         assert total < budget.seconds + SLACK, timings  # all waits together, not 5 s per lock
         assert os.path.exists(project.steer)  # nothing claimed, nothing lost
     out = iteration.count(project, cap=100, warn_at=80)
-    assert out.budget["consumed"] == 2  # the spooled call and this one: each counted exactly once
+    assert present(out.budget)["consumed"] == 2  # the spooled call and this one: each counted exactly once
 
 
 def test_a_process_budget_bounds_locks_whose_callers_pass_no_budget(project):

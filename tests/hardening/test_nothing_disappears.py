@@ -14,6 +14,7 @@ from cocoplus.core import fsio, records
 from cocoplus.core.errors import InvalidId, NotFound, StateCorrupt
 from cocoplus.session import control, events, iteration, registry, status
 from tests.hook.helpers import fixture, run_hook
+from tests.support.typed import present
 
 DAMAGED_STEER = b"\xff\xfeRUN rm -rf \x80 now\n"
 
@@ -69,7 +70,7 @@ def test_a_temp_file_left_by_a_killed_writer_is_removed_by_the_next_writer(proje
     alive = subprocess.Popen([sys.executable, "-c", code, project.status], stdout=subprocess.PIPE, text=True)
     try:
         for p in (killed, alive):
-            assert p.stdout.readline().strip() == "in fsync"
+            assert present(p.stdout).readline().strip() == "in fsync"
         killed.kill()
         killed.wait(30)
 
@@ -87,26 +88,36 @@ def test_a_temp_file_left_by_a_killed_writer_is_removed_by_the_next_writer(proje
     assert not any(n.startswith(".status.json.tmp-") for n in os.listdir(project.session_dir))
 
 
-@pytest.mark.parametrize("damage", [b"{not json", b'{"cap": 200, "consumed": ' + str(2**200).encode() + b', "warn_at": 1, "warned": false, "stopped": false}'])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        b"{not json",
+        b'{"cap": 200, "consumed": ' + str(2**200).encode() + b', "warn_at": 1, "warned": false, "stopped": false}',
+    ],
+)
 def test_a_budget_set_aside_as_damaged_keeps_failing_closed_until_reset(project, damage):
     with open(project.iteration_budget, "wb") as fh:
         fh.write(damage)
     first = run_hook(project, "PostToolUse", fixture("claude-posttooluse-bash.json"))
-    assert first.json["continue"] is False
+    assert present(first.json)["continue"] is False
     control.resume(project, "ann")  # a plain resume does not make the count trustworthy again
-    second = run_hook(project, "PostToolUse", {**fixture("claude-posttooluse-bash.json"), "tool_input": {"command": "x"}})
-    assert second.json["continue"] is False, second  # ...so the next call does not start again from 1
-    assert "not reset yet" in second.json["stopReason"]
+    second = run_hook(
+        project, "PostToolUse", {**fixture("claude-posttooluse-bash.json"), "tool_input": {"command": "x"}}
+    )
+    assert present(second.json)["continue"] is False, second  # ...so the next call does not start again from 1
+    assert "not reset yet" in present(second.json)["stopReason"]
     assert not os.path.exists(project.iteration_budget)
     assert control.stop_present(project)
     kept = fsio.quarantined_copies(project.iteration_budget)
     assert len(kept) == 1 and open(kept[0], "rb").read() == damage
 
-    result = control.resume(project, "ann", reset_budget=True)
+    result = control.resume(project, "ann", reset_budget=iteration.reset)
     assert result["resumed"] and result["budget_reset"]["consumed"] == 0
-    third = run_hook(project, "PostToolUse", {**fixture("claude-posttooluse-bash.json"), "tool_input": {"command": "y"}})
+    third = run_hook(
+        project, "PostToolUse", {**fixture("claude-posttooluse-bash.json"), "tool_input": {"command": "y"}}
+    )
     assert third.code == 0 and (third.json is None or third.json.get("continue") is not False)
-    assert iteration.read(project)["consumed"] == 1
+    assert present(iteration.read(project))["consumed"] == 1
 
 
 @pytest.mark.parametrize("value", [2**200, 10**20, records.MAX_COUNT + 1, 99999999999999999999])
@@ -127,8 +138,8 @@ def test_absurd_money_fails_validation(value):
 
 def test_an_absurd_cap_from_configuration_never_writes_an_invalid_count(project):
     out = iteration.count(project, cap=99999999999999999999, warn_at=10**30)
-    assert out.budget["cap"] == records.MAX_COUNT
-    assert iteration.read(project)["consumed"] == 1  # and it reads back
+    assert present(out.budget)["cap"] == records.MAX_COUNT
+    assert present(iteration.read(project))["consumed"] == 1  # and it reads back
 
 
 HOSTILE = [

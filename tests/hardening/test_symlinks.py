@@ -12,11 +12,12 @@ import time
 import pytest
 
 from cocoplus import config
-from cocoplus.core import crashlog, hookconfig, proc
+from cocoplus.core import crashlog, proc
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout, discover
 from cocoplus.session import control, events, holds, iteration, procinfo, queue, registry, status, stops
+from cocoplus.session import values as hook_values
 from cocoplus.session.workspace import init
 from cocoplus.supervision import headless, watcher
 from tests.hook.helpers import fixture, run_hook
@@ -27,7 +28,7 @@ SESSION = "sess-1"
 
 
 def _values(layout: Layout):
-    return hookconfig.for_hook(layout, {})[0]
+    return hook_values.for_hook(layout, {})[0]
 
 
 def _count(layout):
@@ -91,6 +92,10 @@ def _session(layout):
     registry.ensure(layout, "claude", SESSION, event="SessionStart")
 
 
+def _call(layout):
+    registry.record_call(layout, registry.cs_id_for(SESSION), "0" * 24)
+
+
 def _record(layout):
     rec, _ = registry.ensure(layout, "claude", SESSION, event="SessionStart")
     return rec
@@ -112,7 +117,17 @@ def _session_steer_claim(layout):
 
 def _hold(layout):
     cs = _record(layout)["id"]
-    holds.begin(layout, {"id": "h_1", "session": cs, "pid": os.getpid(), "start_ticks": procinfo.start_ticks(os.getpid()), "started_at": "2026-01-01T00:00:00Z", "until": "2099-01-01T00:00:00Z"})
+    holds.begin(
+        layout,
+        {
+            "id": "h_1",
+            "session": cs,
+            "pid": os.getpid(),
+            "start_ticks": procinfo.start_ticks(os.getpid()),
+            "started_at": "2026-01-01T00:00:00Z",
+            "until": "2099-01-01T00:00:00Z",
+        },
+    )
     return cs
 
 
@@ -127,6 +142,23 @@ def _resume_log(layout):
 
 def _stall_cooldowns(layout):
     watcher.Supervisor(layout)._save_stall_fired(time.time())
+
+
+def _edit(layout, sid=SESSION):
+    """The real hook records a Write of the session's (sessions/<cs>.edits)."""
+    payload = fixture("claude-posttooluse-edit.json") | {"session_id": sid, "cwd": layout.project, "tool_name": "Write"}
+    payload["tool_input"] = {"file_path": os.path.join(layout.project, "a.py"), "content": "x"}
+    assert run_hook(layout, "PostToolUse", payload, cwd=layout.project).code == 0
+
+
+def _collision(layout):
+    from cocoplus.session import edits
+    from cocoplus.supervision import collisions
+
+    for sid in (SESSION, "sess-2"):
+        registry.ensure(layout, "claude", sid, event="SessionStart")
+        edits.record(layout, registry.cs_id_for(sid), ["a.py"], layout.project, layout.project)
+    collisions.check(layout, edits.Reader())
 
 
 def _signal(layout):
@@ -210,6 +242,39 @@ def _cli_log(layout):
         crashlog.log_exception("test", exc, layout)
 
 
+def _marker(layout):
+    from cocoplus.core.paths import ensure_marker
+
+    if os.path.isfile(layout.marker) and not os.path.islink(layout.marker):
+        os.unlink(layout.marker)  # made by init: ensure_marker writes it again
+    ensure_marker(layout)
+
+
+def _permission_request(layout):
+    from cocoplus.session import permissions
+
+    return permissions.open_request(
+        layout, None, runtime="claude", tool="Bash", tool_input={"command": "ls"}, wait_s=5, worker=None
+    )
+
+
+def _permission_decision(layout):
+    from cocoplus.session import permissions
+
+    req = _permission_request(layout)
+    permissions.answer(layout, req["id"], "deny", principal="operator", by="ann")
+
+
+def _refusal(layout):
+    from cocoplus.core.errors import Refused
+    from cocoplus.ops import authority
+
+    try:
+        authority.require(authority.worker("cc1"), "resume", "session resume", layout)
+    except Refused:
+        pass
+
+
 def _spawned_log(path_of):
     def op(layout):
         child = proc.spawn_cocoplus(["--version"], state_dir=layout.root, cwd=layout.project, log_path=path_of(layout))
@@ -220,9 +285,10 @@ def _spawned_log(path_of):
 
 def _fleet_command(layout):
     from cocoplus.fleet import commands, naming
+    from cocoplus.relay import apply
 
     cmd = commands.make("fc_test", 1, "stop", naming.Target("m1", "p"), {}, "ann", "m2")
-    commands.Applied(layout).begin(cmd)
+    apply.Applied(layout).begin(cmd)
 
 
 def _fleet_sent(layout):
@@ -232,14 +298,14 @@ def _fleet_sent(layout):
 
 
 def _fleet_cursors(layout):
-    from cocoplus.fleet import outbox
+    from cocoplus.relay import outbox
 
     outbox.save_cursors(layout, {"signals": {"ino": 1, "offset": 0}})
 
 
 def _relay_state(layout):
     from cocoplus.fleet.options import FleetOptions
-    from cocoplus.fleet.relay import Relay
+    from cocoplus.relay.service import Relay
 
     Relay(layout, FleetOptions(urls=["nats://127.0.0.1:1"], fleet="t", machine="m1", project="p")).write_status()
 
@@ -249,6 +315,12 @@ def _notify_state(layout):
     from cocoplus.notify import outbox
 
     outbox.save(layout, outbox.fresh({}))
+
+
+def _notify_delivery(layout):
+    from cocoplus.notify import outbox
+
+    outbox.log_delivery(layout, {"nid": "n_000000000000", "kind": "pending", "target": "t", "ok": True})
 
 
 def _notify_log(layout):
@@ -273,6 +345,33 @@ def _worker_files(lay: Layout) -> None:
     os.close(fd)
 
 
+def _git_project(lay: Layout) -> None:
+    import subprocess
+
+    if not os.path.isdir(os.path.join(lay.project, ".git")):
+        for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "base"]):
+            subprocess.run(
+                ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=lay.project,
+                check=True, capture_output=True, timeout=60,
+            )  # fmt: skip
+
+
+def _worktree(lay: Layout) -> None:
+    """A worker's git worktree made as `launch --worktree` makes it (under worktrees/, its key beside the record)."""
+    from cocoplus.supervision import worktrees
+
+    _git_project(lay)
+    os.makedirs(lay.worker_dir("w1"), exist_ok=True)
+    worktrees.create(lay, "w1", "w1", "claude", worktrees.check(lay, "w1", {}))
+
+
+def _worktree_marker(lay: Layout) -> None:
+    """The marker and key as `launch --worktree` writes them, with this state directory as the worktree's own."""
+    from cocoplus.supervision import worktrees
+
+    worktrees._mark(Layout(lay.root), "w1", lay.project)
+
+
 WRITERS = {
     "agent_stop": (lambda lay: control.stop(lay, "ann", "test"), "file"),
     "steer": (lambda lay: control.steer(lay, "look here"), "file"),
@@ -280,7 +379,7 @@ WRITERS = {
     "pod_state": (lambda lay: status.set_state(lay, "idle"), "file"),
     "status": (lambda lay: status.set_state(lay, "idle"), "file"),
     "hook_config": (config.compile_for_hook, "file"),
-    "price_table": (config.compile_for_hook, "file"),
+    "price_table": (lambda lay: __import__("cocoplus.cost.price_table", fromlist=["refresh"]).refresh(lay), "file"),
     "readme": (init_ := lambda lay: init(lay.root), "file"),
     "gitignore": (init_, "file"),
     "session_dir": (lambda lay: status.set_state(lay, "idle"), "dir"),
@@ -291,7 +390,6 @@ WRITERS = {
     "iteration_budget": (_count, "file"),
     "iteration_spool_dir": (_spool, "dir"),
     "budget_state": (_budget_state, "file"),
-    "status_dir": None,
     "steps": (lambda lay: events.log_step(lay, "x"), "file"),
     "stage": (_stage, "file"),
     "cost_dir": (_spend, "dir"),
@@ -334,6 +432,15 @@ WRITERS = {
     "logs_dir": (_cli_log, "dir"),
     "hook_log": (_hook_log, "file"),
     "cli_log": (_cli_log, "file"),
+    "authority_log": (_refusal, "file"),
+    "session_calls": (_call, "file"),
+    "session_edits": (_edit, "file"),
+    "collisions": (_collision, "file"),
+    "permissions_dir": (_permission_request, "dir"),
+    "permission_requests_dir": (_permission_request, "dir"),
+    "permission_request": (_permission_request, "file"),
+    "permission_log": (_permission_decision, "file"),
+    "marker": (_marker, "file"),
     "supervisor_log": (_spawned_log(lambda lay: lay.supervisor_log), "file"),
     "chat_worker_log": (_spawned_log(lambda lay: lay.chat_worker_log), "file"),
     "fleet_dir": (_fleet_command, "dir"),
@@ -344,14 +451,18 @@ WRITERS = {
     "notify_dir": (_notify_state, "dir"),
     "notify_state": (_notify_state, "file"),
     "notify_log": (_notify_log, "file"),
+    "notify_deliveries": (_notify_delivery, "file"),
     "relay_log": (_spawned_log(lambda lay: lay.relay_log), "file"),
     "workers_dir": (_worker_files, "dir"),
     "worker_dir": (_worker_files, "dir"),
     "worker_record": (_worker_files, "file"),
     "worker_log": (_worker_files, "file"),
     "worker_runner_log": (_worker_files, "file"),
+    "worker_worktree_key": (_worktree_marker, "file"),
+    "worktree_marker": (_worktree_marker, "file"),
+    "worktrees_dir": (_worktree, "dir"),
+    "worktree": (_worktree, "dir"),
 }
-del WRITERS["status_dir"]
 
 # Members that are not files under `.cocoplus/` that cocoplus writes, and why.
 NOT_WRITTEN_HERE = {
@@ -364,8 +475,7 @@ NOT_WRITTEN_HERE = {
 }
 
 
-
-def _path_of(layout: Layout, name: str) -> str:
+def _path_of(layout: Layout, name: str) -> str | None:
     member = getattr(layout, name)
     if not callable(member):
         return member
@@ -376,17 +486,38 @@ def _path_of(layout: Layout, name: str) -> str:
         "ledger": (CONV,),
         "tasks_dir": (CONV,),
         "lock": ("test",),
-        **{n: ("w1",) for n in ("worker_dir", "worker_record", "worker_log", "worker_runner_log")},
+        **{
+            n: ("w1",)
+            for n in ("worker_dir", "worker_record", "worker_log", "worker_runner_log", "worker_worktree_key")
+        },
+        "worktree": ("w1",),
     }
-    if name in ("task_record", "resume_log"):
+    if name in ("task_record", "resume_log", "permission_request"):
         return None  # its name is a fresh id: its directory is planted instead
     cs = registry.cs_id_for(SESSION)
-    args.update({n: (cs,) for n in ("session_stop", "session_steer", "session_steer_claimed_dir", "hold", "hold_decision")})
+    args.update(
+        {
+            n: (cs,)
+            for n in (
+                "session_calls",
+                "session_edits",
+                "session_stop",
+                "session_steer",
+                "session_steer_claimed_dir",
+                "hold",
+                "hold_decision",
+            )
+        }
+    )
     return member(*args[name])
 
 
 def test_every_layout_path_is_covered():
-    members = {n for n, v in vars(Layout).items() if not n.startswith("_") and (isinstance(v, property) or inspect.isfunction(v))}
+    members = {
+        n
+        for n, v in vars(Layout).items()
+        if not n.startswith("_") and (isinstance(v, property) or inspect.isfunction(v))
+    }
     members |= set(Layout.__slots__)
     assert members == set(WRITERS) | set(NOT_WRITTEN_HERE)
 
@@ -394,7 +525,8 @@ def test_every_layout_path_is_covered():
 def _target(layout: Layout, name: str, kind: str) -> tuple[str, str]:
     target = _path_of(layout, name)
     if target is None:  # task records and resume logs: their directory stands in
-        return (layout.resumes_dir if name == "resume_log" else layout.tasks_dir(CONV)), "dir"
+        dirs = {"resume_log": layout.resumes_dir, "permission_request": layout.permission_requests_dir}
+        return dirs.get(name, layout.tasks_dir(CONV)), "dir"
     return target, kind
 
 
@@ -480,8 +612,19 @@ def test_a_symlink_planted_at_a_written_path_is_never_written_through(project, t
     else:
         os.mkdir(victim)
         # Files with the names the operation would write, so a write through the link shows.
-        for n in ("status.json", "pod-state.json", "steps.jsonl", "spend.jsonl", "cocoplus.log", "hook.log", "index.json",
-                  "state.json", "conversation.json", "test.lock", "x"):
+        for n in (
+            "status.json",
+            "pod-state.json",
+            "steps.jsonl",
+            "spend.jsonl",
+            "cocoplus.log",
+            "hook.log",
+            "index.json",
+            "state.json",
+            "conversation.json",
+            "test.lock",
+            "x",
+        ):
             with open(os.path.join(victim, n), "wb") as fh:
                 fh.write(VICTIM)
     os.makedirs(os.path.dirname(target), exist_ok=True)

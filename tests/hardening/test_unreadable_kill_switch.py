@@ -17,6 +17,7 @@ from cocoplus.session import control
 from cocoplus.session.workspace import init
 from tests.hardening.support import run_as, second_user
 from tests.hook.helpers import fixture
+from tests.support.typed import present
 
 
 @pytest.fixture(scope="module")
@@ -75,12 +76,16 @@ def test_a_searchable_state_directory_is_read_as_it_is(shared_project, agent_use
 def test_kill_switch_state_for_every_shape_of_agent_stop(project):
     import socket
 
+    def unreadable_file(p: str) -> None:
+        open(p, "wb").close()
+        os.chmod(p, 0)
+
     shapes = {
         "empty file": lambda p: open(p, "wb").close(),
         "directory": lambda p: os.mkdir(p),
         "dangling symlink": lambda p: os.symlink("/nonexistent/target", p),
         "fifo": lambda p: os.mkfifo(p),
-        "unreadable file": lambda p: (open(p, "wb").close(), os.chmod(p, 0)),
+        "unreadable file": unreadable_file,
         "socket": lambda p: socket.socket(socket.AF_UNIX).bind(p),
         "garbage": lambda p: open(p, "wb").write(b"\xff\xfe\x00" * 1000),
     }
@@ -88,7 +93,7 @@ def test_kill_switch_state_for_every_shape_of_agent_stop(project):
         make(project.agent_stop)
         assert control.kill_switch_state(project.root)[0] is True, shape
         assert control.stop_present(project), shape
-        info = control.read_stop(project)  # never hangs on a FIFO, never raises
+        info = present(control.read_stop(project))  # never hangs on a FIFO, never raises
         assert info["present"] is True, shape
         assert control.resume(project, "ann")["resumed"] is True, shape
         assert control.kill_switch_state(project.root)[0] is False, shape
@@ -101,7 +106,9 @@ def _hook(state_dir: str, event: str, payload: dict) -> tuple[int, str]:
     sys.stdout = out
     try:
         code = hook_main.main(
-            [event, "--runtime", "claude"], stdin_bytes=json.dumps(payload).encode(), environ={"COCOPLUS_DIR": state_dir}
+            [event, "--runtime", "claude"],
+            stdin_bytes=json.dumps(payload).encode(),
+            environ={"COCOPLUS_DIR": state_dir},
         )
     finally:
         sys.stdout = sys.__stdout__

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cocoplus.core.paths import Layout
-from cocoplus.runtimes.install import hook_script
+from cocoplus.install.hooks import hook_script
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "hook-payloads"
 
@@ -49,7 +49,11 @@ def hook_argv(event: str, runtime: str | None = "claude", *extra: str) -> list[s
 
 
 def hook_env(layout: Layout | None, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE_", "GEMINI_", "CURSOR_", "CORTEX_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("COCOPLUS_", "CLAUDE_", "GEMINI_", "CURSOR_", "CORTEX_"))
+    }
     if layout is not None:
         env["COCOPLUS_DIR"] = layout.root
     env.update(extra)
@@ -111,3 +115,31 @@ def same_shape(actual: Any, want: Any, path: str = "$", extra: dict[str, Any] | 
         assert isinstance(actual, str) and actual, f"{path}: expected text, got {actual!r}"
     else:
         assert actual == want, f"{path}: {actual!r} != {want!r}"
+
+
+def run_hook_failing(
+    layout: Layout, event: str, payload: dict[str, Any] | bytes, runtime: str, patch: str, *, timeout: float = 60
+) -> HookRun:
+    """The hook's entry point in a child process, as the installed command runs it, after `patch` (Python
+    source; `CocoplusError`, `entry`, `runner` and `control` are imported for it) made a part of cocoplus fail."""
+    code = (
+        "import sys\n"
+        "from cocoplus.core.errors import CocoplusError\n"
+        "from cocoplus.hook import entry, runner\n"
+        "from cocoplus.session import control\n"
+        f"{patch}\n"
+        "sys.exit(entry.main())\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, event, "--runtime", runtime],
+        input=json.dumps(payload).encode() if isinstance(payload, dict) else payload,
+        capture_output=True,
+        env=hook_env(layout),
+        timeout=timeout,
+    )
+    return HookRun(r.returncode, r.stdout.decode(), r.stderr.decode())
+
+
+def raising(target: str, exc: str = "RuntimeError", message: str = "disk went away (injected by the test)") -> str:
+    """A `run_hook_failing` patch: `target` (e.g. `runner.HANDLERS['permission']`) raises `exc(message)`."""
+    return f"def _boom(*_a, **_k):\n    raise {exc}({message!r})\n{target} = _boom"

@@ -7,14 +7,22 @@ import os
 import subprocess
 
 from cocoplus.core.paths import Layout
-from cocoplus.session import control
+from cocoplus.session import control, registry
 from tests.hook.helpers import fixture, hook_argv, hook_env
 
 
-def _race(layout: Layout, event: str, payloads: list[dict], runtime: str = "claude", **env: str) -> list[tuple[int, str, str]]:
+def _race(
+    layout: Layout, event: str, payloads: list[dict], runtime: str = "claude", **env: str
+) -> list[tuple[int, str, str]]:
     """Start every hook process first, then give them their payloads at once."""
     procs = [
-        subprocess.Popen(hook_argv(event, runtime), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=hook_env(layout, **env))
+        subprocess.Popen(
+            hook_argv(event, runtime),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=hook_env(layout, **env),
+        )
         for _ in payloads
     ]
     for p, payload in zip(procs, payloads, strict=True):
@@ -44,9 +52,11 @@ def test_64_concurrent_post_tool_use_hooks_count_64(project: Layout) -> None:
     assert leftovers == []
     progress = open(project.progress).read()
     assert "- Consumed: 64" in progress
-    (rec_name,) = [n for n in os.listdir(project.sessions_dir) if n.startswith("cs_")]
-    rec = json.loads(open(os.path.join(project.sessions_dir, rec_name)).read())
-    assert rec["tool_calls"] == 64
+    (rec_name,) = [n for n in os.listdir(project.sessions_dir) if n.startswith("cs_") and n.endswith(".json")]
+    # The record with its call log (64 fixed-width lines, appended without a lock): exactly 64 calls.
+    rec = registry.read_record(project, rec_name[:-5])
+    assert rec is not None and rec["tool_calls"] == 64
+    assert os.path.getsize(project.session_calls(rec["id"])) == 64 * registry.CALL_WIDTH
 
 
 def test_64_concurrent_hooks_across_the_cap_stop_exactly_once(project: Layout) -> None:
@@ -55,7 +65,9 @@ def test_64_concurrent_hooks_across_the_cap_stop_exactly_once(project: Layout) -
     base = fixture("claude-posttooluse-bash.json")
     payloads = [{**base, "tool_input": {"command": f"echo {i}"}} for i in range(64)]
     results = _race(project, "PostToolUse", payloads)
-    stops = [out for _, out, _ in results if '"continue": false' in out.replace('"continue":false', '"continue": false')]
+    stops = [
+        out for _, out, _ in results if '"continue": false' in out.replace('"continue":false', '"continue": false')
+    ]
     assert len(stops) == 64 - 39  # the 40th call and every one after it is told to stop
     budget = json.loads(open(project.iteration_budget).read())
     assert budget["consumed"] == 64 and budget["stopped"] is True
@@ -63,7 +75,7 @@ def test_64_concurrent_hooks_across_the_cap_stop_exactly_once(project: Layout) -
     assert [s["event"] for s in steps].count("iteration_cap") == 1
     assert [s["event"] for s in steps].count("checkpoint_requested") == 1
     stop = json.loads(open(project.agent_stop).read())
-    assert stop["reason"] == "iteration budget exhausted (40/40)"
+    assert stop["reason"] == "iteration budget exhausted: 40 of 40 tool calls used (cap 40, [session] max_iterations)"
 
 
 def test_16_concurrent_prompts_inject_one_steer_once(project: Layout) -> None:

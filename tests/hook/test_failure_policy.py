@@ -14,6 +14,7 @@ import pytest
 from cocoplus.core.paths import Layout
 from cocoplus.session import control
 from tests.hook.helpers import fixture, hook_env, run_hook
+from tests.support.typed import present
 
 GARBAGE = [b"", b"not json at all", b"\xff\xfe\x00garbage", b"[1, 2, 3]", b'{"unterminated": ', b"null", b"{" * 50000]
 
@@ -32,30 +33,32 @@ def test_garbage_on_stdin_never_blocks_and_never_tracebacks(project: Layout, std
 def test_garbage_on_stdin_still_denies_while_stopped(project: Layout, stdin: bytes) -> None:
     control.stop(project, "alice", "hold")
     r = run_hook(project, "PreToolUse", stdin, "claude")
-    assert r.code == 0 and r.json["hookSpecificOutput"]["permissionDecision"] == "deny", r
+    assert r.code == 0 and present(r.json)["hookSpecificOutput"]["permissionDecision"] == "deny", r
     # Without --runtime the dialect is unknown: exit 2 with the reason on stderr blocks in every runtime.
     r2 = run_hook(project, "PreToolUse", stdin, None)
-    if stdin.strip() and not stdin.startswith(b"{\"") and stdin != b"null":
+    if stdin.strip() and not stdin.startswith(b'{"') and stdin != b"null":
         assert r2.code == 2 and "alice" in r2.err, r2
     else:
         assert r2.code in (0, 2)
         assert "alice" in (r2.out + r2.err)
 
 
-@pytest.mark.parametrize("content", [b"", b"garbage \x00\xff", b'{"operator": 5}', b"operator: carol\nreason: by hand\n"])
+@pytest.mark.parametrize(
+    "content", [b"", b"garbage \x00\xff", b'{"operator": 5}', b"operator: carol\nreason: by hand\n"]
+)
 def test_any_agent_stop_content_stops(project: Layout, content: bytes) -> None:
     with open(project.agent_stop, "wb") as fh:
         fh.write(content)
     r = run_hook(project, "PreToolUse", fixture("claude-pretooluse-bash.json"))
-    assert r.json["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert present(r.json)["hookSpecificOutput"]["permissionDecision"] == "deny"
     if content.startswith(b"operator: carol"):
-        assert "carol" in r.json["hookSpecificOutput"]["permissionDecisionReason"]
+        assert "carol" in present(r.json)["hookSpecificOutput"]["permissionDecisionReason"]
 
 
 def test_agent_stop_as_a_directory_still_stops(project: Layout) -> None:
     os.mkdir(project.agent_stop)
     r = run_hook(project, "PreToolUse", fixture("claude-pretooluse-bash.json"))
-    assert r.json["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert present(r.json)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
 def test_unknown_event_is_logged_once_and_allowed(project: Layout) -> None:
@@ -81,16 +84,20 @@ def test_project_is_found_from_the_payload_cwd_when_the_agent_cd_s_below_it(proj
     control.stop(project, "dana", "cd test")
     payload = {**fixture("codex-pretooluse-bash.json"), "cwd": sub}
     r = run_hook(None, "PreToolUse", payload, "codex", env=hook_env(None))
-    assert r.json["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert present(r.json)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
-def test_claude_project_dir_wins_when_the_agent_cds_out_of_the_project(project: Layout, tmp_path: os.PathLike[str]) -> None:
+def test_claude_project_dir_wins_when_the_agent_cds_out_of_the_project(
+    project: Layout, tmp_path: os.PathLike[str]
+) -> None:
     control.stop(project, "erin", "cd out")
     outside = os.path.join(str(tmp_path), "outside")
     os.mkdir(outside)
     payload = {**fixture("claude-pretooluse-bash.json"), "cwd": outside}
-    r = run_hook(None, "PreToolUse", payload, "claude", cwd=outside, env=hook_env(None, CLAUDE_PROJECT_DIR=project.project))
-    assert r.json["hookSpecificOutput"]["permissionDecision"] == "deny"
+    r = run_hook(
+        None, "PreToolUse", payload, "claude", cwd=outside, env=hook_env(None, CLAUDE_PROJECT_DIR=project.project)
+    )
+    assert present(r.json)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
 def test_a_lock_held_too_long_spools_the_count_and_loses_nothing(project: Layout) -> None:
@@ -104,18 +111,29 @@ def test_a_lock_held_too_long_spools_the_count_and_loses_nothing(project: Layout
         assert elapsed < 20  # bounded: it gave up on the lock rather than hang
         assert len(os.listdir(project.iteration_spool_dir)) == 1
     assert "spooled" in open(project.hook_log).read()
-    r2 = run_hook(project, "PostToolUse", {**fixture("claude-posttooluse-bash.json"), "tool_input": {"command": "x"}}, env=env)
+    r2 = run_hook(
+        project, "PostToolUse", {**fixture("claude-posttooluse-bash.json"), "tool_input": {"command": "x"}}, env=env
+    )
     assert r2.code == 0
     assert json.loads(open(project.iteration_budget).read())["consumed"] == 2
     assert os.listdir(project.iteration_spool_dir) == []
 
 
-@pytest.mark.parametrize("damage", [b"", b"{not json", b'{"cap": "200", "consumed": 1, "warn_at": 1, "warned": false, "stopped": false}', b"\x00\x01\x02", b"[]"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        b"",
+        b"{not json",
+        b'{"cap": "200", "consumed": 1, "warn_at": 1, "warned": false, "stopped": false}',
+        b"\x00\x01\x02",
+        b"[]",
+    ],
+)
 def test_damaged_iteration_budget_fails_closed(project: Layout, damage: bytes) -> None:
     with open(project.iteration_budget, "wb") as fh:
         fh.write(damage)
     r = run_hook(project, "PostToolUse", fixture("claude-posttooluse-bash.json"))
-    out = r.json
+    out = present(r.json)
     assert out["continue"] is False
     assert "iteration-budget.json" in out["stopReason"] and ".corrupt-" in out["stopReason"]
     kept = [n for n in os.listdir(project.session_dir) if n.startswith("iteration-budget.json.corrupt-")]
@@ -124,7 +142,7 @@ def test_damaged_iteration_budget_fails_closed(project: Layout, damage: bytes) -
         assert fh.read() == damage  # kept aside byte for byte, never silently reset
     assert control.stop_present(project)
     deny = run_hook(project, "PreToolUse", fixture("claude-pretooluse-bash.json"))
-    assert "iteration-budget.json" in deny.json["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "iteration-budget.json" in present(deny.json)["hookSpecificOutput"]["permissionDecisionReason"]
 
 
 def test_steer_claimed_by_a_process_that_died_is_delivered_next_time(project: Layout) -> None:
@@ -138,7 +156,7 @@ def test_steer_claimed_by_a_process_that_died_is_delivered_next_time(project: La
     assert child.returncode == 9 and child.stdout.startswith("st_")
     assert not os.path.exists(project.steer) and len(os.listdir(project.steer_claimed_dir)) == 1
     r = run_hook(project, "UserPromptSubmit", fixture("claude-userpromptsubmit.json"))
-    assert "STEER-ORPHAN" in r.json["hookSpecificOutput"]["additionalContext"]
+    assert "STEER-ORPHAN" in present(r.json)["hookSpecificOutput"]["additionalContext"]
     again = run_hook(project, "UserPromptSubmit", fixture("claude-userpromptsubmit.json"))
     assert "STEER-ORPHAN" not in again.out
     injected = [json.loads(x) for x in open(project.steps).read().splitlines() if "steer_injected" in x]
@@ -205,3 +223,89 @@ def test_loop_guard_asks_for_a_checkpoint_then_stops(project: Layout) -> None:
     control.resume(project, "tester")
     other = run_hook(project, "PostToolUse", {**payload, "tool_input": {"command": "different"}}, env=env)
     assert other.out == ""
+
+
+# -- a block after a failure is still written in the dialect of the event ------------------------------
+
+BLOCKED_EVENTS = [
+    ("claude", "PreToolUse", "claude-pretooluse-bash.json"),
+    ("claude", "PermissionRequest", "claude-permissionrequest-bash.json"),
+    ("codex", "PreToolUse", "codex-pretooluse-bash.json"),
+    ("codex", "PermissionRequest", "codex-permissionrequest-bash.json"),
+    ("gemini", "BeforeTool", "gemini-beforetool-write-file.json"),
+    ("cursor", "beforeShellExecution", "cursor-beforeshellexecution.json"),
+    ("cortex", "PreToolUse", "cortex-pretooluse-bash.json"),
+    ("cortex", "PermissionRequest", "cortex-permissionrequest-bash.json"),
+]
+FAILURES = {
+    # cocoplus' own error in the event's handler: the runner catches it and checks the kill switch again
+    "handler error": "runner.HANDLERS[{kind!r}]",
+    # anything else going wrong in the handler: the hook's last resort (entry.last_resort)
+    "handler crash": "runner.HANDLERS[{kind!r}]",
+    # a crash before any handler, while reading the kill switch itself
+    "kill switch crash": "control.kill_switch_sentence",
+}
+
+
+def _failure_cases() -> list[tuple[str, str, str, str]]:
+    from cocoplus.runtimes import registry as runtimes
+
+    cases = []
+    for runtime, event, payload in BLOCKED_EVENTS:
+        pre_tool = runtimes.kind(runtimes.get(runtime), event) == "pre_tool"
+        # A pre-tool event is answered from the kill switch before any handler runs.
+        cases += [(runtime, event, payload, f) for f in FAILURES if not (pre_tool and f != "kill switch crash")]
+    return cases
+
+
+@pytest.mark.parametrize(("runtime", "event", "payload", "failure"), _failure_cases())
+def test_a_failure_while_stopped_blocks_in_the_events_own_dialect(
+    project: Layout, runtime: str, event: str, payload: str, failure: str
+) -> None:
+    """Whatever fails, the stop holds with the answer this event normally gets, never another event's.
+
+    (Before, a failing PermissionRequest handler answered with the PreToolUse deny, which Codex refuses,
+    and a crash answered exit 2, which Claude Code does not honour on a PermissionRequest.)
+    """
+    from cocoplus.runtimes import registry as runtimes
+    from tests.hook.helpers import raising, run_hook_failing
+    from tests.runtimes.codex_schemas import shape
+
+    kind = runtimes.kind(runtimes.get(runtime), event)
+    control.stop(project, "alice", "release freeze")
+    normal = run_hook(project, event, fixture(payload), runtime)
+    assert normal.code == 0 and normal.json, normal
+    target = FAILURES[failure].format(kind=kind)
+    failed = run_hook_failing(
+        project,
+        event,
+        fixture(payload),
+        runtime,
+        raising(target, "CocoplusError" if failure == "handler error" else "RuntimeError"),
+    )
+    assert failed.code == 0 and failed.err == "", failed
+    assert shape(failed.json) == shape(normal.json)
+    assert "stopped" in json.dumps(failed.json)
+    if failure != "handler error":
+        assert "hook crashed" in open(project.hook_log).read()
+
+
+def test_a_failure_of_the_adapter_too_still_blocks_with_exit_2(project: Layout) -> None:
+    """When not even the runtime's own answer can be written, exit 2 with the reason on stderr blocks
+    (Codex takes it as a PermissionRequest deny)."""
+    from tests.hook.helpers import raising, run_hook_failing
+
+    control.stop(project, "alice", "release freeze")
+    patch = raising("runner.HANDLERS['permission']") + "\n" + raising("runner.block")
+    r = run_hook_failing(project, "PermissionRequest", fixture("codex-permissionrequest-bash.json"), "codex", patch)
+    assert (r.code, r.out) == (2, "") and "AGENT_STOP" in r.err, r
+
+
+def test_a_failure_without_a_stop_lets_the_tool_run(project: Layout) -> None:
+    from tests.hook.helpers import raising, run_hook_failing
+
+    for target in ("runner.HANDLERS['permission']", "control.kill_switch_sentence"):
+        r = run_hook_failing(
+            project, "PermissionRequest", fixture("claude-permissionrequest-bash.json"), "claude", raising(target)
+        )
+        assert (r.code, r.out, r.err) == (0, "", ""), r

@@ -43,7 +43,11 @@ class Held:
 
     def __init__(self, layout: Layout, payload: dict[str, Any], **env: str) -> None:
         self.proc = subprocess.Popen(
-            hook_argv("Stop"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=hook_env(layout, **env)
+            hook_argv("Stop"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=hook_env(layout, **env),
         )
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps(payload).encode())
@@ -79,7 +83,7 @@ def held(supervised: Layout) -> Any:
         started.append(h)
         cs = registry.cs_id_for((payload or {}).get("session_id", SID))
         wait_until(lambda: holds.current(supervised, cs) is not None or h.proc.poll() is not None, timeout=20)
-        assert h.proc.poll() is None, h.proc.stdout.read() if h.proc.stdout else ""  # type: ignore[union-attr]
+        assert h.proc.poll() is None, h.proc.stdout.read() if h.proc.stdout else ""
         return h
 
     yield start
@@ -112,7 +116,13 @@ def test_a_dispatch_releases_the_held_turn_end_with_an_operator_instruction(supe
     assert holds.read(supervised, CS) is None and not os.path.exists(supervised.hold_decision(CS))
     assert [s["outcome"] for s in steps(supervised, "hold_ended")] == ["decision"]
     (action,) = [r for r in fsio.read_jsonl(supervised.rounds).records if r["event"] == "action"]
-    assert (action["action"], action["alias"], action["by"], action["round"], action["result"]["route"]) == ("dispatch", "cc1", "alice", None, "held")
+    assert (action["action"], action["alias"], action["by"], action["round"], action["result"]["route"]) == (
+        "dispatch",
+        "cc1",
+        "alice",
+        None,
+        "held",
+    )
 
 
 def test_agent_stop_during_a_hold_ends_it_within_a_second(supervised: Layout, held: Any) -> None:
@@ -130,7 +140,7 @@ def test_agent_stop_during_a_hold_ends_it_within_a_second(supervised: Layout, he
 def test_a_stop_of_this_session_ends_its_hold_within_a_second(supervised: Layout, held: Any) -> None:
     h = held()
     t0 = time.monotonic()
-    session_ops.stop(supervised, "look at the diff first", "alice", session="cc1")
+    session_ops.stop_session(supervised, "cc1", "look at the diff first", "alice")
     code, out = h.result()
     assert time.monotonic() - t0 < 1.0
     assert code == 0 and out == ""
@@ -141,7 +151,7 @@ def test_a_stop_of_another_session_leaves_the_hold_alone(supervised: Layout, hel
     h = held()
     other, _ = registry.ensure(supervised, "claude", "other-session", event="SessionStart")
     assert other["alias"] == "cc2"
-    session_ops.stop(supervised, "not you", "alice", session="cc2")
+    session_ops.stop_session(supervised, "cc2", "not you", "alice")
     # Proof the hook saw the stop directory and kept waiting: a decision made after it still arrives.
     result = dispatch_ops.dispatch(supervised, "cc1", "carry on", by="alice")
     assert result["route"] == "held"
@@ -163,12 +173,19 @@ def test_excluding_the_session_releases_its_hold(supervised: Layout, held: Any) 
     h = held()
     scope.exclude(supervised, "cc1")
     code, out = h.result()
-    assert out == "" and steps(supervised, "hold_ended")[0]["outcome"] == "released: the session is outside the supervision scope"
+    assert (
+        out == ""
+        and steps(supervised, "hold_ended")[0]["outcome"] == "released: the session is outside the supervision scope"
+    )
 
 
-def test_a_round_that_began_after_the_hold_and_ended_without_a_decision_releases_it(supervised: Layout, held: Any) -> None:
+def test_a_round_that_began_after_the_hold_and_ended_without_a_decision_releases_it(
+    supervised: Layout, held: Any
+) -> None:
     def log(**rec: Any) -> None:
-        fsio.append_jsonl(supervised.rounds, {"schema_version": 1, "ts": "2026-01-01T00:00:00.000Z", **rec}, supervised.lock("rounds"))
+        fsio.append_jsonl(
+            supervised.rounds, {"schema_version": 1, "ts": "2026-01-01T00:00:00.000Z", **rec}, supervised.lock("rounds")
+        )
 
     log(event="round_started", number=1)  # began before the hold: its end says nothing about this session
     h = held()
@@ -180,7 +197,10 @@ def test_a_round_that_began_after_the_hold_and_ended_without_a_decision_releases
     log(event="round_finished", number=2, outcome="succeeded")
     code, out = h.result()
     assert out == ""
-    assert steps(supervised, "hold_ended")[0]["outcome"] == "released: a supervision round ended without a decision for this session"
+    assert (
+        steps(supervised, "hold_ended")[0]["outcome"]
+        == "released: a supervision round ended without a decision for this session"
+    )
 
 
 def test_the_hold_times_out_into_a_normal_turn_end(supervised: Layout, held: Any) -> None:
@@ -238,15 +258,18 @@ def _alive(pid: int) -> bool:
 
 def test_a_steer_for_the_session_during_a_hold_continues_it(supervised: Layout, held: Any) -> None:
     h = held()
-    result = session_ops.steer(supervised, "also update the changelog", session="cc1")
+    result = session_ops.steer_session(supervised, "cc1", "also update the changelog")
     assert result["route"] == "held"
     code, out = h.result()
-    assert json.loads(out) == {"decision": "block", "reason": "Operator note for this session (cocoplus steer by tester): also update the changelog"}
+    assert json.loads(out) == {
+        "decision": "block",
+        "reason": "Operator note for this session (cocoplus steer by tester): also update the changelog",
+    }
 
 
 def test_a_steer_waiting_at_the_turn_end_continues_at_once_even_without_supervision(project: Layout) -> None:
     registry.ensure(project, "claude", SID, event="SessionStart")
-    session_ops.steer(project, "now the docs", session="cc1")
+    session_ops.steer_session(project, "cc1", "now the docs")
     r = run_hook(project, "Stop", stop_payload(project))
     answer = r.json
     assert answer is not None and answer["decision"] == "block" and answer["reason"].endswith("now the docs")
@@ -304,9 +327,16 @@ def test_no_hold_when_holding_is_off_or_the_session_is_not_supervised(project: L
     assert run_hook(project, "Stop", stop_payload(project)).out == ""  # on, but no watcher runs to wake the brain
     assert steps(project, "hold_started") == []
     with Lock(project.lock("supervisor")):
-        ran = subprocess.run(hook_argv("Stop"), input=json.dumps(stop_payload(project)).encode(), capture_output=True,
-                             env=hook_env(project, COCOPLUS_SUPERVISION_HOLD_TURN_END_S="1"), timeout=30)  # fmt: skip
-        assert ran.returncode == 0 and len(steps(project, "hold_started")) == 1  # with a watcher, the same turn end holds
+        ran = subprocess.run(
+            hook_argv("Stop"),
+            input=json.dumps(stop_payload(project)).encode(),
+            capture_output=True,
+            env=hook_env(project, COCOPLUS_SUPERVISION_HOLD_TURN_END_S="1"),
+            timeout=30,
+        )
+        assert (
+            ran.returncode == 0 and len(steps(project, "hold_started")) == 1
+        )  # with a watcher, the same turn end holds
         env = hook_env(project, COCOPLUS_SUPERVISION_HOLD_TURN_END_S="0")
         assert run_hook(project, "Stop", stop_payload(project), env=env).out == ""
         assert len(steps(project, "hold_started")) == 1  # holding turned off: no second hold
@@ -314,10 +344,13 @@ def test_no_hold_when_holding_is_off_or_the_session_is_not_supervised(project: L
 
 def test_a_decision_that_meets_a_stop_is_kept_as_a_steer_for_the_next_prompt(supervised: Layout, held: Any) -> None:
     h = held()
-    # Both under the holds lock: the hook sees the stop, then waits for the lock to end its hold, and finds the decision.
+    # Both under the holds lock: the hook sees the stop, then
+    # waits for the lock to end its hold, and finds the decision.
     with Lock(supervised.lock("holds")):
         control.stop(supervised, "alice", "freeze")
-        assert holds.decide(supervised, CS, "the decided text", instruction="i", action="dispatch", by="alice") is not None
+        assert (
+            holds.decide(supervised, CS, "the decided text", instruction="i", action="dispatch", by="alice") is not None
+        )
     code, out = h.result()
     assert out == ""  # no continuation while the agent is stopped
     assert control.pending_steer(supervised, CS) == "the decided text\n"

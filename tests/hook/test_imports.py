@@ -22,8 +22,9 @@ import pytest
 
 from cocoplus import config
 from cocoplus.core.paths import Layout
+from cocoplus.install.hooks import hook_script
+from cocoplus.ops import project as project_ops
 from cocoplus.runtimes import registry
-from cocoplus.runtimes.install import hook_script
 from cocoplus.session import control
 from tests.hook.helpers import FIXTURES, fixture, hook_env
 
@@ -33,9 +34,11 @@ HEAVY = {
     "nats", "ssl", "socket",
 }  # fmt: skip
 # cocoplus modules that must never load in a hook process
-NOT_IN_HOOK = {"cocoplus.cli", "cocoplus.report", "cocoplus.supervision", "cocoplus.chat", "cocoplus.server", "cocoplus.mcp",
-               "cocoplus.notify", "cocoplus.tui", "cocoplus.fleet", "cocoplus.runtimes.install", "cocoplus.runtimes.mcp_config",
-               "cocoplus.runtimes.files", "cocoplus.cost.price_table"}  # fmt: skip
+NOT_IN_HOOK = {
+    "cocoplus.cli", "cocoplus.report", "cocoplus.supervision", "cocoplus.chat", "cocoplus.server", "cocoplus.mcp",
+    "cocoplus.notify", "cocoplus.tui", "cocoplus.fleet", "cocoplus.install", "cocoplus.runtimes.mcp_config",
+    "cocoplus.cost.price_table", "cocoplus.cost.live", "cocoplus.cost.forecast", "cocoplus.core.inert",
+}  # fmt: skip
 # Not even these on the events that run around every tool call.
 NOT_ON_TOOL_EVENTS = {"json", "re", "typing", "enum", "zlib"}
 RECORDS = Path(__file__).resolve().parent.parent / "fixtures" / "runtime-records"
@@ -62,7 +65,9 @@ sys.stderr.write("RC %s\\n" % code)
 """
 
 
-def loaded(layout: Layout, event: str, runtime: str, payload: dict[str, Any], argv_payload: bool = False) -> tuple[set[str], str]:
+def loaded(
+    layout: Layout, event: str, runtime: str, payload: dict[str, Any], argv_payload: bool = False
+) -> tuple[set[str], str]:
     data = json.dumps(payload)
     argv = [sys.executable, "-S", "-c", PROBE, hook_script(), event, "--runtime", runtime]
     # As the runtime starts it: in the project, with the runtime's own variable naming it (if it has one).
@@ -91,7 +96,10 @@ def _top(mods: set[str]) -> set[str]:
 TOOL = {"tool_name": "Bash", "tool_input": {"command": "pytest -q"}, "tool_use_id": "toolu_01"}
 BY_KIND: dict[str, dict[str, Any]] = {
     "pre_tool": TOOL,
-    "post_tool": {**TOOL, "tool_response": {"stdout": "12 passed\n", "stderr": "", "interrupted": False, "isImage": False}},
+    "post_tool": {
+        **TOOL,
+        "tool_response": {"stdout": "12 passed\n", "stderr": "", "interrupted": False, "isImage": False},
+    },
     "post_tool_failure": {**TOOL, "error": "Exit code 1"},
     "permission": {"tool_name": "Bash", "tool_input": {"command": "git push origin main"}},
     "prompt": {"prompt": "Continue with the next item in PLAN.md"},
@@ -119,7 +127,17 @@ USAGE_RECORD = {
     "codex-rollout": FIXTURES / "codex-rollout-token-count.jsonl",
     "gemini-recording": RECORDS / "gemini-chat-recording.jsonl",
 }
-IDENTITY = ("session_id", "conversation_id", "generation_id", "model", "cursor_version", "user_email", "timestamp", "permission_mode", "turn_id")
+IDENTITY = (
+    "session_id",
+    "conversation_id",
+    "generation_id",
+    "model",
+    "cursor_version",
+    "user_email",
+    "timestamp",
+    "permission_mode",
+    "turn_id",
+)
 
 
 def base_payload(runtime: str) -> dict[str, Any]:
@@ -147,12 +165,15 @@ def every_event() -> list[tuple[str, str, str]]:
 @pytest.fixture
 def compiled(project: Layout) -> Layout:
     config.compile_for_hook(project)  # the common case: the compiled config and price table are current
+    project_ops.prices_for_hooks(project)
     assert os.path.exists(project.price_table)
     return project
 
 
 @pytest.mark.parametrize(("runtime", "event", "kind"), every_event())
-def test_every_event_of_every_runtime_is_stdlib_only(compiled: Layout, tmp_path: Path, runtime: str, event: str, kind: str) -> None:
+def test_every_event_of_every_runtime_is_stdlib_only(
+    compiled: Layout, tmp_path: Path, runtime: str, event: str, kind: str
+) -> None:
     transcript = None
     reader = registry.get(runtime).USAGE
     if kind == "stop" and reader is not None:
@@ -166,7 +187,9 @@ def test_every_event_of_every_runtime_is_stdlib_only(compiled: Layout, tmp_path:
     outside = {m for m in _top(mods) if m not in sys.stdlib_module_names and m != "cocoplus"}
     assert outside == set(), outside
     # The compiled copy is current and nothing overrides it: read as it is, without the key table or TOML.
-    assert not ({"cocoplus.config", "cocoplus.core.settings"} & mods), sorted({"cocoplus.config", "cocoplus.core.settings"} & mods)
+    assert not ({"cocoplus.config", "cocoplus.core.settings"} & mods), sorted(
+        {"cocoplus.config", "cocoplus.core.settings"} & mods
+    )
     if kind in ("pre_tool", "post_tool", "post_tool_failure", "prompt", "permission"):
         assert not (NOT_ON_TOOL_EVENTS & mods), sorted(NOT_ON_TOOL_EVENTS & mods)
     if kind == "pre_tool":
@@ -257,3 +280,36 @@ def test_the_turn_end_hold_stays_light(compiled: Layout, runtime: str) -> None:
     assert not {m for m in mods if any(m == b or m.startswith(b + ".") for b in NOT_IN_HOOK)}, sorted(mods)
     outside = {m for m in _top(mods) if m not in sys.stdlib_module_names and m != "cocoplus"}
     assert outside == set(), outside
+
+
+# An edit or write tool's PostToolUse, per runtime: the same tool-event rules, and the one module more it may load.
+EDITS: dict[str, dict[str, Any]] = {
+    "claude": {"tool_name": "Write", "tool_input": {"file_path": "src/a.py", "content": "x"}},
+    "cortex": {"tool_name": "write", "tool_input": {"file_path": "src/a.py", "content": "x"}},
+    "codex": {
+        "tool_name": "apply_patch",
+        "tool_input": {"command": "*** Begin Patch\n*** Add File: a.py\n+x\n*** End Patch\n"},
+    },
+    "gemini": {"tool_name": "write_file", "tool_input": {"file_path": "src/a.py", "content": "x"}},
+    "cursor": {"file_path": "src/a.py", "edits": [{"old_string": "a", "new_string": "b"}]},
+}
+
+
+@pytest.mark.parametrize("runtime", [a.NAME for a in registry.ordered()])
+def test_an_edit_recorded_after_the_tool_stays_light(compiled: Layout, runtime: str) -> None:
+    adapter = registry.get(runtime)
+    event = next(e for e, k, _m in adapter.EVENTS if k == "post_tool" and (runtime != "cursor" or e == "afterFileEdit"))
+    payload = {**payload_for(runtime, event, "post_tool", compiled, None), **EDITS[runtime]}
+    if runtime != "cursor":
+        payload["tool_response"] = "ok"
+    mods, _out = loaded(compiled, event, runtime, payload)
+    assert "cocoplus.session.edits" in mods  # it did record the file
+    assert os.path.getsize(compiled.session_edits(registry_cs(adapter, payload))) > 0
+    assert not (_top(mods) & HEAVY) and not (NOT_ON_TOOL_EVENTS & mods), sorted(mods)
+    assert not {m for m in mods if any(m == b or m.startswith(b + ".") for b in NOT_IN_HOOK)}, sorted(mods)
+
+
+def registry_cs(adapter: Any, payload: dict[str, Any]) -> str:
+    from cocoplus.session import registry as sessions
+
+    return sessions.cs_id_for(adapter.session_id(payload))

@@ -48,7 +48,7 @@ def test_the_fast_path_names_the_stops_directory_the_layout_names(project: Layou
 
 
 def test_a_session_stop_blocks_that_sessions_tools_and_no_others(two: Layout) -> None:
-    result = session_ops.stop(two, "review the migration first", "alice", session="cc1")
+    result = session_ops.stop_session(two, "cc1", "review the migration first", "alice")
     assert result["stopped"] and result["alias"] == "cc1" and not result["project_stopped"]
     why = denied(run_hook(two, "PreToolUse", payload("claude-pretooluse-bash.json", two, ONE)))
     assert why is not None and "cc1" in why and "alice" in why and "review the migration first" in why
@@ -62,35 +62,35 @@ def test_a_session_stop_blocks_that_sessions_tools_and_no_others(two: Layout) ->
 
 
 def test_resuming_the_session_lifts_only_its_stop_and_leaves_no_directory(two: Layout) -> None:
-    session_ops.stop(two, "a", "alice", session="cc1")
-    session_ops.stop(two, "b", "alice", session="cc2")
-    r = session_ops.resume(two, "alice", session="cc1")
+    session_ops.stop_session(two, "cc1", "a", "alice")
+    session_ops.stop_session(two, "cc2", "b", "alice")
+    r = session_ops.resume_session(two, "cc1", "alice")
     assert r["resumed"] and r["removed"]["reason"] == "a"
     assert run_hook(two, "PreToolUse", payload("claude-pretooluse-bash.json", two, ONE)).out == ""
     assert denied(run_hook(two, "PreToolUse", payload("claude-pretooluse-bash.json", two, TWO))) is not None
-    session_ops.resume(two, "alice", session="cc2")
+    session_ops.resume_session(two, "cc2", "alice")
     assert not os.path.exists(two.session_stops_dir)  # the fast path is back to one more lstat and nothing else
-    again = session_ops.resume(two, "alice", session="cc2")
+    again = session_ops.resume_session(two, "cc2", "alice")
     assert again["resumed"] is False and "was not stopped" in again["message"]
 
 
 def test_agent_stop_wins_and_a_session_resume_does_not_lift_it(two: Layout) -> None:
-    session_ops.stop(two, "one only", "alice", session="cc1")
+    session_ops.stop_session(two, "cc1", "one only", "alice")
     session_ops.stop(two, "everyone", "bob")
     why = denied(run_hook(two, "PreToolUse", payload("claude-pretooluse-bash.json", two, ONE)))
     assert why is not None and "everyone" in why and "one only" not in why
-    r = session_ops.resume(two, "alice", session="cc1")
+    r = session_ops.resume_session(two, "cc1", "alice")
     assert r["project_stopped"] is True and "AGENT_STOP still stops every session" in r["message"]
     why = denied(run_hook(two, "PreToolUse", payload("claude-pretooluse-bash.json", two, ONE)))
     assert why is not None and "everyone" in why
     session_ops.resume(two, "bob")  # the project-wide resume leaves session stops alone, and the other way round
-    session_ops.stop(two, "two", "alice", session="cc2")
+    session_ops.stop_session(two, "cc2", "two", "alice")
     session_ops.resume(two, "bob")
     assert denied(run_hook(two, "PreToolUse", payload("claude-pretooluse-bash.json", two, TWO))) is not None
 
 
 def test_an_event_naming_no_session_runs_its_tool_and_the_log_says_why(two: Layout) -> None:
-    session_ops.stop(two, "x", "alice", session="cc1")
+    session_ops.stop_session(two, "cc1", "x", "alice")
     r = run_hook(two, "PreToolUse", payload("claude-pretooluse-bash.json", two, None))
     assert r.code == 0 and r.out == ""
     assert "names no session" in open(two.hook_log).read()
@@ -101,7 +101,7 @@ def test_an_event_naming_no_session_runs_its_tool_and_the_log_says_why(two: Layo
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root searches any directory")
 def test_a_session_stop_that_cannot_be_read_blocks_that_session(two: Layout) -> None:
-    session_ops.stop(two, "x", "alice", session="cc2")
+    session_ops.stop_session(two, "cc2", "x", "alice")
     os.chmod(two.session_stops_dir, 0)
     try:
         why = denied(run_hook(two, "PreToolUse", payload("claude-pretooluse-bash.json", two, ONE)))
@@ -119,7 +119,7 @@ def test_a_stops_directory_that_is_not_one_blocks_every_named_session(project: L
 
 
 def test_a_damaged_session_stop_still_stops_it(two: Layout) -> None:
-    session_ops.stop(two, "x", "alice", session="cc1")
+    session_ops.stop_session(two, "cc1", "x", "alice")
     rec = registry.resolve(two, "cc1")
     with open(two.session_stop(rec["id"]), "w") as fh:
         fh.write("{not json")
@@ -128,7 +128,7 @@ def test_a_damaged_session_stop_still_stops_it(two: Layout) -> None:
 
 
 def test_a_session_steer_reaches_only_its_session_once(two: Layout) -> None:
-    session_ops.steer(two, "ONLY-FOR-ONE: use the fixtures", session="cc1")
+    session_ops.steer_session(two, "cc1", "ONLY-FOR-ONE: use the fixtures")
     session_ops.steer(two, "FOR-EVERYONE: the branch is frozen")
     other = run_hook(two, "UserPromptSubmit", payload("claude-userpromptsubmit.json", two, TWO)).json
     assert other is not None
@@ -137,7 +137,11 @@ def test_a_session_steer_reaches_only_its_session_once(two: Layout) -> None:
     mine = run_hook(two, "UserPromptSubmit", payload("claude-userpromptsubmit.json", two, ONE)).json
     assert mine is not None
     ctx = mine["hookSpecificOutput"]["additionalContext"]
-    assert "ONLY-FOR-ONE: use the fixtures" in ctx and "Operator note for this session" in ctx and "FOR-EVERYONE" not in ctx
+    assert (
+        "ONLY-FOR-ONE: use the fixtures" in ctx
+        and "Operator note for this session" in ctx
+        and "FOR-EVERYONE" not in ctx
+    )
     again = run_hook(two, "UserPromptSubmit", payload("claude-userpromptsubmit.json", two, ONE)).json
     assert again is None or "ONLY-FOR-ONE" not in json.dumps(again)
     injected = [s for s in fsio.read_jsonl(two.steps).records if s["event"] == "steer_injected"]
@@ -145,12 +149,17 @@ def test_a_session_steer_reaches_only_its_session_once(two: Layout) -> None:
 
 
 def test_per_session_actions_are_recorded_for_the_brain(two: Layout) -> None:
-    session_ops.steer(two, "s", session="cc1")
-    session_ops.stop(two, "r", session="cc2")
-    session_ops.resume(two, session="cc2")
+    session_ops.steer_session(two, "cc1", "s")
+    session_ops.stop_session(two, "cc2", "r")
+    session_ops.resume_session(two, "cc2")
     with pytest.raises(Exception, match="no session"):
-        session_ops.stop(two, "r", session="cc9")
+        session_ops.stop_session(two, "cc9", "r")
     records = [r for r in fsio.read_jsonl(two.rounds).records if r["event"] == "action"]
     got = [(r["action"], r["alias"], r["error"] is None) for r in records]
-    assert got == [("steer_session", "cc1", True), ("stop_session", "cc2", True), ("resume_session", "cc2", True), ("stop_session", "cc9", False)]
+    assert got == [
+        ("steer_session", "cc1", True),
+        ("stop_session", "cc2", True),
+        ("resume_session", "cc2", True),
+        ("stop_session", "cc9", False),
+    ]
     assert all(r["by"] == "tester" and r["round"] is None and r["schema_version"] == 1 for r in records)

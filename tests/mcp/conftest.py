@@ -22,16 +22,26 @@ ALL_TOOLS = {
     "set_supervision_scope",
     "list_sessions",
     "dispatch",
+    "merge_worker",
     "steer_session",
     "stop_session",
     "resume_session",
     "answer_worker",
     "launch_worker",
+    "approve_permission",
+    "deny_permission",
     "report_progress",
     "notify_blocked",
     "ask_human",
     "request_context",
 }
+
+# The main brain's tools: served only with this user's capability (docs/authority.md).
+BRAIN_ONLY = {
+    "enable_supervision", "finish_supervision", "supervision_status", "set_supervision_scope", "list_sessions",
+    "dispatch", "steer_session", "stop_session", "resume_session", "answer_worker", "launch_worker",
+    "merge_worker", "approve_permission", "deny_permission",
+}  # fmt: skip
 
 
 class Client:
@@ -71,16 +81,28 @@ def serve(
     args: list[str] | None = None,
     env: dict[str, str] | None = None,
     command: str | None = None,
+    capability: bool = True,
 ) -> Any:
-    """Start the server as a child process (`python -m cocoplus mcp ARGS` unless `command`), run `scenario`, stop it."""
+    """Start the server as a child process (`python -m cocoplus mcp ARGS` unless `command`; by default
+    `--role all`), run `scenario`, stop it.  With `capability` its environment carries this user's
+    capability (COCOPLUS_MCP_TOKEN), as the main brain's controller gives it; without, only the worker
+    tools are served whatever the role asked."""
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
+    from cocoplus.core import seal, userfiles
+
+    token = {userfiles.CAPABILITY_ENV: seal.capability() or ""} if capability else {}
     params = StdioServerParameters(
         command=command or sys.executable,
-        args=args if args is not None else ["-m", "cocoplus", "mcp"],
+        args=args if args is not None else ["-m", "cocoplus", "mcp", "--role", "all"],
         # The SDK passes only a few variables on (HOME, PATH, ...): the test's own config directory goes too.
-        env={"COCOPLUS_OPERATOR": "tester", **{k: v for k, v in os.environ.items() if k.startswith("XDG_")}, **(env or {})},
+        env={
+            "COCOPLUS_OPERATOR": "tester",
+            **{k: v for k, v in os.environ.items() if k.startswith("XDG_")},
+            **token,
+            **(env or {}),
+        },  # fmt: skip
         cwd=str(cwd),
     )
 
@@ -107,7 +129,9 @@ def sessions(project: Layout) -> dict[str, dict[str, Any]]:
     """Two running sessions: cc1 (Claude Code, runtime id s-one) and cx1 (Codex, x-one)."""
     made = {}
     for rid, runtime in (("s-one", "claude"), ("x-one", "codex")):
-        rec, _ = registry.ensure(project, runtime, rid, event="SessionStart", change=lambda r: r.update(state="running"))
+        rec, _ = registry.ensure(
+            project, runtime, rid, event="SessionStart", change=lambda r: r.update(state="running")
+        )
         made[rec["alias"]] = rec
     assert set(made) == {"cc1", "cx1"}
     return made

@@ -1,4 +1,4 @@
-"""The real Claude Code CLI calls cocoplus' MCP tools (registered by `cocoplus install claude`).
+"""The real Claude Code CLI calls cocoplus' MCP tools (registered by `cocoplus install claude`: the worker tools).
 
 The scripted Messages-API stand-in plays the model.  Claude Code 2.1.x defers
 MCP tools: the first request lists `mcp__cocoplus__*` by name only, and
@@ -24,7 +24,7 @@ import pytest
 from cocoplus.core.paths import Layout
 from tests.e2e.conftest import Project, e2e_project  # noqa: F401 - e2e_project is a fixture
 from tests.e2e.conftest import run_claude as e2e_run_claude
-from tests.mcp.conftest import ALL_TOOLS
+from tests.mcp.conftest import ALL_TOOLS, BRAIN_ONLY
 from tests.support.controller import write_controller
 from tests.support.model_stubs import AnthropicStub, text, tool
 from tests.support.waiting import wait_until  # noqa: F401 - also re-exported for tests here
@@ -35,7 +35,9 @@ pytestmark = pytest.mark.e2e
 def run_claude(project: Project, stub: AnthropicStub, allowed: str, prompt: str = "Go.") -> dict[str, Any]:
     # Wait for the MCP servers before the first request (Claude Code connects them in the background by
     # default), and give a server as long to start as a busy machine needs (MCP_TIMEOUT, in ms).
-    result = e2e_run_claude(project, stub, prompt, allowed=allowed, timeout=90, MCP_CONNECTION_NONBLOCKING="false", MCP_TIMEOUT="60000")
+    result = e2e_run_claude(
+        project, stub, prompt, allowed=allowed, timeout=90, MCP_CONNECTION_NONBLOCKING="false", MCP_TIMEOUT="60000"
+    )
     assert result.get("is_error") is False, result
     return result
 
@@ -52,35 +54,45 @@ def claude_project(e2e_project: Project) -> Project:
     return e2e_project
 
 
-def test_the_model_enables_supervision_through_the_mcp_tool(claude_project: Project) -> None:
+WORKER_TOOLS = ALL_TOOLS - BRAIN_ONLY
+
+
+@pytest.mark.parametrize("committed_role", [None, "brain"], ids=["as-installed", "repo-asks-for-brain"])
+def test_an_agent_registered_by_install_sees_only_the_worker_tools(
+    claude_project: Project, committed_role: str | None
+) -> None:
+    """What `install` registers serves the worker tools, and a repository that commits `.mcp.json` asking for
+    `--role brain` gets no more (the brain role needs this user's capability, which only the controller has)."""
     p = claude_project
-    write_controller(Layout(str(p.root)))  # supervision is refused while no controller could run its rounds
-    p.cocoplus("trust", "--yes")  # trusted in the project's own HOME too, where Claude Code runs the MCP server
-    goal = "keep PR-77 green until it merges"
-    name = "mcp__cocoplus__enable_supervision"
+    write_controller(Layout(str(p.root)))  # a controller exists: the brain's tools would be usable if served
+    p.cocoplus("trust", "--yes")
+    if committed_role is not None:
+        mcp = json.loads((p.project / ".mcp.json").read_text())
+        entry = mcp["mcpServers"]["cocoplus"]
+        entry["args"][-1] = entry["args"][-1].replace("cocoplus mcp", f"cocoplus mcp --role {committed_role}")
+        assert f"--role {committed_role}" in entry["args"][-1]
+        (p.project / ".mcp.json").write_text(json.dumps(mcp))
+    enable = "mcp__cocoplus__enable_supervision"
+    report = "mcp__cocoplus__report_progress"
     script = [
-        tool("ToolSearch", query=f"select:{name}"),
-        tool(name, task_hint=goal, max_turns=12),
-        text("Supervision is on."),
+        tool("ToolSearch", query=f"select:{enable},{report}"),
+        tool(report, status="completed", message="parser ported"),
+        text("Done."),
     ]
     with AnthropicStub(script) as stub:
-        result = run_claude(p, stub, name)
-        # The tools as Claude Code shows them to the model: every cocoplus tool, by name ...
+        result = run_claude(p, stub, f"{enable},{report}")
+        # The tools as Claude Code shows them to the model: the worker tools, by name, and no brain tool.
         offered = set(re.findall(r"mcp__cocoplus__(\w+)", json.dumps(stub.loop_requests[0])))
-        assert offered == ALL_TOOLS
-        # ... and, once loaded, the schema with the seed's parameter names and our descriptions.
-        schemas = {t["name"]: t for t in stub.loop_requests[1]["tools"]}
-        props = schemas[name]["input_schema"]["properties"]
-        assert set(props) == {"task_hint", "max_turns", "scope_mode", "scope_session_ids"}
-        assert "wake you" in schemas[name]["description"]
+        assert offered == WORKER_TOOLS, offered
+        # Asked for both, ToolSearch loads only the one that exists.
+        loaded = {t["name"] for t in stub.loop_requests[1]["tools"]}
+        assert report in loaded and enable not in loaded
         answers = stub.tool_results()
     assert result["permission_denials"] == []
-    state = json.loads((p.root / "supervision" / "state.json").read_text())
-    assert state["autonomous"]["enabled"] is True
-    assert state["autonomous"]["task_hint"] == goal and state["autonomous"]["max_turns"] == 12
-    # The tool's answer reached the model: the status JSON with the goal.
     reply = json.loads(answers[-1])
-    assert reply["autonomous"]["task_hint"] == goal and reply["autonomous"]["scope"]["supervised"] == ["cc1"]
+    assert reply["alias"] == "cc1" and reply["signal"]["value"] == "completed"
+    state = p.root / "supervision" / "state.json"
+    assert not state.exists() or json.loads(state.read_text()).get("autonomous") is None  # nothing enabled it
 
 
 def test_a_worker_reporting_blocked_wakes_the_brain(claude_project: Project) -> None:
@@ -90,7 +102,9 @@ def test_a_worker_reporting_blocked_wakes_the_brain(claude_project: Project) -> 
         '[accounts.x]\nkind = "command"\ncommand = ["sh", "-c", "cat >> prompts.txt; echo ok"]\n'
         "[supervision]\nquiet_window_s = 0.3\n"
     )
-    p.cocoplus("trust", "--yes")  # the brain's command is the project's own (README "Trust"); in the project's HOME
+    p.cocoplus(
+        "trust", "--yes"
+    )  # the brain's command is the project's own (docs/guides/configuration.md, "Trust"); in the project's HOME
     p.cocoplus("supervision", "enable", "--task-hint", "ship the parser")
     layout = Layout(str(p.root))
     log = (p.project / "supervisor.log").open("w")
@@ -125,7 +139,9 @@ def test_a_worker_reporting_blocked_wakes_the_brain(claude_project: Project) -> 
             return [
                 r
                 for r in started
-                if any(t.get("kind") == "report_progress" and t.get("value") == "blocked" for t in r.get("triggers") or [])
+                if any(
+                    t.get("kind") == "report_progress" and t.get("value") == "blocked" for t in r.get("triggers") or []
+                )
             ]
 
         got = wait_until(woke)[0]
@@ -135,7 +151,10 @@ def test_a_worker_reporting_blocked_wakes_the_brain(claude_project: Project) -> 
         # The brain (the command backend) was asked, with the worker's report in the prompt.
         # (The turn's end, `pending`, wakes it again afterwards: the prompts are appended.)
         prompts = p.project / "prompts.txt"
-        woken = "Why you were woken:\n- cc1 reported progress: blocked: BLOCKED-5e2: the staging database refuses the migration"
+        woken = (
+            "Why you were woken:\n"
+            "- cc1 reported progress: blocked: BLOCKED-5e2: the staging database refuses the migration"
+        )
         text_ = wait_until(lambda: prompts.exists() and woken in prompts.read_text() and prompts.read_text())
         assert "Supervision goal (task hint): ship the parser" in text_
     finally:

@@ -37,7 +37,11 @@ def namespaced_calls(monkeypatch: pytest.MonkeyPatch) -> None:
         for _name, data in events:
             items = [data.get("item")] + list((data.get("response") or {}).get("output") or [])
             for it in items:
-                if isinstance(it, dict) and it.get("type") == "function_call" and it["name"].startswith(NAMESPACE + "__"):
+                if (
+                    isinstance(it, dict)
+                    and it.get("type") == "function_call"
+                    and it["name"].startswith(NAMESPACE + "__")
+                ):
                     it["namespace"] = NAMESPACE
                     it["name"] = it["name"][len(NAMESPACE) + 2 :]
         send(h, events)
@@ -50,7 +54,11 @@ def test_a_codex_worker_reports_progress_naming_its_session(e2e_project: Project
     p.cocoplus("install", "codex")
     cfg = p.project / ".codex" / "config.toml"
     added = 'default_tools_approval_mode = "approve"\nrequired = true\n'
-    cfg.write_text(cfg.read_text().replace("[mcp_servers.cocoplus]\n", "[mcp_servers.cocoplus]\n" + added))
+    # Codex starts MCP servers with a few variables only, so the test's password database (nss_wrapper,
+    # tests/conftest.py), which gives this user the test's home where the launcher looks for the pointer,
+    # is passed on by name; a real user's home comes from the real database.
+    passwd = 'env_vars = ["LD_PRELOAD", "NSS_WRAPPER_PASSWD", "NSS_WRAPPER_GROUP"]\n'
+    cfg.write_text(cfg.read_text().replace("[mcp_servers.cocoplus]\n", "[mcp_servers.cocoplus]\n" + added + passwd))
     p.cocoplus("install", "codex")  # an upgrade keeps them
     assert added in cfg.read_text()
     name = f"{NAMESPACE}__report_progress"
@@ -63,7 +71,12 @@ def test_a_codex_worker_reports_progress_naming_its_session(e2e_project: Project
         run_codex(p, stub)
         offered = [t for t in stub.loop_requests[0]["tools"] if t.get("name") == NAMESPACE]
         outputs = stub.function_outputs()
-    assert offered and {t["name"] for t in offered[0]["tools"]} >= {"report_progress", "notify_blocked", "ask_human", "request_context"}
+    assert offered and {t["name"] for t in offered[0]["tools"]} >= {
+        "report_progress",
+        "notify_blocked",
+        "ask_human",
+        "request_context",
+    }
     # No session id in Codex's environment for MCP servers: the tool says what to pass ...
     assert "which session is this? pass the `session` argument" in outputs[0]
     # ... and with `session` it works.
@@ -71,4 +84,6 @@ def test_a_codex_worker_reports_progress_naming_its_session(e2e_project: Project
     assert reply["alias"] == "cx1" and reply["signal"]["value"] == "needs_review"
     sigs = [json.loads(x) for x in (p.root / "supervision" / "signals.jsonl").read_text().splitlines()]
     mine = [s for s in sigs if s["kind"] == "report_progress"]
-    assert [(s["alias"], s["runtime"], s["value"], s["message"]) for s in mine] == [("cx1", "codex", "needs_review", "REVIEW-4b1: the parser is done")]
+    assert [(s["alias"], s["runtime"], s["value"], s["message"]) for s in mine] == [
+        ("cx1", "codex", "needs_review", "REVIEW-4b1: the parser is done")
+    ]

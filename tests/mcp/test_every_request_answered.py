@@ -18,8 +18,14 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
+from tests.support.typed import present
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
@@ -76,7 +82,9 @@ def server(project: Layout) -> Any:
 
 def test_a_lone_surrogate_in_arguments_gets_an_error_with_the_request_id(server: Server) -> None:
     # Written by hand: json.dumps would escape the escape.
-    server.send_raw(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"report_progress","arguments":{"status":"working","message":"\\ud800"}}}')
+    server.send_raw(
+        b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"report_progress","arguments":{"status":"working","message":"\\ud800"}}}'
+    )
     got = server.answer()
     assert got["id"] == 2 and got["error"]["code"] == -32602, got
 
@@ -105,3 +113,178 @@ def test_the_server_keeps_answering_after_bad_lines(server: Server) -> None:
     server.send({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})
     got = server.answer()
     assert got["id"] == 4 and any(t["name"] == "report_progress" for t in got["result"]["tools"])
+
+
+# --- The SDK's own client session, with bad lines written raw to the same stdin in between ---
+
+CAP = 4 * 1024 * 1024  # cocoplus.mcp.stdio.MAX_LINE, written out: the test pins the documented figure
+PING = b'{"jsonrpc":"2.0","id":"raw-near-cap","method":"ping"}'
+
+# (line, the code of its error answer, the id it carries)
+BAD_LINES: list[tuple[bytes, int, str | None]] = [
+    (b"[" * 100_000 + b"]" * 100_000, -32700, None),  # ended the server with a RecursionError
+    (
+        b'{"jsonrpc":"2.0","id":"raw-deep","method":"tools/call","params":{"name":"report_progress","arguments":{"status":'
+        + b"[" * 200
+        + b"]" * 200
+        + b"}}}",
+        -32700,
+        None,
+    ),
+    (b'{"jsonrpc":"2.0","id":"raw-huge","method":"ping","pad":"' + b"x" * (CAP + 1024 * 1024) + b'"}', -32600, None),
+    (b"\xff\xfe not json at all", -32700, None),
+    (b'{"jsonrpc":"2.0","id":"raw-cut","method":"tools/li', -32700, None),
+    (b"", -32700, None),
+    (b"[1, 2]", -32600, None),
+    (b"[]", -32600, None),
+    (b'[{"jsonrpc":"2.0","id":"raw-batch","method":"ping"}]', -32600, None),
+    (b'"hello"', -32600, None),
+    (b"42", -32600, None),
+    (b"null", -32600, None),
+    (b'{"jsonrpc":"2.0","id":"raw-nothing"}', -32600, "raw-nothing"),
+    (b'{"jsonrpc":"1.0","id":"raw-v1","method":"tools/list"}', -32600, "raw-v1"),
+    (b'{"jsonrpc":"2.0","id":null,"method":"tools/list"}', -32600, None),  # was taken for a notification
+    (b'{"jsonrpc":"2.0","id":true,"method":"tools/list"}', -32600, None),  # was taken for a notification
+    (b'{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', -32600, None),
+    (b'{"jsonrpc":"2.0","id":"raw-m","method":7}', -32600, "raw-m"),
+    (b'{"jsonrpc":"2.0","id":"raw-stray","result":{}}', -32600, None),  # a response to nothing the server asked
+    (b'{"jsonrpc":"2.0","id":"raw-stray-err","error":{"code":1,"message":"x"}}', -32600, None),
+    (b'{"jsonrpc":"2.0","id":"raw-no-such","method":"no/such/method"}', -32601, "raw-no-such"),
+    (
+        b'{"jsonrpc":"2.0","id":"raw-sur","method":"tools/call","params":{"name":"report_progress","arguments":{"status":"working","message":"\\ud800"}}}',
+        -32602,
+        "raw-sur",
+    ),
+    (b'{"jsonrpc":"2.0","id":"raw-params","method":"tools/list","params":[1]}', -32602, "raw-params"),
+]
+
+
+class RawBeside:
+    """`cocoplus mcp` as a child process: an `mcp.ClientSession` talks to it, and raw lines go in between.
+
+    Every line from the server that answers a raw line (an id null, or an id
+    starting with "raw-") is kept for `raw`; everything else reaches the session.
+    """
+
+    def __init__(self, proc: Any) -> None:
+        import anyio
+
+        self.proc = proc
+        self.lock = anyio.Lock()
+        self.to_session, self.session_reads = anyio.create_memory_object_stream[Any](100)
+        self.session_writes, self.from_session = anyio.create_memory_object_stream[Any](100)
+        self.raw_send, self.raw_answers = anyio.create_memory_object_stream[dict[str, Any]](100)
+
+    async def pump_to_server(self) -> None:
+        async with self.from_session:
+            async for item in self.from_session:
+                data = item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+                async with self.lock:
+                    await self.proc.stdin.send(data)
+
+    async def pump_from_server(self) -> None:
+        import anyio
+        from anyio.streams.buffered import BufferedByteReceiveStream
+        from mcp.shared.message import SessionMessage
+        from mcp_types import jsonrpc_message_adapter
+
+        lines = BufferedByteReceiveStream(self.proc.stdout)
+        async with self.to_session, self.raw_send:
+            while True:
+                try:
+                    line = await lines.receive_until(b"\n", 1 << 24)
+                except (anyio.EndOfStream, anyio.IncompleteRead):
+                    return
+                doc = json.loads(line)
+                answers_raw = ("result" in doc or "error" in doc) and (
+                    doc.get("id") is None or str(doc["id"]).startswith("raw-")
+                )
+                if answers_raw:
+                    await self.raw_send.send(doc)
+                else:
+                    await self.to_session.send(SessionMessage(jsonrpc_message_adapter.validate_python(doc)))
+
+    async def raw(self, line: bytes) -> dict[str, Any]:
+        """Write `line` to the server's stdin and return the one answer it gets."""
+        import anyio
+
+        async with self.lock:
+            await self.proc.stdin.send(line + b"\n")
+        with anyio.fail_after(120):
+            return await self.raw_answers.receive()
+
+
+def test_a_real_client_session_keeps_working_between_bad_lines(
+    project: Layout, sessions: dict[str, Any], tmp_path: Any
+) -> None:
+    import os
+
+    import anyio
+    from mcp import ClientSession
+
+    stderr_path = tmp_path / "mcp.stderr"
+    made: dict[str, Any] = {}
+
+    async def main() -> None:
+        with open(stderr_path, "wb") as errlog:
+            proc = await anyio.open_process(
+                [sys.executable, "-m", "cocoplus", "mcp"],
+                cwd=project.project,
+                env={**os.environ, "COCOPLUS_OPERATOR": "tester"},
+                stderr=errlog,
+            )
+        async with proc:
+            wire = RawBeside(proc)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(wire.pump_to_server)
+                tg.start_soon(wire.pump_from_server)
+                async with ClientSession(wire.session_reads, wire.session_writes) as session:
+                    with anyio.fail_after(120):
+                        await session.initialize()
+                    for n, (line, code, rid) in enumerate(BAD_LINES):
+                        got = await wire.raw(line)
+                        assert set(got) == {"jsonrpc", "id", "error"} and got["jsonrpc"] == "2.0", (line[:80], got)
+                        assert (got["error"]["code"], got["id"]) == (code, rid), (line[:80], got)
+                        assert isinstance(got["error"]["message"], str) and got["error"]["message"], got
+                        # The next real call, through the session, is served.
+                        with anyio.fail_after(120):
+                            res = await session.call_tool(
+                                "report_progress", {"status": "working", "message": f"after line {n}", "session": "cc1"}
+                            )
+                        assert not res.is_error and res.structured_content["signal"]["message"] == f"after line {n}", (
+                            res
+                        )
+                    # A line just under the cap is served like any other.
+                    assert (await wire.raw(PING + b" " * (CAP - len(PING)))) == {
+                        "jsonrpc": "2.0",
+                        "id": "raw-near-cap",
+                        "result": {},
+                    }
+                    # An error answering "no request" (id null) is the one line left unanswered: answering it
+                    # could set two such peers answering each other forever.
+                    async with wire.lock:
+                        await present(proc.stdin).send(
+                            b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}\n'
+                        )
+                    with anyio.fail_after(120):
+                        made["tools"] = {t.name for t in (await session.list_tools()).tools}
+                    # Answers come in the order of the lines: nothing more is on its way for any raw line.
+                    with pytest.raises(anyio.WouldBlock):
+                        wire.raw_answers.receive_nowait()
+                await present(proc.stdin).aclose()
+                with anyio.fail_after(120):
+                    made["code"] = await proc.wait()
+                tg.cancel_scope.cancel()
+
+    anyio.run(main)
+    assert made["code"] == 0
+    assert "report_progress" in made["tools"]
+    signals = [
+        s.get("message")
+        for s in map(json.loads, open(project.signals).read().splitlines())
+        if s["kind"] == "report_progress"
+    ]
+    assert signals == [f"after line {n}" for n in range(len(BAD_LINES))]
+    log = stderr_path.read_text()
+    assert log.count(f"a line longer than {CAP} bytes was answered with an error and discarded") == 1, log
+    assert log.count("an error response with id null was not answered") == 1, log

@@ -25,7 +25,8 @@ def test_a_gemini_worker_asks_the_human_naming_its_session(gemini_project: Proje
     with GeminiStub([tool("mcp_cocoplus_ask_human", question=question, session="gm1"), text("asked")]) as stub:
         run_gemini(p, stub)
         names = {f["name"] for t in stub.loop_requests[0].get("tools", []) for f in t.get("functionDeclarations", [])}
-    assert {"mcp_cocoplus_ask_human", "mcp_cocoplus_report_progress", "mcp_cocoplus_enable_supervision"} <= names
+    assert {"mcp_cocoplus_ask_human", "mcp_cocoplus_report_progress"} <= names
+    assert "mcp_cocoplus_enable_supervision" not in names  # install registers the worker tools only
     sigs = [json.loads(x) for x in (p.root / "supervision" / "signals.jsonl").read_text().splitlines()]
     asked = [s for s in sigs if s["kind"] == "ask_human"]
     assert [(s["alias"], s["runtime"], s["message"]) for s in asked] == [("gm1", "gemini", question)]

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
-from tests.mcp.conftest import ALL_TOOLS, Client, serve
+from cocoplus.session import registry
+from tests.mcp.conftest import ALL_TOOLS, BRAIN_ONLY, Client, serve
 
 FILES = {
     "claude": ".mcp.json",
@@ -69,7 +70,7 @@ def test_install_merges_idempotently_and_uninstall_removes_only_ours(
     assert f"MCP server: registered in {FILES[runtime]}" in report["changes"]
     doc = load(runtime, path)
     ours = servers(runtime, doc)["cocoplus"]
-    assert ours["command"] == "sh" and ours["args"][0] == "-c" and "exec cocoplus mcp" in ours["args"][1]
+    assert ours["command"] == "sh" and ours["args"][0] == "-c" and "-m cocoplus mcp" in ours["args"][1]
     assert str(root) not in json.dumps(ours) and sys.executable not in json.dumps(ours)  # the same on every machine
     assert servers(runtime, doc)["docs"] == {"command": "docs-server", "args": ["--stdio"]}
     if runtime in ("claude", "cursor"):
@@ -103,7 +104,9 @@ def test_install_merges_idempotently_and_uninstall_removes_only_ours(
 
 
 @pytest.mark.parametrize("runtime", ["claude", "codex", "cursor"])
-def test_a_file_that_held_only_our_entry_goes_away_on_uninstall(project: Layout, cli: Callable[..., Any], runtime: str) -> None:
+def test_a_file_that_held_only_our_entry_goes_away_on_uninstall(
+    project: Layout, cli: Callable[..., Any], runtime: str
+) -> None:
     root = Path(project.project)
     assert cli("install", runtime, cwd=root).code == 0
     assert (root / FILES[runtime]).exists()
@@ -113,7 +116,16 @@ def test_a_file_that_held_only_our_entry_goes_away_on_uninstall(project: Layout,
 
 def test_an_outdated_entry_is_upgraded_in_place(project: Layout, cli: Callable[..., Any]) -> None:
     root = Path(project.project)
-    (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"cocoplus": {"command": "/old/venv/bin/cocoplus", "args": ["mcp"]}, "docs": {"command": "d"}}}))
+    (root / ".mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "cocoplus": {"command": "/old/venv/bin/cocoplus", "args": ["mcp"]},
+                    "docs": {"command": "d"},
+                }
+            }
+        )
+    )
     code, out, _ = cli("install", "claude", "--json", cwd=root)
     assert code == 0 and "MCP server: registered in .mcp.json" in json.loads(out)["changes"]
     doc = json.loads((root / ".mcp.json").read_text())
@@ -143,12 +155,16 @@ def test_the_registered_command_starts_a_working_server(project: Layout, cli: Ca
     cwd = root if where == "project" else root / "src" / "deep"
     cwd.mkdir(parents=True, exist_ok=True)
 
-    async def scenario(c: Client) -> Any:
-        return set(await c.tools()), await c.call("supervision_status")
+    registry.ensure(project, "claude", "s-one", event="SessionStart")
 
-    names, status = serve(scenario, cwd=cwd, command=entry["command"], args=entry["args"])
-    assert names == ALL_TOOLS
-    assert status["autonomous"] is None
+    async def scenario(c: Client) -> Any:
+        return set(await c.tools()), await c.call("request_context", what="the plan", session="cc1")
+
+    # What an agent's runtime starts: the worker tools (even with the capability in the environment: it is
+    # the role that was registered, and install registers the worker role).
+    names, context = serve(scenario, cwd=cwd, command=entry["command"], args=entry["args"], capability=False)
+    assert names == ALL_TOOLS - BRAIN_ONLY
+    assert "PROGRESS.md" in json.dumps(context)
 
 
 def test_keys_added_to_our_entry_survive_an_upgrade(project: Layout, cli: Callable[..., Any]) -> None:
@@ -157,8 +173,14 @@ def test_keys_added_to_our_entry_survive_an_upgrade(project: Layout, cli: Callab
     assert cli("install", "codex", cwd=root).code == 0
     assert cli("install", "cursor", cwd=root).code == 0
     toml_path = root / ".codex" / "config.toml"
-    text = toml_path.read_text().replace("[mcp_servers.cocoplus]\ncommand = ", '[mcp_servers.cocoplus]\ndefault_tools_approval_mode = "approve"\ncommand = ')
-    text = text.replace('command = "sh"', 'command = "/old/python"') + '\n[mcp_servers.cocoplus.env]\nCOCOPLUS_OPERATOR = "ci"\n'
+    text = toml_path.read_text().replace(
+        "[mcp_servers.cocoplus]\ncommand = ",
+        '[mcp_servers.cocoplus]\ndefault_tools_approval_mode = "approve"\ncommand = ',
+    )
+    text = (
+        text.replace('command = "sh"', 'command = "/old/python"')
+        + '\n[mcp_servers.cocoplus.env]\nCOCOPLUS_OPERATOR = "ci"\n'
+    )
     toml_path.write_text(text)
     cursor = root / ".cursor" / "mcp.json"
     doc = json.loads(cursor.read_text())

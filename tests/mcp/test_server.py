@@ -18,6 +18,7 @@ from tests.support.controller import write_controller
 BRAIN = {
     "enable_supervision", "finish_supervision", "supervision_status", "set_supervision_scope", "list_sessions",
     "dispatch", "steer_session", "stop_session", "resume_session", "answer_worker", "launch_worker",
+    "merge_worker", "approve_permission", "deny_permission",
 }  # fmt: skip
 WORKER = ALL_TOOLS - BRAIN
 
@@ -31,9 +32,12 @@ PARAMS = {
     "dispatch": ({"session", "instruction"}, {"session", "instruction"}),
     "answer_worker": ({"session", "text"}, {"session", "text"}),
     "launch_worker": ({"runtime", "task", "alias"}, {"runtime", "task"}),
+    "merge_worker": ({"worker"}, {"worker"}),
     "steer_session": ({"session", "text"}, {"session", "text"}),
     "stop_session": ({"session", "reason"}, {"session"}),
     "resume_session": ({"session"}, {"session"}),
+    "approve_permission": ({"request_id"}, {"request_id"}),
+    "deny_permission": ({"request_id", "reason"}, {"request_id"}),
     "report_progress": ({"status", "message", "session"}, {"status"}),
     "notify_blocked": ({"message", "session"}, {"message"}),
     "ask_human": ({"question", "session"}, {"question"}),
@@ -53,16 +57,27 @@ def state_json(layout: Layout) -> dict[str, Any]:
 
 def test_tools_by_role_with_the_seed_parameters(project: Layout) -> None:
     seen: dict[str, dict[str, Any]] = {}
-    for role in ("all", "brain", "worker"):
 
-        async def scenario(c: Client) -> dict[str, Any]:
-            return await c.tools()
+    async def scenario(c: Client) -> dict[str, Any]:
+        return await c.tools()
 
-        args = ["-m", "cocoplus", "mcp"] + (["--role", role] if role != "all" else [])
-        seen[role] = serve(scenario, cwd=project.project, args=args)
+    for role in ("all", "brain", "worker", None):
+        args = ["-m", "cocoplus", "mcp"] + (["--role", role] if role else [])
+        seen[str(role)] = serve(scenario, cwd=project.project, args=args)
+        if role in ("all", "brain"):  # the same role asked for without the capability: the worker tools only
+            seen[f"{role} without capability"] = serve(scenario, cwd=project.project, args=args, capability=False)
     assert set(seen["all"]) == ALL_TOOLS
     assert set(seen["brain"]) == BRAIN
     assert set(seen["worker"]) == WORKER
+    assert set(seen["None"]) == WORKER  # no role: the worker tools
+    assert set(seen["all without capability"]) == set(seen["brain without capability"]) == WORKER
+    wrong = serve(
+        scenario,
+        cwd=project.project,
+        args=["-m", "cocoplus", "mcp", "--role", "brain"],
+        env={"COCOPLUS_MCP_TOKEN": "0" * 64},
+    )
+    assert set(wrong) == WORKER  # a token that is not this user's capability grants nothing
     for name, tool in seen["all"].items():
         props = set(tool.input_schema.get("properties", {}))
         assert (props, set(tool.input_schema.get("required", []))) == PARAMS[name], name
@@ -71,7 +86,12 @@ def test_tools_by_role_with_the_seed_parameters(project: Layout) -> None:
             assert p.get("description"), f"{name}.{pname} has no description"
     schema = seen["all"]["set_supervision_scope"].input_schema["properties"]["mode"]
     assert schema["enum"] == ["all", "only", "except"]  # no `invert` for the tools
-    assert seen["all"]["report_progress"].input_schema["properties"]["status"]["enum"] == ["working", "completed", "blocked", "needs_review"]
+    assert seen["all"]["report_progress"].input_schema["properties"]["status"]["enum"] == [
+        "working",
+        "completed",
+        "blocked",
+        "needs_review",
+    ]
     assert seen["all"]["supervision_status"].annotations.read_only_hint is True
 
 
@@ -83,7 +103,11 @@ def test_brain_tools_change_the_state_files_like_the_cli(project: Layout, sessio
         out: dict[str, Any] = {}
         out["status0"] = await c.call("supervision_status")
         out["enable"] = await c.call(
-            "enable_supervision", task_hint="keep PR-77 green", max_turns=7, scope_mode="except", scope_session_ids=["cx1"]
+            "enable_supervision",
+            task_hint="keep PR-77 green",
+            max_turns=7,
+            scope_mode="except",
+            scope_session_ids=["cx1"],
         )
         out["after_enable"] = state_json(project)
         out["status"] = await c.call("supervision_status")
@@ -101,19 +125,29 @@ def test_brain_tools_change_the_state_files_like_the_cli(project: Layout, sessio
     assert out["status0"] == {
         "autonomous": None,
         "scope": {"mode": "all", "only": None, "excluded": [], "supervised": ["cc1", "cx1"]},
-        "supervisor": {"running": False, "pid": None},
+        "supervisor": {"running": False, "pid": None, "watching": None},
         "last_round": None,
         "round_in_progress": None,
         "recent_actions": [],
     }
 
     auto = out["after_enable"]["autonomous"]
-    assert auto["enabled"] is True and auto["task_hint"] == "keep PR-77 green" and auto["max_turns"] == 7 and auto["turns_used"] == 0
+    assert (
+        auto["enabled"] is True
+        and auto["task_hint"] == "keep PR-77 green"
+        and auto["max_turns"] == 7
+        and auto["turns_used"] == 0
+    )
     assert out["after_enable"]["scope"] == {"mode": "except", "only": None, "excluded": [cx1["id"]]}
     # The tool answers with what the CLI prints with --json.
     started = out["enable"]["supervisor"].pop("started")
     assert started is False  # the tool never starts the watcher
-    assert out["enable"].pop("change") == {"goal": "set", "previous_goal": None, "was_enabled": False, "turns_reset_from": None}
+    assert out["enable"].pop("change") == {
+        "goal": "set",
+        "previous_goal": None,
+        "was_enabled": False,
+        "turns_reset_from": None,
+    }
     assert out["enable"] == out["status"] == out["cli_status"]
     assert out["status"]["autonomous"]["scope"]["supervised"] == ["cc1"]
     assert out["status"]["autonomous"]["turns_left"] == 7
@@ -124,12 +158,18 @@ def test_brain_tools_change_the_state_files_like_the_cli(project: Layout, sessio
 
     listed = {s["alias"]: s for s in out["sessions"]["sessions"]}
     assert set(listed) == {"cc1", "cx1"}
-    assert listed["cc1"]["id"] == cc1["id"] and listed["cc1"]["runtime"] == "claude" and listed["cc1"]["excluded"] is False
+    assert (
+        listed["cc1"]["id"] == cc1["id"] and listed["cc1"]["runtime"] == "claude" and listed["cc1"]["excluded"] is False
+    )
     assert listed["cx1"]["excluded"] is True and listed["cx1"]["runtime_session_id"] == "x-one"
 
     assert out["all"]["mode"] == "all" and out["all"]["supervised"] == ["cc1", "cx1"]
     fin = out["after_finish"]["autonomous"]
-    assert fin["enabled"] is False and fin["finish_summary"] == "PR-77 merged" and fin["finish_reason"] == "finished by the main brain"
+    assert (
+        fin["enabled"] is False
+        and fin["finish_summary"] == "PR-77 merged"
+        and fin["finish_reason"] == "finished by the main brain"
+    )
     assert out["finish"]["autonomous"]["enabled"] is False
     steps = [s["event"] for s in jsonl(project.steps)]
     assert steps.count("supervision_enabled") == 1 and steps.count("supervision_finished") == 1
@@ -155,7 +195,11 @@ def test_enable_again_resets_turns_used(project: Layout, sessions: dict[str, Any
 
 def test_worker_tools_write_signals_ledger_and_attention(project: Layout, sessions: dict[str, Any]) -> None:
     cc1 = sessions["cc1"]
-    Path(project.progress).write_text(Path(project.progress).read_text().replace("## In Progress\n", "## In Progress\n- HANDOFF-3c1 migrate the parser\n"))
+    Path(project.progress).write_text(
+        Path(project.progress)
+        .read_text()
+        .replace("## In Progress\n", "## In Progress\n- HANDOFF-3c1 migrate the parser\n")
+    )
 
     async def scenario(c: Client) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -179,7 +223,9 @@ def test_worker_tools_write_signals_ledger_and_attention(project: Layout, sessio
     assert out["blocked"]["signal"] == sigs[1]
     # ask_human: the question is a `worker` message in the master-agent conversation's ledger.
     ledger = store.messages(project, store.DEFAULT_CONVERSATION).records
-    assert [(m["role"], m["text"], m.get("session_alias")) for m in ledger] == [("worker", "Merge PR-77 now or wait for QA?", "cx1")]
+    assert [(m["role"], m["text"], m.get("session_alias")) for m in ledger] == [
+        ("worker", "Merge PR-77 now or wait for QA?", "cx1")
+    ]
     assert out["ask"]["message"]["id"] == ledger[0]["id"]
     rec = registry.resolve(project, "cx1")
     assert rec["attention"] == "awaiting_decision" and rec["last_signal"]["kind"] == "request_context"
@@ -212,7 +258,9 @@ def test_errors_are_tool_errors_and_change_nothing(project: Layout, sessions: di
         out["only_none"] = await c.error("set_supervision_scope", mode="only")
         out["except_unknown"] = await c.error("set_supervision_scope", mode="except", session_ids=["ghost", "cc9"])
         out["invert"] = await c.error("set_supervision_scope", mode="invert")
-        out["enable_bad_scope"] = await c.error("enable_supervision", task_hint="x", scope_mode="only", scope_session_ids=["ghost"])
+        out["enable_bad_scope"] = await c.error(
+            "enable_supervision", task_hint="x", scope_mode="only", scope_session_ids=["ghost"]
+        )
         out["enable_bad_turns"] = await c.error("enable_supervision", max_turns=0)
         out["bad_status"] = await c.error("report_progress", status="done", session="cc1")
         out["unknown_session"] = await c.error("report_progress", status="working", session="cc9")
@@ -227,7 +275,10 @@ def test_errors_are_tool_errors_and_change_nothing(project: Layout, sessions: di
 
     out = serve(scenario, cwd=project.project)
     assert "scope only needs at least one valid session id" in out["only_none"] and "none given" in out["only_none"]
-    assert "scope except needs at least one valid session id" in out["except_unknown"] and "'ghost'" in out["except_unknown"]
+    assert (
+        "scope except needs at least one valid session id" in out["except_unknown"]
+        and "'ghost'" in out["except_unknown"]
+    )
     assert "nothing was changed" in out["except_unknown"]
     assert "scope mode must be one of all, only, except, got 'invert'" in out["invert"]
     assert "scope only needs at least one valid session id" in out["enable_bad_scope"]

@@ -12,20 +12,31 @@ from typing import Any
 
 
 class Listener:
-    """Records every POST as (monotonic arrival time, path, JSON body)."""
+    """Records every POST as (monotonic arrival time, path, JSON body), and its bytes as they came.
 
-    def __init__(self) -> None:
+    With `answer_after` (an Event), each request is recorded at once but answered only once the event
+    is set: the sender has delivered and does not know it yet.
+    """
+
+    def __init__(self, answer_after: threading.Event | None = None) -> None:
         self.received: list[tuple[float, str, dict[str, Any]]] = []
-        got = self.received
+        self.raw: list[bytes] = []
+        got, raw = self.received, self.raw
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - the http.server API
                 n = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(n) or b"{}")
-                got.append((time.monotonic(), self.path, body))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+                data = self.rfile.read(n)
+                raw.append(data)
+                got.append((time.monotonic(), self.path, json.loads(data or b"{}")))
+                if answer_after is not None:
+                    answer_after.wait(120)
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                except OSError:
+                    pass  # the sender is gone (killed while it waited for this answer)
 
             def log_message(self, *_args: Any) -> None:
                 pass

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -28,7 +29,9 @@ def start_sessions(layout: Layout, n: int) -> None:
 
 
 def ask(layout: Layout, alias: str, question: str) -> None:
-    r = run_cli_subprocess("ask-human", question, "--session", alias, cwd=layout.project, env={"COCOPLUS_DIR": layout.root})
+    r = run_cli_subprocess(
+        "ask-human", question, "--session", alias, cwd=layout.project, env={"COCOPLUS_DIR": layout.root}
+    )
     assert r.code == 0, r.err
 
 
@@ -36,8 +39,12 @@ class NotifyRun:
     def __init__(self, layout: Layout, env: dict[str, str]) -> None:
         full = dict(os.environ, COCOPLUS_DIR=layout.root, **env)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cocoplus", "notify", "run"], cwd=layout.project, env=full,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [sys.executable, "-m", "cocoplus", "notify", "run"],
+            cwd=layout.project,
+            env=full,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
 
     def stop(self) -> int:
@@ -49,7 +56,7 @@ class NotifyRun:
 
 
 @pytest.fixture
-def listener():  # type: ignore[no-untyped-def]
+def listener():
     got = Listener()
     yield got
     got.close()
@@ -94,7 +101,11 @@ def test_rate_limit_holds_messages_back_without_dropping_them(project: Layout, l
 
         def read_all_and_sent_two() -> dict | None:
             state = json.loads(Path(project.notify_state).read_text())
-            return state if state["cursors"]["signals"] == os.path.getsize(project.signals) and len(listener.received) >= 2 else None
+            return (
+                state
+                if state["cursors"]["signals"] == os.path.getsize(project.signals) and len(listener.received) >= 2
+                else None
+            )
 
         state = wait_until(read_all_and_sent_two, timeout=30)
     finally:
@@ -142,9 +153,21 @@ def test_notify_test_reports_each_target(project: Layout, listener: Listener) ->
     assert_no_traceback(r.out, r.err)
     [body] = listener.bodies()
     assert body["title"] == "cocoplus proj: test notification" and "Project: proj (" in body["message"]
+    assert re.fullmatch(r"n_[0-9a-f]{12}", body["cocoplus_id"]) and body["message"].endswith(
+        f"\n[cocoplus {body['cocoplus_id']}]"
+    )
     r = run_cli_subprocess("notify", "status", "--json", cwd=project.project, env=env)
     rep = json.loads(r.out)
-    assert rep["running"] is False and [t["url"] for t in rep["targets"]][0] == f"json://127.0.0.1:{listener.port}/notify"
+    assert (
+        rep["running"] is False and [t["url"] for t in rep["targets"]][0] == f"json://127.0.0.1:{listener.port}/notify"
+    )
+    # The urls are in effect: the first notifier will start from here, whenever it starts.
+    assert rep["since_why"] == "when `cocoplus notify test` ran" and rep["cursors"] == {
+        "signals": 0,
+        "steps": 0,
+        "rounds": 0,
+    }
+    assert rep["recent"] == []  # a test message is not a delivery of an event
 
 
 def test_without_urls_notify_says_what_to_set(project: Layout) -> None:

@@ -8,8 +8,9 @@ import os
 import sys
 from pathlib import Path
 
-from cocoplus.runtimes import bundles, registry, wiring
-from cocoplus.runtimes import install as runtimes
+from cocoplus.install import bundles, wiring
+from cocoplus.install import hooks as runtimes
+from cocoplus.runtimes import registry
 
 
 def test_the_shipped_trees_are_what_the_source_builds(tmp_path: Path) -> None:
@@ -25,7 +26,10 @@ def test_the_shipped_trees_are_what_the_source_builds(tmp_path: Path) -> None:
     assert shipped == sorted(written)
     (tmp_path / "claude" / "cocoplus" / "hooks" / "hooks.json").write_text("{}")
     (tmp_path / "stray.txt").write_text("x")
-    assert bundles.differences(str(tmp_path)) == ["claude/cocoplus/hooks/hooks.json: differs", "stray.txt: not generated"]
+    assert bundles.differences(str(tmp_path)) == [
+        "claude/cocoplus/hooks/hooks.json: differs",
+        "stray.txt: not generated",
+    ]
 
 
 def test_plugins_and_committed_installs_carry_the_same_hooks(tmp_path: Path) -> None:
@@ -39,7 +43,7 @@ def test_plugins_and_committed_installs_carry_the_same_hooks(tmp_path: Path) -> 
     for runtime, hooks in plugin_hooks.items():
         adapter = registry.get(runtime)
         assert set(hooks) == {e for e, _k, _m in wiring.events(adapter)}
-        assert hooks == wiring.hooks(adapter, "launcher", 10, 120)
+        assert hooks == wiring.hooks(adapter, "launcher", 10, 120, 600)
     # What install writes into a committed file is exactly the plugin's hooks.
     for runtime in ("codex", "gemini"):
         runtimes.install(runtime, str(tmp_path))
@@ -60,6 +64,10 @@ def test_manifests_name_the_package_version() -> None:
     from cocoplus import __version__
 
     root = Path(bundles.shipped())
-    for rel in ("claude/cocoplus/.claude-plugin/plugin.json", "codex/cocoplus/.codex-plugin/plugin.json",
-                "gemini/gemini-extension.json", "cortex/.cortex-plugin/plugin.json"):
+    for rel in (
+        "claude/cocoplus/.claude-plugin/plugin.json",
+        "codex/cocoplus/.codex-plugin/plugin.json",
+        "gemini/gemini-extension.json",
+        "cortex/.cortex-plugin/plugin.json",
+    ):
         assert json.loads((root / rel).read_text())["version"] == __version__, rel

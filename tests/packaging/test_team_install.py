@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
-from cocoplus.runtimes import install as runtimes
-from cocoplus.runtimes import launcher, registry
+from cocoplus.install import hooks as runtimes
+from cocoplus.install import launcher
+from cocoplus.runtimes import registry
+from tests.conftest import passwd_env
 
 PRE = {"claude": "PreToolUse", "codex": "PreToolUse", "gemini": "BeforeTool", "cursor": "beforeShellExecution"}
 
@@ -24,18 +26,37 @@ def git(project: str, *args: str) -> str:
     return subprocess.run(["git", "-C", project, *args], check=True, capture_output=True, text=True).stdout
 
 
-def run_hook(command: str, project: str, payload: dict[str, Any], path: str | None = None) -> subprocess.CompletedProcess[str]:
+def run_hook(
+    command: str, project: str, payload: dict[str, Any], path: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run an installed command as the runtimes do (`sh -c`, in the session's directory)."""
-    env = {"HOME": os.environ["HOME"], "PATH": path if path is not None else os.environ["PATH"]}
-    return subprocess.run(["sh", "-c", command], cwd=project, env=env, input=json.dumps(payload),
-                          capture_output=True, text=True, timeout=30)
+    env = {"HOME": os.environ["HOME"], "PATH": path if path is not None else os.environ["PATH"], **passwd_env()}
+    return subprocess.run(
+        ["sh", "-c", command],
+        cwd=project,
+        env=env,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
 
 
 def pre_payload(project: str, runtime: str) -> dict[str, Any]:
     if runtime == "cursor":
-        return {"hook_event_name": "beforeShellExecution", "command": "ls", "cwd": project, "workspace_roots": [project]}
-    return {"hook_event_name": PRE[runtime], "session_id": "s1", "cwd": project, "tool_name": "Bash",
-            "tool_input": {"command": "ls"}}
+        return {
+            "hook_event_name": "beforeShellExecution",
+            "command": "ls",
+            "cwd": project,
+            "workspace_roots": [project],
+        }
+    return {
+        "hook_event_name": PRE[runtime],
+        "session_id": "s1",
+        "cwd": project,
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+    }
 
 
 def denied(r: subprocess.CompletedProcess[str]) -> bool:
@@ -58,7 +79,9 @@ def test_committed_launcher_runs_this_users_cocoplus_and_guards_the_project(proj
 
 
 @pytest.mark.parametrize("runtime", ["codex", "gemini"])
-def test_without_cocoplus_the_launcher_still_keeps_the_kill_switch(project: Layout, runtime: str, tmp_path: Path) -> None:
+def test_without_cocoplus_the_launcher_still_keeps_the_kill_switch(
+    project: Layout, runtime: str, tmp_path: Path
+) -> None:
     runtimes.install(runtime, project.project)
     os.unlink(launcher.pointer_path())  # a teammate who pulled the files but has no cocoplus
     doc = json.loads(Path(project.project, *registry.get(runtime).HOOKS_FILE).read_text())
@@ -76,7 +99,7 @@ def test_without_cocoplus_the_launcher_still_keeps_the_kill_switch(project: Layo
     assert r.returncode == 0 and "cocoplus is not installed for this user" in r.stderr
 
 
-def test_claude_commands_go_to_the_per_user_file_which_git_ignores(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+def test_claude_commands_go_to_the_per_user_file_which_git_ignores(project: Layout, cli) -> None:
     git(project.project, "init", "-q")
     code, out, err = cli("install", "claude", cwd=project.project)
     assert code == 0, err
@@ -92,7 +115,7 @@ def test_claude_commands_go_to_the_per_user_file_which_git_ignores(project: Layo
         assert project.project not in text and sys.executable not in text and os.environ["HOME"] not in text, name
 
 
-def test_init_keeps_state_out_of_git_but_lets_the_handoff_in(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+def test_init_keeps_state_out_of_git_but_lets_the_handoff_in(project: Layout, cli) -> None:
     git(project.project, "init", "-q")
     assert Path(project.gitignore).exists()
     cli("session", "stop", "--reason", "x", cwd=project.project)
@@ -100,18 +123,30 @@ def test_init_keeps_state_out_of_git_but_lets_the_handoff_in(project: Layout, cl
     Path(project.hook_log).write_text("a line\n")
     git(project.project, "add", "-A")
     staged = set(git(project.project, "diff", "--cached", "--name-only").split())
-    shared = (project.readme, project.progress, project.context, project.task_queue, project.handoff_stamp, project.gitignore)
+    shared = (
+        project.readme,
+        project.progress,
+        project.context,
+        project.task_queue,
+        project.handoff_stamp,
+        project.gitignore,
+    )
     handoff = {os.path.relpath(p, project.project) for p in shared}
-    assert {os.path.relpath(p, project.project) for p in (project.progress, project.context, project.gitignore)} <= staged
+    assert {
+        os.path.relpath(p, project.project) for p in (project.progress, project.context, project.gitignore)
+    } <= staged
     assert staged <= handoff, staged - handoff
     assert os.path.relpath(project.agent_stop, project.project) not in staged
 
 
-def test_doctor_and_stop_name_hooks_that_point_at_a_missing_interpreter_or_another_project(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+def test_doctor_and_stop_name_hooks_that_point_at_a_missing_interpreter_or_another_project(
+    project: Layout, cli
+) -> None:
     path = Path(project.project, ".codex", "hooks.json")
     path.parent.mkdir()
     gone = "/nonexistent/venv/bin/python"
-    cmd = f"{gone} -S /nonexistent/site-packages/cocoplus/hook/__main__.py PreToolUse --runtime codex --dir /elsewhere/proj"
+    hook = "/nonexistent/site-packages/cocoplus/hook/__main__.py"
+    cmd = f"{gone} -S {hook} PreToolUse --runtime codex --dir /elsewhere/proj"
     path.write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": cmd}]}]}}))
     rep = json.loads(cli("doctor", "--json", cwd=project.project).out)
     texts = [p["text"] for p in rep["hook_problems"]]

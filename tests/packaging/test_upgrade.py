@@ -13,24 +13,41 @@ from typing import Any
 
 import pytest
 
+from cocoplus.core import fsio
+from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
-from cocoplus.runtimes import install as runtimes
-from cocoplus.runtimes import launcher
+from cocoplus.install import hooks as runtimes
+from cocoplus.install import launcher
+from cocoplus.session import holds
+from cocoplus.session import registry as sessions
+from cocoplus.supervision import autonomy
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "previous-release" / "project"
 FILES = {
-    "claude": ".claude/settings.json", "codex": ".codex/hooks.json", "gemini": ".gemini/settings.json",
-    "cursor": ".cursor/hooks.json", "cortex": ".cortex/settings.json",
+    "claude": ".claude/settings.json",
+    "codex": ".codex/hooks.json",
+    "gemini": ".gemini/settings.json",
+    "cursor": ".cursor/hooks.json",
+    "cortex": ".cortex/settings.json",
 }
-PRE = {"claude": "PreToolUse", "codex": "PreToolUse", "gemini": "BeforeTool", "cursor": "beforeShellExecution",
-       "cortex": "PreToolUse"}
+PRE = {
+    "claude": "PreToolUse",
+    "codex": "PreToolUse",
+    "gemini": "BeforeTool",
+    "cursor": "beforeShellExecution",
+    "cortex": "PreToolUse",
+}
 
 
 def old_project(dest: Path) -> Path:
     """The fixture with its placeholders filled in for this machine, as the previous release left a project."""
     shutil.copytree(FIXTURE, dest)
-    values = {"@PYTHON@": sys.executable, "@HOOK@": launcher.hook_script(),
-              "@COCOPLUS@": os.path.join(os.path.dirname(sys.executable), "cocoplus"), "@PROJECT@": str(dest)}
+    values = {
+        "@PYTHON@": sys.executable,
+        "@HOOK@": launcher.hook_script(),
+        "@COCOPLUS@": os.path.join(os.path.dirname(sys.executable), "cocoplus"),
+        "@PROJECT@": str(dest),
+    }
     for path in dest.rglob("*"):
         if path.is_file():
             text = path.read_text()
@@ -47,16 +64,31 @@ def command(project: Path, runtime: str, event: str) -> str:
 
 
 def run(cmd: str, cwd: Path, payload: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE_", "GEMINI_", "CODEX_", "CORTEX_"))}
-    return subprocess.run(["sh", "-c", cmd], cwd=cwd, env=env, input=json.dumps(payload), capture_output=True,
-                          text=True, timeout=30)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("COCOPLUS_", "CLAUDE_", "GEMINI_", "CODEX_", "CORTEX_"))
+    }
+    return subprocess.run(
+        ["sh", "-c", cmd], cwd=cwd, env=env, input=json.dumps(payload), capture_output=True, text=True, timeout=30
+    )
 
 
 def pre(runtime: str, cwd: Path) -> dict[str, Any]:
     if runtime == "cursor":
-        return {"hook_event_name": "beforeShellExecution", "command": "ls", "cwd": str(cwd), "workspace_roots": [str(cwd)]}
-    return {"hook_event_name": PRE[runtime], "session_id": "old1", "cwd": str(cwd), "tool_name": "Bash",
-            "tool_input": {"command": "ls"}}
+        return {
+            "hook_event_name": "beforeShellExecution",
+            "command": "ls",
+            "cwd": str(cwd),
+            "workspace_roots": [str(cwd)],
+        }
+    return {
+        "hook_event_name": PRE[runtime],
+        "session_id": "old1",
+        "cwd": str(cwd),
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+    }
 
 
 def denied(r: subprocess.CompletedProcess[str]) -> bool:
@@ -77,15 +109,21 @@ def test_previous_release_hooks_keep_the_kill_switch(tmp_path: Path, runtime: st
 
 def test_previous_release_post_tool_hook_still_counts(tmp_path: Path) -> None:
     p = old_project(tmp_path / "proj")
-    post = {"hook_event_name": "PostToolUse", "session_id": "old1", "cwd": str(p), "tool_name": "Bash",
-            "tool_input": {"command": "ls"}, "tool_response": {"stdout": ""}}
+    post = {
+        "hook_event_name": "PostToolUse",
+        "session_id": "old1",
+        "cwd": str(p),
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+        "tool_response": {"stdout": ""},
+    }
     for _ in range(2):
         assert run(command(p, "claude", "PostToolUse"), p, post).returncode == 0
     budget = Layout(str(p / ".cocoplus"))
     assert json.loads(Path(budget.iteration_budget).read_text())["consumed"] == 2
 
 
-def test_a_copied_project_guards_itself_with_the_old_dir_commands(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+def test_a_copied_project_guards_itself_with_the_old_dir_commands(tmp_path: Path, cli) -> None:
     original = old_project(tmp_path / "orig")
     copy = tmp_path / "copy"
     shutil.copytree(original, copy)
@@ -98,7 +136,7 @@ def test_a_copied_project_guards_itself_with_the_old_dir_commands(tmp_path: Path
         assert not denied(run(cmd, original, pre(runtime, original))), runtime
 
 
-def test_doctor_offers_the_upgrade_and_install_does_it_in_place(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+def test_doctor_offers_the_upgrade_and_install_does_it_in_place(tmp_path: Path, cli) -> None:
     p = old_project(tmp_path / "proj")
     settings = json.loads((p / ".claude" / "settings.json").read_text())
     settings["model"] = "keep-me"
@@ -117,8 +155,15 @@ def test_doctor_offers_the_upgrade_and_install_does_it_in_place(tmp_path: Path, 
     assert rep["hook_problems"] == []
     # Committed files: no path of this machine, no --dir; everyone else's settings kept.
     assert json.loads((p / ".claude" / "settings.json").read_text()) == {"model": "keep-me"}
-    for rel in (".codex/hooks.json", ".gemini/settings.json", ".cursor/hooks.json", ".mcp.json", ".codex/config.toml",
-                ".cursor/mcp.json", ".claude/commands/supervise.md"):
+    for rel in (
+        ".codex/hooks.json",
+        ".gemini/settings.json",
+        ".cursor/hooks.json",
+        ".mcp.json",
+        ".codex/config.toml",
+        ".cursor/mcp.json",
+        ".claude/commands/supervise.md",
+    ):
         text = (p / rel).read_text()
         assert sys.executable not in text and str(p) not in text and "--dir" not in text, rel
     assert sys.executable in (p / ".claude" / "settings.local.json").read_text()
@@ -126,3 +171,36 @@ def test_doctor_offers_the_upgrade_and_install_does_it_in_place(tmp_path: Path, 
     for runtime in FILES:
         doc = json.loads(Path(runtimes.settings_path(runtimes.adapter_for(runtime), str(p))).read_text())
         assert denied(run(runtimes._commands(doc["hooks"][PRE[runtime]])[0], p, pre(runtime, p))), runtime
+
+
+def test_a_previous_release_turn_end_hook_holds_within_the_timeout_written_beside_it(tmp_path: Path, cli) -> None:
+    """Its command carries no `--timeout`: the hook reads the one written beside it (10 s) and fits the hold in it."""
+    p = old_project(tmp_path / "proj")
+    layout = Layout(str(p / ".cocoplus"))
+    doc = json.loads((p / ".claude" / "settings.json").read_text())
+    (handler,) = doc["hooks"]["Stop"][0]["hooks"]
+    cmd, written = handler["command"], handler["timeout"]
+    assert "--timeout" not in cmd and written == 10
+    (p / "cocoplus.toml").write_text("[hooks]\ntimeout_s = 4\n[supervision]\nhold_turn_end_s = 600\n")
+    autonomy.enable(layout, task_hint="keep going")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("COCOPLUS_", "CLAUDE_", "GEMINI_", "CODEX_", "CORTEX_"))
+    }
+    payload = {"hook_event_name": "Stop", "session_id": "old1", "cwd": str(p), "stop_hook_active": False}
+    with Lock(layout.lock("supervisor")):
+        proc = subprocess.Popen(
+            ["sh", "-c", cmd], cwd=p, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        try:
+            out, err = proc.communicate(json.dumps(payload).encode(), timeout=written)  # as Claude Code would kill it
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            pytest.fail(f"the old command's hook was still running when its runtime would have killed it ({written} s)")
+    assert proc.returncode == 0 and err == b"", err
+    ended = [s for s in fsio.read_jsonl(layout.steps).records if s["event"] == "hold_ended"]
+    assert [s["outcome"] for s in ended] == ["released: no decision within 6s"]  # 10 s written, 4 s for the rest
+    assert holds.current(layout, sessions.cs_id_for("old1")) is None
+    assert "installed with a timeout of 10 s: it waits at most 6 s" in Path(layout.hook_log).read_text()

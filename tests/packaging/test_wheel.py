@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cocoplus import __version__
-from cocoplus.runtimes import bundles
+from cocoplus.install import bundles
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 pytestmark = pytest.mark.slow
@@ -35,14 +35,19 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     src = tmp_path_factory.mktemp("src") / "cocoplus"
     # Build from a clean copy of the tracked tree: no venv, caches or build directories of this checkout.
-    files = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard"], check=True,
-                           capture_output=True, text=True).stdout.split("\n")
+    files = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-co", "--exclude-standard"], check=True, capture_output=True, text=True
+    ).stdout.split("\n")
     for rel in filter(None, files):
         if (ROOT / rel).is_file() and not (ROOT / rel).is_symlink() and not rel.startswith(".venv"):
             (src / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, src / rel)
-    r = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(src)],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return out
 
@@ -73,7 +78,9 @@ def installed(kind: str, wheel: Path, base: Path) -> tuple[str, dict[str, str]]:
         env.update(UV_TOOL_DIR=str(base / "uv"), UV_TOOL_BIN_DIR=str(base / "bin"))
         argv = [tool("uv"), "tool", "install", str(wheel)]
     r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
-    if r.returncode != 0 and ("Could not find a version" in r.stderr + r.stdout or "network" in (r.stderr + r.stdout).lower()):
+    if r.returncode != 0 and (
+        "Could not find a version" in r.stderr + r.stdout or "network" in (r.stderr + r.stdout).lower()
+    ):
         pytest.skip(f"{kind}: the package registry is not reachable: {r.stderr[-500:]}")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     env["PATH"] = f"{base / 'bin'}:{env['PATH']}"
@@ -94,9 +101,18 @@ def test_the_wheel_installs_as_a_tool_whose_hooks_run(dist: Path, tmp_path: Path
     local = json.loads((project / ".claude" / "settings.local.json").read_text())
     direct = local["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     assert shlex.split(direct)[0].startswith(str(tmp_path)), "the hook runs the tool's own interpreter"
-    shared = json.loads((project / ".codex" / "hooks.json").read_text())["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    payload = json.dumps({"hook_event_name": "PreToolUse", "session_id": "w1", "cwd": str(project), "tool_name": "Bash",
-                          "tool_input": {"command": "ls"}})
+    shared = json.loads((project / ".codex" / "hooks.json").read_text())["hooks"]["PreToolUse"][0]["hooks"][0][
+        "command"
+    ]
+    payload = json.dumps(
+        {
+            "hook_event_name": "PreToolUse",
+            "session_id": "w1",
+            "cwd": str(project),
+            "tool_name": "Bash",
+            "tool_input": {"command": "ls"},
+        }
+    )
     for command in (direct, shared):
         r = subprocess.run(["sh", "-c", command], cwd=project, env=env, input=payload, capture_output=True, text=True)
         assert r.returncode == 0 and "deny" not in r.stdout, r.stdout + r.stderr

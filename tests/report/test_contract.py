@@ -28,32 +28,36 @@ iso_text = st.one_of(
     st.datetimes().map(lambda d: d.isoformat() + "Z"),
     st.text(max_size=30),  # neither side parses it, both require a string
 )
-json_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=10))
+json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=10)
+)
 extras = st.dictionaries(
     st.text(min_size=1, max_size=12).filter(
-        lambda k: k
-        not in {
-            "schema_version",
-            "cap",
-            "consumed",
-            "warn_at",
-            "warned",
-            "stopped",
-            "updated_at",
-            "state",
-            "reason",
-            "id",
-            "runtime",
-            "runtime_session_id",
-            "alias",
-            "attention",
-            "last_event",
-            "last_event_at",
-            "limit",
-            "spent",
-            "reserve_fraction",
-            "enforcement",
-        }
+        lambda k: (
+            k
+            not in {
+                "schema_version",
+                "cap",
+                "consumed",
+                "warn_at",
+                "warned",
+                "stopped",
+                "updated_at",
+                "state",
+                "reason",
+                "id",
+                "runtime",
+                "runtime_session_id",
+                "alias",
+                "attention",
+                "last_event",
+                "last_event_at",
+                "limit",
+                "spent",
+                "reserve_fraction",
+                "enforcement",
+            }
+        )
     ),
     json_scalars,
     max_size=3,
@@ -179,7 +183,7 @@ WRONG: dict[str, dict[str, list[Any]]] = {
     },
 }
 WRONG["pod-state"] = WRONG["status"]
-NOT_MONEY = ["1.5", True, False, None, [], {}, -1, -0.5, *TOO_BIG]
+NOT_MONEY: list[Any] = ["1.5", True, False, None, [], {}, -1, -0.5, *TOO_BIG]
 WRONG["budget-state"] = {
     "schema_version": ["1", 1.0, True, 0, records.SCHEMA_VERSION + 1],
     "state": ["broke", "Normal", None, 0, ""],
@@ -223,7 +227,9 @@ def test_valid_documents_are_accepted_by_both(kind, data):
     assert models_accepts(model, doc), doc
 
 
-WRONG_CASES = [(kind, field, value) for kind, fields in WRONG.items() for field, values in fields.items() for value in values]
+WRONG_CASES = [
+    (kind, field, value) for kind, fields in WRONG.items() for field, values in fields.items() for value in values
+]
 
 
 @pytest.mark.parametrize("kind, field, value", WRONG_CASES, ids=repr)

@@ -13,7 +13,8 @@ from cocoplus.core.paths import Layout
 
 STANDIN = """#!/bin/sh
 # Stand-in for `cortex`: records how it was called, then behaves as $CORTEX_MODE says.
-{{ echo "argv=$*"; echo "CTX_DIR=${{CTX_DIR-unset}}"; echo "CTX_STEP_ENFORCEMENT=${{CTX_STEP_ENFORCEMENT-unset}}"; echo "pwd=$(pwd)"; }} >> "{log}"
+{{ echo "argv=$*"; echo "CTX_DIR=${{CTX_DIR-unset}}"
+   echo "CTX_STEP_ENFORCEMENT=${{CTX_STEP_ENFORCEMENT-unset}}"; echo "pwd=$(pwd)"; }} >> "{log}"
 case "$CORTEX_MODE" in
   json) cat "{out}" ;;
   text) cat "{out}" ;;
@@ -37,7 +38,7 @@ JSON_OUT = {
 
 
 @pytest.fixture
-def cortex(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def cortex(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     log = tmp_path / "cortex-calls.log"
@@ -64,14 +65,17 @@ def _set_in_progress(layout: Layout, item: str) -> None:
     open(layout.progress, "w").write(text)
 
 
-def test_present_json_is_added_and_labelled(project: Layout, cortex, cli) -> None:  # type: ignore[no-untyped-def]
+def test_present_json_is_added_and_labelled(project: Layout, cortex, cli) -> None:
     cortex.set("json", json.dumps(JSON_OUT))
     _set_in_progress(project, "port the dispute webhook")
     code, out, err = cli("session", "progress", "--json", cwd=project.project)
     rep = json.loads(out)
     assert rep["ctx"]["In Progress"] == ["t1: port the dispute webhook"]
     assert rep["ctx"]["Next"] == ["s1: verify signatures with the raw body"]
-    assert rep["ctx"]["Notes"] == ["discovery: disputes arrive twice on retries", "discovery: the sandbox rejects EUR refunds"]
+    assert rep["ctx"]["Notes"] == [
+        "discovery: disputes arrive twice on retries",
+        "discovery: the sandbox rejects EUR refunds",
+    ]
     assert "ctx_note" not in rep  # they agree on the active task
     code, out, err = cli("session", "progress", cwd=project.project)
     assert "[ctx] t1: port the dispute webhook" in out and "[ctx] s1: verify signatures" in out
@@ -82,14 +86,22 @@ def test_present_json_is_added_and_labelled(project: Layout, cortex, cli) -> Non
     assert "CTX_STEP_ENFORCEMENT=unset" in calls
 
 
-def test_present_text_format(project: Layout, cortex, cli) -> None:  # type: ignore[no-untyped-def]
-    cortex.set("text", "Tasks:\n  [in_progress] t1: port the webhook\n  [done] t0: map call sites\nReady:\n  - s1: add tests\nDiscoveries:\n  - retries duplicate events\n")
+def test_present_text_format(project: Layout, cortex, cli) -> None:
+    cortex.set(
+        "text",
+        "Tasks:\n  [in_progress] t1: port the webhook\n  [done] t0: map call sites\nReady:\n  - s1: add tests\n"
+        "Discoveries:\n  - retries duplicate events\n",
+    )
     code, out, err = cli("session", "progress", "--json", cwd=project.project)
     rep = json.loads(out)
-    assert rep["ctx"] == {"In Progress": ["t1: port the webhook"], "Next": ["s1: add tests"], "Notes": ["discovery: retries duplicate events"]}
+    assert rep["ctx"] == {
+        "In Progress": ["t1: port the webhook"],
+        "Next": ["s1: add tests"],
+        "Notes": ["discovery: retries duplicate events"],
+    }
 
 
-def test_disagreement_cocoplus_wins_and_says_so(project: Layout, cortex, cli) -> None:  # type: ignore[no-untyped-def]
+def test_disagreement_cocoplus_wins_and_says_so(project: Layout, cortex, cli) -> None:
     cortex.set("json", json.dumps(JSON_OUT))
     _set_in_progress(project, "migrate the invoices table")
     code, out, err = cli("session", "progress", "--json", cwd=project.project)
@@ -101,7 +113,7 @@ def test_disagreement_cocoplus_wins_and_says_so(project: Layout, cortex, cli) ->
 
 
 @pytest.mark.parametrize("mode", ["fail", "garbage"])
-def test_failing_ctx_is_skipped_with_one_debug_line(project: Layout, cortex, cli, mode: str) -> None:  # type: ignore[no-untyped-def]
+def test_failing_ctx_is_skipped_with_one_debug_line(project: Layout, cortex, cli, mode: str) -> None:
     cortex.set(mode)
     code, out, err = cli("session", "progress", "--json", cwd=project.project)
     assert code == 0 and "ctx" not in json.loads(out)
@@ -109,7 +121,7 @@ def test_failing_ctx_is_skipped_with_one_debug_line(project: Layout, cortex, cli
     assert len([x for x in log if " ctx: " in x]) == 1
 
 
-def test_slow_ctx_times_out_and_is_skipped(project: Layout, cortex, cli) -> None:  # type: ignore[no-untyped-def]
+def test_slow_ctx_times_out_and_is_skipped(project: Layout, cortex, cli) -> None:
     with open(project.config, "w") as fh:
         fh.write("[ctx]\ntimeout_s = 0.3\n")
     cortex.set("slow", json.dumps(JSON_OUT))
@@ -118,7 +130,7 @@ def test_slow_ctx_times_out_and_is_skipped(project: Layout, cortex, cli) -> None
     assert "took longer" in open(project.cli_log).read()
 
 
-def test_absent_ctx_is_skipped(project: Layout, cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_absent_ctx_is_skipped(project: Layout, cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     empty = tmp_path / "emptybin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty) + os.pathsep + "/usr/bin:/bin")
@@ -130,7 +142,7 @@ def test_absent_ctx_is_skipped(project: Layout, cli, monkeypatch: pytest.MonkeyP
     assert code == 0 and err.count("not on PATH") == 1
 
 
-def test_stage_commands_run_ctx_without_step_enforcement(project: Layout, cortex, cli) -> None:  # type: ignore[no-untyped-def]
+def test_stage_commands_run_ctx_without_step_enforcement(project: Layout, cortex, cli) -> None:
     cortex.set("json", json.dumps(JSON_OUT))
     code, out, err = cli("stage", "start", "build", cwd=project.project)
     assert code == 0, err

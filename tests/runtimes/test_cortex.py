@@ -18,9 +18,12 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
-from cocoplus.runtimes import install, registry
+from cocoplus.install import hooks as install
+from cocoplus.runtimes import registry
 from cocoplus.session import control
+from cocoplus.session import registry as sessions_registry
 from tests.hook.helpers import expected, fixture, hook_env, run_hook, same_shape
+from tests.support.typed import present
 
 cortex = registry.get("cortex")
 SESSION = fixture("cortex-stop.json")["session_id"]
@@ -36,14 +39,24 @@ def payload(name: str, project: Layout, **extra: Any) -> dict[str, Any]:
     return {**fixture(name), "cwd": project.project, **extra}
 
 
-def run_installed(project: Layout, runtime: str, event: str, data: dict[str, Any], env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+def run_installed(
+    project: Layout, runtime: str, event: str, data: dict[str, Any], env: dict[str, str]
+) -> subprocess.CompletedProcess[bytes]:
     """The command `cocoplus install <runtime>` wrote for `event`, through `sh -c` as the runtime runs it."""
     command = install.hook_command(runtime, event)
-    return subprocess.run(["sh", "-c", command], input=json.dumps(data).encode(), capture_output=True, env=env, cwd=project.project, timeout=60)
+    return subprocess.run(
+        ["sh", "-c", command],
+        input=json.dumps(data).encode(),
+        capture_output=True,
+        env=env,
+        cwd=project.project,
+        timeout=60,
+    )
 
 
 def sessions(project: Layout) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in Path(project.sessions_dir).glob("cs_*.json")]
+    """The session records as cocoplus reads them (with their call logs)."""
+    return sessions_registry.list_sessions(project)[0]
 
 
 def consumed(project: Layout) -> int:
@@ -71,7 +84,7 @@ def test_kill_switch_denies_in_claude_codes_shape(project: Layout, name: str) ->
     r = run_hook(None, "PreToolUse", payload(name, project), "cortex", env=cortex_env(project))
     assert r.code == 0, r
     same_shape(r.json, expected("claude-pretooluse-deny-sentinel.json"))
-    assert "warehouse maintenance" in r.json["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "warehouse maintenance" in present(r.json)["hookSpecificOutput"]["permissionDecisionReason"]
 
 
 def test_tool_calls_count_and_the_session_is_registered_as_cortex(project: Layout) -> None:
@@ -88,9 +101,9 @@ def test_steer_session_start_and_attention(project: Layout) -> None:
     env = cortex_env(project)
     control.steer(project, "use the staging warehouse")
     r = run_hook(None, "UserPromptSubmit", payload("cortex-userpromptsubmit.json", project), "cortex", env=env)
-    assert "use the staging warehouse" in r.json["hookSpecificOutput"]["additionalContext"]
+    assert "use the staging warehouse" in present(r.json)["hookSpecificOutput"]["additionalContext"]
     r = run_hook(None, "SessionStart", payload("cortex-sessionstart-startup.json", project), "cortex", env=env)
-    assert r.json["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert present(r.json)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     r = run_hook(None, "PermissionRequest", payload("cortex-permissionrequest-bash.json", project), "cortex", env=env)
     assert r.out == "" and sessions(project)[0]["attention"] == "awaiting_authorization"
     r = run_hook(None, "Stop", payload("cortex-stop.json", project), "cortex", env=env)
@@ -103,7 +116,10 @@ def test_steer_session_start_and_attention(project: Layout) -> None:
 
 def test_the_turn_end_continuation_is_cortex_s_not_claude_s() -> None:
     assert cortex.continue_turn("Stop", "run the tests next") == {"continue": False, "stopReason": "run the tests next"}
-    assert registry.get("claude").continue_turn("Stop", "run the tests next") == {"decision": "block", "reason": "run the tests next"}
+    assert registry.get("claude").continue_turn("Stop", "run the tests next") == {
+        "decision": "block",
+        "reason": "run the tests next",
+    }
 
 
 @pytest.fixture
@@ -118,7 +134,10 @@ def test_with_claude_and_cortex_both_wired_everything_happens_once(both_wired: L
     project = both_wired
     env = cortex_env(project)
     control.steer(project, "STEER-ONCE")
-    outs = [run_installed(project, rt, "UserPromptSubmit", payload("cortex-userpromptsubmit.json", project), env) for rt in ("claude", "cortex")]
+    outs = [
+        run_installed(project, rt, "UserPromptSubmit", payload("cortex-userpromptsubmit.json", project), env)
+        for rt in ("claude", "cortex")
+    ]
     assert [o.returncode for o in outs] == [0, 0]
     injected = [o.stdout.decode() for o in outs if b"STEER-ONCE" in o.stdout]
     assert len(injected) == 1
@@ -153,7 +172,9 @@ def test_real_claude_code_is_not_taken_for_cortex(both_wired: Layout) -> None:
     """Claude Code itself (no CORTEX_ variables) runs only the .claude hooks, which act as Claude."""
     project = both_wired
     env = hook_env(None, CLAUDE_PROJECT_DIR=project.project)
-    r = run_installed(project, "claude", "PostToolUse", payload("cortex-posttooluse-bash.json", project, tool_name="Bash"), env)
+    r = run_installed(
+        project, "claude", "PostToolUse", payload("cortex-posttooluse-bash.json", project, tool_name="Bash"), env
+    )
     assert r.returncode == 0 and consumed(project) == 1
     assert [(s["runtime"], s["alias"]) for s in sessions(project)] == [("claude", "cc1")]
 
@@ -161,12 +182,15 @@ def test_real_claude_code_is_not_taken_for_cortex(both_wired: Layout) -> None:
 def test_without_runtime_cortex_is_recognised_from_its_environment(project: Layout) -> None:
     control.stop(project, "carol", "freeze")
     r = run_hook(None, "PreToolUse", payload("cortex-pretooluse-bash.json", project), None, env=cortex_env(project))
-    assert r.json["hookSpecificOutput"]["permissionDecision"] == "deny"
-    assert registry.detect("PreToolUse", fixture("cortex-pretooluse-bash.json"), {"CORTEX_SESSION_ID": SESSION}).NAME == "cortex"
+    assert present(r.json)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert (
+        registry.detect("PreToolUse", fixture("cortex-pretooluse-bash.json"), {"CORTEX_SESSION_ID": SESSION}).NAME
+        == "cortex"
+    )
     assert registry.detect("PreToolUse", fixture("cortex-pretooluse-bash.json"), {}).NAME == "claude"
 
 
-def test_doctor_lists_cortex(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+def test_doctor_lists_cortex(project: Layout, cli) -> None:
     install.install("cortex", project.project)
     rep = json.loads(cli("doctor", "--json", cwd=project.project).out)["runtimes"]["cortex"]
     assert rep["wired"] and rep["missing"] == [] and rep["mcp_registered"] is None

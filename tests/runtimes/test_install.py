@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cocoplus.core.paths import Layout
-from cocoplus.runtimes import install as runtimes
+from cocoplus.install import hooks as runtimes
 from cocoplus.runtimes import registry
 
 OTHER = {"type": "command", "command": "/usr/local/bin/audit-log --json", "timeout": 5}
@@ -51,11 +51,82 @@ def test_claude_entries_have_timeouts_matchers_and_the_slash_command(project: La
     assert "supervise" in slash and "$ARGUMENTS" in slash and "allowed-tools:" in slash
 
 
+def test_the_turn_end_and_the_permission_hook_may_wait_as_long_as_cocoplus_does(project: Layout) -> None:
+    """A runtime kills a hook at its timeout: the turn end waits up to hold_turn_end_s for the brain, and a
+    headless worker's permission request up to wait_s for an answer (Claude Code asks through the hook)."""
+    Path(project.config).write_text("[supervision]\nhold_turn_end_s = 30\n[permissions]\nwait_s = 45\n")
+    for runtime in ("claude", "codex"):
+        runtimes.install(runtime, project.project, timeout_s=7)
+    claude = json.loads(settings_path(project, "claude").read_text())["hooks"]
+    timeouts = {event: claude[event][0]["hooks"][0]["timeout"] for event in ("PreToolUse", "Stop", "PermissionRequest")}
+    assert timeouts == {"PreToolUse": 7, "Stop": 37, "PermissionRequest": 52}
+    # Codex's headless run never asks through its PermissionRequest hook: it answers at once.
+    codex = json.loads(settings_path(project, "codex").read_text())["hooks"]
+    assert codex["PermissionRequest"][0]["hooks"][0]["timeout"] == 7
+
+
 def test_gemini_timeouts_are_milliseconds_and_hooks_are_named(project: Layout) -> None:
     runtimes.install("gemini", project.project, timeout_s=10)
     doc = json.loads(settings_path(project, "gemini").read_text())
     h = doc["hooks"]["BeforeTool"][0]["hooks"][0]
     assert h["timeout"] == 10_000 and h["name"] == "cocoplus-BeforeTool"
+
+
+@pytest.mark.parametrize("runtime", registry.names())
+def test_every_timeout_fits_the_configured_waits_and_the_command_carries_it(project: Layout, runtime: str) -> None:
+    Path(project.project, "cocoplus.toml").write_text(
+        "[hooks]\ntimeout_s = 7\n[supervision]\nhold_turn_end_s = 50\n[permissions]\nwait_s = 900\n"
+    )
+    runtimes.install(runtime, project.project)
+    adapter = registry.get(runtime)
+    doc = json.loads(settings_path(project, runtime).read_text())
+    kinds = {e: k for e, k, _m in adapter.EVENTS}
+    for event, _ in registry.installed_events(adapter):
+        (handler,) = runtimes._handlers(doc["hooks"][event])
+        want = 7 + {"stop": 50, "permission": 900 if adapter.ASKS_PERMISSION else 0}.get(kinds[event], 0)
+        if (runtime, event) == ("codex", "SessionEnd"):
+            want = 3  # the most Codex runs it for
+        assert handler["command"].endswith(f" --timeout {want}") or f" --timeout {want};" in handler["command"], event
+        assert runtimes.describe(handler["command"])["timeout"] == want
+        written = adapter.entry_timeout(handler)
+        assert written == want or (runtime == "cursor" and written is None), (event, written)  # Cursor's file has none
+    first = registry.installed_events(adapter)[0][0]
+    assert runtimes._commands(doc["hooks"][first]) == [runtimes.hook_command(runtime, first, project.project)]
+
+
+def test_the_turn_end_and_permission_timeouts_of_claude_code(project: Layout) -> None:
+    runtimes.install("claude", project.project)  # the defaults: 10 s, a hold of 120 s, a permission wait of 600 s
+    doc = json.loads(settings_path(project, "claude").read_text())
+    assert doc["hooks"]["Stop"][0]["hooks"][0]["timeout"] == 130
+    assert doc["hooks"]["PermissionRequest"][0]["hooks"][0]["timeout"] == 610
+    assert doc["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 10
+    described = runtimes.describe(doc["hooks"]["Stop"][0]["hooks"][0]["command"])
+    assert described["form"] == "direct" and described["python"] == sys.executable and described["timeout"] == 130
+
+
+def test_doctor_sees_a_missing_interpreter_in_the_commands_install_writes(project: Layout, cli) -> None:
+    runtimes.install("claude", project.project)
+    path = settings_path(project, "claude")
+    path.write_text(path.read_text().replace(json.dumps(sys.executable)[1:-1], "/nonexistent/bin/python3"))
+    (problem,) = json.loads(cli("doctor", "--json", cwd=project.project).out)["hook_problems"]
+    assert problem["problem"] == "missing interpreter" and problem["reaches"] is False
+    assert "/nonexistent/bin/python3, which does not exist on this machine" in problem["text"]
+
+
+def test_doctor_says_this_users_plugin_cuts_a_longer_hold(project: Layout, cli, isolated_env: str) -> None:
+    """A plugin cannot read a project's cocoplus.toml: its timeouts allow the default waits, and doctor says so."""
+    Path(isolated_env, ".claude").mkdir()
+    Path(isolated_env, ".claude", "settings.json").write_text(
+        json.dumps({"enabledPlugins": {"cocoplus@cocoplus": True}})
+    )
+    info = json.loads(cli("doctor", "--json", cwd=project.project).out)["runtimes"]["claude"]
+    assert info["plugin"] and info["timeouts"] == []  # the default settings: the plugin's timeouts fit
+    Path(project.project, "cocoplus.toml").write_text("[supervision]\nhold_turn_end_s = 600\n")
+    info = json.loads(cli("doctor", "--json", cwd=project.project).out)["runtimes"]["claude"]
+    (note,) = info["timeouts"]
+    assert "the cocoplus plugin" in note and "Stop: 130 s written, 610 s" in note
+    assert "the turn-end hold lasts at most 120 s, not 600 s" in note and "use `cocoplus install claude` here" in note
+    assert "timeouts: the cocoplus plugin" in cli("doctor", cwd=project.project).out
 
 
 def test_codex_and_cursor_commands_name_no_project_and_no_path(project: Layout) -> None:
@@ -74,7 +145,11 @@ def test_other_hooks_are_kept_through_install_upgrade_and_uninstall(project: Lay
     path = Path(project.project, *registry.get(runtime).HOOKS_FILE)  # the committed file
     path.parent.mkdir(parents=True, exist_ok=True)
     event = registry.installed_events(registry.get(runtime))[0][0]
-    stale = {"type": "command", "command": "/old/venv/bin/python -S /old/site-packages/cocoplus/hook/__main__.py PreToolUse --runtime x", "timeout": 3}
+    stale = {
+        "type": "command",
+        "command": "/old/venv/bin/python -S /old/site-packages/cocoplus/hook/__main__.py PreToolUse --runtime x",
+        "timeout": 3,
+    }
     original = {
         "model": "keep-me",
         "hooks": {
@@ -93,14 +168,16 @@ def test_other_hooks_are_kept_through_install_upgrade_and_uninstall(project: Lay
     if settings_path(project, runtime) == path:
         assert f"{event}: updated" in result["changes"]
     else:  # Claude Code: the machine's commands move to the per-user file
-        assert any(c.startswith(".claude/settings.json: cocoplus' entries moved") for c in result["changes"]), result["changes"]
+        assert any(c.startswith(".claude/settings.json: cocoplus' entries moved") for c in result["changes"]), result[
+            "changes"
+        ]
     runtimes.uninstall(runtime, project.project)
     doc = json.loads(path.read_text())
     assert doc["hooks"] == {event: [{"matcher": "Bash", "hooks": [OTHER]}], "SomethingElse": [{"hooks": [OTHER]}]}
     assert doc["model"] == "keep-me"
 
 
-def test_damaged_settings_are_never_overwritten(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+def test_damaged_settings_are_never_overwritten(project: Layout, cli) -> None:
     path = Path(project.project, ".claude", "settings.json")  # read to move an earlier release's entries out
     path.parent.mkdir(parents=True)
     path.write_text('{"hooks": {broken')
@@ -115,7 +192,7 @@ def test_damaged_settings_are_never_overwritten(project: Layout, cli) -> None:  
     assert local.read_text() == '{"hooks": []}'
 
 
-def test_a_foreign_supervise_command_is_not_replaced(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+def test_a_foreign_supervise_command_is_not_replaced(project: Layout, cli) -> None:
     cmd = Path(project.project, ".claude", "commands", "supervise.md")
     cmd.parent.mkdir(parents=True)
     cmd.write_text("my own command\n")
@@ -124,19 +201,21 @@ def test_a_foreign_supervise_command_is_not_replaced(project: Layout, cli) -> No
     assert cmd.read_text() == "my own command\n"
 
 
-def test_unknown_runtime_is_a_usage_error(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_runtime_is_a_usage_error(project: Layout, cli) -> None:
     code, out, err = cli("install", "windsurf", cwd=project.project)
     assert code == 2 and "claude, codex, gemini, cursor" in err
 
 
-def test_doctor_reports_wired_missing_outdated_and_fired(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+def test_doctor_reports_wired_missing_outdated_and_fired(project: Layout, cli) -> None:
     from cocoplus.session import registry
 
     cli("install", "claude", cwd=project.project)
     path = settings_path(project, "claude")
     doc = json.loads(path.read_text())
     del doc["hooks"]["Stop"]
-    doc["hooks"]["PostToolUse"][0]["hooks"][0]["command"] = "/gone/python -S /gone/cocoplus/hook/__main__.py PostToolUse --runtime claude"
+    doc["hooks"]["PostToolUse"][0]["hooks"][0]["command"] = (
+        "/gone/python -S /gone/cocoplus/hook/__main__.py PostToolUse --runtime claude"
+    )
     path.write_text(json.dumps(doc))
     rep = json.loads(cli("doctor", "--json", cwd=project.project).out)["runtimes"]
     c = rep["claude"]
@@ -148,7 +227,10 @@ def test_doctor_reports_wired_missing_outdated_and_fired(project: Layout, cli) -
     rep = json.loads(cli("doctor", "--json", cwd=project.project).out)["runtimes"]
     assert rep["claude"]["fired"] and rep["claude"]["sessions_seen"] == 1
     code, out, err = cli("doctor", cwd=project.project)
-    assert "outdated PostToolUse" in out and "not wired (run `cocoplus install codex`)" in out
+    assert (
+        "outdated PostToolUse" in out
+        and "not wired (run `cocoplus install codex`, or install its cocoplus plugin)" in out
+    )
     assert "an upgrade of the hooks is available (run `cocoplus install claude`)" in out
     assert "/gone/python, which does not exist on this machine" in err
 
@@ -157,7 +239,9 @@ def test_example_config_file_is_current() -> None:
     from cocoplus import config
 
     example = Path(__file__).resolve().parents[2] / "cocoplus.toml.example"
-    assert example.read_text() == config.example_toml(), "regenerate with `cocoplus config example > cocoplus.toml.example`"
+    assert example.read_text() == config.example_toml(), (
+        "regenerate with `cocoplus config example > cocoplus.toml.example`"
+    )
 
 
 @pytest.mark.parametrize("runtime", registry.names())
@@ -180,8 +264,8 @@ def test_uninstall_keeps_directories_that_hold_something_else(project: Layout) -
     assert not Path(project.project, ".claude", "settings.local.json").exists()
 
 
-def test_doctor_reports_a_broken_config(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
-    Path(project.config).write_text("[session]\nmax_iterations = \"lots\"\n")
+def test_doctor_reports_a_broken_config(project: Layout, cli) -> None:
+    Path(project.config).write_text('[session]\nmax_iterations = "lots"\n')
     rep = json.loads(cli("doctor", "--json", cwd=project.project).out)
     assert any("cocoplus.toml" in p and "max_iterations" in p for p in rep["problems"]), rep["problems"]
     code, out, err = cli("doctor", cwd=project.project)

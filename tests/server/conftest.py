@@ -31,7 +31,7 @@ def write_backend(layout: Layout, seconds: float = 1.0, fail: bool = False, gate
     """`[chat] controller = "x"`, a `command` account that sleeps (or, given `gate`, waits until that
     file exists, 60 s at most), then echoes the prompt's last line."""
     script = Path(layout.project) / "backend.sh"
-    body = "#!/bin/sh\n" f"sleep {seconds}\n" "prompt=$(cat)\n"
+    body = f"#!/bin/sh\nsleep {seconds}\nprompt=$(cat)\n"
     if gate is not None:
         body += f"i=0; while [ ! -e '{gate}' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n"
     if fail:
@@ -42,16 +42,21 @@ def write_backend(layout: Layout, seconds: float = 1.0, fail: bool = False, gate
     script.chmod(0o755)
     Path(layout.config).write_text(
         '[chat]\ncontroller = "x"\n\n'
-        f'[accounts.x]\nkind = "command"\ncommand = ["{script}", "{{model}}", "{{effort}}"]\ndefault_model = "model-a"\n'
+        f'[accounts.x]\nkind = "command"\ncommand = ["{script}", "{{model}}", '
+        '"{effort}"]\ndefault_model = "model-a"\n'
     )
-    trust_project(layout)  # the tests are about what the account does (README "Trust")
+    trust_project(layout)  # the tests are about what the account does (docs/guides/configuration.md, "Trust")
 
 
 def add_sessions(layout: Layout) -> list[dict[str, Any]]:
     from cocoplus.session import registry
 
     out = []
-    for runtime, rid in (("claude", "11111111-aaaa-bbbb-cccc-000000000001"), ("codex", "22222222-aaaa-bbbb-cccc-000000000002"), ("claude", "33333333-aaaa-bbbb-cccc-000000000003")):
+    for runtime, rid in (
+        ("claude", "11111111-aaaa-bbbb-cccc-000000000001"),
+        ("codex", "22222222-aaaa-bbbb-cccc-000000000002"),
+        ("claude", "33333333-aaaa-bbbb-cccc-000000000003"),
+    ):
         rec, _ = registry.ensure(layout, runtime, rid, event="SessionStart")
         out.append(rec)
     return out
@@ -143,7 +148,9 @@ def start_server(layout: Layout, *extra: str, timeout: float = 30.0, env: dict[s
             break
     if url is None or token is None:
         proc.kill()
-        raise AssertionError("cocoplus serve did not print its address:\n" + "".join(lines) + (proc.stdout.read() or ""))
+        raise AssertionError(
+            "cocoplus serve did not print its address:\n" + "".join(lines) + (proc.stdout.read() or "")
+        )
     import httpx
 
     def up() -> bool:

@@ -88,11 +88,31 @@ def test_writes_need_the_token(client: Any, sproject: Layout, headers: dict[str,
 
 
 def test_reads_need_no_token(client: Any) -> None:
-    for path in (AUTO, "/api/v1/coding-sessions", "/api/v1/session", CONV, "/api/v1/session-os/main-brain/rounds", "/api/v1/openapi.json", "/"):
+    for path in (
+        AUTO,
+        "/api/v1/coding-sessions",
+        "/api/v1/session",
+        CONV,
+        "/api/v1/session-os/main-brain/rounds",
+        "/api/v1/openapi.json",
+        "/",
+    ):
         assert client.get(path).status_code == 200, path
 
 
-@pytest.mark.parametrize("host", ["evil.example", f"evil.example:{PORT}", "127.0.0.1", f"127.0.0.1:{PORT + 1}", f"localhost:{PORT}.evil.example", f"0.0.0.0:{PORT}", f"127.0.0.2:{PORT}", ""])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "evil.example",
+        f"evil.example:{PORT}",
+        "127.0.0.1",
+        f"127.0.0.1:{PORT + 1}",
+        f"localhost:{PORT}.evil.example",
+        f"0.0.0.0:{PORT}",
+        f"127.0.0.2:{PORT}",
+        "",
+    ],
+)
 def test_foreign_host_is_refused_before_routing(client: Any, sproject: Layout, host: str) -> None:
     r = client.get(AUTO, headers={"Host": host})
     assert "Host" in error_of(r, 403)
@@ -108,7 +128,17 @@ def test_loopback_hosts_are_accepted(client: Any, host: str) -> None:
     assert client.get(AUTO, headers={"Host": host}).status_code == 200
 
 
-@pytest.mark.parametrize("origin", ["http://evil.example", f"http://evil.example:{PORT}", "null", f"https://127.0.0.1:{PORT}", f"http://127.0.0.1:{PORT + 1}", "http://localhost"])
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://evil.example",
+        f"http://evil.example:{PORT}",
+        "null",
+        f"https://127.0.0.1:{PORT}",
+        f"http://127.0.0.1:{PORT + 1}",
+        "http://localhost",
+    ],
+)
 def test_foreign_origin_is_refused_even_with_the_token(client: Any, origin: str) -> None:
     r = client.post(AUTO, json={"enabled": True}, headers={"Origin": origin, **AUTH})
     assert "origin" in error_of(r, 403)
@@ -124,7 +154,9 @@ def test_own_origin_is_accepted(client: Any, origin: str) -> None:
 
 def test_csrf_simple_requests_are_refused(client: Any, sproject: Layout) -> None:
     # a cross-site form or text/plain post carries no Authorization header: 401 before anything else
-    r = client.post("/api/v1/session/stop", content=b"reason=x", headers={"Content-Type": "application/x-www-form-urlencoded"})
+    r = client.post(
+        "/api/v1/session/stop", content=b"reason=x", headers={"Content-Type": "application/x-www-form-urlencoded"}
+    )
     error_of(r, 401)
     # even with the token, the body must be JSON
     for ctype in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"):
@@ -136,7 +168,14 @@ def test_csrf_simple_requests_are_refused(client: Any, sproject: Layout) -> None
 
 
 def test_no_cors_and_safe_headers(client: Any) -> None:
-    r = client.options(AUTO, headers={"Origin": f"http://127.0.0.1:{PORT}", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization"})
+    r = client.options(
+        AUTO,
+        headers={
+            "Origin": f"http://127.0.0.1:{PORT}",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization",
+        },
+    )
     assert not any(k.lower().startswith("access-control-") for k in r.headers)
     for path in (AUTO, "/"):
         r = client.get(path, headers={"Origin": f"http://127.0.0.1:{PORT}"})
@@ -170,12 +209,17 @@ def test_autonomous_get_and_post_match_the_cli(client: Any, sproject: Layout, cl
     r = client.get(AUTO)
     assert r.status_code == 200
     assert r.json()["autonomous"] is None
-    assert r.json()["supervisor"] == {"running": False, "pid": None}
+    assert r.json()["supervisor"] == {"running": False, "pid": None, "watching": None}
 
     r = client.post(AUTO, json={"enabled": True, "task_hint": "watch the PR to merge", "max_turns": 7}, headers=AUTH)
     assert r.status_code == 200, r.text
     auto = r.json()["autonomous"]
-    assert (auto["enabled"], auto["turns_used"], auto["max_turns"], auto["task_hint"]) == (True, 0, 7, "watch the PR to merge")
+    assert (auto["enabled"], auto["turns_used"], auto["max_turns"], auto["task_hint"]) == (
+        True,
+        0,
+        7,
+        "watch the PR to merge",
+    )
     assert client.get(AUTO).json()["autonomous"]["task_hint"] == "watch the PR to merge"
     cli_auto = cli_json(cli, "supervision", "status", cwd=sproject.project)["autonomous"]
     assert (cli_auto["enabled"], cli_auto["max_turns"], cli_auto["task_hint"]) == (True, 7, "watch the PR to merge")
@@ -192,7 +236,11 @@ def test_autonomous_get_and_post_match_the_cli(client: Any, sproject: Layout, cl
 
 
 def test_autonomous_enable_with_scope_and_the_watcher(client: Any, sproject: Layout) -> None:
-    r = client.post(AUTO, json={"enabled": True, "scope_mode": "only", "scope_session_ids": ["cx1"], "start_supervisor": True}, headers=AUTH)
+    r = client.post(
+        AUTO,
+        json={"enabled": True, "scope_mode": "only", "scope_session_ids": ["cx1"], "start_supervisor": True},
+        headers=AUTH,
+    )
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["autonomous"]["scope"]["mode"] == "only"
@@ -249,7 +297,11 @@ def test_rounds_endpoint(client: Any, sproject: Layout) -> None:
 
     assert client.get("/api/v1/session-os/main-brain/rounds").json() == {"current": None, "rounds": []}
     client.post(AUTO, json={"enabled": True}, headers=AUTH)
-    started = rounds.start_round(sproject, [{"session": None, "alias": None, "kind": "initial", "value": None, "message": "test"}], source="initial")
+    started = rounds.start_round(
+        sproject,
+        [{"session": None, "alias": None, "kind": "initial", "value": None, "message": "test"}],
+        source="initial",
+    )
     assert started["started"]
     body = client.get("/api/v1/session-os/main-brain/rounds?limit=5").json()
     assert body["current"]["number"] == 1
@@ -276,13 +328,17 @@ def test_exclude_by_alias_and_by_full_id(client: Any, sproject: Layout, cli: Any
     r = client.patch("/api/v1/coding-sessions/cc1/supervision", json={"excluded": True}, headers=AUTH)
     assert r.status_code == 200, r.text
     cc1 = r.json()
-    assert cc1["alias"] == "cc1" and cc1["excluded"] is True and cc1["state"] == "running" and cc1["runtime"] == "claude"
+    assert (
+        cc1["alias"] == "cc1" and cc1["excluded"] is True and cc1["state"] == "running" and cc1["runtime"] == "claude"
+    )
     listed = {s["alias"]: s["excluded"] for s in cli_json(cli, "sessions", "list", cwd=sproject.project)["sessions"]}
     assert listed == {"cc1": True, "cx1": False, "cc2": False}
     r = client.patch(f"/api/v1/coding-sessions/{cc1['id']}/supervision", json={"excluded": False}, headers=AUTH)
     assert r.json()["excluded"] is False
     # the runtime's own id works too
-    r = client.patch(f"/api/v1/coding-sessions/{cc1['runtime_session_id']}/supervision", json={"excluded": True}, headers=AUTH)
+    r = client.patch(
+        f"/api/v1/coding-sessions/{cc1['runtime_session_id']}/supervision", json={"excluded": True}, headers=AUTH
+    )
     assert r.json()["id"] == cc1["id"] and r.json()["excluded"] is True
 
 
@@ -317,7 +373,9 @@ def test_scope_modes(client: Any, sproject: Layout) -> None:
 
 @pytest.mark.parametrize("mode", ["only", "except"])
 @pytest.mark.parametrize("ids", [[], ["nope"], ["nope", "cc99"]])
-def test_scope_only_except_need_a_valid_id_and_write_nothing(client: Any, sproject: Layout, mode: str, ids: list[str]) -> None:
+def test_scope_only_except_need_a_valid_id_and_write_nothing(
+    client: Any, sproject: Layout, mode: str, ids: list[str]
+) -> None:
     client.patch("/api/v1/coding-sessions/cx1/supervision", json={"excluded": True}, headers=AUTH)
     before = state_bytes(sproject)
     r = client.post(SCOPE, json={"mode": mode, "session_ids": ids}, headers=AUTH)
@@ -326,7 +384,17 @@ def test_scope_only_except_need_a_valid_id_and_write_nothing(client: Any, sproje
     assert state_bytes(sproject) == before
 
 
-@pytest.mark.parametrize("body", [{}, {"mode": "bogus"}, {"mode": "only", "session_ids": "cc1"}, {"mode": "only", "session_ids": [1]}, {"mode": "all", "extra": True}, {"mode": "only", "session_ids": [""]}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"mode": "bogus"},
+        {"mode": "only", "session_ids": "cc1"},
+        {"mode": "only", "session_ids": [1]},
+        {"mode": "all", "extra": True},
+        {"mode": "only", "session_ids": [""]},
+    ],
+)
 def test_scope_validation(client: Any, sproject: Layout, body: Any) -> None:
     error_of(client.post(SCOPE, json=body, headers=AUTH), 422)
     assert state_bytes(sproject) is None
@@ -429,7 +497,9 @@ def test_failure_and_retry(client: Any, sproject: Layout) -> None:
     assert r.status_code == 200
     task = r.json()["task"]["id"]
     view = wait_until(lambda: (v := client.get(CONV).json())["failed"] and v, timeout=30)
-    assert view["failed"]["id"] == task and "exited 3" in view["failed"]["error"] and view["masterReplyState"] == "failed"
+    assert (
+        view["failed"]["id"] == task and "exited 3" in view["failed"]["error"] and view["masterReplyState"] == "failed"
+    )
     assert view["thinking"] is False
     # retry of a task that is not failed / does not exist
     error_of(client.post(f"{CONV}/retry", json={"task_id": "t_nope"}, headers=AUTH), 404)
@@ -462,7 +532,13 @@ def test_conversation_details_and_overrides(client: Any, sproject: Layout, cli: 
     r = client.patch(CONV, json={"modelOverride": "model-b", "reasoningEffortOverride": "high"}, headers=AUTH)
     assert r.status_code == 200, r.text
     d = r.json()
-    assert (d["modelOverride"], d["reasoningEffortOverride"], d["model"], d["modelSource"], d["effort"]) == ("model-b", "high", "model-b", "conversation", "high")
+    assert (d["modelOverride"], d["reasoningEffortOverride"], d["model"], d["modelSource"], d["effort"]) == (
+        "model-b",
+        "high",
+        "model-b",
+        "conversation",
+        "high",
+    )
     saved = json.loads(Path(sproject.conversation_file("master-agent")).read_text())
     assert saved["modelOverride"] == "model-b" and saved["reasoningEffortOverride"] == "high"
     info = cli_json(cli, "chat", "info", cwd=sproject.project)
@@ -498,20 +574,27 @@ def test_override_validation(client: Any, sproject: Layout, body: Any, status: i
     assert not os.path.exists(sproject.conversation_file("master-agent"))
 
 
-@pytest.mark.parametrize("body", [{}, {"text": ""}, {"text": "  "}, {"text": 5}, {"text": "x" * (64 * 1024 + 1)}, {"message": "hi"}])
+@pytest.mark.parametrize(
+    "body", [{}, {"text": ""}, {"text": "  "}, {"text": 5}, {"text": "x" * (64 * 1024 + 1)}, {"message": "hi"}]
+)
 def test_message_validation(client: Any, sproject: Layout, body: Any) -> None:
     error_of(client.post(f"{CONV}/messages", json=body, headers=AUTH), 422)
     assert not os.path.exists(sproject.ledger("master-agent"))
 
 
 def test_multibyte_message_over_the_byte_limit_is_400(client: Any, sproject: Layout) -> None:
-    r = client.post(f"{CONV}/messages", json={"text": "é" * 40000}, headers=AUTH)  # 80 KB in UTF-8, under the char limit
+    r = client.post(
+        f"{CONV}/messages", json={"text": "é" * 40000}, headers=AUTH
+    )  # 80 KB in UTF-8, under the char limit
     assert "KiB" in error_of(r, 400)
 
 
 @pytest.mark.parametrize("conv", ["..", "-x", "a%2Fb", "x" * 129, "a b"])
 def test_conversation_id_allow_list(client: Any, sproject: Layout, conv: str) -> None:
-    for r in (client.get(f"/api/v1/projects/{conv}"), client.post(f"/api/v1/projects/{conv}/messages", json={"text": "x"}, headers=AUTH)):
+    for r in (
+        client.get(f"/api/v1/projects/{conv}"),
+        client.post(f"/api/v1/projects/{conv}/messages", json={"text": "x"}, headers=AUTH),
+    ):
         assert 400 <= r.status_code < 500, (conv, r.status_code)
         no_trace(r)
     assert not any(p.name not in ("master-agent",) for p in Path(sproject.chat_dir).glob("*") if p.is_dir())
@@ -527,7 +610,9 @@ def test_damaged_state_file_is_409_naming_it(client: Any, sproject: Layout) -> N
     assert "state.json" in msg
 
 
-def test_unexpected_error_is_one_line_and_logged(client: Any, sproject: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unexpected_error_is_one_line_and_logged(
+    client: Any, sproject: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from cocoplus.ops import sessions
 
     def boom(*_a: Any, **_k: Any) -> Any:
@@ -573,9 +658,20 @@ def test_openapi_lists_every_endpoint(client: Any) -> None:
 def test_the_page_and_its_assets(client: Any) -> None:
     html = client.get("/")
     assert html.status_code == 200 and html.headers["content-type"].startswith("text/html")
-    for needle in ('id="sup-switch"', 'id="sessions"', 'id="stop-btn"', 'id="steer-text"', 'id="menu-btn"', "Reasoning effort", "Session info", "Refresh"):
+    for needle in (
+        'id="sup-switch"',
+        'id="sessions"',
+        'id="stop-btn"',
+        'id="steer-text"',
+        'id="menu-btn"',
+        "Reasoning effort",
+        "Session info",
+        "Refresh",
+    ):
         assert needle in html.text
-    assert "<script src=\"/app.js\"" in html.text and "<script>" not in html.text  # no inline script: CSP script-src 'self'
+    assert (
+        '<script src="/app.js"' in html.text and "<script>" not in html.text
+    )  # no inline script: CSP script-src 'self'
     js = client.get("/app.js")
     assert js.status_code == 200 and "javascript" in js.headers["content-type"] and "EventSource" in js.text
     assert "innerHTML" not in js.text  # text goes in with textContent only

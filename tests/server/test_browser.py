@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from cocoplus.core.paths import Layout
+from tests.conftest import PASSWD_ENV
 from tests.server.conftest import Served, wait_until, write_backend
 from tests.support.trusting import trust_project
 
@@ -38,7 +39,11 @@ pytestmark = pytest.mark.timeout(180)
 
 
 @pytest.fixture
-def page(tmp_path: Path) -> Iterator[Any]:
+def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    # The browser and Playwright's driver need no password database of the test's (tests/conftest.py), and
+    # Chromium does not start with nss_wrapper preloaded.
+    for name in PASSWD_ENV:
+        monkeypatch.delenv(name, raising=False)
     if not os.path.exists(CHROMIUM):
         if os.environ.get("CI"):
             pytest.fail(f"{CHROMIUM} is missing: tests/e2e/runtimes/install.sh installs it")
@@ -54,8 +59,9 @@ def page(tmp_path: Path) -> Iterator[Any]:
         try:
             pg = ctx.new_page()
             pg.set_default_timeout(15000)
-            pg.errors = []  # type: ignore[attr-defined]
-            pg.on("pageerror", lambda exc: pg.errors.append(str(exc)))  # type: ignore[attr-defined]
+            errors: list[str] = []
+            pg.errors = errors  # type: ignore[attr-defined]
+            pg.on("pageerror", lambda exc: errors.append(str(exc)))
             pg.on("dialog", lambda d: d.accept())  # the resume confirmation
             yield pg
         finally:
@@ -76,13 +82,13 @@ def test_page_end_to_end(served: Served, page: Any) -> None:
     lay: Layout = served.layout
     cfg = Path(lay.config)
     cfg.write_text(cfg.read_text().replace('controller = "x"\n', 'controller = "x"\ndefault_model = "model-z"\n'))
-    trust_project(lay)  # a changed file is trusted again (README "Trust")
+    trust_project(lay)  # a changed file is trusted again (docs/guides/configuration.md, "Trust")
 
     page.goto(f"{served.url}/#token={served.token}")
     expect(page.locator("#live")).to_have_text("live")
     assert "token" not in page.url  # the fragment is taken off the address bar
     expect(page.locator("#token-banner")).to_be_hidden()
-    expect(page.locator("#sessions tbody tr")).to_have_count(3)
+    expect(page.locator("#sessions tr[data-id]")).to_have_count(3)
 
     # The turn cap's default and bounds come from GET /api/v1/meta (the page writes none of them).
     expect(page.locator("#max-turns")).to_have_value("60")
@@ -161,7 +167,9 @@ def test_page_end_to_end(served: Served, page: Any) -> None:
 
     page.fill("#chat-input", "and now?")
     page.keyboard.press("Enter")
-    expect(page.locator("#messages .msg.assistant").last).to_contain_text("echo model=model-z effort=high: and now?", timeout=30000)
+    expect(page.locator("#messages .msg.assistant").last).to_contain_text(
+        "echo model=model-z effort=high: and now?", timeout=30000
+    )
 
     # -- a failing backend: the failure line, then retry
     write_backend(lay, 0.2, fail=True)
@@ -198,20 +206,35 @@ def test_page_end_to_end(served: Served, page: Any) -> None:
 
     # -- live updates from changes made elsewhere (CLI and hooks), without reloading
     env = dict(os.environ, COCOPLUS_DIR=lay.root)
-    subprocess.run([sys.executable, "-m", "cocoplus", "session", "stop", "--reason", "stopped from a terminal"], env=env, check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [sys.executable, "-m", "cocoplus", "session", "stop", "--reason", "stopped from a terminal"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     expect(page.locator("#kill-state")).to_contain_text("stopped from a terminal")
     from cocoplus.session import registry
 
     registry.ensure(lay, "gemini", "gemini-session-1", event="SessionStart")
     expect(page.locator('#sessions tr[data-alias="gm1"]')).to_have_count(1)
-    # An ended session is hidden unless "show ended" is on: the active states come from the API.
+    # An ended session is folded under "Ended" (the active states come from the API), shown when unfolded.
     gm1 = registry.resolve(lay, "gm1")
     registry.update(lay, gm1["id"], lambda r: r.update(state="exited"))
     expect(page.locator('#sessions tr[data-alias="gm1"]')).to_have_count(0)
-    page.check("#show-ended")
-    expect(page.locator('#sessions tr[data-alias="gm1"]')).to_have_count(1)
-    page.uncheck("#show-ended")
-    subprocess.run([sys.executable, "-m", "cocoplus", "supervision", "finish", "--summary", "done"], env=env, check=True, capture_output=True, timeout=60)
+    expect(page.locator("#show-ended")).to_have_text("▸ Ended: 1 session (show)")
+    page.click("#show-ended")
+    expect(page.locator('#ended-rows tr[data-alias="gm1"]')).to_have_count(1)
+    expect(page.locator('#ended-rows tr[data-alias="gm1"]')).to_have_class(re.compile(r"\bended\b"))
+    page.click("#show-ended")
+    expect(page.locator('#sessions tr[data-alias="gm1"]')).to_have_count(0)
+    subprocess.run(
+        [sys.executable, "-m", "cocoplus", "supervision", "finish", "--summary", "done"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     expect(page.locator("#sup-switch")).not_to_be_checked()
     shot(page, "09-live-updates")
 
@@ -225,7 +248,7 @@ def test_page_end_to_end(served: Served, page: Any) -> None:
     expect(page.locator("#sup-switch")).not_to_be_checked()
     wait_until(lambda: api(served, "/session-os/main-brain/autonomous")["autonomous"]["enabled"] is False)
 
-    assert page.errors == []  # type: ignore[attr-defined]
+    assert page.errors == []
 
 
 def test_page_without_the_token_is_read_only(served: Served, page: Any) -> None:
@@ -233,7 +256,7 @@ def test_page_without_the_token_is_read_only(served: Served, page: Any) -> None:
 
     page.goto(served.url + "/")
     expect(page.locator("#token-banner")).to_be_visible()
-    expect(page.locator("#sessions tbody tr")).to_have_count(3)  # reads work
+    expect(page.locator("#sessions tr[data-id]")).to_have_count(3)  # reads work
     page.click("#supervision .switch")
     expect(page.locator("#error-text")).to_contain_text("token")
     assert api(served, "/session-os/main-brain/autonomous")["autonomous"] is None
@@ -247,7 +270,7 @@ def test_page_without_the_token_is_read_only(served: Served, page: Any) -> None:
     page.click("#supervision .switch")
     expect(page.locator("#sup-switch")).to_be_checked()
     wait_until(lambda: (api(served, "/session-os/main-brain/autonomous")["autonomous"] or {}).get("enabled"))
-    assert page.errors == []  # type: ignore[attr-defined]
+    assert page.errors == []
 
 
 def test_charts_of_iterations_and_spend(served: Served, page: Any) -> None:
@@ -262,11 +285,25 @@ def test_charts_of_iterations_and_spend(served: Served, page: Any) -> None:
     now = clock.parse_iso(clock.iso()) or 0.0
     recs = {r["alias"]: r for r in registry.list_sessions(lay)[0]}
     for alias, started, calls in (("cc1", 50, 64), ("cx1", 40, 23)):
-        rec = dict(recs[alias], started_at=clock.iso(now - started * 60), last_event_at=clock.iso(now - 60), tool_calls=calls)
+        rec = dict(
+            recs[alias], started_at=clock.iso(now - started * 60), last_event_at=clock.iso(now - 60), tool_calls=calls
+        )
         fsio.atomic_write_json(lay.session_record(rec["id"]), rec)
     spend = [("cc1", 45, 0.42), ("cx1", 35, 0.2), ("cc1", 30, 0.9), ("cx1", 20, 0.3), ("cc1", 10, 1.6)]
     for alias, ago, usd in spend:
-        fsio.append_jsonl(lay.spend_log, {"ts": clock.iso(now - ago * 60), "kind": "usage", "session": recs[alias]["id"], "alias": alias, "usd": usd, "model": "m", "category": "execution"}, lay.lock("spend"))
+        fsio.append_jsonl(
+            lay.spend_log,
+            {
+                "ts": clock.iso(now - ago * 60),
+                "kind": "usage",
+                "session": recs[alias]["id"],
+                "alias": alias,
+                "usd": usd,
+                "model": "m",
+                "category": "execution",
+            },
+            lay.lock("spend"),
+        )
     hist = api(served, "/history")
     cc1 = next(s for s in hist["sessions"] if s["alias"] == "cc1")
     assert [p[1] for p in cc1["spend"]] == [0.42, 1.32, 2.92] and [p[1] for p in cc1["iterations"]] == [0, 64]
@@ -279,23 +316,43 @@ def test_charts_of_iterations_and_spend(served: Served, page: Any) -> None:
         expect(page.locator(f"{box} .u-legend")).to_contain_text("cx1")
     # The lines are drawn: the canvas holds pixels in cc1's colour (the palette's first).
     drawn = page.evaluate(
-        """() => { const c = document.querySelector('#chart-spend canvas'); const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-        let n = 0; for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - 0x2f) < 30 && Math.abs(d[i + 1] - 0x6f) < 30 && Math.abs(d[i + 2] - 0xdf) < 30 && d[i + 3] > 200) n++; return n; }"""
+        """() => { const c = document.querySelector('#chart-spend canvas');
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 0; i < d.length; i += 4)
+          if (Math.abs(d[i] - 0x2f) < 30 && Math.abs(d[i + 1] - 0x6f) < 30 && Math.abs(d[i + 2] - 0xdf) < 30
+              && d[i + 3] > 200) n++;
+        return n; }"""
     )
     assert drawn > 50, drawn
     page.locator("#charts").screenshot(path=str(SHOTS / "20-charts.png"))
     before = page.evaluate("() => charts.spend.data[0].length")
-    fsio.append_jsonl(lay.spend_log, {"ts": clock.iso(), "kind": "usage", "session": recs["cx1"]["id"], "alias": "cx1", "usd": 0.5, "model": "m", "category": "execution"}, lay.lock("spend"))
+    fsio.append_jsonl(
+        lay.spend_log,
+        {
+            "ts": clock.iso(),
+            "kind": "usage",
+            "session": recs["cx1"]["id"],
+            "alias": "cx1",
+            "usd": 0.5,
+            "model": "m",
+            "category": "execution",
+        },
+        lay.lock("spend"),
+    )
     page.wait_for_function(f"() => charts.spend && charts.spend.data[0].length > {before}")
     shot(page, "21-page-with-charts")
-    assert page.errors == []  # type: ignore[attr-defined]
+    assert page.errors == []
 
 
-def test_page_shows_the_last_rounds_outcome_what_the_brain_did_and_how_to_undo_it(served: Served, page: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_shows_the_last_rounds_outcome_what_the_brain_did_and_how_to_undo_it(
+    served: Served, page: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A round in which the brain stopped cc1, then failed: the page says so, with the reason and the undo."""
     from playwright.sync_api import expect
 
     from cocoplus.chat import worker
+    from cocoplus.ops import authority
     from cocoplus.ops import session as session_ops
     from cocoplus.session import registry
     from cocoplus.supervision import autonomy, rounds
@@ -305,10 +362,13 @@ def test_page_shows_the_last_rounds_outcome_what_the_brain_did_and_how_to_undo_i
     write_backend(lay, seconds=0, fail=True)
     autonomy.enable(lay, task_hint="keep the PR green")
     cc1 = registry.resolve(lay, "cc1")
-    started = rounds.start_round(lay, [{"session": cc1["id"], "alias": "cc1", "kind": "attention", "value": "pending"}], start_worker=False)
+    started = rounds.start_round(
+        lay, [{"session": cc1["id"], "alias": "cc1", "kind": "attention", "value": "pending"}], start_worker=False
+    )
     assert started["started"]
     monkeypatch.setenv("COCOPLUS_ROUND", str(started["round"]))  # as the round's backend runs with it
-    session_ops.stop(lay, "the schema review first", operator="main brain", session="cc1")
+    # as the brain's MCP door does
+    session_ops.stop_session(lay, "cc1", "the schema review first", principal=authority.BRAIN)
     monkeypatch.delenv("COCOPLUS_ROUND")
     worker.serve(lay, once=True)
     assert rounds.poll(lay, start_worker=False) == {"closed": started["round"]}
@@ -321,8 +381,10 @@ def test_page_shows_the_last_rounds_outcome_what_the_brain_did_and_how_to_undo_i
     action = page.locator("#round-actions li")
     expect(action).to_have_count(1)
     expect(action).to_contain_text("stop_session cc1")
-    expect(action).to_contain_text(f"by main brain, round {started['round']}")
+    expect(action).to_contain_text(f"by the main brain, round {started['round']}")  # not the name of its user
     expect(action.locator("code")).to_have_text("cocoplus session resume --session cc1 --yes")
-    expect(page.locator("#watcher")).to_have_text("watcher NOT running: no round runs (`cocoplus supervisor run`)")
+    expect(page.locator("#watcher")).to_have_text(
+        "watcher NOT running: no round runs (`cocoplus supervision watcher run`)"
+    )
     shot(page, "10-last-round-failed-with-its-action")
-    assert page.errors == []  # type: ignore[attr-defined]
+    assert page.errors == []

@@ -129,7 +129,9 @@ def test_host_and_origin_through_uvicorn(served: Served) -> None:
         r = c.post(u + "/api/v1/session/stop", json={}, headers={"Origin": "http://evil.example", **served.auth})
         assert r.status_code == 403
         assert not os.path.exists(served.layout.agent_stop)
-        r = c.post(u + "/api/v1/session/stop", json={}, headers={"Origin": f"http://127.0.0.1:{served.port}", **served.auth})
+        r = c.post(
+            u + "/api/v1/session/stop", json={}, headers={"Origin": f"http://127.0.0.1:{served.port}", **served.auth}
+        )
         assert r.status_code == 200
         assert os.path.exists(served.layout.agent_stop)
 
@@ -172,10 +174,18 @@ def test_events_for_api_cli_and_hook_changes(served: Served) -> None:
 
         # a change made by the CLI in another process
         env = dict(os.environ, COCOPLUS_DIR=lay.root)
-        subprocess.run([sys.executable, "-m", "cocoplus", "session", "steer", "from the cli"], env=env, check=True, capture_output=True, timeout=60)
+        subprocess.run(
+            [sys.executable, "-m", "cocoplus", "session", "steer", "from the cli"],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
         ev.expect("session")
 
-        httpx.patch(served.url + "/api/v1/coding-sessions/cx1/supervision", json={"excluded": True}, headers=served.auth)
+        httpx.patch(
+            served.url + "/api/v1/coding-sessions/cx1/supervision", json={"excluded": True}, headers=served.auth
+        )
         ev.expect("supervision")
 
         # a new agent session, as the SessionStart hook records it
@@ -184,14 +194,25 @@ def test_events_for_api_cli_and_hook_changes(served: Served) -> None:
 
         httpx.post(served.url + "/api/v1/session-os/main-brain/autonomous", json={"enabled": True}, headers=served.auth)
         ev.expect("supervision")
-        rounds.start_round(lay, [{"session": None, "alias": None, "kind": "initial", "value": None, "message": "t"}], source="initial")
+        rounds.start_round(
+            lay, [{"session": None, "alias": None, "kind": "initial", "value": None, "message": "t"}], source="initial"
+        )
         ev.expect("round")
 
-        r = httpx.post(served.url + "/api/v1/projects/master-agent/messages", json={"text": "ping"}, headers=served.auth)
+        r = httpx.post(
+            served.url + "/api/v1/projects/master-agent/messages", json={"text": "ping"}, headers=served.auth
+        )
         assert r.status_code == 200
         ev.expect("ledger", where=lambda e: "master-agent" in e["conversations"])
         # the reply arrives later (1 s backend) as another ledger event
-        ev.expect("ledger", timeout=30, where=lambda e: any(m["role"] == "assistant" and m["text"].endswith("ping") for m in httpx.get(served.url + "/api/v1/projects/master-agent").json()["messages"]))
+        ev.expect(
+            "ledger",
+            timeout=30,
+            where=lambda e: any(
+                m["role"] == "assistant" and m["text"].endswith("ping")
+                for m in httpx.get(served.url + "/api/v1/projects/master-agent").json()["messages"]
+            ),
+        )
     finally:
         ev.close()
 

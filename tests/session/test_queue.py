@@ -68,7 +68,9 @@ def test_records_of_the_wrong_shape_are_reported_by_line_not_dropped_silently(pr
     assert any(ln.startswith("FAIL") and "task-queue.jsonl" in ln and "line 7" in ln for ln in out.splitlines())
 
     # Valid JSON throughout, but not queue records: check still fails, by line.
-    write_lines(project.task_queue, {"id": "q1", "ts": "t", "state": "queued", "request": "fine"}, {"id": 5, "state": "done"})
+    write_lines(
+        project.task_queue, {"id": "q1", "ts": "t", "state": "queued", "request": "fine"}, {"id": 5, "state": "done"}
+    )
     code, out, err = cli("session", "check", cwd=project.project)
     assert code == 1
     assert any(ln.startswith("FAIL") and "task-queue.jsonl" in ln and "line 2" in ln for ln in out.splitlines())

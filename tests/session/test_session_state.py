@@ -10,6 +10,7 @@ import pytest
 from cocoplus.core import fsio
 from cocoplus.core.errors import CocoplusError
 from cocoplus.session import control, iteration, status
+from tests.support.typed import present
 
 
 def test_set_state_sets_a_damaged_status_aside(project):
@@ -21,24 +22,24 @@ def test_set_state_sets_a_damaged_status_aside(project):
     assert len(kept) == 1 and ".corrupt-" in kept[0]
     with open(kept[0], "rb") as fh:
         assert fh.read() == b'{"state": "crashed"'
-    assert status.read_status(project)["state"] == "running"
-    assert status.read_status(project, "pod")["state"] == "running"
+    assert present(status.read_status(project))["state"] == "running"
+    assert present(status.read_status(project, "pod"))["state"] == "running"
 
 
 def test_set_state_only_takes_canonical_states(project):
     for bad in ("stopped", "budget_exhausted", "RUNNING", ""):
         with pytest.raises(CocoplusError, match="unknown state"):
             status.set_state(project, bad)
-    assert status.read_status(project)["state"] == "idle"
+    assert present(status.read_status(project))["state"] == "idle"
 
 
 def test_count_increments_warns_once_and_stops_at_cap(project):
     outcomes = [iteration.count(project, cap=5, warn_at=3) for _ in range(6)]
-    assert [o.budget["consumed"] for o in outcomes] == [1, 2, 3, 4, 5, 6]
+    assert [present(o.budget)["consumed"] for o in outcomes] == [1, 2, 3, 4, 5, 6]
     assert [o.warned_now for o in outcomes] == [False, False, True, False, False, False]
     assert [o.capped_now for o in outcomes] == [False, False, False, False, True, False]
     assert [o.capped for o in outcomes] == [False, False, False, False, True, True]
-    doc = iteration.read(project)
+    doc = present(iteration.read(project))
     assert doc["stopped"] is True and doc["warned"] is True
     text = open(project.progress).read()
     assert "- Consumed: 6" in text and "- Cap: 5" in text and "- Warn At: 3" in text
@@ -71,7 +72,7 @@ def test_count_spools_when_the_lock_is_busy_and_folds_it_in_later(project):
         text=True,
     )
     try:
-        assert holder.stdout.readline().strip() == "held"
+        assert present(holder.stdout).readline().strip() == "held"
         start = time.monotonic()
         out = iteration.count(project, cap=100, warn_at=80, timeout=0.2)
         assert time.monotonic() - start < 3
@@ -81,7 +82,7 @@ def test_count_spools_when_the_lock_is_busy_and_folds_it_in_later(project):
         holder.kill()
         holder.wait()
     out = iteration.count(project, cap=100, warn_at=80)
-    assert out.budget["consumed"] == 2  # the spooled one and this one
+    assert present(out.budget)["consumed"] == 2  # the spooled one and this one
     assert os.listdir(project.iteration_spool_dir) == []
 
 
@@ -112,7 +113,7 @@ def test_automatic_stop_never_replaces_the_operators(project):
     control.resume(project, "ann")
     created, doc = control.create_stop(project, "cocoplus", "iteration cap", source="budget", replace=False)
     assert created is True
-    assert control.read_stop(project)["reason"] == "iteration cap"
+    assert present(control.read_stop(project))["reason"] == "iteration cap"
     assert [n for n in os.listdir(project.root) if "tmp" in n] == []
 
 
@@ -128,7 +129,7 @@ def test_steer_claim_delivers_once_and_redelivers_an_orphan(project):
 
     # A consumer that died after claiming (its pid is gone): the next one re-delivers it.
     control.steer(project, "second")
-    dead = control.claim_steer(project)
+    dead = present(control.claim_steer(project))
     os.rename(dead.path, os.path.join(project.steer_claimed_dir, "st_20260101T000000Z_999999999_abcd.md"))
     again = control.claim_steer(project)
     assert again is not None and again.redelivery and again.text.strip() == "second"
@@ -140,7 +141,7 @@ def test_steer_claim_delivers_once_and_redelivers_an_orphan(project):
 
 def test_release_steer_keeps_a_newer_one_after_it(project):
     control.steer(project, "older")
-    claim = control.claim_steer(project)
+    claim = present(control.claim_steer(project))
     control.steer(project, "newer")
     control.release_steer(project, claim)
     text = open(project.steer).read()

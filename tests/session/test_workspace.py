@@ -9,6 +9,7 @@ from cocoplus.core import fsio, predicates, progress
 from cocoplus.core.paths import Layout
 from cocoplus.report import models
 from cocoplus.session import workspace
+from tests.support.typed import present
 
 
 def modes(state_dir: str) -> dict[str, int]:
@@ -37,9 +38,9 @@ def test_init_under_a_permissive_umask_keeps_everything_private(project_dir):
 
 def test_templates_are_valid(project: Layout):
     text = fsio.read_text(project.progress)
-    doc = progress.parse(text)
+    doc = progress.parse(present(text))
     assert doc.missing() == [] and doc.find("Iteration Budget") is not None
-    assert predicates.parse(fsio.read_text(project.context)) == ([], [])
+    assert predicates.parse(present(fsio.read_text(project.context))) == ([], [])
     models.validate(models.IterationBudget, fsio.read_json(project.iteration_budget), "x")
     models.validate(models.CostBudget, fsio.read_json(project.budget_state), "x")
     st = models.validate(models.Status, fsio.read_json(project.status), "x")

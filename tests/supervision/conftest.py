@@ -38,7 +38,9 @@ class Brain:
     """A `command` backend that records every prompt it gets as a file, then answers after `sleep`
     seconds (and, with `gated`, not before `open()` is called: 60 s at most)."""
 
-    def __init__(self, layout: Layout, sleep: float = 0.0, quiet: float = 0.5, max_wait: float = 10.0, gated: bool = False) -> None:
+    def __init__(
+        self, layout: Layout, sleep: float = 0.0, quiet: float = 0.5, max_wait: float = 10.0, gated: bool = False
+    ) -> None:
         self.layout = layout
         self.dir = Path(layout.project) / "prompts"
         self.gate = Path(layout.project) / "brain-gate"
@@ -50,7 +52,7 @@ class Brain:
             f'command = ["{sys.executable}", "{script}", "{self.dir}", "{sleep}", "{gate}"]\n'
             f"[supervision]\nquiet_window_s = {quiet}\nmax_wait_s = {max_wait}\nreconcile_s = 1\n"
         )
-        trust_project(layout)  # the tests are about what the brain is asked (README "Trust")
+        trust_project(layout)  # the tests are about what the brain is asked (docs/guides/configuration.md, "Trust")
 
     def open(self) -> None:
         self.gate.touch()
@@ -142,7 +144,7 @@ def stop_chat_worker(layout: Layout) -> None:
 
 
 @pytest.fixture
-def sessions(project: Layout):  # type: ignore[no-untyped-def]
+def sessions(project: Layout):
     """Three claude sessions cc1..cc3 and a codex session cx1, all running."""
     made = {}
     for rid, runtime in (("s-one", "claude"), ("s-two", "claude"), ("s-three", "claude"), ("x-one", "codex")):
@@ -153,7 +155,7 @@ def sessions(project: Layout):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def watchers(project: Layout):  # type: ignore[no-untyped-def]
+def watchers(project: Layout):
     started: list[Watcher] = []
 
     def start(**kw: Any) -> Watcher:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import fsio, seal
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.ops import dispatch as dispatch_ops
@@ -48,6 +48,14 @@ def program(tmp_path: Path, code: int = 0, err: str = "") -> tuple[str, Path]:
 
 
 def session(layout: Layout, rid: str = "rid-1", **fields: Any) -> dict[str, Any]:
+    """A claude session record; its `process`, if given, recorded and sealed as its SessionStart hook does
+    (tests/supervision/test_sealed_records.py has the real hook and the records it refuses)."""
+    proc = fields.get("process")
+    if isinstance(proc, dict):
+        argv = proc.get("argv")
+        program = [argv[0]] if argv and os.path.isabs(argv[0]) else None
+        what = seal.session_fields(registry.cs_id_for(rid), "claude", rid, layout.project, program, argv)
+        fields["process"] = {**proc, "program": program, "seal": seal.seal(what)}
     rec, _ = registry.ensure(layout, "claude", rid, event="SessionStart", change=lambda r: r.update(**fields))
     return rec
 
@@ -78,7 +86,11 @@ def test_mid_turn_the_instruction_becomes_this_sessions_steer(project: Layout) -
 def test_idle_at_a_live_prompt_the_instruction_is_queued_and_says_so(project: Layout) -> None:
     session(project, state="running", attention="pending", process=live_process())
     r = dispatch_ops.dispatch(project, "cc1", "next", by="alice")
-    assert r["route"] == "queued" and "idle at its prompt" in r["why"] and r["message"].startswith("queued for cc1's next prompt")
+    assert (
+        r["route"] == "queued"
+        and "idle at its prompt" in r["why"]
+        and r["message"].startswith("queued for cc1's next prompt")
+    )
 
 
 def test_stopped_sessions_are_never_resumed(project: Layout, tmp_path: Path) -> None:
@@ -86,10 +98,10 @@ def test_stopped_sessions_are_never_resumed(project: Layout, tmp_path: Path) -> 
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("{}\n")
     session(project, state="exited", transcript_path=str(transcript), process=dead_process(tmp_path, [fake, "-p", "x"]))
-    session_ops.stop(project, "hold it", session="cc1")
+    session_ops.stop_session(project, "cc1", "hold it")
     r = dispatch_ops.dispatch(project, "cc1", "next", by="alice")
     assert r["route"] == "queued" and "cc1 is stopped" in r["why"] and not ran.exists()
-    session_ops.resume(project, session="cc1")
+    session_ops.resume_session(project, "cc1")
     control.stop(project, "bob", "all stop")
     r = dispatch_ops.dispatch(project, "cc1", "next", by="alice")
     assert r["route"] == "queued" and "AGENT_STOP" in r["why"] and not ran.exists()
@@ -103,10 +115,12 @@ def test_an_exited_session_is_resumed_headless_in_the_project_with_the_instructi
     transcript.write_text("{}\n")
     argv = [fake, "-p", "the first task", "--output-format", "json", "--allowedTools", "Bash"]
     session(project, state="exited", transcript_path=str(transcript), process=dead_process(tmp_path, argv))
-    # Variables a runtime sets for its own tools must not reach the process cocoplus starts.
+    # The main brain dispatches (a controller cocoplus started: it holds the capability). Variables its
+    # runtime sets for its own tools, and the capability itself, must not reach the process cocoplus starts.
     monkeypatch.setenv("CLAUDECODE", "1")
     monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "the-brains-own")
     monkeypatch.setenv("COCOPLUS_ROUND", "3")
+    monkeypatch.setenv("COCOPLUS_MCP_TOKEN", seal.capability() or "")
     monkeypatch.setenv("SOME_CREDENTIAL_PATH", "kept")
     r = dispatch_ops.dispatch(project, "cc1", "rebase on main", by="alice")
     assert r["route"] == "resume", r
@@ -118,6 +132,7 @@ def test_an_exited_session_is_resumed_headless_in_the_project_with_the_instructi
     assert got["cwd"] == project.project
     env = got["env"]
     assert "CLAUDECODE" not in env and "CLAUDE_CODE_SESSION_ID" not in env and "COCOPLUS_ROUND" not in env
+    assert "COCOPLUS_MCP_TOKEN" not in env  # a worker never gets the brain's authority
     assert env["SOME_CREDENTIAL_PATH"] == "kept"
     rec = registry.resolve(project, "cc1")
     assert rec["resumed"]["pid"] == r["resume"]["pid"] and rec["resumed"]["command"] == got["argv"]
@@ -142,7 +157,9 @@ def test_a_resume_that_fails_at_once_falls_back_to_the_queue_and_says_why(projec
 
 def test_a_session_without_its_transcript_is_not_resumable(project: Layout, tmp_path: Path) -> None:
     fake, ran = program(tmp_path)
-    session(project, state="exited", transcript_path=str(tmp_path / "gone.jsonl"), process=dead_process(tmp_path, [fake]))
+    session(
+        project, state="exited", transcript_path=str(tmp_path / "gone.jsonl"), process=dead_process(tmp_path, [fake])
+    )
     r = dispatch_ops.dispatch(project, "cc1", "next", by="alice")
     assert r["route"] == "queued" and "transcript is not there" in r["why"] and not ran.exists()
 
@@ -150,7 +167,9 @@ def test_a_session_without_its_transcript_is_not_resumable(project: Layout, tmp_
 def test_a_hold_whose_hook_died_is_not_a_hold(project: Layout, tmp_path: Path) -> None:
     rec = session(project, state="running", attention="pending")
     fsio.ensure_dir(project.holds_dir)
-    fsio.atomic_write_json(project.hold(rec["id"]), {"id": "h_x", "session": rec["id"], "pid": dead_process(tmp_path)["pid"]})
+    fsio.atomic_write_json(
+        project.hold(rec["id"]), {"id": "h_x", "session": rec["id"], "pid": dead_process(tmp_path)["pid"]}
+    )
     r = dispatch_ops.dispatch(project, "cc1", "next", by="alice")
     assert r["route"] != "held" and not os.path.exists(project.hold_decision(rec["id"]))
 
@@ -185,3 +204,63 @@ def test_empty_or_unknown_is_refused(project: Layout) -> None:
     with pytest.raises(CocoplusError, match="no session"):
         dispatch_ops.dispatch(project, "zz9", "x", by="alice")
     assert actions.last(project) and actions.last(project)[-1]["error"]
+
+
+# A stand-in for Claude Code that is not logged in: it prints what the real CLI printed then (recorded in
+# tests/fixtures/runtime-streams) and exits 1.
+NOT_LOGGED_IN = """#!{python}
+import sys
+sys.stdout.write(open({stream!r}).read())
+sys.exit(1)
+"""
+
+
+def test_a_resume_that_fails_says_why_in_the_runtimes_words_at_every_door(project: Layout, tmp_path: Path) -> None:
+    """The CLI, the REST route and the brain's MCP tool each answer with the runtime's own reason; the CLI exits 1;
+    the instruction is queued each time (nothing acknowledged is lost)."""
+    from fastapi.testclient import TestClient
+
+    from cocoplus.server.app import create_app
+    from tests.conftest import run_cli_subprocess
+    from tests.mcp.conftest import Client, serve
+    from tests.server.conftest import AUTH, PORT, TOKEN
+
+    stream = Path(__file__).resolve().parents[1] / "fixtures" / "runtime-streams" / "claude-not-logged-in.jsonl"
+    fake = tmp_path / "claude"
+    fake.write_text(NOT_LOGGED_IN.format(python=sys.executable, stream=str(stream)))
+    fake.chmod(0o755)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("{}\n")
+    session(
+        project, state="exited", transcript_path=str(transcript), process=dead_process(tmp_path, [str(fake), "-p", "x"])
+    )
+    reason = "Not logged in · Please run /login"
+
+    cli = run_cli_subprocess("dispatch", "cc1", "from the CLI", "--json", cwd=project.project)
+    assert cli.code == 1, cli
+    by_cli = json.loads(cli.out)
+    assert cli.err.splitlines() == [
+        f"cocoplus: error: cc1: the resume failed: {reason} (claude exited with code 1)",
+        f"cocoplus: hint: its output: {by_cli['resume_failed']['log']}",
+    ]
+    text = run_cli_subprocess("dispatch", "cc1", "from the CLI, for a person", cwd=project.project)
+    assert text.code == 1 and text.out.startswith(f"queued: cc1's resume failed: {reason}; the instruction is queued")
+
+    with TestClient(create_app(project, token=TOKEN, port=PORT), base_url=f"http://127.0.0.1:{PORT}") as c:
+        rest = c.post("/api/v1/coding-sessions/cc1/dispatch", json={"instruction": "from REST"}, headers=AUTH)
+    assert rest.status_code == 200, rest.text
+    by_rest = rest.json()
+
+    async def scenario(client: Client) -> Any:
+        return await client.call("dispatch", session="cc1", instruction="from the brain")
+
+    by_mcp = serve(scenario, cwd=project.project)
+    for got in (by_cli, by_rest, by_mcp):
+        failed = got["resume_failed"]
+        assert (got["route"], failed["reason"], failed["code"]) == ("queued", reason, 1), got
+        assert Path(project.project, failed["log"]).read_text() == stream.read_text()
+        assert got["message"] == f"cc1's resume failed: {reason}; the instruction is queued for its next prompt"
+    pending = control.pending_steer(project, by_cli["session"]) or ""
+    assert all(t in pending for t in ("from the CLI", "from REST", "from the brain"))
+    failures = [a["result"]["resume_failed"]["reason"] for a in action_records(project)]
+    assert failures == [reason] * 4

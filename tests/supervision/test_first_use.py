@@ -61,7 +61,9 @@ def test_without_a_controller_supervision_is_refused_naming_what_to_add(
     assert not os.path.exists(project.rounds)
 
 
-def test_chat_setup_writes_the_controller_keeping_the_rest_and_supervision_then_starts(project: Layout, cli: Any) -> None:
+def test_chat_setup_writes_the_controller_keeping_the_rest_and_supervision_then_starts(
+    project: Layout, cli: Any
+) -> None:
     Path(project.config).write_text("# my settings\n[supervision]\nquiet_window_s = 0.5  # quick\n")
     code, _out, err = cli("supervision", "enable", "--task-hint", "g", cwd=project.project)
     assert code != 0 and "no controller account can run the rounds" in err
@@ -94,7 +96,11 @@ def test_a_workflow_run_that_enables_supervision_starts_the_watcher(project: Lay
         wait_until(lambda: watcher.status(project)["running"], timeout=20)
         # A second run reuses the supervision and the running watcher.
         code, out, err = cli("workflow", "start", "run-10", "--json", cwd=project.project)
-        assert code == 0 and json.loads(out)["supervision"] == "reused" and json.loads(out)["supervisor"]["started"] is False
+        assert (
+            code == 0
+            and json.loads(out)["supervision"] == "reused"
+            and json.loads(out)["supervisor"]["started"] is False
+        )
     finally:
         cli("supervisor", "stop", cwd=project.project)
         stop_chat_worker(project)
@@ -117,7 +123,7 @@ def test_supervisor_stop_says_supervision_is_still_on_and_finish_turns_it_off(pr
     finally:
         code, out, err = cli("supervisor", "stop", cwd=project.project)
     assert code == 0 and "watcher stopped" in out
-    assert "supervision is still on" in err and "supervisor stop --finish" in err
+    assert "supervision is still on" in err and "supervision watcher stop --finish" in err
     assert autonomy.is_enabled(project)
     code, out, err = cli("supervisor", "stop", "--finish", "--json", cwd=project.project)
     assert code == 0, err
@@ -153,7 +159,9 @@ STALL_ENV = {
 def _pending_since(project: Layout, rid: str, seconds_ago: float) -> dict[str, Any]:
     at = clock.iso(clock.parse_iso(clock.iso()) - seconds_ago)  # type: ignore[operator]
     rec, _ = registry.ensure(project, "claude", rid, event="SessionStart")
-    return registry.update(project, rec["id"], lambda r: r.update(state="running", attention="pending", attention_since=at))
+    return registry.update(
+        project, rec["id"], lambda r: r.update(state="running", attention="pending", attention_since=at)
+    )
 
 
 def stalls(project: Layout) -> list[str]:

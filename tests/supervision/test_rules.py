@@ -108,7 +108,9 @@ def test_invert_only_flips_visible_sessions(project: Layout, sessions: dict) -> 
 
 @pytest.mark.parametrize("mode", ["only", "except"])
 @pytest.mark.parametrize("ids", [[], ["nope"], ["cc99", "../x"]])
-def test_only_and_except_need_a_valid_id_and_write_nothing(project: Layout, sessions: dict, mode: str, ids: list[str]) -> None:
+def test_only_and_except_need_a_valid_id_and_write_nothing(
+    project: Layout, sessions: dict, mode: str, ids: list[str]
+) -> None:
     scope.set_scope(project, "except", ["cc2"])
     before = Path(project.supervision_state).read_bytes()
     with pytest.raises(UsageError) as ei:
@@ -117,7 +119,7 @@ def test_only_and_except_need_a_valid_id_and_write_nothing(project: Layout, sess
     assert Path(project.supervision_state).read_bytes() == before
 
 
-def test_scope_cli_failure_is_one_line(project: Layout, sessions: dict, cli) -> None:  # type: ignore[no-untyped-def]
+def test_scope_cli_failure_is_one_line(project: Layout, sessions: dict, cli) -> None:
     code, out, err = cli("supervision", "scope", "only", "ghost", cwd=project.project)
     assert code == 2 and err.count("\n") <= 2 and "valid session id" in err
 
@@ -142,7 +144,7 @@ def test_enable_resets_turns_and_can_set_scope(project: Layout, sessions: dict) 
         autonomy.enable(project, max_turns=0)
 
 
-def test_status_shape_matches_the_seed(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+def test_status_shape_matches_the_seed(project: Layout, cli) -> None:
     code, out, _ = cli("supervision", "status", "--json", cwd=project.project)
     assert json.loads(out)["autonomous"] is None
     write_controller(project)
@@ -153,12 +155,19 @@ def test_status_shape_matches_the_seed(project: Layout, cli) -> None:  # type: i
     cli("supervision", "finish", "--summary", "merged", cwd=project.project)
     auto = json.loads(cli("supervision", "status", "--json", cwd=project.project).out)["autonomous"]
     assert auto["enabled"] is False and auto["finish_summary"] == "merged"
+    text = cli("supervision", "status", cwd=project.project).out.splitlines()
+    assert text[:2] == [
+        "supervision: off; turns 0/7; goal: watch the PR",
+        "ended: turned off by the operator; summary: merged",
+    ]
 
 
 # -- rounds: turn cap, single flight -------------------------------------------------------------------
 
 
-def test_every_round_costs_a_turn_and_the_cap_finishes_supervision_when_the_last_round_ends(project: Layout, sessions: dict) -> None:
+def test_every_round_costs_a_turn_and_the_cap_finishes_supervision_when_the_last_round_ends(
+    project: Layout, sessions: dict
+) -> None:
     from cocoplus.chat import worker
 
     Brain(project)
@@ -167,7 +176,9 @@ def test_every_round_costs_a_turn_and_the_cap_finishes_supervision_when_the_last
     for n in (1, 2):
         assert rounds.start_round(project, t, start_worker=False)["started"]
         worker.serve(project, once=True)
-        assert autonomy.status(project)["autonomous"]["enabled"] is True  # the round's reply is in, the round not closed yet
+        assert (
+            autonomy.status(project)["autonomous"]["enabled"] is True
+        )  # the round's reply is in, the round not closed yet
         assert rounds.poll(project, start_worker=False) == {"closed": n}
     # The round that used the last turn has ended: supervision is finished now, with no further trigger.
     auto = autonomy.status(project)["autonomous"]
@@ -182,7 +193,9 @@ def test_every_round_costs_a_turn_and_the_cap_finishes_supervision_when_the_last
     assert events.count("supervision_finished") == 1
 
 
-def test_the_cap_finishes_supervision_when_the_last_round_ends_in_a_real_watcher(project: Layout, sessions: dict, watchers) -> None:  # type: ignore[no-untyped-def]
+def test_the_cap_finishes_supervision_when_the_last_round_ends_in_a_real_watcher(
+    project: Layout, sessions: dict, watchers
+) -> None:
     brain = Brain(project, quiet=0.2)
     autonomy.enable(project, task_hint="cap", max_turns=1)
     watchers()
@@ -215,33 +228,61 @@ def test_triggers_during_a_round_make_exactly_one_follow_up(project: Layout, ses
 
 
 def test_wake_prompt_is_built_from_files(project: Layout, sessions: dict) -> None:
-    text = Path(project.progress).read_text().replace("## In Progress\n", "## In Progress\n- port the billing job\n").replace("## Next\n", "## Next\n- run the load test\n")
+    text = (
+        Path(project.progress)
+        .read_text()
+        .replace("## In Progress\n", "## In Progress\n- port the billing job\n")
+        .replace("## Next\n", "## Next\n- run the load test\n")
+    )
     Path(project.progress).write_text(text)
     signals.report_progress(project, "completed", "parser done", session="cc1")
     autonomy.enable(project, task_hint="ship billing", max_turns=9)
     doc = autonomy.read(project)
     prompt = triggers.wake_prompt(project, doc, [sig(sessions["cc1"], "report_progress", "completed")], 1)
-    for needle in ("ship billing", "cc1 reported progress: completed", "cc1: claude, running", "report_progress completed (parser done)",
-                   "port the billing job", "run the load test", "turns used 0 of 9", "Ask the human", "irreversible"):
+    for needle in (
+        "ship billing",
+        "cc1 reported progress: completed",
+        "cc1: claude, running",
+        "report_progress completed (parser done)",
+        "port the billing job",
+        "run the load test",
+        "turns used 0 of 9",
+        "Ask the human",
+        "irreversible",
+    ):
         assert needle in prompt, needle
 
 
 # -- worker signals ------------------------------------------------------------------------------------------
 
 
-def test_worker_signals_reach_the_log_and_the_ledger(project: Layout, sessions: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_worker_signals_reach_the_log_and_the_ledger(
+    project: Layout, sessions: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("COCOPLUS_SESSION", sessions["cc2"]["id"])
     signals.report_progress(project, "working", "step 1")
     signals.notify_blocked(project, "tests need a database")
     out = signals.ask_human(project, "may I drop the staging table?")
     ctx = signals.request_context(project, "the plan")
     assert "cocoplus handoff" in ctx["context"]
-    kinds = [(json.loads(x)["kind"], json.loads(x).get("value")) for x in Path(project.signals).read_text().splitlines()]
-    assert kinds == [("report_progress", "working"), ("notify_blocked", None), ("attention", "awaiting_decision"), ("ask_human", None), ("request_context", None)]
+    kinds = [
+        (json.loads(x)["kind"], json.loads(x).get("value")) for x in Path(project.signals).read_text().splitlines()
+    ]
+    assert kinds == [
+        ("report_progress", "working"),
+        ("notify_blocked", None),
+        ("attention", "awaiting_decision"),
+        ("ask_human", None),
+        ("request_context", None),
+    ]
     rec = registry.resolve(project, "cc2")
     assert rec["attention"] == "awaiting_decision" and rec["last_signal"]["kind"] == "request_context"
     ledger = [json.loads(x) for x in Path(project.ledger("master-agent")).read_text().splitlines()]
-    assert ledger[-1]["role"] == "worker" and ledger[-1]["text"] == "may I drop the staging table?" and ledger[-1]["session_alias"] == "cc2"
+    assert (
+        ledger[-1]["role"] == "worker"
+        and ledger[-1]["text"] == "may I drop the staging table?"
+        and ledger[-1]["session_alias"] == "cc2"
+    )
     assert out["message"]["id"] == ledger[-1]["id"]
     monkeypatch.delenv("COCOPLUS_SESSION")
     with pytest.raises(UsageError, match="which session"):
@@ -269,7 +310,7 @@ def test_workflow_reuses_a_user_supervision_and_never_closes_it(project: Layout)
     assert end["autonomous"]["task_hint"] == "mine"
 
 
-def test_workflow_without_auto_supervise_leaves_it_off(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+def test_workflow_without_auto_supervise_leaves_it_off(project: Layout, cli) -> None:
     code, out, err = cli("workflow", "start", "run-3", "--no-auto-supervise", "--json", cwd=project.project)
     assert code == 0 and json.loads(out)["supervision"] == "none"
     assert autonomy.status(project)["autonomous"] is None
@@ -329,17 +370,41 @@ def test_the_watcher_reads_the_seed_variables_through_config(project: Layout) ->
     from cocoplus.core.errors import ConfigInvalid
 
     sup = watcher.Supervisor(project, environ={})
-    assert (sup.restore_ttl, sup.stall_interval, sup.stall_threshold, sup.stall_cooldown, sup.stall_startup_delay) == (900.0, 90.0, 900.0, 1800.0, 45.0)
+    assert (sup.restore_ttl, sup.stall_interval, sup.stall_threshold, sup.stall_cooldown, sup.stall_startup_delay) == (
+        900.0,
+        90.0,
+        900.0,
+        1800.0,
+        45.0,
+    )
     with open(project.config, "w") as fh:
         fh.write("[supervision]\nstall_threshold_s = 120\nrestore_ttl_s = 60\n")
     sup = watcher.Supervisor(project, environ={"JARVIS_SUPERVISION_STALL_THRESHOLD_S": "5"})
     assert (sup.stall_threshold, sup.restore_ttl) == (5.0, 60.0)
-    with pytest.raises(ConfigInvalid, match="^environment JARVIS_SUPERVISION_STALL_COOLDOWN_S: .* got \"soon\"$"):
+    with pytest.raises(ConfigInvalid, match='^environment JARVIS_SUPERVISION_STALL_COOLDOWN_S: .* got "soon"$'):
         watcher.Supervisor(project, environ={"JARVIS_SUPERVISION_STALL_COOLDOWN_S": "soon"})
 
 
-def test_sessions_list_shows_exclusion(project: Layout, sessions: dict, cli) -> None:  # type: ignore[no-untyped-def]
+def test_sessions_list_shows_exclusion(project: Layout, sessions: dict, cli) -> None:
     scope.exclude(project, "cc3")
     listing = json.loads(cli("sessions", "list", "--json", cwd=project.project).out)["sessions"]
     assert {s["alias"]: s["excluded"] for s in listing} == {"cc1": False, "cc2": False, "cc3": True, "cx1": False}
     assert os.path.exists(project.supervision_state)
+
+
+def test_the_round_prompt_says_when_the_budgets_run_out(project: Layout, sessions: dict) -> None:
+    import time
+
+    from cocoplus.cost import forecast
+    from tests.cost.test_forecast import install_history
+
+    autonomy.enable(project, task_hint="ship billing", max_turns=9)
+    before = triggers.wake_prompt(project, autonomy.read(project), [], 1)
+    assert "Budgets at the current rate" in before and "- cost budget: no forecast (no spend measured yet)" in before
+    now = time.time()
+    times = install_history(project, now)
+    prompt = triggers.wake_prompt(project, autonomy.read(project), [], 2)
+    w = forecast.when
+    assert f"- cost budget: reserve from {w(times['reserve'], now)} (in 2" in prompt  # 21.5 min from now
+    assert f"exhausted at {w(times['exhausted'], now)} (in 3" in prompt  # 36.5 min
+    assert f"- iteration cap: 200 tool calls reached at {w(times['cap'], now)} (in 2" in prompt  # 29 min

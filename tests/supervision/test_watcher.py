@@ -34,10 +34,13 @@ def make_sessions(layout: Layout, n: int) -> list[dict]:
 
 def round_with(layout: Layout, trigger: tuple) -> list[dict]:
     """Wait for a round that has `trigger` (alias, kind, value); return every round started so far."""
-    return wait_until(lambda: (started := rounds_started(layout)) and any(trigger in triggers_of(r) for r in started) and started, timeout=30)
+    return wait_until(
+        lambda: (started := rounds_started(layout)) and any(trigger in triggers_of(r) for r in started) and started,
+        timeout=30,
+    )
 
 
-def test_a_burst_of_100_signals_from_20_sessions_is_one_round(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
+def test_a_burst_of_100_signals_from_20_sessions_is_one_round(project: Layout, watchers) -> None:
     brain = Brain(project, sleep=0.0, quiet=3.0)
     recs = make_sessions(project, 20)
     autonomy.enable(project, task_hint="burst")
@@ -65,7 +68,7 @@ def test_a_burst_of_100_signals_from_20_sessions_is_one_round(project: Layout, w
     assert w.proc.poll() is None
 
 
-def test_a_signal_during_a_running_round_causes_exactly_one_follow_up(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
+def test_a_signal_during_a_running_round_causes_exactly_one_follow_up(project: Layout, watchers) -> None:
     brain = Brain(project, quiet=0.3, gated=True)
     recs = make_sessions(project, 3)
     autonomy.enable(project, task_hint="follow-up")
@@ -78,7 +81,10 @@ def test_a_signal_during_a_running_round_causes_exactly_one_follow_up(project: L
         time.sleep(0.5)
         registry.append_signal(project, rec, "notify_blocked", None, message="stuck")
     blocked = sorted((r["alias"], "notify_blocked", None) for r in recs)
-    wait_until(lambda: sorted(triggers_of({"triggers": (rounds.current(project) or {}).get("followup") or []})) == blocked, timeout=30)
+    wait_until(
+        lambda: sorted(triggers_of({"triggers": (rounds.current(project) or {}).get("followup") or []})) == blocked,
+        timeout=30,
+    )
     assert len(rounds_started(project)) == 1
     brain.open()
     wait_until(lambda: len(rounds_finished(project)) >= 2, timeout=40)
@@ -87,13 +93,15 @@ def test_a_signal_during_a_running_round_causes_exactly_one_follow_up(project: L
     sentinel = (recs[0]["alias"], "report_progress", "needs_review")
     registry.append_signal(project, recs[0], "report_progress", "needs_review")
     started = round_with(project, sentinel)
-    assert [r["source"] for r in started] == ["triggers", "follow-up", "triggers"], [(r["source"], triggers_of(r)) for r in started]
+    assert [r["source"] for r in started] == ["triggers", "follow-up", "triggers"], [
+        (r["source"], triggers_of(r)) for r in started
+    ]
     assert sorted(t["alias"] for t in started[1]["triggers"]) == ["cc1", "cc2", "cc3"]
     assert triggers_of(started[2]) == [sentinel]
     wait_until(lambda: len(rounds_finished(project)) == 3, timeout=40)  # no brain left running
 
 
-def test_excluded_sessions_and_off_supervision_do_not_wake(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
+def test_excluded_sessions_and_off_supervision_do_not_wake(project: Layout, watchers) -> None:
     Brain(project, quiet=0.3)
     recs = make_sessions(project, 2)
     watchers()
@@ -114,7 +122,7 @@ def test_excluded_sessions_and_off_supervision_do_not_wake(project: Layout, watc
     assert [triggers_of(r) for r in started] == [[(recs[0]["alias"], "report_progress", "needs_review")]]
 
 
-def test_a_stall_is_detected_with_short_settings(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
+def test_a_stall_is_detected_with_short_settings(project: Layout, watchers) -> None:
     brain = Brain(project, quiet=0.2)
     rec, later = make_sessions(project, 2)
     old = clock.iso(time.time() - 30)
@@ -144,12 +152,20 @@ def test_a_stall_is_detected_with_short_settings(project: Layout, watchers) -> N
     ]
 
 
-def test_the_stall_watchdog_can_be_disabled(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
+def test_the_stall_watchdog_can_be_disabled(project: Layout, watchers) -> None:
     Brain(project, quiet=0.2)
     (rec,) = make_sessions(project, 1)
-    registry.update(project, rec["id"], lambda r: r.update(attention="pending", attention_since=clock.iso(time.time() - 3600)))
+    registry.update(
+        project, rec["id"], lambda r: r.update(attention="pending", attention_since=clock.iso(time.time() - 3600))
+    )
     autonomy.enable(project)
-    watchers(env={"JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S": "0", "JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S": "0", "JARVIS_SUPERVISION_STALL_THRESHOLD_S": "1"})
+    watchers(
+        env={
+            "JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S": "0",
+            "JARVIS_SUPERVISION_STALL_WATCHDOG_STARTUP_DELAY_S": "0",
+            "JARVIS_SUPERVISION_STALL_THRESHOLD_S": "1",
+        }
+    )
     # Enabled, the watchdog would report the hour-old `pending` at the watcher's first step (no
     # startup delay). A sentinel signal gets a round: the watcher ran, and no stall came with it.
     sentinel = (rec["alias"], "report_progress", "needs_review")
@@ -160,7 +176,7 @@ def test_the_stall_watchdog_can_be_disabled(project: Layout, watchers) -> None: 
     assert [s for s in steps if s["event"] == "stall_detected"] == []
 
 
-def test_last_worker_exit_converges_and_closes(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
+def test_last_worker_exit_converges_and_closes(project: Layout, watchers) -> None:
     Brain(project, quiet=0.2)
     (rec,) = make_sessions(project, 1)
     autonomy.enable(project, task_hint="converge")
@@ -172,10 +188,17 @@ def test_last_worker_exit_converges_and_closes(project: Layout, watchers) -> Non
     assert rounds_started(project) == []
 
 
-def test_only_one_watcher_per_project_and_it_survives_kill_9(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
+def test_only_one_watcher_per_project_and_it_survives_kill_9(project: Layout, watchers) -> None:
     Brain(project)
     first = watchers()
-    second = subprocess.run([sys.executable, "-m", "cocoplus", "supervisor", "run"], cwd=project.project, env=dict(os.environ, COCOPLUS_DIR=project.root), capture_output=True, text=True, timeout=30)
+    second = subprocess.run(
+        [sys.executable, "-m", "cocoplus", "supervisor", "run"],
+        cwd=project.project,
+        env=dict(os.environ, COCOPLUS_DIR=project.root),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert second.returncode == 1 and f"pid {first.proc.pid}" in second.stderr
     first.proc.send_signal(signal.SIGKILL)
     first.proc.wait()
@@ -183,7 +206,7 @@ def test_only_one_watcher_per_project_and_it_survives_kill_9(project: Layout, wa
     assert third.proc.poll() is None
 
 
-def test_sigterm_stops_it_cleanly_and_status_says_so(project: Layout, watchers, cli) -> None:  # type: ignore[no-untyped-def]
+def test_sigterm_stops_it_cleanly_and_status_says_so(project: Layout, watchers, cli) -> None:
     Brain(project)
     w = watchers()
     st = json.loads(cli("supervisor", "status", "--json", cwd=project.project).out)
@@ -195,7 +218,7 @@ def test_sigterm_stops_it_cleanly_and_status_says_so(project: Layout, watchers, 
     assert not os.path.exists(project.supervisor_pid)
 
 
-def test_polling_fallback_still_wakes(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
+def test_polling_fallback_still_wakes(project: Layout, watchers) -> None:
     Brain(project, quiet=0.2)
     (rec,) = make_sessions(project, 1)
     autonomy.enable(project)
@@ -205,7 +228,7 @@ def test_polling_fallback_still_wakes(project: Layout, watchers) -> None:  # typ
     wait_until(lambda: rounds_started(project), timeout=20)
 
 
-def test_a_damaged_signal_line_is_reported_and_the_watcher_carries_on(project: Layout, watchers) -> None:  # type: ignore[no-untyped-def]
+def test_a_damaged_signal_line_is_reported_and_the_watcher_carries_on(project: Layout, watchers) -> None:
     Brain(project, quiet=0.2)
     (rec,) = make_sessions(project, 1)
     autonomy.enable(project)
@@ -217,7 +240,7 @@ def test_a_damaged_signal_line_is_reported_and_the_watcher_carries_on(project: L
     assert w.proc.poll() is None
 
 
-def test_supervise_enables_starts_the_watcher_and_runs_a_round_at_once(project: Layout, cli) -> None:  # type: ignore[no-untyped-def]
+def test_supervise_enables_starts_the_watcher_and_runs_a_round_at_once(project: Layout, cli) -> None:
     brain = Brain(project)
     make_sessions(project, 2)
     try:

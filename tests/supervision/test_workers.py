@@ -24,6 +24,7 @@ from cocoplus.session import procinfo, registry
 from cocoplus.session.workspace import init
 from cocoplus.supervision import triggers, workers
 from tests.supervision.workers_support import stop_workers
+from tests.support.typed import present
 from tests.support.waiting import wait_until
 
 FAKE = """#!/bin/sh
@@ -32,6 +33,19 @@ task="$2"
 echo "fake runtime: $*"
 if [ -n "$FAKE_BYTES" ]; then head -c "$FAKE_BYTES" /dev/zero | tr '\\0' 'x'; echo; fi
 if [ -n "$FAKE_CHILD" ]; then sleep 300 & echo "child $!" > "$FAKE_DIR/$task.child"; fi
+if [ -n "$FAKE_DAEMON" ]; then
+  # A double fork with setsid: the daemon leaves the runtime's process group and session, keeps its stdout
+  # (the worker's output pipe) open, and starts a child of its own; "daemon PID CHILD SID" once both run.
+  ( setsid sh -c 'sleep 301 & echo "daemon $$ $! $(cut -d" " -f6 /proc/$$/stat)" > "$FAKE_DIR/$0.daemon.tmp" &&
+    mv "$FAKE_DIR/$0.daemon.tmp" "$FAKE_DIR/$0.daemon"; echo "daemon up"; exec sleep 300' "$task" & )
+  while [ ! -e "$FAKE_DIR/$task.daemon" ]; do sleep 0.05; done  # up before the runtime goes on (or exits)
+fi
+if [ -n "$FAKE_STREAM" ]; then
+  # A runtime's stream, cut at byte $FAKE_SPLIT (mid-line): the rest once $FAKE_DIR/<task>.half exists.
+  head -c "$FAKE_SPLIT" "$FAKE_STREAM"
+  while [ ! -e "$FAKE_DIR/$task.half" ]; do sleep 0.05; done
+  tail -c +"$((FAKE_SPLIT + 1))" "$FAKE_STREAM"
+fi
 i=0
 while [ ! -e "$FAKE_DIR/$task.gate" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
 echo "fake runtime: $task done"
@@ -53,11 +67,12 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Layout]:
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_DIR", str(tmp_path))
     yield layout
-    for gate in tmp_path.glob("*.child"):
-        try:
-            os.kill(int(gate.read_text().split()[1]), signal.SIGKILL)
-        except (OSError, ValueError, IndexError):
-            pass
+    for gate in [*tmp_path.glob("*.child"), *tmp_path.glob("*.daemon")]:
+        for pid in gate.read_text().split()[1:]:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
     stop_workers(layout)
 
 
@@ -98,7 +113,17 @@ def test_a_launch_beyond_max_parallel_waits_and_starts_when_one_finishes_with_no
 
 def test_the_worker_runs_detached_in_its_own_process_group_in_the_project(proj: Layout) -> None:
     rec = workers.launch(proj, "claude", "where", by="alice", model="m-1", effort="high")
-    assert rec["command"][1:] == ["-p", "where", "--output-format", "stream-json", "--verbose", "--model", "m-1", "--effort", "high"]
+    assert rec["command"][1:] == [
+        "-p",
+        "where",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--model",
+        "m-1",
+        "--effort",
+        "high",
+    ]
     rec = wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid") and r)
     pid = rec["pid"]
     assert os.getpgid(pid) == pid and os.getsid(pid) != os.getsid(0)  # its own group, not this terminal's session
@@ -123,6 +148,74 @@ def test_kill_stops_the_process_group_and_says_who(proj: Layout, monkeypatch: py
     wait_until(lambda: procinfo.alive(grandchild) is False and procinfo.alive(rec["pid"], rec["start_ticks"]) is False)
     with pytest.raises(Exception, match="is not running"):
         workers.kill(proj, "w1", "bob")
+
+
+def daemon_of(layout: Layout, task: str) -> tuple[int, int]:
+    """The pids of the stand-in's setsid daemon and of the daemon's own child, once both run."""
+    path = Path(layout.project).parent / f"{task}.daemon"
+    _, daemon, child, sid = wait_until(lambda: path.exists() and path.read_text().split())
+    assert int(sid) == int(daemon)  # a session of its own: out of the runtime's process group, which killpg would reach
+    return int(daemon), int(child)
+
+
+def gone(pid: int, ticks: int | None) -> bool:
+    return procinfo.alive(pid, ticks) is False
+
+
+def test_a_daemon_the_runtime_leaves_behind_holds_no_slot_and_is_ended(
+    proj: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config(proj, "[workers]\nmax_parallel = 1\n")
+    monkeypatch.setenv("FAKE_DAEMON", "1")
+    release(proj, "serve")  # the runtime exits as soon as it has started its daemon
+    workers.launch(proj, "claude", "serve", by="alice")
+    daemon, its_child = daemon_of(proj, "serve")
+    monkeypatch.delenv("FAKE_DAEMON")
+    second = workers.launch(proj, "claude", "next", by="alice")
+    # The daemon keeps the output pipe open and sleeps for minutes; the slot comes free when the runtime exits.
+    wait_until(lambda: state(proj, "w1") == "exited" and state(proj, "w2") == "running", timeout=60)
+    assert second["id"] == "w2"
+    w1 = wait_until(
+        lambda: (
+            (r := workers.read(proj, "w1")) and r.get("left_behind") and all(p["ended"] for p in r["left_behind"]) and r
+        )
+    )
+    assert w1["exit"]["status"] == "exit code 0" and w1["reason"] == "ended (exit code 0)"
+    left = {p["pid"]: p for p in w1["left_behind"]}
+    assert left[daemon]["command"] == "sleep 300" and left[its_child]["command"] == "sleep 301"
+    # It is ended, and so is the daemon's own child (re-parented to the runner when the daemon went): gone and reaped.
+    wait_until(lambda: not os.path.exists(f"/proc/{daemon}") and not os.path.exists(f"/proc/{its_child}"))
+    runner_log = Path(proj.worker_runner_log("w1")).read_text()
+    assert (
+        "the runtime left" in runner_log
+        and f"pid {daemon} (sleep 300)" in runner_log
+        and f"pid {its_child} (sleep 301)" in runner_log
+        and "what it left behind is ended" in runner_log
+    )
+    assert "daemon up" in Path(proj.worker_log("w1")).read_text()
+    from tests.conftest import run_cli_subprocess
+
+    listed = run_cli_subprocess("workers", "list", cwd=proj.project)
+    row = next(line for line in listed.out.splitlines() if line.startswith("w1 "))
+    assert "left" in row and "behind (ended)" in row, listed.out
+    release(proj, "next")
+    wait_until(lambda: state(proj, "w2") == "exited")
+    assert "left_behind" not in (workers.read(proj, "w2") or {})
+
+
+def test_kill_ends_what_the_runtime_left_behind_too(proj: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_DAEMON", "1")
+    workers.launch(proj, "claude", "stays", by="alice")
+    daemon, its_child = daemon_of(proj, "stays")
+    ticks = (procinfo.start_ticks(daemon), procinfo.start_ticks(its_child))
+    wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid"))
+    done = workers.kill(proj, "w1", "bob")
+    assert done["state"] == "exited" and done["killed_by"] == "bob"
+    # When kill returns, the daemon (in a session of its own) and its child are gone.
+    assert gone(daemon, ticks[0]) and gone(its_child, ticks[1])
+    assert {p["pid"] for p in done["left_behind"]} >= {daemon} and all(p["ended"] for p in done["left_behind"])
+    # And reaped: the runner, their subreaper, leaves no zombie.
+    wait_until(lambda: not os.path.exists(f"/proc/{daemon}") and not os.path.exists(f"/proc/{its_child}"))
 
 
 def test_a_queued_worker_killed_never_starts(proj: Layout) -> None:
@@ -225,6 +318,15 @@ def test_the_list_shows_the_session_and_its_attention(proj: Layout) -> None:
     assert (w["session_alias"], w["attention"], w["log"]) == ("cc1", "pending", ".cocoplus/workers/w1/output.log")
     assert workers.resolve(proj, "cc1")["id"] == "w1"
     assert json.loads(json.dumps(w)) == w
+    # Its session ends, linked to the worker as the runner links it at the end of a run: the list says what
+    # `sessions list` says, an ended session waits for nothing.
+    registry.update(proj, sess["id"], lambda r: r.update(state="exited"))
+    fsio.atomic_write_json(
+        proj.worker_record("w1"), {**present(workers.read(proj, "w1")), "session": sess["id"], "session_alias": "cc1"}
+    )
+    (w,) = workers.listing(proj)["workers"]
+    (s,) = registry.list_sessions(proj)[0]
+    assert (w["session_state"], w["attention"]) == ("exited", None) == (s["state"], s["attention"])
 
 
 def test_the_commands_launch_list_follow_and_kill(proj: Layout) -> None:
@@ -234,9 +336,12 @@ def test_the_commands_launch_list_follow_and_kill(proj: Layout) -> None:
     from tests.conftest import run_cli_subprocess
 
     r = run_cli_subprocess("launch", "claude", "followed", cwd=proj.project)
-    assert r.code == 0 and r.out.startswith("running: worker w1 (w1) started: claude"), r
+    assert r.code == 0 and r.out.startswith("running: worker w1 started: claude"), r
     follow = subprocess.Popen(
-        [sys.executable, "-m", "cocoplus", "workers", "logs", "w1", "--follow"], cwd=proj.project, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "cocoplus", "workers", "logs", "w1", "--follow"],
+        cwd=proj.project,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         wait_until(lambda: workers.logs(proj, "w1")["text"].count("fake runtime") >= 1)
@@ -252,11 +357,61 @@ def test_the_commands_launch_list_follow_and_kill(proj: Layout) -> None:
     assert "fake runtime: -p followed" in out and "followed done" in out and "run 1 ended: exit code 0" in out
     bad = run_cli_subprocess("workers", "kill", "w9", cwd=proj.project)
     assert bad.code == 1 and bad.err.startswith("cocoplus: error: no worker 'w9'") and len(bad.err.splitlines()) == 1
+
+
+def test_logs_follow_shows_the_transcript_of_a_stream_that_arrives_cut_mid_line(
+    proj: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code's stream (recorded from the real CLI) printed in two pieces, the first ending inside an event:
+    `--follow` shows each entry once, whole, as the transcript of the finished run shows it."""
+    import subprocess
+    import sys
+
+    from tests.conftest import run_cli_subprocess
+
+    stream = Path(__file__).resolve().parents[1] / "fixtures" / "runtime-streams" / "claude-two-commands.jsonl"
+    data = stream.read_bytes()
+    cut = data.index(b'"tool_result"')
+    monkeypatch.setenv("FAKE_STREAM", str(stream))
+    monkeypatch.setenv("FAKE_SPLIT", str(cut))
+    assert run_cli_subprocess("launch", "claude", "pieces", cwd=proj.project).code == 0
+    follow = subprocess.Popen(
+        [sys.executable, "-m", "cocoplus", "workers", "logs", "w1", "--follow"],
+        cwd=proj.project,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(lambda: data[:cut].decode() in workers.logs(proj, "w1", raw=True)["text"])
+        early = workers.logs(proj, "w1")  # what a reader sees now: whole lines only
+        assert [e["kind"] for e in early["entries"] if e["kind"] not in ("output", "cocoplus")] == ["session", "tool"]
+        (Path(proj.project).parent / "pieces.half").touch()
+        release(proj, "pieces")
+        out, _ = follow.communicate(timeout=60)
+    finally:
+        if follow.poll() is None:
+            follow.kill()
+            follow.wait()
+    after = run_cli_subprocess("workers", "logs", "w1", cwd=proj.project).out
+    assert out == after, (out, after)
+    lines = after.splitlines()
+    assert (
+        "result     Bash: ERROR Exit code 2 ↵ hello ↵ ls: cannot access '/nonexistent-x': No such file or directory"
+        in lines
+    )
+    assert "assistant  All done: hello printed." in lines and "end        finished: 3 turn(s), $0.0004" in lines
+    assert sum(1 for ln in lines if ln.startswith("tool ")) == 2 and not any(
+        ln.startswith("output     {") for ln in lines
+    )
+    raw = run_cli_subprocess("workers", "logs", "w1", "--raw", cwd=proj.project).out
+    assert data.decode() in raw
     bad = run_cli_subprocess("launch", "claude", "x", "--effort", "max", cwd=proj.project)
     assert bad.code == 2 and "--effort 'max': choose one of low, medium, high" in bad.err and "Traceback" not in bad.err
 
 
-def test_a_worker_that_fails_before_its_session_starts_wakes_the_brain(proj: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_worker_that_fails_before_its_session_starts_wakes_the_brain(
+    proj: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A runtime that exits at once (a rejected login, a bad flag) never runs its SessionStart hook, so
     no session record says it failed: its exit signal names the worker, and it wakes the brain even
     with a scope naming only other sessions (no scope can name a worker that never had a session)."""
@@ -277,7 +432,11 @@ def test_a_worker_that_fails_before_its_session_starts_wakes_the_brain(proj: Lay
         assert [(s["session"], s["alias"], s["value"], s["worker"]) for s in exits] == [(None, "w1", "failed", "w1")]
         assert "no session had started" in exits[0]["detail"]
         prompts = wait_until(brain.prompts, timeout=30)
-        assert "w1 failed: worker w1: died without a turn end (exit code 3); no session had started" in prompts[0]
+        # Its reason is the runtime's own last words (what it printed before it exited), then its exit status.
+        assert (
+            "w1 failed: worker w1: fake runtime: -p early --output-format stream-json --verbose | fake runtime: early "
+            "done (exit code 3); no session had started" in prompts[0]
+        )
         (started,) = rounds_started(proj)
         assert triggers_of(started) == [("w1", "exit", "failed")]
     finally:

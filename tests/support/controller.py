@@ -10,10 +10,13 @@ from tests.support.trusting import trust_project
 
 
 def write_controller(layout: Layout, reply: str = "brain: noted") -> None:
-    """Add `[chat] controller = "brain"`, a `command` account that prints `reply`, to the project's cocoplus.toml (trusted)."""
+    """Add `[chat] controller = "brain"`, a `command` account that
+    prints `reply`, to the project's cocoplus.toml (trusted)."""
     path = Path(layout.config)
     before = path.read_text() if path.exists() else ""
     argv = [sys.executable, "-c", f"import sys; sys.stdin.read(); print({reply!r})"]
     quoted = ", ".join('"' + a.replace("\\", "\\\\").replace('"', '\\"') + '"' for a in argv)
-    path.write_text(before + f'\n[chat]\ncontroller = "brain"\n[accounts.brain]\nkind = "command"\ncommand = [{quoted}]\n')
+    path.write_text(
+        before + f'\n[chat]\ncontroller = "brain"\n[accounts.brain]\nkind = "command"\ncommand = [{quoted}]\n'
+    )
     trust_project(layout)

@@ -12,14 +12,37 @@ result, a steer in added context, the handoff at session start.
 A request that is not part of the agent loop (no tools offered: titles,
 summaries, routing) is answered with a short text and does not consume
 the script.
+
+`limit(seconds)` makes a stand-in answer every model request with its API's
+own rate-limit response until that many seconds have passed (status,
+headers and body as the real service sends them; docs/runtimes.md cites
+the sources): Anthropic's 429 `rate_limit_error` with `retry-after` and
+`anthropic-ratelimit-*` headers, OpenAI's 429 `rate_limit_exceeded` with
+`retry-after` and `x-ratelimit-*` headers, Gemini's 429 `RESOURCE_EXHAUSTED`
+with a `RetryInfo` `retryDelay`.  Each refused request is kept in `limited`
+(its time and path), so a test sees when and how often a CLI retried.
+
+One stand-in can serve several conversations at once (workers and a
+brain sharing one ANTHROPIC_BASE_URL): `routes` maps a marker to a script
+of its own, and a request whose opening (system prompt and first message)
+holds the marker follows that script, the first matching marker winning;
+other requests follow `script`.  A route's script is a list of turns, or
+a function of the request body that returns the next turn.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
+
+Turn = dict[str, Any]
+Script = list[Turn] | Callable[[dict[str, Any]], Turn]
 
 
 def tool(name: str, **arguments: Any) -> dict[str, Any]:
@@ -33,9 +56,17 @@ def text(value: str) -> dict[str, Any]:
 class _Stub:
     """Shared plumbing: a threaded server, a script, a request log."""
 
-    def __init__(self, script: list[dict[str, Any]] | None = None, *, repeat_last: bool = False) -> None:
+    def __init__(
+        self,
+        script: list[dict[str, Any]] | None = None,
+        *,
+        repeat_last: bool = False,
+        routes: dict[str, Script] | None = None,
+    ) -> None:
         self.script = list(script or [])
         self.repeat_last = repeat_last
+        self.routes = dict(routes or {})
+        self.routed: dict[str, list[dict[str, Any]]] = {key: [] for key in self.routes}  # each route's loop requests
         self.plain_reply = "ok"  # the answer to requests outside the agent loop (no tools offered)
         self.requests: list[dict[str, Any]] = []  # every request: {"path", "body"}
         self.loop_requests: list[dict[str, Any]] = []  # agent-loop requests only
@@ -43,9 +74,34 @@ class _Stub:
         self.turn = 0
         self.server: ThreadingHTTPServer | None = None
         self.thread: threading.Thread | None = None
+        self.limit_until = 0.0  # epoch seconds: until then every model request gets the rate-limit response
+        self.limit_detail: dict[str, Any] = {}
+        self.limited: list[dict[str, Any]] = []  # each refused request: {"at": epoch seconds, "path"}
+
+    # -- rate limits ---------------------------------------------------------------
+    def limit(self, seconds: float, **detail: Any) -> None:
+        """Answer every model request with the API's rate-limit response for the next `seconds` seconds.
+
+        `detail` is per API (a Gemini quota id, for one)."""
+        with self.lock:
+            self.limit_until = time.time() + seconds
+            self.limit_detail = dict(detail)
+
+    def lift(self) -> None:
+        with self.lock:
+            self.limit_until = 0.0
+
+    def limited_now(self, h: BaseHTTPRequestHandler) -> float | None:
+        """The seconds the limit still lasts if it holds now (and the request is counted as refused), else None."""
+        with self.lock:
+            left = self.limit_until - time.time()
+            if left <= 0:
+                return None
+            self.limited.append({"at": time.time(), "path": h.path})
+            return left
 
     # -- lifecycle -------------------------------------------------------------
-    def start(self) -> _Stub:
+    def start(self) -> Self:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -84,7 +140,7 @@ class _Stub:
             self.server.shutdown()
             self.server.server_close()
 
-    def __enter__(self) -> _Stub:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -100,7 +156,25 @@ class _Stub:
         return f"http://127.0.0.1:{self.port}"
 
     # -- script ------------------------------------------------------------------
+    def opening(self, body: dict[str, Any]) -> str:
+        """The text a route's marker is looked for in: the system prompt and the first message (per API)."""
+        return json.dumps(body, ensure_ascii=False)
+
+    def route_of(self, body: dict[str, Any]) -> str | None:
+        opening = self.opening(body)
+        return next((key for key in self.routes if key in opening), None)
+
     def next_turn(self, body: dict[str, Any]) -> dict[str, Any]:
+        key = self.route_of(body) if self.routes else None
+        if key is not None:
+            with self.lock:
+                self.loop_requests.append(body)
+                self.routed[key].append(body)
+                n = len(self.routed[key])
+            script = self.routes[key]
+            if callable(script):
+                return script(body)
+            return script[n - 1] if n <= len(script) else text("Done.")
         with self.lock:
             self.loop_requests.append(body)
             if self.turn < len(self.script):
@@ -124,11 +198,17 @@ class _Stub:
         return "\n".join(json.dumps(b, ensure_ascii=False) for b in self.loop_requests)
 
 
-def _send_json(h: BaseHTTPRequestHandler, code: int, obj: Any) -> None:
+def _rfc3339(at: float) -> str:
+    return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _send_json(h: BaseHTTPRequestHandler, code: int, obj: Any, headers: dict[str, str] | None = None) -> None:
     data = json.dumps(obj).encode()
     h.send_response(code)
     h.send_header("Content-Type", "application/json")
     h.send_header("Content-Length", str(len(data)))
+    for name, value in (headers or {}).items():
+        h.send_header(name, value)
     h.end_headers()
     h.wfile.write(data)
 
@@ -156,9 +236,20 @@ def _send_sse(h: BaseHTTPRequestHandler, events: list[tuple[str | None, Any]]) -
 class AnthropicStub(_Stub):
     """`usage` sets the token counts reported for every agent-loop answer (to make spend)."""
 
-    def __init__(self, script: list[dict[str, Any]] | None = None, *, repeat_last: bool = False, usage: dict[str, int] | None = None) -> None:
-        super().__init__(script, repeat_last=repeat_last)
+    def __init__(
+        self,
+        script: list[dict[str, Any]] | None = None,
+        *,
+        repeat_last: bool = False,
+        usage: dict[str, int] | None = None,
+        routes: dict[str, Script] | None = None,
+    ) -> None:
+        super().__init__(script, repeat_last=repeat_last, routes=routes)
         self.usage = usage
+
+    def opening(self, body: dict[str, Any]) -> str:
+        messages = body.get("messages") or [None]
+        return json.dumps([body.get("system"), messages[0]], ensure_ascii=False)
 
     def handle_post(self, h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         path = h.path.split("?")[0]
@@ -169,6 +260,10 @@ class AnthropicStub(_Stub):
             _send_json(h, 404, {"type": "error", "error": {"type": "not_found_error", "message": path}})
             return
         model = body.get("model", "claude-sonnet-4-5")
+        left = self.limited_now(h)
+        if left is not None:
+            self.rate_limited(h, left)
+            return
         if body.get("tools"):
             step = self.next_turn(body)
         else:
@@ -178,7 +273,7 @@ class AnthropicStub(_Stub):
         usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
         if self.usage and body.get("tools"):
             usage = {**usage, **self.usage}
-        start = {
+        start: dict[str, Any] = {
             "type": "message_start",
             "message": {
                 "id": msg_id,
@@ -199,25 +294,47 @@ class AnthropicStub(_Stub):
                     {
                         "type": "content_block_start",
                         "index": 0,
-                        "content_block": {"type": "tool_use", "id": f"toolu_stub_{n:04d}", "name": step["name"], "input": {}},
+                        "content_block": {
+                            "type": "tool_use",
+                            "id": f"toolu_stub_{n:04d}",
+                            "name": step["name"],
+                            "input": {},
+                        },
                     },
                 ),
                 (
                     "content_block_delta",
-                    {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": json.dumps(step["input"])}},
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "input_json_delta", "partial_json": json.dumps(step["input"])},
+                    },
                 ),
                 ("content_block_stop", {"type": "content_block_stop", "index": 0}),
             ]
             stop_reason = "tool_use"
         else:
             events += [
-                ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-                ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": step["text"]}}),
+                (
+                    "content_block_start",
+                    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                ),
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": step["text"]}},
+                ),
                 ("content_block_stop", {"type": "content_block_stop", "index": 0}),
             ]
             stop_reason = "end_turn"
         events += [
-            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None}, "usage": {"output_tokens": usage["output_tokens"]}}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                    "usage": {"output_tokens": usage["output_tokens"]},
+                },
+            ),
             ("message_stop", {"type": "message_stop"}),
         ]
         if body.get("stream"):
@@ -229,6 +346,35 @@ class AnthropicStub(_Stub):
                 else [{"type": "text", "text": step["text"]}]
             )
             _send_json(h, 200, {**start["message"], "content": content, "stop_reason": stop_reason})
+
+    def rate_limited(self, h: BaseHTTPRequestHandler, left: float) -> None:
+        """The Messages API's 429: `retry-after` in whole seconds, the `anthropic-ratelimit-*` headers with their
+        reset times in RFC 3339, and the `rate_limit_error` body (docs.anthropic.com/en/api/rate-limits, /errors)."""
+        reset = _rfc3339(time.time() + left)
+        headers = {
+            "retry-after": str(math.ceil(left)),
+            "anthropic-ratelimit-requests-limit": "50",
+            "anthropic-ratelimit-requests-remaining": "0",
+            "anthropic-ratelimit-requests-reset": reset,
+            "anthropic-ratelimit-tokens-limit": "40000",
+            "anthropic-ratelimit-tokens-remaining": "40000",
+            "anthropic-ratelimit-tokens-reset": _rfc3339(time.time()),
+            "request-id": f"req_stub{len(self.requests):04d}",
+        }
+        body = {
+            "type": "error",
+            "error": {
+                "type": "rate_limit_error",
+                "message": (
+                    "This request would exceed the rate limit for your organization of 50 requests per minute. "
+                    "For details, refer to: https://docs.claude.com/en/api/rate-limits. You can see the response "
+                    "headers for current usage. Please reduce the prompt length or the maximum tokens requested, "
+                    "or try again later."
+                ),
+            },
+            "request_id": headers["request-id"],
+        }
+        _send_json(h, 429, body, headers)
 
     def tool_results(self) -> list[str]:
         """Text of every tool_result block the model received, in order of first appearance."""
@@ -261,6 +407,11 @@ class ResponsesStub(_Stub):
     `cmd` string argument.
     """
 
+    def opening(self, body: dict[str, Any]) -> str:
+        items = body.get("input")
+        first = items[0] if isinstance(items, list) and items else items
+        return json.dumps([body.get("instructions"), first], ensure_ascii=False)
+
     def handle_get(self, h: BaseHTTPRequestHandler) -> None:
         if h.path.split("?")[0].endswith("/models"):
             _send_json(h, 200, {"object": "list", "data": [], "models": []})
@@ -273,6 +424,10 @@ class ResponsesStub(_Stub):
             _send_json(h, 404, {"error": {"type": "not_found", "message": path}})
             return
         model = body.get("model", "gpt-5")
+        left = self.limited_now(h)
+        if left is not None:
+            self.rate_limited(h, left, model)
+            return
         step = self.next_turn(body) if body.get("tools") else text(self.plain_reply)
         n = len(self.requests)
         resp_id = f"resp_stub_{n:04d}"
@@ -330,6 +485,35 @@ class ResponsesStub(_Stub):
         event("response.completed", response=done)
         _send_sse(h, events)
 
+    def rate_limited(self, h: BaseHTTPRequestHandler, left: float, model: str) -> None:
+        """The OpenAI API's 429 for a rate limit: `retry-after`, the `x-ratelimit-*` headers (reset as a duration
+        such as `1m10s`) and the `rate_limit_exceeded` error body, whose message says when to try again
+        (platform.openai.com/docs/guides/rate-limits, /docs/guides/error-codes)."""
+        wait = math.ceil(left)
+        headers = {
+            "retry-after": str(wait),
+            "x-ratelimit-limit-requests": "500",
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": _duration(wait),
+            "x-ratelimit-limit-tokens": "500000",
+            "x-ratelimit-remaining-tokens": "500000",
+            "x-ratelimit-reset-tokens": "0s",
+            "x-request-id": f"req_stub{len(self.requests):04d}",
+        }
+        body = {
+            "error": {
+                "message": (
+                    f"Rate limit reached for {model} in organization org-stub on requests per min (RPM): "
+                    f"Limit 500, Used 500, Requested 1. Please try again in {wait}s. "
+                    "Visit https://platform.openai.com/account/rate-limits to learn more."
+                ),
+                "type": "requests",
+                "param": None,
+                "code": "rate_limit_exceeded",
+            }
+        }
+        _send_json(h, 429, body, headers)
+
     def function_outputs(self) -> list[str]:
         """Text of every function_call_output the model received, in order of first appearance."""
         seen: list[str] = []
@@ -352,6 +536,13 @@ class ResponsesStub(_Stub):
 
 
 # -- Gemini API ---------------------------------------------------------------------------------------------
+
+
+def _duration(seconds: int) -> str:
+    """OpenAI's form of a wait in its `x-ratelimit-reset-*` headers: `1s`, `6m0s`, `1h2m3s`."""
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return (f"{h}h" if h else "") + (f"{m}m" if h or m else "") + f"{s}s"
 
 
 def _fill_schema(schema: Any, key: str = "") -> Any:
@@ -384,6 +575,10 @@ class GeminiStub(_Stub):
     speaker) get a value built from their response schema.
     """
 
+    def opening(self, body: dict[str, Any]) -> str:
+        contents = body.get("contents") or [None]
+        return json.dumps([body.get("systemInstruction"), contents[0]], ensure_ascii=False)
+
     def handle_post(self, h: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         path = h.path.split("?")[0]
         model, _, method = path.rpartition("/")[2].partition(":")
@@ -392,6 +587,10 @@ class GeminiStub(_Stub):
             return
         if method not in ("streamGenerateContent", "generateContent"):
             _send_json(h, 404, {"error": {"code": 404, "message": path, "status": "NOT_FOUND"}})
+            return
+        left = self.limited_now(h)
+        if left is not None:
+            self.rate_limited(h, left, model)
             return
         offered = any(isinstance(t, dict) and t.get("functionDeclarations") for t in body.get("tools") or [])
         if offered:
@@ -414,6 +613,50 @@ class GeminiStub(_Stub):
             _send_json(h, 200, answer)
             return
         _send_sse(h, [(None, answer)])
+
+    def rate_limited(self, h: BaseHTTPRequestHandler, left: float, model: str) -> None:
+        """The Gemini API's 429 `RESOURCE_EXHAUSTED`: a `QuotaFailure` naming the quota (per minute unless
+        `limit(quota_id=...)` names another), a `Help` link and a `RetryInfo` whose `retryDelay` says when to
+        retry; the message says it too (ai.google.dev/gemini-api/docs/troubleshooting, google.rpc error details)."""
+        quota = str(self.limit_detail.get("quota_id") or "GenerateRequestsPerMinutePerProjectPerModel")
+        delay = f"{left:.6f}".rstrip("0").rstrip(".") + "s"
+        body = {
+            "error": {
+                "code": 429,
+                "message": (
+                    "You exceeded your current quota, please check your plan and billing details. For more "
+                    "information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits. "
+                    f"To monitor your current usage, head to: https://ai.dev/usage?tab=rate-limit. \n* Quota "
+                    f"exceeded for metric: generativelanguage.googleapis.com/generate_content_requests, limit: 60, "
+                    f"model: {model}\nPlease retry in {delay}."
+                ),
+                "status": "RESOURCE_EXHAUSTED",
+                "details": [
+                    {
+                        "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                        "violations": [
+                            {
+                                "quotaMetric": "generativelanguage.googleapis.com/generate_content_requests",
+                                "quotaId": quota,
+                                "quotaDimensions": {"location": "global", "model": model},
+                                "quotaValue": "60",
+                            }
+                        ],
+                    },
+                    {
+                        "@type": "type.googleapis.com/google.rpc.Help",
+                        "links": [
+                            {
+                                "description": "Learn more about Gemini API quotas",
+                                "url": "https://ai.google.dev/gemini-api/docs/rate-limits",
+                            }
+                        ],
+                    },
+                    {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{math.ceil(left)}s"},
+                ],
+            }
+        }
+        _send_json(h, 429, body)
 
     def function_responses(self) -> list[str]:
         """Every functionResponse.response the model received (as JSON text), in order of first appearance."""

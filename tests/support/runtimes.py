@@ -44,7 +44,9 @@ def runtime_bin(name: str) -> str:
     if name not in NAMES:
         raise ValueError(f"unknown runtime CLI {name!r} (known: {', '.join(NAMES)})")
     if not current["e2e"]:
-        pytest.fail(f"{current['nodeid']} runs the real {name} CLI but is not marked e2e (add pytest.mark.e2e)", pytrace=False)
+        pytest.fail(
+            f"{current['nodeid']} runs the real {name} CLI but is not marked e2e (add pytest.mark.e2e)", pytrace=False
+        )
     path = BIN / name
     if not path.exists():
         pytest.fail(f"{path} is missing: run `sh tests/e2e/runtimes/install.sh` (the README's test command does)")

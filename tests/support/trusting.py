@@ -2,7 +2,7 @@
 
 A test that configures an account or a ctx command in the project file is
 about what that program does, so it trusts the file after writing it
-(README "Trust"); tests/trust/ is where untrusted files are tested.
+(docs/guides/configuration.md, "Trust"); tests/trust/ is where untrusted files are tested.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from cocoplus import config
 from cocoplus.core import settings, userfiles
 from tests.conftest import assert_no_traceback
 from tests.support.trusting import trust_project
+from tests.support.typed import present
 from tests.trust.conftest import Clone
 
 MARKER_SCRIPT = """\
@@ -60,16 +61,23 @@ def test_the_user_file_needs_no_trust_and_the_project_file_wins_for_other_keys(c
     vals = doc["values"]
     assert doc["files"] == [str(user), str(clone.config)]
     assert vals["session.max_iterations"] == {**vals["session.max_iterations"], "value": 42, "file": str(clone.config)}
-    assert vals["session.budget_limit"] == {**vals["session.budget_limit"], "value": 3.5, "origin": "file", "file": str(user)}
+    assert vals["session.budget_limit"] == {
+        **vals["session.budget_limit"],
+        "value": 3.5,
+        "origin": "file",
+        "file": str(user),
+    }
     assert vals["ctx.command"]["value"] == str(script) and vals["ctx.command"]["file"] == str(user)
     assert vals["ctx.command"]["ignored"]["value"] == "tools/cortex"
     assert doc["trust"]["trusted"] is False and doc["trust"]["reason"] == "is not trusted"
 
     r = clone.cli("config", "show")
-    lines = {line.split("=")[0].strip(): line for line in r.out.splitlines() if "=" in line and not line.startswith("#")}
+    lines = {
+        line.split("=")[0].strip(): line for line in r.out.splitlines() if "=" in line and not line.startswith("#")
+    }
     assert lines["budget_limit"].endswith(f"# {userfiles.shown(str(user))}") and "# ~/" in lines["budget_limit"], r.out
     assert lines["max_iterations"].endswith("# cocoplus.toml"), r.out
-    assert "IGNORED cocoplus.toml: [ctx] command = \"tools/cortex\"" in lines["command"], r.out
+    assert 'IGNORED cocoplus.toml: [ctx] command = "tools/cortex"' in lines["command"], r.out
     assert "[accounts.x] is not used" in r.out
 
     # Trusted, the project's file wins for the command too.
@@ -184,7 +192,7 @@ def test_a_symlinked_path_to_the_project_is_the_same_project(clone: Clone, tmp_p
 def sample(key: settings.Key) -> Any:
     """A valid value of the key's kind (a new kind must say what a sample of it is)."""
     if key.kind == "enum":
-        return key.choices[0]
+        return present(key.choices)[0]
     if key.kind == "bool":
         return True
     if key.kind in ("int", "float"):
@@ -203,11 +211,18 @@ def trust_keys() -> list[str]:
     return fixed + fields
 
 
-def test_every_key_that_runs_a_program_or_sends_data_needs_trust() -> None:
-    declared = {k.dotted for k in settings.KEYS if k.names_program or k.sends_data}
-    declared |= {f"{t.section}.{f.name}" for t in settings.TABLES for f in t.fields if f.names_program or f.sends_data}
+def test_every_key_that_runs_a_program_sends_data_or_grants_authority_needs_trust() -> None:
+    declared = {k.dotted for k in settings.KEYS if k.names_program or k.sends_data or k.grants}
+    declared |= {
+        f"{t.section}.{f.name}"
+        for t in settings.TABLES
+        for f in t.fields
+        if f.names_program or f.sends_data or f.grants
+    }
     assert set(trust_keys()) == declared
     assert {"ctx.command", "accounts.command", "accounts.binary", "accounts.base_url"} <= declared
+    # The keys that grant authority (docs/authority.md) take effect only from a trusted file.
+    assert {"permissions.allow", "permissions.deny", "permissions.brain_may_allow"} <= declared
 
 
 @pytest.mark.parametrize("dotted", trust_keys())
@@ -252,4 +267,3 @@ def _toml(body: dict[str, dict[str, Any]]) -> str:
             lines.append(f"[{section}]")
             lines += [f"{k} = {settings.toml_value(v)}" for k, v in content.items()]
     return "\n".join(lines) + "\n"
-

@@ -10,5 +10,5 @@ def test_top_in_a_pipe_says_it_needs_a_terminal(project: Layout) -> None:
     r = run_cli_subprocess("top", cwd=project.project)
     assert r.code == 1
     assert r.err.splitlines()[0] == "cocoplus: error: cocoplus top needs a terminal"
-    assert "sessions list" in r.err
+    assert "session list" in r.err
     assert_no_traceback(r.out, r.err)

@@ -16,7 +16,7 @@ import typer
 from cocoplus.core.errors import NotInitialized
 from cocoplus.core.paths import ENV_DIR, Layout, discover
 
-JSON_HELP = "Print JSON (stable; see README 'JSON output')."
+JSON_HELP = "Print JSON (stable: fields are only added; see 'JSON output' in the documentation)."
 JsonFlag = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
 
 # The `--dir` the command line gave (the root callback sets it), so errors can name the flag the user typed.
@@ -36,9 +36,13 @@ def layout() -> Layout:
 def dir_error(given: str) -> NotInitialized:
     path = os.path.abspath(given)
     if not os.path.exists(path):
-        return NotInitialized(f"--dir {given}: no such directory", hint="give a project directory or its .cocoplus directory")
+        return NotInitialized(
+            f"--dir {given}: no such directory", hint="give a project directory or its .cocoplus directory"
+        )
     if not os.path.isdir(path):
-        return NotInitialized(f"--dir {given}: not a directory", hint="give a project directory or its .cocoplus directory")
+        return NotInitialized(
+            f"--dir {given}: not a directory", hint="give a project directory or its .cocoplus directory"
+        )
     return NotInitialized(
         f"--dir {given}: no .cocoplus directory there", hint=f"run `cocoplus --dir {given} init` to create one"
     )

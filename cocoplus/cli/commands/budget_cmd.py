@@ -8,6 +8,7 @@ import typer
 
 from cocoplus.cli import output
 from cocoplus.cli.commands import JsonFlag, layout
+from cocoplus.core import inert
 from cocoplus.ops import budget as ops
 
 BAR_WIDTH = 20
@@ -24,15 +25,23 @@ def bar(value: float, scale: float, width: int = BAR_WIDTH) -> str:
 
 
 def render_status(rep: dict[str, Any]) -> None:
+    source = rep.get("limit_from")
+    where = "" if not source else (", the default" if source == "defaults" else f" from {source}")
     if rep["limit"] > 0:
         output.line(
-            f"cost budget: {rep['state']} - ${rep['spent']:.2f} of ${rep['limit']:.2f} spent, ${rep['remaining']:.2f} left; "
-            f"reserve from ${rep['reserve_threshold']:.2f} ({rep['reserve_fraction']:.0%} kept for wrap-up)"
+            f"cost budget: {rep['state']} - ${rep['spent']:.2f} of ${rep['limit']:.2f} spent, ${rep['remaining']:.2f} "
+            f"left (limit ${rep['limit']:.2f}{where}); reserve from ${rep['reserve_threshold']:.2f} "
+            f"({rep['reserve_fraction']:.0%} kept for wrap-up)"
         )
         if rep["state_at_next_boundary"] != rep["state"]:
             output.line(f"at the next stage boundary the state becomes {rep['state_at_next_boundary']}")
     else:
-        output.line(f"cost budget: no limit set (budget_limit = 0); ${rep['spent']:.2f} spent")
+        output.line(f"cost budget: no limit set ([session] budget_limit = 0{where}); ${rep['spent']:.2f} spent")
+    fc = rep.get("forecast") or {}
+    if fc.get("lines"):
+        output.line(("forecast at the current rate", "bold"))
+        for ln in fc["lines"]:
+            output.line("  " + inert.line(ln))
     width = output.terminal_width()
     for title, rows, key in (("by session", rep["by_session"], "session"), ("by model", rep["by_model"], "model")):
         if rows:
@@ -43,7 +52,9 @@ def render_status(rep: dict[str, Any]) -> None:
             for r in rows:
                 label = r[key] if key != "session" or not r.get("alias") else f"{r['alias']} ({r['session']})"
                 cells.append([str(label), f"{r['usd']:.4f}"] + ([bar(r["usd"], scale)] if key == "session" else []))
-            columns = [(key, True), ("USD", True)] + ([("share of the limit" if rep["limit"] > 0 else "share", False)] if key == "session" else [])
+            columns = [(key, True), ("USD", True)] + (
+                [("share of the limit" if rep["limit"] > 0 else "share", False)] if key == "session" else []
+            )
             for ln in output.table(columns, cells, width):
                 output.line("  " + ln)
     output.line("by category: " + ", ".join(f"{k} ${v:.2f}" for k, v in rep["by_category"].items()))
@@ -76,7 +87,9 @@ def add_cost(
 
 def stage_start(
     name: Annotated[str, typer.Argument(help="Stage name.")],
-    wrap_up: Annotated[bool, typer.Option("--wrap-up", help="A wrap-up stage: allowed while the budget is in reserve.")] = False,
+    wrap_up: Annotated[
+        bool, typer.Option("--wrap-up", help="A wrap-up stage: allowed while the budget is in reserve.")
+    ] = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Start a stage: a boundary. Refused while the cost budget is in reserve or exhausted."""
@@ -109,7 +122,10 @@ def register(app: typer.Typer) -> None:
     app.add_typer(budget, name="budget")
     budget.command("status")(status)
     budget.command("add-cost")(add_cost)
-    stage = typer.Typer(help="Stage boundaries for a workflow engine (cost checks run only here and at turn ends).", no_args_is_help=True)
+    stage = typer.Typer(
+        help="Stage boundaries for a workflow engine (cost checks run only here and at turn ends).",
+        no_args_is_help=True,
+    )
     app.add_typer(stage, name="stage")
     stage.command("start")(stage_start)
     stage.command("end")(stage_end)

@@ -10,8 +10,9 @@ from typing import Annotated, Any
 import typer
 
 from cocoplus.chat import worker as chat_worker
-from cocoplus.cli import output
+from cocoplus.cli import chat_menu, output
 from cocoplus.cli.commands import JsonFlag, layout
+from cocoplus.core import inert
 from cocoplus.core.errors import UsageError
 from cocoplus.ops import chat as ops
 
@@ -19,22 +20,29 @@ Conversation = Annotated[str, typer.Option("--conversation", "-c", help="Convers
 
 
 def message_line(m: dict[str, Any]) -> str:
-    who = {"user": "you", "assistant": "master agent", "system": "system", "worker": f"worker {m.get('session_alias') or ''}".strip()}.get(
-        m.get("role", ""), m.get("role", "?")
+    """One message; each field made inert on its own (core.inert), the text keeping its lines."""
+    alias = inert.line(m.get("session_alias") or "")
+    who = {"user": "you", "assistant": "master agent", "system": "system", "worker": f"worker {alias}".strip()}.get(
+        m.get("role", ""), inert.line(m.get("role", "?"))
     )
-    ts = (m.get("ts") or "")[11:19]
-    return f"[{ts}] {who}: {m.get('text', '')}"
+    ts = inert.line((m.get("ts") or "")[11:19])
+    return f"[{ts}] {who}: {inert.text(m.get('text', ''))}"
 
 
 def action_line(a: dict[str, Any]) -> str:
-    where = f"round {a['round']}" if a.get("round") is not None else "outside a round"
-    return f"[{(a.get('ts') or '')[11:19]}] action ({where}, by {a.get('by') or '?'}): {a.get('text')}"
+    where = f"round {inert.line(a['round'])}" if a.get("round") is not None else "outside a round"
+    when = inert.line((a.get("ts") or "")[11:19])
+    by = inert.line(a.get("actor") or a.get("by") or "?")
+    return f"[{when}] action ({where}, by {by}): {inert.text(a.get('text'))}"
 
 
 def entries(view: dict[str, Any]) -> list[tuple[str, str]]:
     """Messages and actions in time order, each as (key, line)."""
     items = [(m.get("ts") or "", f"m:{m.get('id')}", message_line(m)) for m in view["messages"]]
-    items += [(a.get("ts") or "", f"a:{a.get('ts')}:{a.get('action')}:{a.get('session')}", action_line(a)) for a in view.get("actions") or []]
+    items += [
+        (a.get("ts") or "", f"a:{a.get('ts')}:{a.get('action')}:{a.get('session')}", action_line(a))
+        for a in view.get("actions") or []
+    ]
     items.sort(key=lambda e: e[0])
     return [(key, text) for _ts, key, text in items]
 
@@ -51,7 +59,10 @@ def render_messages(view: dict[str, Any], shown: set[str] | None = None) -> set[
 
 def render_reply_state(view: dict[str, Any]) -> None:
     if view["pending"]:
-        output.line("... master agent is thinking" + (" (queued)" if all(p["state"] == "queued" for p in view["pending"]) else ""))
+        output.line(
+            "... master agent is thinking"
+            + (" (queued)" if all(p["state"] == "queued" for p in view["pending"]) else "")
+        )
     elif view["failed"]:
         f = view["failed"]
         output.line(("!!", output.ALERT), f" the master agent's reply failed: {f['error']}. Retry with `{f['retry']}`")
@@ -67,7 +78,9 @@ def render_sent(result: dict[str, Any]) -> None:
     if result.get("reply"):
         output.line(result["reply"]["text"])
     elif state == "failed":
-        output.error_line(f"the master agent cannot reply: {result['task'].get('error')}", "`cocoplus chat retry` once it is fixed")
+        output.error_line(
+            f"the master agent cannot reply: {result['task'].get('error')}", "`cocoplus chat retry` once it is fixed"
+        )
     else:
         output.line(f"sent; the master agent's reply is {state} (task {result['task']['id']}); see `cocoplus chat log`")
 
@@ -117,7 +130,9 @@ def retry(
     json_out: JsonFlag = False,
 ) -> None:
     """Queue a failed reply task again."""
-    output.show(ops.retry(layout(), conversation, task), json_out, lambda r: output.line(f"task {r['task']['id']} queued again"))
+    output.show(
+        ops.retry(layout(), conversation, task), json_out, lambda r: output.line(f"task {r['task']['id']} queued again")
+    )
 
 
 def render_overrides(doc: dict[str, Any]) -> None:
@@ -131,20 +146,29 @@ def render_overrides(doc: dict[str, Any]) -> None:
 def set_overrides(
     model: Annotated[str | None, typer.Option("--model", help="Model for this conversation.")] = None,
     effort: Annotated[str | None, typer.Option("--effort", help="Reasoning effort: low, medium or high.")] = None,
-    clear: Annotated[bool, typer.Option("--clear", help="Remove this conversation's overrides (then --model/--effort, if given, apply).")] = False,
+    clear: Annotated[
+        bool,
+        typer.Option("--clear", help="Remove this conversation's overrides (then --model/--effort, if given, apply)."),
+    ] = False,
     conversation: Conversation = "master-agent",
     json_out: JsonFlag = False,
 ) -> None:
     """Save a model and/or reasoning effort for this conversation only."""
     if model is None and effort is None and not clear:
         raise UsageError("chat set: give --model, --effort or --clear")
-    output.show(ops.set_overrides(layout(), conversation, model=model, effort=effort, clear=clear), json_out, render_overrides)
+    output.show(
+        ops.set_overrides(layout(), conversation, model=model, effort=effort, clear=clear), json_out, render_overrides
+    )
 
 
 def render_info(rep: dict[str, Any]) -> None:
     pairs: list[tuple[str, str]] = [
         ("conversation", rep["conversation"]),
-        ("controller", f"{rep['controller'] or '(none configured)'}" + (f" ({rep['controllerKind']})" if rep.get("controllerKind") else "")),
+        (
+            "controller",
+            f"{rep['controller'] or '(none configured)'}"
+            + (f" ({rep['controllerKind']})" if rep.get("controllerKind") else ""),
+        ),
         ("model", f"{rep['model'] or '(backend default)'}  [{rep['modelSource']}]"),
         ("effort", f"{rep['effort']}  [{rep['effortSource']}]"),
         ("overrides", f"model={rep['modelOverride'] or '-'} effort={rep['reasoningEffortOverride'] or '-'}"),
@@ -164,9 +188,15 @@ def info(conversation: Conversation = "master-agent", json_out: JsonFlag = False
 
 def menu(conversation: Conversation = "master-agent") -> None:
     """The "..." menu: Model, Reasoning effort, Session info, Refresh."""
-    from cocoplus.cli import chat_menu  # deferred: import cycle (chat_menu imports this module for its renderers)
+    lay = layout()
 
-    chat_menu.run(layout(), conversation)
+    def recent() -> None:
+        view = ops.log(lay, conversation)
+        for m in view["messages"][-10:]:
+            output.line(message_line(m))
+        render_reply_state(view)
+
+    chat_menu.run(lay, conversation, info=lambda: render_info(ops.info(lay, conversation)), recent=recent)
 
 
 def render_setup(out: dict[str, Any]) -> None:
@@ -184,13 +214,26 @@ def render_setup(out: dict[str, Any]) -> None:
 
 def setup(
     kind: Annotated[str, typer.Argument(help="claude, codex, openai or command.")],
-    program: Annotated[list[str] | None, typer.Argument(help="For command: the program and its arguments, after `--`.")] = None,
+    program: Annotated[
+        list[str] | None, typer.Argument(help="For command: the program and its arguments, after `--`.")
+    ] = None,
     name: Annotated[str | None, typer.Option("--name", help="The account's name (default: the kind).")] = None,
-    binary: Annotated[str | None, typer.Option("--binary", help="claude, codex: the path of the CLI (default: found on PATH).")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="The account's default model (required for openai).")] = None,
-    effort: Annotated[str | None, typer.Option("--effort", help="The account's default reasoning effort: low, medium or high.")] = None,
+    binary: Annotated[
+        str | None, typer.Option("--binary", help="claude, codex: the path of the CLI (default: found on PATH).")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="The account's default model (required for openai).")
+    ] = None,
+    effort: Annotated[
+        str | None, typer.Option("--effort", help="The account's default reasoning effort: low, medium or high.")
+    ] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="openai: an OpenAI-compatible endpoint.")] = None,
-    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="openai: the environment variable holding the key (default OPENAI_API_KEY).")] = None,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key-env", help="openai: the environment variable holding the key (default OPENAI_API_KEY)."
+        ),
+    ] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Add a controller account to cocoplus.toml and make it the controller (the rest of the file is kept)."""
@@ -199,7 +242,10 @@ def setup(
 
 
 def worker(
-    idle_exit: Annotated[float | None, typer.Option("--idle-exit", help="Exit after this many idle seconds (default: run until stopped).")] = None,
+    idle_exit: Annotated[
+        float | None,
+        typer.Option("--idle-exit", help="Exit after this many idle seconds (default: run until stopped)."),
+    ] = None,
     once: Annotated[bool, typer.Option("--once", help="Run what is queued now, then exit.")] = False,
 ) -> None:
     """Run the reply worker in the foreground (send starts one in the background when none runs)."""
@@ -207,10 +253,18 @@ def worker(
 
 
 def register(app: typer.Typer) -> None:
-    chat = typer.Typer(help="Talk to the master agent: send returns at once, the reply lands in the ledger.", no_args_is_help=True)
+    chat = typer.Typer(
+        help="Talk to the master agent: send returns at once, the reply lands in the ledger.", no_args_is_help=True
+    )
     app.add_typer(chat, name="chat")
     commands: tuple[tuple[str, Callable[..., None]], ...] = (
-        ("send", send), ("log", log), ("retry", retry), ("set", set_overrides), ("info", info), ("menu", menu), ("worker", worker),
+        ("send", send),
+        ("log", log),
+        ("retry", retry),
+        ("set", set_overrides),
+        ("info", info),
+        ("menu", menu),
+        ("worker", worker),
         ("setup", setup),
     )
     for name, fn in commands:

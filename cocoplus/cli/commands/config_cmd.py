@@ -57,7 +57,11 @@ def origin_text(cfg: Any, project: str, dotted: str) -> str:
 
 def render_text(cfg: Any, project: str) -> str:
     """The effective configuration as TOML, each value followed by where it came from."""
-    read = ", ".join(_shown(p, project) for p in cfg.read) if cfg.read else "no configuration file, so every value is a default"
+    read = (
+        ", ".join(_shown(p, project) for p in cfg.read)
+        if cfg.read
+        else "no configuration file, so every value is a default"
+    )
     lines = [f"# effective cocoplus configuration ({read})"]
     if cfg.ignored:
         lines.append(
@@ -72,13 +76,17 @@ def render_text(cfg: Any, project: str) -> str:
         item = cfg.ignored_value(key)
         if item is None:
             return ""
-        return f"; IGNORED {_shown(item['file'], project)}: {item['label']} = {settings.toml_value(item['value'])} (not trusted)"
+        value = settings.toml_value(item["value"])
+        return f"; IGNORED {_shown(item['file'], project)}: {item['label']} = {value} (not trusted)"
 
     for section in settings.SECTIONS:
         lines += ["", f"[{section}]"]
         for k in settings.KEYS:
             if k.section == section:
-                add(f"{k.name} = {settings.toml_value(cfg.get(k.dotted))}", origin_text(cfg, project, k.dotted) + ignored(k.dotted))
+                add(
+                    f"{k.name} = {settings.toml_value(cfg.get(k.dotted))}",
+                    origin_text(cfg, project, k.dotted) + ignored(k.dotted),
+                )
     for spec in settings.TABLES:
         for name, entry in cfg.table(spec.section).items():
             lines.append("")

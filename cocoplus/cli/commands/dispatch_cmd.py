@@ -10,7 +10,13 @@ from cocoplus.cli import output
 from cocoplus.cli.commands import JsonFlag, layout
 from cocoplus.ops import dispatch as ops
 
-SessionArg = Annotated[str, typer.Argument(help="The session: an alias such as cc1, a cs_ id or the runtime's session id; machine/project/alias for one on another machine of the fleet.")]
+SessionArg = Annotated[
+    str,
+    typer.Argument(
+        help="The session: an alias such as cc1, a cs_ id or the runtime's session id; machine/project/alias for "
+        "one on another machine of the fleet."
+    ),
+]
 
 
 def render(result: dict[str, Any]) -> None:
@@ -24,6 +30,15 @@ def render(result: dict[str, Any]) -> None:
     output.problems(result.get("problems") or [], "warning")
 
 
+def show(result: dict[str, Any], json_out: bool) -> None:
+    """The answer; a resume that failed is also an error line, and exit 1 (the instruction is queued all the same)."""
+    output.show(result, json_out, render)
+    failed = result.get("resume_failed")
+    if failed:
+        output.error_line(failed["error"], failed.get("hint"))
+        raise typer.Exit(1)
+
+
 def dispatch(
     session: SessionArg,
     instruction: Annotated[str, typer.Argument(help="The next piece of work for that session.")],
@@ -31,7 +46,7 @@ def dispatch(
 ) -> None:
     """Give a session its next piece of work by the best route its state allows: release its held turn end,
     steer it mid-turn, resume it headless if it exited, or queue it for its next prompt (the answer says which)."""
-    output.show(ops.dispatch(layout(), session, instruction), json_out, render)
+    show(ops.dispatch(layout(), session, instruction), json_out)
 
 
 def answer(
@@ -41,7 +56,7 @@ def answer(
 ) -> None:
     """Answer a worker's ask-human question: it reaches the worker like a dispatch, and the conversation shows it
     against the question."""
-    output.show(ops.answer(layout(), session, text), json_out, render)
+    show(ops.answer(layout(), session, text), json_out)
 
 
 def register(app: typer.Typer) -> None:

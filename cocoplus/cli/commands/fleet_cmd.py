@@ -15,10 +15,13 @@ from cocoplus.core import clock
 from cocoplus.core.errors import CocoplusError, NotInitialized
 from cocoplus.ops import fleet as ops
 
-Targets = Annotated[list[str] | None, typer.Argument(metavar="[TARGET]...", help="machine, machine/project or machine/project/alias.")]
+Targets = Annotated[
+    list[str] | None, typer.Argument(metavar="[TARGET]...", help="machine, machine/project or machine/project/alias.")
+]
 All = Annotated[bool, typer.Option("--all", help="Every project of every machine that has joined the fleet.")]
 Wait = Annotated[
-    float | None, typer.Option("--wait", metavar="S", help="Seconds to wait for acknowledgements (default: [fleet] ack_wait_s).")
+    float | None,
+    typer.Option("--wait", metavar="S", help="Seconds to wait for acknowledgements (default: [fleet] ack_wait_s)."),
 ]
 Operator = Annotated[str | None, typer.Option("--operator", help="Who is acting (default: your login name).")]
 
@@ -42,22 +45,36 @@ def _ago(seconds: float | None) -> str:
 
 def render_relay(st: dict[str, Any]) -> None:
     if not st.get("configured") and not st.get("running"):
-        output.line("relay: no fleet is configured for this project (README 'Fleet')")
+        output.line("relay: no fleet is configured for this project (see 'The fleet' in the documentation)")
         return
     where = f"{st.get('fleet')}: {st.get('machine')}/{st.get('project')}"
     if not st.get("running"):
         output.line(f"relay: not running ({where}); `cocoplus fleet join` starts it")
     elif st.get("connected"):
-        output.line(f"relay: {'started' if st.get('started') else 'running'}, pid {st['pid']}, connected to {st.get('server')} ({where})")
+        output.line(
+            f"relay: {'started' if st.get('started') else 'running'}, pid {st['pid']}, "
+            f"connected to {st.get('server')} ({where})"
+        )
     else:
         output.line(f"relay: running, pid {st['pid']}, NOT connected ({where})")
     if st.get("last_error"):
-        output.line(f"last error: {st['last_error']}" + (f"; retrying in {st['retry_in_s']}s" if st.get("retry_in_s") else ""))
+        output.line(
+            f"last error: {st['last_error']}" + (f"; retrying in {st['retry_in_s']}s" if st.get("retry_in_s") else "")
+        )
+    w = st.get("watching") or {}
+    if st.get("running") and w.get("kind") and w["kind"] != "inotify":
+        output.line(f"file events: {w['kind']}" + (f" because {w['why']}" if w.get("why") else ""))
 
 
-def relay_run(polling: Annotated[bool, typer.Option("--polling", help="Poll the files instead of using inotify.")] = False) -> None:
+def relay_run(
+    polling: Annotated[bool, typer.Option("--polling", help="Poll the files instead of using inotify.")] = False,
+) -> None:
     """Run this project's relay in the foreground (one per project)."""
-    raise typer.Exit(ops.relay_run(layout(), polling))
+    from cocoplus.fleet import options  # deferred: only `relay run` reads the fleet's options here
+    from cocoplus.relay import service  # deferred: nats-py, for `relay run` alone
+
+    lay = layout()
+    raise typer.Exit(service.run(lay, options.load(lay.project), polling=polling))
 
 
 def relay_status(json_out: JsonFlag = False) -> None:
@@ -70,7 +87,9 @@ def relay_stop(json_out: JsonFlag = False) -> None:
     output.show(
         ops.relay_stop(layout()),
         json_out,
-        lambda st: output.line(f"relay stopped (pid {st['pid']})" if st["stopped"] else f"not stopped: {st.get('why')}"),
+        lambda st: output.line(
+            f"relay stopped (pid {st['pid']})" if st["stopped"] else f"not stopped: {st.get('why')}"
+        ),
     )
 
 
@@ -103,9 +122,16 @@ def render_status(st: dict[str, Any]) -> None:
         output.line(f"{mach['machine']}  ", up, f"  heard {_ago(mach['last_heard_s'])}")
         for p in mach["projects"]:
             run = (p.get("run_state") or {}).get("state") or "-"
-            output.line(f"  {p['project']}  {run}  ", _kill(p.get("kill_switch")), "" if p["online"] else f"  (offline, heard {_ago(p['last_heard_s'])})")
+            output.line(
+                f"  {p['project']}  {run}  ",
+                _kill(p.get("kill_switch")),
+                "" if p["online"] else f"  (offline, heard {_ago(p['last_heard_s'])})",
+            )
             for c in p["pending_commands"]:
-                output.line(f"    pending: {c['type']} {c['id']} from {c.get('operator')} on {c.get('from')} at {c.get('sent_at')}")
+                output.line(
+                    f"    pending: {c['type']} {c['id']} from {c.get('operator')} on {c.get('from')} at "
+                    f"{c.get('sent_at')}"
+                )
             if (p["pending_count"] or 0) > len(p["pending_commands"]):
                 output.line(f"    ... {p['pending_count'] - len(p['pending_commands'])} more pending")
             sup = p.get("supervision") or {}
@@ -113,7 +139,10 @@ def render_status(st: dict[str, Any]) -> None:
                 output.line(f"    supervision on, turns {sup.get('turns_used')}/{sup.get('max_turns')}")
             for sess in p["sessions"]:
                 att = sess.get("attention") or "-"
-                output.line(f"    {sess.get('alias')}  {sess.get('runtime')}  {sess.get('state')}  attention {att}  last {sess.get('last_event') or '-'}")
+                output.line(
+                    f"    {sess.get('alias')}  {sess.get('runtime')}  {sess.get('state')}  attention {att}  last "
+                    f"{sess.get('last_event') or '-'}"
+                )
 
 
 def status(json_out: JsonFlag = False) -> None:
@@ -123,9 +152,12 @@ def status(json_out: JsonFlag = False) -> None:
 
 def render_sent(res: dict[str, Any]) -> None:
     cmd = res["command"]
-    output.line(f"fleet {cmd['type']} {cmd['batch']}: {res['acknowledged']} of {res['total']} acknowledged")
+    skipped = f", {res['skipped']} skipped" if res.get("skipped") else ""
+    output.line(f"fleet {cmd['type']} {cmd['batch']}: {res['acknowledged']} of {res['total']} acknowledged{skipped}")
     for r in res["targets"]:
-        if r["acknowledged"]:
+        if r.get("skipped"):
+            output.line(f"  {r['target']}  skipped: {r['skipped']}")
+        elif r["acknowledged"]:
             ms = f"  {r['ack_latency_s'] * 1000:.0f} ms" if r.get("ack_latency_s") is not None else ""
             if r["ok"]:
                 got = r.get("result") or {}
@@ -138,16 +170,28 @@ def render_sent(res: dict[str, Any]) -> None:
         elif not r["sent"]:
             output.line(f"  {r['target']}  ", (str(r.get("error")), output.ALERT))
         elif r["online"]:
-            output.line(f"  {r['target']}  ", ("no answer yet", output.WARN), f"; pending, applied when its relay takes it ({_ago(r['last_heard_s'])} heard)")
+            output.line(
+                f"  {r['target']}  ",
+                ("no answer yet", output.WARN),
+                f"; pending, applied when its relay takes it ({_ago(r['last_heard_s'])} heard)",
+            )
         else:
-            output.line(f"  {r['target']}  ", ("offline", output.WARN), f", last heard {_ago(r['last_heard_s'])}; pending, applied when its relay returns")
+            output.line(
+                f"  {r['target']}  ",
+                ("offline", output.WARN),
+                f", last heard {_ago(r['last_heard_s'])}; pending, applied when its relay returns",
+            )
     if res["not_answered"]:
-        output.line("not answered yet: " + ", ".join(res["not_answered"]) + " (`cocoplus fleet status` shows the pending commands)")
+        output.line(
+            "not answered yet: "
+            + ", ".join(res["not_answered"])
+            + " (`cocoplus fleet status` shows the pending commands)"
+        )
 
 
 def _finish(res: dict[str, Any], json_out: bool) -> None:
     output.show(res, json_out, render_sent)
-    if res["acknowledged"] < res["total"] or res["failed"]:
+    if res["acknowledged"] + res.get("skipped", 0) < res["total"] or res["failed"]:
         raise typer.Exit(1)
 
 
@@ -163,6 +207,17 @@ def stop(
     _finish(ops.stop(_project_dir(), list(targets or []), every, reason, operator, wait), json_out)
 
 
+def _confirm_stops(rows: list[dict[str, Any]]) -> bool:
+    """Show the stop each target's resume names, and ask once: only these are lifted, never a newer one."""
+    for r in rows:
+        stop = r.get("stop") or {}
+        output.line(
+            f"  {r['target']}: stopped by {stop.get('operator') or 'unknown'} at {stop.get('created_at') or '?'}: "
+            f"{stop.get('reason') or 'no reason'} ({stop.get('id')})"
+        )
+    return bool(typer.confirm(f"Lift {'this stop' if len(rows) == 1 else 'these stops'}?", default=False))
+
+
 def resume(
     targets: Targets = None,
     every: All = False,
@@ -171,14 +226,14 @@ def resume(
     wait: Wait = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """Remove AGENT_STOP on each target after confirming (exit 1 until every target has acknowledged)."""
-    if not yes:
-        if not sys.stdin.isatty():
-            raise CocoplusError("fleet resume needs confirmation and stdin is not a terminal", hint="pass --yes to resume without asking")
-        what = "every project of the fleet" if every else ", ".join(targets or [])
-        if not typer.confirm(f"Resume the agents of {what}?", default=False):
-            raise CocoplusError("fleet resume cancelled; nothing was sent")
-    _finish(ops.resume(_project_dir(), list(targets or []), every, operator, wait), json_out)
+    """Lift the stop each target last reported, after confirming: a stop made there since is kept (exit 1 until
+    every target has acknowledged; a target that was not stopped is skipped)."""
+    if not yes and not sys.stdin.isatty():
+        raise CocoplusError(
+            "fleet resume needs confirmation and stdin is not a terminal", hint="pass --yes to resume without asking"
+        )
+    confirm = None if yes else _confirm_stops
+    _finish(ops.resume(_project_dir(), list(targets or []), every, operator, wait, confirm=confirm), json_out)
 
 
 def steer(
@@ -199,12 +254,16 @@ def dispatch(
     wait: Wait = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """The next piece of work for one session of the fleet, as `cocoplus dispatch` there (the answer names the route)."""
+    """The next piece of work for one session of the fleet, as `cocoplus dispatch` there (the answer names the
+    route)."""
     _finish(ops.dispatch(_project_dir(), target, " ".join(instruction), operator, wait), json_out)
 
 
 def register(app: typer.Typer) -> None:
-    relay = typer.Typer(help="This project's fleet relay: mirrors .cocoplus/ to the fleet, applies fleet commands.", no_args_is_help=True)
+    relay = typer.Typer(
+        help="This project's fleet relay: mirrors .cocoplus/ to the fleet, applies fleet commands.",
+        no_args_is_help=True,
+    )
     app.add_typer(relay, name="relay")
     relay.command("run")(relay_run)
     relay.command("status")(relay_status)

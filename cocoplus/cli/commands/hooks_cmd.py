@@ -1,4 +1,4 @@
-"""`cocoplus hook`, `install`, `uninstall`, `doctor`, `sessions list`."""
+"""`cocoplus hook`, `install`, `uninstall`, `doctor`, `plugin`: wiring cocoplus into the agent runtimes."""
 
 from __future__ import annotations
 
@@ -7,45 +7,16 @@ from typing import Any
 
 import typer
 
-from cocoplus import config as config_mod
 from cocoplus.cli import output
 from cocoplus.cli.commands import JSON_HELP, layout
 from cocoplus.core.errors import UsageError
 from cocoplus.hook.entry import main as hook_main
-from cocoplus.ops import sessions as sessions_ops
-from cocoplus.runtimes import bundles, registry
-from cocoplus.runtimes import install as runtimes
+from cocoplus.install import bundles
+from cocoplus.install import hooks as runtimes
+from cocoplus.ops import project as project_ops
+from cocoplus.runtimes import registry
 
 RUNTIME_HELP = "one of " + registry.listing()
-
-
-def render_sessions(result: dict[str, Any]) -> None:
-    """Sessions as a table that never cuts an id, a state or a time (see output.table)."""
-    records = result["sessions"]
-    if not records:
-        output.line("no agent sessions recorded yet (hooks record them; see `cocoplus doctor`)")
-    else:
-        supervised = any("excluded" in r for r in records)
-        columns = [("alias", True), ("runtime", False), ("state", True), ("attention", True), ("last event", False), ("at", True), ("id", True)]
-        if supervised:
-            columns.append(("supervised", False))
-        rows = []
-        for r in records:
-            row = [
-                r.get("alias") or "",
-                r.get("runtime") or "",
-                (r.get("state") or "") + (" (stale)" if r.get("stale") else ""),
-                r.get("attention") or "-",
-                r.get("last_event") or "",
-                r.get("last_event_at") or "",
-                r.get("id") or "",
-            ]
-            if supervised:
-                row.append("no (excluded)" if r.get("excluded") else "yes")
-            rows.append(row)
-        for ln in output.table(columns, rows, output.terminal_width()):
-            output.line(ln)
-    output.problems(result["problems"])
 
 
 def render_install(result: dict[str, Any]) -> None:
@@ -72,8 +43,12 @@ def render_doctor(result: dict[str, Any]) -> None:
     for name, info in result["runtimes"].items():
         if info.get("error"):
             output.line(f"{name:7} settings unreadable: {info['error']}")
+        elif not info["wired"] and info.get("plugin"):
+            output.line(
+                f"{name:7} hooks come from this user's cocoplus plugin ({info['plugin']}): nothing to install here"
+            )
         elif not info["wired"]:
-            output.line(f"{name:7} not wired (run `cocoplus install {name}`)")
+            output.line(f"{name:7} not wired (run `cocoplus install {name}`, or install its cocoplus plugin)")
         else:
             fired = (
                 f"hooks fired: {info['sessions_seen']} session(s), last at {info['last_hook_event_at']}"
@@ -90,17 +65,31 @@ def render_doctor(result: dict[str, Any]) -> None:
             if info.get("upgrade_available"):
                 notes.append(f"an upgrade of the hooks is available (run `cocoplus install {name}`)")
             output.line(f"{name:7} wired; {fired}" + (f"; {'; '.join(notes)}" if notes else ""))
+            if info.get("twice"):
+                output.line(f"        warning: {info['twice']}")
+        for text in info.get("timeouts") or []:
+            output.line(f"        timeouts: {text}")
     pointer = result["pointer"]
     if pointer["exists"] and not pointer["problems"]:
         which = "this cocoplus" if pointer["this_installation"] else f"the cocoplus of {pointer['python']}"
         output.line(f"your hooks and plugins run {which} ({pointer['path']})")
+    render_file_events(result.get("file_events") or {})
     output.problems([p["text"] for p in result["hook_problems"]])
     output.problems(result["problems"])
+    output.problems(result.get("ignored") or [], label="note")
 
 
-def sessions_list(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
-    """Sessions with id, alias, runtime, state, attention and last event."""
-    output.show(sessions_ops.list_sessions(layout()), json_out, render_sessions)
+def render_file_events(fe: dict[str, Any]) -> None:
+    """Not an error: without inotify the supervisor, the relay and the server poll (slower to notice, same results)."""
+    probe = fe.get("probe") or {}
+    if probe.get("inotify") is False:
+        output.line(
+            f"file events: not available now: {probe.get('why')}; the supervisor, the relay and the server poll instead"
+        )
+    for who in ("supervisor", "relay"):
+        w = fe.get(who) or {}
+        if w.get("kind") and w["kind"] != "inotify":
+            output.line(f"{who}: file events: {w['kind']}" + (f" because {w['why']}" if w.get("why") else ""))
 
 
 def register(app: typer.Typer) -> None:
@@ -110,12 +99,15 @@ def register(app: typer.Typer) -> None:
         add_help_option=False,
     )
     def hook(ctx: typer.Context) -> None:
-        """Run a hook event (called by agent runtimes): cocoplus hook <Event> [--runtime R]. Reads the payload on stdin."""
+        """Run a hook event (called by agent runtimes): cocoplus hook <Event> [--runtime R]. Reads the payload on
+        stdin."""
         raise typer.Exit(hook_main(list(ctx.args)))
 
     @app.command("install")
     def install(
-        runtime: str = typer.Argument(None, help=RUNTIME_HELP + "; none: only point your hooks and plugins at this cocoplus"),
+        runtime: str = typer.Argument(
+            None, help=RUNTIME_HELP + "; none: only point your hooks and plugins at this cocoplus"
+        ),
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """Wire cocoplus' hooks into a runtime's project settings (merging, idempotent) and say what to commit."""
@@ -129,11 +121,7 @@ def register(app: typer.Typer) -> None:
             for t in result["todo"]:
                 output.line(f"  - {t}")
             return
-        lay = layout()
-        cfg = config_mod.load_for(lay)
-        result = runtimes.install(runtime, lay.project, timeout_s=cfg.get("hooks.timeout_s"))
-        config_mod.compile_for_hook(lay)
-        output.show(result, json_out, render_install)
+        output.show(project_ops.install(layout(), runtime), json_out, render_install)
 
     @app.command("uninstall")
     def uninstall(
@@ -147,18 +135,22 @@ def register(app: typer.Typer) -> None:
             output.emit_json(result)
             return
         if result["changes"]:
-            output.out().print(f"{runtime}: removed cocoplus entries from {os.path.relpath(result['settings'], lay.project)}", markup=False)
+            output.line(f"{runtime}: removed cocoplus entries from {os.path.relpath(result['settings'], lay.project)}")
             for c in result["changes"]:
-                output.out().print(f"  {c}", markup=False)
+                output.line(f"  {c}")
         else:
-            output.out().print(f"{runtime}: no cocoplus entries found", markup=False)
+            output.line(f"{runtime}: no cocoplus entries found")
 
     @app.command("doctor")
     def doctor(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
         """Report which runtimes are wired to cocoplus, what is wrong with their hooks, and whether they fired."""
-        output.show(runtimes.doctor(layout()), json_out, render_doctor)
+        result = project_ops.doctor(layout())
+        output.show(result, json_out, render_doctor)
 
-    plugin = typer.Typer(help="cocoplus as a Claude Code plugin, a Gemini CLI extension, a Codex or Cortex Code plugin.", no_args_is_help=True)
+    plugin = typer.Typer(
+        help="cocoplus as a Claude Code plugin, a Gemini CLI extension, a Codex or Cortex Code plugin.",
+        no_args_is_help=True,
+    )
     app.add_typer(plugin, name="plugin")
 
     @plugin.command("path")
@@ -173,8 +165,3 @@ def register(app: typer.Typer) -> None:
         """Write every plugin tree into DIRECTORY, built from the same declarations as `cocoplus install`."""
         for rel in bundles.build(os.path.abspath(directory)):
             output.line(os.path.join(directory, rel))
-
-    sessions = typer.Typer(help="Agent-runtime sessions seen by the hooks.", no_args_is_help=True)
-    app.add_typer(sessions, name="sessions")
-
-    sessions.command("list")(sessions_list)

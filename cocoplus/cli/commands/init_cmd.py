@@ -23,10 +23,16 @@ def render_init(result: dict[str, Any]) -> None:
     if result.get("nested_in"):
         output.line("  nested inside the project of ", result["nested_in"], " (commands run below here use this one)")
     output.line("next: `cocoplus install claude` (or codex, gemini, cursor) to wire the hooks")
+    output.problems(result.get("ignored") or [], label="note")
 
 
 def init(
-    nested: Annotated[bool, typer.Option("--nested", help="Create it even inside a project that already has one (it shadows that one below here).")] = False,
+    nested: Annotated[
+        bool,
+        typer.Option(
+            "--nested", help="Create it even inside a project that already has one (it shadows that one below here)."
+        ),
+    ] = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Create .cocoplus/ here with its templates. Safe to run again: nothing existing is overwritten."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -28,27 +28,72 @@ def test(json_out: JsonFlag = False) -> None:
         raise typer.Exit(1)
 
 
+def _notifier_line(rep: dict[str, Any]) -> str:
+    who = rep.get("notifier") or {}
+    where = f"in the {who['by']}" if who.get("by") and who["by"] != "notify run" else "in `cocoplus notify run`"
+    if rep["running"]:
+        pid = f", pid {who['pid']}" if who.get("pid") else ""
+        return f"notifier: running {where}{pid}" if who else "notifier: running"
+    how = (
+        "it runs in `cocoplus supervision watcher run` and `cocoplus serve` once [notify] urls is set, "
+        "or `cocoplus notify run`"
+    )
+    last = f"; last ran {where}, started {who['started_at']}" if who.get("started_at") else ""
+    return f"notifier: not running ({how}){last}"
+
+
 def render_status(rep: dict[str, Any]) -> None:
-    output.line("notifier: " + ("running" if rep["running"] else "not running (the supervisor runs one; or `cocoplus notify run`)"))
+    output.line(_notifier_line(rep))
+    if rep.get("since"):
+        output.line(f"notifications from {rep['since']} ({rep.get('since_why') or 'the first notifier started'})")
     output.line("events: " + (", ".join(rep["events"]) or "none"))
-    output.line(f"the same event for one session at most once in {rep['repeat_after_s']:g}s; at most {rep['max_per_minute']} a minute per target")
+    output.line(
+        f"the same event for one session at most once in {rep['repeat_after_s']:g}s; "
+        f"at most {rep['max_per_minute']} a minute per target"
+    )
     if not rep["targets"]:
         output.line("no [notify] urls configured")
     for t in rep["targets"]:
-        state = f"{t['sent']} sent, {t['owed']} owed"
+        state = (
+            f"{t['sent']} sent"
+            + (f" (last {t['last_sent_at']})" if t.get("last_sent_at") else "")
+            + f", {t['owed']} owed"
+        )
         if t["failures"]:
-            state += f", {t['failures']} failure(s) in a row: {t['last_error']}"
-        output.line(f"  {t['url']}: {state}")
+            output.line(
+                f"  {t['url']}: {state}, ",
+                (f"{t['failures']} failure(s) in a row", output.ALERT),
+                f" (next try {t.get('next_try_at') or 'soon'}): {t['last_error']}",
+            )
+        else:
+            output.line(f"  {t['url']}: {state}")
+    if rep["recent"]:
+        output.line(f"last {len(rep['recent'])} deliveries (oldest first):")
+    for d in rep["recent"]:
+        to = d.get("url") or f"target {d.get('target')} (no longer configured)"
+        head = f"  {d.get('ts')}  {d.get('nid')}  {d.get('kind')}  {d.get('title')}  -> {to}"
+        if d.get("ok"):
+            output.line(head, ": sent")
+        else:
+            gave_up = "; given up" if d.get("gave_up") else ""
+            output.line(head, ": ", ("failed", output.ALERT), f" ({d.get('error')}){gave_up}")
     output.problems(rep["problems"])
 
 
-def status(json_out: JsonFlag = False) -> None:
-    """Targets (secrets hidden), what was sent and what is still owed, and whether a notifier runs."""
-    output.show(ops.status(layout()), json_out, render_status)
+def status(
+    json_out: JsonFlag = False,
+    last: Annotated[
+        int, typer.Option("--last", min=0, max=1000, help="How many of the last deliveries to show.")
+    ] = ops.RECENT,
+) -> None:
+    """Which notifier runs, where it reads from, targets (secrets
+    hidden), what was sent when, what failed and what is owed."""
+    output.show(ops.status(layout(), last), json_out, render_status)
 
 
 def run() -> None:
-    """Run the notifier in the foreground (the supervisor already runs one in its own process)."""
+    """Run the notifier in the foreground (`cocoplus supervision watcher run` and `cocoplus serve` run one
+    themselves)."""
     raise typer.Exit(ops.run(layout()))
 
 

@@ -11,7 +11,9 @@ from cocoplus.cli.commands import layout
 
 def serve(
     port: Annotated[int, typer.Option("--port", "-p", help="Port on 127.0.0.1 (0 picks a free one).")] = 8765,
-    open_browser: Annotated[bool, typer.Option("--open", help="Open the page in a browser once the server is up.")] = False,
+    open_browser: Annotated[
+        bool, typer.Option("--open", help="Open the page in a browser once the server is up.")
+    ] = False,
 ) -> None:
     """Serve the REST API, server-sent events and the web page on 127.0.0.1 (writes need the printed token)."""
     from cocoplus.server.run import serve as run_server  # deferred: heavy (FastAPI, uvicorn), only for this command

@@ -11,8 +11,10 @@ from rich.text import Text
 
 from cocoplus.cli import output
 from cocoplus.cli.commands import JsonFlag, layout, queue_cmd
-from cocoplus.core.errors import CocoplusError
+from cocoplus.core import inert
+from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.ops import session as ops
+from cocoplus.ops import sessions as sessions_ops
 from cocoplus.session import control
 
 # -- status ----------------------------------------------------------------------------------
@@ -32,7 +34,11 @@ def run_state_text(status: dict[str, Any], pod: dict[str, Any]) -> Text:
             return _damaged(s)  # type: ignore[return-value]
         if not s.get("exists"):
             return Text(f"unknown ({s['path']} missing)")
-        t = Text(s["state"] + (f" ({s['reason']})" if s.get("reason") else "") + f" since {s['updated_at']}")
+        t = Text(
+            inert.line(s["state"])
+            + (f" ({inert.line(s['reason'])})" if s.get("reason") else "")
+            + f" since {inert.line(s['updated_at'])}"
+        )
         if s.get("stale"):
             t.append("; ")
             t.append("STALE", style=output.WARN)
@@ -49,13 +55,23 @@ def run_state_text(status: dict[str, Any], pod: dict[str, Any]) -> Text:
     return t
 
 
+def cap_words(cap: Any, source: str | None, what: str = "cap") -> str:
+    """`cap 5 from cocoplus.toml`, `cap 200, the default`: the effective cap and where it comes from."""
+    if not source:
+        return f"{what} {cap}"
+    return f"{what} {cap}, the default" if source == "defaults" else f"{what} {cap} from {source}"
+
+
 def iteration_text(ib: dict[str, Any]) -> Text:
     if _damaged(ib):
         return _damaged(ib)  # type: ignore[return-value]
+    cap = cap_words(ib.get("cap"), ib.get("limits_from"))
     if not ib.get("exists"):
-        return Text("not started" + (f" (cap {ib['cap']}, warn at {ib['warn_at']})" if ib.get("cap") else ""))
+        if not ib.get("cap"):
+            return Text("not started")
+        return Text(f"not started: 0 of {ib['cap']} tool calls used ({cap}; checkpoint at {ib['warn_at']})")
     shown = min(ib["consumed"], ib["cap"])
-    text = f"{shown}/{ib['cap']} (warn at {ib['warn_at']}, {ib['remaining']} left)"
+    text = f"{shown} of {ib['cap']} tool calls used, {ib['remaining']} left ({cap}; checkpoint at {ib['warn_at']})"
     flags = []
     if ib["consumed"] >= ib["cap"]:
         flags.append("cap reached" + (f"; {ib['over_cap']} more call(s) after the stop" if ib.get("over_cap") else ""))
@@ -63,9 +79,38 @@ def iteration_text(ib: dict[str, Any]) -> Text:
         flags.append("stopped at an earlier cap")
     if ib["warned"]:
         flags.append("checkpoint requested")
-    if ib.get("recorded_cap") is not None:
-        flags.append(f"cap {ib['cap']} from {ib.get('limits_from')}; the hooks counted against {ib['recorded_cap']} so far")
+    if ib.get("recorded_cap") is not None and ib["recorded_cap"] != ib["cap"]:
+        flags.append(
+            f"the count was kept against cap {ib['recorded_cap']} before the configuration changed; "
+            f"the next tool call counts against {ib['cap']}"
+        )
     return Text(text + (f"; {', '.join(flags)}" if flags else ""))
+
+
+def cost_text(cb: dict[str, Any]) -> Text | str:
+    """The cost budget row: spend against the effective limit, and where the limit comes from."""
+    if _damaged(cb):
+        return _damaged(cb)  # type: ignore[return-value]
+    limit = cb.get("limit") or 0
+    source = cb.get("limit_from")
+    if not cb.get("exists"):
+        if limit > 0:
+            return f"not started: $0.00 of ${limit:.2f} spent ({cap_words(f'${limit:.2f}', source, 'limit')})"
+        return "not started" + (
+            f" (no limit set: {cap_words(0, source, '[session] budget_limit =')})" if source else ""
+        )
+    if limit > 0:
+        text = (
+            f"{cb['state']}: ${cb['spent']:.2f} of ${limit:.2f} spent, ${cb['remaining']:.2f} left "
+            f"({cap_words(f'${limit:.2f}', source, 'limit')}; reserve from ${cb['reserve_at']:.2f})"
+        )
+    else:
+        where = cap_words(0, source, "[session] budget_limit =")
+        text = f"{cb['state']}: ${cb['spent']:.2f} spent, no limit set ({where})"
+    if cb.get("recorded_limit") is not None and cb["recorded_limit"] != limit:
+        then = f"${cb['recorded_limit']:.2f}" if cb["recorded_limit"] > 0 else "no limit"
+        text += f"; the state was set at the last stage boundary, against {then}; the next boundary applies this limit"
+    return text
 
 
 def status_rows(rep: dict[str, Any]) -> list[tuple[str, Text | str]]:
@@ -96,24 +141,19 @@ def status_rows(rep: dict[str, Any]) -> list[tuple[str, Text | str]]:
 
     q = rep["queue"]
     rows.append(
-        ("queued work", _damaged(q) or f"{q['pending']} pending" + "".join(f"\n{i['id']}: {i['request']}" for i in q["items"][:5]))
+        (
+            "queued work",
+            _damaged(q)
+            or f"{q['pending']} pending"
+            + "".join(f"\n{inert.line(i['id'])}: {inert.line(i['request'])}" for i in q["items"][:5]),
+        )
     )
     rows.append(("iteration budget", iteration_text(rep["iteration_budget"])))
 
-    cb = rep["cost_budget"]
-    if _damaged(cb):
-        rows.append(("cost budget", _damaged(cb)))  # type: ignore[arg-type]
-    elif not cb.get("exists"):
-        rows.append(("cost budget", "not started"))
-    elif cb["limit"] > 0:
-        rows.append(
-            (
-                "cost budget",
-                f"{cb['state']}: ${cb['spent']:.2f} of ${cb['limit']:.2f} (reserve from ${cb['reserve_at']:.2f}, ${cb['remaining']:.2f} left)",
-            )
-        )
-    else:
-        rows.append(("cost budget", f"{cb['state']}: ${cb['spent']:.2f} spent, no limit set"))
+    rows.append(("cost budget", cost_text(rep["cost_budget"])))
+    fc = rep.get("forecast")
+    if fc is not None:
+        rows.append(("forecast", _damaged(fc) or "\n".join(inert.line(x) for x in fc.get("lines") or [])))
 
     rows.append(("run state", run_state_text(rep["status"], rep["pod_state"])))
 
@@ -121,14 +161,18 @@ def status_rows(rep: dict[str, Any]) -> list[tuple[str, Text | str]]:
     if _damaged(k):
         rows.append(("kill switch", _damaged(k)))  # type: ignore[arg-type]
     elif k["present"] is None:
-        rows.append(("kill switch", Text.assemble(("UNKNOWN", output.ALERT), f": {k.get('unknown')}; tools are blocked")))
+        rows.append(
+            ("kill switch", Text.assemble(("UNKNOWN", output.ALERT), f": {k.get('unknown')}; tools are blocked"))
+        )
     elif k["present"]:
         rows.append(
             (
                 "kill switch",
                 Text.assemble(
                     ("STOPPED", output.ALERT),
-                    f" by {k.get('operator') or 'unknown'} at {k.get('created_at') or 'unknown time'}: {k.get('reason') or 'no reason given'}",
+                    f" by {inert.line(k.get('operator') or 'unknown')} at "
+                    f"{inert.line(k.get('created_at') or 'unknown time')}: "
+                    f"{inert.line(k.get('reason') or 'no reason given')}",
                 ),
             )
         )
@@ -139,12 +183,16 @@ def status_rows(rep: dict[str, Any]) -> list[tuple[str, Text | str]]:
     if _damaged(st):
         rows.append(("pending steer", _damaged(st)))  # type: ignore[arg-type]
     elif st["pending"]:
-        text = st["text"].strip()
+        text = inert.text(st["text"].strip())
         rows.append(("pending steer", text if len(text) <= 300 else text[:297] + "..."))
     else:
-        rows.append(("pending steer", "none" + (f" ({st['in_flight']} being delivered)" if st.get("in_flight") else "")))
+        rows.append(
+            ("pending steer", "none" + (f" ({st['in_flight']} being delivered)" if st.get("in_flight") else ""))
+        )
     if st.get("set_aside"):
-        rows.append(("damaged steer", Text.assemble(("NOT DELIVERED", output.ALERT), ": " + ", ".join(st["set_aside"]))))
+        rows.append(
+            ("damaged steer", Text.assemble(("NOT DELIVERED", output.ALERT), ": " + ", ".join(st["set_aside"])))
+        )
 
     ss = rep.get("sessions")
     if ss is not None:
@@ -154,6 +202,8 @@ def status_rows(rep: dict[str, Any]) -> list[tuple[str, Text | str]]:
             t = Text(f"{ss['count']} recorded, {ss['active']} active")
             if ss.get("needs_attention"):
                 t.append(f", {ss['needs_attention']} need attention")
+            for paused in ss.get("paused") or []:
+                t.append(f"\n{inert.line(paused['alias'])} {inert.line(paused['text'])}")
             for prob in ss.get("problems", []):
                 t.append("\n")
                 t.append_text(Text.assemble(("DAMAGED", output.ALERT), f": {prob}"))
@@ -164,7 +214,9 @@ def status_rows(rep: dict[str, Any]) -> list[tuple[str, Text | str]]:
             rows.append(("session log", _damaged(sp)))  # type: ignore[arg-type]
         else:
             last = f"; last: {sp['last_event']} at {sp['last_at']}" if sp.get("last_event") else ""
-            rows.append(("session log", f"{sp['events']} event(s){last}" + "".join(f"\n{p}" for p in sp.get("problems", []))))
+            rows.append(
+                ("session log", f"{sp['events']} event(s){last}" + "".join(f"\n{p}" for p in sp.get("problems", [])))
+            )
     if rep.get("ctx"):
         rows.append(("ctx", rep["ctx"].get("summary", "")))
     if rep["damaged_copies"]:
@@ -199,7 +251,7 @@ def render_progress(rep: dict[str, Any]) -> None:
         raise CocoplusError(f"{rep['path']}: missing", hint="run `cocoplus init` to create the handoff template")
     con = output.out()
     for title, sec in rep["sections"].items():
-        con.rule(Text(title), align="left")
+        con.rule(output.shown(title, one_line=True), align="left")
         if sec is None:
             output.line("(section missing)")
         elif sec["text"]:
@@ -227,7 +279,8 @@ def render_check(result: dict[str, Any]) -> None:
 
 
 def check(json_out: JsonFlag = False) -> None:
-    """Check the exit criteria: handoff sections, predicates, canonical states, budget states (exit 1 naming what is wrong)."""
+    """Check the exit criteria: handoff sections, predicates,
+    canonical states, budget states (exit 1 naming what is wrong)."""
     result = ops.check(layout())
     output.show(result, json_out, render_check)
     if not result["ok"]:
@@ -244,14 +297,23 @@ def _warnings(result: dict[str, Any]) -> None:
 
 SessionOpt = Annotated[
     str | None,
-    typer.Option("--session", "-s", help="Only this session: an alias such as cc1, a cs_ id or the runtime's session id; machine/project/alias for one on another machine of the fleet."),
+    typer.Option(
+        "--session",
+        "-s",
+        help="Only this session: an alias such as cc1, a cs_ id or the runtime's session id; machine/project/alias "
+        "for one on another machine of the fleet.",
+    ),
 ]
 
 
 def render_fleet(result: dict[str, Any]) -> None:
     """A session on another machine: its answer, through the fleet."""
     f = result["fleet"]
-    how = f"acknowledged in {f['ack_latency_s'] * 1000:.0f} ms" if f.get("acknowledged") and f.get("ack_latency_s") is not None else "not acknowledged yet"
+    how = (
+        f"acknowledged in {f['ack_latency_s'] * 1000:.0f} ms"
+        if f.get("acknowledged") and f.get("ack_latency_s") is not None
+        else "not acknowledged yet"
+    )
     output.line(f"{f['target']} (fleet, {how}): ", result["message"])
     _warnings(result)
 
@@ -272,8 +334,11 @@ def steer(
     session: SessionOpt = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """Queue a one-shot instruction, injected once into the agent's next prompt (with --session: that session's only)."""
-    output.show(ops.steer(layout(), instruction, session=session), json_out, render_steer)
+    """Queue a one-shot instruction, injected once into the agent's next prompt (with --session: that session's
+    only)."""
+    lay = layout()
+    result = ops.steer(lay, instruction) if session is None else ops.steer_session(lay, session, instruction)
+    output.show(result, json_out, render_steer)
 
 
 def render_stop(result: dict[str, Any]) -> None:
@@ -284,7 +349,9 @@ def render_stop(result: dict[str, Any]) -> None:
         who = result.get("alias") or result["session"]
         s = result["stop"]
         output.line(f"{who} stopped by ", s["operator"], " at ", s["created_at"], ": ", s["reason"])
-        output.line(f"its tools are now blocked, other sessions carry on; `cocoplus session resume --session {who}` lifts it")
+        output.line(
+            f"its tools are now blocked, other sessions carry on; `cocoplus session resume --session {who}` lifts it"
+        )
         _warnings(result)
         return
     s = result["stop"]
@@ -292,18 +359,32 @@ def render_stop(result: dict[str, Any]) -> None:
         output.line("AGENT_STOP was already present and is kept (it could not be rewritten)")
     else:
         output.line("AGENT_STOP created by ", s["operator"], " at ", s["created_at"], ": ", s["reason"])
-    output.line("agent tools are now blocked; `cocoplus session resume` lifts the stop")
+    carried = result.get("carried_by") or {}
+    if carried:
+        output.line("agent tools are now blocked (" + "; ".join(f"{rt}: {how}" for rt, how in carried.items()) + ")")
+        output.line("`cocoplus session resume` lifts the stop")
+    else:
+        output.line(
+            "AGENT_STOP is in place, but no runtime's cocoplus hooks are installed for this project (nor a cocoplus "
+            "plugin for you): no agent will see it until they are "
+            "(`cocoplus install claude|codex|gemini|cursor|cortex`)"
+        )
     _warnings(result)
 
 
 def stop(
     reason: Annotated[str, typer.Option("--reason", "-r", help="Why the agent is stopped.")] = "stopped by operator",
-    operator: Annotated[str | None, typer.Option("--operator", "-o", help="Who stops it (default: your login name).")] = None,
+    operator: Annotated[
+        str | None, typer.Option("--operator", "-o", help="Who stops it (default: your login name).")
+    ] = None,
     session: SessionOpt = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """Create AGENT_STOP: every agent tool call is blocked until `session resume` (with --session: that session's only)."""
-    output.show(ops.stop(layout(), reason, operator, session=session), json_out, render_stop)
+    """Create AGENT_STOP: every agent tool call is blocked until `session resume` (with --session: that session's
+    only)."""
+    lay = layout()
+    result = ops.stop(lay, reason, operator) if session is None else ops.stop_session(lay, session, reason, operator)
+    output.show(result, json_out, render_stop)
 
 
 def render_resume(result: dict[str, Any]) -> None:
@@ -320,37 +401,53 @@ def render_resume(result: dict[str, Any]) -> None:
         output.line(result["message"])
     else:
         output.line("nothing to resume: no AGENT_STOP is present; nothing was changed")
-    if result.get("budget_reset"):
-        output.line(f"iteration count started again (0/{result['budget_reset']['cap']})")
+    reset = result.get("budget_reset")
+    if reset:
+        cap = cap_words(reset["cap"], reset.get("limits_from"))
+        output.line(f"iteration budget reset: {reset['consumed']} of {reset['cap']} tool calls used ({cap})")
     _warnings(result)
     ib = result.get("iteration_budget")
     if result.get("iteration_budget_exhausted") and ib:
         output.note(
-            f"cocoplus: note: the iteration budget is used up ({min(ib['consumed'], ib['cap'])}/{ib['cap']}); the next tool "
-            "call stops the agent again. Use `session resume --reset-budget` or raise max_iterations."
+            f"cocoplus: note: the iteration budget is used up: {min(ib['consumed'], ib['cap'])} of {ib['cap']} tool "
+            f"calls ({cap_words(ib['cap'], ib.get('limits_from'))}); the next tool call stops the agent again. Use "
+            "`session resume --reset-budget`, or raise [session] max_iterations."
         )
 
 
 def resume(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
-    reset_budget: Annotated[bool, typer.Option("--reset-budget", help="Also start the iteration count again from 0.")] = False,
+    reset_budget: Annotated[
+        bool,
+        typer.Option(
+            "--reset-budget",
+            help="Also start the iteration count again from 0, against the cap cocoplus.toml sets now.",
+        ),
+    ] = False,
     session: SessionOpt = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """Remove AGENT_STOP after confirming, so the agent may use tools again (with --session: lift that session's stop only)."""
+    """Remove AGENT_STOP after confirming, so the agent may use
+    tools again (with --session: lift that session's stop only)."""
     lay = layout()
     if session is not None:
         if not yes:
             if not sys.stdin.isatty():
-                raise CocoplusError("resume needs confirmation and stdin is not a terminal", hint="pass --yes to resume without asking")
+                raise CocoplusError(
+                    "resume needs confirmation and stdin is not a terminal", hint="pass --yes to resume without asking"
+                )
             if not typer.confirm(f"Let session {session} use tools again?", default=False):
                 raise CocoplusError("resume cancelled; the session stays stopped")
-        output.show(ops.resume(lay, reset_budget=reset_budget, session=session), json_out, render_resume)
+        if reset_budget:
+            raise UsageError("--reset-budget applies to the project-wide resume, not to one session")
+        output.show(ops.resume_session(lay, session), json_out, render_resume)
         return
     info = control.read_stop(lay)
     if info is not None and not yes:
         if not sys.stdin.isatty():
-            raise CocoplusError("resume needs confirmation and stdin is not a terminal", hint="pass --yes to resume without asking")
+            raise CocoplusError(
+                "resume needs confirmation and stdin is not a terminal", hint="pass --yes to resume without asking"
+            )
         what = f"AGENT_STOP by {info.get('operator') or 'unknown'}: {info.get('reason') or 'no reason'}"
         if not typer.confirm(f"{what}. Resume the agent?", default=False):
             raise CocoplusError("resume cancelled; AGENT_STOP left in place")
@@ -361,6 +458,27 @@ def resume(
 
 
 # -- queue -------------------------------------------------------------------------------------
+
+
+def render_resume_at(result: dict[str, Any]) -> None:
+    who = inert.line(result.get("alias") or result["session"])
+    output.line(f"{who}: {inert.line(result.get('paused') or 'resume scheduled')}")
+    if result.get("note"):
+        output.note(f"cocoplus: note: {result['note']}")
+
+
+def resume_at(
+    session: Annotated[str, typer.Argument(help="The session paused by a limit: an alias such as cc1, or its id.")],
+    when: Annotated[
+        str,
+        typer.Argument(
+            metavar="TIME", help="HH:MM (local time, the next such moment), an ISO 8601 time, or +30m / +2h / +90s."
+        ),
+    ],
+    json_out: JsonFlag = False,
+) -> None:
+    """Resume a session paused by its runtime's rate or usage limit at TIME (the watcher dispatches it then)."""
+    output.show(ops.resume_at(layout(), session, when), json_out, render_resume_at)
 
 
 def render_queued(rec: dict[str, Any]) -> None:
@@ -404,18 +522,91 @@ def queue_done(
     output.show(ops.queue_done(layout(), queue_id, drop), json_out, render_queue_done)
 
 
+def render_sessions(result: dict[str, Any]) -> None:
+    """Sessions as a table that never cuts an id, a state or a time (see output.table)."""
+    records = result["sessions"]
+    if not records:
+        output.line("no agent sessions recorded yet (hooks record them; see `cocoplus doctor`)")
+    else:
+        # "yes" for a session supervision watches now (active and in its scope: `supervised now` of supervision
+        # status), "no (excluded)" for one outside its scope, "-" for one that has ended (it wakes nobody).
+        now = set((result.get("scope") or {}).get("supervised") or [])
+        marks = {
+            r.get("id"): "yes"
+            if (r.get("alias") or r.get("id")) in now
+            else "no (excluded)"
+            if r.get("excluded")
+            else "-"
+            for r in records
+        }
+        supervised = any("excluded" in r for r in records) and any(m != "-" for m in marks.values())
+        columns = [
+            ("alias", True),
+            ("runtime", False),
+            ("state", True),
+            ("attention", True),
+            ("last event", False),
+            ("at", True),
+            ("id", True),
+        ]
+        if supervised:
+            columns.append(("supervised", False))
+        rows = []
+        for r in records:
+            row = [
+                r.get("alias") or "",
+                r.get("runtime") or "",
+                r.get("paused") or (r.get("state") or "") + (" (stale)" if r.get("stale") else ""),
+                r.get("attention") or "-",
+                r.get("last_event") or "",
+                r.get("last_event_at") or "",
+                r.get("id") or "",
+            ]
+            if supervised:
+                row.append(marks[r.get("id")])
+            rows.append(row)
+        for ln in output.table(columns, rows, output.terminal_width()):
+            output.line(ln)
+    clashes = result.get("collisions") or []
+    if clashes:
+        output.line("")
+        output.line(("collisions", "bold red"), " (two live sessions changed the same file):")
+        for c in clashes:
+            output.line(f"  {c['message']}")
+    output.problems(result["problems"])
+
+
+def sessions_list(json_out: JsonFlag = False) -> None:
+    """The agent sessions the hooks have seen: id, alias, runtime, state, attention and last event."""
+    output.show(sessions_ops.list_sessions(layout()), json_out, render_sessions)
+
+
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Operator view and controls of the current work session.", no_args_is_help=True)
     app.add_typer(group, name="session")
     commands: tuple[tuple[str, Callable[..., None]], ...] = (
-        ("status", status), ("progress", progress), ("steer", steer), ("stop", stop), ("resume", resume), ("check", check)
+        ("status", status),
+        ("list", sessions_list),
+        ("progress", progress),
+        ("steer", steer),
+        ("stop", stop),
+        ("resume", resume),
+        ("resume-at", resume_at),
+        ("check", check),
     )
     for name, fn in commands:
         group.command(name)(fn)
     qgroup = typer.Typer(help="Mid-session requests (task-queue.jsonl).", no_args_is_help=True)
     group.add_typer(qgroup, name="queue")
     queue_commands: tuple[tuple[str, Callable[..., None]], ...] = (
-        ("add", queue_add), ("list", queue_list), ("done", queue_done), ("promote", queue_cmd.queue_promote)
+        ("add", queue_add),
+        ("list", queue_list),
+        ("done", queue_done),
+        ("promote", queue_cmd.queue_promote),
     )
     for name, fn in queue_commands:
         qgroup.command(name)(fn)
+    # `sessions list`, the name SPEC gives it, is `session list` under its older name (hidden in `--help`).
+    sessions = typer.Typer(help="Same as `cocoplus session list` (the name SPEC keeps).", no_args_is_help=True)
+    app.add_typer(sessions, name="sessions")
+    sessions.command("list")(sessions_list)

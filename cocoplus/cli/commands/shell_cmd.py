@@ -1,4 +1,5 @@
-"""`cocoplus shell-init`: shell functions for `session ...` and `supervise ...` (`/supervise ...` where the shell allows).
+"""`cocoplus shell-init`: shell functions for `session ...` and `supervise ...` (`/supervise ...` where the shell
+allows).
 
 One script serves every POSIX shell (sh, dash, bash, zsh): `session` and
 `supervise` are plain functions; `/supervise` is not a valid function name
@@ -49,7 +50,8 @@ def script(shell: str, exe: str) -> str:
 
 
 def shell_init(shell: Annotated[str, typer.Argument(help="sh (also dash), bash, zsh or fish")] = "sh") -> None:
-    """Print shell functions so `session status` and `supervise GOAL` (`/supervise GOAL` in bash and zsh) work in a terminal."""
+    """Print shell functions so `session status` and `supervise GOAL`
+    (`/supervise GOAL` in bash and zsh) work in a terminal."""
     exe = shlex.quote(sys.argv[0]) if sys.argv and sys.argv[0].endswith("cocoplus") else "cocoplus"
     sys.stdout.write(script(shell, exe))
 

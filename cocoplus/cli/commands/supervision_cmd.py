@@ -15,7 +15,10 @@ from cocoplus.ops import worker as worker_ops
 from cocoplus.supervision import watcher
 
 Session = Annotated[
-    str | None, typer.Option("--session", help="The session this worker is (cs_ id or alias); default: from the runtime's environment.")
+    str | None,
+    typer.Option(
+        "--session", help="The session this worker is (cs_ id or alias); default: from the runtime's environment."
+    ),
 ]
 
 TURNS_HELP = f"Turn cap (default: [supervision] max_turns, else {settings.BY_DOTTED['supervision.max_turns'].default})."
@@ -33,9 +36,15 @@ def render_status(st: dict[str, Any]) -> None:
         output.line("supervision: never enabled")
     else:
         on = "on" if auto.get("enabled") else "off"
-        output.line(f"supervision: {on}; turns {auto.get('turns_used')}/{auto.get('max_turns')}; goal: ", auto.get("task_hint") or "-")
+        output.line(
+            f"supervision: {on}; turns {auto.get('turns_used')}/{auto.get('max_turns')}; goal: ",
+            auto.get("task_hint") or "-",
+        )
         if not auto.get("enabled") and auto.get("finish_reason"):
-            output.line(f"finished: {auto.get('finish_reason')}" + (f"; summary: {auto['finish_summary']}" if auto.get("finish_summary") else ""))
+            output.line(
+                f"ended: {auto.get('finish_reason')}"
+                + (f"; summary: {auto['finish_summary']}" if auto.get("finish_summary") else "")
+            )
         sc = auto.get("scope") or {}
         only = f" (only {_who(sc['only'])})" if sc.get("only") else ""
         output.line(
@@ -44,9 +53,18 @@ def render_status(st: dict[str, Any]) -> None:
         )
     if sup is not None:
         if sup.get("running"):
-            output.line(f"watcher: {'started' if sup.get('started') else 'running'}, pid {sup['pid']}")
+            w = sup.get("watching") or {}
+            how = (
+                f"; file events: {w['kind']}" + (f" because {w['why']}" if w.get("why") else "")
+                if w.get("kind")
+                else ""
+            )
+            output.line(f"watcher: {'started' if sup.get('started') else 'running'}, pid {sup['pid']}{how}")
         else:
-            output.line("watcher: not running" + ("; `cocoplus supervisor run` starts it" if auto and auto.get("enabled") else ""))
+            output.line(
+                "watcher: not running"
+                + ("; `cocoplus supervision watcher run` starts it" if auto and auto.get("enabled") else "")
+            )
     render_rounds(st)
 
 
@@ -72,7 +90,7 @@ def render_rounds(st: dict[str, Any]) -> None:
 
 def _action_line(a: dict[str, Any]) -> None:
     where = f"round {a['round']}" if a.get("round") is not None else "outside a round"
-    text = f"  {str(a.get('ts') or '')[11:19]} {a['text']} (by {a.get('by') or '?'}, {where})"
+    text = f"  {str(a.get('ts') or '')[11:19]} {a['text']} (by {a.get('actor') or a.get('by') or '?'}, {where})"
     if a.get("undo"):
         text += f"; undo: `{a['undo']}`"
     output.line(text)
@@ -104,8 +122,12 @@ def enable(
     task_hint: Annotated[str | None, typer.Option("--task-hint", help="The supervision goal.")] = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", help=TURNS_HELP)] = None,
     scope_mode: Annotated[str | None, typer.Option("--scope-mode", help="all, only or except.")] = None,
-    session: Annotated[list[str] | None, typer.Option("--session", help="Session ids or aliases for --scope-mode (repeatable).")] = None,
-    start_supervisor: Annotated[bool, typer.Option("--start-supervisor", help="Also start the watcher if none runs.")] = False,
+    session: Annotated[
+        list[str] | None, typer.Option("--session", help="Session ids or aliases for --scope-mode (repeatable).")
+    ] = None,
+    start_supervisor: Annotated[
+        bool, typer.Option("--start-supervisor", help="Also start the watcher if none runs.")
+    ] = False,
     json_out: JsonFlag = False,
 ) -> None:
     """enable_supervision: turn supervision on (calling again resets turns_used)."""
@@ -115,7 +137,10 @@ def enable(
 
 def finish(
     summary: Annotated[str | None, typer.Option("--summary", help="What was achieved.")] = None,
-    reason: Annotated[str, typer.Option("--reason", help="Why supervision ends (recorded as finish_reason).")] = ops.FINISHED_BY_BRAIN,
+    reason: Annotated[
+        str | None,
+        typer.Option("--reason", help="Why supervision ends (recorded as finish_reason; default: who turned it off)."),
+    ] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """finish_supervision: turn supervision off and record the summary."""
@@ -130,7 +155,9 @@ def render_scope(view: dict[str, Any]) -> None:
 
 def scope(
     mode: Annotated[str, typer.Argument(help="all, only, except or invert")],
-    ids: Annotated[list[str] | None, typer.Argument(help="Session ids or aliases (only/except need at least one valid one).")] = None,
+    ids: Annotated[
+        list[str] | None, typer.Argument(help="Session ids or aliases (only/except need at least one valid one).")
+    ] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """set_supervision_scope: which sessions may wake the main brain."""
@@ -174,7 +201,9 @@ def supervise(
     output.show(ops.supervise(layout(), text, max_turns), json_out, render_supervise)
 
 
-def supervisor_run(polling: Annotated[bool, typer.Option("--polling", help="Poll instead of using inotify.")] = False) -> None:
+def supervisor_run(
+    polling: Annotated[bool, typer.Option("--polling", help="Poll instead of using inotify.")] = False,
+) -> None:
     """Run the watcher in the foreground (one per project)."""
     raise typer.Exit(watcher.Supervisor(layout(), polling=polling or None).run())
 
@@ -198,7 +227,8 @@ def render_supervisor_stop(st: dict[str, Any]) -> None:
     if st.get("still_enabled"):
         output.note(
             "cocoplus: note: supervision is still on, but with no watcher no round runs; "
-            "`cocoplus supervisor stop --finish` turns it off, `cocoplus supervisor run` starts a watcher"
+            "`cocoplus supervision watcher stop --finish` turns it off, "
+            "`cocoplus supervision watcher run` starts a watcher"
         )
 
 
@@ -259,8 +289,12 @@ def request_context(
 
 def workflow_start(
     run_id: Annotated[str, typer.Argument(help="The workflow run id.")],
-    no_auto_supervise: Annotated[bool, typer.Option("--no-auto-supervise", help="Do not enable supervision for this run.")] = False,
-    task_hint: Annotated[str | None, typer.Option("--task-hint", help="Goal for the supervision the run enables.")] = None,
+    no_auto_supervise: Annotated[
+        bool, typer.Option("--no-auto-supervise", help="Do not enable supervision for this run.")
+    ] = False,
+    task_hint: Annotated[
+        str | None, typer.Option("--task-hint", help="Goal for the supervision the run enables.")
+    ] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """A workflow run starts: enables supervision (auto_supervise) unless a user already did."""
@@ -271,10 +305,16 @@ def workflow_start(
 def render_workflow_start(o: dict[str, Any]) -> None:
     if o["supervision"] == "refused":
         output.line(f"run {o['run']} started without supervision")
-        output.note(f"cocoplus: warning: supervision not enabled: no controller account can run the rounds ({o['refused']})")
+        output.note(
+            f"cocoplus: warning: supervision not enabled: no controller account can run the rounds ({o['refused']})"
+        )
         return
     sup = o.get("supervisor") or {}
-    watching = f"; watcher {'started' if sup.get('started') else 'running'}, pid {sup.get('pid')}" if sup.get("running") else ""
+    watching = (
+        f"; watcher {'started' if sup.get('started') else 'running'}, pid {sup.get('pid')}"
+        if sup.get("running")
+        else ""
+    )
     output.line(f"run {o['run']} started; supervision {o['supervision']}{watching}")
 
 
@@ -286,7 +326,11 @@ def workflow_end(
     """A workflow run converged: closes supervision only if this run enabled it."""
     out = ops.workflow_end(layout(), run_id, summary)
     output.show(
-        out, json_out, lambda o: output.line(f"run {run_id} ended; supervision {'closed' if o['closed_supervision'] else 'left as it was'}")
+        out,
+        json_out,
+        lambda o: output.line(
+            f"run {run_id} ended; supervision {'closed' if o['closed_supervision'] else 'left as it was'}"
+        ),
     )
 
 
@@ -294,16 +338,26 @@ def register(app: typer.Typer) -> None:
     sup = typer.Typer(help="Autonomous supervision: the main brain's controls.", no_args_is_help=True)
     app.add_typer(sup, name="supervision")
     commands: tuple[tuple[str, Callable[..., None]], ...] = (
-        ("enable", enable), ("finish", finish), ("status", status), ("scope", scope), ("exclude", exclude), ("include", include)
+        ("enable", enable),
+        ("finish", finish),
+        ("status", status),
+        ("scope", scope),
+        ("exclude", exclude),
+        ("include", include),
     )
     for name, fn in commands:
         sup.command(name)(fn)
     app.command("supervise")(supervise)
-    runner = typer.Typer(help="The watcher process that wakes the main brain.", no_args_is_help=True)
-    app.add_typer(runner, name="supervisor")
-    runner.command("run")(supervisor_run)
-    runner.command("status")(supervisor_status)
-    runner.command("stop")(supervisor_stop)
+    # The watcher: `supervision watcher ...`, and `supervisor ...`, the name SPEC keeps (hidden in `--help`).
+    for parent, name, what in (
+        (sup, "watcher", "The watcher process that wakes the main brain (one per project)."),
+        (app, "supervisor", "Same as `cocoplus supervision watcher` (the name SPEC keeps)."),
+    ):
+        runner = typer.Typer(help=what, no_args_is_help=True)
+        parent.add_typer(runner, name=name)
+        runner.command("run")(supervisor_run)
+        runner.command("status")(supervisor_status)
+        runner.command("stop")(supervisor_stop)
     report = typer.Typer(help="Worker signals to the supervisor.", no_args_is_help=True)
     app.add_typer(report, name="report")
     report.command("progress")(report_progress)

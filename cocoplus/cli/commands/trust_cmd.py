@@ -39,12 +39,20 @@ def render_listing(result: dict[str, Any]) -> None:
     width = max(len(f"{f['label']} = {f['toml']}") for f in result["needs_trust"])
     for f in result["needs_trust"]:
         output.line("    ", f"{f['label']} = {f['toml']}".ljust(width), "  # ", f["what"])
+    if result.get("programs"):
+        output.line("  programs it names in the project (their content is trusted with the file):")
+        width = max(len(p["path"]) for p in result["programs"])
+        for p in result["programs"]:
+            sha = f"sha256 {p['sha256']}" if p["sha256"] else "missing"
+            output.line("    ", p["path"].ljust(width), f"  {sha}", "  # ", ", ".join(p["named_by"]))
     state = result["state"]
     when = f" (trusted at {result['trusted_at']})" if result.get("trusted_at") else ""
     if state == ops.TRUSTED:
         output.line(f"  state: trusted{when}")
     elif state == ops.CHANGED:
         output.line(f"  state: changed since it was trusted{when}; these values are ignored until it is trusted again")
+        for change in result.get("changes") or []:
+            output.line(f"    changed: {change}")
     else:
         output.line("  state: not trusted; these values are ignored")
     output.line(f"  trust record: {userfiles.shown(result['record_file'])}")
@@ -53,29 +61,49 @@ def render_listing(result: dict[str, Any]) -> None:
 def render_trusted(result: dict[str, Any]) -> None:
     if not result["recorded"]:
         return  # the listing said there is nothing to trust
-    output.line("trusted: these values take effect for this file as it is now; any change to it needs `cocoplus trust` again")
+    named = " and the programs it names in the project" if result.get("programs") else ""
+    output.line(
+        f"trusted: these values take effect for this file{named} as they are now; "
+        "any change needs `cocoplus trust` again"
+    )
+    if result.get("notify"):
+        runs = (
+            "a notifier runs and sends them"
+            if result["notify"]["running"]
+            else "they are sent once a notifier runs "
+            "(`cocoplus supervision watcher run`, `cocoplus serve` or `cocoplus notify run`)"
+        )
+        output.line(f"notifications: [notify] urls take effect now; {runs}")
     output.problems(result.get("problems") or [])
 
 
 def render_revoked(result: dict[str, Any]) -> None:
     if result["revoked"]:
-        output.line(f"trust withdrawn for {result['project']}: values in {result['file']} that need trust are ignored again")
+        output.line(
+            f"trust withdrawn for {result['project']}: values in {result['file']} that need trust are ignored again"
+        )
     else:
         output.line(f"{result['project']} was not trusted; nothing changed")
     output.problems(result.get("problems") or [])
 
 
 def trust(
-    show: Annotated[bool, typer.Option("--show", help="Show what the file runs or sends and whether it is trusted; change nothing.")] = False,
-    revoke: Annotated[bool, typer.Option("--revoke", help="Withdraw the trust in this project's cocoplus.toml.")] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (the list is still printed).")] = False,
+    show: Annotated[
+        bool, typer.Option("--show", help="Show what the file runs or sends and whether it is trusted; change nothing.")
+    ] = False,
+    revoke: Annotated[
+        bool, typer.Option("--revoke", help="Withdraw the trust in this project's cocoplus.toml.")
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (the list is still printed).")
+    ] = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Trust this project's cocoplus.toml as it is now: the programs it names and the places it sends data take effect.
 
     Prints exactly what the file would run or send first, and asks (on a terminal; --yes for scripts).
-    The record is kept in ~/.config/cocoplus/trusted.json (by project path and the file's SHA-256):
-    any change to the file needs `cocoplus trust` again.
+    The record is kept in ~/.config/cocoplus/trusted.json (by project path, the file's SHA-256 and that of
+    each program it names by a path in the project): any change to them needs `cocoplus trust` again.
     """
     from cocoplus import trust as trust_mod  # deferred: the trust record, for this command only
 
@@ -102,7 +130,8 @@ def trust(
             )
         if not typer.confirm(f"Trust {listing['file']} as it is now?", default=False):
             raise typer.Abort()
-    output.show(ops.trust(project, listing["sha256"], layout), json_out, render_trusted)
+    shown = {p["path"]: p["sha256"] for p in listing["programs"]}
+    output.show(ops.trust(project, listing["sha256"], layout, programs=shown), json_out, render_trusted)
 
 
 def register(app: typer.Typer) -> None:

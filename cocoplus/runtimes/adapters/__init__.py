@@ -31,14 +31,25 @@ Where it runs and who is talking
     without `--runtime` (highest priority that says yes wins)
     session_id(payload), transcript(payload), project_dirs(payload) (absolute
     directories the payload names, to search up from for `.cocoplus/`)
+    edited_paths(payload): the files a post-tool event says the call changed, as the payload names them
+    (absolute, or relative to the session's directory): edit and write tools, apply_patch envelopes; []
+    for any other call (recorded for collisions: cocoplus/session/edits.py)
+
+What a repository can set
+    REPO_SETTINGS: project-relative files a cloned repository can commit that set what a hook runs or its
+        environment (docs/runtimes.md lists them per runtime, with what each can set)
 
 How it is installed
     HOOKS_FILE (project-relative parts: the project's hook file, which teams
     commit), LOCAL_HOOKS_FILE (the runtime's per-user project file, kept out
     of git, or None): `install` writes the direct command into LOCAL_HOOKS_FILE
-    where there is one, else the launcher into HOOKS_FILE (runtimes/launcher.py),
+    where there is one, else the launcher into HOOKS_FILE (install/launcher.py),
     HOOK_FILES_READ (every project file it reads hooks from), GROUPED (matcher
-    groups, or a flat list of handlers), hook_entry(command, event, timeout_s),
+    groups, or a flat list of handlers), hook_timeout(event, timeout_s) (the
+    seconds the runtime gives that hook, its own caps applied: the hook command
+    carries it as `--timeout`), hook_entry(command, event, timeout_s) (in the
+    runtime's units), entry_timeout(handler) (the seconds an installed handler's
+    timeout gives, or None: how a command without `--timeout` learns its own),
     SETTINGS_DEFAULTS, settings_notes(settings), todo(project), SLASH_COMMAND_DIR
     (where `/supervise` goes, or None)
 
@@ -51,6 +62,7 @@ Its hook dialect (each returns the JSON object to print, or None)
     ADDS_CONTEXT: whether added context reaches the model at all
     deny_tool(event, reason)            the kill switch before a tool (and a halt where allowed)
     deny_permission(reason)             a permission prompt answered with deny
+    allow_permission(message)           a permission prompt answered with allow
     halt(event, reason, model_note)     stop the agent after a tool ran
     add_context(event, text)            context for the model
     prompt_reply(event, text)           the answer to a prompt hook carrying `text`
@@ -68,6 +80,27 @@ Turn-end continuation and headless resume (`cocoplus dispatch`, the turn-end hol
         the recorded command line `argv` (None: the runtime cannot be resumed headless)
     launch_argv(program, task, model, effort): the command that starts a new headless worker on
         `task` (`cocoplus launch`; None: the runtime cannot be launched headless)
+
+Its headless output (`cocoplus workers logs`, and dispatch's check that a resume got going)
+    stream_entries(event): one JSON line of what its headless run prints (`launch_argv`, `resume_argv`) as
+        transcript entries (`cocoplus.runtimes.streams` says their kinds); [] for an event with nothing to
+        show, None where the runtime is never run headless (every line is then shown as it came)
+
+How a session's end is known
+    ENDS_WITH_PROCESS: whether the process recorded at SessionStart (`session.procinfo`) is the
+        session's own, so that once it is gone the session has ended even if no hook said so (a
+        killed runtime runs no SessionEnd); checked against the real CLI where True
+
+Permissions of a headless worker (session/permissions.py)
+    ASKS_PERMISSION: whether its headless run asks through a hook (then cocoplus waits for an answer)
+    RULE_TOOLS: its tool names -> the rules' (Claude Code's) names, where they differ
+    permission_argv(allow, deny): the operator's rules as the runtime's own launch settings
+
+Rate and usage limits (`session.limits`)
+    limit_of(kind, payload): the limit a hook event of that kind reports (`{"reason", "resets_at" (epoch
+        seconds, or None where the runtime does not say), "detail"}`, or `"resets_in"` seconds after the
+        ISO time `"since"` where the runtime says a wait), or None
+    output_limit(event): the same for one JSON line of its headless output, for a run whose hook did not say it
 
 Spend
     USAGE: the name of its usage reader in `cocoplus.cost.usage.READERS`, or None

@@ -62,6 +62,14 @@ def transcript(payload: "Mapping[str, Any]") -> "str | None":
 project_dirs = answers.cwd
 
 
+# The files an Edit, Write, MultiEdit or NotebookEdit call changed, or an apply_patch envelope in a Bash command.
+edited_paths = answers.edited_paths
+
+
+# Files a repository can commit that set what a hook runs or its environment (docs/runtimes.md): the project
+# settings (`hooks`, and `env`, which Claude Code passes to hooks but for HOME and CLAUDE_PROJECT_DIR) and the
+# project's MCP servers.
+REPO_SETTINGS = (".claude/settings.json", ".claude/settings.local.json", ".mcp.json")
 HOOKS_FILE = (".claude", "settings.json")
 LOCAL_HOOKS_FILE = (".claude", "settings.local.json")
 HOOK_FILES_READ = (HOOKS_FILE, LOCAL_HOOKS_FILE)
@@ -70,8 +78,23 @@ SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = (".claude", "commands")
 
 
+# Claude Code runs its SessionEnd hooks for at most 60 s, whatever
+# a hook's `timeout` says (reference/hooks-protocols.md 1.7).
+SESSION_END_MAX_TIMEOUT_S = 60
+
+
+def hook_timeout(event: str, timeout_s: int) -> int:
+    """The seconds Claude Code gives this event's hook when its `timeout` is `timeout_s`."""
+    return min(timeout_s, SESSION_END_MAX_TIMEOUT_S) if event == "SessionEnd" else timeout_s
+
+
 def hook_entry(command: str, event: str, timeout_s: int) -> "dict[str, Any]":
-    return {"type": "command", "command": command, "timeout": timeout_s}
+    return {"type": "command", "command": command, "timeout": hook_timeout(event, timeout_s)}
+
+
+def entry_timeout(handler: "Mapping[str, Any]") -> "float | None":
+    """The seconds an installed handler's `timeout` gives its hook (None: it names none)."""
+    return answers.seconds(handler.get("timeout"))
 
 
 def settings_notes(settings: "Mapping[str, Any]") -> "list[str]":
@@ -83,6 +106,25 @@ def todo(project: str) -> "list[str]":
         "interactive sessions run project hooks only after you accept the folder's trust dialog; `claude -p` trusts it",
         "check with `/hooks` inside Claude Code, then `cocoplus doctor` after the first tool call",
     ]
+
+
+def plugin_active(environ: "Mapping[str, str]") -> "str | None":
+    """Where this user's Claude Code has cocoplus' plugin enabled (`enabledPlugins` names `cocoplus@...` in
+    `~/.claude/settings.json`, or under CLAUDE_CONFIG_DIR), or None; as checked with the pinned CLI."""
+    import json  # deferred: only doctor and `session stop` look for the plugin
+    import os  # deferred: as json
+
+    home = environ.get("HOME") or os.path.expanduser("~")
+    path = os.path.join(environ.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude"), "settings.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    enabled = doc.get("enabledPlugins") if isinstance(doc, dict) else None
+    if isinstance(enabled, dict) and any(k.startswith("cocoplus@") and v for k, v in enabled.items()):
+        return path
+    return None
 
 
 MCP_FILE = (".mcp.json",)
@@ -131,11 +173,15 @@ def continue_cap(environ: "Mapping[str, str]") -> "int | None":
     return cap if cap > 0 else None
 
 
+# The process recorded at SessionStart is `claude` itself (hooks run under `sh -c`): once it is gone the
+# session has ended, whether or not SessionEnd ran (it does not after SIGKILL, and is cut short on Ctrl+C).
+ENDS_WITH_PROCESS = True
 COMMAND = "claude"
 CHILD_ENV = (
-    "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID", "CLAUDE_CODE_SESSION_ATTENDED",
-    "CLAUDE_CODE_CHILD_SESSION", "CLAUDE_CODE_CHILD_NOTES_DIR", "CLAUDE_CODE_MESSAGING_TOKEN",
-    "CLAUDE_CODE_MESSAGING_SOCKET", "CLAUDE_PID", "CLAUDE_PROJECT_DIR", "CLAUDE_ENV_FILE", "CLAUDE_EFFORT",
+    "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID",
+    "CLAUDE_CODE_SESSION_ATTENDED", "CLAUDE_CODE_CHILD_SESSION", "CLAUDE_CODE_CHILD_NOTES_DIR",
+    "CLAUDE_CODE_MESSAGING_TOKEN", "CLAUDE_CODE_MESSAGING_SOCKET", "CLAUDE_PID", "CLAUDE_PROJECT_DIR",
+    "CLAUDE_ENV_FILE", "CLAUDE_EFFORT",
 )  # fmt: skip
 _VALUES = (
     "--model", "--permission-mode", "--output-format", "--settings", "--fallback-model", "--append-system-prompt",
@@ -145,7 +191,9 @@ _MANY = ("--allowedTools", "--allowed-tools", "--disallowedTools", "--disallowed
 _FLAGS = ("--verbose", "--dangerously-skip-permissions", "--strict-mcp-config", "--include-partial-messages")
 
 
-def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None") -> "list[str] | None":
+def resume_argv(
+    program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None"
+) -> "list[str] | None":
     from cocoplus.runtimes import argv as words  # deferred: only a resume reads a command line
 
     kept = words.keep((argv or [])[len(words.program(argv)) :], values=_VALUES, many=_MANY, flags=_FLAGS)
@@ -155,10 +203,148 @@ def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "
     return [*program, "-p", instruction, "--resume", session_id, *words.flatten(kept)]
 
 
-
 def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
     extra = [*(["--model", model] if model else []), *(["--effort", effort] if effort else [])]
     return [*program, "-p", task, "--output-format", "stream-json", "--verbose", *extra]
+
+
+def controller_argv(
+    program: "list[str]", model: "str | None", effort: "str | None", brain: "Mapping[str, Any] | None", reply: str
+) -> "list[str] | None":
+    """A controller's turn (`cocoplus chat`, the main brain; Claude Code 2.1): the prompt on stdin, the answer as
+    one JSON object on stdout.  With `brain` (server, command, args, env, tools, excluded): cocoplus' brain MCP
+    server and its tools only — no built-in tool, no other MCP server, no hook (docs/backends.md)."""
+    import json  # deferred: only a controller's command line is built here
+
+    argv = [*program, "-p", "--output-format", "json"]
+    argv += [*(["--model", model] if model else []), *(["--effort", effort] if effort else [])]
+    if brain is None:
+        return argv
+    server = {"type": "stdio", "command": brain["command"], "args": list(brain["args"]), "env": dict(brain["env"])}
+    named = [f"mcp__{brain['server']}__{t}" for t in brain["tools"]]  # how Claude Code names an MCP tool
+    argv += [
+        "--mcp-config",
+        json.dumps({"mcpServers": {brain["server"]: server}}),
+        "--strict-mcp-config",  # no other MCP server (the project's .mcp.json, the user's)
+        "--tools",
+        "",  # no built-in tool: no shell, no file tools
+        "--allowedTools",
+        ",".join(named),
+        "--setting-sources",
+        "user",  # not the project's settings: its hooks would register the brain as a worker
+        "--settings",
+        json.dumps({"disableAllHooks": True}),
+    ]
+    if brain["excluded"]:
+        argv += ["--disallowedTools", ",".join(f"mcp__{brain['server']}__{t}" for t in brain["excluded"])]
+    return argv
+
+
+def controller_reply(code: int, stdout: str, reply: str) -> "str | None":
+    """The answer of a controller's turn; None when it failed without one; ValueError when what it printed is not
+    an answer."""
+    import json  # deferred: only a controller's answer is read here
+
+    if code != 0 and not stdout.strip():
+        return None
+    try:
+        doc = json.loads(stdout)
+    except ValueError:
+        raise ValueError(f"claude printed something that is not JSON: {stdout[:200]!r}") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"claude printed JSON that is not its result object: {stdout[:200]!r}")
+    if doc.get("is_error"):
+        raise ValueError(f"claude reported an error: {str(doc.get('result') or doc.get('subtype'))[:300]}")
+    return str(doc.get("result") or "").strip()
+
+
+ASKS_PERMISSION = True  # PermissionRequest fires under `claude -p` too, and its allow/deny decides the tool
+RULE_TOOLS: "dict[str, str]" = {}  # its tool names are the rules' own
+
+
+def allow_permission(message: "str | None" = None) -> "dict[str, Any]":
+    return answers.permission_request_allow(message)
+
+
+def permission_argv(allow: "list[str]", deny: "list[str]") -> "list[str]":
+    """The operator's rules as Claude Code's own settings for a launched worker: it asks for nothing they allow."""
+    out = [f"--allowedTools={','.join(allow)}"] if allow else []
+    return out + ([f"--disallowedTools={','.join(deny)}"] if deny else [])
+
+
+def stream_entries(event: "Mapping[str, Any]") -> "list[dict[str, Any]]":
+    """One event of `claude -p --output-format stream-json --verbose` (or the one object `--output-format json`
+    prints) as transcript entries (`cocoplus.runtimes.streams`)."""
+    from cocoplus.runtimes import streams as s  # deferred: only reading a run's output parses it
+
+    kind = event.get("type")
+    if kind == "system":
+        if event.get("subtype") == "init":
+            return [
+                s.entry("session", f"session {event.get('session_id')} ({event.get('model') or 'model not named'})")
+            ]
+        return []
+    message = s.mapping(event, "message")
+    blocks = [b for b in message.get("content") or [] if isinstance(b, dict)]
+    out = []
+    if kind == "assistant":
+        failed = bool(event.get("error") or event.get("is_api_error_message"))
+        for b in blocks:
+            if b.get("type") == "text":
+                out.append(s.entry("error" if failed else "text", str(b.get("text") or "")))
+            elif b.get("type") == "tool_use":
+                out.append(s.entry("tool", s.arguments(b.get("input")), tool=str(b.get("name")), call=b.get("id")))
+        if failed and not out:
+            out.append(s.entry("error", str(event.get("error"))))
+        return out
+    if kind == "user":
+        for b in blocks:
+            if b.get("type") == "tool_result":
+                out.append(
+                    s.entry(
+                        "result", s.text_of(b.get("content")), error=bool(b.get("is_error")), call=b.get("tool_use_id")
+                    )
+                )
+        return out
+    if kind == "result":
+        if event.get("is_error") or str(event.get("subtype") or "").startswith("error"):
+            why = event.get("result") or "; ".join(str(e) for e in event.get("errors") or []) or event.get("subtype")
+            return [s.entry("end", str(why or "failed"), error=True)]
+        turns, cost = event.get("num_turns"), event.get("total_cost_usd")
+        said = [
+            f"{turns} turn(s)" if isinstance(turns, int) else "",
+            f"${cost:.4f}" if isinstance(cost, (int, float)) else "",
+        ]
+        denied = event.get("permission_denials")
+        if isinstance(denied, list) and denied:
+            said.append(f"{len(denied)} tool call(s) denied permission")
+        reason = event.get("terminal_reason")
+        if isinstance(reason, str) and reason not in ("completed", ""):
+            said.append(f"ended by {reason}")
+        return [s.entry("end", "finished: " + ", ".join(x for x in said if x) if any(said) else "finished")]
+    return []
+
+
+# Rate and usage limits (session/limits.py).  Claude Code 2.1.x retries a 429 itself while `retry-after` is under
+# about a minute; at 65 s or more it ends the turn at once: the hook gets `StopFailure` with `error: "rate_limit"`,
+# the headless output an assistant message with `error: "rate_limit"` and a result with `api_error_status: 429`.
+# Neither passes the reset time on (not to hooks, not to the transcript): cocoplus estimates it.
+def limit_of(kind: str, payload: "Mapping[str, Any]") -> "dict[str, Any] | None":
+    if kind != "stop_failure" or payload.get("error") != "rate_limit":
+        return None
+    detail = answers.first_text(payload, "error_details") or answers.first_text(payload, "last_assistant_message")
+    return {"reason": "rate limit", "resets_at": None, "detail": detail}
+
+
+def output_limit(event: "Mapping[str, Any]") -> "dict[str, Any] | None":
+    kind = event.get("type")
+    if (kind == "assistant" and event.get("error") == "rate_limit") or (
+        kind == "result" and event.get("api_error_status") == 429
+    ):
+        detail = event.get("result") if kind == "result" else None
+        return {"reason": "rate limit", "resets_at": None, "detail": detail if isinstance(detail, str) else None}
+    return None
+
 
 USAGE = "claude-transcript"
 PROVIDER = "anthropic"

@@ -5,7 +5,7 @@ PreToolUse deny is Claude's *without* `continue`/`stopReason`: Codex treats
 those on PreToolUse as a failed hook and runs the tool.  A hook gets no
 project directory in its environment: it runs in the session's directory,
 where the hook finds `.cocoplus/`.  Codex has no per-user project file, so
-the committed `.codex/hooks.json` holds the launcher (runtimes/launcher.py).
+the committed `.codex/hooks.json` holds the launcher (install/launcher.py).
 Spend comes from the rollout file's `token_count` events.
 """
 
@@ -61,16 +61,38 @@ def transcript(payload: "Mapping[str, Any]") -> "str | None":
 
 project_dirs = answers.cwd
 
+
+# The files an `apply_patch` call changed (its input's `command` is the patch), or a patch in a shell command.
+edited_paths = answers.edited_paths
+
+# Files a repository can commit that set what a hook runs or its environment (docs/runtimes.md): its hooks and
+# project configuration, read only in a project the user trusts (and hooks only once reviewed).
+REPO_SETTINGS = (".codex/hooks.json", ".codex/config.toml")
 HOOKS_FILE = (".codex", "hooks.json")
 HOOK_FILES_READ = (HOOKS_FILE,)
 GROUPED = True
-LOCAL_HOOKS_FILE = None  # no per-user project file: the committed hooks are the launcher (runtimes/launcher.py)
+LOCAL_HOOKS_FILE = None  # no per-user project file: the committed hooks are the launcher (install/launcher.py)
 SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = None
 
 
+# Codex 0.169.0 runs a SessionEnd hook for at most 3 s and reports every longer timeout it
+# clamps as an error item (`clamping SessionEnd hook timeout to 3s in .../hooks.json`).
+SESSION_END_MAX_TIMEOUT_S = 3
+
+
+def hook_timeout(event: str, timeout_s: int) -> int:
+    """The seconds Codex gives this event's hook when its `timeout` is `timeout_s`."""
+    return min(timeout_s, SESSION_END_MAX_TIMEOUT_S) if event == "SessionEnd" else timeout_s
+
+
 def hook_entry(command: str, event: str, timeout_s: int) -> "dict[str, Any]":
-    return {"type": "command", "command": command, "timeout": timeout_s}
+    return {"type": "command", "command": command, "timeout": hook_timeout(event, timeout_s)}
+
+
+def entry_timeout(handler: "Mapping[str, Any]") -> "float | None":
+    """The seconds an installed handler's `timeout` gives its hook (None: it names none)."""
+    return answers.seconds(handler.get("timeout"))
 
 
 def settings_notes(settings: "Mapping[str, Any]") -> "list[str]":
@@ -85,6 +107,19 @@ def todo(project: str) -> "list[str]":
             "for vetted automation, `codex exec --dangerously-bypass-hook-trust`"
         ),
     ]
+
+
+def plugin_active(environ: "Mapping[str, str]") -> "str | None":
+    """Where this user's Codex configuration names cocoplus' plugin (`cocoplus@cocoplus`), or None."""
+    import os  # deferred: only doctor and `session stop` look for the plugin
+
+    home = environ.get("HOME") or os.path.expanduser("~")
+    path = os.path.join(environ.get("CODEX_HOME") or os.path.join(home, ".codex"), "config.toml")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return path if "cocoplus@cocoplus" in fh.read() else None
+    except OSError:
+        return None
 
 
 MCP_FILE = (".codex", "config.toml")
@@ -126,10 +161,14 @@ def continue_turn(event: str, instruction: str) -> "dict[str, Any]":
 
 notice = answers.nothing
 
+
 def continue_cap(environ: "Mapping[str, str]") -> "int | None":
     return None  # 60 blocks in a row were all honoured: the hold bounds itself
 
 
+# The process recorded at SessionStart is the native `codex` binary: once it is gone the session has ended.
+# SessionEnd fires at a normal exit and on SIGINT, not after SIGTERM or SIGKILL (checked with 0.169.0).
+ENDS_WITH_PROCESS = True
 COMMAND = "codex"
 CHILD_ENV = ("CODEX_THREAD_ID", "CODEX_SESSION_ID", "CODEX_MANAGED_BY_NPM", "CODEX_MANAGED_PACKAGE_ROOT")
 _VALUES = ("-m", "--model", "-c", "--config", "--enable", "--disable", "-p", "--profile")
@@ -139,7 +178,9 @@ _FLAGS = (
 )  # fmt: skip
 
 
-def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None") -> "list[str] | None":
+def resume_argv(
+    program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None"
+) -> "list[str] | None":
     from cocoplus.runtimes import argv as words  # deferred: only a resume reads a command line
 
     args = (argv or [])[len(words.program(argv)) :]
@@ -152,10 +193,173 @@ def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "
     return [*program, "exec", "resume", session_id, instruction, *words.flatten(kept)]
 
 
-
 def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
     extra = [*(["-m", model] if model else []), *(["-c", f'model_reasoning_effort="{effort}"'] if effort else [])]
     return [*program, "exec", "--json", *extra, task]
+
+
+def controller_argv(
+    program: "list[str]", model: "str | None", effort: "str | None", brain: "Mapping[str, Any] | None", reply: str
+) -> "list[str] | None":
+    """A controller's turn (Codex 0.169 `exec`): the prompt on stdin (`-`), the last message written to `reply`.
+    With `brain` (server, command, args, env, tools, project): `-c` overrides and feature switches giving it
+    cocoplus' brain MCP server and nothing else — no shell, no hooks, every other MCP server off."""
+    import json  # deferred: only a controller's command line is built here
+    import os  # deferred: likewise
+
+    argv = [*program, "exec", "--skip-git-repo-check", "--output-last-message", reply]
+    argv += [*(["--model", model] if model else []), *(["-c", f'model_reasoning_effort="{effort}"'] if effort else [])]
+    if brain is not None:
+        key = f"mcp_servers.{brain['server']}"
+        env = "{" + ", ".join(f"{k} = {json.dumps(v)}" for k, v in brain["env"].items()) + "}"
+        argv += ["-s", "read-only"]
+        for feature in ("shell_tool", "unified_exec", "multi_agent", "hooks"):
+            argv += ["--disable", feature]
+        argv += [
+            "-c",
+            'web_search="disabled"',
+            "-c",
+            f"{key}.command={json.dumps(brain['command'])}",
+            "-c",
+            f"{key}.args={json.dumps(list(brain['args']))}",
+            "-c",
+            f"{key}.env={env}",
+            "-c",
+            f"{key}.required=true",  # exec waits for the server before the first turn
+            "-c",
+            f'{key}.default_tools_approval_mode="approve"',  # exec never prompts: an unapproved call would fail
+            "-c",
+            f"{key}.enabled_tools={json.dumps(list(brain['tools']))}",
+        ]
+        home = os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
+        others = _mcp_servers(os.path.join(home, "config.toml")) + _mcp_servers(
+            os.path.join(brain["project"], ".codex", "config.toml")
+        )
+        for name in dict.fromkeys(others):
+            if name != brain["server"] and _bare_key(name):
+                argv += ["-c", f"mcp_servers.{name}.enabled=false"]
+    return [*argv, "-"]
+
+
+def _bare_key(name: str) -> bool:
+    """A TOML bare key (A-Z a-z 0-9 _ -): a server name `-c mcp_servers.NAME.enabled=false` can switch off."""
+    return bool(name) and name.isascii() and name.replace("-", "").replace("_", "").isalnum()
+
+
+def _mcp_servers(path: str) -> "list[str]":
+    """The MCP server names a Codex config.toml defines (none if it cannot be read)."""
+    import tomllib  # deferred: only a brain's command line reads Codex's configuration
+
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        return []
+    servers = doc.get("mcp_servers")
+    return [n for n in servers if isinstance(n, str)] if isinstance(servers, dict) else []
+
+
+def controller_reply(code: int, stdout: str, reply: str) -> "str | None":
+    """The answer of a controller's turn: the last message it wrote to `reply` (else what it printed); None when it
+    failed."""
+    if code != 0:
+        return None
+    try:
+        with open(reply, encoding="utf-8") as fh:
+            return fh.read().strip()
+    except OSError:
+        return stdout.strip()
+
+
+# `codex exec` never asks (no PermissionRequest): the rules decide up front, as far as its sandbox can say.
+ASKS_PERMISSION = False
+RULE_TOOLS: "dict[str, str]" = {}  # its hooks name the shell `Bash`, as the rules do
+
+
+def allow_permission(message: "str | None" = None) -> "dict[str, Any]":
+    return answers.permission_request_allow(message)
+
+
+def permission_argv(allow: "list[str]", deny: "list[str]") -> "list[str]":
+    """Codex has no per-command rule for `exec`: a rule allowing the shell or edits gives the workspace-write
+    sandbox, anything else stays read-only (its default); deny rules cannot be passed on (docs/runtimes.md)."""
+    writes = any(r.split("(", 1)[0].strip() in ("*", "Bash", "Edit", "Write", "MultiEdit") for r in allow)
+    return ["-s", "workspace-write"] if writes else []
+
+
+def stream_entries(event: "Mapping[str, Any]") -> "list[dict[str, Any]]":
+    """One event of `codex exec --json` as transcript entries (`cocoplus.runtimes.streams`)."""
+    from cocoplus.runtimes import streams as s  # deferred: only reading a run's output parses it
+
+    kind = event.get("type")
+    if kind == "thread.started":
+        return [s.entry("session", f"thread {event.get('thread_id')}")]
+    if kind == "turn.completed":
+        usage = s.mapping(event, "usage")
+        tokens = [
+            f"{usage[k]} {k.split('_')[0]}" for k in ("input_tokens", "output_tokens") if isinstance(usage.get(k), int)
+        ]
+        return [s.entry("end", "turn completed" + (f" ({', '.join(tokens)} tokens)" if tokens else ""))]
+    if kind == "turn.failed":
+        err = s.mapping(event, "error")
+        return [s.entry("end", str(err.get("message") or "turn failed"), error=True)]
+    if kind == "error":
+        return [s.entry("error", str(event.get("message")))]
+    item = s.mapping(event, "item")
+    if not item or kind not in ("item.started", "item.completed"):
+        return []  # turn.started, item.updated: nothing new to show
+    what, call, done = item.get("type"), item.get("id"), kind == "item.completed"
+    if what == "agent_message" and done:
+        return [s.entry("text", str(item.get("text") or ""))]
+    if what == "error" and done:
+        return [s.entry("warning", str(item.get("message")))]  # Codex goes on after an error item
+    if what == "command_execution":
+        if not done:
+            return [s.entry("tool", s.arguments(item.get("command")), tool="shell", call=call)]
+        code = item.get("exit_code")
+        failed = item.get("status") == "failed" or (isinstance(code, int) and code != 0)
+        head = f"exit code {code}\n" if failed and isinstance(code, int) else ""
+        return [s.entry("result", head + str(item.get("aggregated_output") or ""), error=failed, call=call)]
+    if what == "mcp_tool_call":
+        name = f"{item.get('server')}.{item.get('tool')}"
+        if not done:
+            return [s.entry("tool", s.arguments(item.get("arguments")), tool=name, call=call)]
+        failure = s.mapping(item, "error")
+        said = failure.get("message") if failure else s.text_of(s.mapping(item, "result").get("content"))
+        return [
+            s.entry(
+                "result", str(said or ""), tool=name, error=bool(failure) or item.get("status") == "failed", call=call
+            )
+        ]
+    if what == "file_change" and done:
+        changes = [f"{c.get('kind')} {c.get('path')}" for c in item.get("changes") or [] if isinstance(c, dict)]
+        return [
+            s.entry("tool", "; ".join(changes), tool="edit"),
+            s.entry("result", str(item.get("status")), tool="edit", error=item.get("status") == "failed"),
+        ]
+    if what == "web_search" and not done:
+        return [s.entry("tool", s.arguments(item.get("query")), tool="web_search", call=call)]
+    return []
+
+
+# Rate and usage limits (session/limits.py).  Codex CLI 0.169.0 waits out a 429's `retry-after` itself, however
+# long (600 s seen), reporting each wait as `{"type": "error", "message": "Reconnecting... 1/5 (exceeded retry
+# limit, last status: 429 Too Many Requests, ...)"}`; once its retries (the provider's `stream_max_retries`, 5 by
+# default) are used up it fails the turn, `turn.failed` with "exceeded retry limit, last status: 429 ...", and
+# exits 1, passing no reset time on.  No hook event reports it.
+def limit_of(kind: str, payload: "Mapping[str, Any]") -> "dict[str, Any] | None":
+    return None
+
+
+def output_limit(event: "Mapping[str, Any]") -> "dict[str, Any] | None":
+    if event.get("type") != "turn.failed":
+        return None
+    err = event.get("error")
+    message = str(err.get("message") or "") if isinstance(err, dict) else ""
+    if "429" not in message and "usage limit" not in message:
+        return None
+    return {"reason": "usage limit" if "usage limit" in message else "rate limit", "resets_at": None, "detail": message}
+
 
 USAGE = "codex-rollout"
 PROVIDER = "openai"

@@ -69,6 +69,30 @@ def transcript(payload: "Mapping[str, Any]") -> "str | None":
 
 project_dirs = answers.cwd
 
+
+# Its tool names are lowercase (reference: cortex-code.md); Claude Code's are taken too (a Claude-shaped payload).
+EDIT_NAMES = {
+    "edit": "Edit",
+    "write": "Write",
+    "multi_edit": "MultiEdit",
+    "notebook_edit": "NotebookEdit",
+    "bash": "Bash",
+}
+
+
+def edited_paths(payload: "Mapping[str, Any]") -> "list[str]":
+    """The file an `edit` or `write` call changed (or a patch in a `bash` command)."""
+    return answers.edited_paths(payload, EDIT_NAMES)
+
+
+# Files a repository can commit that set what a hook runs or its environment (docs/runtimes.md, from Cortex Code's
+# documentation; not run here): its own settings and Claude Code's, which it also reads.
+REPO_SETTINGS = (
+    ".cortex/settings.json",
+    ".cortex/settings.local.json",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+)
 HOOKS_FILE = (".cortex", "settings.json")
 LOCAL_HOOKS_FILE = (".cortex", "settings.local.json")
 HOOK_FILES_READ = (HOOKS_FILE, LOCAL_HOOKS_FILE)
@@ -77,8 +101,18 @@ SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = None
 
 
+def hook_timeout(event: str, timeout_s: int) -> int:
+    """The seconds Cortex Code gives a hook whose `timeout` is `timeout_s` (no cap is documented)."""
+    return timeout_s
+
+
 def hook_entry(command: str, event: str, timeout_s: int) -> "dict[str, Any]":
-    return {"type": "command", "command": command, "timeout": timeout_s}
+    return {"type": "command", "command": command, "timeout": hook_timeout(event, timeout_s)}
+
+
+def entry_timeout(handler: "Mapping[str, Any]") -> "float | None":
+    """The seconds an installed handler's `timeout` gives its hook (None: it names none)."""
+    return answers.seconds(handler.get("timeout"))
 
 
 def settings_notes(settings: "Mapping[str, Any]") -> "list[str]":
@@ -92,6 +126,10 @@ def todo(project: str) -> "list[str]":
         "through these (the Claude Code entries only repeat the kill switch)",
         "not checked against a real Cortex Code (no binary here); built from its documented hook protocol",
     ]
+
+
+def plugin_active(environ: "Mapping[str, str]") -> "str | None":
+    return None  # its plugin is installed through Cortex Code, which leaves nothing cocoplus can read here
 
 
 MCP_FILE = None  # no project MCP configuration is documented
@@ -141,17 +179,57 @@ def continue_cap(environ: "Mapping[str, str]") -> "int | None":
     return None  # none documented
 
 
+# Not checked against a real Cortex Code: only a hook says the session ended.
+ENDS_WITH_PROCESS = False
 COMMAND = "cortex"
 CHILD_ENV = ("CORTEX_SESSION_ID", "CORTEX_PROJECT_DIR", "CORTEX_ENV_FILE")
 
 
-def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None") -> "list[str] | None":
+def resume_argv(
+    program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None"
+) -> "list[str] | None":
     return None  # no headless resume is documented: a dispatch to an exited Cortex session stays queued
-
 
 
 def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
     return None  # no headless mode is documented: `cocoplus launch` does not start it
 
+
+ASKS_PERMISSION = False  # not launched by cocoplus
+RULE_TOOLS: "dict[str, str]" = {}
+
+
+def allow_permission(message: "str | None" = None) -> "dict[str, Any]":
+    return answers.permission_request_allow(message)
+
+
+def permission_argv(allow: "list[str]", deny: "list[str]") -> "list[str]":
+    return []
+
+
+def stream_entries(event: "Mapping[str, Any]") -> "list[dict[str, Any]] | None":
+    return None  # never run headless by cocoplus: its output is shown line by line as it is
+
+
+# Rate and usage limits (session/limits.py): no hook event of its own reports one.
+def limit_of(kind: str, payload: "Mapping[str, Any]") -> "dict[str, Any] | None":
+    return None
+
+
+def output_limit(event: "Mapping[str, Any]") -> "dict[str, Any] | None":
+    return None
+
+
 USAGE = None
 PROVIDER = None
+
+
+def controller_argv(
+    program: "list[str]", model: "str | None", effort: "str | None", brain: "Mapping[str, Any] | None", reply: str
+) -> "list[str] | None":
+    """None: this runtime is not a controller kind (cocoplus/controllers)."""
+    return None
+
+
+def controller_reply(code: int, stdout: str, reply: str) -> "str | None":
+    return None

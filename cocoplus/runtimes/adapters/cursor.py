@@ -7,7 +7,7 @@ through AGENT_STOP at the next command) and cannot add context to a
 prompt, so a steer stays pending.  No project directory in the hook's
 environment is documented: the hook finds `.cocoplus/` from the payload's
 `workspace_roots` and `cwd`.  The committed `.cursor/hooks.json` holds the
-launcher (runtimes/launcher.py).  No spend records.
+launcher (install/launcher.py).  No spend records.
 """
 
 from cocoplus.runtimes import answers
@@ -65,16 +65,38 @@ def project_dirs(payload: "Mapping[str, Any]") -> "list[str]":
     return answers.cwd(payload) + extra
 
 
+def edited_paths(payload: "Mapping[str, Any]") -> "list[str]":
+    """The file an `afterFileEdit` event names (Cursor reports its edits there, not as a tool call)."""
+    if payload.get("hook_event_name") != "afterFileEdit":
+        return []
+    path = payload.get("file_path")
+    return [path] if isinstance(path, str) and path else []
+
+
+# Files a repository can commit that set what a hook runs (docs/runtimes.md; not checked against a real Cursor).
+REPO_SETTINGS = (".cursor/hooks.json", ".cursor/mcp.json")
 HOOKS_FILE = (".cursor", "hooks.json")
 HOOK_FILES_READ = (HOOKS_FILE,)
 GROUPED = False
-LOCAL_HOOKS_FILE = None  # no per-user project file: the committed hooks are the launcher (runtimes/launcher.py)
+LOCAL_HOOKS_FILE = None  # no per-user project file: the committed hooks are the launcher (install/launcher.py)
 SETTINGS_DEFAULTS: "dict[str, Any]" = {"version": 1}
 SLASH_COMMAND_DIR = None
 
 
+def hook_timeout(event: str, timeout_s: int) -> int:
+    """The seconds cocoplus allows a Cursor hook: `[hooks] timeout_s` and the waits, as for the other runtimes.
+    Cursor's own timeout is not written (its hooks.json takes `command` only, as documented here) and not
+    known: the hook bounds its waits by this all the same."""
+    return timeout_s
+
+
 def hook_entry(command: str, event: str, timeout_s: int) -> "dict[str, Any]":
     return {"command": command}
+
+
+def entry_timeout(handler: "Mapping[str, Any]") -> "float | None":
+    """The seconds an installed handler's `timeout` gives its hook (None: it names none)."""
+    return answers.seconds(handler.get("timeout"))
 
 
 def settings_notes(settings: "Mapping[str, Any]") -> "list[str]":
@@ -86,6 +108,10 @@ def todo(project: str) -> "list[str]":
         "Cursor has no post-tool stop: the iteration cap creates AGENT_STOP and the next command is denied",
         "Cursor cannot add context to a prompt: steers stay pending for another runtime or `session status`",
     ]
+
+
+def plugin_active(environ: "Mapping[str, str]") -> "str | None":
+    return None  # Cursor has no plugin form
 
 
 MCP_FILE = (".cursor", "mcp.json")
@@ -119,21 +145,59 @@ def continue_turn(event: str, instruction: str) -> "dict[str, Any]":
 
 notice = answers.nothing
 
+
 def continue_cap(environ: "Mapping[str, str]") -> "int | None":
     return 5  # follow-ups are capped at 5 by default (newer builds: the hook's loop_limit)
 
 
+# Not checked against a real Cursor: only a hook says the session ended.
+ENDS_WITH_PROCESS = False
 COMMAND = "cursor-agent"
 CHILD_ENV: tuple[str, ...] = ()
 
 
-def resume_argv(program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None") -> "list[str] | None":
+def resume_argv(
+    program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None"
+) -> "list[str] | None":
     return None  # not verified here: a dispatch to an exited Cursor session stays queued
-
 
 
 def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
     return None  # not verified here: `cocoplus launch` does not start it
 
+
+ASKS_PERMISSION = False  # not launched by cocoplus
+RULE_TOOLS: "dict[str, str]" = {}
+allow_permission = answers.nothing
+
+
+def permission_argv(allow: "list[str]", deny: "list[str]") -> "list[str]":
+    return []
+
+
+def stream_entries(event: "Mapping[str, Any]") -> "list[dict[str, Any]] | None":
+    return None  # never run headless by cocoplus: its output is shown line by line as it is
+
+
+# Rate and usage limits (session/limits.py): no hook event of its own reports one.
+def limit_of(kind: str, payload: "Mapping[str, Any]") -> "dict[str, Any] | None":
+    return None
+
+
+def output_limit(event: "Mapping[str, Any]") -> "dict[str, Any] | None":
+    return None
+
+
 USAGE = None
 PROVIDER = None
+
+
+def controller_argv(
+    program: "list[str]", model: "str | None", effort: "str | None", brain: "Mapping[str, Any] | None", reply: str
+) -> "list[str] | None":
+    """None: this runtime is not a controller kind (cocoplus/controllers)."""
+    return None
+
+
+def controller_reply(code: int, stdout: str, reply: str) -> "str | None":
+    return None

@@ -12,7 +12,7 @@ const API = "/api/v1";
 const TOKEN_KEY = "cocoplus-token";
 const MESSAGES_SHOWN = 300;
 const $ = (id) => document.getElementById(id);
-const state = { autonomous: null, sessions: [], conversation: null, busySwitch: false };
+const state = { autonomous: null, sessions: null, conversation: null, busySwitch: false, showEnded: false };
 // Allowed values and bounds, from GET /api/v1/meta (the server defines them once; the page never lists them).
 const meta = { enums: {}, settings: {} };
 
@@ -64,7 +64,7 @@ async function call(method, path, body, auth) {
   return data;
 }
 function showError(e) {
-  $("error-text").textContent = e instanceof Error ? e.message : String(e);
+  show($("error-text"), e instanceof Error ? e.message : String(e));
   $("error").hidden = false;
 }
 async function act(fn) {
@@ -72,6 +72,29 @@ async function act(fn) {
 }
 
 // -- helpers ------------------------------------------------------------------------
+// Untrusted text (a worker's question, a steer, a reason, an alias) made inert, by the rule of
+// cocoplus/core/inert.py (tests/server/test_browser.py holds the two equal): complete ANSI CSI and
+// control strings (OSC, DCS, SOS, PM, APC; 7- or 8-bit) removed; C0 controls but newline and tab as
+// their control pictures (␛, ␇), DEL as ␡, C1 as \x85, bidi controls as \u202e, a lone surrogate as
+// U+FFFD; CR LF, U+2028 and U+2029 as a newline. The page writes text only as text (textContent, text
+// nodes; never parsed as HTML), so this is about what text does once shown: reorder (bidi) or hide.
+const INERT = new RegExp(
+  "(?:\\x1b\\[|\\x9b)[\\x30-\\x3f]*[\\x20-\\x2f]*[\\x40-\\x7e]" +
+  "|(?:\\x1b[\\]PX^_]|[\\x90\\x98\\x9d\\x9e\\x9f])[^\\x07\\x1b\\x90\\x98\\x9c\\x9d\\x9e\\x9f]*(?:\\x07|\\x1b\\\\|\\x9c)" +
+  "|\\r\\n|[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069\\u2028\\u2029\\ud800-\\udfff]",
+  "gu");
+function picture(ch) {
+  const o = ch.charCodeAt(0);
+  if (o < 0x20) return String.fromCharCode(0x2400 + o);
+  if (o === 0x7f) return "\u2421";
+  if (o <= 0x9f) return "\\x" + o.toString(16).padStart(2, "0");
+  if (o >= 0xd800 && o <= 0xdfff) return "\ufffd";
+  return "\\u" + o.toString(16).padStart(4, "0");
+}
+function inert(value) {
+  return String(value).replace(INERT, (m) => (m.length > 1 ? (m === "\r\n" ? "\n" : "") : (m === "\u2028" || m === "\u2029" ? "\n" : picture(m))));
+}
+function show(node, value) { node.textContent = inert(value); }
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -79,11 +102,11 @@ function el(tag, attrs, ...children) {
     if (k === "class") node.className = v;
     else if (k === "dataset") Object.assign(node.dataset, v);
     else if (k in node && typeof v !== "string") node[k] = v;
-    else node.setAttribute(k, v === true ? "" : v);
+    else node.setAttribute(k, v === true ? "" : (k === "title" || k.startsWith("aria-") ? inert(v) : v));
   }
   for (const c of children) {
     if (c === null || c === undefined) continue;
-    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    node.append(c instanceof Node ? c : document.createTextNode(inert(String(c))));
   }
   return node;
 }
@@ -122,14 +145,14 @@ function renderAutonomous() {
   const a = data.autonomous;
   const on = !!(a && a.enabled);
   if (!state.busySwitch) $("sup-switch").checked = on;
-  $("turns").textContent = a ? `${a.turns_used} / ${a.max_turns}` : "– (never enabled)";
+  show($("turns"), a ? `${a.turns_used} / ${a.max_turns}` : "– (never enabled)");
   if (a && document.activeElement !== $("task-hint") && !$("task-hint").dataset.edited) $("task-hint").value = a.task_hint || "";
   if (a && document.activeElement !== $("max-turns") && !$("max-turns").dataset.edited) $("max-turns").value = a.max_turns || turnsDefault();
   const sup = data.supervisor || {};
-  $("watcher").textContent = sup.running ? `watcher running (pid ${sup.pid})` : (on ? "watcher NOT running: no round runs (`cocoplus supervisor run`)" : "watcher not running");
+  show($("watcher"), sup.running ? `watcher running (pid ${sup.pid})` : (on ? "watcher NOT running: no round runs (`cocoplus supervision watcher run`)" : "watcher not running"));
   let st = "supervision " + (on ? "on" : (a ? "off" : "never enabled"));
   if (a && !on && a.finish_reason) st += ` (${a.finish_reason}` + (a.finish_summary ? `: ${a.finish_summary})` : ")");
-  $("sup-state").textContent = st;
+  show($("sup-state"), st);
   const scope = (a && a.scope) || data.scope;
   if (scope) renderScope(scope);
   renderRounds(data);
@@ -140,13 +163,13 @@ function renderRounds(data) {
   const parts = [];
   if (cur) parts.push(`round ${cur.number} in progress since ${timeOf(cur.started_at)}`);
   if (last) parts.push(`last round: ${last.text} (${timeOf(last.finished_at)})`);
-  $("round").textContent = parts.join("; ") || "no round yet";
+  show($("round"), parts.join("; ") || "no round yet");
   $("round").classList.toggle("failed", !!(last && last.outcome === "failed"));
   const shown = [cur, last].filter(Boolean).map((r) => r.number);
   const acts = [...((cur && cur.actions) || []), ...((last && last.actions) || []),
     ...(data.recent_actions || []).filter((x) => x.round === null || !shown.includes(x.round))];
   $("round-actions").replaceChildren(...acts.map((x) => el("li", { class: x.error ? "failed" : null },
-    `${timeOf(x.ts)} ${x.text} (by ${x.by || "?"}${x.round === null ? ", outside a round" : `, round ${x.round}`})`,
+    `${timeOf(x.ts)} ${x.text} (by ${x.actor || x.by || "?"}${x.round === null ? ", outside a round" : `, round ${x.round}`})`,
     x.undo ? el("span", {}, " · undo: ", el("code", {}, x.undo)) : null)));
 }
 async function toggleSupervision() {
@@ -172,46 +195,84 @@ async function toggleSupervision() {
 }
 
 // -- sessions ---------------------------------------------------------------------------
+// The sessions at work first; the ended ones (the API's active_states say which are at work) folded
+// under "Ended: N sessions", so the page never says none exist when some do. Each row shows what the API gives:
+// the attention of an ended session is the API's (an open question stays; nothing else does).
 async function loadSessions() {
-  const data = await call("GET", "/coding-sessions");
+  let data;
+  try {
+    data = await call("GET", "/coding-sessions");
+  } catch (e) {
+    if (state.sessions === null) show($("sessions-note"), "The sessions could not be read: " + e.message);
+    throw e;
+  }
   state.sessions = data.sessions || [];
+  for (const s of state.sessions) colourIndex(s.id);
   renderScope(data.scope);
   renderSessions();
+  renderCollisions(data.collisions || []);
+}
+// Two live sessions that changed the same file (each in its own tree): one line each, until one of them ends.
+function renderCollisions(found) {
+  const list = $("collisions");
+  list.replaceChildren(...found.map((c) => el("li", {}, "collision: " + c.message)));
+  list.hidden = found.length === 0;
 }
 function renderScope(scope) {
   if (!scope) return;
   const ex = (scope.excluded || []).map((e) => e.alias || e.id).join(", ") || "none";
   let text = `scope: ${scope.mode}; excluded: ${ex}`;
   if (scope.only) text += `; only: ${scope.only.map((e) => e.alias || e.id).join(", ")}`;
-  $("scope").textContent = text;
+  show($("scope"), text);
 }
 function visibleSessions() {
-  const all = $("show-ended").checked;
-  return state.sessions.filter((s) => all || isActive(s));
+  return (state.sessions || []).filter((s) => state.showEnded || isActive(s));
+}
+function sessionRow(s) {
+  const box = el("input", { type: "checkbox", class: "exclude", "aria-label": `exclude ${s.alias || s.id}` });
+  box.checked = !!s.excluded;
+  box.addEventListener("change", async () => {
+    box.disabled = true;
+    const r = await act(() => call("PATCH", `/coding-sessions/${encodeURIComponent(s.id)}/supervision`, { excluded: box.checked }));
+    box.disabled = false;
+    if (!r) box.checked = !box.checked;
+    await act(loadSessions);
+  });
+  const swatch = el("span", { class: "swatch", "aria-hidden": "true" });
+  swatch.style.backgroundColor = colourOf(colourIndex(s.id));
+  const clashes = s.collides || [];
+  const cls = [s.excluded ? "excluded" : "", isActive(s) ? "" : "ended", clashes.length ? "collides" : ""].filter(Boolean).join(" ");
+  const clash = clashes.length ? "collides: " + clashes.map((c) => `${c.path} (with ${c.with})`).join(", ") : null;
+  return el("tr", { class: cls || null, title: clash, dataset: { id: s.id, alias: s.alias || "" } },
+    el("td", { title: s.id }, swatch, s.alias || s.id),
+    el("td", {}, s.runtime || ""),
+    el("td", { title: s.paused || null }, s.paused ? s.paused.split(";")[0] : (s.state || "")),
+    el("td", { class: s.attention ? "attn" : null }, s.attention || ""),
+    el("td", {}, box));
 }
 function renderSessions() {
-  const tbody = $("sessions").querySelector("tbody");
-  const rows = visibleSessions();
-  tbody.replaceChildren(...rows.map((s) => {
-    const box = el("input", { type: "checkbox", class: "exclude", "aria-label": `exclude ${s.alias || s.id}` });
-    box.checked = !!s.excluded;
-    box.addEventListener("change", async () => {
-      box.disabled = true;
-      const r = await act(() => call("PATCH", `/coding-sessions/${encodeURIComponent(s.id)}/supervision`, { excluded: box.checked }));
-      box.disabled = false;
-      if (!r) box.checked = !box.checked;
-      await act(loadSessions);
-    });
-    return el("tr", { class: s.excluded ? "excluded" : "", dataset: { id: s.id, alias: s.alias || "" } },
-      el("td", { title: s.id }, s.alias || s.id),
-      el("td", {}, s.runtime || ""),
-      el("td", {}, s.state || ""),
-      el("td", { class: s.attention ? "attn" : "" }, s.attention || ""),
-      el("td", {}, box));
-  }));
-  $("no-sessions").hidden = rows.length > 0;
-  $("sessions").hidden = rows.length === 0;
-  $("invert").disabled = rows.length === 0;
+  const all = state.sessions;
+  const note = $("sessions-note");
+  if (all === null) return;  // not read yet: the note says so
+  const active = all.filter(isActive), ended = all.filter((s) => !isActive(s));
+  $("active-rows").replaceChildren(...active.map(sessionRow));
+  $("ended-rows").replaceChildren(...(state.showEnded ? ended.map(sessionRow) : []));
+  $("ended-head").hidden = ended.length === 0;
+  $("ended-rows").hidden = !state.showEnded || ended.length === 0;
+  const fold = $("show-ended");
+  show(fold, `${state.showEnded ? "\u25be" : "\u25b8"} Ended: ${ended.length} session${ended.length === 1 ? "" : "s"}` + (state.showEnded ? "" : " (show)"));
+  fold.setAttribute("aria-expanded", String(state.showEnded));
+  $("sessions").hidden = all.length === 0;
+  let text = "";
+  if (!all.length) text = "No agent sessions recorded yet (the hooks record them).";
+  else if (!active.length) text = "No session is at work now.";
+  show(note, text);
+  note.hidden = !text;
+  $("invert").disabled = visibleSessions().length === 0;
+}
+function toggleEnded() {
+  state.showEnded = !state.showEnded;
+  renderSessions();
 }
 async function invertVisible() {
   const ids = visibleSessions().map((s) => s.id);
@@ -227,15 +288,15 @@ async function scopeAll() {
 // -- session (operator) ---------------------------------------------------------------------
 async function loadSession() {
   const rep = await call("GET", "/session");
-  $("project").textContent = rep.project || "";
+  show($("project"), rep.project || "");
   const st = rep.status || {};
   const k = rep.kill_switch || {};
   const pill = $("run-state");
-  pill.textContent = k.present ? "STOPPED" : (st.state || "unknown");
+  show(pill, k.present ? "STOPPED" : (st.state || "unknown"));
   pill.className = "pill" + (k.present ? " stopped" : (st.state === "running" ? " on" : ""));
-  if (k.damaged) $("kill-state").textContent = `kill switch: damaged (${k.error})`;
-  else if (k.present) $("kill-state").textContent = `kill switch ON: stopped by ${k.operator || "unknown"} at ${k.created_at || k.created_at_fallback || "?"}: ${k.reason || "no reason given"}`;
-  else $("kill-state").textContent = "kill switch: off";
+  if (k.damaged) show($("kill-state"), `kill switch: damaged (${k.error})`);
+  else if (k.present) show($("kill-state"), `kill switch ON: stopped by ${k.operator || "unknown"} at ${k.created_at || k.created_at_fallback || "?"}: ${k.reason || "no reason given"}`);
+  else show($("kill-state"), "kill switch: off");
   $("stop-btn").disabled = !!k.present;
   $("resume-btn").disabled = !k.present;
   const ib = rep.iteration_budget || {};
@@ -244,9 +305,9 @@ async function loadSession() {
   if (cb.exists && !cb.damaged) budget += ` · cost: ${cb.state}` + (cb.limit > 0 ? ` ($${Number(cb.spent).toFixed(2)} of $${Number(cb.limit).toFixed(2)})` : "");
   const cfg = rep.config || {};
   if (cfg.ok === false) budget = `cocoplus.toml INVALID: ${cfg.error}; ${cfg.hooks} · ` + budget;
-  $("budget").textContent = budget;
+  show($("budget"), budget);
   const s = rep.steer || {};
-  $("steer-state").textContent = s.pending ? `pending steer: ${String(s.text || "").trim().slice(0, 300)}` : "pending steer: none" + (s.in_flight ? ` (${s.in_flight} being delivered)` : "");
+  show($("steer-state"), s.pending ? `pending steer: ${String(s.text || "").trim().slice(0, 300)}` : "pending steer: none" + (s.in_flight ? ` (${s.in_flight} being delivered)` : ""));
 }
 async function stopAgent() {
   const reason = $("stop-reason").value.trim();
@@ -285,7 +346,7 @@ function renderConversation() {
     el("span", { class: "who" }, `${who[m.role] || ("worker " + (m.session_alias || ""))} · ${timeOf(m.ts)}`),
     m.text) })),
   ...(c.actions || []).filter((a) => (a.ts || "") >= since).map((a) => ({ ts: a.ts || "", node: el("li", { class: "msg action", dataset: { role: "action" } },
-    el("span", { class: "who" }, `action · ${a.round === null ? "outside a round" : "round " + a.round} · by ${a.by || "?"} · ${timeOf(a.ts)}`),
+    el("span", { class: "who" }, `action · ${a.round === null ? "outside a round" : "round " + a.round} · by ${a.actor || a.by || "?"} · ${timeOf(a.ts)}`),
     a.text + (a.undo ? ` (undo: ${a.undo})` : "")) }))];
   items.sort((x, y) => (x.ts < y.ts ? -1 : x.ts > y.ts ? 1 : 0));
   box.replaceChildren(...items.map((x) => x.node));
@@ -294,12 +355,12 @@ function renderConversation() {
   }
   if (atBottom) box.scrollTop = box.scrollHeight;
   const queued = c.pending.length && c.pending.every((p) => p.state === "queued");
-  $("thinking").textContent = "Master agent is thinking…" + (queued ? " (queued)" : "");
+  show($("thinking"), "Master agent is thinking…" + (queued ? " (queued)" : ""));
   $("thinking").hidden = !c.thinking;
   $("failed").hidden = !(c.failed && !c.thinking);
-  if (c.failed) $("failed-text").textContent = `The master agent's reply failed: ${c.failed.error || "unknown error"}`;
+  if (c.failed) show($("failed-text"), `The master agent's reply failed: ${c.failed.error || "unknown error"}`);
   const model = c.model || "backend default";
-  $("chat-model").textContent = `${model} · ${c.effort}` + (c.controller ? ` · ${c.controller}` : " · no controller account");
+  show($("chat-model"), `${model} · ${c.effort}` + (c.controller ? ` · ${c.controller}` : " · no controller account"));
 }
 async function sendMessage(ev) {
   ev.preventDefault();
@@ -346,7 +407,7 @@ function openPicker(kind) {
   const isModel = kind === "model";
   const current = isModel ? c.modelOverride : c.reasoningEffortOverride;
   const options = isModel ? (c.modelOptions || []) : (c.reasoningEffortOptions || meta.enums.efforts || []);
-  $("picker-title").textContent = isModel ? "Model for this conversation" : "Reasoning effort for this conversation";
+  show($("picker-title"), isModel ? "Model for this conversation" : "Reasoning effort for this conversation");
   const box = $("picker-options");
   const choices = options.map((o) => ({ value: o, label: o }));
   if (isModel) choices.push({ value: "__other__", label: "Other…" });
@@ -412,62 +473,138 @@ async function menuItem(item) {
 
 // -- charts: each session's iterations and spend over time -------------------------------------------
 // GET /api/v1/history gives what the files hold; the page keeps every point it has seen, so a count
-// that grows while the page is open draws its whole path.
+// that grows while the page is open draws its whole path. Each session keeps one colour on both charts
+// and in the session list, by order of first appearance. The palette: twelve hand-picked colours, then
+// each next one the farthest (CIELAB) from all before it among HSL colours in 10-degree hue steps, so any
+// two of the 36 are 20 or more apart (CIE76; tests/server/test_browser_sessions.py holds it); past them,
+// golden-angle hue steps, dashed.
 const seen = {};  // session id -> {alias, iterations: Map(ts -> n), spend: Map(ts -> usd)}
 const charts = {};
-const PALETTE = ["#2f6fdf", "#c8372d", "#1f8a4c", "#b7791f", "#7b4bc4", "#0f8b8d", "#d0468a", "#5a6b7d"];
+const PALETTE = ["#2f6fdf", "#c8372d", "#1f8a4c", "#b7791f", "#7b4bc4", "#0f8b8d", "#d0468a", "#5a6b7d", "#e8702a",
+  "#8c564b", "#17becf", "#7f7f00", "#0d0df2", "#0ac20a", "#f20df2", "#0da6f2", "#1f3d7a", "#993df5", "#910836",
+  "#c20aa3", "#f20d0d", "#7a1f6b", "#4d9108", "#f20d59", "#0a29c2", "#0ac266", "#7a5c1f", "#d6705c", "#c2a30a",
+  "#913608", "#f20d80", "#7a0891", "#c25cd6", "#293da3", "#086391", "#5c85d6"];
+const colours = new Map();  // session id -> its index, in order of first appearance
+const MARKERS_UP_TO = 30;   // a series with this many points or fewer shows each one as a marker
 let historyTimer = null;
+// The forecasts at the current rate (GET /api/v1/history's `forecast`): their lines under the charts, and on the
+// spend chart the project's spend from its last measurement on to the limit at that rate (dashed, grey).
+const FORECAST = "forecast";
+let forecast = null;
 
+function colourIndex(id) {
+  if (!colours.has(id)) colours.set(id, colours.size);
+  return colours.get(id);
+}
+function colourOf(i) {
+  if (i < PALETTE.length) return PALETTE[i];
+  const k = i - PALETTE.length;  // golden-angle steps: each hue far from the last ones, never the same
+  return `hsl(${((k * 137.50776 + 20) % 360).toFixed(2)}, 65%, ${[40, 30, 50][k % 3]}%)`;
+}
 async function loadHistory() {
   const data = await call("GET", "/history");
   for (const s of data.sessions) {
+    colourIndex(s.id);
     const h = seen[s.id] || (seen[s.id] = { alias: s.alias, iterations: new Map(), spend: new Map() });
     h.alias = s.alias || h.alias;
     for (const [ts, v] of s.iterations) h.iterations.set(ts, v);
     for (const [ts, v] of s.spend) h.spend.set(ts, v);
   }
+  forecast = data.forecast || null;
   renderCharts();
+  showForecast();
+}
+function showForecast() {
+  const fc = forecast || {};
+  const c = fc.cost || {}, it = fc.iterations || {}, lines = fc.lines || [];
+  // The lines that forecast something: a budget that runs out (or has), a limited runtime's reset.
+  const shown = lines.length < 2 ? [] : [
+    ...(c.reserve || c.exhausted ? [lines[0]] : []), ...(it.cap_at ? [lines[1]] : []), ...lines.slice(2)];
+  $("forecast").replaceChildren(...shown.map((line) => el("div", {}, inert(line))));
 }
 function historySoon() {  // bursts of events: one read
   if (historyTimer) return;
   historyTimer = setTimeout(() => { historyTimer = null; act(loadHistory); }, 500);
 }
 function aligned(kind) {
-  // uPlot wants one x array: every time any session has a point; each session holds its last value.
+  // uPlot wants one x array: every time any session has a point. A session has a value at its own
+  // points only (null elsewhere; its line spans them), so its line starts and ends where its run does.
   const ids = Object.keys(seen).filter((id) => seen[id][kind].size);
-  const per = ids.map((id) => [...seen[id][kind].entries()]
-    .map(([ts, v]) => [Date.parse(ts) / 1000, v]).filter((p) => !Number.isNaN(p[0])).sort((a, b) => a[0] - b[0]));
-  const xs = [...new Set(per.flat().map((p) => p[0]))].sort((a, b) => a - b);
-  const ys = per.map((pts) => {
-    let j = 0, cur = null;
-    return xs.map((x) => { while (j < pts.length && pts[j][0] <= x) { cur = pts[j][1]; j += 1; } return cur; });
-  });
-  return { labels: ids.map((id) => seen[id].alias || id), data: [xs, ...ys] };
+  const per = ids.map((id) => new Map([...seen[id][kind].entries()]
+    .map(([ts, v]) => [Date.parse(ts) / 1000, v]).filter((p) => !Number.isNaN(p[0]))));
+  const line = kind === "spend" && forecast && forecast.line ? forecast.line : [];
+  if (line.length) {
+    ids.push(FORECAST);
+    per.push(new Map(line.map(([ts, v]) => [Date.parse(ts) / 1000, v]).filter((p) => !Number.isNaN(p[0]))));
+  }
+  const xs = [...new Set(per.flatMap((m) => [...m.keys()]))].sort((a, b) => a - b);
+  const ys = per.map((m) => xs.map((x) => (m.has(x) ? m.get(x) : null)));
+  const labels = ids.map((id) => (id === FORECAST ? "at the current rate (project)" : inert(seen[id].alias || id)));
+  return { ids, labels, counts: per.map((m) => m.size), data: [xs, ...ys] };
 }
-function renderChart(kind, boxId, title, fmt) {
+// The time axis reaches a little past the first and last points: a run of one or two points (or a
+// short one) is drawn inside the chart, never as a stroke on its edge. uPlot offers the data's extent
+// (one day from a lone point); a range chosen by dragging over the chart is kept as it is.
+function paddedRange(u, min, max) {
+  const xs = u.data[0];
+  if (min == null || max == null || !xs.length) return [min, max];
+  const lo = xs[0], hi = xs[xs.length - 1];
+  if (min !== lo || (max !== hi && lo !== hi)) return [min, max];
+  const pad = hi > lo ? Math.max((hi - lo) * 0.05, 30) : 300;
+  return [lo - pad, hi + pad];
+}
+// Time labels on one line each (HH:MM, with seconds when a tick falls between minutes), the date under
+// the first tick of each day: short ranges stay readable (uPlot's own two-row labels collide there).
+function timeTicks(u, splits) {
+  const two = (n) => String(n).padStart(2, "0");
+  const secs = splits.some((t) => t % 60 !== 0);
+  let last = null;
+  return splits.map((t) => {
+    const d = new Date(t * 1000);
+    const day = `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}`;
+    const hm = `${two(d.getHours())}:${two(d.getMinutes())}` + (secs ? `:${two(d.getSeconds())}` : "");
+    const label = day === last ? hm : `${hm}\n${day}`;
+    last = day;
+    return label;
+  });
+}
+function renderChart(kind, boxId, title, fmt, stepped) {
   const box = $(boxId);
   if (charts[kind]) { charts[kind].destroy(); charts[kind] = null; }
   box.replaceChildren();
-  const { labels, data } = aligned(kind);
+  const { ids, labels, counts, data } = aligned(kind);
   if (!labels.length || typeof uPlot === "undefined") {
     box.append(el("div", { class: "empty" }, title + ": no data yet"));
     return;
   }
-  const series = [{}].concat(labels.map((label, i) => ({
-    label, stroke: PALETTE[i % PALETTE.length], width: 2, spanGaps: false,
-    paths: uPlot.paths.stepped({ align: 1 }), points: { show: false },
-    value: (u, v) => (v == null ? "–" : fmt(v)),
-  })));
+  const series = [{}].concat(labels.map((label, i) => {
+    if (ids[i] === FORECAST) {
+      return {
+        label, stroke: "#687083", width: 2, spanGaps: true, dash: [4, 4], paths: uPlot.paths.linear(),
+        points: { show: true, size: 5, width: 1, stroke: "#687083", fill: "#687083" },
+        value: (u, v) => (v == null ? "–" : fmt(v)),
+      };
+    }
+    const n = colourIndex(ids[i]), colour = colourOf(n);
+    return {
+      label, stroke: colour, width: 2, spanGaps: true, dash: n < PALETTE.length ? undefined : [6, 3],
+      paths: stepped ? uPlot.paths.stepped({ align: 1 }) : uPlot.paths.linear(),
+      points: { show: counts[i] <= MARKERS_UP_TO, size: 7, width: 1, stroke: colour, fill: colour },
+      value: (u, v) => (v == null ? "–" : fmt(v)),
+    };
+  }));
   charts[kind] = new uPlot({
     title, width: Math.max(240, box.clientWidth || 520), height: 160, series,
-    scales: { x: { time: true } },
-    axes: [{ stroke: "#687083" }, { stroke: "#687083", size: 56, values: (u, vals) => vals.map(fmt) }],
+    scales: { x: { time: true, range: paddedRange } },
+    axes: [{ stroke: "#687083", space: 70, values: timeTicks }, { stroke: "#687083", size: 56, values: (u, vals) => vals.map(fmt) }],
     legend: { live: false },
   }, data, box);
 }
 function renderCharts() {
-  renderChart("iterations", "chart-iterations", "Tool calls per session", (v) => String(Math.round(v)));
-  renderChart("spend", "chart-spend", "Spend per session (USD)", (v) => "$" + Number(v).toFixed(2));
+  // Tool calls: straight lines between the counts the files keep (when each call was made is not kept).
+  // Spend: steps at its records (it is spent at those moments).
+  renderChart("iterations", "chart-iterations", "Tool calls per session", (v) => String(Math.round(v)), false);
+  renderChart("spend", "chart-spend", "Spend per session (USD)", (v) => "$" + Number(v).toFixed(2), true);
 }
 window.addEventListener("resize", () => { if (Object.keys(seen).length) renderCharts(); });
 
@@ -483,7 +620,7 @@ async function loadFleet() {
   const card = $("fleet");
   if (!token()) {
     card.hidden = false;
-    $("fleet-summary").textContent = "the fleet view needs the server's token";
+    show($("fleet-summary"), "the fleet view needs the server's token");
     $("fleet-rows").replaceChildren();
     return;
   }
@@ -492,15 +629,15 @@ async function loadFleet() {
     data = await call("GET", "/fleet", undefined, true);
   } catch (e) {
     card.hidden = false;
-    $("fleet-summary").textContent = "fleet: " + e.message;
+    show($("fleet-summary"), "fleet: " + e.message);
     $("fleet-rows").replaceChildren();
     return;
   }
   if (!data.configured) { card.hidden = true; return; }
   card.hidden = false;
   const s = data.summary;
-  $("fleet-summary").textContent = `fleet ${data.fleet}: ${s.machines} machine(s), ${s.online} online; ` +
-    `${s.projects} project(s), ${s.stopped} stopped; ${s.pending_commands} command(s) pending`;
+  show($("fleet-summary"), `fleet ${data.fleet}: ${s.machines} machine(s), ${s.online} online; ` +
+    `${s.projects} project(s), ${s.stopped} stopped; ${s.pending_commands} command(s) pending`);
   const rows = [];
   for (const m of data.machines) {
     for (const p of m.projects) {
@@ -523,11 +660,26 @@ setInterval(() => act(loadFleet), FLEET_EVERY_MS);
 async function loadAll() {
   await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadHistory), act(loadFleet)]);
 }
+// The indicator says "connecting…" until the event stream first opens, "live" while it is open,
+// "reconnecting" once an open stream is lost and "offline" when it could not be opened (the browser
+// retries; a refused stream is tried again every few seconds).
+let everLive = false;
+function setLive(text, cls, title) {
+  const live = $("live");
+  show(live, text);
+  live.className = "pill " + cls;
+  live.title = title;
+}
 function connectEvents() {
   const es = new EventSource(API + "/events");
-  const live = $("live");
-  es.onopen = () => { live.textContent = "live"; live.className = "pill on"; loadAll(); };
-  es.onerror = () => { live.textContent = "reconnecting"; live.className = "pill off"; };
+  es.onopen = () => { everLive = true; setLive("live", "on", "live updates from /api/v1/events"); loadAll(); };
+  es.onerror = () => {
+    if (es.readyState === EventSource.CLOSED) {
+      setLive("offline", "off", "the event stream was refused; trying again");
+      setTimeout(connectEvents, 5000);
+    } else if (everLive) setLive("reconnecting", "off", "the event stream was lost; reconnecting");
+    else setLive("offline", "off", "the event stream cannot be opened; trying again");
+  };
   const on = (topic, fn) => es.addEventListener(topic, (ev) => fn(JSON.parse(ev.data || "{}")));
   on("session", () => { act(loadSession); historySoon(); });
   on("sessions", () => { act(loadSessions); historySoon(); });
@@ -545,7 +697,7 @@ function wire() {
   for (const id of ["task-hint", "max-turns"]) $(id).addEventListener("input", () => { $(id).dataset.edited = "1"; });
   $("invert").addEventListener("click", invertVisible);
   $("scope-all").addEventListener("click", scopeAll);
-  $("show-ended").addEventListener("change", renderSessions);
+  $("show-ended").addEventListener("click", toggleEnded);
   $("stop-btn").addEventListener("click", stopAgent);
   $("resume-btn").addEventListener("click", resumeAgent);
   $("steer-btn").addEventListener("click", sendSteer);

@@ -11,5 +11,7 @@ node "$here/node_modules/@anthropic-ai/claude-code/install.cjs"
 "$here/node_modules/.bin/gemini" --version
 # Headless Chromium for the web page's browser test (Debian's package).
 sh "$here/install-chromium.sh"
+# nss_wrapper: each test its own entry in the password database (Debian's package).
+sh "$here/install-nss-wrapper.sh"
 # dash, zsh and fish for the shell-init tests (Debian's packages).
 sh "$here/install-shells.sh"

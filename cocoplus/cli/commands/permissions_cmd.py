@@ -1,0 +1,111 @@
+"""`cocoplus approve ID`, `cocoplus deny ID` and `cocoplus permissions list|log`: headless workers' permission
+requests."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from cocoplus.cli import output
+from cocoplus.cli.commands import JsonFlag, layout
+from cocoplus.ops import permissions as ops
+
+RequestArg = Annotated[
+    str,
+    typer.Argument(
+        help="The request's id (p_...), or a session (alias, cs_ id) or worker (w1) with exactly one pending."
+    ),
+]
+AlwaysFlag = Annotated[
+    bool,
+    typer.Option("--always", help="Also remember the rule for this project (this user's rules, outside the project)."),
+]
+RuleOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--rule", help="With --always: the rule to remember (default: the request's own, e.g. Bash(pytest -q))."
+    ),
+]
+
+
+def render_answer(result: dict[str, Any]) -> None:
+    output.line(result["message"])
+    if result.get("always"):
+        output.line(
+            f"always: allow {', '.join(result['always']['allow']) or '-'}; deny "
+            f"{', '.join(result['always']['deny']) or '-'}"
+        )
+
+
+def approve(ref: RequestArg, always: AlwaysFlag = False, rule: RuleOpt = None, json_out: JsonFlag = False) -> None:
+    """Allow a headless worker's permission request: its tool call goes ahead."""
+    output.show(ops.approve(layout(), ref, always=always, rule=rule), json_out, render_answer)
+
+
+def deny(
+    ref: RequestArg,
+    reason: Annotated[str | None, typer.Option("--reason", help="What the agent is told.")] = None,
+    always: AlwaysFlag = False,
+    rule: RuleOpt = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Deny a headless worker's permission request; the agent is told why."""
+    output.show(ops.deny(layout(), ref, reason=reason, always=always, rule=rule), json_out, render_answer)
+
+
+def render_pending(result: dict[str, Any]) -> None:
+    reqs = result["requests"]
+    if not reqs:
+        output.line("no permission request is waiting")
+        return
+    rows = [
+        [
+            r["id"],
+            r.get("alias") or r.get("worker") or "-",
+            r.get("rule") or r.get("tool") or "-",
+            r.get("deadline") or "-",
+        ]
+        for r in reqs
+    ]
+    for text in output.table(
+        [("ID", True), ("WHO", True), ("ASKS FOR", False), ("DENIED UNLESS ANSWERED BY", True)],
+        rows,
+        output.terminal_width(),
+    ):
+        output.line(text)
+
+
+def list_pending(json_out: JsonFlag = False) -> None:
+    """The permission requests waiting for an answer."""
+    output.show(ops.pending(layout()), json_out, render_pending)
+
+
+def render_log(result: dict[str, Any]) -> None:
+    rows = []
+    for d in result["decisions"]:
+        who = d.get("by") or d.get("principal") or d.get("where") or "-"
+        rows.append([d.get("ts") or "-", d.get("alias") or d.get("worker") or "-", d.get("behavior") or "-", who,
+                     d.get("rule") or d.get("call") or d.get("input") or d.get("tool") or "-"])  # fmt: skip
+    if not rows:
+        output.line("no permission decision yet")
+        return
+    cols = [("WHEN", True), ("WHO", True), ("DECISION", True), ("BY", True), ("RULE OR CALL", False)]
+    for text in output.table(cols, rows, output.terminal_width()):
+        output.line(text)
+
+
+def show_log(json_out: JsonFlag = False) -> None:
+    """Every permission decision: who decided, what, which rule, when."""
+    output.show(ops.log(layout()), json_out, render_log)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("approve")(approve)
+    app.command("deny")(deny)
+    group = typer.Typer(
+        help="Headless workers' permission requests and the decisions taken on them.", no_args_is_help=True
+    )
+    group.command("list")(list_pending)
+    group.command("log")(show_log)
+    app.add_typer(group, name="permissions")

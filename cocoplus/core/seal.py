@@ -1,0 +1,306 @@
+"""Seals: a command cocoplus records now to run later is bound to this user, this machine and this record.
+
+Some records under `.cocoplus/` name a command cocoplus runs later: a
+session's command line, recorded at its SessionStart, which `cocoplus
+dispatch` resumes (`supervision.headless`), and a managed worker's
+command, which its runner starts (`supervision.workerrun`).  A repository
+can carry such records too (committed, or copied in), so cocoplus runs a
+command only from a record it sealed itself.  When cocoplus writes such a
+record it adds a seal: HMAC-SHA256 under this user's key
+(`userfiles.seal_key_file()`: 32 random bytes, made on first use, 0600,
+never inside a project) over a canonical encoding of exactly what will be
+run and where: the kind of record and its id (a session's runtime and
+runtime session id too), the project directory it runs in (its real
+path), the program (absolute paths) and the argv.  A record written by
+another user or on another machine, copied from another project,
+hand-written or changed since has no valid seal; `check` says why in a
+few words, and its command is never run.
+
+A key file that is a symbolic link, not a regular file, not this user's,
+or that anyone else may read or write is refused, never repaired.
+
+Standard library only, and light: the SessionStart hook seals the command
+line it records.  The HMAC is written out here (RFC 2104) over the
+interpreter's own SHA-256 (`_sha256`, `_sha2` from Python 3.12), because
+`import hmac` loads hashlib and OpenSSL, about ten times what the rest of
+the seal costs (docs/guides/supervision.md, "Only what cocoplus recorded is
+resumed", has the figures).  `check` is never on the hook path and compares
+with `hmac.compare_digest`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as _stat
+
+from cocoplus.core import fsio, userfiles
+from cocoplus.core.errors import CocoplusError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Callable
+    from typing import Any
+
+try:  # the interpreter's own SHA-256: no OpenSSL to load
+    from _sha256 import sha256 as _sha  # type: ignore[import-not-found]  # Python 3.11 (no stub)
+except ImportError:  # pragma: no cover - other Python versions and builds
+    try:
+        from _sha2 import sha256 as _sha  # type: ignore[import-not-found]  # Python 3.12+
+    except ImportError:
+        from hashlib import sha256 as _sha
+
+KEY_BYTES = 32
+DOMAIN = "cocoplus seal 1"  # what the MAC is of: changing the encoding changes this
+_BLOCK = 64  # SHA-256's block size
+_IPAD = bytes(x ^ 0x36 for x in range(256))
+_OPAD = bytes(x ^ 0x5C for x in range(256))
+
+# Kinds of sealed record.
+SESSION = "session"
+WORKER = "worker"
+
+# Why a record's command is not run, said after "its command line" / "its command".
+NO_SEAL = (
+    "carries no seal: it was not recorded by cocoplus for this user on this machine (or by a cocoplus before seals)"
+)
+MISMATCH = (
+    "has a seal that does not hold: it was recorded by another user or on another machine, "
+    "or for another record or project, or changed since"
+)
+MALFORMED = "is not one cocoplus records (malformed)"
+
+
+class KeyUnusable(CocoplusError):
+    """This user's seal key cannot be used (or does not exist yet): the message names the file and why."""
+
+
+# -- the key ----------------------------------------------------------------------------
+
+
+def _read_key(path: str, what: str = "the seal key") -> bytes:
+    """The secret in `path` (`what` names it in messages); FileNotFoundError when there is none; KeyUnusable
+    when it may not be used."""
+    shown = f"{what} {userfiles.shown(path)}"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if os.path.islink(path):
+            raise KeyUnusable(f"{shown} is a symbolic link; it is not used") from None
+        raise KeyUnusable(f"{shown} cannot be read ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not _stat.S_ISREG(st.st_mode):
+            raise KeyUnusable(f"{shown} is not a regular file; it is not used")
+        if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+            raise KeyUnusable(f"{shown} is owned by uid {st.st_uid}, not by you; it is not used")
+        if st.st_mode & 0o077:
+            raise KeyUnusable(f"{shown} can be read or written by others (mode {st.st_mode & 0o777:o}); it is not used")
+        raw = os.read(fd, 4 * KEY_BYTES)
+    finally:
+        os.close(fd)
+    if len(raw) != KEY_BYTES:
+        raise KeyUnusable(f"{shown} is damaged ({len(raw)} bytes, expected {KEY_BYTES}); it is not used")
+    return raw
+
+
+def _make_key(path: str, what: str = "the seal key") -> bytes:
+    """Create the secret: written 0600 under a temporary name, then linked into place, so no one ever reads half of
+    one and of two first uses at once both end up with the one that got there first."""
+    shown = f"{what} {userfiles.shown(path)}"
+    directory = os.path.dirname(path)
+    fsio.ensure_dir(directory)
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}-{os.urandom(4).hex()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise KeyUnusable(f"{shown} cannot be created ({exc.strerror})") from None
+    try:
+        try:
+            os.write(fd, os.urandom(KEY_BYTES))  # 32 bytes to a new file: one write
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process made it first: that one is the key
+    except OSError as exc:
+        raise KeyUnusable(f"{shown} cannot be created ({exc.strerror})") from None
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    fsio.fsync_dir(directory)
+    return _read_key(path, what)
+
+
+def key(create: bool = False) -> bytes:
+    """This user's seal key (made now if `create` and there is none); KeyUnusable says why it cannot be had."""
+    path = userfiles.seal_key_file()
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        if not create:
+            raise KeyUnusable(
+                f"this user has no seal key ({userfiles.shown(path)}), so nothing here was sealed by this user"
+            ) from None
+    return _make_key(path)
+
+
+def capability(create: bool = True) -> str | None:
+    """This user's capability (docs/authority.md), as the text COCOPLUS_MCP_TOKEN carries: a secret kept like the
+    seal key (`userfiles.capability_file()`), which makes `cocoplus mcp` serve the brain's tools and a `cocoplus`
+    command act as the main brain; cocoplus gives it only to the controller it starts.  None when there is none
+    and `create` is false."""
+    path = userfiles.capability_file()
+    what = "the capability"
+    try:
+        return _read_key(path, what).hex()
+    except FileNotFoundError:
+        if not create:
+            return None
+    return _make_key(path, what).hex()
+
+
+# -- the MAC ------------------------------------------------------------------------------
+
+
+def _put(out: list[bytes], value: Any) -> None:
+    """Append `value` (None, a string, or a list of these) unambiguously: a tag, a length, the bytes."""
+    if value is None:
+        out.append(b"n")
+    elif isinstance(value, str):
+        raw = value.encode("utf-8", "surrogatepass")
+        out.append(b"s%d:" % len(raw))
+        out.append(raw)
+    elif isinstance(value, (list, tuple)):
+        out.append(b"l%d:" % len(value))
+        for item in value:
+            _put(out, item)
+    else:
+        raise ValueError(f"cannot seal a {type(value).__name__}")
+
+
+def encode(fields: list[Any]) -> bytes:
+    """The canonical bytes of `fields` (ValueError for anything but None, strings and lists of them)."""
+    out: list[bytes] = []
+    _put(out, [DOMAIN, *fields])
+    return b"".join(out)
+
+
+def hmac_sha256(secret: bytes, message: bytes) -> str:
+    """HMAC-SHA256 (RFC 2104) of `message`, in hex: the same as `hmac.new(secret, message, "sha256").hexdigest()`."""
+    if len(secret) > _BLOCK:
+        secret = _sha(secret).digest()
+    secret = secret.ljust(_BLOCK, b"\0")
+    inner = _sha(secret.translate(_IPAD))
+    inner.update(message)
+    outer = _sha(secret.translate(_OPAD))
+    outer.update(inner.digest())
+    return str(outer.hexdigest())
+
+
+def seal(fields: list[Any]) -> str:
+    """The seal over `fields` under this user's key (made on first use); KeyUnusable, ValueError."""
+    return hmac_sha256(key(create=True), encode(fields))
+
+
+def check(fields: list[Any], found: Any) -> str | None:
+    """None when `found` is the seal over `fields` under this user's key; otherwise why not, in a few words."""
+    if not isinstance(found, str) or not found:
+        if os.path.lexists(userfiles.seal_key_file()):
+            try:
+                key()
+            except KeyUnusable as exc:  # which is why cocoplus sealed nothing: say so
+                return f"{NO_SEAL}; {exc.message}"
+        return NO_SEAL
+    try:
+        data = encode(fields)
+    except ValueError:
+        return MALFORMED
+    try:
+        secret = key()
+    except KeyUnusable as exc:
+        return f"cannot be checked: {exc.message}"
+    from hmac import compare_digest  # deferred: never on the hook path
+
+    if not compare_digest(hmac_sha256(secret, data), found):
+        return MISMATCH
+    return None
+
+
+# -- what is sealed, for each kind of record ---------------------------------------------------------
+
+
+def project_path(project: str) -> str:
+    """How a seal names the directory a command runs in: its real path (a record copied elsewhere does not hold)."""
+    return os.path.realpath(project)
+
+
+def session_fields(
+    rec_id: Any, runtime: Any, runtime_session_id: Any, project: str, program: Any, argv: Any
+) -> list[Any]:
+    """What a session's seal covers: the record, its runtime and runtime session, where it runs,
+    and its command line."""
+    return [SESSION, rec_id, runtime, runtime_session_id, project_path(project), program, argv]
+
+
+def worker_fields(worker_id: Any, project: str, command: Any, cwd: str | None = None) -> list[Any]:
+    """What a managed worker's seal covers: the worker, its project, the command its runner starts, and the
+    directory it runs in when that is not the project (its git worktree)."""
+    fields = [WORKER, worker_id, project_path(project), command]
+    return [*fields, project_path(cwd)] if cwd else fields
+
+
+def worker_cwd(rec: dict[str, Any]) -> str | None:
+    """The worker's own directory (its git worktree's, `launch --worktree`), or None: it runs in the project."""
+    tree = rec.get("worktree")
+    cwd = tree.get("cwd") if isinstance(tree, dict) else None
+    return cwd if isinstance(cwd, str) and cwd else None
+
+
+def session_problem(rec: dict[str, Any], project: str) -> str | None:
+    """Why the session record's recorded command line may not be
+    run (None: it is sealed for this user, project and record)."""
+    proc = rec.get("process")
+    if not isinstance(proc, dict):
+        return NO_SEAL
+    program, argv = proc.get("program"), proc.get("argv")
+    if not _argv_or_none(program) or not _argv_or_none(argv):
+        return MALFORMED
+    if program is not None and not all(os.path.isabs(p) for p in program):
+        return MALFORMED
+    fields = session_fields(rec.get("id"), rec.get("runtime"), rec.get("runtime_session_id"), project, program, argv)
+    return check(fields, proc.get("seal"))
+
+
+def worker_problem(rec: dict[str, Any], project: str, worker_id: str) -> str | None:
+    """Why worker `worker_id`'s record's command may not be run.
+
+    None: it is sealed for this user, project and worker."""
+    cmd = rec.get("command")
+    if not _argv_or_none(cmd) or not cmd or not os.path.isabs(cmd[0]):
+        return MALFORMED
+    tree = rec.get("worktree")
+    if tree is not None and (worker_cwd(rec) is None or not os.path.isabs(worker_cwd(rec) or "")):
+        return MALFORMED
+    return check(worker_fields(worker_id, project, cmd, worker_cwd(rec)), rec.get("seal"))
+
+
+def _argv_or_none(value: Any) -> bool:
+    return value is None or (isinstance(value, list) and all(isinstance(a, str) for a in value))
+
+
+def sealed(fields: list[Any], log: Callable[[str], None] | None = None) -> str | None:
+    """The seal over `fields`, or None (said to `log`) when this user's key cannot be used.
+
+    A record without its seal is then not run."""
+    try:
+        return seal(fields)
+    except (CocoplusError, ValueError, OSError) as exc:  # the record is written all the same, unsealed
+        if log is not None:
+            log(f"not sealed: {exc}")
+        return None

@@ -1,0 +1,264 @@
+"""The two forms of a hook command, and the per-user pointer that makes one of them work on every machine.
+
+* **direct**: `<python> -E -S <.../cocoplus/hook/__main__.py> <Event> --runtime R --timeout N`,
+  the fastest start there is (SPEC section 10), but with this machine's
+  paths in it.  It goes only into a runtime's per-user project file
+  (Claude Code's `.claude/settings.local.json`, which Claude Code keeps out
+  of git), never into a file a team commits.
+* **launcher**: a few lines of POSIX shell, the same on every machine, for
+  the files a team commits (`.codex/hooks.json`, `.gemini/settings.json`,
+  `.cursor/hooks.json`) and for the agent plugins and extensions.  It
+  sources this user's pointer file, `~/.local/share/cocoplus/hook.sh`,
+  which `cocoplus install` writes and which names the interpreter and the
+  hook script of the cocoplus this user installed, and execs them: one
+  file read more than the direct form, in the shell the runtime starts
+  anyway.  Without a pointer it runs `cocoplus hook` from PATH (slower,
+  still correct).  With no cocoplus at all it keeps the kill switch: before
+  a tool, an `AGENT_STOP` in the project's `.cocoplus/` (or a `.cocoplus/`
+  it cannot search) blocks the tool with exit 2 and one line on stderr;
+  every other event passes.
+
+The runtimes run a hook command with `sh -c` (Claude Code) or `bash -c`
+(Codex, Gemini CLI), so the launcher is plain POSIX shell with no `sh -c`
+of its own.  Its variables are named `cocoplus_*`: Gemini CLI expands
+`$NAME` in its settings from its own environment before the shell sees
+them, so no name here may be one a user's environment has.
+
+No `--dir` in any form: the hook finds the project from the runtime (its
+project variable, the session's working directory, the payload's `cwd`).
+Both forms pass `--timeout N`, the timeout written beside the command
+(hook/timeouts.py): the hook ends every wait in time for it.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from cocoplus import __version__
+from cocoplus.core.errors import CocoplusError
+from cocoplus.install import files
+
+# Where the pointer lives: under this user's home directory as the password database names it, not
+# `$HOME` (a repository can set a hook's environment: Claude Code's `.claude/settings.json` `env`, Gemini
+# CLI's project `.env`).  Not under XDG_DATA_HOME: runtimes start MCP servers (and may start hooks) with a
+# reduced environment (Codex does).  `~user` is the shell's own look-up of the password database; the user
+# name comes from `/usr/bin/id` by its absolute path (PATH is the repository's to set too).
+POINTER_REL = ".local/share/cocoplus/hook.sh"
+_HOME = (
+    "cocoplus_u=$(/usr/bin/id -un 2>/dev/null); cocoplus_h=; "
+    'case "$cocoplus_u" in ""|*[!A-Za-z0-9._-]*) ;; *) eval "cocoplus_h=~$cocoplus_u";; esac; '
+    'case "$cocoplus_h" in /*) ;; *) cocoplus_h=;; esac; '
+)
+POINTER_SH = f'"$cocoplus_h/{POINTER_REL}"'
+# Text every launcher carries: how install, uninstall and doctor recognise one as cocoplus' own.
+LAUNCHER_MARK = "/cocoplus/hook.sh"
+_SOURCE = _HOME + f'cocoplus_p={POINTER_SH}; [ -n "$cocoplus_h" ] && [ -r "$cocoplus_p" ] && . "$cocoplus_p"; '
+INSTALL_HINT = "pipx install cocoplus (or uv tool install cocoplus), then cocoplus install"
+# The interpreter's own variables a repository could set to run its code (PYTHONPATH, a user site with
+# .pth files, another home): the launcher drops them before a `cocoplus` console script starts.
+PYTHON_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONSTARTUP", "PYTHONPLATLIBDIR", "PYTHONEXECUTABLE")
+# The flags of every interpreter a hook command starts: -E ignores PYTHON* variables (a committed setting can
+# set them), -S skips site (the fastest start; the script puts the package on the path itself).
+HOOK_FLAGS = ("-E", "-S")
+
+
+def hook_script() -> str:
+    """This installation's `cocoplus/hook/__main__.py`."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(os.path.dirname(here), "hook", "__main__.py")
+
+
+def hook_args(runtime: str, event: str, timeout_s: int | None = None) -> str:
+    """`<Event> --runtime R [--timeout N]`: what every form passes the hook (N: the timeout it was installed with)."""
+    args = f"{shlex.quote(event)} --runtime {runtime}"
+    return args if timeout_s is None else f"{args} --timeout {int(timeout_s)}"
+
+
+def direct(
+    runtime: str, event: str, python: str | None = None, hook: str | None = None, timeout_s: int | None = None
+) -> str:
+    """The direct command, with this installation's interpreter and hook script (or the ones given)."""
+    py = python or sys.executable
+    return " ".join(
+        [shlex.quote(py), *HOOK_FLAGS, shlex.quote(hook or hook_script()), hook_args(runtime, event, timeout_s)]
+    )
+
+
+def _project_search(project_env: tuple[str, ...]) -> str:
+    """Shell that sets `cocoplus_d` to the `.cocoplus/` above the runtime's project variables or the working
+    directory (entry.py's places), or leaves it empty; `cocoplus_x` to `1` if AGENT_STOP exists in any place found
+    (COCOPLUS_DIR too: an override only adds a place), `?` if a place cannot be searched."""
+    starts = " ".join([*(f'"${name}"' for name in project_env), '"$(pwd -P)"', '"$COCOPLUS_DIR"'])
+    return (
+        f'cocoplus_d=; cocoplus_x=; for cocoplus_s in {starts}; do cocoplus_f=; while [ -n "$cocoplus_s" ]; do '
+        'if [ -d "$cocoplus_s/.cocoplus" ]; then cocoplus_f="$cocoplus_s/.cocoplus"; break; fi; '
+        'if [ "${cocoplus_s##*/}" = .cocoplus ] && [ -d "$cocoplus_s" ]; then cocoplus_f=$cocoplus_s; break; fi; '
+        "cocoplus_s=${cocoplus_s%/*}; done; "
+        'if [ -n "$cocoplus_f" ]; then [ -n "$cocoplus_d" ] || cocoplus_d=$cocoplus_f; '
+        'if [ -e "$cocoplus_f/AGENT_STOP" ] || [ -L "$cocoplus_f/AGENT_STOP" ]; then cocoplus_x=1; '
+        'elif ! [ -x "$cocoplus_f" ]; then [ -n "$cocoplus_x" ] || cocoplus_x="?$cocoplus_f"; fi; fi; done; '
+    )
+
+
+def _cocoplus_on_path() -> str:
+    """Shell that sets `cocoplus_c` to `cocoplus` on PATH, unless PATH leads into the project (the nearest
+    directory above the working directory holding `.cocoplus` or `.git`) or to a relative path; then drops
+    the interpreter variables a repository could set."""
+    return (
+        "cocoplus_c=$(command -v cocoplus 2>/dev/null); "
+        'case "$cocoplus_c" in /*) cocoplus_c="$(cd "${cocoplus_c%/*}" 2>/dev/null && pwd -P)/${cocoplus_c##*/}";; '
+        "*) cocoplus_c=;; esac; "
+        'cocoplus_r=$(pwd -P); cocoplus_s=$cocoplus_r; while [ -n "$cocoplus_s" ]; do '
+        'if [ -e "$cocoplus_s/.cocoplus" ] || [ -e "$cocoplus_s/.git" ]; then cocoplus_r=$cocoplus_s; break; fi; '
+        "cocoplus_s=${cocoplus_s%/*}; done; "
+        'case "$cocoplus_c" in "$cocoplus_r"/*|/cocoplus) cocoplus_c=;; esac; '
+        f"unset {' '.join(PYTHON_ENV)}; "
+    )
+
+
+def _missing(kind: str, title: str, project_env: tuple[str, ...]) -> str:
+    """What the launcher does when this user has no cocoplus: keep the kill switch before a tool, else pass."""
+    if kind in ("pre_tool", "permission"):
+        return (
+            'if [ "$cocoplus_x" = 1 ]; then '
+            "printf 'cocoplus: the agent is stopped (%s/AGENT_STOP exists); cocoplus is not installed for this user "
+            f'(to see why and resume: {INSTALL_HINT})\\n\' "$cocoplus_d" >&2; exit 2; fi; '
+            'if [ -n "$cocoplus_x" ]; then '
+            "printf 'cocoplus: cannot tell whether the agent is stopped (%s cannot be searched); tools are blocked\\n' "
+            '"${cocoplus_x#?}" >&2; exit 2; fi; exit 0'
+        )
+    if kind == "session_start":
+        return (
+            f"echo 'cocoplus: this project runs cocoplus hooks in {title}, but cocoplus is not installed for this user "
+            f"(the kill switch still holds): {INSTALL_HINT}' >&2; exit 0"
+        )
+    return "exit 0"
+
+
+def hook_launcher(
+    runtime: str, event: str, kind: str, title: str, project_env: tuple[str, ...], timeout_s: int | None = None
+) -> str:
+    """The launcher command for one event: the same text on every machine.
+
+    This user's pointer (found under the home directory the password database names), else `cocoplus` on
+    PATH if it is not the project's own file; a command in no cocoplus project does nothing; with no
+    cocoplus at all the kill switch still holds before a tool.
+    """
+    args = hook_args(runtime, event, timeout_s)
+    flags = " ".join(HOOK_FLAGS)
+    return (
+        _SOURCE
+        + '[ -x "$cocoplus_python" ] && [ -r "$cocoplus_hook" ] && '
+        + f'exec "$cocoplus_python" {flags} "$cocoplus_hook" {args}; '
+        + _project_search(project_env)
+        + '[ -n "$cocoplus_d" ] || exit 0; '
+        + _cocoplus_on_path()
+        + f'[ -n "$cocoplus_c" ] && exec "$cocoplus_c" hook {args}; '
+        + _missing(kind, title, project_env)
+    )
+
+
+def program_launcher(*args: str) -> str:
+    """Shell that runs `cocoplus ARGS` with this user's cocoplus (the MCP server): the pointer's interpreter
+    (`-E -P`: no PYTHON* variables, not the working directory's `cocoplus/` package), else `cocoplus` on PATH if
+    it is not the project's own file."""
+    words = " ".join(shlex.quote(a) for a in args)
+    return (
+        _SOURCE
+        + f'[ -x "$cocoplus_python" ] && exec "$cocoplus_python" -E -P -m cocoplus {words}; '
+        + _cocoplus_on_path()
+        + f'[ -n "$cocoplus_c" ] && exec "$cocoplus_c" {words}; '
+        + f"echo 'cocoplus is not installed for this user: {INSTALL_HINT}' >&2; exit 127"
+    )
+
+
+def is_launcher(command: Any) -> bool:
+    return isinstance(command, str) and LAUNCHER_MARK in command and "cocoplus_p=" in command
+
+
+# -- the pointer -----------------------------------------------------------------------------
+
+
+def pointer_path(environ: Mapping[str, str] | None = None) -> str:
+    """`~/.local/share/cocoplus/hook.sh` under this user's home, as the launcher finds it (`home`)."""
+    return os.path.join(home(environ), POINTER_REL)
+
+
+def home(environ: Mapping[str, str] | None = None) -> str:
+    """This user's home directory as the launcher finds it: the password database's, not `$HOME`.
+
+    Where the password database has no entry for this user (some containers), `$HOME`, which the
+    launcher does not use: there, `doctor` says the launchers find no pointer.
+    """
+    import pwd  # deferred: only install and doctor look for the pointer
+
+    env = os.environ if environ is None else environ
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return env.get("HOME") or os.path.expanduser("~")
+
+
+def pointer_text(python: str | None = None, hook: str | None = None) -> str:
+    return (
+        f"# The cocoplus this user's agent hooks run (written by `cocoplus install`, cocoplus {__version__}).\n"
+        "# Hook commands in projects and plugins source this file; run `cocoplus install` again after moving "
+        f"cocoplus.\ncocoplus_python={shlex.quote(python or sys.executable)}\n"
+        f"cocoplus_hook={shlex.quote(hook or hook_script())}\n"
+    )
+
+
+def write_pointer(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Point this user's hooks at this installation: `{"path", "changed", "previous"}`."""
+    path = pointer_path(environ)
+    text = pointer_text()
+    current = files.read_text(path) if os.path.lexists(path) else None
+    if current == text:
+        return {"path": path, "changed": False, "previous": None}
+    previous = parse_pointer(current) if current else None
+    files.write_text(path, text)
+    return {"path": path, "changed": True, "previous": previous}
+
+
+def parse_pointer(text: str) -> dict[str, str]:
+    """`{"python", "hook"}` from a pointer file's text (what is there of them)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        name, eq, value = line.partition("=")
+        if eq and name in ("cocoplus_python", "cocoplus_hook"):
+            try:
+                words = shlex.split(value)
+            except ValueError:
+                continue
+            if len(words) == 1:
+                out[name.removeprefix("cocoplus_")] = words[0]
+    return out
+
+
+def read_pointer(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The pointer as doctor reports it: path, exists, python, hook, problems,
+    and whether it names this installation."""
+    path = pointer_path(environ)
+    info: dict[str, Any] = {"path": path, "exists": os.path.lexists(path), "python": None, "hook": None, "problems": []}
+    if not info["exists"]:
+        info["this_installation"] = False
+        return info
+    try:
+        parsed = parse_pointer(files.read_text(path))
+    except CocoplusError as exc:
+        info["problems"].append(str(exc))
+        parsed = {}
+    info.update(parsed)
+    for key, what in (("python", "interpreter"), ("hook", "hook script")):
+        value = info.get(key)
+        if not value:
+            info["problems"].append(f"{path}: names no {what}")
+        elif not os.path.exists(value):
+            info["problems"].append(f"{path}: names {value}, which does not exist (a removed or moved cocoplus)")
+    info["this_installation"] = info.get("python") == sys.executable and info.get("hook") == hook_script()
+    return info

@@ -1,0 +1,189 @@
+"""Register `cocoplus mcp` in a runtime's project MCP configuration (`install` / `uninstall` / `doctor`).
+
+Each adapter names its file (MCP_FILE), its format (MCP_FORMAT: a JSON
+`mcpServers` object, or Codex's TOML `[mcp_servers.NAME]` tables) and the
+shape of one entry (mcp_entry).  The entry under the name `cocoplus` is
+cocoplus' own: `install` writes or upgrades its command (keeping any other
+keys added to it, such as `env` or Codex's `default_tools_approval_mode`)
+and leaves every other server and setting as it was; running it again
+changes nothing; `uninstall` removes only that entry (and a file that
+exists only for MCP servers, MCP_OWN_FILE, once it is left empty).  The
+command (wiring.mcp_server) is the same on every machine: `sh -c` with
+the launcher, which runs `cocoplus mcp` with this user's cocoplus; no
+path, no `--dir` (the server finds the project from its working
+directory, the session's).  Entries an earlier release wrote
+(`<python> -m cocoplus --dir <project> mcp`) are upgraded in place.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from cocoplus.core.errors import CocoplusError
+from cocoplus.install import files, wiring
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from cocoplus.runtimes.protocol import Adapter
+
+NAME = "cocoplus"
+TOML_TABLE = "mcp_servers"
+
+
+def config_path(adapter: Adapter, project: str) -> str | None:
+    return os.path.join(project, *adapter.MCP_FILE) if adapter.MCP_FILE else None
+
+
+def entry(adapter: Adapter, project: str) -> dict[str, Any]:
+    return wiring.mcp_server(adapter)
+
+
+def _merged(current: Any, ours: dict[str, Any]) -> dict[str, Any]:
+    """Our entry, keeping any other keys someone added to it (env, approvals, trust, ...)."""
+    return {**current, **ours} if isinstance(current, dict) else ours
+
+
+def _servers(path: str, doc: dict[str, Any]) -> dict[str, Any]:
+    servers = doc.get("mcpServers")
+    if servers is None:
+        return {}
+    if not isinstance(servers, dict):
+        raise CocoplusError(f'{path}: "mcpServers" is not an object; fix it by hand, cocoplus will not overwrite it')
+    return servers
+
+
+# -- JSON --------------------------------------------------------------------------------------
+
+
+def _install_json(adapter: Adapter, path: str, project: str) -> dict[str, Any]:
+    doc = files.load_json(path)
+    servers = _servers(path, doc)
+    want = _merged(servers.get(NAME), entry(adapter, project))
+    if servers.get(NAME) == want:
+        return {"changed": False, "path": path}
+    existed = NAME in servers
+    doc["mcpServers"] = {**servers, NAME: want}
+    files.write_json(path, doc)
+    return {"changed": True, "path": path, "action": "updated" if existed else "added"}
+
+
+def _uninstall_json(adapter: Adapter, path: str) -> dict[str, Any]:
+    doc = files.load_json(path)
+    servers = _servers(path, doc)
+    if NAME not in servers:
+        return {"changed": False, "path": path}
+    del servers[NAME]
+    if servers:
+        doc["mcpServers"] = servers
+    else:
+        doc.pop("mcpServers", None)
+    if not doc and adapter.MCP_OWN_FILE:
+        os.unlink(path)
+    else:
+        files.write_json(path, doc)
+    return {"changed": True, "path": path, "action": "removed"}
+
+
+def _json_servers(path: str) -> dict[str, Any]:
+    return _servers(path, files.load_json(path))
+
+
+# -- TOML --------------------------------------------------------------------------------------
+
+
+def _install_toml(adapter: Adapter, path: str, project: str) -> dict[str, Any]:
+    text = files.read_text(path)
+    current = (files.parse_toml(path, text).get(TOML_TABLE) or {}).get(NAME)
+    kept, removed = files.strip_toml_table(text, TOML_TABLE, NAME)
+    left = files.parse_toml(path, kept)
+    if NAME in (left.get(TOML_TABLE) or {}):
+        raise CocoplusError(
+            f"{path}: {TOML_TABLE}.{NAME} is not written as a [{TOML_TABLE}.{NAME}] table; "
+            "remove it by hand and install again"
+        )
+    want = _merged(current, entry(adapter, project))
+    new = (kept.rstrip("\n") + "\n\n" if kept.strip() else "") + files.toml_table(TOML_TABLE, NAME, want)
+    if new == text:
+        return {"changed": False, "path": path}
+    got = files.parse_toml(path, new)
+    if (got.get(TOML_TABLE) or {}).get(NAME) != want:
+        raise CocoplusError(
+            f"{path}: the [{TOML_TABLE}.{NAME}] table did not come out as written; fix the file by hand"
+        )
+    files.write_text(path, new)
+    return {"changed": True, "path": path, "action": "updated" if removed else "added"}
+
+
+def _uninstall_toml(adapter: Adapter, path: str) -> dict[str, Any]:
+    text = files.read_text(path)
+    files.parse_toml(path, text)
+    kept, removed = files.strip_toml_table(text, TOML_TABLE, NAME)
+    if not removed:
+        return {"changed": False, "path": path}
+    files.parse_toml(path, kept)
+    if not kept.strip() and adapter.MCP_OWN_FILE:
+        os.unlink(path)
+    else:
+        files.write_text(path, kept)
+    return {"changed": True, "path": path, "action": "removed"}
+
+
+def _toml_servers(path: str) -> dict[str, Any]:
+    servers = files.parse_toml(path, files.read_text(path)).get(TOML_TABLE)
+    return servers if isinstance(servers, dict) else {}
+
+
+_FORMATS = {
+    "json": (_install_json, _uninstall_json, _json_servers),
+    "toml": (_install_toml, _uninstall_toml, _toml_servers),
+}
+
+
+# -- entry points ------------------------------------------------------------------------------
+
+
+def install(adapter: Adapter, project: str) -> dict[str, Any] | None:
+    """Write or upgrade the `cocoplus` entry: `{"changed", "path", "action"?}`;
+    None where the runtime has no MCP config."""
+    path = config_path(adapter, project)
+    if path is None:
+        return None
+    return _FORMATS[adapter.MCP_FORMAT][0](adapter, path, project)
+
+
+def uninstall(adapter: Adapter, project: str) -> dict[str, Any] | None:
+    """Remove the `cocoplus` entry (only it): `{"changed", "path"}`."""
+    path = config_path(adapter, project)
+    if path is None:
+        return None
+    if not os.path.exists(path):
+        return {"changed": False, "path": path}
+    return _FORMATS[adapter.MCP_FORMAT][1](adapter, path)
+
+
+def current(adapter: Adapter, project: str) -> bool | None:
+    """Whether cocoplus' entry is what `install` writes now (None: no MCP config or no entry)."""
+    path = config_path(adapter, project)
+    if path is None or not os.path.exists(path):
+        return None
+    try:
+        have = _FORMATS[adapter.MCP_FORMAT][2](path).get(NAME)
+    except CocoplusError:
+        return None
+    if not isinstance(have, dict):
+        return None
+    return _merged(have, entry(adapter, project)) == have
+
+
+def registered(adapter: Adapter, project: str) -> bool | None:
+    """Whether the runtime's project MCP config names cocoplus' server (None: it has none)."""
+    path = config_path(adapter, project)
+    if path is None:
+        return None
+    if not os.path.exists(path):
+        return False
+    try:
+        return NAME in _FORMATS[adapter.MCP_FORMAT][2](path)
+    except CocoplusError:
+        return False
