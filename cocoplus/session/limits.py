@@ -3,7 +3,9 @@
 A runtime's adapter says when a hook event or a line of its headless output
 reports a limit (`limit_of`, `output_limit`: `{"reason", "resets_at"}`, the
 reset in epoch seconds where the runtime or its API said it, else None).
-`pause` turns the session record into a paused one:
+`pause` turns the session record into a paused one (one already paused
+by a limit stays as it is: a limit is often told twice, by the hook and by
+the run's output, and the second telling must not restart its back-off):
 
     state   paused
     limit   {"reason", "resets_at" (ISO), "estimate" (true when the runtime gave no reset time),
@@ -44,6 +46,9 @@ def wait_s(retry_s: float, tries: int) -> float:
 def pause(rec: dict[str, Any], found: Mapping[str, Any], retry_s: float, now: float | None = None) -> dict[str, Any]:
     """Make session record `rec` paused by the limit `found` (an adapter's answer); the limit recorded."""
     now = time.time() if now is None else now
+    already = active(rec)
+    if already is not None:
+        return already  # the same limit told twice (its hook, then its run's output): the first word stands
     old = rec.get("limit") if isinstance(rec.get("limit"), dict) else None
     tries = 0
     if old is not None:

@@ -116,6 +116,10 @@ def resume(layout: Layout, rec: dict[str, Any], limit: dict[str, Any], now: floa
     if out.get("route") in ("resume", "held", "steer"):
         return f"try {tries}: {out.get('message')}"
     # Not resumed (its runtime cannot be resumed headless, the resume failed): the next try after a back-off.
+    again = limits.active(registry.read_record(layout, rec["id"]))
+    if again is not None and again.get("resumed_at") is None:
+        # Limited again within the resume, and its hook has paused it already (with the try counted).
+        return f"try {tries}: limited again ({out.get('message')}); {limits.text(again)}"
     retry_s = float(config_mod.load_for(layout).get("workers.limit_retry_s"))
     later = clock.iso(now + limits.wait_s(retry_s, tries))
     if _note(layout, rec["id"], "paused", resets_at=later, resume_at=None, resumed_at=None) is None:

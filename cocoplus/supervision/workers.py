@@ -463,7 +463,13 @@ def finish(
             rec["left_behind"] = [dict(p, ended=False) for p in left_behind]
         killed = rec.get("kill_requested") or None
         sess = session_of(layout, rec)
-        if sess is not None and limit is not None and not killed and sess.get("state") in vocab.ACTIVE_STATES:
+        if (
+            sess is not None
+            and limit is not None
+            and not killed
+            and sess.get("state") in vocab.ACTIVE_STATES
+            and limits.active(sess) is None  # (its hook said so already: one pause, one `limited` signal)
+        ):
             sess = _pause_session(layout, sess, limit)
         paused = None if killed or sess is None else limits.active(sess)
         status = status_text(code)
@@ -580,13 +586,18 @@ def _pause_session(layout: Layout, sess: dict[str, Any], limit: dict[str, Any]) 
     runtime); the `limited` signal as the hook would have sent it."""
     retry_s = float(config_mod.load_for(layout).get("workers.limit_retry_s"))
 
+    box: dict[str, bool] = {}
+
     def change(r: dict[str, Any]) -> None:
+        box["told"] = limits.active(r) is not None  # its hook paused it meanwhile: that pause and signal stand
         limits.pause(r, limit, retry_s)
 
     try:
         rec = registry.update(layout, sess["id"], change)
     except CocoplusError:
         return sess
+    if box.get("told"):
+        return rec
     got = rec.get("limit") or {}
     try:
         registry.append_signal(

@@ -55,6 +55,13 @@ def paused(p: Project, env: dict[str, str], alias: str, tries: int = 0) -> dict[
     return s if s and s["state"] == "paused" and s["limit"] and s["limit"]["tries"] == tries else None
 
 
+def what_happened(p: Project, env: dict[str, str], watcher: Watcher) -> str:
+    """The watcher's log, the sessions and the workers, for a failure's message."""
+    shown = [watcher.text()[-4000:], json.dumps(cli_json(p, env, "sessions", "list")["sessions"], indent=1)[-4000:]]
+    shown.append(json.dumps(cli_json(p, env, "workers", "list"), indent=1)[-4000:])
+    return "\n---\n".join(shown)
+
+
 @pytest.mark.timeout(900)  # three Claude Code runs, two resets and a held worker, on a loaded machine too
 def test_a_rate_limited_worker_is_paused_then_resumed_at_the_reset_and_a_queued_one_waits(proj: Project) -> None:
     p = proj
@@ -96,7 +103,10 @@ def test_a_rate_limited_worker_is_paused_then_resumed_at_the_reset_and_a_queued_
 
             # The watcher resumes it at the reset; still limited, it is paused again and waits twice as long.
             # (20 s to the reset, then a whole Claude Code start, on a machine the rest of the suite loads)
-            again = wait_until(lambda: paused(p, env, "parser", tries=1), timeout=300)
+            try:
+                again = wait_until(lambda: paused(p, env, "parser", tries=1), timeout=300)
+            except AssertionError:
+                raise AssertionError(what_happened(p, env, watcher)) from None
             waited = clock.parse_iso(again["limit"]["resets_at"]) - clock.parse_iso(again["limit"]["at"])  # type: ignore[operator]
             assert waited == pytest.approx(40, abs=0.01) and len(stub.limited) >= 2
 

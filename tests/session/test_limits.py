@@ -157,13 +157,19 @@ def test_a_limit_again_soon_after_a_resume_backs_off_and_a_given_reset_is_no_est
     rec["state"] = "running"
     again = limits.pause(rec, {"reason": "rate limit", "resets_at": None}, 60, now + 70)
     assert (again["tries"], clock.parse_iso(again["resets_at"])) == (1, now + 70 + 120)
+    # The same limit told a second time (its hook, then its run's output): the first telling stands.
+    twice = limits.pause(rec, {"reason": "rate limit", "resets_at": None}, 60, now + 71)
+    assert twice is again and (rec["limit"]["tries"], rec["limit"]["resets_at"]) == (1, again["resets_at"])
     rec["limit"].update(tries=3, resumed_at=clock.iso(now + 200))
+    rec["state"] = "running"
     third = limits.pause(rec, {"reason": "rate limit", "resets_at": None}, 60, now + 210)
     assert clock.parse_iso(third["resets_at"]) == now + 210 + 480
     # A day later it is a new limit: the count starts again.
     rec["limit"].update(resumed_at=clock.iso(now))
+    rec["state"] = "running"
     fresh = limits.pause(rec, {"reason": "usage limit", "resets_at": None}, 60, now + 86400)
     assert fresh["tries"] == 0
+    rec["state"] = "running"
     given = limits.pause(rec, {"reason": "usage limit", "resets_at": now + 86400 + 3000}, 60, now + 86400)
     assert given["estimate"] is False and clock.parse_iso(given["resets_at"]) == now + 86400 + 3000
     assert limits.wait_s(60, 30) == limits.BACKOFF_CAP_S
@@ -292,6 +298,33 @@ def test_a_run_whose_output_reports_a_limit_pauses_its_session_and_ends_exited_n
     sess = registry.read_record(project, rec["id"])
     assert sess is not None and sess["state"] == "paused" and sess["limit"]["resume"] == "watcher"
     assert [(s["kind"], s.get("worker")) for s in _signals(project)] == [("limited", "w1")]
+
+
+def test_a_resumed_run_limited_again_told_by_its_hook_and_its_output_is_paused_once_with_the_try_counted(
+    project: Layout,
+) -> None:
+    from cocoplus.supervision import workerrun, workers
+
+    payload = fixture("claude-stopfailure-rate-limit.json")
+    rec, _ = registry.ensure(project, "claude", payload["session_id"], event="SessionStart", info={"worker": "w1"})
+    os.makedirs(project.worker_dir("w1"))
+    Path(project.worker_record("w1")).write_text(json.dumps(
+        {"schema_version": 1, "id": "w1", "runtime": "claude", "task": "t", "state": "running", "runs": 2,
+         "created_at": clock.iso(), "started_at": clock.iso()}
+    ))  # fmt: skip
+    # The watcher resumed it (try 1) and the run met the limit again: its StopFailure hook paused it first.
+    registry.update(project, rec["id"], lambda r: limits.pause(r, {"reason": "rate limit"}, 20))
+    registry.update(project, rec["id"], lambda r: r.update(state="running") or r["limit"].update(
+        tries=1, resumed_at=clock.iso()))  # fmt: skip
+    assert run_hook(project, "StopFailure", payload).code == 0
+    told = registry.read_record(project, rec["id"])
+    assert told is not None and (told["state"], told["limit"]["tries"]) == ("paused", 1)
+    # Then its run ends and its output says the same: the pause stands as the hook made it, told once.
+    found = workerrun.output_limit("claude", (STREAMS / "claude-rate-limit.jsonl").read_text())
+    workers.finish(project, "w1", 1, "API Error: Request rejected (429) (exit code 1)", limit=found)
+    sess = registry.read_record(project, rec["id"])
+    assert sess is not None and sess["limit"] == told["limit"] and sess["state"] == "paused"
+    assert [s["kind"] for s in _signals(project)] == ["limited"]
 
 
 def test_codex_and_gemini_headless_output_of_a_limit_is_recognised_from_the_real_cli_lines() -> None:
