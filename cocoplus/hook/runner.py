@@ -419,7 +419,13 @@ def on_post_tool(h: Hook) -> Answer:
         h.touch_session()
         return None, 0
     parts: list[dict[str, Any] | None] = []
-    out = iteration.count(h.layout, s["max_iterations"], s["iteration_warn_at"], timeout=h.timeout)
+    out = iteration.count(
+        h.layout,
+        s["max_iterations"],
+        s["iteration_warn_at"],
+        timeout=h.timeout,
+        progress_every=iteration.PROGRESS_EVERY,
+    )
     if out.corrupt is not None:
         c = out.corrupt
         reason = (
@@ -684,6 +690,7 @@ def on_session_start(h: Hook) -> Answer:
     h.step("session_start", alias=rec["alias"] if rec else None, source=info["source"])
     if rec is not None:
         _export_session(h, rec["id"])
+    _sync_budget_lines(h)  # the handoff shows the count as it is
     from cocoplus.session import handoff  # deferred: only a session start reads the handoff
 
     text = handoff.context(h.layout, rec, worktree=bool(h.environ.get("COCOPLUS_WORKTREE")))
@@ -904,7 +911,18 @@ def on_notification(h: Hook) -> Answer:
     return None, 0
 
 
+def _sync_budget_lines(h: Hook) -> None:
+    """PROGRESS.md's Iteration Budget lines brought up to the count (PostToolUse writes them at every
+    `iteration.PROGRESS_EVERY`-th call only)."""
+    try:
+        iteration.sync_lines(h.layout, timeout=h.timeout)
+    except CocoplusError as exc:
+        h.log(f"PROGRESS.md budget lines not updated: {exc}")
+
+
 def on_session_end(h: Hook) -> Answer:
+    _sync_budget_lines(h)  # the handoff the next session reads
+
     def change(rec: dict[str, Any]) -> None:
         limit = rec.get("limit")
         if (

@@ -128,9 +128,17 @@ def count(
     *,
     timeout: float = 5.0,
     sync_progress: bool = True,
+    progress_every: int = 1,
     budget: Budget | None = None,
 ) -> Outcome:
     """Count one tool call, exactly once. Never raises for a busy lock or a full disk.
+
+    PROGRESS.md's Iteration Budget lines follow the count (`sync_progress`) at
+    every `progress_every`-th call, and always at the first, at the warn
+    threshold and at the cap: the hook passes PROGRESS_EVERY, so most calls
+    write the count alone (iteration-budget.json is what `session status`
+    and the cap read), and `sync_lines` brings the lines up to date when a
+    session starts or ends.
 
     A busy lock (past `timeout` or `budget`) or an unwritable file spools
     the increment; if even that fails, AGENT_STOP is created and
@@ -149,7 +157,7 @@ def count(
     else:
         try:
             _count_locked(layout, cap, warn_at, out)
-            if sync_progress and out.budget is not None:
+            if sync_progress and out.budget is not None and _lines_due(out, progress_every):
                 # Still under the count's lock, so PROGRESS.md's lines change in count order;
                 # a busy progress lock is handled here and never touches the count again.
                 try:
@@ -168,6 +176,20 @@ def count(
         except CocoplusError as exc:  # not even an empty AGENT_STOP: the caller still blocks this call
             out.problems.append(str(exc))
     return out
+
+
+def _lines_due(out: Outcome, every: int) -> bool:
+    b = out.budget
+    n = int(b["consumed"]) if b is not None else 0
+    return every <= 1 or n <= 1 or n % every == 0 or out.warned_now or out.capped_now
+
+
+def sync_lines(layout: Layout, *, timeout: float = DEFAULT_TIMEOUT, budget: Budget | None = None) -> bool:
+    """Bring PROGRESS.md's Iteration Budget lines up to the count in iteration-budget.json (under the count's
+    lock, so they never go back); whether it wrote.  CocoplusError if the count cannot be read."""
+    with Lock(layout.lock("iteration-budget"), timeout, budget):
+        doc = read(layout)
+        return doc is not None and sync_progress_file(layout, doc, timeout=timeout, budget=budget)
 
 
 def exhausted_reason(doc: dict[str, Any]) -> str:
@@ -237,6 +259,9 @@ def _count_locked(layout: Layout, cap: int, warn_at: int, out: Outcome) -> None:
     out.warned_now = warned_now
     out.capped = capped
     out.capped_now = capped_now
+
+
+PROGRESS_EVERY = 10  # the hook's `progress_every`: PROGRESS.md's budget lines are written at every tenth call
 
 
 def reset(layout: Layout, *, budget: Budget | None = None) -> dict[str, Any]:

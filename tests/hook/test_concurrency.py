@@ -8,7 +8,7 @@ import subprocess
 
 from cocoplus.core.paths import Layout
 from cocoplus.session import control, registry
-from tests.hook.helpers import fixture, hook_argv, hook_env
+from tests.hook.helpers import fixture, hook_argv, hook_env, run_hook
 
 
 def _race(
@@ -50,8 +50,10 @@ def test_64_concurrent_post_tool_use_hooks_count_64(project: Layout) -> None:
     assert not os.path.exists(project.iteration_spool_dir) or os.listdir(project.iteration_spool_dir) == []
     leftovers = [n for n in os.listdir(project.session_dir) if ".tmp-" in n]
     assert leftovers == []
-    progress = open(project.progress).read()
-    assert "- Consumed: 64" in progress
+    # PROGRESS.md's lines follow the count at every tenth call, in count order; the session's end brings them up.
+    assert "- Consumed: 60\n" in open(project.progress).read()
+    assert run_hook(project, "SessionEnd", fixture("claude-sessionend.json")).code == 0
+    assert "- Consumed: 64\n" in open(project.progress).read()
     (rec_name,) = [n for n in os.listdir(project.sessions_dir) if n.startswith("cs_") and n.endswith(".json")]
     # The record with its call log (64 fixed-width lines, appended without a lock): exactly 64 calls.
     rec = registry.read_record(project, rec_name[:-5])

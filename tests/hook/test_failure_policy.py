@@ -203,10 +203,15 @@ def test_progress_budget_lines_follow_the_count_without_clobbering_edits(project
     text = open(project.progress).read().replace("## Done\n", "## Done\n- wrote the parser  \n")
     with open(project.progress, "w") as fh:
         fh.write(text)
-    for i in range(3):
-        run_hook(project, "PostToolUse", {**fixture("claude-posttooluse-bash.json"), "tool_input": {"command": str(i)}})
-    after = open(project.progress).read()
-    assert after == text.replace("- Consumed: 0", "- Consumed: 3")
+    call = fixture("claude-posttooluse-bash.json")
+    for i in range(12):
+        run_hook(project, "PostToolUse", {**call, "tool_input": {"command": str(i)}})
+        after = open(project.progress).read()
+        # Written at the first call and at every tenth (iteration.PROGRESS_EVERY); the count itself at each.
+        assert after == text.replace("- Consumed: 0", f"- Consumed: {1 if i < 9 else 10}"), i
+    # A session start (the handoff it gives) or end brings the lines up to the count.
+    assert run_hook(project, "SessionStart", fixture("claude-sessionstart-startup.json")).code == 0
+    assert open(project.progress).read() == text.replace("- Consumed: 0", "- Consumed: 12")
 
 
 def test_loop_guard_asks_for_a_checkpoint_then_stops(project: Layout) -> None:
