@@ -1,0 +1,14 @@
+"""The hook: what agent runtimes run on their events (entry.py, the fast path; runner.py, the rest).
+
+`parse_timeout` lives here, in the package every hook process has loaded, so that the fast path
+(entry.py) and the installer's reading of written commands (timeouts.py) share it without a cycle.
+"""
+
+
+def parse_timeout(value: "str | None") -> "float | None":
+    """`--timeout`'s value: a positive, finite number of seconds, else None (a command an older release wrote)."""
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return seconds if 0 < seconds < float("inf") else None

@@ -28,6 +28,7 @@ POSIX-only: its locks are `fcntl` locks) and no `from __future__`.
 import posix
 import sys
 
+from cocoplus.hook import parse_timeout
 from cocoplus.runtimes import registry
 
 TYPE_CHECKING = False
@@ -279,7 +280,7 @@ def main(
             rest,
             guards,
             problem,
-            installed=timeout,
+            installed=parse_timeout(timeout),
         )
     except BaseException as exc:
         if isinstance(exc, SystemExit):

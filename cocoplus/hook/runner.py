@@ -27,10 +27,9 @@ from cocoplus.core import clock, fsio, jsonfast
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Budget, hook_margin, set_process_budget, wait_allowed
 from cocoplus.core.paths import Layout, ensure_marker, is_valid_id, walk_up
-from cocoplus.hook import timeouts
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import control, events, iteration, registry, status, stops
+from cocoplus.session import control, iteration, registry, stops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -110,6 +109,8 @@ class Hook:
         """The timeout this hook's runtime kills it at: the command's `--timeout`; for a command an older release
         wrote, the timeout `install` wrote beside it; where neither says, what `install` writes now."""
         if self._installed is None:
+            from cocoplus.hook import timeouts  # deferred: only a command an older release wrote has no --timeout
+
             found = timeouts.recorded(self._installed_by, self.event, self.layout.project)
             if found is None:
                 v = self.values
@@ -194,6 +195,8 @@ class Hook:
             self.log(f"signal not recorded: {exc}")
 
     def step(self, event: str, **fields: Any) -> None:
+        from cocoplus.session import events  # deferred: most tool calls log no step
+
         try:
             events.log_step(
                 self.layout, event, timeout=self.timeout, runtime=self.runtime, session=self.session_id, **fields
@@ -683,6 +686,8 @@ def on_session_start(h: Hook) -> Answer:
         h.log(f"stale sessions not healed: {exc}")
     _heal_status(h, max_age)
     if not control.stop_present(h.layout):
+        from cocoplus.session import status  # deferred: only a session start sets the run state
+
         try:
             status.set_state(h.layout, "running", f"session {rec['alias'] if rec else h.session_id} started")
         except CocoplusError as exc:
@@ -735,6 +740,8 @@ def _export_session(h: Hook, cs_id: str) -> None:
 
 
 def _heal_status(h: Hook, max_age: float) -> None:
+    from cocoplus.session import status  # deferred: only a session start heals the run state
+
     try:
         cur = status.read_status(h.layout)
     except CocoplusError as exc:
@@ -1036,14 +1043,14 @@ def run(
     rest: list[str],
     guards: list[str] | None = None,
     problem: str | None = None,
-    installed: str | None = None,
+    installed: float | None = None,
 ) -> int:
     """One hook event: `state` is the project's `.cocoplus/`, `guards` the other state directories whose stops
     apply, `problem` why some place cannot be trusted (every tool is then blocked; see `entry.places`),
     `installed` the command's `--timeout` (the seconds its runtime gives it; None from an older command)."""
     global ANSWERED
     ANSWERED = False
-    installed_s = timeouts.parse(installed)
+    installed_s = installed
     # Every lock this hook takes waits within the installed timeout, with a margin (until the config is read,
     # against the default timeout `install` writes, or the installed one if it is shorter).
     set_process_budget(

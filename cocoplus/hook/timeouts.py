@@ -18,6 +18,7 @@ Standard library only; at module level it imports only the registry, which
 every hook process has loaded already.
 """
 
+from cocoplus.hook import parse_timeout as parse
 from cocoplus.runtimes import registry
 
 TYPE_CHECKING = False
@@ -37,15 +38,6 @@ def for_event(adapter: "Adapter", event: str, kind: str, timeout_s: int, hold_s:
     elif kind == "permission" and adapter.ASKS_PERMISSION:
         total += int(wait_s)
     return int(adapter.hook_timeout(event, total))
-
-
-def parse(value: "Any") -> "float | None":
-    """`--timeout`'s value: a positive, finite number of seconds, else None."""
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        return None
-    return seconds if 0 < seconds < float("inf") else None
 
 
 def in_command(command: str) -> "float | None":

@@ -40,12 +40,26 @@ from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import parse_stop, render_stop, stop_sentence
-from cocoplus.session import events, status
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from collections.abc import Callable
+    from types import ModuleType
     from typing import Any
+
+
+def _events() -> ModuleType:
+    """`cocoplus.session.events`, imported when a stop, a resume or a steer logs a step (not on every hook)."""
+    from cocoplus.session import events
+
+    return events
+
+
+def _status() -> ModuleType:
+    """`cocoplus.session.status`, imported when a stop or a resume sets the run state (not on every hook)."""
+    from cocoplus.session import status
+
+    return status
 
 
 MAX_STEER_BYTES = 64 * 1024
@@ -315,10 +329,12 @@ def stop(
             previous = read_stop(layout)
             created, content = _create(layout, doc, True, problems)
             _secondary(
-                problems, events.log_step, layout, "stop", operator=operator, principal=principal, reason=reason,
+                problems, _events().log_step, layout, "stop", operator=operator, principal=principal, reason=reason,
                 stop_id=doc["id"], budget=budget,
             )  # fmt: skip
-            _secondary(problems, status.set_state, layout, "paused", f"stopped by {operator}: {reason}", budget=budget)
+            _secondary(
+                problems, _status().set_state, layout, "paused", f"stopped by {operator}: {reason}", budget=budget
+            )
         finally:
             lock.release()
     else:
@@ -364,10 +380,10 @@ def auto_stop(
     if busy is None:
         try:
             created, content = _create(layout, doc, False, problems)
-            state_written = _secondary(problems, status.set_state, layout, state, reason, budget=budget) is not None
+            state_written = _secondary(problems, _status().set_state, layout, state, reason, budget=budget) is not None
             if created:
                 _secondary(
-                    problems, events.log_step, layout, "stop", operator=operator, principal=doc["principal"],
+                    problems, _events().log_step, layout, "stop", operator=operator, principal=doc["principal"],
                     reason=reason, source=source, stop_id=doc["id"], budget=budget,
                 )  # fmt: skip
         finally:
@@ -375,7 +391,7 @@ def auto_stop(
     else:
         created, content = _create(layout, doc, False, problems)
         try:  # once more, without waiting: the holder may be done by now
-            status.set_state(layout, state, reason, timeout=0)
+            _status().set_state(layout, state, reason, timeout=0)
             state_written = True
         except CocoplusError as again:
             problems.append(
@@ -453,7 +469,7 @@ def resume(
         _remove_stop(layout.agent_stop)
         _secondary(
             problems,
-            events.log_step,
+            _events().log_step,
             layout,
             "resume",
             operator=operator,
@@ -465,7 +481,7 @@ def resume(
             budget_reset=reset_budget is not None,
             budget=budget,
         )
-        _secondary(problems, status.set_state, layout, "running", f"resumed by {operator}", budget=budget)
+        _secondary(problems, _status().set_state, layout, "running", f"resumed by {operator}", budget=budget)
     return {
         "resumed": True,
         "removed": current,
@@ -548,7 +564,7 @@ def steer(
         fsio.atomic_write_text(path, combined + "\n")
     appended = bool(existing and existing.strip())
     _secondary(
-        problems, events.log_step, layout, "steer_queued", operator=operator, principal=principal, chars=len(text),
+        problems, _events().log_step, layout, "steer_queued", operator=operator, principal=principal, chars=len(text),
         appended=appended, target=session,
     )  # fmt: skip
     return {"pending": combined + "\n", "appended": appended, "problems": problems}
@@ -661,7 +677,7 @@ def _read_claimed(layout: Layout, path: str, budget: Budget | None, source: str 
             kept = None
             cause += f"; {again}"
         try:
-            events.log_step(
+            _events().log_step(
                 layout, "steer_damaged", cause=cause, kept_at=layout.rel(kept) if kept else None, budget=budget
             )
         except CocoplusError:
@@ -719,7 +735,7 @@ def finish_steer(
     budget: Budget | None = None,
 ) -> None:
     """After the text was handed to the runtime: log it once, then drop the claimed file."""
-    events.log_step(
+    _events().log_step(
         layout,
         "steer_injected",
         steer_id=claim.id,

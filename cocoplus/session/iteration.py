@@ -21,12 +21,12 @@ from __future__ import annotations
 import os
 import time
 
-from cocoplus.core import clock, fsio, progress
+from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import MAX_COUNT, check_iteration_budget, new_iteration_budget
-from cocoplus.session import control, freshness
+from cocoplus.session import control
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -331,6 +331,8 @@ def sync_progress_file(
     we compute (the agent is editing it), we start again from its new
     content rather than overwrite the edit.  Returns whether it wrote.
     """
+    from cocoplus.core import progress  # deferred: most counted calls leave PROGRESS.md alone (PROGRESS_EVERY)
+
     values = budget_lines(doc)
     if extra:
         values.update(extra)
@@ -362,6 +364,8 @@ def update_progress(
                 return False
             if (after.st_mtime_ns, after.st_size, after.st_ino) != (before.st_mtime_ns, before.st_size, before.st_ino):
                 continue
+            from cocoplus.session import freshness  # deferred, as `progress` above
+
             freshness.note(layout, text, before.st_mtime)  # our write must not make the handoff look fresh
             fsio.atomic_write_text(path, new)
             return True

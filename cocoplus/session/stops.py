@@ -24,7 +24,6 @@ from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION, new_stop_id
-from cocoplus.session import events
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -122,6 +121,8 @@ def stop(
         previous = read(layout, cs)
         fsio.ensure_dir(layout.session_stops_dir)
         fsio.atomic_write_json(layout.session_stop(cs), doc)
+    from cocoplus.session import events  # deferred: the hooks read stops, only a stop writes one
+
     try:
         events.log_step(
             layout, "session_stop", session=cs, alias=rec.get("alias"), operator=operator, principal=principal,
@@ -178,6 +179,8 @@ def resume(
             except OSError:
                 pass
     if current is not None:
+        from cocoplus.session import events  # deferred, as in `stop`
+
         try:
             events.log_step(
                 layout, "session_resume", session=cs, alias=rec.get("alias"), operator=operator, principal=principal,
