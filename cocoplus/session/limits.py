@@ -128,6 +128,9 @@ def text(limit: Mapping[str, Any] | None, now: float | None = None) -> str | Non
         words += " (estimate)"
     if limit.get("cancelled"):
         return words + f"; resume cancelled ({limit['cancelled']})"
+    over = limit.get("failover")
+    if isinstance(over, dict):  # its worker's work went on in another runtime
+        return words + f"; continued in {over.get('to')}" + ("; handed back then" if over.get("return") else "")
     resume_at = clock.parse_iso(limit.get("resume_at"))
     if limit.get("resume") and resume_at is not None:
         words += f"; resume at {hhmm(resume_at, now)} ({limit['resume']})"
