@@ -362,8 +362,8 @@ def last_report(layout: Layout, wid: str) -> str | None:
 
 
 def runtimes_text(rec: dict[str, Any]) -> str | None:
-    """The runtimes a worker ran in, as every door shows them: `claude → codex (rate limit until 15:00)`; None for
-    a worker that never changed runtime."""
+    """The runtimes a worker ran in, as every door shows them: `claude → codex (rate limit until 15:00)` (with
+    `, estimate` where the runtime gave no reset time); None for a worker that never changed runtime."""
     history = [r for r in rec.get("runtimes") or [] if isinstance(r, dict) and r.get("runtime")]
     if len(history) < 2:
         return None
@@ -372,7 +372,7 @@ def runtimes_text(rec: dict[str, Any]) -> str | None:
     why = str(last.get("reason") or "")
     until = clock.parse_iso(last.get("until"))
     if until is not None:
-        why += f" until {limits.hhmm(until)}" + (" (estimate)" if last.get("estimate") else "")
+        why += f" until {limits.hhmm(until)}" + (", estimate" if last.get("estimate") else "")
     return f"{words} ({why})" if why else words
 
 
