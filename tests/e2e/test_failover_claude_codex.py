@@ -120,3 +120,50 @@ def test_a_rate_limited_claude_worker_continues_in_codex_from_the_handoff(proj: 
             assert "CODEX-CARRIED-ON" in (p.root / "workers" / "w1" / "output.log").read_text()
         finally:
             watcher.stop()
+
+
+@pytest.mark.timeout(900)
+def test_with_failover_return_the_work_comes_back_to_claude_code_at_the_reset(proj: Project) -> None:
+    p = proj
+    layout = Layout(str(p.root))
+    (p.root / "session" / "CONTEXT.md").write_text("# Context\n\n" + PREDICATES)
+    (p.project / "cocoplus.toml").write_text(
+        '[workers]\nfailover = ["codex"]\nfailover_after_s = 5\nfailover_return = true\nlimit_retry_s = 30\n'
+    )
+    with AnthropicStub([text("CLAUDE-BACK-AT-IT")]) as claude, ResponsesStub([text("CODEX-DID-THE-LEXER")]) as codex:
+        claude.limit(HOUR)
+        home = codex_home(p, codex)
+        env = dict(env_for(p, claude), CODEX_HOME=str(home), STUB_API_KEY="sk-test-local")
+        watcher = Watcher(layout, env)
+        try:
+            cli_json(p, env, "launch", "claude", TASK, "--alias", "parser")
+            try:
+                w = wait_until(
+                    lambda: (x := worker(p, env, "w1"))["runtime"] == "codex" and x["state"] == "exited" and x,
+                    timeout=300,
+                )
+            except AssertionError:
+                raise AssertionError(what_happened(p, env, watcher)) from None
+            claude_session = w["runtimes"][0]["session"]
+            s = next(x for x in cli_json(p, env, "sessions", "list")["sessions"] if x["id"] == claude_session)
+            assert s["paused"].endswith("; continued in codex; handed back then"), s
+            claude.lift()
+            # At the (estimated) reset the watcher resumes the Claude session with what Codex did meanwhile.
+            try:
+                back = wait_until(
+                    lambda: (x := worker(p, env, "w1"))["runtime"] == "claude" and x["state"] == "exited" and x,
+                    timeout=300,
+                )
+            except AssertionError:
+                raise AssertionError(what_happened(p, env, watcher)) from None
+            assert back["runs"] == 3 and back["exit"]["code"] == 0, back
+            assert [r["runtime"] for r in back["runtimes"]] == ["claude", "codex", "claude"]
+            assert back["runtimes"][2]["reason"] == "handed back" and back["session"] == claude_session
+            assert back["runtimes_text"] == "claude → codex → claude (handed back)"
+            resumed = [s for body in claude.loop_requests for s in strings(body.get("messages"))]
+            handed = [s for s in resumed if "You are taking over cocoplus worker w1 (parser) from Codex CLI" in s]
+            assert handed and PREDICATES.rstrip("\n") in handed[0] and "CODEX-DID-THE-LEXER" in handed[0], resumed
+            acts = [a for a in fsio.read_jsonl(layout.rounds).records if a.get("action") in ("failover", "dispatch")]
+            assert [(a["action"], a["principal"]) for a in acts] == [("failover", "watcher"), ("dispatch", "watcher")]
+        finally:
+            watcher.stop()
