@@ -10,7 +10,9 @@ the run's output, and the second telling must not restart its back-off):
     state   paused
     limit   {"reason", "resets_at" (ISO), "estimate" (true when the runtime gave no reset time),
              "at", "tries", "detail", "resume" ("watcher" for a managed worker, else None until
-             `session resume-at` names a time), "resumed_at", "cancelled"}
+             `session resume-at` names a time), "resumed_at", "cancelled",
+             "failover" ({"to", "worker", "at", "return"}: its worker's work went on in another runtime,
+             supervision/resumes.py)}
 
 Where the runtime gives no reset time the first try comes `[workers]
 limit_retry_s` after the limit, and each further try (the session limited
