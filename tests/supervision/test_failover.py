@@ -240,3 +240,54 @@ def test_workers_list_shows_the_runtimes_a_worker_ran_in(capsys: pytest.CaptureF
                              "queued": 0, "max_parallel": 4})  # fmt: skip
     shown = capsys.readouterr().out
     assert re.search(r"claude → codex \(rate limit until \d\d:\d\d\)", shown), shown
+
+
+def test_a_failover_that_cannot_start_is_recorded_and_not_tried_again_with_that_runtime(
+    project: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cocoplus.core.errors import CocoplusError
+
+    rec = _paused(project, 3600)
+    wrec = {"id": "w1", "runtime": "claude", "task": "Write the parser.", "state": "exited"}
+    monkeypatch.setattr(workers, "read", lambda _layout, _wid: dict(wrec))
+
+    def refuse(*_a: Any, **_k: Any) -> dict[str, Any]:
+        raise CocoplusError("worker w1: its worktree is gone")
+
+    monkeypatch.setattr(workers, "take_over", refuse)
+    plan = _plan(order=["codex"])
+    with pytest.raises(CocoplusError):
+        resumes.fail_over(project, rec, rec["limit"], time.time(), plan)
+    after = registry.read_record(project, rec["id"])
+    assert after is not None and after["state"] == "paused" and after["limit"]["failover"] is None
+    assert after["limit"]["failover_failed"] == {"codex": "worker w1: its worktree is gone"}
+    assert resumes.decide(project, after, after["limit"], time.time(), {}, plan)[0] == "wait"
+    acts = [a for a in fsio.read_jsonl(project.rounds).records if a.get("action") == "failover"]
+    assert [(a["principal"], a["error"]) for a in acts] == [("watcher", "worker w1: its worktree is gone")]
+
+
+def test_the_hand_back_resumes_the_first_session_with_the_handoff_of_what_was_done_meanwhile(
+    project: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cocoplus.supervision import dispatch
+
+    Path(project.context).write_text(CONTEXT)
+    rec = _paused(project, 3600)
+    over = {"to": "codex", "worker": "w1", "return": True}
+    rec = registry.update(project, rec["id"], lambda r: r["limit"].update(failover=over, resets_at=clock.iso(1)))
+    wrec = {"id": "w1", "runtime": "codex", "task": "Write the parser.", "state": "exited"}
+    monkeypatch.setattr(workers, "read", lambda _layout, _wid: dict(wrec))
+    monkeypatch.setattr(workers, "last_report", lambda _layout, _wid: "REPORT-9: codex wrote the grammar")
+    sent: list[tuple[str, str | None]] = []
+
+    def fake_dispatch(_layout: Layout, ref: str, text: str, by: str, **kw: Any) -> dict[str, Any]:
+        sent.append((text, kw.get("principal")))
+        return {"route": "resume", "message": "resumed"}
+
+    monkeypatch.setattr(dispatch, "dispatch", fake_dispatch)
+    monkeypatch.setattr(resumes, "plan", lambda *_a, **_k: _plan(order=["codex"]))
+    done = resumes.check(project)
+    assert [(d[1], d[2]) for d in done] == [("hand_back", "try 1: resumed")]
+    ((text, principal),) = sent
+    assert principal == "watcher" and text.startswith("You are taking over cocoplus worker w1 from Codex CLI")
+    assert PREDICATES.rstrip("\n") in text and "REPORT-9: codex wrote the grammar" in text
