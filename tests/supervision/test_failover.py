@@ -33,6 +33,7 @@ from cocoplus import config as config_mod
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import ConfigInvalid
 from cocoplus.core.paths import Layout
+from cocoplus.ops import view
 from cocoplus.session import control, handoff, limits, registry
 from cocoplus.supervision import resumes, workers
 from tests.supervision.workers_support import stop_workers
@@ -216,6 +217,8 @@ def test_the_watcher_fails_a_limited_worker_over_to_codex_with_the_handoff_and_t
     hhmm = limits.hhmm(clock.parse_iso(rec["limit"]["resets_at"]))
     assert shown["runtimes_text"] == f"claude → codex (rate limit until {hhmm}, estimate)"
     assert shown["session"] is None  # not the claude session: the codex run recorded none (no hooks here)
+    page = next(x for x in view.snapshot(proj)["sessions"] if x["id"] == rec["id"])  # the page's sessions
+    assert page["failover"] == shown["runtimes_text"] and page["runtime"] == "claude"
     # The paused session says so, still holds claude's queue, and is not failed over twice.
     after = registry.read_record(proj, rec["id"])
     assert after is not None and after["state"] == "paused" and after["limit"]["failover"]["to"] == "codex"
