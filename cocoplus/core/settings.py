@@ -700,6 +700,34 @@ KEYS: tuple[Key, ...] = (
     ),
     Key(
         "workers",
+        "failover",
+        "argv",
+        [],
+        "runtimes a worker paused by its runtime's limit continues in, in this order, when the reset is over "
+        "failover_after_s away: the first on PATH and not limited itself takes over from the handoff (a new run of "
+        "the same worker); empty: it waits for the reset",
+        choices=vocab.LAUNCH_RUNTIMES,
+    ),
+    Key(
+        "workers",
+        "failover_after_s",
+        "float",
+        900.0,
+        "a limited worker fails over (failover) only when its limit resets further away than this; a nearer reset "
+        "is waited for",
+        minimum=0.0,
+        maximum=DAY,
+    ),
+    Key(
+        "workers",
+        "failover_return",
+        "bool",
+        False,
+        "at the reset, the work of a worker that failed over goes back to its first runtime (its session resumed "
+        "with the handoff) once the other runtime's run has ended",
+    ),
+    Key(
+        "workers",
         "worktree",
         "bool",
         False,

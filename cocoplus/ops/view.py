@@ -234,6 +234,17 @@ def _chat(layout: Layout, limit: int, problems: list[str]) -> list[dict[str, Any
     return [{k: m.get(k) for k in ("ts", "role", "text", "session_alias")} for m in log.records[-limit:]]
 
 
+def _failovers(layout: Layout, records: list[dict[str, Any]], problems: list[str]) -> dict[str, str]:
+    """Per worker that changed runtime (supervision/resumes.py, a failover), its runtimes in words."""
+    if not any(isinstance(r.get("worker"), str) for r in records):
+        return {}
+    from cocoplus.supervision import workers  # deferred: only a project with workers reads their records
+
+    recs, bad = workers.records(layout)
+    problems.extend(bad)
+    return {w["id"]: text for w in recs if (text := workers.runtimes_text(w))}
+
+
 def snapshot(layout: Layout, now: float | None = None, chat_limit: int = 6, live: Any = None) -> dict[str, Any]:
     """Every session (alias, runtime, state, attention, its own stop, last event and its age, tool calls,
     spend: priced, and with `live` the turn's unpriced usage so far; what it collides on), every collision between
@@ -262,6 +273,7 @@ def snapshot(layout: Layout, now: float | None = None, chat_limit: int = 6, live
         sup_doc = None
     clashes = collisions.current(layout, records)
     colliding = edits.by_session(clashes)
+    moved = _failovers(layout, records, problems)
     sessions = []
     for r in records:
         last = clock.parse_iso(r.get("last_event_at") or r.get("updated_at"))
@@ -290,6 +302,8 @@ def snapshot(layout: Layout, now: float | None = None, chat_limit: int = 6, live
                 "collides": colliding.get(r["id"], []),
                 # Paused by its runtime's rate or usage limit (session/limits.py): the state in words.
                 "paused": limits.text(limits.active(r), now),
+                # Its worker changed runtime (a failover): "claude → codex (rate limit until 15:00)".
+                "failover": moved.get(str(r.get("worker"))),
             }
         )
     stop = control.read_stop(layout)

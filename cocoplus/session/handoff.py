@@ -10,10 +10,12 @@ from cocoplus.session import control, queue
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Mapping
     from typing import Any
 
 
 MAX_PROGRESS_CHARS = 6000
+MAX_REPORT_CHARS = 4000  # of a worker's last report, in a take-over's handoff
 
 
 def context(layout: Layout, rec: dict[str, Any] | None, worktree: bool = False) -> str:
@@ -64,4 +66,37 @@ def context(layout: Layout, rec: dict[str, Any] | None, worktree: bool = False) 
         )
     if control.stop_present(layout):
         parts.append("== Kill switch ==\n" + stop_sentence(control.read_stop(layout) or {}))
+    return "\n\n".join(parts)
+
+
+def takeover(
+    layout: Layout,
+    worker: Mapping[str, Any],
+    runtime_from: str,
+    runtime_to: str,
+    why: str,
+    *,
+    last_report: str | None = None,
+    last_steer: str | None = None,
+) -> str:
+    """The first prompt of a run that takes a worker over from another runtime (a failover, or its work handed
+    back): why it took over, the handoff `context` gives every new session, the worker's task, its last report
+    and the last steer it was given.  Built from files alone, like `context`."""
+    wid = worker.get("id") or "?"
+    alias = worker.get("alias")
+    named = f"cocoplus worker {wid}" + (f" ({alias})" if alias and alias != wid else "")
+    parts = [
+        f"You are taking over {named} from {runtime_from}: {why}. Its work goes on here, in {runtime_to}, as a "
+        "new run of the same worker. Read the handoff below (PROGRESS.md first), quote the predicates of "
+        ".cocoplus/session/CONTEXT.md verbatim, and carry on with the worker's task where it left off.",
+        context(layout, None, worktree=bool(worker.get("worktree"))),
+        "== The worker's task ==\n" + str(worker.get("task") or "").strip(),
+    ]
+    if last_report and last_report.strip():
+        report = last_report.strip()
+        if len(report) > MAX_REPORT_CHARS:
+            report = "[...] " + report[-MAX_REPORT_CHARS:]
+        parts.append(f"== Its last report (what its model last said, in {runtime_from}) ==\n" + report)
+    if last_steer and last_steer.strip():
+        parts.append("== The last instruction it was given (a steer or dispatch) ==\n" + last_steer.strip())
     return "\n\n".join(parts)

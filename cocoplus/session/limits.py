@@ -10,7 +10,9 @@ the run's output, and the second telling must not restart its back-off):
     state   paused
     limit   {"reason", "resets_at" (ISO), "estimate" (true when the runtime gave no reset time),
              "at", "tries", "detail", "resume" ("watcher" for a managed worker, else None until
-             `session resume-at` names a time), "resumed_at", "cancelled"}
+             `session resume-at` names a time), "resumed_at", "cancelled",
+             "failover" ({"to", "worker", "at", "return"}: its worker's work went on in another runtime,
+             supervision/resumes.py)}
 
 Where the runtime gives no reset time the first try comes `[workers]
 limit_retry_s` after the limit, and each further try (the session limited
@@ -128,6 +130,9 @@ def text(limit: Mapping[str, Any] | None, now: float | None = None) -> str | Non
         words += " (estimate)"
     if limit.get("cancelled"):
         return words + f"; resume cancelled ({limit['cancelled']})"
+    over = limit.get("failover")
+    if isinstance(over, dict):  # its worker's work went on in another runtime
+        return words + f"; continued in {over.get('to')}" + ("; handed back then" if over.get("return") else "")
     resume_at = clock.parse_iso(limit.get("resume_at"))
     if limit.get("resume") and resume_at is not None:
         words += f"; resume at {hhmm(resume_at, now)} ({limit['resume']})"

@@ -1,10 +1,11 @@
 """What the main brain and the operator did to workers: `action` records in `supervision/rounds.jsonl`.
 
 Every dispatch, answer, and per-session steer, stop and resume appends one
-record, whoever asked (the brain in a round, or a human at any door):
+record, whoever asked (the brain in a round, or a human at any door), and
+so does the watcher's failover of a limited worker to another runtime:
 
     {"schema_version": 1, "ts", "event": "action", "round": int | None,
-     "action": "dispatch" | "answer_worker" | "steer_session" | "stop_session" | "resume_session",
+     "action": "dispatch" | "answer_worker" | "steer_session" | "stop_session" | "resume_session" | "failover",
      "session": "cs_..." | None, "alias": str | None, "by": str,
      "result": {...} | None, "error": str | None}
 
@@ -25,7 +26,7 @@ from cocoplus.core import clock, fsio
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
 
-ACTIONS = ("dispatch", "answer_worker", "steer_session", "stop_session", "resume_session")
+ACTIONS = ("dispatch", "answer_worker", "steer_session", "stop_session", "resume_session", "failover")
 ROUND_ENV = "COCOPLUS_ROUND"
 
 

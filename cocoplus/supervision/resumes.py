@@ -13,26 +13,42 @@ decided by `decide`:
   dispatched (supervision/dispatch.py, the route `cocoplus dispatch`
   takes) with a short instruction to continue from the handoff, as the
   principal `watcher`;
+* `failover`: a managed worker's reset is more than `[workers]
+  failover_after_s` away and a runtime of `[workers] failover` is on PATH
+  and not limited itself: the first such continues its work, as a new run
+  of the same worker started with the handoff (`handoff.takeover`:
+  PROGRESS.md, the CONTEXT.md predicates verbatim, the worker's task, its
+  last report, the last steer) and told why it took over
+  (`workers.take_over`; the principal `watcher`).  The paused session
+  stays paused (its runtime is still limited: the queue holds its
+  runtime's workers) with `failover` on its limit, until the reset;
+* `hand_back` (with `[workers] failover_return`): at the reset, once the
+  other runtime's run has ended, its session is resumed with the handoff
+  of what was done meanwhile, as `resume` does;
+* `end`: at the reset without `failover_return`: the session whose work
+  went on elsewhere is `exited`;
 * `wait`: not yet.
 
-`decide` is the one place that says what happens to a paused worker; a
-later rule (another runtime taking over, say) is one more verdict here.
+`decide` is the one place that says what happens to a paused worker.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock
-from cocoplus.core.errors import CocoplusError, UsageError
+from cocoplus.core import clock, fsio, vocab
+from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.paths import Layout
-from cocoplus.session import control, events, limits, registry, stops
-from cocoplus.supervision import autonomy, dispatch
+from cocoplus.runtimes import registry as runtimes
+from cocoplus.session import control, events, handoff, limits, registry, stops
+from cocoplus.supervision import actions, autonomy, children, dispatch, workers
 from cocoplus.supervision.scope import supervised
 
 PRINCIPAL = "watcher"
+FAILOVER_BY = "the watcher (failover)"
 INSTRUCTION = (
     "Your last turn was cut off by your runtime's {reason}, which should have reset by now. Carry on with your "
     "task where you left off: read .cocoplus/session/PROGRESS.md (the handoff) first, and quote the predicates of "
@@ -40,10 +56,57 @@ INSTRUCTION = (
 )
 
 
+def plan(
+    layout: Layout, sessions: list[dict[str, Any]], now: float, environ: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """What a failover may use now: `[workers] failover` (`order`), `failover_after_s`, `failover_return`, those
+    of its runtimes on PATH, the runtimes limited now (`walls`) and the workers whose run is under way (`busy`)."""
+    cfg = config_mod.load_for(layout, environ)
+    env = os.environ if environ is None else environ
+    order = [str(r) for r in cfg.get("workers.failover")]
+    found = {r for r in order if runtimes.known(r) and children.on_path(runtimes.get(r).COMMAND, env)}
+    busy = {
+        w["id"] for w in workers.records(layout)[0] if w.get("state") in vocab.LIVE_WORKER_STATES and workers.alive(w)
+    }
+    return {
+        "order": order, "after_s": float(cfg.get("workers.failover_after_s")),
+        "return": bool(cfg.get("workers.failover_return")), "on_path": found,
+        "walls": limits.limited_runtimes(sessions, now), "busy": busy,
+    }  # fmt: skip
+
+
+def failover_target(
+    rec: dict[str, Any], limit: dict[str, Any], now: float, failover: dict[str, Any] | None
+) -> str | None:
+    """The runtime a managed worker paused by `limit` continues in now, or None: the first of `[workers]
+    failover` (not its own runtime) on PATH and not limited, when the resume is over `failover_after_s` away and
+    its run has ended."""
+    if not failover or not failover.get("order") or not isinstance(rec.get("worker"), str):
+        return None
+    if limit.get("resume") != "watcher" or limit.get("failover") or rec["worker"] in failover.get("busy", ()):
+        return None  # (an operator's `resume-at` is theirs; a worker failed over already goes on elsewhere)
+    at = limits.due_at(limit)
+    if at is None or at - now <= float(failover.get("after_s") or 0):
+        return None
+    tried = limit.get("failover_failed") or {}
+    for runtime in failover["order"]:
+        if runtime == rec.get("runtime") or runtime in tried:
+            continue
+        if runtime in failover.get("on_path", ()) and runtime not in failover.get("walls", {}):
+            return str(runtime)
+    return None
+
+
 def decide(
-    layout: Layout, rec: dict[str, Any], limit: dict[str, Any], now: float, supervision: dict[str, Any]
+    layout: Layout,
+    rec: dict[str, Any],
+    limit: dict[str, Any],
+    now: float,
+    supervision: dict[str, Any],
+    failover: dict[str, Any] | None = None,
 ) -> tuple[str, str]:
-    """(verdict, why) for one session paused by `limit`: `cancel`, `give_up`, `resume` or `wait`."""
+    """(verdict, why) for one session paused by `limit`: `cancel`, `give_up`, `failover`, `hand_back`, `end`,
+    `resume` or `wait`.  `failover`: `plan`'s answer (None: no failover is considered)."""
     if control.stop_present(layout):
         return "cancel", "the project is stopped (AGENT_STOP)"
     if stops.state(layout, rec["id"])[0] is not False:
@@ -51,8 +114,24 @@ def decide(
     if limit.get("supervised") and not supervision.get("enabled"):
         return "cancel", "supervision finished"
     at = limits.due_at(limit)
+    over = limit.get("failover")
+    if isinstance(over, dict):  # its work went on in another runtime
+        to = over.get("to")
+        if at is None or now < at:
+            return "wait", f"its work goes on in {to} until the reset"
+        if not over.get("return"):
+            return "end", f"its work went on in {to}"
+        if failover is not None and rec.get("worker") in failover.get("busy", ()):
+            return "wait", f"the limit has reset: handed back once its run in {to} ends"
+        return "hand_back", f"the limit has reset: its work comes back from {to}"
     if at is None:
         return "wait", "no resume scheduled"
+    target = failover_target(rec, limit, now, failover)
+    if target is not None:
+        return "failover", (
+            f"its {limit.get('reason') or 'rate limit'} resets {limits.hhmm(at, now)}, over failover_after_s "
+            f"({float((failover or {}).get('after_s') or 0):g} s) away: {target} takes over"
+        )
     at += limits.jitter(at - (clock.parse_iso(limit.get("at")) or at), rec["id"])
     if now < at:
         return "wait", f"resumes at {limits.hhmm(at, now)}"
@@ -67,19 +146,32 @@ def check(layout: Layout, log: Any = None, now: float | None = None) -> list[tup
     doc = autonomy.read(layout)
     auto = doc.get("autonomous") or {}
     done = []
-    for rec in registry.list_sessions(layout)[0]:
+    sessions = registry.list_sessions(layout)[0]
+    failover: dict[str, Any] | None = None
+    if any(limits.active(r) and (r["limit"].get("resume") == "watcher") for r in sessions):
+        try:
+            failover = plan(layout, sessions, now)
+        except CocoplusError as exc:  # a bad cocoplus.toml: resumes go on, failovers wait for a good one
+            if log is not None and str(exc) not in _said:
+                _said.add(str(exc))
+                log(f"no failover considered: {exc}")
+    for rec in sessions:
         limit = limits.active(rec)
         if limit is None or not limit.get("resume"):
             continue
         if auto.get("enabled") and limit.get("supervised") is None and supervised(doc, rec["id"]):
             limit = _note(layout, rec["id"], supervised=True) or limit
-        verdict, why = decide(layout, rec, limit, now, auto)
+        verdict, why = decide(layout, rec, limit, now, auto, failover)
         if verdict == "wait":
             continue
         who = rec.get("alias") or rec["id"]
         try:
             if verdict == "resume":
                 why = resume(layout, rec, limit, now)
+            elif verdict == "failover":
+                why = fail_over(layout, rec, limit, now, failover or {})
+            elif verdict == "hand_back":
+                why = hand_back(layout, rec, limit, now)
             else:
                 end(layout, rec, verdict, why)
         except CocoplusError as exc:
@@ -88,6 +180,9 @@ def check(layout: Layout, log: Any = None, now: float | None = None) -> list[tup
             log(f"{who} (paused by a {limit.get('reason')}): {verdict}: {why}")
         done.append((who, verdict, why))
     return done
+
+
+_said: set[str] = set()  # what the watcher's log was told once
 
 
 def _note(layout: Layout, cs: str, state: str | None = None, **fields: Any) -> dict[str, Any] | None:
@@ -105,13 +200,100 @@ def _note(layout: Layout, cs: str, state: str | None = None, **fields: Any) -> d
     return box.get("limit")
 
 
-def resume(layout: Layout, rec: dict[str, Any], limit: dict[str, Any], now: float) -> str:
-    """Dispatch the session's continuation; the limit records the try (a resume limited again backs off)."""
+def last_steer(layout: Layout, rec: dict[str, Any]) -> str | None:
+    """The last instruction the session was given: its steer still pending, else the last dispatch, answer or
+    steer recorded for it (supervision/rounds.jsonl), the watcher's own resumes aside."""
+    pending = control.pending_steer(layout, rec["id"])
+    if pending and pending.strip():
+        return pending
+    try:
+        records = fsio.read_jsonl(layout.rounds).records
+    except CocoplusError:
+        return None
+    for act in reversed(records):
+        if (
+            act.get("event") == "action"
+            and act.get("session") == rec["id"]
+            and act.get("action") in ("dispatch", "answer_worker", "steer_session")
+            and act.get("principal") != PRINCIPAL
+            and isinstance(act.get("result"), dict)
+            and isinstance(act["result"].get("instruction"), str)
+        ):
+            return str(act["result"]["instruction"])
+    return None
+
+
+def fail_over(layout: Layout, rec: dict[str, Any], limit: dict[str, Any], now: float, failover: dict[str, Any]) -> str:
+    """The worker's work goes on in the failover runtime (`failover_target`): a new run of the same worker with the
+    handoff; the paused session notes it (`failover` on its limit) and waits for the reset."""
+    target = failover_target(rec, limit, now, failover)
+    if target is None:
+        return "no runtime to fail over to any more"
+    wid = str(rec["worker"])
+    wrec = workers.read(layout, wid)
+    if wrec is None:
+        raise NotFound(f"{rec.get('alias') or rec['id']}: its worker {wid} has no record")
+    src, dst = runtimes.get(str(rec.get("runtime"))), runtimes.get(target)
+    reason = str(limit.get("reason") or "rate limit")
+    at = limits.due_at(limit)
+    why = (
+        f"{src.TITLE} was stopped by its {reason}, which resets {limits.hhmm(at, now)}"
+        + (" (an estimate)" if limit.get("estimate") else "")
+        + f", over {float(failover.get('after_s') or 0):g} s away"
+    )
+    text = handoff.takeover(
+        layout, wrec, src.TITLE, dst.TITLE, why, last_report=workers.last_report(layout, wid),
+        last_steer=last_steer(layout, rec),
+    )  # fmt: skip
+    back = bool(failover.get("return"))
+    # Noted first: the next check does not fail over twice; undone if the new run cannot start.
+    _note(layout, rec["id"], failover={"to": target, "worker": wid, "at": clock.iso(now), "return": back})
+    try:
+        done = workers.take_over(
+            layout, wid, target, text, by=FAILOVER_BY, reason=reason, until=limit.get("resets_at"),
+            estimate=bool(limit.get("estimate")), from_session=rec,
+        )  # fmt: skip
+    except CocoplusError as exc:
+        failed = dict(limit.get("failover_failed") or {}, **{target: exc.message})
+        _note(layout, rec["id"], failover=None, failover_failed=failed)
+        actions.record(layout, "failover", rec, error=exc.message, by=FAILOVER_BY, principal=PRINCIPAL)
+        raise
+    message = f"{wid} continues in {target}: {workers.runtimes_text(done)}" + (
+        "; handed back at the reset" if back else ""
+    )
+    events.log_step(
+        layout, "limit_failover", session=rec["id"], alias=rec.get("alias"), worker=wid, to=target,
+        principal=PRINCIPAL,
+    )  # fmt: skip
+    actions.record(
+        layout, "failover", rec, by=FAILOVER_BY, principal=PRINCIPAL,
+        result={"worker": wid, "from": rec.get("runtime"), "to": target, "why": why, "message": message},
+    )  # fmt: skip
+    return message
+
+
+def hand_back(layout: Layout, rec: dict[str, Any], limit: dict[str, Any], now: float) -> str:
+    """At the reset (`failover_return`): the session its worker failed over from is resumed with the handoff of
+    what the other runtime did meanwhile."""
+    over = limit.get("failover") or {}
+    wid = str(rec.get("worker"))
+    wrec = workers.read(layout, wid) or {"id": wid}
+    other = runtimes.get(str(over.get("to"))) if runtimes.known(str(over.get("to"))) else None
+    mine = runtimes.get(str(rec.get("runtime")))
+    title = other.TITLE if other else str(over.get("to"))
+    why = f"its {limit.get('reason') or 'rate limit'} has reset, so the work done meanwhile in {title} comes back"
+    text = handoff.takeover(layout, wrec, title, mine.TITLE, why, last_report=workers.last_report(layout, wid))
+    return resume(layout, rec, limit, now, text)
+
+
+def resume(layout: Layout, rec: dict[str, Any], limit: dict[str, Any], now: float, text: str | None = None) -> str:
+    """Dispatch the session's continuation (`text`, default INSTRUCTION); the limit records the try (a resume
+    limited again backs off)."""
     tries = int(limit.get("tries") or 0) + 1
     # `running` from here: the resume is under way (the queue still holds its runtime: `limits.trying`).
     _note(layout, rec["id"], "running", tries=tries, resumed_at=clock.iso(now))
     events.log_step(layout, "limit_resume", session=rec["id"], alias=rec.get("alias"), tries=tries, principal=PRINCIPAL)
-    text = INSTRUCTION.format(reason=limit.get("reason") or "rate limit")
+    text = text or INSTRUCTION.format(reason=limit.get("reason") or "rate limit")
     out = dispatch.dispatch(layout, rec["id"], text, "the watcher (the limit has reset)", principal=PRINCIPAL)
     if out.get("route") in ("resume", "held", "steer"):
         return f"try {tries}: {out.get('message')}"
@@ -128,8 +310,10 @@ def resume(layout: Layout, rec: dict[str, Any], limit: dict[str, Any], now: floa
 
 
 def end(layout: Layout, rec: dict[str, Any], verdict: str, why: str) -> None:
-    """The scheduled resume is cancelled (or given up): the session is `exited`, with one exit signal."""
-    reason = f"paused by a limit; resume {'cancelled' if verdict == 'cancel' else 'given up'}: {why}"
+    """The scheduled resume is cancelled, given up, or not needed (`end`: its work went on in another runtime):
+    the session is `exited`, with one exit signal."""
+    done = {"cancel": "resume cancelled: ", "give_up": "resume given up: "}.get(verdict, "")
+    reason = f"paused by a limit; {done}{why}"
     box: dict[str, Any] = {}
 
     def change(r: dict[str, Any]) -> None:

@@ -156,6 +156,10 @@ def session_of(
     if sessions is None:
         sessions = registry.list_sessions(layout)[0]
     mine = [s for s in sessions if s.get("worker") == rec["id"]]
+    if rec.get("runtimes"):  # it changed runtime (a failover): the session of the runtime it runs in now
+        mine = [s for s in mine if s.get("runtime") == rec.get("runtime")]
+        mine.sort(key=lambda s: str(s.get("started_at") or ""))
+        return mine[-1] if mine else None
     return mine[0] if mine else None
 
 
@@ -223,23 +227,9 @@ def launch(
     for rule in allow:
         permissions.parse_rule(rule)
     env = dict(os.environ if environ is None else environ)
-    adapter = runtimes.get(runtime)
-    found = children.on_path(adapter.COMMAND, env)
-    if not found:
-        raise CocoplusError(
-            f"no {adapter.TITLE} CLI found (`{adapter.COMMAND}` is not on PATH)",
-            hint=f"install it, or put it on PATH for `cocoplus launch {runtime}`",
-        )
-    try:
-        cmd = adapter.launch_argv(found, task, model, effort)
-    except ValueError as exc:  # what this runtime cannot be asked for (adapters/__init__.py)
-        raise UsageError(str(exc)) from None
-    if cmd is None:
-        raise UsageError(f"{adapter.TITLE} cannot be launched headless")
+    cmd = command(layout, runtime, task, model, effort, allow, env)
     max_parallel, _ = settings(layout, environ)  # a bad cocoplus.toml is an error now, not in the runner
     cfg = config_mod.load_for(layout, environ)
-    granted = adapter.permission_argv([*cfg.get("permissions.allow"), *allow], list(cfg.get("permissions.deny")))
-    cmd = [*cmd[:-1], *granted, cmd[-1]] if cmd[-1] == task else [*cmd, *granted]
     fsio.ensure_dir(layout.workers_dir)
     seal.key(create=True)  # a seal key that cannot be used fails the launch before anything is written
     reconcile(layout)
@@ -277,6 +267,113 @@ def launch(
             break
         time.sleep(0.02)
     return describe(layout, rec, max_parallel=max_parallel)
+
+
+def command(
+    layout: Layout,
+    runtime: str,
+    task: str,
+    model: str | None,
+    effort: str | None,
+    allow: list[str],
+    env: dict[str, str],
+) -> list[str]:
+    """The command line that starts a headless run of `runtime` on `task` (its adapter's `launch_argv`), with the
+    permission rules of `[permissions]` and `allow` as the runtime's own settings (`permission_argv`)."""
+    adapter = runtimes.get(runtime)
+    found = children.on_path(adapter.COMMAND, env)
+    if not found:
+        raise CocoplusError(
+            f"no {adapter.TITLE} CLI found (`{adapter.COMMAND}` is not on PATH)",
+            hint=f"install it, or put it on PATH for `cocoplus launch {runtime}`",
+        )
+    try:
+        cmd = adapter.launch_argv(found, task, model, effort)
+    except ValueError as exc:  # what this runtime cannot be asked for (adapters/__init__.py)
+        raise UsageError(str(exc)) from None
+    if cmd is None:
+        raise UsageError(f"{adapter.TITLE} cannot be launched headless")
+    cfg = config_mod.load_for(layout, env)
+    granted = adapter.permission_argv([*cfg.get("permissions.allow"), *allow], list(cfg.get("permissions.deny")))
+    return [*cmd[:-1], *granted, cmd[-1]] if cmd[-1] == task else [*cmd, *granted]
+
+
+def take_over(
+    layout: Layout,
+    wid: str,
+    runtime: str,
+    text: str,
+    *,
+    by: str,
+    reason: str,
+    until: str | None = None,
+    estimate: bool = False,
+    from_session: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Worker `wid`'s next run is a new session of `runtime`, started with `text` (the handoff): a failover from a
+    runtime paused by its limit (supervision/resumes.py).  The record keeps every runtime it ran in, in
+    `runtimes` (`runtime`, its `session`, and for each take-over `reason`, `until`, `by`, `from_session`)."""
+    env = dict(os.environ if environ is None else environ)
+    with _lock(layout):
+        rec = read(layout, wid)
+        if rec is None:
+            raise NotFound(f"no worker {wid}")
+        if rec.get("state") in LIVE and alive(rec):
+            raise CocoplusError(f"worker {wid} is {rec['state']}: it is not taken over while it runs")
+        cwd = seal.worker_cwd(rec)
+        if cwd is not None and not os.path.isdir(cwd):
+            raise CocoplusError(f"worker {wid}: its worktree {cwd} is gone (`workers clean` removed it)")
+        cmd = command(layout, runtime, text, None, None, list(rec.get("allow") or []), env)
+        now = clock.iso()
+        prev = from_session or {}
+        history = [dict(r) for r in rec.get("runtimes") or [] if isinstance(r, dict)]
+        if not history:
+            history.append({"runtime": rec.get("runtime"), "since": rec.get("created_at")})
+        history[-1].update(
+            session=prev.get("id") or rec.get("session") or history[-1].get("session"),
+            session_alias=prev.get("alias") or rec.get("session_alias") or history[-1].get("session_alias"),
+            runs=int(rec.get("runs") or 0),
+        )
+        history.append(
+            {"runtime": runtime, "since": now, "reason": reason, "until": until, "estimate": bool(estimate), "by": by,
+             "from_session": prev.get("id"), "session": None, "session_alias": None}
+        )  # fmt: skip
+        rec.update(
+            runtime=runtime, command=cmd, model=None, effort=None, runtimes=history, resumed_by=by,
+            seal=seal.seal(seal.worker_fields(wid, layout.project, cmd, cwd)),
+            state="queued", session=None, session_alias=None,
+            exit=None, reason=None, killed_by=None, kill_requested=None, pid=None, start_ticks=None, ended_at=None,
+            waiting_since=None, queued_at=now, left_behind=None, limit=None,
+        )  # fmt: skip
+        _write(layout, rec)
+    start_runner(layout, wid, env)
+    return read(layout, wid) or rec
+
+
+def last_report(layout: Layout, wid: str) -> str | None:
+    """What the worker's model last said in its output (its transcript's last text), or None."""
+    try:
+        entries = logs(layout, wid, limit=128 * 1024).get("entries") or []
+    except CocoplusError:
+        return None
+    said = [e.get("text") for e in entries if e.get("kind") == "text" and isinstance(e.get("text"), str)]
+    return said[-1] if said else None
+
+
+def runtimes_text(rec: dict[str, Any]) -> str | None:
+    """The runtimes a worker ran in, as every door shows them: `claude → codex (rate limit until 15:00)` (with
+    `, estimate` where the runtime gave no reset time); None for a worker that never changed runtime."""
+    history = [r for r in rec.get("runtimes") or [] if isinstance(r, dict) and r.get("runtime")]
+    if len(history) < 2:
+        return None
+    words = " → ".join(str(r["runtime"]) for r in history)
+    last = history[-1]
+    why = str(last.get("reason") or "")
+    until = clock.parse_iso(last.get("until"))
+    if until is not None:
+        why += f" until {limits.hhmm(until)}" + (", estimate" if last.get("estimate") else "")
+    return f"{words} ({why})" if why else words
 
 
 def start_runner(layout: Layout, wid: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -344,6 +441,15 @@ def resume(
         cwd = seal.worker_cwd(rec)
         if cwd is not None and not os.path.isdir(cwd):
             raise CocoplusError(f"worker {wid}: its worktree {cwd} is gone (`workers clean` removed it); launch anew")
+        back = session.get("runtime")
+        if rec.get("runtimes") and isinstance(back, str) and back != rec.get("runtime"):
+            # The session of a runtime it failed over from: its work is handed back there (`failover_return`).
+            rec["runtimes"] = [*rec["runtimes"], {
+                "runtime": back, "since": clock.iso(), "reason": "handed back", "until": None, "estimate": False,
+                "by": by, "from_session": rec.get("session"), "session": session["id"],
+                "session_alias": session.get("alias"),
+            }]  # fmt: skip
+            rec.update(runtime=back, session=session["id"], session_alias=session.get("alias"))
         rec.update(
             state="queued", command=cmd,
             seal=seal.seal(seal.worker_fields(wid, layout.project, cmd, seal.worker_cwd(rec))),
@@ -499,6 +605,8 @@ def finish(
             sess = _limit_over(layout, sess)
         if sess is not None:
             rec.update(session=sess["id"], session_alias=sess.get("alias"))
+            if rec.get("runtimes") and isinstance(rec["runtimes"][-1], dict):  # the run of its current runtime
+                rec["runtimes"][-1].update(session=sess["id"], session_alias=sess.get("alias"))
             _end_session(layout, rec, sess)  # before the record says it ended, so whoever sees that sees the signal too
         elif rec["state"] == "failed":
             _failed_without_session(layout, rec)
@@ -832,6 +940,7 @@ def describe(
     out["limit"] = dict(limit) if limit else rec.get("limit")  # else the limit its last run ended by, if any
     out["paused"] = limits.text(limit) if limit else None
     out["log"] = layout.rel(layout.worker_log(rec["id"]))
+    out["runtimes_text"] = runtimes_text(rec)
     if rec.get("state") in LIVE and not alive(rec) and rec.get("runner"):
         out["stale"] = True  # the watcher or the next launch records it failed
     if max_parallel is not None:

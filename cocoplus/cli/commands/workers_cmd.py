@@ -82,7 +82,8 @@ def render_list(result: dict[str, Any]) -> None:
             session = w.get("session_alias") or w.get("alias") or "-"
             pid = str(w.get("pid") or "-")
             task = (w.get("task") or "")[:60]
-            rows.append([w["id"], state, session, w.get("attention") or "-", w["runtime"], pid, ended or "-", task])
+            runtime = inert.line(w.get("runtimes_text") or w["runtime"])  # "claude → codex (rate limit until 15:00)"
+            rows.append([w["id"], state, session, w.get("attention") or "-", runtime, pid, ended or "-", task])
         cols = [
             ("ID", True),
             ("STATE", True),

@@ -245,7 +245,7 @@ function sessionRow(s) {
   const clash = clashes.length ? "collides: " + clashes.map((c) => `${c.path} (with ${c.with})`).join(", ") : null;
   return el("tr", { class: cls || null, title: clash, dataset: { id: s.id, alias: s.alias || "" } },
     el("td", { title: s.id }, swatch, s.alias || s.id),
-    el("td", {}, s.runtime || ""),
+    el("td", { title: s.failover || null }, s.failover || s.runtime || ""),
     el("td", { title: s.paused || null }, s.paused ? s.paused.split(";")[0] : (s.state || "")),
     el("td", { class: s.attention ? "attn" : null }, s.attention || ""),
     el("td", {}, box));
