@@ -19,6 +19,13 @@ and then it is ended (SIGTERM, SIGKILL after `workers.KILL_GRACE_S`).
 
 SIGTERM to the runner (a queued worker killed, a shutdown) ends the wait,
 or passes on to the runtime's process group.
+
+The kill switch holds over a run even where its runtime's hooks do not run
+(a launched `codex exec` runs a project's hooks only once someone reviewed
+them in Codex): while the run has no session its hooks recorded, AGENT_STOP
+(or a kill switch whose state cannot be known) ends it as `workers kill`
+would (`stop_guard`, every STOP_POLL_S).  A run whose hooks did record its
+session is left to them: they block its tools and it ends its turn.
 """
 
 from __future__ import annotations
@@ -38,9 +45,12 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.runtimes import streams
+from cocoplus.session import control
 from cocoplus.supervision import leftovers, workers, worktrees
 
 POLL_S = 0.25
+STOP_POLL_S = 0.5
+STOPPED_BY = "the kill switch (AGENT_STOP; its runtime's hooks were not running, so they could not block its tools)"
 CHUNK = 64 * 1024
 TAIL_BYTES = 64 * 1024
 TAIL_WAIT_S = 2.0  # for the pipe to give the last of a failed run's output
@@ -167,7 +177,10 @@ def run(layout: Layout, wid: str) -> int:
     last_words = Tail()
     copier = threading.Thread(target=copy, args=(child.stdout.fileno(), out, last_words), name="output", daemon=True)
     copier.start()
+    ended = threading.Event()
+    threading.Thread(target=stop_guard, args=(layout, wid, ended), name="stop-guard", daemon=True).start()
     code = child.returncode = os.waitstatus_to_exitcode(leftovers.wait_for(child.pid))
+    ended.set()
     left = leftovers.find() if reaper else []
     if left:
         say(
@@ -210,6 +223,24 @@ def run(layout: Layout, wid: str) -> int:
         resume_at_reset(layout, done or {})
     say(f"ended: {(done or {}).get('state')} ({workers.status_text(code)})")
     return code if code >= 0 else 128 - code
+
+
+def stop_guard(layout: Layout, wid: str, ended: threading.Event) -> None:
+    """End the run if the kill switch is on while its runtime's hooks have recorded no session for it."""
+    while not ended.wait(STOP_POLL_S):
+        if not control.stop_present(layout):
+            continue
+        rec = workers.read(layout, wid)
+        if rec is None or rec.get("state") not in workers.LIVE:
+            return
+        if workers.session_of(layout, rec) is not None:
+            continue  # its hooks run: they block its tools, and it ends its turn
+        say("AGENT_STOP is on and this run's hooks recorded no session (they are not running): ending it")
+        try:
+            workers.kill(layout, wid, STOPPED_BY)
+        except CocoplusError as exc:
+            say(f"could not end it: {exc}")
+        return
 
 
 def output_limit(runtime: Any, text: str) -> dict[str, Any] | None:

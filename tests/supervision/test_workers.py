@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,9 @@ import pytest
 
 from cocoplus.core import fsio
 from cocoplus.core.paths import Layout
-from cocoplus.session import procinfo, registry
+from cocoplus.session import control, procinfo, registry
 from cocoplus.session.workspace import init
-from cocoplus.supervision import triggers, workers
+from cocoplus.supervision import triggers, workerrun, workers
 from tests.supervision.workers_support import stop_workers
 from tests.support.typed import present
 from tests.support.waiting import wait_until
@@ -148,6 +149,32 @@ def test_kill_stops_the_process_group_and_says_who(proj: Layout, monkeypatch: py
     wait_until(lambda: procinfo.alive(grandchild) is False and procinfo.alive(rec["pid"], rec["start_ticks"]) is False)
     with pytest.raises(Exception, match="is not running"):
         workers.kill(proj, "w1", "bob")
+
+
+def test_the_kill_switch_ends_a_run_whose_hooks_are_not_running(proj: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As a launched `codex exec` in a project whose hooks nobody reviewed: it runs, and no hook records a session.
+    monkeypatch.setenv("FAKE_CHILD", "1")
+    workers.launch(proj, "claude", "unhooked", by="alice")
+    child_file = Path(proj.project).parent / "unhooked.child"
+    grandchild = int(wait_until(lambda: child_file.exists() and len(f := child_file.read_text().split()) == 2 and f)[1])
+    rec = wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid") and r)
+    control.stop(proj, "carol", "everything stops")
+    done = wait_until(lambda: (r := workers.read(proj, "w1")) and r["state"] == "exited" and r, timeout=30)
+    assert done["killed_by"] == workerrun.STOPPED_BY and done["exit"]["signal"] == "SIGTERM", done
+    wait_until(lambda: procinfo.alive(grandchild) is False and procinfo.alive(rec["pid"], rec["start_ticks"]) is False)
+    assert "hooks recorded no session" in Path(proj.worker_runner_log("w1")).read_text()
+
+
+def test_the_kill_switch_leaves_a_run_whose_hooks_run_to_them(proj: Layout) -> None:
+    workers.launch(proj, "claude", "hooked", by="alice")
+    wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid"))
+    linked_session(proj, "w1")  # its SessionStart hook ran: its hooks block its tools, and it ends its turn itself
+    control.stop(proj, "carol", "everything stops")
+    time.sleep(3 * workerrun.STOP_POLL_S)  # the guard has looked (and left it) several times
+    assert state(proj, "w1") == "running"
+    release(proj, "hooked")
+    done = wait_until(lambda: (r := workers.read(proj, "w1")) and r["state"] == "exited" and r)
+    assert done["killed_by"] is None and done["exit"]["code"] == 0, done
 
 
 def daemon_of(layout: Layout, task: str) -> tuple[int, int]:
