@@ -62,7 +62,10 @@ def page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
             errors: list[str] = []
             pg.errors = errors  # type: ignore[attr-defined]
             pg.on("pageerror", lambda exc: errors.append(str(exc)))
-            pg.on("dialog", lambda d: d.accept())  # the resume confirmation
+            accept = lambda d: d.accept()  # noqa: E731 - the resume confirmation
+            pg.on("dialog", accept)
+            # A test that answers a prompt itself takes this one off.
+            pg.accept_dialogs = accept  # type: ignore[attr-defined]
             yield pg
         finally:
             ctx.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -380,3 +381,38 @@ def test_a_collision_is_listed_and_marks_both_rows_while_both_sessions_live(bare
     registry.update(lay, recs[0]["id"], lambda r: r.update(state="exited"))
     expect(listed).to_have_text(["collision: cc2 and cc3 both changed src/app.py"])
     expect(page.locator("#sessions tr.collides")).to_have_count(2)
+
+
+def test_a_session_paused_by_a_limit_is_given_a_resume_time_from_the_page(bare: Served, page: Any) -> None:  # noqa: F811
+    """An interactive session paused by its runtime's limit is never resumed by itself: the page's "resume at…"
+    (the `session resume-at` route) schedules it, and the row then says when and by whom."""
+    from playwright.sync_api import expect
+
+    from cocoplus.session import limits
+
+    lay = bare.layout
+    now = time.time()
+    rec = record(lay, 0, start=now - 600, seconds=60, calls=12, state="running")
+    registry.update(lay, rec["id"], lambda r: limits.pause(r, {"reason": "usage limit", "resets_at": now + 7200}, 300))
+    given = api(bare, "/coding-sessions")["sessions"][0]
+    assert given["state"] == "paused" and given["limit"]["resume"] is None  # interactive: nothing scheduled
+    asked: list[str] = []
+
+    def answer(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.accept("+30m")
+
+    page.remove_listener("dialog", page.accept_dialogs)
+    page.on("dialog", answer)
+    page.goto(f"{bare.url}/#token={bare.token}")
+    row = page.locator("#active-rows tr", has_text="cc1")
+    expect(row).to_contain_text("paused: usage limit, resets")
+    row.get_by_role("button", name="resume at").click()
+    expect(row.get_by_role("button", name="resume at")).to_be_enabled()
+    limit = registry.read_record(lay, rec["id"])["limit"]  # type: ignore[index]
+    assert limit["resume"] == "operator" and asked and "Resume cc1 at" in asked[0], (limit, asked)
+    at = clock.parse_iso(limit["resume_at"])
+    assert at is not None and now + 30 * 60 - 5 <= at <= time.time() + 30 * 60 + 5
+    expect(row.locator("td").nth(2)).to_have_attribute("title", re.compile(r"resume at \d\d:\d\d \(operator\)"))
+    shot(page, "resume-at")
+    assert page.errors == []

@@ -246,9 +246,26 @@ function sessionRow(s) {
   return el("tr", { class: cls || null, title: clash, dataset: { id: s.id, alias: s.alias || "" } },
     el("td", { title: s.id }, swatch, s.alias || s.id),
     el("td", { title: s.failover || null }, s.failover || s.runtime || ""),
-    el("td", { title: s.paused || null }, s.paused ? s.paused.split(";")[0] : (s.state || "")),
+    el("td", { title: s.paused || null }, s.paused ? s.paused.split(";")[0] : (s.state || ""), resumeAtButton(s)),
     el("td", { class: s.attention ? "attn" : null }, s.attention || ""),
     el("td", {}, box));
+}
+// A session paused by its runtime's limit: `session resume-at` from the page (an interactive session is
+// never resumed by itself; a worker's resume can be moved). The time as the CLI reads it.
+function resumeAtButton(s) {
+  const limit = s.limit;
+  if (s.state !== "paused" || !limit || limit.cancelled) return null;
+  const who = s.alias || s.id;
+  const b = el("button", { type: "button", class: "resume-at", title: `resume ${who} at a time (cocoplus session resume-at)` }, "resume at\u2026");
+  b.addEventListener("click", async () => {
+    const at = prompt(`Resume ${who} at (HH:MM local, +30m, +2h, or an ISO time):`, "+30m");
+    if (!at || !at.trim()) return;
+    b.disabled = true;
+    await act(() => call("POST", `/coding-sessions/${encodeURIComponent(s.id)}/resume-at`, { at: at.trim() }));
+    b.disabled = false;
+    await act(loadSessions);
+  });
+  return b;
 }
 function renderSessions() {
   const all = state.sessions;
