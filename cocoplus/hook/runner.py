@@ -29,7 +29,7 @@ from cocoplus.core.lock import Budget, hook_margin, set_process_budget, wait_all
 from cocoplus.core.paths import Layout, ensure_marker, is_valid_id, walk_up
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import control, iteration, registry, stops
+from cocoplus.session import control, registry, stops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -422,6 +422,8 @@ def on_post_tool(h: Hook) -> Answer:
         h.touch_session()
         return None, 0
     parts: list[dict[str, Any] | None] = []
+    from cocoplus.session import iteration  # deferred: only tool calls are counted
+
     out = iteration.count(
         h.layout,
         s["max_iterations"],
@@ -921,6 +923,8 @@ def on_notification(h: Hook) -> Answer:
 def _sync_budget_lines(h: Hook) -> None:
     """PROGRESS.md's Iteration Budget lines brought up to the count (PostToolUse writes them at every
     `iteration.PROGRESS_EVERY`-th call only)."""
+    from cocoplus.session import iteration  # deferred, as in on_post_tool
+
     try:
         iteration.sync_lines(h.layout, timeout=h.timeout)
     except CocoplusError as exc:
