@@ -50,14 +50,14 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
 
 def _events() -> ModuleType:
     """`cocoplus.session.events`, imported when a stop, a resume or a steer logs a step (not on every hook)."""
-    from cocoplus.session import events
+    from cocoplus.session import events  # deferred: most hook events log no step
 
     return events
 
 
 def _status() -> ModuleType:
     """`cocoplus.session.status`, imported when a stop or a resume sets the run state (not on every hook)."""
-    from cocoplus.session import status
+    from cocoplus.session import status  # deferred: most hook events set no run state
 
     return status
 

@@ -24,8 +24,10 @@ The kill switch holds over a run even where its runtime's hooks do not run
 (a launched `codex exec` runs a project's hooks only once someone reviewed
 them in Codex): while the run has no session its hooks recorded, AGENT_STOP
 (or a kill switch whose state cannot be known) ends it as `workers kill`
-would (`stop_guard`, every STOP_POLL_S).  A run whose hooks did record its
-session is left to them: they block its tools and it ends its turn.
+would (`stop_guard`, every STOP_POLL_S): at once for such a runtime (its
+adapter's HOOKS_NEED_REVIEW), after STARTUP_GRACE_S for the others (their
+SessionStart hook records the session as they start).  A run whose hooks did
+record its session is left to them: they block its tools and it ends its turn.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from cocoplus.supervision import leftovers, workers, worktrees
 
 POLL_S = 0.25
 STOP_POLL_S = 0.5
+STARTUP_GRACE_S = 15.0  # for a runtime whose hooks run, the most its SessionStart hook may take to record it
 STOPPED_BY = "the kill switch (AGENT_STOP; its runtime's hooks were not running, so they could not block its tools)"
 CHUNK = 64 * 1024
 TAIL_BYTES = 64 * 1024
@@ -178,7 +181,10 @@ def run(layout: Layout, wid: str) -> int:
     copier = threading.Thread(target=copy, args=(child.stdout.fileno(), out, last_words), name="output", daemon=True)
     copier.start()
     ended = threading.Event()
-    threading.Thread(target=stop_guard, args=(layout, wid, ended), name="stop-guard", daemon=True).start()
+    guard = threading.Thread(
+        target=stop_guard, args=(layout, wid, ended, rec.get("runtime")), name="stop-guard", daemon=True
+    )
+    guard.start()
     code = child.returncode = os.waitstatus_to_exitcode(leftovers.wait_for(child.pid))
     ended.set()
     left = leftovers.find() if reaper else []
@@ -225,8 +231,12 @@ def run(layout: Layout, wid: str) -> int:
     return code if code >= 0 else 128 - code
 
 
-def stop_guard(layout: Layout, wid: str, ended: threading.Event) -> None:
-    """End the run if the kill switch is on while its runtime's hooks have recorded no session for it."""
+def stop_guard(layout: Layout, wid: str, ended: threading.Event, runtime: Any) -> None:
+    """End the run if the kill switch is on while its runtime's hooks have recorded no session for it: at once
+    for a runtime that may skip the project's hooks (`HOOKS_NEED_REVIEW`), else once STARTUP_GRACE_S have
+    passed (its SessionStart hook records the session while it starts; then its hooks block its tools)."""
+    unhooked = runtimes.known(runtime) and runtimes.get(runtime).HOOKS_NEED_REVIEW
+    started = time.monotonic()
     while not ended.wait(STOP_POLL_S):
         if not control.stop_present(layout):
             continue
@@ -235,6 +245,8 @@ def stop_guard(layout: Layout, wid: str, ended: threading.Event) -> None:
             return
         if workers.session_of(layout, rec) is not None:
             continue  # its hooks run: they block its tools, and it ends its turn
+        if not unhooked and time.monotonic() - started < STARTUP_GRACE_S:
+            continue  # its hooks may not have recorded its session yet
         say("AGENT_STOP is on and this run's hooks recorded no session (they are not running): ending it")
         try:
             workers.kill(layout, wid, STOPPED_BY)

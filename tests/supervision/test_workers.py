@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import time
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import clock, fsio
 from cocoplus.core.paths import Layout
 from cocoplus.session import control, procinfo, registry
 from cocoplus.session.workspace import init
@@ -153,16 +154,35 @@ def test_kill_stops_the_process_group_and_says_who(proj: Layout, monkeypatch: py
 
 def test_the_kill_switch_ends_a_run_whose_hooks_are_not_running(proj: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
     # As a launched `codex exec` in a project whose hooks nobody reviewed: it runs, and no hook records a session.
+    bindir = Path(shutil.which("claude") or "").parent
+    (bindir / "codex").write_text('#!/bin/sh\nexec claude -p "$3"\n')  # codex exec --json TASK, as the stand-in
+    (bindir / "codex").chmod(0o755)
     monkeypatch.setenv("FAKE_CHILD", "1")
-    workers.launch(proj, "claude", "unhooked", by="alice")
+    workers.launch(proj, "codex", "unhooked", by="alice")
     child_file = Path(proj.project).parent / "unhooked.child"
     grandchild = int(wait_until(lambda: child_file.exists() and len(f := child_file.read_text().split()) == 2 and f)[1])
     rec = wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid") and r)
     control.stop(proj, "carol", "everything stops")
-    done = wait_until(lambda: (r := workers.read(proj, "w1")) and r["state"] == "exited" and r, timeout=30)
+    # At once: Codex may skip the project's hooks (HOOKS_NEED_REVIEW), so no start-up grace is given.
+    done = wait_until(
+        lambda: (r := workers.read(proj, "w1")) and r["state"] == "exited" and r, timeout=workerrun.STARTUP_GRACE_S
+    )
     assert done["killed_by"] == workerrun.STOPPED_BY and done["exit"]["signal"] == "SIGTERM", done
     wait_until(lambda: procinfo.alive(grandchild) is False and procinfo.alive(rec["pid"], rec["start_ticks"]) is False)
     assert "hooks recorded no session" in Path(proj.worker_runner_log("w1")).read_text()
+
+
+def test_a_run_whose_hooks_record_no_session_in_its_start_up_grace_is_ended_too(proj: Layout) -> None:
+    workers.launch(proj, "claude", "silent", by="alice")  # Claude Code's hooks run: its session is awaited
+    wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid"))
+    control.stop(proj, "carol", "everything stops")
+    done = wait_until(
+        lambda: (r := workers.read(proj, "w1")) and r["state"] == "exited" and r,
+        timeout=workerrun.STARTUP_GRACE_S + 30,
+    )
+    assert done["killed_by"] == workerrun.STOPPED_BY, done
+    ran = clock.parse_iso(done["ended_at"]) - clock.parse_iso(done["started_at"])  # type: ignore[operator]
+    assert ran >= workerrun.STARTUP_GRACE_S - 0.5  # not before its hooks had their chance to record its session
 
 
 def test_the_kill_switch_leaves_a_run_whose_hooks_run_to_them(proj: Layout) -> None:

@@ -90,6 +90,9 @@ How a session's end is known
     ENDS_WITH_PROCESS: whether the process recorded at SessionStart (`session.procinfo`) is the
         session's own, so that once it is gone the session has ended even if no hook said so (a
         killed runtime runs no SessionEnd); checked against the real CLI where True
+    HOOKS_NEED_REVIEW: whether its headless run may skip the project's hooks until a person reviewed them
+        in the runtime itself (then a launched run with no session recorded is taken to run unhooked:
+        the kill switch ends it at once, supervision/workerrun.py)
 
 Permissions of a headless worker (session/permissions.py)
     ASKS_PERMISSION: whether its headless run asks through a hook (then cocoplus waits for an answer)

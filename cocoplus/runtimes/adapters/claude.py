@@ -176,6 +176,7 @@ def continue_cap(environ: "Mapping[str, str]") -> "int | None":
 # The process recorded at SessionStart is `claude` itself (hooks run under `sh -c`): once it is gone the
 # session has ended, whether or not SessionEnd ran (it does not after SIGKILL, and is cut short on Ctrl+C).
 ENDS_WITH_PROCESS = True
+HOOKS_NEED_REVIEW = False
 COMMAND = "claude"
 CHILD_ENV = (
     "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID",

@@ -152,6 +152,7 @@ def continue_cap(environ: "Mapping[str, str]") -> "int | None":
 
 # Not checked against a real Cursor: only a hook says the session ended.
 ENDS_WITH_PROCESS = False
+HOOKS_NEED_REVIEW = False
 COMMAND = "cursor-agent"
 CHILD_ENV: tuple[str, ...] = ()
 

@@ -166,6 +166,7 @@ def continue_cap(environ: "Mapping[str, str]") -> "int | None":
 
 # Not checked here which process a Gemini CLI hook runs under: only its SessionEnd says the session ended.
 ENDS_WITH_PROCESS = False
+HOOKS_NEED_REVIEW = False
 COMMAND = "gemini"
 CHILD_ENV = ("GEMINI_SESSION_ID", "GEMINI_PROJECT_DIR", "GEMINI_PLANS_DIR", "GEMINI_CWD", "CLAUDE_PROJECT_DIR")
 _VALUES = ("-m", "--model", "--approval-mode", "-o", "--output-format", "--policy")
