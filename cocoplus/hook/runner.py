@@ -697,7 +697,6 @@ def on_session_start(h: Hook) -> Answer:
     h.step("session_start", alias=rec["alias"] if rec else None, source=info["source"])
     if rec is not None:
         _export_session(h, rec["id"])
-    _sync_budget_lines(h)  # the handoff shows the count as it is
     from cocoplus.session import handoff  # deferred: only a session start reads the handoff
 
     text = handoff.context(h.layout, rec, worktree=bool(h.environ.get("COCOPLUS_WORKTREE")))

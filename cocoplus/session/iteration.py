@@ -138,7 +138,7 @@ def count(
     threshold and at the cap: the hook passes PROGRESS_EVERY, so most calls
     write the count alone (iteration-budget.json is what `session status`
     and the cap read), and `sync_lines` brings the lines up to date when a
-    session starts or ends.
+    session ends.
 
     A busy lock (past `timeout` or `budget`) or an unwritable file spools
     the increment; if even that fails, AGENT_STOP is created and

@@ -209,8 +209,8 @@ def test_progress_budget_lines_follow_the_count_without_clobbering_edits(project
         after = open(project.progress).read()
         # Written at the first call and at every tenth (iteration.PROGRESS_EVERY); the count itself at each.
         assert after == text.replace("- Consumed: 0", f"- Consumed: {1 if i < 9 else 10}"), i
-    # A session start (the handoff it gives) or end brings the lines up to the count.
-    assert run_hook(project, "SessionStart", fixture("claude-sessionstart-startup.json")).code == 0
+    # A session's end brings the lines up to the count (for the handoff the next session reads).
+    assert run_hook(project, "SessionEnd", fixture("claude-sessionend.json")).code == 0
     assert open(project.progress).read() == text.replace("- Consumed: 0", "- Consumed: 12")
 
 
