@@ -109,7 +109,7 @@ def cost(
     rate = None
     end = None
     if not usage:
-        out["why"] = "no spend measured yet"
+        out["why"] = "no rate: the spend log has no timed usage yet"
     else:
         end = usage[-1][0]
         first = usage[0][0]

@@ -144,7 +144,7 @@ def test_no_forecast_without_a_current_rate_or_a_limit() -> None:
     off = forecast.compute(spend_records(), None, [], values(budget_enforcement="off"), NOW)
     assert off["cost"]["exhausted"] is None and "budget_enforcement = off" in off["lines"][0]
     assert forecast.compute([], None, [], values(), NOW)["lines"] == [
-        "cost budget: no forecast (no spend measured yet)",
+        "cost budget: no forecast (no rate: the spend log has no timed usage yet)",
         "iteration cap: no forecast (no tool call counted yet; 0 of 200 used)",
     ]
     capped = forecast.compute([], {**iteration_doc(), "consumed": 200}, [], values(), NOW)
