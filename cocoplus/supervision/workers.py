@@ -298,6 +298,30 @@ def command(
     return [*cmd[:-1], *granted, cmd[-1]] if cmd[-1] == task else [*cmd, *granted]
 
 
+def _ready_for_next_run(rec: dict[str, Any], refused: str, gone_hint: str = "") -> str | None:
+    """The worktree worker `rec`'s next run works in (None: the project), once it is sure the worker is not running
+    (`refused` says what is not done to a running one) and its worktree is still there."""
+    wid = rec["id"]
+    if rec.get("state") in LIVE and alive(rec):
+        raise CocoplusError(f"worker {wid} is {rec['state']}: {refused}")
+    cwd = seal.worker_cwd(rec)
+    if cwd is not None and not os.path.isdir(cwd):
+        raise CocoplusError(f"worker {wid}: its worktree {cwd} is gone (`workers clean` removed it){gone_hint}")
+    return cwd
+
+
+def _queue_next_run(layout: Layout, rec: dict[str, Any], cmd: list[str], cwd: str | None, by: str) -> None:
+    """Record worker `rec`'s next run of `cmd` (sealed for this user, project and tree) as queued, the last run's
+    end cleared; its runner starts it (under the caller's lock)."""
+    rec.update(
+        state="queued", command=cmd, resumed_by=by, queued_at=clock.iso(),
+        seal=seal.seal(seal.worker_fields(rec["id"], layout.project, cmd, cwd)),
+        exit=None, reason=None, killed_by=None, kill_requested=None, pid=None, start_ticks=None, ended_at=None,
+        waiting_since=None, left_behind=None, limit=None,
+    )  # fmt: skip
+    _write(layout, rec)
+
+
 def take_over(
     layout: Layout,
     wid: str,
@@ -319,11 +343,7 @@ def take_over(
         rec = read(layout, wid)
         if rec is None:
             raise NotFound(f"no worker {wid}")
-        if rec.get("state") in LIVE and alive(rec):
-            raise CocoplusError(f"worker {wid} is {rec['state']}: it is not taken over while it runs")
-        cwd = seal.worker_cwd(rec)
-        if cwd is not None and not os.path.isdir(cwd):
-            raise CocoplusError(f"worker {wid}: its worktree {cwd} is gone (`workers clean` removed it)")
+        cwd = _ready_for_next_run(rec, "it is not taken over while it runs")
         cmd = command(layout, runtime, text, None, None, list(rec.get("allow") or []), env)
         now = clock.iso()
         prev = from_session or {}
@@ -339,14 +359,8 @@ def take_over(
             {"runtime": runtime, "since": now, "reason": reason, "until": until, "estimate": bool(estimate), "by": by,
              "from_session": prev.get("id"), "session": None, "session_alias": None}
         )  # fmt: skip
-        rec.update(
-            runtime=runtime, command=cmd, model=None, effort=None, runtimes=history, resumed_by=by,
-            seal=seal.seal(seal.worker_fields(wid, layout.project, cmd, cwd)),
-            state="queued", session=None, session_alias=None,
-            exit=None, reason=None, killed_by=None, kill_requested=None, pid=None, start_ticks=None, ended_at=None,
-            waiting_since=None, queued_at=now, left_behind=None, limit=None,
-        )  # fmt: skip
-        _write(layout, rec)
+        rec.update(runtime=runtime, model=None, effort=None, runtimes=history, session=None, session_alias=None)
+        _queue_next_run(layout, rec, cmd, cwd, by)
     start_runner(layout, wid, env)
     return read(layout, wid) or rec
 
@@ -436,11 +450,7 @@ def resume(
         rec = read(layout, wid)
         if rec is None:
             raise NotFound(f"{session.get('alias') or session['id']}: its worker {wid} has no record")
-        if rec.get("state") in LIVE and alive(rec):
-            raise CocoplusError(f"worker {wid} is {rec['state']}: it is not resumed twice")
-        cwd = seal.worker_cwd(rec)
-        if cwd is not None and not os.path.isdir(cwd):
-            raise CocoplusError(f"worker {wid}: its worktree {cwd} is gone (`workers clean` removed it); launch anew")
+        cwd = _ready_for_next_run(rec, "it is not resumed twice", "; launch anew")
         back = session.get("runtime")
         if rec.get("runtimes") and isinstance(back, str) and back != rec.get("runtime"):
             # The session of a runtime it failed over from: its work is handed back there (`failover_return`).
@@ -450,14 +460,7 @@ def resume(
                 "session_alias": session.get("alias"),
             }]  # fmt: skip
             rec.update(runtime=back, session=session["id"], session_alias=session.get("alias"))
-        rec.update(
-            state="queued", command=cmd,
-            seal=seal.seal(seal.worker_fields(wid, layout.project, cmd, seal.worker_cwd(rec))),
-            resumed_by=by,
-            exit=None, reason=None, killed_by=None, kill_requested=None, pid=None, start_ticks=None, ended_at=None,
-            waiting_since=None, queued_at=clock.iso(), left_behind=None, limit=None,
-        )  # fmt: skip
-        _write(layout, rec)
+        _queue_next_run(layout, rec, cmd, cwd, by)
     child = start_runner(layout, wid, dict(os.environ if environ is None else environ))
     info = {
         "pid": child.pid, "start_ticks": procinfo.start_ticks(child.pid), "command": cmd,
