@@ -586,19 +586,11 @@ class TopApp(App[None]):
         self.push_screen(ConfirmScreen("Resume the agents (remove AGENT_STOP)?"), answered)
 
     def action_steer(self) -> None:
-        target = self._target()
-        if target is None:
-            return
-        sid, alias = target
-
-        def answered(text: str | None) -> None:
-            if text:
-                self._do(
-                    f"steer for {alias} written",
-                    lambda: session_ops.steer_session(self.layout, sid, text, principal=self.principal()),
-                )
-
-        self.push_screen(AskScreen(f"Steer {alias}: one instruction, at its turn end or next prompt"), answered)
+        self._ask_and_do(
+            "Steer {alias}: one instruction, at its turn end or next prompt",
+            "steer for {alias} written",
+            lambda sid, text: session_ops.steer_session(self.layout, sid, text, principal=self.principal()),
+        )
 
     def action_steer_all(self) -> None:
         def answered(text: str | None) -> None:
@@ -611,6 +603,14 @@ class TopApp(App[None]):
         self.push_screen(AskScreen("Steer: one instruction for the agent's next prompt"), answered)
 
     def action_dispatch(self) -> None:
+        self._ask_and_do(
+            "Dispatch to {alias}: its next piece of work",
+            "dispatched to {alias}",
+            lambda sid, text: dispatch_ops.dispatch(self.layout, sid, text, principal=self.principal()),
+        )
+
+    def _ask_and_do(self, question: str, done: str, act: Callable[[str, str], Any]) -> None:
+        """Ask for one line of text about the selected session, then `act(session id, text)` saying `done`."""
         target = self._target()
         if target is None:
             return
@@ -618,12 +618,9 @@ class TopApp(App[None]):
 
         def answered(text: str | None) -> None:
             if text:
-                self._do(
-                    f"dispatched to {alias}",
-                    lambda: dispatch_ops.dispatch(self.layout, sid, text, principal=self.principal()),
-                )
+                self._do(done.format(alias=alias), lambda: act(sid, text))
 
-        self.push_screen(AskScreen(f"Dispatch to {alias}: its next piece of work"), answered)
+        self.push_screen(AskScreen(question.format(alias=alias)), answered)
 
     def action_answer(self) -> None:
         target = self._target()
