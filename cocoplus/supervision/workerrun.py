@@ -28,6 +28,9 @@ would (`stop_guard`, every STOP_POLL_S): at once for such a runtime (its
 adapter's HOOKS_NEED_REVIEW), after STARTUP_GRACE_S for the others (their
 SessionStart hook records the session as they start).  A run whose hooks did
 record its session is left to them: they block its tools and it ends its turn.
+A session its runner recorded from the run's output (`workers.session_from_output`:
+a Codex thread limited before any hook ran, so that it can be resumed) is no
+such sign: its runs stay under the guard.
 """
 
 from __future__ import annotations
@@ -203,12 +206,16 @@ def run(layout: Layout, wid: str) -> int:
     if code >= 0:  # a signal is its own reason
         copier.join(TAIL_WAIT_S)  # the runtime's last words (why it failed) are read before the end is recorded
         limit = output_limit(rec.get("runtime"), last_words.text())
+    # A run its hooks never saw (unreviewed Codex hooks) names its session in its output: resumable at the reset.
+    native = output_session(rec.get("runtime"), last_words.head(), os.environ) if limit is not None else None
     if code > 0:
         reason = streams.failure(streams.transcript(rec.get("runtime"), last_words.text()))
         why = f"{reason} ({workers.status_text(code)})" if reason else None
     keep_work(layout, wid, out)
     try:
-        done = workers.finish(layout, wid, code, why, left_behind=left, limit=limit)  # the slot is free from here
+        done = workers.finish(
+            layout, wid, code, why, left_behind=left, limit=limit, native=native
+        )  # the slot is free from here
     except CocoplusError as exc:
         say(f"the end of the run not recorded: {exc}")
         recorded, done = False, None
@@ -243,7 +250,8 @@ def stop_guard(layout: Layout, wid: str, ended: threading.Event, runtime: Any) -
         rec = workers.read(layout, wid)
         if rec is None or rec.get("state") not in workers.LIVE:
             return
-        if workers.session_of(layout, rec) is not None:
+        sess = workers.session_of(layout, rec)
+        if sess is not None and sess.get("last_event") != workers.FROM_OUTPUT:
             continue  # its hooks run: they block its tools, and it ends its turn
         if not unhooked and time.monotonic() - started < STARTUP_GRACE_S:
             continue  # its hooks may not have recorded its session yet
@@ -259,17 +267,30 @@ def output_limit(runtime: Any, text: str) -> dict[str, Any] | None:
     """The rate or usage limit the run's last output reports (its adapter's `output_limit`), or None."""
     if not isinstance(runtime, str) or not runtimes.known(runtime):
         return None
-    adapter = runtimes.get(runtime)
-    for line in reversed(text.splitlines()):
+    return _first(text, runtimes.get(runtime).output_limit, reverse=True)
+
+
+def output_session(runtime: Any, text: str, environ: Any) -> dict[str, Any] | None:
+    """The session the run's first output names, where its hooks may not have recorded it (its adapter's
+    `output_session`: a thread of `codex exec`), or None."""
+    if not isinstance(runtime, str) or not runtimes.known(runtime):
+        return None
+    return _first(text, lambda event: runtimes.get(runtime).output_session(event, environ))
+
+
+def _first(text: str, read: Any, reverse: bool = False) -> dict[str, Any] | None:
+    """What `read` finds in the first (or, `reverse`, the last) JSON line of `text` it finds anything in."""
+    lines = text.splitlines()
+    for line in reversed(lines) if reverse else lines:
         if not line.startswith("{"):
             continue
         try:
             event = json.loads(line)
         except ValueError:
             continue
-        found = adapter.output_limit(event) if isinstance(event, dict) else None
+        found = read(event) if isinstance(event, dict) else None
         if found is not None:
-            return found
+            return dict(found)
     return None
 
 
@@ -304,19 +325,28 @@ def keep_work(layout: Layout, wid: str, out: Output) -> None:
 
 
 class Tail:
-    """The last TAIL_BYTES of the run's output, from which a failed run's reason is read."""
+    """The last TAIL_BYTES of the run's output, from which a failed run's reason is read, and its first TAIL_BYTES
+    (`head`), where a runtime names its session."""
 
     def __init__(self) -> None:
         self.data = b""
+        self.first = b""
         self.lock = threading.Lock()
 
     def add(self, chunk: bytes) -> None:
         with self.lock:
             self.data = (self.data + chunk)[-TAIL_BYTES:]
+            if len(self.first) < TAIL_BYTES:
+                self.first = (self.first + chunk)[:TAIL_BYTES]
 
     def text(self) -> str:
         with self.lock:
             data = self.data
+        return data.decode("utf-8", "replace")
+
+    def head(self) -> str:
+        with self.lock:
+            data = self.first
         return data.decode("utf-8", "replace")
 
 

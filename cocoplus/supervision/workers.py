@@ -65,6 +65,7 @@ KILL_GRACE_S = 5.0  # SIGTERM to the process group, then SIGKILL after this
 WORKER_ENV = "COCOPLUS_WORKER"
 ALIAS_ENV = "COCOPLUS_WORKER_ALIAS"
 LIVE = vocab.LIVE_WORKER_STATES
+FROM_OUTPUT = "worker_output"  # `last_event` of a session its runner recorded from its output (no hook ran)
 
 
 def _lock(layout: Layout) -> Lock:
@@ -551,13 +552,15 @@ def finish(
     why: str | None = None,
     left_behind: list[dict[str, Any]] | None = None,
     limit: dict[str, Any] | None = None,
+    native: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """Record how worker `wid`'s run ended (once); update its session and wake the brain on a failure.
 
     `left_behind`: the processes its runtime left running (`leftovers.find`), which its runner ends next.
     `limit`: the rate or usage limit its output reported (the adapter's `output_limit`): a run ended by a limit
     is `exited` with the limit, not `failed`, and its session is paused (session/limits.py) if its hook did not
-    say so already.
+    say so already.  `native`: the session its output named (the adapter's `output_session`), recorded for a
+    run ended by a limit whose hooks recorded none (`session_from_output`), so that it is resumed at the reset.
     """
     with _lock(layout):
         rec = read(layout, wid)
@@ -572,6 +575,8 @@ def finish(
             rec["left_behind"] = [dict(p, ended=False) for p in left_behind]
         killed = rec.get("kill_requested") or None
         sess = session_of(layout, rec)
+        if sess is None and limit is not None and native is not None and not killed:
+            sess = session_from_output(layout, rec, native)
         if (
             sess is not None
             and limit is not None
@@ -690,6 +695,41 @@ def _end_session(layout: Layout, rec: dict[str, Any], sess: dict[str, Any]) -> N
         registry.append_signal(
             layout, updated, "exit", rec["state"], detail=f"worker {rec['id']}: {rec['reason']}", worker=rec["id"]
         )
+
+
+def session_from_output(layout: Layout, rec: dict[str, Any], native: dict[str, Any]) -> dict[str, Any] | None:
+    """The session of a run whose hooks did not run (a `codex exec` whose project hooks were not reviewed), from
+    the id its output named: recorded as a SessionStart hook would record it (the worker, where it runs, the
+    transcript, the command line sealed for this user, record and project), with `last_event` FROM_OUTPUT (the
+    runner's kill switch still ends its runs: no hook blocks their tools).  None if it cannot be recorded."""
+    runtime, cmd, rid = rec.get("runtime"), rec.get("command"), native.get("id")
+    if not (isinstance(runtime, str) and runtimes.known(runtime) and isinstance(rid, str) and rid):
+        return None
+    if not (isinstance(cmd, list) and cmd and all(isinstance(a, str) for a in cmd)):
+        return None
+    from cocoplus.runtimes import argv as words  # deferred: only a run ended by a limit without a session
+
+    program = cmd[: max(1, len(words.program(cmd)))]
+    fields = seal.session_fields(registry.cs_id_for(rid), runtime, rid, layout.project, program, cmd)
+    info = {
+        "cwd": seal.worker_cwd(rec) or layout.project,
+        "transcript_path": native.get("transcript_path"),
+        # the run's process (ended): dispatch takes the session for one no longer running, and resumes it
+        "process": {
+            "pid": rec.get("pid"),
+            "start_ticks": rec.get("start_ticks"),
+            "argv": cmd,
+            "program": program,
+            "seal": seal.sealed(fields),
+        },
+        "worker": rec["id"],
+        "source": "its output (its hooks did not run)",
+    }
+    try:
+        sess, _ = registry.ensure(layout, runtime, rid, event=FROM_OUTPUT, info=info, alias=rec.get("alias"))
+    except CocoplusError:
+        return None
+    return sess
 
 
 def _pause_session(layout: Layout, sess: dict[str, Any], limit: dict[str, Any]) -> dict[str, Any]:

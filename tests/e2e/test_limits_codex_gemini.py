@@ -9,16 +9,21 @@
   (`session resume-at W +2s`); the watcher resumes it and it carries on.
 * Codex CLI waits out any `retry-after` itself, up to its provider's
   retries; with them set to 0 it fails the turn at once, passing no reset
-  time on. A launched `codex exec` runs the project's hooks only once they
-  were reviewed in Codex (`/hooks`), so here no session is recorded: the
-  limit is recognised from its output and named, and nothing is resumed.
+  time on (an estimate). A launched `codex exec` runs the project's hooks
+  only once they were reviewed in Codex (`/hooks`), so no hook records its
+  session: the runner records it from the thread its output names
+  (`thread.started`, whose rollout Codex has written by then), and the
+  watcher resumes that thread (`codex exec resume`); a project stop before
+  the reset cancels the resume.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -105,20 +110,81 @@ def test_a_rate_limited_gemini_worker_is_paused_until_the_reset_gemini_gave(proj
             watcher.stop()
 
 
-def test_a_rate_limited_codex_worker_without_trusted_hooks_ends_naming_the_limit(proj: Project) -> None:
+def codex_env(p: Project, stub: ResponsesStub) -> dict[str, str]:
+    """Codex against `stub`, with no retries of its own (it gives up at the first 429), its hooks not reviewed."""
+    home = codex_home(p, stub)
+    config = (home / "config.toml").read_text()
+    retries = 'env_key = "STUB_API_KEY"\nstream_max_retries = 0\nrequest_max_retries = 0\n'
+    (home / "config.toml").write_text(config.replace('env_key = "STUB_API_KEY"\n', retries))
+    return p.env(PATH=path_with("codex"), CODEX_HOME=str(home), STUB_API_KEY="sk-test-local")
+
+
+def test_a_rate_limited_codex_worker_without_trusted_hooks_is_paused_and_resumed_from_its_thread(
+    proj: Project,
+) -> None:
     p = proj
+    layout = Layout(str(p.root))
     p.cocoplus("install", "codex")
-    with ResponsesStub([text("never sent")]) as stub:
-        home = codex_home(p, stub)
-        config = (home / "config.toml").read_text()  # no retries of its own: it gives up at the first 429
-        retries = 'env_key = "STUB_API_KEY"\nstream_max_retries = 0\nrequest_max_retries = 0\n'
-        (home / "config.toml").write_text(config.replace('env_key = "STUB_API_KEY"\n', retries))
-        env = p.env(PATH=path_with("codex"), CODEX_HOME=str(home), STUB_API_KEY="sk-test-local")
+    with ResponsesStub([text("CX-CARRIED-ON")]) as stub:
+        env = codex_env(p, stub)
+        home = Path(env["CODEX_HOME"])
         stub.limit(HOUR)
-        cli_json(p, env, "launch", "codex", "Write the parser.", "--alias", "cparser")
-        w = wait_until(lambda: (x := worker(p, env, "w1"))["state"] not in ("queued", "running") and x, timeout=180)
-        # `codex exec` runs project hooks only once reviewed (`/hooks`): no session was recorded, so the limit
-        # is recognised from its output and named, but there is nothing to resume.
-        assert w["state"] == "failed" and w["session"] is None and len(stub.limited) == 1, w
-        assert w["reason"].startswith("stopped by its runtime's rate limit before a session was recorded"), w
-        assert w["limit"]["reason"] == "rate limit" and w["limit"]["resets_at"] is None
+        watcher = Watcher(layout, env)
+        try:
+            cli_json(p, env, "launch", "codex", "Write the parser.", "--alias", "cparser")
+            # `codex exec` runs project hooks only once reviewed (`/hooks`): no hook recorded a session, so the
+            # runner records it from the thread its output named; Codex passes no reset on: an estimate.
+            s = wait_until(lambda: paused(p, env, "cparser"), timeout=180)
+            limit = s["limit"]
+            assert limit["estimate"] is True and limit["reason"] == "rate limit" and limit["resume"] == "watcher"
+            assert "(estimate)" in s["paused"] and len(stub.limited) == 1, s
+            w = wait_until(lambda: (x := worker(p, env, "w1"))["state"] == "exited" and x, timeout=60)
+            assert w["session"] == s["id"] and w["limit"]["resets_at"] == limit["resets_at"] and w["runs"] == 1, w
+            rollout = next(home.glob("sessions/*/*/*/rollout-*.jsonl"))
+            assert s["runtime_session_id"] in rollout.name
+            # The operator brings the resume forward; the watcher resumes the thread and it carries on.
+            stub.lift()
+            at = cli_json(p, env, "session", "resume-at", "cparser", "+2s")
+            assert at["watcher_running"] is True and at["limit"]["resume"] == "operator"
+            done = wait_until(
+                lambda: (x := worker(p, env, "w1"))["state"] == "exited" and x["runs"] == 2 and x, timeout=180
+            )
+            assert done["exit"]["code"] == 0 and not done["paused"], done
+            # The same thread, continued: the task of the first run and the watcher's instruction in one request.
+            sent = json.dumps(stub.requests[-1])
+            assert "Write the parser." in sent and "cut off by your runtime's rate limit" in sent, sent[:2000]
+            log = open(layout.worker_log("w1"), encoding="utf-8").read()
+            assert f"exec resume {s['runtime_session_id']}" in log and "CX-CARRIED-ON" in log
+            acts = [a for a in fsio.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
+            assert [a["principal"] for a in acts] == ["watcher"]
+        finally:
+            watcher.stop()
+
+
+def test_a_stop_before_the_reset_cancels_the_resume_of_a_codex_worker(proj: Project) -> None:
+    p = proj
+    layout = Layout(str(p.root))
+    p.cocoplus("install", "codex")
+    (p.project / "cocoplus.toml").write_text("[workers]\nlimit_retry_s = 10\n")  # the estimated reset comes soon
+    with ResponsesStub([text("never sent")]) as stub:
+        env = codex_env(p, stub)
+        stub.limit(HOUR)
+        watcher = Watcher(layout, env)
+        try:
+            cli_json(p, env, "launch", "codex", "Write the parser.", "--alias", "cparser")
+            s = wait_until(lambda: paused(p, env, "cparser"), timeout=180)
+            resets = clock.parse_iso(s["limit"]["resets_at"])
+            assert resets is not None and s["limit"]["estimate"] is True
+            p.cocoplus("session", "stop", "--reason", "not now")  # the whole project, before the reset
+            record = wait_until(
+                lambda: (r := json.loads(Path(layout.session_record(s["id"])).read_text()))["state"] == "exited" and r,
+                timeout=60,
+            )
+            assert "AGENT_STOP" in record["limit"]["cancelled"] and time.time() < resets, record
+            # Past the reset (and the watcher's next looks), nothing was resumed.
+            wait_until(lambda: time.time() > resets + 3, timeout=60)
+            assert watcher.proc.poll() is None
+            assert worker(p, env, "w1")["runs"] == 1 and len(stub.limited) == 1 and stub.loop_requests == []
+            assert not [a for a in fsio.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
+        finally:
+            watcher.stop()

@@ -40,6 +40,7 @@ FUNCTIONS = (
     "entry_timeout", "settings_notes", "todo", "mcp_entry", "deny_tool", "deny_permission", "halt", "add_context",
     "prompt_reply", "continue_turn", "notice", "continue_cap", "resume_argv", "launch_argv", "allow_permission",
     "permission_argv", "stream_entries", "controller_argv", "controller_reply", "limit_of", "output_limit",
+    "output_session",
 )  # fmt: skip
 ADAPTERS = registry.ordered()
 

@@ -82,6 +82,23 @@ def test_the_other_runtimes_declare_no_hook_event_for_a_limit(name: str) -> None
     assert a.limit_of("stop", {"error": "rate_limit"}) is None
 
 
+def test_codex_names_the_thread_a_run_limited_without_hooks_resumes_from(tmp_path: Path) -> None:
+    codex = runtimes.get("codex")
+    lines = [json.loads(x) for x in (STREAMS / "codex-rate-limit.jsonl").read_text().splitlines()]
+    tid = lines[0]["thread_id"]
+    rollout = tmp_path / "sessions" / "2026" / "12" / "02" / f"rollout-2026-12-02T16-36-57-{tid}.jsonl"
+    env = {"CODEX_HOME": str(tmp_path)}
+    assert codex.output_session(lines[0], env) == {"id": tid, "transcript_path": None}  # not written (yet)
+    rollout.parent.mkdir(parents=True)
+    rollout.write_text("{}\n")
+    assert codex.output_session(lines[0], env) == {"id": tid, "transcript_path": str(rollout)}
+    assert [codex.output_session(e, env) for e in lines[1:]] == [None] * (len(lines) - 1)
+    for bad in ("*", "../../etc", f"{tid[:-1]}*", tid.upper(), 7):  # only a thread id: nothing to glob or to climb by
+        assert codex.output_session({"type": "thread.started", "thread_id": bad}, env) is None, bad
+    for name in ("claude", "gemini", "cursor", "cortex"):  # their hooks record their sessions
+        assert runtimes.get(name).output_session({"type": "system", "session_id": tid}, env) is None
+
+
 # -- the hook ----------------------------------------------------------------------------------------
 
 

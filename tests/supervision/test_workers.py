@@ -24,7 +24,7 @@ from cocoplus.core import clock, fsio
 from cocoplus.core.paths import Layout
 from cocoplus.session import control, procinfo, registry
 from cocoplus.session.workspace import init
-from cocoplus.supervision import triggers, workerrun, workers
+from cocoplus.supervision import dispatch, headless, triggers, workerrun, workers
 from tests.supervision.workers_support import stop_workers
 from tests.support.typed import present
 from tests.support.waiting import wait_until
@@ -183,6 +183,52 @@ def test_a_run_whose_hooks_record_no_session_in_its_start_up_grace_is_ended_too(
     assert done["killed_by"] == workerrun.STOPPED_BY, done
     ran = clock.parse_iso(done["ended_at"]) - clock.parse_iso(done["started_at"])  # type: ignore[operator]
     assert ran >= workerrun.STARTUP_GRACE_S - 0.5  # not before its hooks had their chance to record its session
+
+
+CODEX = '#!/bin/sh\nexec claude -p "$3"\n'  # codex exec --json TASK, as the stand-in
+THREAD = "01a235df-660b-7823-b699-5cc3287db900"
+
+
+def codex_stand_in() -> None:
+    bindir = Path(shutil.which("claude") or "").parent
+    (bindir / "codex").write_text(CODEX)
+    (bindir / "codex").chmod(0o755)
+
+
+def test_a_run_limited_before_any_hook_ran_is_paused_on_the_session_its_output_named(proj: Layout) -> None:
+    # A launched `codex exec` whose hooks nobody reviewed, stopped by a limit: its runner names the thread.
+    codex_stand_in()
+    workers.launch(proj, "codex", "limited", by="alice", alias="cparser")
+    rec = wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid") and r)
+    found = {"reason": "rate limit", "resets_at": None, "detail": "exceeded retry limit, last status: 429"}
+    done = workers.finish(proj, "w1", 1, limit=found, native={"id": THREAD, "transcript_path": "/x/rollout.jsonl"})
+    release(proj, "limited")
+    assert done is not None and done["state"] == "exited" and done["limit"]["estimate"] is True, done
+    sess = registry.read_record(proj, done["session"])
+    assert sess is not None and sess["state"] == "paused" and sess["alias"] == "cparser" and sess["worker"] == "w1"
+    assert sess["runtime_session_id"] == THREAD and sess["last_event"] == workers.FROM_OUTPUT
+    assert sess["limit"]["resume"] == "watcher" and sess["transcript_path"] == "/x/rollout.jsonl"
+    # Sealed as its SessionStart hook would have sealed it: dispatch may resume it (as the worker's next run).
+    assert headless.refused(proj, sess) is None
+    wait_until(lambda: procinfo.alive(rec["pid"], rec["start_ticks"]) is False)
+    assert dispatch.route(proj, sess)[0] == "resume"  # its run's process is gone
+    with_transcript = dict(sess, transcript_path=__file__)
+    cmd, why = headless.plan(proj, with_transcript, "go on")
+    assert cmd == [rec["command"][0], "exec", "resume", THREAD, "go on", "--json"], why
+    assert [s["kind"] for s in fsio.read_jsonl(proj.signals).records].count("limited") == 1
+
+
+def test_the_kill_switch_ends_a_run_whose_session_only_its_output_named(proj: Layout) -> None:
+    # A resumed Codex thread whose hooks still do not run: a session is recorded, but no hook blocks its tools.
+    codex_stand_in()
+    workers.launch(proj, "codex", "resumed", by="alice")
+    rec = wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid") and r)
+    assert workers.session_from_output(proj, rec, {"id": THREAD}) is not None
+    control.stop(proj, "carol", "everything stops")
+    done = wait_until(
+        lambda: (r := workers.read(proj, "w1")) and r["state"] == "exited" and r, timeout=workerrun.STARTUP_GRACE_S
+    )
+    assert done["killed_by"] == workerrun.STOPPED_BY, done
 
 
 def test_the_kill_switch_leaves_a_run_whose_hooks_run_to_them(proj: Layout) -> None:

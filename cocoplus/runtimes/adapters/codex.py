@@ -362,5 +362,22 @@ def output_limit(event: "Mapping[str, Any]") -> "dict[str, Any] | None":
     return {"reason": "usage limit" if "usage limit" in message else "rate limit", "resets_at": None, "detail": message}
 
 
+def output_session(event: "Mapping[str, Any]", environ: "Mapping[str, str]") -> "dict[str, Any] | None":
+    """The thread a `codex exec --json` run names (`thread.started`) and its rollout file: a run whose hooks did not
+    run (not reviewed, HOOKS_NEED_REVIEW) recorded no session, and `codex exec resume THREAD` continues it. Codex
+    writes the rollout as the thread starts, before its first model request (checked with 0.169.0)."""
+    if event.get("type") != "thread.started":
+        return None
+    tid = event.get("thread_id")
+    if not isinstance(tid, str) or len(tid) != 36 or tid.strip("0123456789abcdef-"):  # a UUID, nothing to glob
+        return None
+    import glob  # deferred: only a worker's run ended by a limit looks for its thread
+    import os  # deferred: likewise
+
+    home = environ.get("CODEX_HOME") or os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".codex")
+    found = sorted(glob.glob(os.path.join(glob.escape(home), "sessions", "*", "*", "*", f"rollout-*-{tid}.jsonl")))
+    return {"id": tid, "transcript_path": found[-1] if found else None}
+
+
 USAGE = "codex-rollout"
 PROVIDER = "openai"

@@ -221,6 +221,10 @@ def output_limit(event: "Mapping[str, Any]") -> "dict[str, Any] | None":
     return None
 
 
+def output_session(event: "Mapping[str, Any]", environ: "Mapping[str, str]") -> "dict[str, Any] | None":
+    return None  # its hooks record its session (SessionStart): never needed from its output
+
+
 USAGE = None
 PROVIDER = None
 

@@ -300,6 +300,10 @@ def output_limit(event: "Mapping[str, Any]") -> "dict[str, Any] | None":
     }
 
 
+def output_session(event: "Mapping[str, Any]", environ: "Mapping[str, str]") -> "dict[str, Any] | None":
+    return None  # its hooks record its session (SessionStart): never needed from its output
+
+
 USAGE = "gemini-recording"
 PROVIDER = "google"
 
