@@ -53,6 +53,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "fixtures")
 SESSION = "bench-session"
+# The project's limits, set in its cocoplus.toml as a user sets them (an environment override such as
+# COCOPLUS_SESSION_MAX_ITERATIONS makes the hook check it against the key table: about 0.5 ms more).
+PROJECT_CONFIG = "[session]\nbudget_limit = 1000.0\nmax_iterations = 1000000\niteration_warn_at = 0\n"
 
 
 def run(cmd: str, stdin: bytes, env: dict[str, str], cwd: str) -> float:
@@ -179,13 +182,11 @@ def main() -> int:
     env.update(
         HOME=home,
         CLAUDE_PROJECT_DIR=project,
-        COCOPLUS_SESSION_MAX_ITERATIONS="1000000",
-        COCOPLUS_SESSION_ITERATION_WARN_AT="0",
     )
     cocoplus = [args.cocoplus] if args.cocoplus else [sys.executable, "-m", "cocoplus"]
     subprocess.run(["git", "init", "-q", project], check=True)
     with open(os.path.join(project, "cocoplus.toml"), "w") as fh:
-        fh.write("[session]\nbudget_limit = 1000.0\n")
+        fh.write(PROJECT_CONFIG)
     # Set up as the operator would, at a terminal: not with the agent's CLAUDE_PROJECT_DIR (that makes a command an
     # agent's, which may not configure anything).
     setup_env = {k: v for k, v in env.items() if k != "CLAUDE_PROJECT_DIR"}

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 
-from hooks import FIXTURES, assistant_line, payload, run
+from hooks import FIXTURES, PROJECT_CONFIG, assistant_line, payload, run
 
 EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop")
 
@@ -47,12 +47,10 @@ class Install:
         self.env.update(
             HOME=home,
             CLAUDE_PROJECT_DIR=self.project,
-            COCOPLUS_SESSION_MAX_ITERATIONS="1000000",
-            COCOPLUS_SESSION_ITERATION_WARN_AT="0",
         )
         subprocess.run(["git", "init", "-q", self.project], check=True)
         with open(os.path.join(self.project, "cocoplus.toml"), "w") as fh:
-            fh.write("[session]\nbudget_limit = 1000.0\n")
+            fh.write(PROJECT_CONFIG)
         setup_env = {k: v for k, v in self.env.items() if k != "CLAUDE_PROJECT_DIR"}  # the operator, at a terminal
         for args in (["init"], ["install", "claude"]):
             subprocess.run(cocoplus + args, cwd=self.project, env=setup_env, check=True, stdout=subprocess.DEVNULL)
