@@ -7,6 +7,7 @@
   `paused` with the reset the stand-in gave (not an estimate). An hour is
   too long to wait here, so the operator schedules the resume sooner
   (`session resume-at W +2s`); the watcher resumes it and it carries on.
+  A session stop before the reset cancels the resume.
 * Codex CLI waits out any `retry-after` itself, up to its provider's
   retries; with them set to 0 it fails the turn at once, passing no reset
   time on (an estimate). A launched `codex exec` runs the project's hooks
@@ -106,6 +107,38 @@ def test_a_rate_limited_gemini_worker_is_paused_until_the_reset_gemini_gave(proj
             assert "cut off by your runtime's rate limit" in json.dumps(stub.loop_requests)
             acts = [a for a in fsio.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
             assert [a["principal"] for a in acts] == ["watcher"]
+        finally:
+            watcher.stop()
+
+
+def test_a_stop_before_the_reset_cancels_the_resume_of_a_gemini_worker(proj: Project) -> None:
+    p = proj
+    layout = Layout(str(p.root))
+    p.cocoplus("install", "gemini")
+    with LimitedAfterFirst([tool("run_shell_command", command="echo GM-ONE"), text("never sent")]) as stub:
+        env = gemini_env(p, stub, path_with("gemini"))
+        watcher = Watcher(layout, env)
+        try:
+            cli_json(p, env, "launch", "gemini", "Write the parser.", "--model", MODEL, "--alias", "gparser")
+            s = wait_until(lambda: paused(p, env, "gparser"), timeout=180)
+            assert s["limit"]["estimate"] is False and s["limit"]["resume"] == "watcher"
+            wait_until(lambda: worker(p, env, "w1")["state"] == "exited", timeout=60)
+            p.cocoplus("session", "stop", "--session", "gparser", "--reason", "not now")
+            record = wait_until(
+                lambda: (r := json.loads(Path(layout.session_record(s["id"])).read_text()))["state"] == "exited" and r,
+                timeout=60,
+            )
+            assert "gparser is stopped" in record["limit"]["cancelled"], record
+            shown = next(x for x in cli_json(p, env, "sessions", "list")["sessions"] if x["alias"] == "gparser")
+            assert shown["limit"] is None and shown["paused"] is None  # nothing scheduled any more
+            # Brought forward by the operator, the cancelled resume is not scheduled again: nothing comes back.
+            stub.lift()
+            r = cocoplus(p.project, "session", "resume-at", "gparser", "+1s", env=env, check=False)
+            assert r.returncode != 0 and "not paused" in (r.stdout + r.stderr), (r.stdout, r.stderr)
+            time.sleep(3)
+            assert watcher.proc.poll() is None and worker(p, env, "w1")["runs"] == 1
+            assert len(stub.loop_requests) == 1 and len(stub.limited) == 1  # none after the stop
+            assert not [a for a in fsio.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
         finally:
             watcher.stop()
 
