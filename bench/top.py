@@ -76,6 +76,7 @@ def build(n: int) -> str:
                     "category": "execution",
                 }
             )
+    fsio.ensure_dir(os.path.dirname(layout.spend_log))  # `init` makes the cost directory only once something is spent
     with open(layout.spend_log, "w") as fh:
         fh.writelines(json.dumps(r) + "\n" for r in lines)
     fsio.ensure_dir(layout.conversation_dir("master-agent"))
