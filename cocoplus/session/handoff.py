@@ -16,6 +16,9 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
 
 MAX_PROGRESS_CHARS = 6000
 MAX_REPORT_CHARS = 4000  # of a worker's last report, in a take-over's handoff
+# A take-over's prompt is one argument of the new run's command line, and Linux takes at most 128 KiB in one
+# (MAX_ARG_STRLEN): beyond this, the task and then the last steer are cut, saying where the whole text is.
+MAX_TAKEOVER_BYTES = 96 * 1024
 
 
 def context(layout: Layout, rec: dict[str, Any] | None, worktree: bool = False) -> str:
@@ -99,4 +102,19 @@ def takeover(
         parts.append(f"== Its last report (what its model last said, in {runtime_from}) ==\n" + report)
     if last_steer and last_steer.strip():
         parts.append("== The last instruction it was given (a steer or dispatch) ==\n" + last_steer.strip())
+    steer = len(parts) - 1 if last_steer and last_steer.strip() else None
+    for i, where in (
+        (2, f"`cocoplus workers list --json`, worker {wid}"),
+        (steer, ".cocoplus/supervision/rounds.jsonl"),
+    ):
+        over = len("\n\n".join(parts).encode("utf-8")) - MAX_TAKEOVER_BYTES
+        if i is not None and over > 0:
+            parts[i] = _cut(parts[i], over, where)
     return "\n\n".join(parts)
+
+
+def _cut(text: str, over: int, where: str) -> str:
+    """`text` shorter by at least `over` bytes (its head kept), saying where the whole of it is."""
+    note = f"\n[... cut to fit one command-line argument; the whole of it: {where}]"
+    keep = max(0, len(text.encode("utf-8")) - over - len(note.encode("utf-8")))
+    return text.encode("utf-8")[:keep].decode("utf-8", "ignore") + note

@@ -185,6 +185,29 @@ def test_the_takeover_handoff_carries_the_predicates_byte_for_byte_the_task_the_
     assert text.index("PROGRESS.md ==") < text.index("Active predicates") < text.index("The worker's task")
 
 
+def test_a_takeover_handoff_too_long_for_one_argument_cuts_the_task_then_the_steer_and_keeps_the_predicates(
+    project: Layout,
+) -> None:
+    Path(project.context).write_text(CONTEXT)
+    task = "T" * (60 * 1024) + " TASK-END"  # near the longest task a launch takes
+    steer = "S" * (60 * 1024) + " STEER-END"
+    text = handoff.takeover(project, {"id": "w1", "task": task}, "Claude Code", "Codex CLI", "why", last_steer=steer)
+    size = len(text.encode("utf-8"))
+    assert handoff.MAX_TAKEOVER_BYTES - 200 < size <= handoff.MAX_TAKEOVER_BYTES  # cut just enough
+    assert PREDICATES.rstrip("\n") in text and "STEER-END" in text and "TASK-END" not in text
+    assert "the whole of it: `cocoplus workers list --json`, worker w1]" in text
+    longer = handoff.takeover(
+        project,
+        {"id": "w1", "task": task},
+        "Claude Code",
+        "Codex CLI",
+        "why",
+        last_steer="S" * steer.count("S") * 2 + " STEER-END",
+    )  # the task cut to nothing is not enough: the steer is cut too
+    assert len(longer.encode("utf-8")) <= handoff.MAX_TAKEOVER_BYTES and "STEER-END" not in longer
+    assert PREDICATES.rstrip("\n") in longer and "rounds.jsonl]" in longer
+
+
 # -- the take-over, with real runners ---------------------------------------------------------------------
 
 
