@@ -98,6 +98,10 @@ def transcript(runtime: str | None, text: str) -> list[dict[str, Any]]:
             continue
         if line.startswith(RUNNER_MARK):
             out.append(entry("cocoplus", line[len(RUNNER_MARK) :]))
+            other = run_runtime(line[len(RUNNER_MARK) :])
+            if other is not None:  # a run in another runtime (a failover, or its work handed back) starts here
+                parse = registry.get(other).stream_entries
+                tools = {}
             continue
         event = _event(line) if parse is not None else None
         if parse is None or event is None:
@@ -113,6 +117,20 @@ def transcript(runtime: str | None, text: str) -> list[dict[str, Any]]:
         for e in got:
             _add(out, tools, e)
     return out
+
+
+def run_runtime(text: str) -> str | None:
+    """The runtime of the run whose start the runner's line `text` records (`TIME run N: COMMAND`), by the name
+    of the program its command starts (or of the script its interpreter runs); None for another line."""
+    words = text.split(" ", 3)
+    if len(words) < 4 or words[1] != "run" or not words[2].endswith(":"):
+        return None
+    commands = {registry.get(n).COMMAND: n for n in registry.names()}
+    for word in words[3].split(" ")[:2]:
+        name = commands.get(word.rsplit("/", 1)[-1])
+        if name is not None:
+            return name
+    return None
 
 
 def _event(line: str) -> dict[str, Any] | None:

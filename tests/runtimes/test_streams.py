@@ -54,6 +54,26 @@ def test_two_commands_and_an_answer(runtime: str, shell: str, first_result: str)
     assert streams.outcome(entries) == ("started", None) and streams.failure(entries) is None
 
 
+def test_a_log_whose_runs_changed_runtime_is_read_run_by_run_in_each_ones_own_stream() -> None:
+    # A failover: the worker's log holds a Claude Code run, then a Codex run (the runner's lines say which).
+    mark = streams.RUNNER_MARK
+    log = (
+        f"{mark}2026-12-02T15:00:00.000Z run 1: /usr/bin/claude -p Write the parser. --output-format stream-json\n"
+        + read("claude-two-commands.jsonl")
+        + f"{mark}2026-12-02T15:00:09.000Z run 1 ended: exit code 0\n"
+        + f"{mark}2026-12-02T15:01:00.000Z run 2: /opt/node /opt/lib/codex exec --json You are taking over\n"
+        + read("codex-two-commands.jsonl")
+    )
+    entries = streams.transcript("claude", log)
+    tools = [e["tool"] for e in entries if e["kind"] == "tool"]
+    assert tools == ["Bash", "Bash", "shell", "shell"], tools
+    assert [e["text"] for e in entries if e["kind"] == "text"] == ["All done: hello printed."] * 2
+    assert not [e for e in entries if e["kind"] == "output"]  # no line left unread as another runtime's
+    assert streams.run_runtime("2026-12-02T15:00:00.000Z run 3: /home/u/.local/bin/gemini -p go") == "gemini"
+    for other in ("2026-12-02T15:00:09.000Z run 1 ended: exit code 0", "run 1: claude", "x run 2: /bin/sh -c x"):
+        assert streams.run_runtime(other) is None, other
+
+
 @pytest.mark.parametrize(
     ("runtime", "name", "why"),
     [
