@@ -58,6 +58,15 @@ def two(project: Layout) -> dict[str, dict[str, Any]]:
 # -- the operator -------------------------------------------------------------------------------------
 
 
+def test_the_operator_may_take_every_action_even_with_the_kill_switch_on(project: Layout) -> None:
+    control.stop(project, "carol", "everything stops")
+    for action in authority.RULES:
+        authority.require(authority.operator("carol"), action, action, project)  # refused would raise Refused
+    # ...which no other principal may: each kind lacks at least one action (the brain, for one, `configure`).
+    for kind in ("brain", "worker", "watcher", "budget", "loop-guard"):
+        assert any(kind not in kinds for kinds in authority.RULES.values()), kind
+
+
 def test_operator_lifts_every_stop_whoever_made_it(project: Layout) -> None:
     """operator: stops and resumes the project and any session, and lifts a stop made by anyone."""
     for principal, source in (("brain", "operator"), ("budget", "iteration-budget"), ("loop-guard", "loop-guard")):
