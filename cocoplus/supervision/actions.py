@@ -2,10 +2,12 @@
 
 Every dispatch, answer, and per-session steer, stop and resume appends one
 record, whoever asked (the brain in a round, or a human at any door), and
-so does the watcher's failover of a limited worker to another runtime:
+so does the watcher's failover of a limited worker to another runtime, and
+its restart of one whose runtime kept no session to resume:
 
     {"schema_version": 1, "ts", "event": "action", "round": int | None,
-     "action": "dispatch" | "answer_worker" | "steer_session" | "stop_session" | "resume_session" | "failover",
+     "action": "dispatch" | "answer_worker" | "steer_session" | "stop_session" | "resume_session" | "failover" |
+               "restart",
      "session": "cs_..." | None, "alias": str | None, "by": str,
      "result": {...} | None, "error": str | None}
 
@@ -26,7 +28,7 @@ from cocoplus.core import clock, fsio
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
 
-ACTIONS = ("dispatch", "answer_worker", "steer_session", "stop_session", "resume_session", "failover")
+ACTIONS = ("dispatch", "answer_worker", "steer_session", "stop_session", "resume_session", "failover", "restart")
 ROUND_ENV = "COCOPLUS_ROUND"
 
 

@@ -49,6 +49,9 @@ from cocoplus.supervision.scope import supervised
 
 PRINCIPAL = "watcher"
 FAILOVER_BY = "the watcher (failover)"
+RESTART_BY = "the watcher (nothing to resume)"
+RESTARTED = "started again"  # a worker's run whose runtime kept no session to resume (`restart`)
+RUN_END_WAIT_S = 15.0
 INSTRUCTION = (
     "Your last turn was cut off by your runtime's {reason}, which should have reset by now. Carry on with your "
     "task where you left off: read .cocoplus/session/PROGRESS.md (the handoff) first, and quote the predicates of "
@@ -297,6 +300,11 @@ def resume(layout: Layout, rec: dict[str, Any], limit: dict[str, Any], now: floa
     out = dispatch.dispatch(layout, rec["id"], text, "the watcher (the limit has reset)", principal=PRINCIPAL)
     if out.get("route") in ("resume", "held", "steer"):
         return f"try {tries}: {out.get('message')}"
+    failed = out.get("resume_failed") or {}
+    said = str(failed.get("error") or failed.get("reason") or "")
+    if rec.get("worker") and runtimes.known(str(rec.get("runtime"))):
+        if any(w in said for w in runtimes.get(str(rec["runtime"])).NO_SESSION_WORDS):
+            return f"try {tries}: {restart(layout, rec, said)}"
     # Not resumed (its runtime cannot be resumed headless, the resume failed): the next try after a back-off.
     again = limits.active(registry.read_record(layout, rec["id"]))
     if again is not None and again.get("resumed_at") is None:
@@ -307,6 +315,43 @@ def resume(layout: Layout, rec: dict[str, Any], limit: dict[str, Any], now: floa
     if _note(layout, rec["id"], "paused", resets_at=later, resume_at=None, resumed_at=None) is None:
         return f"try {tries} failed ({out.get('message')}); its session is no longer paused: not tried again"
     return f"try {tries} did not resume it ({out.get('message')}); next try at {later}"
+
+
+def restart(layout: Layout, rec: dict[str, Any], said: str) -> str:
+    """The worker's session could not be resumed: its runtime kept nothing to resume (`said`, in its own words;
+    Gemini CLI keeps no session whose first request was limited).  Its work starts again as a new session of the
+    same runtime, with the handoff (`handoff.takeover`: the task, PROGRESS.md, the predicates), at most
+    MAX_TRIES times; the session that could not be resumed is `exited`."""
+    wid = str(rec["worker"])
+    deadline = time.monotonic() + RUN_END_WAIT_S  # its failed resume's run: recorded ended before the next is queued
+    while (w := workers.read(layout, wid)) is not None and w.get("state") in vocab.LIVE_WORKER_STATES:
+        if time.monotonic() > deadline:
+            raise CocoplusError(f"worker {wid}: its failed resume's run has not ended; not started again")
+        time.sleep(0.1)
+    if w is None:
+        raise NotFound(f"{rec.get('alias') or rec['id']}: its worker {wid} has no record")
+    before = [r for r in w.get("runtimes") or [] if isinstance(r, dict) and r.get("reason") == RESTARTED]
+    kept = f"{runtimes.get(str(rec['runtime'])).TITLE} kept no session to resume ({said.strip()[:300]})"
+    if len(before) >= limits.MAX_TRIES:
+        end(layout, rec, "give_up", f"{kept}, and it was started again {len(before)} times already")
+        return f"{kept}: not started again (already {len(before)} times)"
+    title = runtimes.get(str(rec["runtime"])).TITLE
+    text = handoff.takeover(
+        layout, w, title, title, f"its session could not be resumed: {kept}",
+        last_report=workers.last_report(layout, wid), last_steer=last_steer(layout, rec),
+    )  # fmt: skip
+    workers.take_over(layout, wid, str(rec["runtime"]), text, by=RESTART_BY, reason=RESTARTED, from_session=rec)
+
+    def note(r: dict[str, Any]) -> None:  # its failed resume ended it (`failed`, one exit signal): say what follows
+        r["exit_reason"] = f"{r.get('exit_reason') or kept}; its work started again in a new session"
+
+    registry.update(layout, rec["id"], note)
+    end(layout, rec, "end", f"{kept}; its work started again in a new session")  # (if it is still paused)
+    message = f"{kept}: {wid} starts again in a new session, with the handoff"
+    actions.record(
+        layout, "restart", rec, by=RESTART_BY, principal=PRINCIPAL, result={"worker": wid, "message": message}
+    )
+    return message
 
 
 def end(layout: Layout, rec: dict[str, Any], verdict: str, why: str) -> None:

@@ -7,7 +7,10 @@
   `paused` with the reset the stand-in gave (not an estimate). An hour is
   too long to wait here, so the operator schedules the resume sooner
   (`session resume-at W +2s`); the watcher resumes it and it carries on.
-  A session stop before the reset cancels the resume.
+  A session stop before the reset cancels the resume.  Limited at its
+  very first request, Gemini keeps no session (`gemini --resume`: "No
+  previous sessions found"): the watcher's resume says so, and the worker
+  starts again in a new session with the handoff.
 * Codex CLI waits out any `retry-after` itself, up to its provider's
   retries; with them set to 0 it fails the turn at once, passing no reset
   time on (an estimate). A launched `codex exec` runs the project's hooks
@@ -107,6 +110,43 @@ def test_a_rate_limited_gemini_worker_is_paused_until_the_reset_gemini_gave(proj
             assert "cut off by your runtime's rate limit" in json.dumps(stub.loop_requests)
             acts = [a for a in fsio.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
             assert [a["principal"] for a in acts] == ["watcher"]
+        finally:
+            watcher.stop()
+
+
+def test_a_gemini_worker_limited_at_its_first_request_starts_again_in_a_new_session(proj: Project) -> None:
+    p = proj
+    layout = Layout(str(p.root))
+    p.cocoplus("install", "gemini")
+    with GeminiStub([text("GM-STARTED-AGAIN")]) as stub:
+        stub.limit(HOUR)
+        env = gemini_env(p, stub, path_with("gemini"))
+        watcher = Watcher(layout, env)
+        try:
+            cli_json(p, env, "launch", "gemini", "Write the parser.", "--model", MODEL, "--alias", "gparser")
+            s = wait_until(lambda: paused(p, env, "gparser"), timeout=180)
+            assert s["limit"]["estimate"] is False and stub.loop_requests == [], s
+            wait_until(lambda: worker(p, env, "w1")["state"] == "exited", timeout=60)
+            stub.lift()
+            cli_json(p, env, "session", "resume-at", "gparser", "+1s")
+            # Its resume: "No previous sessions found" (Gemini kept none); then a new session, with the handoff.
+            done = wait_until(
+                lambda: (x := worker(p, env, "w1"))["state"] in ("exited", "failed") and x["runs"] == 3 and x,
+                timeout=240,
+            )
+            assert done["state"] == "exited" and done["exit"]["code"] == 0, done
+            assert done["runtimes_text"] == "gemini → gemini (started again)", done
+            log = open(layout.worker_log("w1"), encoding="utf-8").read()
+            assert "No previous sessions found" in log and "GM-STARTED-AGAIN" in log
+            sent = json.dumps(stub.loop_requests[-1])
+            assert "Write the parser." in sent and "could not be resumed" in sent, sent[:2000]
+            old = json.loads(Path(layout.session_record(s["id"])).read_text())
+            # Ended by its failed resume (one exit signal), saying what followed.
+            assert old["state"] == "failed" and "No previous sessions found" in old["exit_reason"], old
+            assert old["exit_reason"].endswith("; its work started again in a new session"), old
+            assert done["session"] != s["id"]  # the new session
+            acts = [a for a in fsio.read_jsonl(layout.rounds).records if a.get("event") == "action"]
+            assert [(a["action"], a["principal"]) for a in acts] == [("dispatch", "watcher"), ("restart", "watcher")]
         finally:
             watcher.stop()
 

@@ -24,8 +24,8 @@ NAMES = {
     "PROJECT_ENV": tuple, "SESSION_ENV": tuple, "HOSTS": tuple, "DETECT_PRIORITY": int,
     "HOOKS_FILE": tuple, "HOOK_FILES_READ": tuple, "GROUPED": bool, "SETTINGS_DEFAULTS": dict,
     "MCP_FORMAT": str, "MCP_OWN_FILE": bool, "ADDS_CONTEXT": bool, "COMMAND": str, "CHILD_ENV": tuple,
-    "ENDS_WITH_PROCESS": bool, "HOOKS_NEED_REVIEW": bool, "ASKS_PERMISSION": bool, "RULE_TOOLS": dict,
-    "REPO_SETTINGS": tuple,
+    "ENDS_WITH_PROCESS": bool, "HOOKS_NEED_REVIEW": bool, "NO_SESSION_WORDS": tuple, "ASKS_PERMISSION": bool,
+    "RULE_TOOLS": dict, "REPO_SETTINGS": tuple,
 }  # fmt: skip
 OPTIONAL = {
     "ENV_FILE": str,

@@ -165,6 +165,38 @@ def test_after_the_failover_it_waits_for_the_reset_then_ends_or_is_handed_back(p
     assert after is not None and after["state"] == "exited" and "went on in codex" in after["exit_reason"]
 
 
+def test_a_worker_whose_runtime_keeps_no_session_starts_again_at_most_max_tries_times(proj: Layout) -> None:
+    workers.launch(proj, "claude", "Write the parser.", by="alice", alias="parser")
+    wait_until(lambda: (workers.read(proj, "w1") or {}).get("state") == "exited", timeout=60)
+    rec = _paused(proj, 3600)
+    said = "No conversation found with session ID: rid-w1"  # what `claude -p --resume` says of one it did not keep
+    got = resumes.restart(proj, rec, said)
+    assert got.startswith("Claude Code kept no session to resume (No conversation found") and "starts again" in got
+    w = wait_until(lambda: (x := workers.read(proj, "w1")) and x["state"] == "exited" and x["runs"] == 2 and x)
+    assert [(r["runtime"], r.get("reason")) for r in w["runtimes"]] == [("claude", None), ("claude", "started again")]
+    prompt = w["command"][2]  # claude -p PROMPT ...
+    assert "Write the parser." in prompt and "its session could not be resumed" in prompt
+    ended = registry.read_record(proj, rec["id"])
+    assert ended is not None and ended["state"] == "exited" and "started again" in ended["exit_reason"]
+
+    # After MAX_TRIES starts again, the next session that cannot be resumed is given up.
+    def another(i: int) -> dict[str, Any]:  # the session each new run's SessionStart hook records
+        rec, _ = registry.ensure(proj, "claude", f"rid-{i}", event="SessionStart", info={"worker": "w1"})
+        return registry.update(proj, rec["id"], lambda r: limits.pause(r, {"reason": "rate limit"}, 60))
+
+    for i in range(limits.MAX_TRIES - 1):
+        resumes.restart(proj, another(i), said)
+        n = len(workers.read(proj, "w1")["runtimes"])  # type: ignore[index]
+        wait_until(lambda n=n: (x := workers.read(proj, "w1")) and x["state"] == "exited" and x["runs"] == n)
+    last = another(limits.MAX_TRIES)
+    assert f"not started again (already {limits.MAX_TRIES} times)" in resumes.restart(proj, last, said)
+    gave_up = registry.read_record(proj, last["id"])
+    assert gave_up is not None and gave_up["state"] == "exited" and "resume given up" in gave_up["exit_reason"]
+    assert workers.read(proj, "w1")["runs"] == limits.MAX_TRIES + 1  # type: ignore[index]
+    acts = [a for a in fsio.read_jsonl(proj.rounds).records if a.get("action") == "restart"]
+    assert len(acts) == limits.MAX_TRIES and {a["principal"] for a in acts} == {"watcher"}
+
+
 # -- the handoff -----------------------------------------------------------------------------------------
 
 

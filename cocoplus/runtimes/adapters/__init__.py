@@ -104,6 +104,12 @@ Rate and usage limits (`session.limits`)
         seconds, or None where the runtime does not say), "detail"}`, or `"resets_in"` seconds after the
         ISO time `"since"` where the runtime says a wait), or None
     output_limit(event): the same for one JSON line of its headless output, for a run whose hook did not say it
+    output_session(event, environ): the session one JSON line of its headless output names (`{"id",
+        "transcript_path"}`), where its hooks may not have recorded it (HOOKS_NEED_REVIEW), else None
+
+Resuming
+    NO_SESSION_WORDS: what its CLI says when asked to resume a session it did not keep (a resume that says
+        so is not tried again: the worker starts again in a new session, supervision/resumes.py)
 
 Spend
     USAGE: the name of its usage reader in `cocoplus.cost.usage.READERS`, or None

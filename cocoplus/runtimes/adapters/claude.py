@@ -177,6 +177,7 @@ def continue_cap(environ: "Mapping[str, str]") -> "int | None":
 # session has ended, whether or not SessionEnd ran (it does not after SIGKILL, and is cut short on Ctrl+C).
 ENDS_WITH_PROCESS = True
 HOOKS_NEED_REVIEW = False
+NO_SESSION_WORDS: "tuple[str, ...]" = ("No conversation found with session ID",)  # `claude -p --resume ID` (2.1.328)
 COMMAND = "claude"
 CHILD_ENV = (
     "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID", "CLAUDE_SESSION_ID",

@@ -170,6 +170,7 @@ def continue_cap(environ: "Mapping[str, str]") -> "int | None":
 # SessionEnd fires at a normal exit and on SIGINT, not after SIGTERM or SIGKILL (checked with 0.169.0).
 ENDS_WITH_PROCESS = True
 HOOKS_NEED_REVIEW = True  # `codex exec` runs a project's hooks only once reviewed in Codex (`/hooks`)
+NO_SESSION_WORDS: "tuple[str, ...]" = ("no rollout found for thread id",)  # `codex exec resume ID` (0.169.0)
 COMMAND = "codex"
 CHILD_ENV = ("CODEX_THREAD_ID", "CODEX_SESSION_ID", "CODEX_MANAGED_BY_NPM", "CODEX_MANAGED_PACKAGE_ROOT")
 _VALUES = ("-m", "--model", "-c", "--config", "--enable", "--disable", "-p", "--profile")

@@ -182,6 +182,7 @@ def continue_cap(environ: "Mapping[str, str]") -> "int | None":
 # Not checked against a real Cortex Code: only a hook says the session ended.
 ENDS_WITH_PROCESS = False
 HOOKS_NEED_REVIEW = False
+NO_SESSION_WORDS: "tuple[str, ...]" = ()  # never resumed headless
 COMMAND = "cortex"
 CHILD_ENV = ("CORTEX_SESSION_ID", "CORTEX_PROJECT_DIR", "CORTEX_ENV_FILE")
 

@@ -153,6 +153,7 @@ def continue_cap(environ: "Mapping[str, str]") -> "int | None":
 # Not checked against a real Cursor: only a hook says the session ended.
 ENDS_WITH_PROCESS = False
 HOOKS_NEED_REVIEW = False
+NO_SESSION_WORDS: "tuple[str, ...]" = ()  # never resumed headless
 COMMAND = "cursor-agent"
 CHILD_ENV: tuple[str, ...] = ()
 

@@ -167,6 +167,8 @@ def continue_cap(environ: "Mapping[str, str]") -> "int | None":
 # Not checked here which process a Gemini CLI hook runs under: only its SessionEnd says the session ended.
 ENDS_WITH_PROCESS = False
 HOOKS_NEED_REVIEW = False
+# `gemini --resume ID` (0.61.0), also for a session it did write, limited at its first request
+NO_SESSION_WORDS: "tuple[str, ...]" = ("No previous sessions found",)
 COMMAND = "gemini"
 CHILD_ENV = ("GEMINI_SESSION_ID", "GEMINI_PROJECT_DIR", "GEMINI_PLANS_DIR", "GEMINI_CWD", "CLAUDE_PROJECT_DIR")
 _VALUES = ("-m", "--model", "--approval-mode", "-o", "--output-format", "--policy")
