@@ -1,6 +1,6 @@
 """The turn-end hold: a supervised session's turn end waits for the main brain's next instruction.
 
-Run by the turn-end hook (`runner.on_stop`) when `[supervision]
+Run by the turn-end hook (`turns.on_stop`) when `[supervision]
 hold_turn_end_s` > 0, supervision is on and supervises the session, and
 the runtime can continue a turn.  The order matters:
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
     from cocoplus.core.paths import Layout
-    from cocoplus.hook.runner import Hook
+    from cocoplus.hook.context import Hook
 
 POLL_S = 0.2  # a stop or a decision ends the hold within this (plus one poll's work)
 SCOPE_EVERY_S = 1.0  # how often supervision's own state is re-read
