@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
     from cocoplus.core.paths import Layout
-    from cocoplus.hook.context import Hook
+    from cocoplus.hook.runner import Hook
 
 POLL_S = 0.2  # a stop or a decision ends the hold within this (plus one poll's work)
 SCOPE_EVERY_S = 1.0  # how often supervision's own state is re-read

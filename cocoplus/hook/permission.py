@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from cocoplus.core import fsio
 from cocoplus.core.errors import CocoplusError
-from cocoplus.hook.context import STARTED, Hook, attention, env_id
 from cocoplus.session import registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
-    from cocoplus.hook.context import Answer
+    from cocoplus.hook.runner import Answer, Hook  # only a type: the runner imports this module
 
 
 def on_permission(h: Hook) -> Answer:
@@ -25,9 +24,9 @@ def on_permission(h: Hook) -> Answer:
     reason = h.stop_sentence()
     if reason is not None:
         return h.adapter.deny_permission(reason), 0
-    worker = env_id(h, "COCOPLUS_WORKER")
+    worker = h.env_id("COCOPLUS_WORKER")
     if not h.adapter.ASKS_PERMISSION or (worker is None and h.environ.get("COCOPLUS_HEADLESS") != "1"):
-        h.touch_session(lambda r: attention(h, r, "awaiting_authorization"))
+        h.touch_session(lambda r: h.attention(r, "awaiting_authorization"))
         return None, 0
     return _headless_permission(h, worker), 0
 
@@ -89,12 +88,12 @@ def _headless_permission(h: Hook, worker: str | None) -> dict[str, Any] | None:
 
     def waiting(r: dict[str, Any]) -> None:
         why = f"permission request {req['id']}: {req['rule']} (cocoplus approve|deny {req['id']})"
-        attention(h, r, "awaiting_authorization", why, request=req["id"])
+        h.attention(r, "awaiting_authorization", why, request=req["id"])
         r["permission_request"] = {"id": req["id"], "tool": tool, "rule": req["rule"], "deadline": req["deadline"]}
 
     h.touch_session(waiting)
     h.flush_after()  # the signal now, so the brain is woken and the operator told before the wait
-    got = permissions.wait(h.layout, req["id"], STARTED + wait_s, h.stop_sentence)
+    got = permissions.wait(h.layout, req["id"], h.started + wait_s, h.stop_sentence)
     h.after_wait()
 
     def done(r: dict[str, Any]) -> None:

@@ -6,14 +6,16 @@ between runtimes (how an answer is written, where the session id is) comes
 from the runtime's adapter (`cocoplus.runtimes.adapters`).  The other
 events' handlers live in their own modules, imported only when their event
 is handled (`HANDLERS`): `start` (session start), `turns` (turn end,
-session end, notifications), `permission` (permission requests); what they
-all share (`Hook`) is in `context`.  Standard library only.  The failure
+session end, notifications), `permission` (permission requests).  They get
+the `Hook` (defined here) as their argument and import nothing from this
+module but its type, so the tool-call events load one hook module besides
+the entry.  Standard library only.  The failure
 policy (reference/hooks-protocols.md 6.2): the kill switch is checked
 before anything that can fail; any of cocoplus' own failures is logged to
 `.cocoplus/logs/hook.log` as one line and lets the tool run, except that a
 damaged iteration budget stops the agent (fail closed); nothing ever hangs
 (every lock has a finite timeout, and every wait ends within the installed
-timeout: `context.Hook.wait_for`).
+timeout: `Hook.wait_for`).
 """
 
 from __future__ import annotations
@@ -24,20 +26,24 @@ import time
 
 from cocoplus.core import clock, fsio, jsonfast
 from cocoplus.core.errors import CocoplusError
-from cocoplus.core.lock import Budget, set_process_budget
-from cocoplus.core.paths import Layout, walk_up
-from cocoplus.hook.context import STARTED, Hook, claim_steer, finisher, log_line
+from cocoplus.core.lock import Budget, hook_margin, set_process_budget, wait_allowed
+from cocoplus.core.paths import Layout, is_valid_id, walk_up
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import control, registry
+from cocoplus.session import control, registry, stops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
-    from cocoplus.hook.context import Answer
     from cocoplus.runtimes.protocol import Adapter
 
+    Answer = tuple[dict[str, Any] | None, int]
+
+
+# When this process began, near enough: the runner is imported a few
+# milliseconds after start, and the hook budget keeps a margin of seconds.
+STARTED = time.monotonic()
 
 # The hook timeout `cocoplus install` writes by default ([hooks] timeout_s):
 # every lock wait draws from a budget below it (or below the installed
@@ -47,6 +53,240 @@ DEFAULT_HOOK_TIMEOUT_S = 10
 BLOCKING = ("pre_tool", "permission")
 # Whether this process has written its answer (last_resort in entry.py must not write a second one).
 ANSWERED = False
+
+
+class Hook:
+    """One hook invocation: where, who, what was sent, and what to say back."""
+
+    def __init__(
+        self,
+        layout: Layout,
+        event: str,
+        kind: str,
+        adapter: Adapter,
+        payload: dict[str, Any],
+        environ: Any,
+        guards: list[Layout] | None = None,
+        problem: str | None = None,
+        installed: float | None = None,
+        installed_by: Adapter | None = None,
+    ) -> None:
+        self.layout = layout
+        # Every state directory whose stops apply to this hook: the project's first (where it counts and
+        # records), then the others it found (an override only adds one: entry.places).
+        self.places = [layout, *(guards or [])]
+        self.place_problem = problem
+        self.event = event
+        self.kind = kind
+        self.adapter = adapter
+        self.runtime: str = adapter.NAME
+        self.payload = payload
+        self.environ = environ
+        sent = payload.get("hook_event_name")
+        self.event_name = sent if isinstance(sent, str) and sent else event
+        self._values: dict[str, dict[str, Any]] | None = None
+        self.after: list[Any] = []  # callbacks run once the answer reached stdout
+        self.record: dict[str, Any] | None = None
+        self._installed = installed  # the command's --timeout (None: an older command, see installed_s)
+        self._installed_by = installed_by or adapter  # the runtime whose hook files hold this command
+        self.started = STARTED  # when this process began (the waits of the handlers end in time from it)
+
+    # -- helpers -------------------------------------------------------------
+    @property
+    def values(self) -> dict[str, dict[str, Any]]:
+        if self._values is None:
+            from cocoplus.session import (
+                values as hook_values,  # deferred: keeps the configuration off the events that read no value
+            )
+
+            self._values, problem = hook_values.for_hook(self.layout, self.environ)
+            # Every lock wait stays under the timeout a hook without a wait has ([hooks] timeout_s), and under
+            # the installed one (the configuration may have changed since `install`).
+            set_process_budget(Budget.for_hook(self.base_s, started=STARTED))
+            if problem:
+                self.log(f"config: {problem} (using the last good values)")
+        return self._values
+
+    @property
+    def installed_s(self) -> float:
+        """The timeout this hook's runtime kills it at: the command's `--timeout`; for a command an older release
+        wrote, the timeout `install` wrote beside it; where neither says, what `install` writes now."""
+        if self._installed is None:
+            from cocoplus.hook import timeouts  # deferred: only a command an older release wrote has no --timeout
+
+            found = timeouts.recorded(self._installed_by, self.event, self.layout.project)
+            if found is None:
+                v = self.values
+                found = timeouts.for_event(
+                    self._installed_by, self.event, self.kind,
+                    v["hooks"]["timeout_s"], v["supervision"]["hold_turn_end_s"], v["permissions"]["wait_s"],
+                )  # fmt: skip
+            self._installed = float(found)
+        return self._installed
+
+    @property
+    def base_s(self) -> float:
+        """What this hook needs besides a wait: `[hooks] timeout_s`, within the installed timeout."""
+        return min(float(self.values["hooks"]["timeout_s"]), self.installed_s)
+
+    def wait_for(self, wanted_s: float, key: str) -> float:
+        """How long a wait the configuration sets at `wanted_s` (by `key`) may last, counted from this process's
+        start: all of it, or what the installed timeout leaves once the rest of the hook is provided for."""
+        allowed = wait_allowed(self.installed_s, self.base_s)
+        if wanted_s <= allowed:
+            return wanted_s
+        self.log(
+            f"{key} is {wanted_s:g} s, but this hook was installed with a timeout of {self.installed_s:g} s: it waits "
+            f"at most {allowed:g} s (`cocoplus doctor` says how to make the timeout fit)"
+        )
+        return allowed
+
+    def after_wait(self) -> None:
+        """The lock budget of the work after a wait: what a hook without a wait has, and no later than the margin
+        before the installed timeout."""
+        now = time.monotonic()
+        margin = hook_margin(self.base_s)
+        set_process_budget(Budget(min(self.base_s - margin, STARTED + self.installed_s - margin - now), started=now))
+
+    @property
+    def timeout(self) -> float:
+        return float(self.values["hooks"]["lock_timeout_s"])
+
+    @property
+    def session_id(self) -> str | None:
+        sid: str | None = self.adapter.session_id(self.payload)
+        return sid
+
+    def log(self, message: str) -> None:
+        log_line(self.layout, f"{self.runtime} {self.event} session={self.session_id}: {message}")
+
+    def touch_session(
+        self, change: Any = None, info: dict[str, Any] | None = None, alias: str | None = None
+    ) -> dict[str, Any] | None:
+        """Record this event on the session (registering it if new)."""
+        sid = self.session_id
+        if sid is None:
+            return None
+        tp = self.adapter.transcript(self.payload)
+        if tp:
+            info = {"transcript_path": tp, **(info or {})}
+        try:
+            rec, _before = registry.ensure(
+                self.layout, self.runtime, sid, event=self.event_name, change=change, info=info, alias=alias
+            )
+        except CocoplusError as exc:
+            self.log(f"session record not updated: {exc}")
+            return None
+        self.record = rec
+        return rec
+
+    def flush_after(self) -> None:
+        """Run the callbacks waiting for the answer now (the turn-end hold signals `pending` before it waits)."""
+        pending, self.after = self.after, []
+        for fn in pending:
+            try:
+                fn()
+            except CocoplusError as exc:
+                self.log(f"before holding: {exc}")
+
+    def signal(self, kind: str, value: str | None = None, **extra: Any) -> None:
+        if self.record is None:
+            return
+        try:
+            registry.append_signal(self.layout, self.record, kind, value, event=self.event_name, **extra)
+        except CocoplusError as exc:
+            self.log(f"signal not recorded: {exc}")
+
+    def step(self, event: str, **fields: Any) -> None:
+        from cocoplus.session import events  # deferred: most tool calls log no step
+
+        try:
+            events.log_step(
+                self.layout, event, timeout=self.timeout, runtime=self.runtime, session=self.session_id, **fields
+            )
+        except CocoplusError as exc:
+            self.log(f"steps.jsonl not updated ({event}): {exc}")
+
+    def stop_sentence(self) -> str | None:
+        """Why this hook's tools are blocked, or None: a place that cannot be trusted, AGENT_STOP or this session's
+        own stop in any place (the project's first)."""
+        if self.place_problem is not None:
+            return f"cocoplus: {self.place_problem}."
+        for layout in self.places:
+            reason = control.kill_switch_sentence(layout) or session_stop_sentence(self, layout)
+            if reason is not None:
+                return reason
+        return None
+
+    def stop_agent(self, reason: str, *, source: str, state: str = "exited") -> bool:
+        """Create AGENT_STOP (keeping an operator's own) and set the run state, under the kill-switch lock."""
+        try:
+            result = control.auto_stop(self.layout, reason, source=source, state=state, timeout=self.timeout)
+        except CocoplusError as exc:
+            self.log(f"could not create AGENT_STOP: {exc}")
+            return False
+        for problem in result["problems"]:
+            self.log(problem)
+        self.touch_session(lambda r: r.update(state=state, exit_reason=reason))  # the stopped session's record says so
+        return bool(result["created"])
+
+    def attention(
+        self, rec: dict[str, Any], attention: str | None, detail: str | None = None, request: str | None = None
+    ) -> None:
+        """Set the session's attention; a change is also a signal (`request`: the permission request it waits on)."""
+        if registry.set_attention(rec, attention) and attention is not None:
+            detail = detail or self._detail()
+            rec["last_signal"] = {"kind": "attention", "value": attention, "message": detail, "ts": clock.iso()}
+            self.after.append(lambda: self.signal("attention", attention, detail=detail, request=request))
+
+    def _detail(self) -> str | None:
+        p = self.payload
+        for key in ("notification_type", "error", "message", "last_assistant_message", "tool_name"):
+            v = p.get(key)
+            if isinstance(v, str) and v:
+                return v[:300]
+        return None
+
+    def claim_steer(self, session: str | None) -> control.Claim | None:
+        """The project's pending steer (`session` None) or this session's own, claimed for delivery."""
+        try:
+            return control.claim_steer(self.layout, timeout=self.timeout, session=session)
+        except CocoplusError as exc:
+            self.log(f"steer not claimed: {exc}")
+            return None
+
+    def finisher(self, claim: control.Claim) -> Any:
+        """What marks `claim` delivered, run once the runtime has the answer (`after`)."""
+        sid, runtime = self.session_id, self.runtime
+        return lambda: control.finish_steer(self.layout, claim, session=sid, runtime=runtime)
+
+    def env_id(self, name: str) -> str | None:
+        """An id the hook's environment names in `name`, if it is a valid one."""
+        value = self.environ.get(name)
+        return value if is_valid_id(value) else None
+
+
+def session_stop_sentence(h: Hook, layout: Layout | None = None) -> str | None:
+    """Why this session's tools are blocked by its own stop (`session stop --session`), or None.
+
+    The session comes from the payload, else from the runtime's session
+    variables in the hook's environment.  An event that names no session
+    cannot be matched to a session stop: its tool runs (AGENT_STOP is what
+    stops every session), and the hook log says so.
+    """
+    layout = h.layout if layout is None else layout
+    if stops.any_present(layout) is False:
+        return None
+    sid = h.session_id or next((v for v in (h.environ.get(n) for n in h.adapter.SESSION_ENV) if v), None)
+    if sid is None:
+        h.log("a session stop exists but this event names no session, so it cannot apply here; the tool runs")
+        return None
+    return stops.sentence(layout, registry.cs_id_for(sid))
+
+
+def log_line(layout: Layout, message: str) -> None:
+    """One line in `.cocoplus/logs/hook.log` (`fsio.append_line`: no symlinks, rotated, a loss noted); never raises."""
+    fsio.append_line(layout.hook_log, f"{clock.iso()} {message}")
 
 
 # -- the tool-call handlers ------------------------------------------------------------------
@@ -283,7 +523,7 @@ def on_prompt(h: Hook) -> Answer:
     if h.adapter.ADDS_CONTEXT:  # a runtime that cannot add context to a prompt leaves the steer pending
         own = h.record["id"] if h.record is not None else None
         for target in (None, own) if own else (None,):
-            claim = claim_steer(h, target)
+            claim = h.claim_steer(target)
             if claim is None:
                 continue
             if target is None:
@@ -292,7 +532,7 @@ def on_prompt(h: Hook) -> Answer:
                 texts.append(
                     f"Operator note for this session (cocoplus, one-shot, id {claim.id}): {claim.text.strip()}"
                 )
-            h.after.append(finisher(h, claim))
+            h.after.append(h.finisher(claim))
     texts.extend(_budget_notes(h))
     return h.adapter.prompt_reply(h.event_name, "\n\n".join(texts)), 0
 

@@ -11,14 +11,13 @@ import os
 from cocoplus.core import clock
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import ensure_marker
-from cocoplus.hook.context import Hook, env_id
 from cocoplus.session import control, registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
-    from cocoplus.hook.context import Answer
+    from cocoplus.hook.runner import Answer, Hook  # only a type: the runner imports this module
 
 
 def on_session_start(h: Hook) -> Answer:
@@ -32,7 +31,7 @@ def on_session_start(h: Hook) -> Answer:
         # Which process runs the session and how it was started: `cocoplus dispatch` resumes an exited one alike.
         "process": _runtime_process(h),
         # A worker `cocoplus launch` started names itself in its runtime's environment (the worker <-> session link).
-        "worker": env_id(h, "COCOPLUS_WORKER"),
+        "worker": h.env_id("COCOPLUS_WORKER"),
     }
 
     def change(rec: dict[str, Any]) -> None:
@@ -41,7 +40,7 @@ def on_session_start(h: Hook) -> Answer:
         rec.pop("exit_reason", None)
         rec.pop("continuations", None)
 
-    rec = h.touch_session(change, info, alias=env_id(h, "COCOPLUS_WORKER_ALIAS"))
+    rec = h.touch_session(change, info, alias=h.env_id("COCOPLUS_WORKER_ALIAS"))
     ensure_marker(h.layout)  # the runtime's own project: an override may name it from now on
     max_age = float(s["running_stale_hours"]) * 3600
     try:

@@ -10,7 +10,6 @@ import os
 
 from cocoplus.core import clock
 from cocoplus.core.errors import CocoplusError
-from cocoplus.hook.context import STARTED, Hook, attention, claim_steer, finisher
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import control, registry
@@ -19,7 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
-    from cocoplus.hook.context import Answer
+    from cocoplus.hook.runner import Answer, Hook  # only a type: the runner imports this module
 
 
 def on_stop(h: Hook) -> Answer:
@@ -46,7 +45,7 @@ def on_stop(h: Hook) -> Answer:
         if steer_waiting and not plan["capped"]:
             plan["steer"] = True  # the turn goes on at once with this session's steer: it is not waiting
         else:
-            attention(h, r, "pending")
+            h.attention(r, "pending")
 
     h.touch_session(change)
     from cocoplus.cost import enforce  # deferred: only turn ends measure spend
@@ -94,7 +93,7 @@ def _turn_end_continuation(h: Hook, plan: dict[str, Any]) -> dict[str, Any] | No
             _mark_pending(h, cs)  # stopped: the steer waits for the next prompt
         return None
     if plan.get("steer"):
-        claim = claim_steer(h, cs)
+        claim = h.claim_steer(cs)
         if claim is not None:
             return _continue(h, cs, "steer", hold.steer_text(claim), claim)
         _mark_pending(h, cs)  # taken elsewhere meanwhile: this turn end is an ordinary one
@@ -112,7 +111,7 @@ def _turn_end_continuation(h: Hook, plan: dict[str, Any]) -> dict[str, Any] | No
     seconds = h.wait_for(seconds, "[supervision] hold_turn_end_s")
     if seconds <= 0:
         return None
-    result = hold.wait(h, rec, seconds, STARTED + seconds)
+    result = hold.wait(h, rec, seconds, h.started + seconds)
     h.after_wait()  # the wait used up the lock budget: the work after it gets a hook's own again, within the timeout
     if result.text is None:
         return None
@@ -127,7 +126,7 @@ def _continue(h: Hook, cs: str, how: str, text: str, claim: control.Claim | None
     except CocoplusError as exc:
         h.log(f"session record not updated after a continuation: {exc}")
     if claim is not None:
-        h.after.append(finisher(h, claim))
+        h.after.append(h.finisher(claim))
     h.step("turn_continued", alias=(h.record or {}).get("alias"), how=how, chars=len(text))
     answer: dict[str, Any] | None = h.adapter.continue_turn(h.event_name, text)
     return answer
@@ -135,7 +134,7 @@ def _continue(h: Hook, cs: str, how: str, text: str, claim: control.Claim | None
 
 def _mark_pending(h: Hook, cs: str) -> None:
     try:
-        rec = registry.update(h.layout, cs, lambda r: attention(h, r, "pending"))
+        rec = registry.update(h.layout, cs, lambda r: h.attention(r, "pending"))
     except CocoplusError as exc:
         h.log(f"session record not updated: {exc}")
         return
@@ -145,7 +144,7 @@ def _mark_pending(h: Hook, cs: str) -> None:
 def on_stop_failure(h: Hook) -> Answer:
     found = h.adapter.limit_of(h.kind, h.payload)
     if found is None:
-        h.touch_session(lambda r: attention(h, r, "pending"))
+        h.touch_session(lambda r: h.attention(r, "pending"))
         return None, 0
     # A rate or usage limit: the session is paused until the reset (session/limits.py), not pending for dispatch.
     from cocoplus.session import limits  # deferred: only a turn ended by a limit reads it
@@ -172,9 +171,9 @@ def on_stop_failure(h: Hook) -> Answer:
 def on_notification(h: Hook) -> Answer:
     kind = h.payload.get("notification_type")
     if kind in ("permission_prompt", "ToolPermission"):
-        h.touch_session(lambda r: attention(h, r, "awaiting_authorization"))
+        h.touch_session(lambda r: h.attention(r, "awaiting_authorization"))
     elif kind == "idle_prompt":
-        h.touch_session(lambda r: attention(h, r, "pending"))
+        h.touch_session(lambda r: h.attention(r, "pending"))
     else:
         h.touch_session()
     return None, 0
