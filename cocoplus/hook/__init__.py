@@ -1,4 +1,5 @@
-"""The hook: what agent runtimes run on their events (entry.py, the fast path; runner.py, the rest).
+"""The hook: what agent runtimes run on their events (entry.py, the fast path; runner.py, the rest: it dispatches
+and handles the tool-call events; start.py, turns.py and permission.py the other events).
 
 `parse_timeout` lives here, in the package every hook process has loaded, so that the fast path
 (entry.py) and the installer's reading of written commands (timeouts.py) share it without a cycle.

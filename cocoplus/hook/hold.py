@@ -1,6 +1,6 @@
 """The turn-end hold: a supervised session's turn end waits for the main brain's next instruction.
 
-Run by the turn-end hook (`runner.on_stop`) when `[supervision]
+Run by the turn-end hook (`turns.on_stop`) when `[supervision]
 hold_turn_end_s` > 0, supervision is on and supervises the session, and
 the runtime can continue a turn.  The order matters:
 

@@ -1,20 +1,21 @@
-"""What each hook event does (SPEC section 6), for every runtime.
+"""What each hook event does (SPEC section 6), for every runtime: the dispatcher, and the handlers of the events
+around every tool call (pre-tool, post-tool, prompt).
 
 Called by `cocoplus.hook.entry` once it knows there is work.  What differs
 between runtimes (how an answer is written, where the session id is) comes
-from the runtime's adapter (`cocoplus.runtimes.adapters`).  Standard
-library only.  The failure policy (reference/hooks-protocols.md 6.2): the
-kill switch is checked before anything that can fail; any of cocoplus' own
-failures is logged to `.cocoplus/logs/hook.log` as one line and lets the
-tool run, except that a damaged iteration budget stops the agent (fail
-closed); nothing ever hangs (every lock has a finite timeout).
-
-Every wait ends in time to answer within the timeout the hook was
-installed with (`Hook.installed_s`: the command's `--timeout`, else what
-`install` wrote beside an older command): lock waits draw from one budget
-per process (`core.lock.Budget`), and the turn-end hold and a permission
-request's wait last at most what that timeout leaves once the rest of the
-hook is provided for (`Hook.wait_for`), however long the configuration asks.
+from the runtime's adapter (`cocoplus.runtimes.adapters`).  The other
+events' handlers live in their own modules, imported only when their event
+is handled (`HANDLERS`): `start` (session start), `turns` (turn end,
+session end, notifications), `permission` (permission requests).  They get
+the `Hook` (defined here) as their argument and import nothing from this
+module but its type, so the tool-call events load one hook module besides
+the entry.  Standard library only.  The failure
+policy (reference/hooks-protocols.md 6.2): the kill switch is checked
+before anything that can fail; any of cocoplus' own failures is logged to
+`.cocoplus/logs/hook.log` as one line and lets the tool run, except that a
+damaged iteration budget stops the agent (fail closed); nothing ever hangs
+(every lock has a finite timeout, and every wait ends within the installed
+timeout: `Hook.wait_for`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import time
 from cocoplus.core import clock, fsio, jsonfast
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Budget, hook_margin, set_process_budget, wait_allowed
-from cocoplus.core.paths import Layout, ensure_marker, is_valid_id, walk_up
+from cocoplus.core.paths import Layout, is_valid_id, walk_up
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import control, registry, stops
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
 # When this process began, near enough: the runner is imported a few
 # milliseconds after start, and the hook budget keeps a margin of seconds.
 STARTED = time.monotonic()
+
 # The hook timeout `cocoplus install` writes by default ([hooks] timeout_s):
 # every lock wait draws from a budget below it (or below the installed
 # timeout, if that is shorter) until the config is read.
@@ -87,6 +89,7 @@ class Hook:
         self.record: dict[str, Any] | None = None
         self._installed = installed  # the command's --timeout (None: an older command, see installed_s)
         self._installed_by = installed_by or adapter  # the runtime whose hook files hold this command
+        self.started = STARTED  # when this process began (the waits of the handlers end in time from it)
 
     # -- helpers -------------------------------------------------------------
     @property
@@ -227,13 +230,40 @@ class Hook:
         self.touch_session(lambda r: r.update(state=state, exit_reason=reason))  # the stopped session's record says so
         return bool(result["created"])
 
+    def attention(
+        self, rec: dict[str, Any], attention: str | None, detail: str | None = None, request: str | None = None
+    ) -> None:
+        """Set the session's attention; a change is also a signal (`request`: the permission request it waits on)."""
+        if registry.set_attention(rec, attention) and attention is not None:
+            detail = detail or self._detail()
+            rec["last_signal"] = {"kind": "attention", "value": attention, "message": detail, "ts": clock.iso()}
+            self.after.append(lambda: self.signal("attention", attention, detail=detail, request=request))
 
-# -- handlers ------------------------------------------------------------------------
+    def _detail(self) -> str | None:
+        p = self.payload
+        for key in ("notification_type", "error", "message", "last_assistant_message", "tool_name"):
+            v = p.get(key)
+            if isinstance(v, str) and v:
+                return v[:300]
+        return None
 
+    def claim_steer(self, session: str | None) -> control.Claim | None:
+        """The project's pending steer (`session` None) or this session's own, claimed for delivery."""
+        try:
+            return control.claim_steer(self.layout, timeout=self.timeout, session=session)
+        except CocoplusError as exc:
+            self.log(f"steer not claimed: {exc}")
+            return None
 
-def on_pre_tool(h: Hook) -> Answer:
-    reason = h.stop_sentence()
-    return (None if reason is None else h.adapter.deny_tool(h.event_name, reason)), 0
+    def finisher(self, claim: control.Claim) -> Any:
+        """What marks `claim` delivered, run once the runtime has the answer (`after`)."""
+        sid, runtime = self.session_id, self.runtime
+        return lambda: control.finish_steer(self.layout, claim, session=sid, runtime=runtime)
+
+    def env_id(self, name: str) -> str | None:
+        """An id the hook's environment names in `name`, if it is a valid one."""
+        value = self.environ.get(name)
+        return value if is_valid_id(value) else None
 
 
 def session_stop_sentence(h: Hook, layout: Layout | None = None) -> str | None:
@@ -254,132 +284,17 @@ def session_stop_sentence(h: Hook, layout: Layout | None = None) -> str | None:
     return stops.sentence(layout, registry.cs_id_for(sid))
 
 
-def on_permission(h: Hook) -> Answer:
-    """A permission prompt: denied while stopped; for a headless worker whose runtime asks through this hook,
-    decided by a rule or by an answer (session/permissions.py); otherwise recorded as awaiting authorization
-    while the runtime shows its own dialog to the person watching it."""
+def log_line(layout: Layout, message: str) -> None:
+    """One line in `.cocoplus/logs/hook.log` (`fsio.append_line`: no symlinks, rotated, a loss noted); never raises."""
+    fsio.append_line(layout.hook_log, f"{clock.iso()} {message}")
+
+
+# -- the tool-call handlers ------------------------------------------------------------------
+
+
+def on_pre_tool(h: Hook) -> Answer:
     reason = h.stop_sentence()
-    if reason is not None:
-        return h.adapter.deny_permission(reason), 0
-    worker = _env_id(h, "COCOPLUS_WORKER")
-    if not h.adapter.ASKS_PERMISSION or (worker is None and h.environ.get("COCOPLUS_HEADLESS") != "1"):
-        h.touch_session(lambda r: _attention(h, r, "awaiting_authorization"))
-        return None, 0
-    return _headless_permission(h, worker), 0
-
-
-def _headless_permission(h: Hook, worker: str | None) -> dict[str, Any] | None:
-    from cocoplus.session import permissions  # deferred: only a headless worker's permission request decides here
-
-    name = str(h.payload.get("tool_name") or "")
-    tool = h.adapter.RULE_TOOLS.get(name, name)
-    tool_input = h.payload.get("tool_input")
-    worker_allow: list[str] = []
-    if worker is not None:
-        try:
-            wrec = fsio.read_json(h.layout.worker_record(worker)) or {}
-        except CocoplusError:
-            wrec = {}
-        worker_allow = [r for r in wrec.get("allow") or [] if isinstance(r, str)]
-    sid = h.session_id
-    try:  # read, not touched: the tool's PostToolUse records the session a moment later
-        rec = registry.read_record(h.layout, registry.cs_id_for(sid)) if sid else None
-    except CocoplusError:
-        rec = None
-    decided = permissions.decide_by_rules(h.layout, h.values, tool, tool_input, worker_allow)
-    if decided is None:
-        rec = h.touch_session() or rec
-    if decided is not None:
-        behavior, rule, where = decided
-        stub = {
-            "session": (rec or {}).get("id"),
-            "alias": (rec or {}).get("alias"),
-            "worker": worker,
-            "tool": tool,
-            "input": permissions.rule_for(tool, tool_input),
-        }
-        try:
-            permissions.log(
-                h.layout,
-                stub,
-                behavior="allowed" if behavior == "allow" else "denied",
-                how="rule",
-                rule=rule,
-                where=where,
-            )
-        except CocoplusError as exc:
-            h.log(f"permission decision not logged: {exc}")
-        if behavior == "allow":
-            return h.adapter.allow_permission(None)
-        return h.adapter.deny_permission(f"cocoplus: {where} refuses {rule}; this call is not allowed for this worker.")
-    wait_s = h.wait_for(float(h.values["permissions"]["wait_s"]), "[permissions] wait_s")
-    try:
-        req = permissions.open_request(
-            h.layout, rec, runtime=h.runtime, tool=tool, tool_input=tool_input, wait_s=wait_s, worker=worker
-        )
-    except CocoplusError as exc:
-        h.log(f"permission request not written: {exc}")
-        return h.adapter.deny_permission(
-            f"cocoplus: this permission request could not be recorded ({exc}); it is denied."
-        )
-
-    def waiting(r: dict[str, Any]) -> None:
-        why = f"permission request {req['id']}: {req['rule']} (cocoplus approve|deny {req['id']})"
-        _attention(h, r, "awaiting_authorization", why, request=req["id"])
-        r["permission_request"] = {"id": req["id"], "tool": tool, "rule": req["rule"], "deadline": req["deadline"]}
-
-    h.touch_session(waiting)
-    h.flush_after()  # the signal now, so the brain is woken and the operator told before the wait
-    got = permissions.wait(h.layout, req["id"], STARTED + wait_s, h.stop_sentence)
-    h.after_wait()
-
-    def done(r: dict[str, Any]) -> None:
-        r.pop("permission_request", None)
-        if r.get("attention") == "awaiting_authorization":
-            registry.set_attention(r, None)
-
-    if got is None:
-        stopped = h.stop_sentence()
-        why = "the agent was stopped meanwhile" if stopped else f"no one answered within {wait_s:g} s"
-        try:
-            got = permissions.answer(h.layout, req["id"], "expire", principal=None, by="deadline", reason=why)
-        except CocoplusError as exc:
-            h.log(f"permission request not closed: {exc}")
-            got = {"state": "expired", "reason": why}
-    h.touch_session(done)
-    req_id = req["id"]
-    if got.get("state") == "allowed":
-        return h.adapter.allow_permission(None)
-    if got.get("state") == "denied":
-        who = got.get("by") or got.get("principal") or "the operator"
-        text = f"cocoplus: {who} denied this permission request ({req_id})" + (
-            f": {got['reason']}" if got.get("reason") else ""
-        )
-    else:
-        text = (
-            f"cocoplus: this permission request ({req_id}) was denied by default: {got.get('reason') or 'no answer'}. "
-            "Do without it, or ask the human with ask_human."
-        )
-    return h.adapter.deny_permission(text + ".")
-
-
-def _attention(
-    h: Hook, rec: dict[str, Any], attention: str | None, detail: str | None = None, request: str | None = None
-) -> None:
-    """Set the session's attention; a change is also a signal (`request`: the permission request it waits on)."""
-    if registry.set_attention(rec, attention) and attention is not None:
-        detail = detail or _detail(h)
-        rec["last_signal"] = {"kind": "attention", "value": attention, "message": detail, "ts": clock.iso()}
-        h.after.append(lambda: h.signal("attention", attention, detail=detail, request=request))
-
-
-def _detail(h: Hook) -> str | None:
-    p = h.payload
-    for key in ("notification_type", "error", "message", "last_assistant_message", "tool_name"):
-        v = p.get(key)
-        if isinstance(v, str) and v:
-            return v[:300]
-    return None
+    return (None if reason is None else h.adapter.deny_tool(h.event_name, reason)), 0
 
 
 def _sorted(value: Any) -> Any:
@@ -608,7 +523,7 @@ def on_prompt(h: Hook) -> Answer:
     if h.adapter.ADDS_CONTEXT:  # a runtime that cannot add context to a prompt leaves the steer pending
         own = h.record["id"] if h.record is not None else None
         for target in (None, own) if own else (None,):
-            claim = _claim_steer(h, target)
+            claim = h.claim_steer(target)
             if claim is None:
                 continue
             if target is None:
@@ -617,23 +532,9 @@ def on_prompt(h: Hook) -> Answer:
                 texts.append(
                     f"Operator note for this session (cocoplus, one-shot, id {claim.id}): {claim.text.strip()}"
                 )
-            h.after.append(_finisher(h, claim))
+            h.after.append(h.finisher(claim))
     texts.extend(_budget_notes(h))
     return h.adapter.prompt_reply(h.event_name, "\n\n".join(texts)), 0
-
-
-def _claim_steer(h: Hook, session: str | None) -> control.Claim | None:
-    """The project's pending steer (`session` None) or this session's own, claimed for delivery."""
-    try:
-        return control.claim_steer(h.layout, timeout=h.timeout, session=session)
-    except CocoplusError as exc:
-        h.log(f"steer not claimed: {exc}")
-        return None
-
-
-def _finisher(h: Hook, claim: control.Claim) -> Any:
-    sid, runtime = h.session_id, h.runtime
-    return lambda: control.finish_steer(h.layout, claim, session=sid, runtime=runtime)
 
 
 def _budget_notes(h: Hook) -> list[str]:
@@ -653,308 +554,6 @@ def _budget_notes(h: Hook) -> list[str]:
         return []
 
 
-def on_session_start(h: Hook) -> Answer:
-    s = h.values["session"]
-    p = h.payload
-    info = {
-        "cwd": p.get("cwd") if isinstance(p.get("cwd"), str) else None,
-        "transcript_path": p.get("transcript_path") if isinstance(p.get("transcript_path"), str) else None,
-        "model": p.get("model") if isinstance(p.get("model"), str) else None,
-        "source": p.get("source") if isinstance(p.get("source"), str) else None,
-        # Which process runs the session and how it was started: `cocoplus dispatch` resumes an exited one alike.
-        "process": _runtime_process(h),
-        # A worker `cocoplus launch` started names itself in its runtime's environment (the worker <-> session link).
-        "worker": _env_id(h, "COCOPLUS_WORKER"),
-    }
-
-    def change(rec: dict[str, Any]) -> None:
-        registry.set_attention(rec, None)
-        rec["state"] = "running"
-        rec.pop("exit_reason", None)
-        rec.pop("continuations", None)
-
-    rec = h.touch_session(change, info, alias=_env_id(h, "COCOPLUS_WORKER_ALIAS"))
-    ensure_marker(h.layout)  # the runtime's own project: an override may name it from now on
-    max_age = float(s["running_stale_hours"]) * 3600
-    try:
-        healed = registry.heal_stale(h.layout, max_age, skip=rec["id"] if rec else None)
-        if healed:
-            h.step(
-                "sessions_healed",
-                sessions=healed,
-                reason=f"running with no event for over {s['running_stale_hours']:g} h",
-            )
-    except CocoplusError as exc:
-        h.log(f"stale sessions not healed: {exc}")
-    _heal_status(h, max_age)
-    if not control.stop_present(h.layout):
-        from cocoplus.session import status  # deferred: only a session start sets the run state
-
-        try:
-            status.set_state(h.layout, "running", f"session {rec['alias'] if rec else h.session_id} started")
-        except CocoplusError as exc:
-            h.log(f"status not updated: {exc}")
-    h.step("session_start", alias=rec["alias"] if rec else None, source=info["source"])
-    if rec is not None:
-        _export_session(h, rec["id"])
-    from cocoplus.session import handoff  # deferred: only a session start reads the handoff
-
-    text = handoff.context(h.layout, rec, worktree=bool(h.environ.get("COCOPLUS_WORKTREE")))
-    return h.adapter.add_context(h.event_name, text), 0
-
-
-def _runtime_process(h: Hook) -> dict[str, Any]:
-    """The runtime's process, its program as absolute paths, and the seal over what a resume would run (`core.seal`)."""
-    from cocoplus.core import seal  # deferred: only a session start looks at the runtime's process and seals it
-    from cocoplus.session import procinfo  # deferred: as above
-
-    proc = procinfo.runtime_process()
-    proc["program"] = procinfo.program_of(proc.get("argv"), proc.get("pid"), h.environ.get("PATH"))
-    sid = h.session_id
-    if sid is not None:
-        fields = seal.session_fields(
-            registry.cs_id_for(sid), h.runtime, sid, h.layout.project, proc["program"], proc.get("argv")
-        )
-        proc["seal"] = seal.sealed(fields, h.log)
-    return proc
-
-
-def _env_id(h: Hook, name: str) -> str | None:
-    value = h.environ.get(name)
-    return value if is_valid_id(value) else None
-
-
-def _export_session(h: Hook, cs_id: str) -> None:
-    """Tell the runtime's shell which session this is, so worker tools find it (Claude Code's CLAUDE_ENV_FILE)."""
-    name = h.adapter.ENV_FILE
-    path = h.environ.get(name) if name else None
-    if not path:
-        return
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, f"export COCOPLUS_SESSION={cs_id}\n".encode())
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        h.log(f"could not write {name}: {exc}")
-
-
-def _heal_status(h: Hook, max_age: float) -> None:
-    from cocoplus.session import status  # deferred: only a session start heals the run state
-
-    try:
-        cur = status.read_status(h.layout)
-    except CocoplusError as exc:
-        h.log(f"status.json unreadable: {exc}")
-        return
-    if not cur or cur.get("state") != "running":
-        return
-    at = clock.parse_iso(cur.get("updated_at"))
-    if at is None or clock.parse_iso(clock.iso()) - at < max_age:  # type: ignore[operator]
-        return
-    reason = f"healed: `running` since {cur.get('updated_at')} with no update for over {max_age / 3600:g} h"
-    try:
-        status.set_state(h.layout, "exited", reason)
-        h.step("status_healed", previous="running", state="exited", reason=reason)
-    except CocoplusError as exc:
-        h.log(f"status not healed: {exc}")
-
-
-def on_stop(h: Hook) -> Answer:
-    can_continue = _continues(h)
-    cs = registry.cs_id_for(h.session_id) if h.session_id and can_continue else None
-    steer_waiting = cs is not None and os.path.lexists(h.layout.session_steer(cs))
-    plan: dict[str, Any] = {}
-
-    def change(r: dict[str, Any]) -> None:
-        if r.get("limit") is not None and r.get("state") != "paused":
-            r["limit"] = None  # a turn ended normally after a limit (session/limits.py): the limit is over
-        if h.payload.get("stop_hook_active") is False and r.get("continuations"):
-            r["continuations"] = 0  # a new prompt's first turn end
-        cap = h.adapter.continue_cap(h.environ) if can_continue else None
-        count = int(r.get("continuations") or 0)
-        plan["capped"] = cap is not None and count >= cap
-        if plan["capped"]:
-            r["hold_skipped"] = {
-                "why": f"{h.adapter.TITLE} ends a turn after {cap} continuations in a row",
-                "ts": clock.iso(),
-            }
-        else:
-            r.pop("hold_skipped", None)
-        if steer_waiting and not plan["capped"]:
-            plan["steer"] = True  # the turn goes on at once with this session's steer: it is not waiting
-        else:
-            _attention(h, r, "pending")
-
-    h.touch_session(change)
-    from cocoplus.cost import enforce  # deferred: only turn ends measure spend
-
-    session = None
-    transcript = h.adapter.transcript(h.payload)
-    if transcript and h.session_id and h.adapter.USAGE:
-        session = {
-            "id": registry.cs_id_for(h.session_id),
-            "runtime": h.runtime,
-            "transcript_path": transcript,
-            "alias": (h.record or {}).get("alias"),
-        }
-    try:
-        decision = enforce.turn_boundary(h.layout, h.values, session)
-    except CocoplusError as exc:
-        h.log(f"cost check at turn end skipped: {exc}")
-        return None, 0
-    for line in decision.log:
-        h.log(line)
-    if decision.stopped and decision.state:  # a budget stop: the session's record is not left `running`
-        h.touch_session(lambda r: r.update(state=decision.state, exit_reason=decision.reason))
-    notice = h.adapter.notice(h.event_name, decision.notice) if decision.notice else None
-    if decision.stopped or not can_continue or h.record is None:
-        return notice, 0
-    return answers.merge(notice, _turn_end_continuation(h, plan)), 0
-
-
-def _continues(h: Hook) -> bool:
-    """Whether this turn-end event can carry a continuation (an installed hook; not a notification program)."""
-    name = runtimes.normalise(h.event)
-    installed = any(runtimes.normalise(e) == name and m is not None for e, _k, m in h.adapter.EVENTS)
-    return installed and h.adapter.continue_turn(h.event_name, "-") is not None
-
-
-def _turn_end_continuation(h: Hook, plan: dict[str, Any]) -> dict[str, Any] | None:
-    """Go on with this session's steer, or hold the turn end for the main brain (SPEC 11); None ends the turn."""
-    from cocoplus.hook import hold  # deferred: only turn ends continue or hold
-
-    rec = h.record
-    assert rec is not None
-    cs = rec["id"]
-    if h.stop_sentence() is not None:
-        if plan.get("steer"):
-            _mark_pending(h, cs)  # stopped: the steer waits for the next prompt
-        return None
-    if plan.get("steer"):
-        claim = _claim_steer(h, cs)
-        if claim is not None:
-            return _continue(h, cs, "steer", hold.steer_text(claim), claim)
-        _mark_pending(h, cs)  # taken elsewhere meanwhile: this turn end is an ordinary one
-    if plan.get("capped"):
-        h.step("hold_skipped", alias=rec.get("alias"), why=(rec.get("hold_skipped") or {}).get("why"))
-        return None
-    seconds = float(h.values["supervision"]["hold_turn_end_s"])
-    if seconds <= 0:
-        return None
-    from cocoplus.session import holds  # deferred: only turn ends look at supervision
-
-    wanted, _why = holds.wants_hold(h.layout, cs)
-    if not wanted:
-        return None
-    seconds = h.wait_for(seconds, "[supervision] hold_turn_end_s")
-    if seconds <= 0:
-        return None
-    result = hold.wait(h, rec, seconds, STARTED + seconds)
-    h.after_wait()  # the wait used up the lock budget: the work after it gets a hook's own again, within the timeout
-    if result.text is None:
-        return None
-    return _continue(h, cs, result.outcome, result.text, result.claim)
-
-
-def _continue(h: Hook, cs: str, how: str, text: str, claim: control.Claim | None) -> dict[str, Any] | None:
-    from cocoplus.hook import hold  # deferred: only turn ends continue or hold
-
-    try:
-        hold.continued(h.layout, cs, how)
-    except CocoplusError as exc:
-        h.log(f"session record not updated after a continuation: {exc}")
-    if claim is not None:
-        h.after.append(_finisher(h, claim))
-    h.step("turn_continued", alias=(h.record or {}).get("alias"), how=how, chars=len(text))
-    answer: dict[str, Any] | None = h.adapter.continue_turn(h.event_name, text)
-    return answer
-
-
-def _mark_pending(h: Hook, cs: str) -> None:
-    try:
-        rec = registry.update(h.layout, cs, lambda r: _attention(h, r, "pending"))
-    except CocoplusError as exc:
-        h.log(f"session record not updated: {exc}")
-        return
-    h.record = rec
-
-
-def on_stop_failure(h: Hook) -> Answer:
-    found = h.adapter.limit_of(h.kind, h.payload)
-    if found is None:
-        h.touch_session(lambda r: _attention(h, r, "pending"))
-        return None, 0
-    # A rate or usage limit: the session is paused until the reset (session/limits.py), not pending for dispatch.
-    from cocoplus.session import limits  # deferred: only a turn ended by a limit reads it
-
-    retry_s = float(h.values["workers"]["limit_retry_s"])
-    rec = h.touch_session(lambda r: limits.pause(r, found, retry_s))
-    if rec is None:
-        return None, 0
-    limit = rec["limit"]
-    h.signal(
-        "limited", limit["reason"], resets_at=limit["resets_at"], estimate=limit["estimate"], resume=limit["resume"],
-        tries=limit["tries"], message=limits.text(limit),
-    )  # fmt: skip
-    h.step(
-        "limited",
-        alias=rec.get("alias"),
-        reason=limit["reason"],
-        resets_at=limit["resets_at"],
-        estimate=limit["estimate"],
-    )
-    return None, 0
-
-
-def on_notification(h: Hook) -> Answer:
-    kind = h.payload.get("notification_type")
-    if kind in ("permission_prompt", "ToolPermission"):
-        h.touch_session(lambda r: _attention(h, r, "awaiting_authorization"))
-    elif kind == "idle_prompt":
-        h.touch_session(lambda r: _attention(h, r, "pending"))
-    else:
-        h.touch_session()
-    return None, 0
-
-
-def _sync_budget_lines(h: Hook) -> None:
-    """PROGRESS.md's Iteration Budget lines brought up to the count (PostToolUse writes them at every
-    `iteration.PROGRESS_EVERY`-th call only)."""
-    from cocoplus.session import iteration  # deferred, as in on_post_tool
-
-    try:
-        iteration.sync_lines(h.layout, timeout=h.timeout)
-    except CocoplusError as exc:
-        h.log(f"PROGRESS.md budget lines not updated: {exc}")
-
-
-def on_session_end(h: Hook) -> Answer:
-    _sync_budget_lines(h)  # the handoff the next session reads
-
-    def change(rec: dict[str, Any]) -> None:
-        limit = rec.get("limit")
-        if (
-            rec.get("state") == "paused"
-            and isinstance(limit, dict)
-            and not limit.get("cancelled")
-            and limit.get("resume")
-        ):
-            # Paused by a limit with a resume to come (session/limits.py): the end of its process does not end it.
-            return
-        # Attention is kept: a session that ended waiting for dispatch still needs it.
-        was_active = rec.get("state") != "exited"
-        rec["state"] = "exited"
-        reason = h.payload.get("reason")
-        rec["exit_reason"] = reason if isinstance(reason, str) else "session ended"
-        if was_active:
-            h.after.append(lambda: h.signal("exit", "exited", detail=rec["exit_reason"]))
-
-    h.touch_session(change)
-    return None, 0
-
-
 def on_other(h: Hook) -> Answer:
     if h.kind == "other":
         h.log(f"event {h.event!r} is not one cocoplus handles; nothing done")
@@ -962,20 +561,40 @@ def on_other(h: Hook) -> Answer:
     return None, 0
 
 
+# Per kind of event, the module (in cocoplus.hook) and the function that handle it: a module other than this one is
+# imported only when its event is handled (`handler`), so the events around every tool call load none of them.
 HANDLERS = {
-    "pre_tool": on_pre_tool,
-    "post_tool": on_post_tool,
-    "post_tool_failure": on_post_tool,
-    "prompt": on_prompt,
-    "session_start": on_session_start,
-    "stop": on_stop,
-    "stop_failure": on_stop_failure,
-    "permission": on_permission,
-    "notification": on_notification,
-    "session_end": on_session_end,
-    "subagent_stop": on_other,
-    "other": on_other,
+    "pre_tool": ("runner", "on_pre_tool"),
+    "post_tool": ("runner", "on_post_tool"),
+    "post_tool_failure": ("runner", "on_post_tool"),
+    "prompt": ("runner", "on_prompt"),
+    "session_start": ("start", "on_session_start"),
+    "stop": ("turns", "on_stop"),
+    "stop_failure": ("turns", "on_stop_failure"),
+    "permission": ("permission", "on_permission"),
+    "notification": ("turns", "on_notification"),
+    "session_end": ("turns", "on_session_end"),
+    "subagent_stop": ("runner", "on_other"),
+    "other": ("runner", "on_other"),
 }
+
+
+def handler(kind: str) -> Any:
+    """The function that handles events of `kind` (see `HANDLERS`), its module imported now."""
+    home, name = HANDLERS.get(kind, HANDLERS["other"])
+    if home == "start":
+        from cocoplus.hook import start  # deferred: only a session start loads its handler
+
+        return getattr(start, name)
+    if home == "turns":
+        from cocoplus.hook import turns  # deferred: only a turn end, a session end or a notification loads them
+
+        return getattr(turns, name)
+    if home == "permission":
+        from cocoplus.hook import permission  # deferred: only a permission request loads its handler
+
+        return getattr(permission, name)
+    return globals()[name]
 
 
 # -- entry -------------------------------------------------------------------------------
@@ -1120,7 +739,7 @@ def run(
     if problem:
         h.log(problem)
     try:
-        answer, code = HANDLERS.get(kind, on_other)(h)
+        answer, code = handler(kind)(h)
     except CocoplusError as exc:
         h.log(f"{kind}: {exc}")
         answer, code = None, 0
@@ -1173,8 +792,3 @@ def block(adapter: Adapter, kind: str, event: str, reason: str) -> dict[str, Any
         return answer
     denied: dict[str, Any] = adapter.deny_tool(event, reason)
     return denied
-
-
-def log_line(layout: Layout, message: str) -> None:
-    """One line in `.cocoplus/logs/hook.log` (`fsio.append_line`: no symlinks, rotated, a loss noted); never raises."""
-    fsio.append_line(layout.hook_log, f"{clock.iso()} {message}")

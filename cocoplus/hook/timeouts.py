@@ -8,7 +8,7 @@ permission request of a runtime whose headless run asks through it, plus
 runtime's own caps (its adapter's `hook_timeout`: Codex runs SessionEnd for
 at most 3 s, Claude Code for at most 60 s).  The hook command carries the
 same number, `--timeout N` (wiring.py), so the hook knows the timeout its
-runtime kills it at and ends every wait in time to answer (hook/runner.py).
+runtime kills it at and ends every wait in time to answer (`Hook.wait_for`, hook/runner.py).
 
 A command an older release wrote has no `--timeout`: `recorded` finds its
 entry in the runtime's project hook files and reads the timeout written

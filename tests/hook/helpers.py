@@ -141,5 +141,13 @@ def run_hook_failing(
 
 
 def raising(target: str, exc: str = "RuntimeError", message: str = "disk went away (injected by the test)") -> str:
-    """A `run_hook_failing` patch: `target` (e.g. `runner.HANDLERS['permission']`) raises `exc(message)`."""
+    """A `run_hook_failing` patch: `target` (e.g. `runner.block`) raises `exc(message)`."""
     return f"def _boom(*_a, **_k):\n    raise {exc}({message!r})\n{target} = _boom"
+
+
+def raising_handler(kind: str, exc: str = "RuntimeError") -> str:
+    """A `run_hook_failing` patch: the handler of events of `kind` (`runner.HANDLERS`, in its own module) raises."""
+    from cocoplus.hook import runner
+
+    home, name = runner.HANDLERS[kind]
+    return f"from cocoplus.hook import {home} as _home\n" + raising(f"_home.{name}", exc)

@@ -242,11 +242,11 @@ BLOCKED_EVENTS = [
     ("cortex", "PreToolUse", "cortex-pretooluse-bash.json"),
     ("cortex", "PermissionRequest", "cortex-permissionrequest-bash.json"),
 ]
-FAILURES = {
+FAILURES: dict[str, str | None] = {
     # cocoplus' own error in the event's handler: the runner catches it and checks the kill switch again
-    "handler error": "runner.HANDLERS[{kind!r}]",
+    "handler error": None,  # None: the event's handler (`raising_handler`)
     # anything else going wrong in the handler: the hook's last resort (entry.last_resort)
-    "handler crash": "runner.HANDLERS[{kind!r}]",
+    "handler crash": None,
     # a crash before any handler, while reading the kill switch itself
     "kill switch crash": "control.kill_switch_sentence",
 }
@@ -273,21 +273,17 @@ def test_a_failure_while_stopped_blocks_in_the_events_own_dialect(
     and a crash answered exit 2, which Claude Code does not honour on a PermissionRequest.)
     """
     from cocoplus.runtimes import registry as runtimes
-    from tests.hook.helpers import raising, run_hook_failing
+    from tests.hook.helpers import raising, raising_handler, run_hook_failing
     from tests.runtimes.codex_schemas import shape
 
     kind = runtimes.kind(runtimes.get(runtime), event)
     control.stop(project, "alice", "release freeze")
     normal = run_hook(project, event, fixture(payload), runtime)
     assert normal.code == 0 and normal.json, normal
-    target = FAILURES[failure].format(kind=kind)
-    failed = run_hook_failing(
-        project,
-        event,
-        fixture(payload),
-        runtime,
-        raising(target, "CocoplusError" if failure == "handler error" else "RuntimeError"),
-    )
+    target = FAILURES[failure]
+    exc = "CocoplusError" if failure == "handler error" else "RuntimeError"
+    patch = raising_handler(kind, exc) if target is None else raising(target, exc)
+    failed = run_hook_failing(project, event, fixture(payload), runtime, patch)
     assert failed.code == 0 and failed.err == "", failed
     assert shape(failed.json) == shape(normal.json)
     assert "stopped" in json.dumps(failed.json)
@@ -298,19 +294,19 @@ def test_a_failure_while_stopped_blocks_in_the_events_own_dialect(
 def test_a_failure_of_the_adapter_too_still_blocks_with_exit_2(project: Layout) -> None:
     """When not even the runtime's own answer can be written, exit 2 with the reason on stderr blocks
     (Codex takes it as a PermissionRequest deny)."""
-    from tests.hook.helpers import raising, run_hook_failing
+    from tests.hook.helpers import raising, raising_handler, run_hook_failing
 
     control.stop(project, "alice", "release freeze")
-    patch = raising("runner.HANDLERS['permission']") + "\n" + raising("runner.block")
+    patch = raising_handler("permission") + "\n" + raising("runner.block")
     r = run_hook_failing(project, "PermissionRequest", fixture("codex-permissionrequest-bash.json"), "codex", patch)
     assert (r.code, r.out) == (2, "") and "AGENT_STOP" in r.err, r
 
 
 def test_a_failure_without_a_stop_lets_the_tool_run(project: Layout) -> None:
-    from tests.hook.helpers import raising, run_hook_failing
+    from tests.hook.helpers import raising, raising_handler, run_hook_failing
 
-    for target in ("runner.HANDLERS['permission']", "control.kill_switch_sentence"):
+    for patch in (raising_handler("permission"), raising("control.kill_switch_sentence")):
         r = run_hook_failing(
-            project, "PermissionRequest", fixture("claude-permissionrequest-bash.json"), "claude", raising(target)
+            project, "PermissionRequest", fixture("claude-permissionrequest-bash.json"), "claude", patch
         )
         assert (r.code, r.out, r.err) == (0, "", ""), r

@@ -31,7 +31,16 @@ from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import control, holds, registry, stops
 from cocoplus.session.workspace import init
 from cocoplus.supervision import autonomy
-from tests.hook.helpers import FIXTURES, fixture, hook_argv, hook_env, raising, run_hook, run_hook_failing
+from tests.hook.helpers import (
+    FIXTURES,
+    fixture,
+    hook_argv,
+    hook_env,
+    raising,
+    raising_handler,
+    run_hook,
+    run_hook_failing,
+)
 from tests.runtimes import codex_schemas
 from tests.support.waiting import wait_until
 
@@ -172,14 +181,14 @@ def drive(d: Driver) -> None:
     d.hook(stopped, "AGENT_STOP at turn end: no continuation", "Stop", payload("Stop"), "nothing")
     # -- cocoplus itself failing while AGENT_STOP exists ---------------------------------------
     d.failing(stopped, "AGENT_STOP, the permission handler fails", "PermissionRequest", payload("PermissionRequest"),
-              "permission-deny", raising("runner.HANDLERS['permission']", "CocoplusError"))  # fmt: skip
+              "permission-deny", raising_handler("permission", "CocoplusError"))  # fmt: skip
     d.failing(stopped, "AGENT_STOP, the permission handler crashes", "PermissionRequest", payload("PermissionRequest"),
-              "permission-deny", raising("runner.HANDLERS['permission']"))  # fmt: skip
+              "permission-deny", raising_handler("permission"))  # fmt: skip
     d.failing(stopped, "AGENT_STOP, reading it crashes before a tool", "PreToolUse", payload("PreToolUse"), "deny",
               raising("control.kill_switch_sentence"))  # fmt: skip
     d.failing(stopped, "AGENT_STOP, the adapter's own answer fails: exit 2", "PermissionRequest",
               payload("PermissionRequest"), "exit-2",
-              raising("runner.HANDLERS['permission']") + "\n" + raising("runner.block"))  # fmt: skip
+              raising_handler("permission") + "\n" + raising("runner.block"))  # fmt: skip
     # -- one session stopped -----------------------------------------------------------------
     own = d.project()
     started(d, own, "a new session: the handoff")
@@ -197,7 +206,7 @@ def drive(d: Driver) -> None:
     other = payload("PreToolUse", session_id="0000aaaa-1111-2222-3333-444455556666")
     d.hook(own, "another session stopped: this one's tool runs", "PreToolUse", other, "nothing")
     d.failing(own, "a session stop exists, the pre-tool handler fails", "PreToolUse", other, "nothing",
-              raising("runner.HANDLERS['pre_tool']", "CocoplusError"))  # fmt: skip
+              raising_handler("pre_tool", "CocoplusError"))  # fmt: skip
     # -- the iteration budget: warn, cap, after the cap, damaged -------------------------------
     budget = d.project("[session]\nmax_iterations = 3\niteration_warn_at = 2\nloop_guard_repeats = 0\n")
     d.hook(budget, "a tool call counted", "PostToolUse", tool("echo 1"), "nothing")
