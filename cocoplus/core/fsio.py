@@ -578,14 +578,15 @@ def append_jsonl(
             os.close(fd)
 
 
-def append_fixed(path: str, record: bytes, tail: int = 0) -> tuple[int, bytes]:
-    """Append one fixed-width record with one write, durably, without a lock; (records now, the last `tail`).
+def append_fixed(path: str, record: bytes, tail: int = 0, durable: bool = True) -> tuple[int, bytes]:
+    """Append one fixed-width record with one write, without a lock; (records now, the last `tail`).
 
     For logs whose records all have `len(record)` bytes (a session's tool calls): a single `write` of a few
     bytes with O_APPEND is not interleaved with another's, so concurrent appenders need no lock, and the
     count is the size divided by the width.  A file that ends mid-record (a crash inside the write) is
-    counted by its whole records; `tail` reads back the last records, aligned to the width.  The file's
-    fsync makes the record durable; the directory is synced once, when the file is new.
+    counted by its whole records; `tail` reads back the last records, aligned to the width.  With `durable`,
+    the file's fsync makes the record durable (without, a power loss may cost the last records, never order
+    or whole records before them); the directory is synced once, when the file is new.
     """
     width = len(record)
     fd = _open_append(path, os.O_RDWR)
@@ -594,7 +595,8 @@ def append_fixed(path: str, record: bytes, tail: int = 0) -> tuple[int, bytes]:
             n = os.write(fd, record)
             if n != width:
                 raise OSError(errno.ENOSPC, "short write")
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         except OSError as exc:
             note_loss(path, exc)
             raise CocoplusError(f"{path}: cannot append ({exc.strerror or exc})") from None

@@ -94,11 +94,13 @@ def _with_calls(layout: Layout, rec: dict[str, Any]) -> dict[str, Any]:
 def record_call(layout: Layout, cs_id: str, fingerprint: str, tail: int = 0) -> tuple[int, list[str]]:
     """Append this tool call to the session's call log: (how many lines it holds now, the last `tail` fingerprints).
 
-    One durable append of a fixed-width line, no lock and no rewrite: the loop guard's streak and the count
-    come from the log (`read_record` adds them to the record).
+    One append of a fixed-width line, no lock and no rewrite: the loop guard's streak and the count come from
+    the log (`read_record` adds them to the record).  Not synced (one fsync less on every tool call): a power
+    loss may cost its last lines, so the loop guard counts a streak anew and the count shows a few calls fewer;
+    what stops work is kept durably elsewhere (the iteration budget, session/iteration.py; stops).
     """
     line = (fingerprint[:24].ljust(24, "0") + "\n").encode("ascii")
-    count, last = fsio.append_fixed(layout.session_calls(cs_id), line, tail)
+    count, last = fsio.append_fixed(layout.session_calls(cs_id), line, tail, durable=False)
     return count, [
         last[i : i + 24].decode("ascii", "replace") for i in range(0, len(last) - CALL_WIDTH + 1, CALL_WIDTH)
     ]

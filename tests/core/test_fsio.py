@@ -6,6 +6,7 @@ import json
 import os
 import re
 import stat
+from typing import Any
 
 import pytest
 
@@ -363,3 +364,23 @@ def test_records_carry_their_line_numbers(tmp_path):
     assert r.records == [{"a": 1}, {"b": 2}, {"c": 3}]
     assert r.lines == [1, 4, 5]
     assert r.bad_lines[0][0] == 3
+
+
+def test_a_fixed_width_append_syncs_the_file_unless_told_not_to_and_the_directory_once(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+    real = os.fsync
+
+    def counted(fd: int) -> None:
+        synced.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counted)
+    path = str(tmp_path / "calls")
+    assert fsio.append_fixed(path, b"a" * 7 + b"\n")[0] == 1
+    assert len(synced) == 2  # the record, and the directory (the file is new)
+    assert fsio.append_fixed(path, b"b" * 7 + b"\n", tail=2) == (2, b"aaaaaaa\nbbbbbbb\n")
+    assert len(synced) == 3  # the record only
+    assert fsio.append_fixed(path, b"c" * 7 + b"\n", durable=False)[0] == 3
+    assert len(synced) == 3  # the loop guard's call log: not synced (session/registry.py record_call)
