@@ -41,6 +41,7 @@ sync latency measured there.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
@@ -49,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "fixtures")
@@ -159,7 +161,35 @@ def edits_recorded(cocodir: str) -> int:
         return 0
 
 
+@contextlib.contextmanager
+def users_pointer_kept() -> Iterator[None]:
+    """This user's pointer file (`~/.local/share/cocoplus/hook.sh`, which the benches' `cocoplus install` points at
+    the cocoplus benched) as it was before, put back afterwards: a bench leaves this user's hooks as it found them."""
+    from cocoplus.install import launcher
+
+    path = launcher.pointer_path()
+    try:
+        with open(path, "rb") as fh:
+            before: bytes | None = fh.read()
+    except FileNotFoundError:
+        before = None
+    try:
+        yield
+    finally:
+        if before is None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        else:
+            with open(path, "wb") as fh:
+                fh.write(before)
+
+
 def main() -> int:
+    with users_pointer_kept():
+        return bench()
+
+
+def bench() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--json", action="store_true")

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 
-from hooks import FIXTURES, PROJECT_CONFIG, assistant_line, payload, run
+from hooks import FIXTURES, PROJECT_CONFIG, assistant_line, payload, run, users_pointer_kept
 
 EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop")
 
@@ -143,4 +143,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with users_pointer_kept():
+        sys.exit(main())

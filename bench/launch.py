@@ -25,6 +25,8 @@ import threading
 import time
 from typing import Any
 
+from hooks import users_pointer_kept
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
@@ -126,4 +128,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with users_pointer_kept():
+        sys.exit(main())
