@@ -330,17 +330,18 @@ def restart(layout: Layout, rec: dict[str, Any], said: str) -> str:
         time.sleep(0.1)
     if w is None:
         raise NotFound(f"{rec.get('alias') or rec['id']}: its worker {wid} has no record")
+    runtime = str(rec["runtime"])
+    title = runtimes.get(runtime).TITLE
     before = [r for r in w.get("runtimes") or [] if isinstance(r, dict) and r.get("reason") == RESTARTED]
-    kept = f"{runtimes.get(str(rec['runtime'])).TITLE} kept no session to resume ({said.strip()[:300]})"
+    kept = f"{title} kept no session to resume ({said.strip()[:300]})"
     if len(before) >= limits.MAX_TRIES:
         end(layout, rec, "give_up", f"{kept}, and it was started again {len(before)} times already")
         return f"{kept}: not started again (already {len(before)} times)"
-    title = runtimes.get(str(rec["runtime"])).TITLE
     text = handoff.takeover(
         layout, w, title, title, f"its session could not be resumed: {kept}",
         last_report=workers.last_report(layout, wid), last_steer=last_steer(layout, rec),
     )  # fmt: skip
-    workers.take_over(layout, wid, str(rec["runtime"]), text, by=RESTART_BY, reason=RESTARTED, from_session=rec)
+    workers.take_over(layout, wid, runtime, text, by=RESTART_BY, reason=RESTARTED, from_session=rec)
 
     def note(r: dict[str, Any]) -> None:  # its failed resume ended it (`failed`, one exit signal): say what follows
         r["exit_reason"] = f"{r.get('exit_reason') or kept}; its work started again in a new session"

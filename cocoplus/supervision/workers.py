@@ -705,11 +705,11 @@ def session_from_output(layout: Layout, rec: dict[str, Any], native: dict[str, A
     runtime, cmd, rid = rec.get("runtime"), rec.get("command"), native.get("id")
     if not (isinstance(runtime, str) and runtimes.known(runtime) and isinstance(rid, str) and rid):
         return None
-    if not (isinstance(cmd, list) and cmd and all(isinstance(a, str) for a in cmd)):
-        return None
+    if seal.worker_problem(rec, layout.project, rec["id"]) is not None:
+        return None  # only the command cocoplus sealed for this worker is sealed again as its session's
     from cocoplus.runtimes import argv as words  # deferred: only a run ended by a limit without a session
 
-    program = cmd[: max(1, len(words.program(cmd)))]
+    program = words.program(cmd)
     fields = seal.session_fields(registry.cs_id_for(rid), runtime, rid, layout.project, program, cmd)
     info = {
         "cwd": seal.worker_cwd(rec) or layout.project,

@@ -78,6 +78,11 @@ class LimitedAfterFirst(GeminiStub):
         return step
 
 
+def on_file(layout: Layout, cs: str) -> dict[str, Any]:
+    """The session's record as it is on file (the listings show a session that ended without its limit)."""
+    return dict(json.loads(Path(layout.session_record(cs)).read_text()))
+
+
 def path_with(runtime: str) -> str:
     return f"{os.path.dirname(runtime_bin(runtime))}{os.pathsep}{os.environ['PATH']}"
 
@@ -140,7 +145,7 @@ def test_a_gemini_worker_limited_at_its_first_request_starts_again_in_a_new_sess
             assert "No previous sessions found" in log and "GM-STARTED-AGAIN" in log
             sent = json.dumps(stub.loop_requests[-1])
             assert "Write the parser." in sent and "could not be resumed" in sent, sent[:2000]
-            old = json.loads(Path(layout.session_record(s["id"])).read_text())
+            old = on_file(layout, s["id"])
             # Ended by its failed resume (one exit signal), saying what followed.
             assert old["state"] == "failed" and "No previous sessions found" in old["exit_reason"], old
             assert old["exit_reason"].endswith("; its work started again in a new session"), old
@@ -164,10 +169,7 @@ def test_a_stop_before_the_reset_cancels_the_resume_of_a_gemini_worker(proj: Pro
             assert s["limit"]["estimate"] is False and s["limit"]["resume"] == "watcher"
             wait_until(lambda: worker(p, env, "w1")["state"] == "exited", timeout=60)
             p.cocoplus("session", "stop", "--session", "gparser", "--reason", "not now")
-            record = wait_until(
-                lambda: (r := json.loads(Path(layout.session_record(s["id"])).read_text()))["state"] == "exited" and r,
-                timeout=60,
-            )
+            record = wait_until(lambda: (r := on_file(layout, s["id"]))["state"] == "exited" and r, timeout=60)
             assert "gparser is stopped" in record["limit"]["cancelled"], record
             shown = next(x for x in cli_json(p, env, "sessions", "list")["sessions"] if x["alias"] == "gparser")
             assert shown["limit"] is None and shown["paused"] is None  # nothing scheduled any more
@@ -249,10 +251,7 @@ def test_a_stop_before_the_reset_cancels_the_resume_of_a_codex_worker(proj: Proj
             resets = clock.parse_iso(s["limit"]["resets_at"])
             assert resets is not None and s["limit"]["estimate"] is True
             p.cocoplus("session", "stop", "--reason", "not now")  # the whole project, before the reset
-            record = wait_until(
-                lambda: (r := json.loads(Path(layout.session_record(s["id"])).read_text()))["state"] == "exited" and r,
-                timeout=60,
-            )
+            record = wait_until(lambda: (r := on_file(layout, s["id"]))["state"] == "exited" and r, timeout=60)
             assert "AGENT_STOP" in record["limit"]["cancelled"] and time.time() < resets, record
             # Past the reset (and the watcher's next looks), nothing was resumed.
             wait_until(lambda: time.time() > resets + 3, timeout=60)
