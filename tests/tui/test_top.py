@@ -318,6 +318,8 @@ def test_a_collision_between_live_sessions_is_shown_above_the_table(busy: Layout
     """cc1 and cc2 (running) both changed src/app.py; gm1 did too, but it has ended: one collision, in red."""
     from cocoplus.session import edits
 
+    # Paths are relative to the git tree a session works in: the project is its own, whatever lies above it.
+    os.makedirs(os.path.join(busy.project, ".git"), exist_ok=True)
     for alias in ("cc1", "cc2", "gm1"):
         edits.record(busy, busy_id(busy, alias), ["src/app.py"], busy.project, busy.project)
     edits.record(busy, busy_id(busy, "cx1"), ["src/other.py"], busy.project, busy.project)
