@@ -22,6 +22,19 @@ CAPABILITY_ENV = "COCOPLUS_MCP_TOKEN"
 SEAL_KEY_NAME = "seal.key"
 
 
+def home() -> str:
+    """This user's home directory as the password database names it, never `$HOME` (a repository can set a
+    hook's environment: Claude Code's `.claude/settings.json` `env`, Gemini CLI's project `.env`).  `$HOME` only
+    where the database has no entry for this user."""
+    import pwd  # deferred: built into the interpreter, and only asked where a user file is named
+
+    try:
+        found = pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        found = ""
+    return found if os.path.isabs(found) else os.path.expanduser("~")
+
+
 def directory() -> str:
     """`$XDG_CONFIG_HOME/cocoplus`, or `~/.config/cocoplus` (a
     relative XDG_CONFIG_HOME is ignored, as the XDG spec says)."""

@@ -38,6 +38,10 @@ Where it runs and who is talking
 What a repository can set
     REPO_SETTINGS: project-relative files a cloned repository can commit that set what a hook runs or its
         environment (docs/runtimes.md lists them per runtime, with what each can set)
+    PROTECTED, USER_PROTECTED: the files and directories (relative to the project, and to this user's home) that
+        decide what the runtime runs: its settings and hook files, its MCP configuration, files it loads into its
+        environment.  No permission rule grants a write to them (cocoplus/rules/protected.py, which holds their
+        union; tests/rules/test_protected.py keeps the two equal)
 
 How it is installed
     HOOKS_FILE (project-relative parts: the project's hook file, which teams

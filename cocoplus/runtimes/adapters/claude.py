@@ -69,6 +69,10 @@ edited_paths = answers.edited_paths
 # Files a repository can commit that set what a hook runs or its environment (docs/runtimes.md): the project
 # settings (`hooks`, and `env`, which Claude Code passes to hooks but for HOME and CLAUDE_PROJECT_DIR) and the
 # project's MCP servers.
+# What a tool call may not change without the operator (rules/protected.py): its settings, hooks, commands and
+# agents, and the MCP servers it starts; this user's settings, plugins and `~/.claude.json` (user MCP servers).
+PROTECTED = (".claude", ".mcp.json")
+USER_PROTECTED = (".claude", ".claude.json")
 REPO_SETTINGS = (".claude/settings.json", ".claude/settings.local.json", ".mcp.json")
 HOOKS_FILE = (".claude", "settings.json")
 LOCAL_HOOKS_FILE = (".claude", "settings.local.json")

@@ -67,6 +67,10 @@ edited_paths = answers.edited_paths
 
 # Files a repository can commit that set what a hook runs or its environment (docs/runtimes.md): its hooks and
 # project configuration, read only in a project the user trusts (and hooks only once reviewed).
+# What a tool call may not change without the operator (rules/protected.py): its project and user configuration
+# (hooks, MCP servers, config.toml, trust).
+PROTECTED = (".codex",)
+USER_PROTECTED = (".codex",)
 REPO_SETTINGS = (".codex/hooks.json", ".codex/config.toml")
 HOOKS_FILE = (".codex", "hooks.json")
 HOOK_FILES_READ = (HOOKS_FILE,)

@@ -87,6 +87,10 @@ def edited_paths(payload: "Mapping[str, Any]") -> "list[str]":
 
 # Files a repository can commit that set what a hook runs or its environment (docs/runtimes.md, from Cortex Code's
 # documentation; not run here): its own settings and Claude Code's, which it also reads.
+# What a tool call may not change without the operator (rules/protected.py): its settings and Claude Code's, which it
+# also reads; this user's settings and `~/.snowflake/cortex` (its hooks.json).
+PROTECTED = (".cortex", ".claude")
+USER_PROTECTED = (".cortex", ".claude", ".snowflake/cortex")
 REPO_SETTINGS = (
     ".cortex/settings.json",
     ".cortex/settings.local.json",

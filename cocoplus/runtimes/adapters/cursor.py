@@ -74,6 +74,9 @@ def edited_paths(payload: "Mapping[str, Any]") -> "list[str]":
 
 
 # Files a repository can commit that set what a hook runs (docs/runtimes.md; not checked against a real Cursor).
+# What a tool call may not change without the operator (rules/protected.py): its hooks and MCP servers.
+PROTECTED = (".cursor",)
+USER_PROTECTED = (".cursor",)
 REPO_SETTINGS = (".cursor/hooks.json", ".cursor/mcp.json")
 HOOKS_FILE = (".cursor", "hooks.json")
 HOOK_FILES_READ = (HOOKS_FILE,)

@@ -70,6 +70,10 @@ def edited_paths(payload: "Mapping[str, Any]") -> "list[str]":
 # Files a repository can commit that set what a hook runs or its environment (docs/runtimes.md): the project
 # settings (`hooks`) and the project's `.env` files, which Gemini CLI loads into its own environment (and so
 # its hooks') for every variable not already set.
+# What a tool call may not change without the operator (rules/protected.py): its settings (hooks, MCP servers) and
+# the `.env` files it loads into its own environment; this user's settings and extensions.
+PROTECTED = (".gemini", ".env")
+USER_PROTECTED = (".gemini",)
 REPO_SETTINGS = (".gemini/settings.json", ".gemini/.env", ".env")
 HOOKS_FILE = (".gemini", "settings.json")
 HOOK_FILES_READ = (HOOKS_FILE,)

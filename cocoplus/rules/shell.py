@@ -1,0 +1,549 @@
+"""A shell command as the rules see it: every simple command in it, and every file it redirects to.
+
+`parse(command)` reads a command with a real shell parser (tree-sitter's bash
+grammar) and returns a `Script`: the simple commands (`Part`) that running it
+may execute, wherever they stand (a chain with `&&`, `||`, `;`, `|`, `&` or a
+newline; a subshell or a `{ ...; }` group; `$(...)`, backticks and process
+substitution, also inside strings and here-documents; the bodies of `if`,
+`while`, `for`, `case` and of a function), and the redirections to files.  A
+command the parser cannot read whole (an error or a missing piece in its tree,
+or a construct this module does not know) is `None`: no rule allows it.
+
+The parser is loaded on first use, never at import (the permission event is
+the only hook event that parses; PreToolUse never imports this module).  Its
+two extension modules are loaded straight from their files (`_load`): the
+packages' `__init__` would import `typing`, `importlib.resources` and `re`,
+about four times what parsing costs; the binding's own start-up asks for three
+standard-library names it only uses for queries and for `Point` (which the
+rules never call), and is given light stand-ins for them while it starts.  If
+that fast load fails (another version of the binding), the ordinary import is
+used; if neither can be had, `parse` raises `Unavailable` and every command is
+asked (`cocoplus doctor` says so).
+
+Standard library only besides the parser itself.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
+# Nodes that hold statements to look into (a list or pipeline of them, a group, a loop's body, ...).
+_CONTAINERS = frozenset(
+    {
+        "program", "list", "pipeline", "subshell", "compound_statement", "do_group", "negated_command",
+        "if_statement", "elif_clause", "else_clause", "while_statement", "until_statement", "for_statement",
+        "c_style_for_statement", "case_statement", "case_item", "select_statement",
+    }
+)  # fmt: skip
+# Leaves and punctuation that carry nothing to run.
+_INERT = frozenset(
+    {
+        "comment", "&&", "||", ";", ";;", ";&", ";;&", "|", "|&", "&", "(", ")", "{", "}", "!", "if", "then",
+        "elif", "else", "fi", "while", "until", "for", "select", "in", "do", "done", "case", "esac", "function",
+        "variable_name", "\n", "=", "[[", "]]", "((", "))",
+    }
+)  # fmt: skip
+# Word-like nodes whose value is known before the command runs when nothing inside them expands.
+_EXPANDING = frozenset(
+    {
+        "simple_expansion", "expansion", "command_substitution", "process_substitution", "arithmetic_expansion",
+        "brace_expression",
+    }
+)  # fmt: skip
+_SUBSTITUTIONS = ("command_substitution", "process_substitution")
+_REDIRECTS = ("file_redirect", "heredoc_redirect", "herestring_redirect")
+# Redirection targets that are not files.
+DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
+GLOB_CHARS = frozenset("*?[")
+
+
+class Unavailable(Exception):
+    """The shell parser cannot be loaded here (not installed, or a binding that does not load)."""
+
+
+class Word:
+    """One word of a simple command: as written (`text`), and its value where it is known before the command runs
+    (`value`: quotes removed, escapes applied; None where something in it expands)."""
+
+    __slots__ = ("text", "value", "glob")
+
+    def __init__(self, text: str, value: str | None, glob: bool = False) -> None:
+        self.text = text
+        self.value = value
+        self.glob = glob  # an unquoted `*`, `?` or `[` the shell expands against the file system
+
+    def __repr__(self) -> str:
+        return f"Word({self.text!r})"
+
+
+class Redirect:
+    """A redirection: its operator (`>`, `>>`, `<`, `&>`, `>|`, `<>`, `>&`, ...), the file descriptor it names, and
+    its target word."""
+
+    __slots__ = ("op", "fd", "target")
+
+    def __init__(self, op: str, fd: str | None, target: Word | None) -> None:
+        self.op = op
+        self.fd = fd
+        self.target = target
+
+    @property
+    def writes(self) -> bool:
+        """Whether it opens its target for writing (a duplication such as `2>&1` or `>&2` opens no file)."""
+        if self.target is None or self.op in ("<", "<<", "<<<", "<<-", "<&", "<&-"):
+            return False
+        if self.op in (">&", "&>", ">&-") and self.target.value is not None and _is_fd(self.target.value):
+            return False
+        return True
+
+    @property
+    def reads(self) -> bool:
+        return self.target is not None and self.op in ("<", "<>")
+
+    def __repr__(self) -> str:
+        return f"Redirect({self.op!r}, {self.target!r})"
+
+
+class Part:
+    """One simple command: its assignments (`FOO=1`), its words (the program first; empty for an assignment
+    alone), and the redirections written on it or on a statement around it.  `via` says where it stands
+    (`chain`, `substitution`, `function f`, ...) and `text` is how it reads, words joined by single spaces."""
+
+    __slots__ = ("assigns", "words", "redirects", "via", "kind")
+
+    def __init__(self, kind: str, via: str) -> None:
+        self.kind = kind  # "command", "assignment", "declaration" (export, local, ...), "test" ([[ ... ]])
+        self.via = via
+        self.assigns: list[Word] = []
+        self.words: list[Word] = []
+        self.redirects: list[Redirect] = []
+
+    @property
+    def text(self) -> str:
+        return " ".join(w.text for w in (*self.assigns, *self.words))
+
+    def __repr__(self) -> str:
+        return f"Part({self.text!r}, via={self.via!r})"
+
+
+class Script:
+    """What `parse` found: the simple commands in the order they appear."""
+
+    __slots__ = ("source", "parts")
+
+    def __init__(self, source: str, parts: list[Part]) -> None:
+        self.source = source
+        self.parts = parts
+
+    @property
+    def compound(self) -> bool:
+        return len(self.parts) != 1
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def _is_fd(value: str) -> bool:
+    return value == "-" or value.isdigit()
+
+
+# -- loading the parser ------------------------------------------------------------------------------
+
+
+_PARSER: Any = None
+
+
+def _stand_ins() -> dict[str, Any]:
+    """Light stand-ins for what the binding's start-up asks of `re`, `enum` and `collections` (it keeps
+    `re.compile` for query predicates, makes the enum `LogType` and the named tuple `Point`)."""
+
+    def compile(*args: Any, **kwargs: Any) -> Any:  # noqa: A001 - the name the binding asks for
+        import re  # deferred: only a query predicate (the rules use none) compiles a pattern
+
+        return re.compile(*args, **kwargs)
+
+    class IntEnum:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+    def namedtuple(name: str, fields: Any, **kwargs: Any) -> Any:
+        return type(name, (tuple,), {"__module__": kwargs.get("module") or "tree_sitter"})
+
+    out: dict[str, Any] = {}
+    for name, attrs in (("re", {"compile": compile}), ("enum", {"IntEnum": IntEnum}),
+                        ("collections", {"namedtuple": namedtuple})):  # fmt: skip
+        if name not in sys.modules:
+            out[name] = _Stub(name, attrs)
+    return out
+
+
+class _Stub:
+    """A module's stand-in while the binding starts: the few names it asks for, nothing else."""
+
+    def __init__(self, name: str, attrs: dict[str, Any]) -> None:
+        self.__name__ = name
+        self.__dict__.update(attrs)
+
+
+def _search_dirs() -> list[str]:
+    """Where the parser's packages may be installed: beside cocoplus (a normal install), then this interpreter's
+    site-packages (an editable install; the hook runs without `site`)."""
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ver = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    out = [here, *sys.path]
+    for prefix in (sys.prefix, sys.exec_prefix):
+        for lib in ("lib", "lib64"):
+            out.append(os.path.join(prefix, lib, ver, "site-packages"))
+    seen: set[str] = set()
+    return [d for d in out if d and not (d in seen or seen.add(d))]  # type: ignore[func-returns-value]
+
+
+def _extension(pkg: str, dirs: list[str]) -> str | None:
+    for d in dirs:
+        folder = os.path.join(d, pkg)
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for n in names:
+            if n.startswith("_binding.") and n.endswith(".so"):
+                return os.path.join(folder, n)
+    return None
+
+
+class _Spec:
+    """What `_imp.create_dynamic` reads of a module spec: its name and file."""
+
+    def __init__(self, name: str, origin: str) -> None:
+        self.name = name
+        self.origin = origin
+
+
+def _fast_load() -> Any:
+    import _imp  # the interpreter's own loader of extension modules: nothing to import
+
+    dirs = _search_dirs()
+    core, grammar = _extension("tree_sitter", dirs), _extension("tree_sitter_bash", dirs)
+    if core is None or grammar is None:
+        raise ImportError("tree-sitter or tree-sitter-bash is not installed")
+    stubs = _stand_ins()
+    sys.modules.update(stubs)
+    try:
+        ts = _imp.create_dynamic(_Spec("tree_sitter._binding", core))
+        _imp.exec_dynamic(ts)
+    finally:
+        for name, mod in stubs.items():
+            if sys.modules.get(name) is mod:
+                del sys.modules[name]
+    bash = _imp.create_dynamic(_Spec("tree_sitter_bash._binding", grammar))
+    _imp.exec_dynamic(bash)
+    return ts.Parser(ts.Language(bash.language()))
+
+
+def _ordinary_load() -> Any:
+    import tree_sitter  # deferred: the parser, only where a command is parsed
+    import tree_sitter_bash  # deferred: as tree_sitter
+
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+
+def parser() -> Any:
+    """The bash parser (loaded once); `Unavailable` when it cannot be had."""
+    global _PARSER
+    if _PARSER is None:
+        try:
+            _PARSER = _fast_load()
+        except Exception:  # noqa: BLE001 - any failure of the fast path falls back to the ordinary import
+            try:
+                _PARSER = _ordinary_load()
+            except Exception as exc:  # noqa: BLE001
+                raise Unavailable(f"the shell parser cannot be loaded ({type(exc).__name__}: {exc})") from None
+    return _PARSER
+
+
+def available() -> str | None:
+    """None when the parser loads; otherwise why not (doctor)."""
+    try:
+        parser()
+    except Unavailable as exc:
+        return str(exc)
+    return None
+
+
+# -- reading a command -------------------------------------------------------------------------------
+
+
+def parse(command: str) -> Script | None:
+    """The simple commands and redirections of `command`; None when the parser cannot read all of it.
+    `Unavailable` when there is no parser."""
+    p = parser()
+    data = command.encode("utf-8", "surrogatepass")
+    try:
+        tree = p.parse(data)
+    except Exception:  # noqa: BLE001 - a parser failure is an unreadable command
+        return None
+    root = tree.root_node
+    if root.has_error:
+        return None
+    parts: list[Part] = []
+    try:
+        _statements(root, "chain", parts, [])
+    except (_Unreadable, RecursionError):
+        return None
+    return Script(command, parts)
+
+
+def _text(node: Any) -> str:
+    return bytes(node.text).decode("utf-8", "surrogatepass")
+
+
+def _statements(node: Any, via: str, out: list[Part], outer: list[Redirect]) -> None:
+    """Every simple command under `node` into `out`; `outer`: redirections of the statements around it."""
+    kind = node.type
+    if kind in _INERT:
+        return
+    if node.is_missing or kind == "ERROR":
+        raise _Unreadable(kind)
+    if kind == "command":
+        _command(node, via, out, outer)
+    elif kind == "redirected_statement":
+        body = node.child_by_field_name("body")
+        redirects = [_redirect(c, via, out) for c in node.children if c.type in _REDIRECTS]
+        here = [r for r in redirects if r is not None]
+        if body is None:  # a redirection alone (`> file`): it truncates the file
+            part = Part("command", via)
+            part.redirects = [*here, *outer]
+            out.append(part)
+            return
+        _statements(body, via, out, [*here, *outer])
+    elif kind in ("variable_assignment", "variable_assignments"):
+        part = Part("assignment", via)
+        for c in node.named_children if kind == "variable_assignments" else [node]:
+            part.assigns.append(_word(c, via, out))
+        part.redirects = list(outer)
+        out.append(part)
+    elif kind in ("declaration_command", "unset_command"):
+        part = Part("declaration", via)
+        for c in node.children:
+            part.words.append(_word(c, via, out))
+        part.redirects = list(outer)
+        out.append(part)
+    elif kind == "test_command":
+        part = Part("test", via)
+        for c in node.named_children:
+            _substitutions(c, via, out)
+        part.words.append(Word(_text(node), None))
+        part.redirects = list(outer)
+        out.append(part)
+    elif kind == "function_definition":
+        name = node.child_by_field_name("name")
+        body = node.child_by_field_name("body")
+        label = f"function {_text(name) if name is not None else '?'}"
+        if body is not None:
+            _statements(body, label, out, [])
+    elif kind in _CONTAINERS:
+        for c in node.children:
+            if c.type in _CONTAINERS or c.type in _STATEMENT_KINDS:
+                _statements(c, _via_of(kind, via), out, outer)
+            elif c.type in _INERT:
+                continue
+            elif c.type in _REDIRECTS:
+                r = _redirect(c, via, out)
+                if r is not None:  # a redirection on a loop or group: it applies to every command in it
+                    _apply(out, r)
+            else:  # a loop's word list, a case's subject and patterns: only what they run matters
+                _substitutions(c, via, out)
+    elif kind in ("arithmetic_expansion", "compound_assignment") or kind in _WORDISH:
+        _substitutions(node, via, out)
+    else:
+        raise _Unreadable(kind)
+
+
+_STATEMENT_KINDS = frozenset(
+    {
+        "command", "redirected_statement", "variable_assignment", "variable_assignments", "declaration_command",
+        "unset_command", "test_command", "function_definition",
+    }
+)  # fmt: skip
+_WORDISH = frozenset(
+    {
+        "word", "string", "raw_string", "number", "concatenation", "simple_expansion", "expansion",
+        "command_substitution", "process_substitution", "ansi_c_string", "translated_string", "arithmetic_expansion",
+        "brace_expression", "string_content", "special_variable_name", "extglob_pattern", "regex",
+    }
+)  # fmt: skip
+
+
+def _via_of(kind: str, via: str) -> str:
+    if kind == "pipeline":
+        return "pipeline" if via == "chain" else via
+    if kind == "subshell":
+        return "subshell" if via == "chain" else via
+    return via
+
+
+def _apply(out: list[Part], r: Redirect) -> None:
+    if out:
+        out[-1].redirects.append(r)
+
+
+def _command(node: Any, via: str, out: list[Part], outer: list[Redirect]) -> None:
+    part = Part("command", via)
+    mine = len(out)
+    out.append(part)
+    for c in node.children:
+        t = c.type
+        if t == "variable_assignment":
+            part.assigns.append(_word(c, via, out))
+        elif t == "command_name":
+            inner = c.named_children
+            if len(inner) != 1:
+                raise _Unreadable("command_name")
+            part.words.append(_word(inner[0], via, out))
+        elif t in _REDIRECTS:
+            r = _redirect(c, via, out)
+            if r is not None:
+                part.redirects.append(r)
+        elif t in _INERT:
+            continue
+        elif t in _WORDISH:
+            part.words.append(_word(c, via, out))
+        else:
+            raise _Unreadable(t)
+    part.redirects.extend(outer)
+    # Substitutions were appended after this part: keep the command first, then what runs inside it.
+    out[mine] = part
+
+
+def _redirect(node: Any, via: str, out: list[Part]) -> Redirect | None:
+    op = ""
+    fd = None
+    target: Word | None = None
+    for c in node.children:
+        t = c.type
+        if t == "file_descriptor":
+            fd = _text(c)
+        elif t in ("heredoc_start", "heredoc_end", "heredoc_content"):
+            continue
+        elif t == "heredoc_body":  # an unquoted delimiter's body expands: what it runs is part of the command
+            _substitutions(c, "here-document", out)
+        elif not c.is_named:
+            op = op or _text(c)
+        elif t in _WORDISH:
+            if target is None:
+                target = _word(c, via, out)
+            else:
+                _substitutions(c, via, out)
+        else:
+            raise _Unreadable(t)
+    if node.type == "heredoc_redirect":
+        return Redirect(op or "<<", fd, None)
+    if node.type == "herestring_redirect":
+        return Redirect("<<<", fd, None)
+    return Redirect(op, fd, target)
+
+
+def _substitutions(node: Any, via: str, out: list[Part]) -> None:
+    """The commands a word runs when it expands (`$(...)`, backticks, `<(...)`), into `out`."""
+    if node.type in _SUBSTITUTIONS:
+        for c in node.named_children:
+            _statements(c, "substitution", out, [])
+        return
+    if node.type == "ERROR" or node.is_missing:
+        raise _Unreadable(node.type)
+    for c in node.children:
+        _substitutions(c, via, out)
+
+
+def _word(node: Any, via: str, out: list[Part]) -> Word:
+    """A word's text, and its value where nothing in it expands; what it runs goes into `out`."""
+    _substitutions(node, via, out)
+    text = _text(node)
+    value, glob = _value(node)
+    return Word(text, value, glob)
+
+
+def _value(node: Any) -> tuple[str | None, bool]:
+    t = node.type
+    if t in ("word", "number"):
+        text = _text(node)
+        return _unescape(text), _has_glob(text)
+    if t == "raw_string":
+        return _text(node)[1:-1], False
+    if t == "string":
+        pieces = []
+        for c in node.named_children:
+            if c.type != "string_content":
+                return None, False
+            pieces.append(_unescape_dq(_text(c)))
+        return "".join(pieces), False
+    if t == "concatenation":
+        vals = []
+        glob = False
+        for c in node.named_children:
+            v, g = _value(c)
+            if v is None:
+                return None, False
+            vals.append(v)
+            glob = glob or g
+        return "".join(vals), glob
+    if t == "variable_assignment":
+        name = node.child_by_field_name("name")
+        val = node.child_by_field_name("value")
+        if val is None:
+            return (_text(name) + "=" if name is not None else None), False
+        v, _g = _value(val)
+        return (None if v is None or name is None else f"{_text(name)}={v}"), False
+    return None, False
+
+
+def _has_glob(text: str) -> bool:
+    esc = False
+    for ch in text:
+        if esc:
+            esc = False
+        elif ch == "\\":
+            esc = True
+        elif ch in GLOB_CHARS:
+            return True
+    return False
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            if text[i + 1] != "\n":
+                out.append(text[i + 1])
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _unescape_dq(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text) and text[i + 1] in '$`"\\\n':
+            if text[i + 1] != "\n":
+                out.append(text[i + 1])
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
