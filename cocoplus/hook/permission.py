@@ -6,7 +6,6 @@ Loaded by the runner only for a permission request.  Standard library only.
 
 from __future__ import annotations
 
-from cocoplus.core import fsio
 from cocoplus.core.errors import CocoplusError
 from cocoplus.session import registry
 
@@ -15,71 +14,87 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
     from cocoplus.hook.runner import Answer, Hook  # only a type: the runner imports this module
+    from cocoplus.session import identity
 
 
 def on_permission(h: Hook) -> Answer:
     """A permission prompt: denied while stopped; for a headless worker whose runtime asks through this hook,
-    decided by a rule or by an answer (session/permissions.py); otherwise recorded as awaiting authorization
+    decided by the rules or by an answer (session/permissions.py); otherwise recorded as awaiting authorization
     while the runtime shows its own dialog to the person watching it."""
     reason = h.stop_sentence()
     if reason is not None:
         return h.adapter.deny_permission(reason), 0
-    worker = h.env_id("COCOPLUS_WORKER")
-    if not h.adapter.ASKS_PERMISSION or (worker is None and h.environ.get("COCOPLUS_HEADLESS") != "1"):
+    if not h.adapter.ASKS_PERMISSION:
         h.touch_session(lambda r: h.attention(r, "awaiting_authorization"))
         return None, 0
-    return _headless_permission(h, worker), 0
+    from cocoplus.session import identity  # deferred: only a permission request asks who it is for
+
+    who = identity.of_hook(h.layout, h.environ)
+    if who.problem:
+        h.log(f"not taken for a worker: {who.problem}")
+    if who.worker is None and not who.headless:
+        h.touch_session(lambda r: h.attention(r, "awaiting_authorization"))
+        return None, 0
+    return _headless_permission(h, who), 0
 
 
-def _headless_permission(h: Hook, worker: str | None) -> dict[str, Any] | None:
+def _agent(payload: dict[str, Any]) -> str | None:
+    """The subagent a request comes from, where the runtime names it (Claude Code's `agent_type`/`agent_id`)."""
+    for key in ("agent_type", "agent_id", "subagent_type"):
+        v = payload.get(key)
+        if isinstance(v, str) and v:
+            return v[:80]
+    return None
+
+
+def _headless_permission(h: Hook, who: identity.Identity) -> dict[str, Any] | None:
     from cocoplus.session import permissions  # deferred: only a headless worker's permission request decides here
 
     name = str(h.payload.get("tool_name") or "")
     tool = h.adapter.RULE_TOOLS.get(name, name)
     tool_input = h.payload.get("tool_input")
-    worker_allow: list[str] = []
-    if worker is not None:
-        try:
-            wrec = fsio.read_json(h.layout.worker_record(worker)) or {}
-        except CocoplusError:
-            wrec = {}
-        worker_allow = [r for r in wrec.get("allow") or [] if isinstance(r, str)]
+    cwd = h.payload.get("cwd") if isinstance(h.payload.get("cwd"), str) else None
+    worker = who.worker
     sid = h.session_id
     try:  # read, not touched: the tool's PostToolUse records the session a moment later
         rec = registry.read_record(h.layout, registry.cs_id_for(sid)) if sid else None
     except CocoplusError:
         rec = None
-    decided = permissions.decide_by_rules(h.layout, h.values, tool, tool_input, worker_allow)
-    if decided is None:
-        rec = h.touch_session() or rec
-    if decided is not None:
-        behavior, rule, where = decided
+    decided = permissions.decide_by_rules(h.layout, h.values, tool, tool_input, who.allow, cwd=cwd, tree=who.tree)
+    if decided.behavior != "ask":
         stub = {
             "session": (rec or {}).get("id"),
             "alias": (rec or {}).get("alias"),
             "worker": worker,
             "tool": tool,
-            "input": permissions.rule_for(tool, tool_input),
+            "call": tool_input,
+            "rule": permissions.rule_for(tool, tool_input),
         }
+        allowed = decided.behavior == "allow"
         try:
             permissions.log(
-                h.layout,
-                stub,
-                behavior="allowed" if behavior == "allow" else "denied",
-                how="rule",
-                rule=rule,
-                where=where,
-            )
+                h.layout, stub, behavior="allowed" if allowed else "denied", how="rule", rule=decided.rule,
+                where=decided.where, principal="operator",
+            )  # fmt: skip
         except CocoplusError as exc:
             h.log(f"permission decision not logged: {exc}")
-        if behavior == "allow":
+            if allowed:  # fail closed: no call runs that the audit log does not hold
+                return h.adapter.deny_permission(
+                    f"cocoplus: the audit log cannot be written ({exc.message}), so no rule may allow this call; "
+                    "it is denied."
+                )
+        if allowed:
             return h.adapter.allow_permission(None)
-        return h.adapter.deny_permission(f"cocoplus: {where} refuses {rule}; this call is not allowed for this worker.")
+        return h.adapter.deny_permission(
+            f"cocoplus: {decided.where} refuses this call ({decided.why}); it is not allowed for this worker."
+        )
+    rec = h.touch_session() or rec
     wait_s = h.wait_for(float(h.values["permissions"]["wait_s"]), "[permissions] wait_s")
     try:
         req = permissions.open_request(
-            h.layout, rec, runtime=h.runtime, tool=tool, tool_input=tool_input, wait_s=wait_s, worker=worker
-        )
+            h.layout, rec, runtime=h.runtime, tool=tool, tool_input=tool_input, wait_s=wait_s, worker=worker,
+            decision=decided, cwd=cwd, tree=who.tree, agent=_agent(h.payload),
+        )  # fmt: skip
     except CocoplusError as exc:
         h.log(f"permission request not written: {exc}")
         return h.adapter.deny_permission(
@@ -111,11 +126,11 @@ def _headless_permission(h: Hook, worker: str | None) -> dict[str, Any] | None:
             got = {"state": "expired", "reason": why}
     h.touch_session(done)
     req_id = req["id"]
-    if got.get("state") == "allowed":
+    if got.get("state") == "allowed" and h.stop_sentence() is None:
         return h.adapter.allow_permission(None)
     if got.get("state") == "denied":
-        who = got.get("by") or got.get("principal") or "the operator"
-        text = f"cocoplus: {who} denied this permission request ({req_id})" + (
+        who_said = got.get("by") or got.get("principal") or "the operator"
+        text = f"cocoplus: {who_said} denied this permission request ({req_id})" + (
             f": {got['reason']}" if got.get("reason") else ""
         )
     else:

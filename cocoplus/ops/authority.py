@@ -411,7 +411,7 @@ COMMANDS: dict[str, str] = {
     "supervision watcher status": "read", "workers list": "read",
     "workers logs": "read", "budget status": "read", "chat log": "read", "chat info": "read", "config show": "read",
     "config example": "read", "notify status": "read", "relay status": "read", "fleet status": "read",
-    "plugin path": "read", "permissions list": "read", "permissions log": "read",
+    "plugin path": "read", "permissions list": "read", "permissions log": "read", "permissions check": "read",
     "approve": "approve", "deny": "deny", "mcp token": "capability",
     "report progress": "report", "report blocked": "report", "ask-human": "report", "request-context": "report",
     "budget add-cost": "report", "stage start": "report", "stage end": "report",

@@ -13,10 +13,11 @@ from typing import Any
 
 from cocoplus import config as config_mod
 from cocoplus.core import fsio
-from cocoplus.core.errors import CocoplusError
+from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.ops import authority
 from cocoplus.ops.authority import Principal
+from cocoplus.rules import engine, protected
 from cocoplus.session import permissions, registry
 
 
@@ -47,30 +48,48 @@ def approve(
     always: bool = False,
     rule: str | None = None,
     principal: Principal | None = None,
+    channel: str | None = None,
 ) -> dict[str, Any]:
     """Allow the request `ref` names (its id, or a session or worker with exactly one pending); with `always`,
-    remember `rule` (default: the request's own) for this project in this user's rules."""
+    remember `rule` (default: the request's own, a rule for each part of a shell command) for this project in
+    this user's rules.  A request that writes a protected path is allowed once, by the operator only, and is never
+    remembered."""
     who, by = authority.acting(principal, "approve", f"approve {ref}", layout)
     req = permissions.find(layout, ref, _session_of(layout))
-    remember = rule or req.get("rule") or req.get("tool")
+    remember: list[str] = [rule] if rule else [r for r in req.get("rules") or [] if isinstance(r, str)]
+    remember = remember or [str(req.get("rule") or req.get("tool"))]
+    touched = [p for p in req.get("protected") or [] if isinstance(p, str)]
+    if touched and who.kind != "operator":
+        authority.refuse(
+            who, "approve",
+            f"approve {req['id']}: it writes {', '.join(touched)}, which {protected.WHY}; only the operator may allow "
+            "it (`cocoplus approve`), one request at a time",
+            layout, target=req["id"],
+        )  # fmt: skip
+    if touched and always:
+        raise UsageError(
+            f"approve --always {req['id']}: it writes {', '.join(touched)}, which {protected.WHY}; no rule may allow "
+            f"that: approve this one request without --always"
+        )
     if who.kind == "brain":
         if always:
             authority.refuse(
                 who, "approve", f"approve --always {req['id']}: a standing rule is for the operator", layout
             )
-        allowed = config_mod.load_for(layout).get("permissions.brain_may_allow")
-        covered = [r for r in allowed if _covers(r, req)]
-        if not covered:
+        covered = _brain_covers(layout, req)
+        if covered is None:
             authority.refuse(
                 who, "approve",
                 f"approve {req['id']} ({req.get('rule')}): [permissions] brain_may_allow does not cover it; the "
                 "operator may allow it (`cocoplus approve`), and the brain can ask for it with ask_human",
                 layout, target=req["id"],
             )  # fmt: skip
-        remember = covered[0]
-    out = permissions.answer(layout, req["id"], "allow", principal=who.word, by=by, rule=remember if always else None)
-    if always and not out["already_decided"]:
-        out["always"] = permissions.add_user_rule(layout.project, "allow", str(remember))
+        remember = [covered]
+    out = permissions.answer(
+        layout, req["id"], "allow", principal=who.word, by=by, rule=remember if always else None, channel=channel
+    )
+    if always and not out["already_decided"] and not out["gone"]:
+        out["always"] = permissions.add_user_rule(layout.project, "allow", remember)
     out["message"] = _said(out, "allowed")
     return out
 
@@ -82,6 +101,7 @@ def deny(
     always: bool = False,
     rule: str | None = None,
     principal: Principal | None = None,
+    channel: str | None = None,
 ) -> dict[str, Any]:
     """Deny the request `ref` names, with the reason the agent is told; `always` refuses `rule` from now on."""
     who, by = authority.acting(principal, "deny", f"deny {ref}", layout)
@@ -90,29 +110,74 @@ def deny(
     req = permissions.find(layout, ref, _session_of(layout))
     remember = rule or req.get("rule") or req.get("tool")
     out = permissions.answer(
-        layout, req["id"], "deny", principal=who.word, by=by, reason=reason, rule=remember if always else None
-    )
-    if always and not out["already_decided"]:
+        layout, req["id"], "deny", principal=who.word, by=by, reason=reason, rule=remember if always else None,
+        channel=channel,
+    )  # fmt: skip
+    if always and not out["already_decided"] and not out["gone"]:
         out["always"] = permissions.add_user_rule(layout.project, "deny", str(remember))
     out["message"] = _said(out, "denied")
     return out
 
 
-def _covers(rule: str, req: dict[str, Any]) -> bool:
-    """Whether a rule covers what a request asked for (its narrowest rule, as a call)."""
-    tool, pattern = permissions.parse_rule(str(req.get("rule") or req.get("tool") or ""))
-    field = permissions.PATTERN_FIELD.get(tool)
-    call = {field: pattern} if field and pattern else {}
-    try:
-        return permissions.matches(rule, tool, call, None)
-    except CocoplusError:
-        return False
+def _brain_covers(layout: Layout, req: dict[str, Any]) -> str | None:
+    """The `brain_may_allow` rules that allow what the request would run, judged again by the rule engine (every
+    part of a chain, real paths, the project's deny rules); None when they do not."""
+    call = req.get("call")
+    if call is None:
+        return None  # a request from before calls were kept, or one too long to keep: the operator's
+    cfg = config_mod.load_for(layout)
+    values = {"permissions": {"deny": list(cfg.get("permissions.deny"))}}
+    _allow, deny = permissions.rule_sets(layout, values)
+    allow = engine.rules_of(cfg.get("permissions.brain_may_allow"), "[permissions] brain_may_allow")
+    decided = engine.decide(
+        str(req.get("tool") or ""), call, allow=allow, deny=deny, project=layout.project, cwd=req.get("cwd"),
+        tree=req.get("tree"),
+    )  # fmt: skip
+    return decided.rule if decided.behavior == "allow" else None
 
 
 def _said(out: dict[str, Any], verb: str) -> str:
     who = out.get("alias") or out.get("worker") or out.get("session") or "the worker"
+    if out.get("gone"):
+        return f"{out['id']} is gone: its hook ended before the answer, so nothing was {verb} (the call did not run)"
     if out.get("already_decided"):
         return f"{out['id']} was already {out.get('state')} ({out.get('by') or 'by its deadline'}); nothing changed"
     return f"{out['id']} {verb}: {who}'s {out.get('rule') or out.get('tool')} " + (
         "goes ahead" if verb == "allowed" else "is refused"
     )
+
+
+def check(
+    layout: Layout | None,
+    target: str,
+    *,
+    tool: str = "Bash",
+    allow: list[str] | None = None,
+    deny: list[str] | None = None,
+    cwd: str | None = None,
+) -> dict[str, Any]:
+    """What the rules decide for `target` (a command for Bash, a path for the file tools), with the same engine as
+    the hook: `cocoplus permissions check`.  With no `allow` and no `deny`, the rules in effect for the project."""
+    import os
+
+    for r in [*(allow or []), *(deny or [])]:
+        engine.parse_rule(r)
+    if allow is None and deny is None:
+        if layout is None:
+            raise UsageError("no project here: name rules with --allow and --deny, or run this in a project")
+        cfg = config_mod.load_for(layout)
+        values = {"permissions": {"allow": list(cfg.get("permissions.allow")), "deny": list(cfg.get("permissions.deny"))}}
+        allow_rules, deny_rules = permissions.rule_sets(layout, values)
+        source = "the project's rules"
+    else:
+        allow_rules = engine.rules_of(allow or [], "--allow")
+        deny_rules = engine.rules_of(deny or [], "--deny")
+        source = "the rules given"
+    field = engine.PATTERN_FIELD.get(tool, "file_path")
+    if tool in ("Glob", "Grep"):
+        field = "path"
+    project = layout.project if layout is not None else os.getcwd()
+    decided = engine.decide(
+        tool, {field: target}, allow=allow_rules, deny=deny_rules, project=project, cwd=cwd or os.getcwd()
+    )
+    return {"tool": tool, "target": target, "source": source, **decided.as_dict()}

@@ -32,6 +32,7 @@ from cocoplus.core import clock, fsio, userfiles
 from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.lock import DEFAULT_TIMEOUT
 from cocoplus.core.paths import Layout, is_valid_id
+from cocoplus.rules import engine
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -39,134 +40,49 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
 MAX_SHOWN = 300  # characters of a tool's input kept in a request and shown to whoever answers
+MAX_CALL = 64 * 1024  # characters of a call's input kept in a request, for an answer to judge it again
 POLL_S = 0.1
 USER_RULES_NAME = "permissions.json"
-# The tool input field that a rule's pattern is matched against, by Claude Code tool name.
-PATTERN_FIELD = {
-    "Bash": "command", "Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path", "Read": "file_path",
-    "NotebookEdit": "notebook_path", "Glob": "pattern", "Grep": "pattern", "WebFetch": "url", "WebSearch": "query",
-}  # fmt: skip
+# Re-exported from the rule engine (cocoplus/rules/engine.py), where rules are read and matched.
+PATTERN_FIELD = engine.PATTERN_FIELD
+parse_rule = engine.parse_rule
+rule_for = engine.rule_for
+rules_for = engine.rules_for
+subject = engine.subject
 
 
 # -- rules ------------------------------------------------------------------------------------------
 
 
-def wildcard(text: str, pattern: str) -> bool:
-    """Whether `pattern` matches all of `text`: `*` stands for any run of characters (`/` included), `?` for one.
-
-    Written out (the classic two-pointer match, linear in practice) rather than with `fnmatch`, whose `re` would
-    cost the permission hook more than all its other work.
-    """
-    t = p = 0
-    star = -1
-    mark = 0
-    while t < len(text):
-        if p < len(pattern) and (pattern[p] == "?" or pattern[p] == text[t]):
-            t += 1
-            p += 1
-        elif p < len(pattern) and pattern[p] == "*":
-            star, mark = p, t
-            p += 1
-        elif star >= 0:
-            p = star + 1
-            mark += 1
-            t = mark
-        else:
-            return False
-    while p < len(pattern) and pattern[p] == "*":
-        p += 1
-    return p == len(pattern)
-
-
-def parse_rule(rule: str) -> tuple[str, str | None]:
-    """`Tool` or `Tool(pattern)` -> (tool, pattern or None); UsageError for anything else."""
-    text = rule.strip() if isinstance(rule, str) else ""
-    if not text:
-        raise UsageError("a permission rule is empty")
-    tool, sep, rest = text.partition("(")
-    tool = tool.strip()
-    if not tool or not all(c.isalnum() or c in "_-*" for c in tool):
-        raise UsageError(
-            f"permission rule {rule!r}: expected Tool or Tool(pattern), as in Claude Code (Bash(pytest *), Edit)"
-        )
-    if not sep:
-        return tool, None
-    if not rest.endswith(")"):
-        raise UsageError(f"permission rule {rule!r}: the pattern is not closed with ')'")
-    pattern = rest[:-1].strip()
-    if pattern.endswith(":*"):  # Claude Code's older prefix form: `Bash(npm run test:*)`
-        pattern = pattern[:-2] + " *"
-    return tool, pattern or None
-
-
-def subject(tool: str, tool_input: Any) -> str | None:
-    """What a rule's pattern is matched against for this call (the command, the file path, ...)."""
-    if not isinstance(tool_input, dict):
-        return None
-    value = tool_input.get(PATTERN_FIELD.get(tool, ""))
-    return value if isinstance(value, str) else None
-
-
-def matches(rule: str, tool: str, tool_input: Any, project: str | None = None) -> bool:
-    """Whether `rule` covers this call: the tool's name (a `*` wildcard allowed), and the pattern if any
-    (`wildcard` over the command, or over the path, relative to the project where it is inside; a directory
-    covers what is below it)."""
-    name, pattern = parse_rule(rule)
-    if not wildcard(tool, name):
-        return False
-    if pattern is None or pattern == "*":
-        return True
-    value = subject(tool, tool_input)
-    if value is None:
-        return False
-    if tool == "Bash":
-        return wildcard(value.strip(), pattern) or value.strip() == pattern.rstrip(" *")
-    if project and os.path.isabs(value):
-        rel = os.path.relpath(value, project)
-        if not rel.startswith(".."):
-            value = rel
-    return wildcard(value, pattern) or wildcard(value, pattern.rstrip("/") + "/*")
-
-
-def rule_for(tool: str, tool_input: Any) -> str:
-    """The narrowest rule that names this very call (what `approve --always` remembers): `Bash(pytest -q)`."""
-    value = subject(tool, tool_input)
-    if value is None:
-        return tool
-    value = " ".join(value.split())
-    return f"{tool}({value})" if len(value) <= 200 and ")" not in value else tool
-
-
-def first_match(rules: Iterable[str], tool: str, tool_input: Any, project: str | None) -> str | None:
-    for rule in rules:
-        try:
-            if matches(rule, tool, tool_input, project):
-                return rule
-        except UsageError:
-            continue  # a malformed rule matches nothing (config show and doctor report it)
-    return None
+def rule_sets(
+    layout: Layout, values: dict[str, Any], worker_allow: Iterable[str] = ()
+) -> tuple[list[engine.Rule], list[engine.Rule]]:
+    """(allow, deny) in effect for this project: `[permissions] deny` and this user's "always deny" rules;
+    `[permissions] allow`, a worker's `launch --allow` rules and this user's "always allow" rules."""
+    user = user_rules(layout.project)
+    perm = values.get("permissions") or {}
+    deny = [*engine.rules_of(perm.get("deny") or [], "[permissions] deny"), *engine.rules_of(user["deny"], "always deny")]
+    allow = [
+        *engine.rules_of(perm.get("allow") or [], "[permissions] allow"),
+        *engine.rules_of(worker_allow, "launch --allow"),
+        *engine.rules_of(user["allow"], "always allow"),
+    ]
+    return allow, deny
 
 
 def decide_by_rules(
-    layout: Layout, values: dict[str, Any], tool: str, tool_input: Any, worker_allow: Iterable[str] = ()
-) -> tuple[str, str, str] | None:
-    """(behavior, the rule, where it came from) when a rule decides this call; deny wins; None to ask."""
-    user = user_rules(layout.project)
-    perm = values.get("permissions") or {}
-    project = layout.project
-    for rules, where in ((perm.get("deny") or [], "[permissions] deny"), (user["deny"], "always deny")):
-        hit = first_match(rules, tool, tool_input, project)
-        if hit is not None:
-            return "deny", hit, where
-    for rules, where in (
-        (perm.get("allow") or [], "[permissions] allow"),
-        (list(worker_allow), "launch --allow"),
-        (user["allow"], "always allow"),
-    ):
-        hit = first_match(rules, tool, tool_input, project)
-        if hit is not None:
-            return "allow", hit, where
-    return None
+    layout: Layout,
+    values: dict[str, Any],
+    tool: str,
+    tool_input: Any,
+    worker_allow: Iterable[str] = (),
+    *,
+    cwd: str | None = None,
+    tree: str | None = None,
+) -> engine.Decision:
+    """What the rules in effect decide for this call (allow, deny or ask, with the rule and why)."""
+    allow, deny = rule_sets(layout, values, worker_allow)
+    return engine.decide(tool, tool_input, allow=allow, deny=deny, project=layout.project, cwd=cwd, tree=tree)
 
 
 # -- this user's "always" rules (outside the project) ------------------------------------------------
@@ -192,9 +108,12 @@ def user_rules(project: str) -> dict[str, list[str]]:
     return out
 
 
-def add_user_rule(project: str, behavior: str, rule: str) -> dict[str, list[str]]:
-    """Remember `rule` for this project ("always"), in this user's file; the project's rules after."""
-    parse_rule(rule)
+def add_user_rule(project: str, behavior: str, rule: str | list[str]) -> dict[str, list[str]]:
+    """Remember `rule` (or each of a list) for this project ("always"), in this user's file; the project's rules
+    after."""
+    new = [rule] if isinstance(rule, str) else list(rule)
+    for r in new:
+        parse_rule(r)
     kind = "allow" if behavior == "allow" else "deny"
     key = os.path.realpath(project)
     path = user_rules_file()
@@ -204,8 +123,9 @@ def add_user_rule(project: str, behavior: str, rule: str) -> dict[str, list[str]
         projects = doc.setdefault("projects", {})
         entry = projects.setdefault(key, {"allow": [], "deny": []})
         rules = entry.setdefault(kind, [])
-        if rule not in rules:
-            rules.append(rule)
+        for r in new:
+            if r not in rules:
+                rules.append(r)
         return doc
 
     fsio.ensure_dir(os.path.dirname(path))
@@ -229,20 +149,37 @@ def open_request(
     tool_input: Any,
     wait_s: float,
     worker: str | None,
+    decision: engine.Decision | None = None,
+    cwd: str | None = None,
+    tree: str | None = None,
+    agent: str | None = None,
 ) -> dict[str, Any]:
-    """Write a pending request for this call; it is answered by `answer` (or expires at `deadline`)."""
+    """Write a pending request for this call; it is answered by `answer` (or expires at `deadline`).  The request
+    keeps the whole call (to `MAX_CALL` characters), so whoever answers is judged against what would run, and the
+    hook's own process, so a request whose hook is gone is never approved."""
+    from cocoplus.session import procinfo  # deferred: only a request records its hook's process
+
     shown = fsio.dumps(tool_input).strip() if tool_input is not None else ""
     req_id = new_id()
+    me = procinfo.self_process()
     doc: dict[str, Any] = {
         "id": req_id,
         "state": "pending",
         "session": (rec or {}).get("id"),
         "alias": (rec or {}).get("alias"),
         "worker": worker,
+        "agent": agent,
         "runtime": runtime,
         "tool": tool,
         "input": shown if len(shown) <= MAX_SHOWN else shown[: MAX_SHOWN - 3] + "...",
+        "call": tool_input if len(shown) <= MAX_CALL else None,
         "rule": rule_for(tool, tool_input),
+        "rules": rules_for(tool, tool_input),
+        "why": decision.why if decision is not None else None,
+        "protected": list(decision.protected) if decision is not None else [],
+        "cwd": cwd,
+        "tree": tree,
+        "hook": me,
         "created_at": clock.iso(),
         "deadline": clock.iso(time.time() + wait_s),
         "wait_s": wait_s,
@@ -250,6 +187,14 @@ def open_request(
     fsio.ensure_dir(layout.permission_requests_dir)
     fsio.atomic_write_json(layout.permission_request(req_id), doc)
     return doc
+
+
+def gone(req: dict[str, Any]) -> bool:
+    """Whether the hook that waits for this pending request has ended (killed by its runtime, or crashed): nothing
+    would act on an answer.  A request from before hooks were recorded is never called gone."""
+    from cocoplus.session import procinfo  # deferred: only an answer or a listing asks
+
+    return procinfo.gone(req.get("hook"))
 
 
 def read_request(layout: Layout, req_id: str) -> dict[str, Any] | None:
@@ -276,7 +221,11 @@ def requests(layout: Layout, state: str | None = "pending") -> list[dict[str, An
             doc = fsio.read_json(os.path.join(layout.permission_requests_dir, name))
         except CocoplusError:
             continue
-        if isinstance(doc, dict) and (state is None or doc.get("state") == state):
+        if not isinstance(doc, dict):
+            continue
+        if doc.get("state") == "pending" and gone(doc):
+            doc = {**doc, "state": "gone"}  # shown as it is; `answer` records it
+        if state is None or doc.get("state") == state:
             out.append(doc)
     return out
 
@@ -311,10 +260,13 @@ def answer(
     principal: str | None,
     by: str,
     reason: str | None = None,
-    rule: str | None = None,
+    rule: str | list[str] | None = None,
+    channel: str | None = None,
 ) -> dict[str, Any]:
     """Decide a pending request (`allowed`/`denied`/`expired`); the request after.  Only a pending one changes:
-    an answer that comes second finds it decided and says so (`already`)."""
+    an answer that comes second finds it decided and says so (`already_decided`); a request whose hook has ended
+    is recorded `gone` and nothing is allowed (`gone`).  The decision is in the audit log before the hook can see
+    it: when the log cannot be written, nothing changes and the error says so (the call does not go ahead)."""
     if behavior not in ("allow", "deny", "expire"):
         raise ValueError(behavior)
     state = {"allow": "allowed", "deny": "denied", "expire": "expired"}[behavior]
@@ -327,18 +279,35 @@ def answer(
         if doc.get("state") != "pending":
             out["already"] = True
             return doc
-        doc.update(state=state, decided_at=clock.iso(), principal=principal, by=by, reason=reason, decided_rule=rule)
+        if behavior != "expire" and gone(doc):
+            doc.update(state="gone", decided_at=clock.iso(), reason="its hook ended before an answer came")
+            log(layout, doc, behavior="gone", how="hook ended", principal=principal, by=by, channel=channel)
+            out["gone"] = True
+            return doc
+        how = "deadline" if behavior == "expire" else "answer"
+        remembered = rule if isinstance(rule, str) or rule is None else ", ".join(rule)
+        try:
+            log(layout, doc, behavior=state, how=how, principal=principal, by=by, rule=remembered, reason=reason,
+                channel=channel)  # fmt: skip
+        except CocoplusError as exc:
+            if behavior == "allow":
+                raise CocoplusError(
+                    f"{req_id} not allowed: the audit log cannot be written ({exc.message}); the call does not go "
+                    "ahead"
+                ) from None
+            # A denial or a deadline stands without its line: it lets nothing run.
+        doc.update(state=state, decided_at=clock.iso(), principal=principal, by=by, reason=reason,
+                   decided_rule=remembered, channel=channel)  # fmt: skip
         return doc
 
     doc = fsio.locked_update(path, layout.lock("permissions"), change, timeout=DEFAULT_TIMEOUT)
-    if not out.get("already"):
-        how = "deadline" if behavior == "expire" else "answer"
-        log(layout, doc, behavior=state, how=how, principal=principal, by=by, rule=rule, reason=reason)
-    return {**doc, "already_decided": bool(out.get("already"))}
+    return {**doc, "already_decided": bool(out.get("already")), "gone": bool(out.get("gone"))}
 
 
 def log(layout: Layout, req: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    """One decision in the audit log: who, what, which rule, when."""
+    """One decision in the audit log: who (the principal), what (the command or path, inert and cut to
+    MAX_SHOWN), which rule, when."""
+    what = subject(str(req.get("tool") or ""), req.get("call"))
     entry = {
         "ts": clock.iso(),
         "request": req.get("id"),
@@ -346,15 +315,25 @@ def log(layout: Layout, req: dict[str, Any], **fields: Any) -> dict[str, Any]:
         "alias": req.get("alias"),
         "worker": req.get("worker"),
         "tool": req.get("tool"),
-        "input": req.get("input"),
+        "input": _inert(what) if what is not None else req.get("input"),
         "call": req.get("rule"),  # a request's call in rule form (`Bash(pytest -q)`), as permissions list shows it
+        "protected": req.get("protected") or None,
         **{k: v for k, v in fields.items() if v is not None},
     }
-    if entry["call"] is None:
-        del entry["call"]
+    for k in ("call", "protected", "request"):
+        if entry[k] is None:
+            del entry[k]
     fsio.ensure_dir(os.path.dirname(layout.permission_log))
     fsio.append_jsonl(layout.permission_log, entry, layout.lock("permission-log"))
     return entry
+
+
+def _inert(text: str) -> str:
+    """A command or path as the log keeps it: one line, nothing a terminal would act on, at most MAX_SHOWN
+    characters (escapes written out)."""
+    one = "".join(c if c.isprintable() else ("\\n" if c == "\n" else "\\x%02x" % ord(c) if ord(c) < 256 else "?")
+                  for c in text)  # fmt: skip
+    return one if len(one) <= MAX_SHOWN else one[: MAX_SHOWN - 3] + "..."
 
 
 def wait(layout: Layout, req_id: str, deadline: float, stopped: Callable[[], str | None]) -> dict[str, Any] | None:

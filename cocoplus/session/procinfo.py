@@ -77,6 +77,12 @@ def runtime_process(start: int | None = None) -> dict[str, Any]:
     return {"pid": pid, "start_ticks": None, "argv": None, **here()}
 
 
+def self_process() -> dict[str, Any]:
+    """`{"pid", "start_ticks", "host", "pidns"}` of this process (what `gone` checks later)."""
+    pid = os.getpid()
+    return {"pid": pid, "start_ticks": start_ticks(pid), **here()}
+
+
 def here() -> dict[str, str | None]:
     """Where a pid means something: this machine's name, and this process's pid namespace (Linux; else None)."""
     try:

@@ -53,3 +53,14 @@ def named_dir() -> tuple[str | None, str]:
     if dir_flag is not None:
         return dir_flag, "--dir"
     return os.environ.get(ENV_DIR) or None, ENV_DIR
+
+
+def optional_layout() -> Layout | None:
+    """The project's Layout, or None where there is no project (a command that can work without one); a `--dir`
+    that names no project is still an error."""
+    try:
+        return layout()
+    except NotInitialized:
+        if dir_flag is not None:
+            raise
+        return None

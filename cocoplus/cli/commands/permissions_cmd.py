@@ -100,6 +100,36 @@ def show_log(json_out: JsonFlag = False) -> None:
     output.show(ops.log(layout()), json_out, render_log)
 
 
+def render_check(result: dict[str, Any]) -> None:
+    rule = f" by {result['rule']}" if result.get("rule") else ""
+    where = f" ({result['where']})" if result.get("where") else ""
+    output.line(f"{result['decision']}{rule}{where}: {result['why']}")
+    for p in result.get("parts") or []:
+        covered = p.get("rule") or "not covered"
+        output.line(f"  part {p['part']}: {p['command']}  [{p['via']}]  -> {covered}")
+    if result.get("protected"):
+        output.line(f"  protected: {', '.join(result['protected'])} (only the operator may allow it, one request at a time)")
+
+
+def check(
+    target: Annotated[str, typer.Argument(help="The command (for Bash) or the path (for the file tools) to judge.")],
+    allow: Annotated[
+        list[str] | None, typer.Option("--allow", help="An allow rule to judge with (repeat it); none: the project's.")
+    ] = None,
+    deny: Annotated[list[str] | None, typer.Option("--deny", help="A deny rule to judge with (repeat it).")] = None,
+    tool: Annotated[
+        str, typer.Option("--tool", help="The tool: Bash (a command), Write, Edit, Read, ... (a path).")
+    ] = "Bash",
+    json_out: JsonFlag = False,
+) -> None:
+    """What the rules decide for a command or a path, with the engine the hook uses: allow, deny or ask, the rule
+    that decided, and why. With no --allow and no --deny, the rules in effect for this project."""
+    from cocoplus.cli.commands import optional_layout
+
+    result = ops.check(optional_layout(), target, tool=tool, allow=allow, deny=deny)
+    output.show(result, json_out, render_check)
+
+
 def register(app: typer.Typer) -> None:
     app.command("approve")(approve)
     app.command("deny")(deny)
@@ -108,4 +138,5 @@ def register(app: typer.Typer) -> None:
     )
     group.command("list")(list_pending)
     group.command("log")(show_log)
+    group.command("check")(check)
     app.add_typer(group, name="permissions")
