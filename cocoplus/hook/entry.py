@@ -263,7 +263,10 @@ def main(
         kind = registry.kind(adapter, event) if adapter is not None else registry.kind_any(event)
         state, guards, problem = places(env, adapter)
         if kind == "pre_tool" and state is not None and problem is None and _nothing_stopped(state, guards):
-            return 0  # the hot path: no kill switch and no session stopped anywhere, nothing to say
+            if adapter is None or not _worker(env):
+                return 0  # the hot path: no kill switch and no session stopped anywhere, nothing to say
+            data = read_stdin() if stdin_bytes is None else stdin_bytes
+            return _guard(adapter, event, data, state, env)
         data = read_stdin() if stdin_bytes is None else stdin_bytes
         import os  # deferred: see the module docstring
 
@@ -286,6 +289,32 @@ def main(
         if isinstance(exc, SystemExit):
             raise
         return last_resort(exc, event, kind, state, runtime, environ, guards)
+
+
+def _worker(environ: "Environ | Mapping[str, str]") -> bool:
+    """Whether the environment marks a worker cocoplus launched (hook/guard.py: it only makes the check stricter)."""
+    return bool(environ.get("COCOPLUS_WORKER") or environ.get("COCOPLUS_HEADLESS"))
+
+
+def _guard(adapter: "Adapter", event: str, data: bytes, state: str, environ: "Environ | Mapping[str, str]") -> int:
+    """A launched worker's pre-tool call with nothing stopped: refused when it writes a protected path that its
+    runtime would let through without asking (hook/guard.py); otherwise nothing to say."""
+    from cocoplus.core import jsonfast  # deferred: only a worker's tool call is read here
+    from cocoplus.hook import guard  # deferred: as jsonfast
+
+    try:
+        payload = jsonfast.loads(data.decode("utf-8", "surrogateescape")) if data.strip() else {}
+    except ValueError:
+        return 0  # what the runtime sent is not JSON: the runtime's own checks stand (nothing is stopped)
+    if not isinstance(payload, dict):
+        return 0
+    reason = guard.refusal(adapter, payload, state, environ)
+    if reason is None:
+        return 0
+    answer = adapter.refuse_tool(event, reason)
+    sys.stdout.write(jsonfast.dumps(answer))
+    sys.stdout.flush()
+    return 0
 
 
 def _nothing_stopped(state: str, guards: "list[str]") -> bool:

@@ -261,8 +261,25 @@ class Touch:
         return f"Touch({self.word!r}, write={self.write})"
 
 
-def touched(part: shell.Part, cwd: str, project: str | None = None) -> list[Touch]:
-    """The files this simple command names, with whether it may write them (its redirections included)."""
+def moved_to(inv: Invocation, cwd: str | None) -> str | None:
+    """Where `cd DIR` (or `pushd DIR`) leaves the shell: DIR resolved from `cwd`; None where that is known only at
+    run time (`cd "$X"`, `cd -`, `popd`, or a directory unknown already)."""
+    from cocoplus.core import userfiles  # deferred: only a `cd` gets here
+    from cocoplus.rules import paths
+
+    args = [a for a in inv.args if a is None or not a.startswith("-") or a == "-"]
+    if inv.name == "popd" or cwd is None:
+        return None
+    if not args:
+        return os.path.realpath(userfiles.home())
+    if args[0] is None or args[0] == "-":
+        return None
+    return paths.resolve(args[0], cwd)
+
+
+def touched(part: shell.Part, cwd: str | None, project: str | None = None) -> list[Touch]:
+    """The files this simple command names, with whether it may write them (its redirections included); `cwd` None:
+    where it runs is known only at run time, so a relative path is too."""
     from cocoplus.rules import paths  # deferred: only a command that names files resolves them
 
     out: list[Touch] = []
@@ -280,7 +297,7 @@ def touched(part: shell.Part, cwd: str, project: str | None = None) -> list[Touc
     return out
 
 
-def _arguments(inv: Invocation, cwd: str, project: str | None, paths: object) -> list[Touch]:
+def _arguments(inv: Invocation, cwd: str | None, project: str | None, paths: object) -> list[Touch]:
     name = inv.name
     reads_only = name in READ_ONLY
     if name == "git":
@@ -323,7 +340,7 @@ def _arguments(inv: Invocation, cwd: str, project: str | None, paths: object) ->
     if into_dir and len(literal_args) >= 2:
         dest = literal_args[-1]
         dpath = _resolve(dest, cwd, paths)
-        if os.path.isdir(dpath):
+        if dpath is not None and os.path.isdir(dpath):
             for src in literal_args[:-1]:
                 base = os.path.basename(src.rstrip("/"))
                 if base and base not in (".", ".."):
@@ -335,20 +352,27 @@ def _is_glob_word(text: str) -> bool:
     return shell._has_glob(text) and not text.startswith(("'", '"'))
 
 
-def _resolve(value: str, cwd: str, paths: object) -> str:
+def _resolve(value: str, cwd: str | None, paths: object) -> str | None:
+    """`value` as a real path; None when it is relative and where it runs is known only at run time."""
+    if cwd is None and not value.startswith(("/", "~")):
+        return None
     return paths.resolve(value, cwd)  # type: ignore[attr-defined,no-any-return]
 
 
-def _paths_of(value: str | None, text: str, glob: bool, cwd: str, project: str | None, paths: object) -> list[str | None]:
+def _paths_of(
+    value: str | None, text: str, glob: bool, cwd: str | None, project: str | None, paths: object
+) -> list[str | None]:
     if value is None:
         return [_known_text(text, cwd, project, paths)]
+    if cwd is None and not value.startswith(("/", "~")):
+        return [None]
     if glob:
         found = list(_expand(value, cwd, paths))
         return found or [_resolve(value, cwd, paths)]
     return [_resolve(value, cwd, paths)]
 
 
-def _known_text(text: str, cwd: str, project: str | None, paths: object) -> str | None:
+def _known_text(text: str, cwd: str | None, project: str | None, paths: object) -> str | None:
     """A word with expansions, when they are only `$HOME`, `~` or `$PWD` in double quotes or none; else None."""
     from cocoplus.core import userfiles  # deferred: as paths
 
@@ -356,13 +380,16 @@ def _known_text(text: str, cwd: str, project: str | None, paths: object) -> str 
     if t.startswith('"') and t.endswith('"') and len(t) >= 2:
         t = t[1:-1]
     for var, val in (("${HOME}", userfiles.home()), ("$HOME", userfiles.home()), ("${PWD}", cwd), ("$PWD", cwd)):
-        t = t.replace(var, val)
+        if var in t:
+            if val is None:
+                return None
+            t = t.replace(var, val)
     if any(c in t for c in "$`\\\"'*?["):
         return None
     return _resolve(t, cwd, paths)
 
 
-def _expand(pattern: str, cwd: str, paths: object) -> Iterator[str]:
+def _expand(pattern: str, cwd: str | None, paths: object) -> Iterator[str]:
     """The real paths a glob names, as bash expands it (a component starting with `*` or `?` skips dot files)."""
     from cocoplus.rules.paths import component_match  # deferred: as paths
 
@@ -370,7 +397,7 @@ def _expand(pattern: str, cwd: str, paths: object) -> Iterator[str]:
         from cocoplus.core import userfiles  # deferred: as paths
 
         pattern = userfiles.home() + pattern[1:]
-    base = "/" if pattern.startswith("/") else cwd
+    base = "/" if pattern.startswith("/") else (cwd or "/")
     parts = [p for p in pattern.split("/") if p]
     found = [base]
     for comp in parts:

@@ -322,9 +322,12 @@ def _bash(
     pending: list[str] = []  # why each uncovered piece is not allowed, in order
     used: list[Rule] = []
     unknown_program = False
+    here: str | None = cwd  # where the next part runs: a `cd` moves it, one known only at run time loses it
     for i, part in enumerate(script.parts, start=1):
         label = _ordinal(i, n)
         invocations = commands.effective(part)
+        if invocations and invocations[0].name in ("cd", "pushd", "popd", "chdir"):
+            here = commands.moved_to(invocations[0], here)
         for inv in invocations:
             if inv.name is None:
                 unknown_program = True
@@ -336,7 +339,8 @@ def _bash(
                         "deny", f"{r.text} covers {label}, `{_short(part.text)}`{seen}", r.text, r.where,
                         parts=shown_parts,
                     )  # fmt: skip
-        touches = commands.touched(part, cwd, project)
+        touches = commands.touched(part, here, project)
+        covers: list[Rule] = []
         writers = {inv.name for inv in invocations} & WRITERS
         for t in touches:
             if t.path is None:
@@ -358,7 +362,7 @@ def _bash(
                 if cover is None:
                     pending.append(f"{label} writes `{t.word}`, which no Write or Edit rule covers")
                 else:
-                    used.append(cover)
+                    covers.append(cover)
         computed = bool(part.words) and part.words[0].value is None  # `$CMD args`: only a rule for every command
         rule = _allowing([r for r in allow if r.bare] if computed else allow, part.text)
         shown_parts.append({"part": i, "command": _short(part.text), "via": part.via, "rule": rule.text if rule else None})
@@ -366,6 +370,7 @@ def _bash(
             pending.append(f"{label}, `{_short(part.text)}`, is not covered")
         else:
             used.append(rule)
+        used.extend(covers)
     if hits or secrets:
         said = [f"writes {', '.join(hits)}, which {protected.WHY}"] if hits else []
         said += [f"reads {', '.join(secrets)}, a secret"] if secrets else []

@@ -321,6 +321,16 @@ def _statements(node: Any, via: str, out: list[Part], outer: list[Redirect]) -> 
             part.redirects = [*here, *outer]
             out.append(part)
             return
+        if body.type in ("list", "pipeline"):
+            # The parser hangs a trailing redirection on the whole list (`a && b > f`); the shell gives it to the
+            # last command only.
+            last = body.named_children[-1] if body.named_children else None
+            for c in body.children:
+                if c is last:
+                    _statements(c, _via_of(body.type, via), out, [*here, *outer])
+                elif c.type not in _INERT:
+                    _statements(c, _via_of(body.type, via), out, outer)
+            return
         _statements(body, via, out, [*here, *outer])
     elif kind in ("variable_assignment", "variable_assignments"):
         part = Part("assignment", via)

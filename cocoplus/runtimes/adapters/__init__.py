@@ -65,6 +65,9 @@ MCP registration
 Its hook dialect (each returns the JSON object to print, or None)
     ADDS_CONTEXT: whether added context reaches the model at all
     deny_tool(event, reason)            the kill switch before a tool (and a halt where allowed)
+    refuse_tool(event, reason)          one call refused, the agent goes on (a protected path: hook/guard.py)
+    asks_for_write(payload, project, home)  whether the runtime routes this file write through cocoplus's
+                                        permission event (it asks) rather than allow it by its own mode or settings
     deny_permission(reason)             a permission prompt answered with deny
     allow_permission(message)           a permission prompt answered with allow
     halt(event, reason, model_note)     stop the agent after a tool ran

@@ -147,6 +147,47 @@ def deny_tool(event: str, reason: str) -> "dict[str, Any]":
     return {**answers.halt(reason), **answers.permission_deny(reason)}
 
 
+def refuse_tool(event: str, reason: str) -> "dict[str, Any]":
+    """This one call is refused and the model told why; the agent goes on (not the kill switch's halt)."""
+    return answers.permission_deny(reason)
+
+
+# Permission modes in which Claude Code asks before a file write (so the PermissionRequest hook decides it).
+_ASKING_MODES = ("default", "plan", None)
+_WRITE_RULES = ("Write", "Edit", "MultiEdit", "NotebookEdit", "*")
+
+
+def asks_for_write(payload: "Mapping[str, Any]", project: str, home: str) -> bool:
+    """Whether Claude Code will ask (through the PermissionRequest hook) before this file write, rather than allow
+    it by its permission mode or by an allow rule of its own settings (the project's, the local, this user's)."""
+    import json  # deferred: only a write to a protected path gets here
+    import os  # deferred: as json
+
+    mode = payload.get("permission_mode")
+    if mode not in _ASKING_MODES:
+        return False
+    for path in (
+        os.path.join(project, ".claude", "settings.json"), os.path.join(project, ".claude", "settings.local.json"),
+        os.path.join(home, ".claude", "settings.json"), "/etc/claude-code/managed-settings.json",
+    ):  # fmt: skip
+        try:
+            with open(path, encoding="utf-8") as fh:
+                doc = json.load(fh)
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError):
+            return False  # a file it may read and we cannot: assume it allows
+        perms = doc.get("permissions") if isinstance(doc, dict) else None
+        if not isinstance(perms, dict):
+            continue
+        if perms.get("defaultMode") not in ("default", "plan", None):
+            return False
+        for rule in perms.get("allow") or []:
+            if isinstance(rule, str) and rule.split("(", 1)[0].strip() in _WRITE_RULES:
+                return False
+    return True
+
+
 def deny_permission(reason: str) -> "dict[str, Any]":
     return answers.permission_request_deny(reason)
 
@@ -273,9 +314,11 @@ def allow_permission(message: "str | None" = None) -> "dict[str, Any]":
 
 
 def permission_argv(allow: "list[str]", deny: "list[str]") -> "list[str]":
-    """The operator's rules as Claude Code's own settings for a launched worker: it asks for nothing they allow."""
-    out = [f"--allowedTools={','.join(allow)}"] if allow else []
-    return out + ([f"--disallowedTools={','.join(deny)}"] if deny else [])
+    """The operator's rules as Claude Code's own flags for a launched worker: the deny rules only.  Allow rules are
+    not passed on: every call Claude Code would ask about reaches the PermissionRequest hook, where cocoplus's rule
+    engine decides (each part of a chain, real paths, protected paths), so no call is allowed by a matching that
+    is not cocoplus's (docs/runtimes.md)."""
+    return [f"--disallowedTools={','.join(deny)}"] if deny else []
 
 
 def stream_entries(event: "Mapping[str, Any]") -> "list[dict[str, Any]]":

@@ -142,6 +142,13 @@ def deny_tool(event: str, reason: str) -> "dict[str, Any]":
     return answers.permission_deny(reason)  # never `continue`/`stopReason` here (see above)
 
 
+refuse_tool = deny_tool  # already a refusal of the one call
+
+
+def asks_for_write(payload: "Mapping[str, Any]", project: str, home: str) -> bool:
+    return False  # `codex exec` never asks: its sandbox and flags decide
+
+
 def deny_permission(reason: str) -> "dict[str, Any]":
     return answers.permission_request_deny(reason)
 

@@ -152,6 +152,15 @@ def deny_tool(event: str, reason: str) -> "dict[str, Any]":
     return {**answers.halt(reason), **answers.permission_deny(reason)}
 
 
+def refuse_tool(event: str, reason: str) -> "dict[str, Any]":
+    """This one call is refused and the model told why; the agent goes on."""
+    return answers.permission_deny(reason)
+
+
+def asks_for_write(payload: "Mapping[str, Any]", project: str, home: str) -> bool:
+    return False  # its headless runs are not launched by cocoplus
+
+
 def deny_permission(reason: str) -> "dict[str, Any]":
     return {
         "hookSpecificOutput": {

@@ -133,6 +133,13 @@ def deny_tool(event: str, reason: str) -> "dict[str, Any]":
     return {"continue": True, "permission": "deny", "user_message": reason, "agent_message": reason}
 
 
+refuse_tool = deny_tool  # `permission: deny` for this one call
+
+
+def asks_for_write(payload: "Mapping[str, Any]", project: str, home: str) -> bool:
+    return False
+
+
 deny_permission = answers.nothing
 halt = answers.nothing  # no post-tool stop
 add_context = answers.nothing  # no context channel

@@ -146,6 +146,15 @@ def deny_tool(event: str, reason: str) -> "dict[str, Any]":
     return {"decision": "deny", "reason": reason, **answers.halt(reason)}
 
 
+def refuse_tool(event: str, reason: str) -> "dict[str, Any]":
+    """`decision: deny` alone: the model gets the reason as the tool's error and the agent goes on."""
+    return {"decision": "deny", "reason": reason}
+
+
+def asks_for_write(payload: "Mapping[str, Any]", project: str, home: str) -> bool:
+    return False  # a headless run never asks: what is not allowed up front is refused
+
+
 deny_permission = answers.nothing  # Gemini CLI has no permission-request hook
 
 

@@ -1,0 +1,102 @@
+"""PreToolUse's check of protected paths for a launched worker's file tools (cocoplus/rules/protected.py).
+
+A worker cocoplus launched runs headless; its runtime may admit a file write
+by its own flags, mode or settings (Codex's and Gemini CLI's headless runs
+never ask; Claude Code in `acceptEdits`, or with an allow rule in a settings
+file a repository committed) without the call ever reaching cocoplus's
+permission event.  So before a launched worker's edit or write tool runs,
+its target is resolved (links and `..` followed) and, when it is a protected
+path, the call is refused unless the runtime will ask first (then the
+permission event routes it to the operator).  No parser, no rule: a few
+`stat` calls.  The check is switched on by the worker's environment markers
+(`COCOPLUS_WORKER`, `COCOPLUS_HEADLESS`): a marker can only make it stricter,
+since a session without one keeps its runtime's own dialog.  Standard
+library only.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Mapping
+    from typing import Any
+
+    from cocoplus.runtimes.protocol import Adapter
+
+MARKERS = ("COCOPLUS_WORKER", "COCOPLUS_HEADLESS")
+
+
+def marked(environ: Any) -> bool:
+    return any(environ.get(name) for name in MARKERS)
+
+
+# Where a shell command's words are cut into candidate paths (no parser here: see `_shell_hits`).
+_CUTS = ";&|<>()`'\"=\n\t{}"
+MAX_WORDS = 256
+# Programs that take a directory's contents along when they remove or move it (`rm -rf .`).
+_REMOVES = frozenset({"rm", "rmdir", "mv", "chmod", "chown", "chgrp", "shred", "rsync", "find"})
+
+
+def refusal(adapter: Adapter, payload: Mapping[str, Any], state: str, environ: Any) -> str | None:
+    """Why this pre-tool call must not run (it writes a protected path and the runtime will not ask), or None."""
+    targets = adapter.edited_paths(payload)
+    command = None if targets else _shell_command(adapter, payload)
+    if not targets and command is None:
+        return None
+    import os  # deferred: only an edit or write tool, or a runtime's shell that never asks, gets here
+
+    from cocoplus.core import userfiles
+    from cocoplus.rules import paths, protected
+
+    project = os.path.dirname(state)
+    tree = environ.get("COCOPLUS_WORKTREE") or None
+    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else (tree or project)
+    table = protected.Table(project, tree)
+    if command is not None:
+        hits = _shell_hits(command, cwd, table, paths)
+    else:
+        hits = [h for h in (table.write(paths.resolve(t, cwd)) for t in targets if isinstance(t, str)) if h]
+    if not hits:
+        return None
+    if command is None and adapter.asks_for_write(payload, project, userfiles.home()):
+        return None  # its permission request reaches cocoplus, which asks the operator
+    return (
+        f"cocoplus: this call writes {', '.join(hits)}, which {protected.WHY}; a worker may not change it without "
+        f"the operator's approval of that one request, and {adapter.TITLE} would not ask. Ask the human with "
+        "ask_human if the change is needed."
+    )
+
+
+def _shell_command(adapter: Adapter, payload: Mapping[str, Any]) -> str | None:
+    """The command of a shell call, for a runtime whose headless run never asks (Codex, Gemini CLI): no permission
+    event will see it, so its words are looked at here."""
+    if adapter.ASKS_PERMISSION:
+        return None  # Claude Code: the permission event parses the command (rules/engine.py)
+    name = payload.get("tool_name")
+    if not isinstance(name, str) or adapter.RULE_TOOLS.get(name, name) != "Bash":
+        return None
+    inp = payload.get("tool_input")
+    value = inp.get("command") if isinstance(inp, dict) else None
+    if isinstance(value, list):
+        value = " ".join(v for v in value if isinstance(v, str))
+    return value if isinstance(value, str) else None
+
+
+def _shell_hits(command: str, cwd: str, table: Any, paths: Any) -> list[str]:
+    """The protected paths (written) or secrets (read) a shell command's words name, links followed: every word
+    is taken as a path that may be written.  Stricter than the rule engine, which reads the command with a
+    parser: this runs before every shell call of a worker whose runtime never asks."""
+    text = command
+    for c in _CUTS:
+        text = text.replace(c, " ")
+    out: list[str] = []
+    words = text.split()[:MAX_WORDS]
+    removes = any(w.rsplit("/", 1)[-1] in _REMOVES for w in words)
+    for word in words:
+        if word.startswith("-") or "://" in word or word.startswith("$"):
+            continue
+        real = paths.resolve(word, cwd)
+        hit = table.write(real) or (table.inside(real) if removes else None) or table.read(real)
+        if hit and hit not in out:
+            out.append(hit)
+    return out
