@@ -45,12 +45,13 @@ def refusal(adapter: Adapter, payload: Mapping[str, Any], state: str, environ: A
         return None
     import os  # deferred: only an edit or write tool, or a runtime's shell that never asks, gets here
 
-    from cocoplus.core import userfiles
-    from cocoplus.rules import paths, protected
+    from cocoplus.core import userfiles  # deferred: as os
+    from cocoplus.rules import paths, protected  # deferred: as os
 
     project = os.path.dirname(state)
     tree = environ.get("COCOPLUS_WORKTREE") or None
-    cwd = payload.get("cwd") if isinstance(payload.get("cwd"), str) else (tree or project)
+    sent = payload.get("cwd")
+    cwd: str = sent if isinstance(sent, str) else (tree or project)
     table = protected.Table(project, tree)
     if command is not None:
         hits = _shell_hits(command, cwd, table, paths)

@@ -84,7 +84,7 @@ def approve(
                 "operator may allow it (`cocoplus approve`), and the brain can ask for it with ask_human",
                 layout, target=req["id"],
             )  # fmt: skip
-        remember = [covered]
+        remember = [str(covered)]
     out = permissions.answer(
         layout, req["id"], "allow", principal=who.word, by=by, rule=remember if always else None, channel=channel
     )
@@ -158,7 +158,7 @@ def check(
 ) -> dict[str, Any]:
     """What the rules decide for `target` (a command for Bash, a path for the file tools), with the same engine as
     the hook: `cocoplus permissions check`.  With no `allow` and no `deny`, the rules in effect for the project."""
-    import os
+    import os  # deferred: only a check names where it stands
 
     for r in [*(allow or []), *(deny or [])]:
         engine.parse_rule(r)
@@ -166,7 +166,9 @@ def check(
         if layout is None:
             raise UsageError("no project here: name rules with --allow and --deny, or run this in a project")
         cfg = config_mod.load_for(layout)
-        values = {"permissions": {"allow": list(cfg.get("permissions.allow")), "deny": list(cfg.get("permissions.deny"))}}
+        values = {
+            "permissions": {"allow": list(cfg.get("permissions.allow")), "deny": list(cfg.get("permissions.deny"))}
+        }
         allow_rules, deny_rules = permissions.rule_sets(layout, values)
         source = "the project's rules"
     else:

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import os
 
-from cocoplus.rules import shell
+from cocoplus.core import userfiles
+from cocoplus.rules import paths, shell
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -36,14 +37,41 @@ WRAPPERS: dict[str, tuple[str, tuple[str, ...], int]] = {
     "nice": ("n", ("--adjustment",), 0),
     "timeout": ("sk", ("--signal", "--kill-after"), 1),
     "time": ("fo", ("--format", "--output"), 0),
-    "sudo": ("CDghpRrTUu", ("--chdir", "--group", "--host", "--prompt", "--user", "--role", "--type", "--other-user",
-                            "--close-from", "--command-timeout"), 0),  # fmt: skip
+    "sudo": (
+        "CDghpRrTUu",
+        (
+            "--chdir",
+            "--group",
+            "--host",
+            "--prompt",
+            "--user",
+            "--role",
+            "--type",
+            "--other-user",
+            "--close-from",
+            "--command-timeout",
+        ),
+        0,
+    ),  # fmt: skip
     "doas": ("Cu", (), 0),
     "setsid": ("", (), 0),
     "stdbuf": ("ioe", ("--input", "--output", "--error"), 0),
     "ionice": ("cnp", ("--class", "--classdata", "--pid"), 0),
-    "xargs": ("IiLlnPdEesa", ("--delimiter", "--eof", "--replace", "--max-lines", "--max-args", "--max-procs",
-                              "--max-chars", "--arg-file", "--process-slot-var"), 0),  # fmt: skip
+    "xargs": (
+        "IiLlnPdEesa",
+        (
+            "--delimiter",
+            "--eof",
+            "--replace",
+            "--max-lines",
+            "--max-args",
+            "--max-procs",
+            "--max-chars",
+            "--arg-file",
+            "--process-slot-var",
+        ),
+        0,
+    ),  # fmt: skip
     "coproc": ("", (), 0),
     "chronic": ("", (), 0),
     "unbuffer": ("", (), 0),
@@ -190,9 +218,9 @@ def _unwrap(words: list[str | None], raw: list[str], out: list[Invocation], dept
     if name is None or depth >= MAX_DEPTH:
         return
     if name in SHELLS:
-        script = _shell_script(args)
-        if script is not False:
-            _nested(script, out, depth)  # type: ignore[arg-type]
+        found = _shell_script(args)
+        if not isinstance(found, bool):
+            _nested(found, out, depth)
     elif name == "eval":
         _nested(" ".join(a for a in args if a is not None) if all(a is not None for a in args) else None, out, depth)
     elif name == "xargs":
@@ -264,9 +292,6 @@ class Touch:
 def moved_to(inv: Invocation, cwd: str | None) -> str | None:
     """Where `cd DIR` (or `pushd DIR`) leaves the shell: DIR resolved from `cwd`; None where that is known only at
     run time (`cd "$X"`, `cd -`, `popd`, or a directory unknown already)."""
-    from cocoplus.core import userfiles  # deferred: only a `cd` gets here
-    from cocoplus.rules import paths
-
     args = [a for a in inv.args if a is None or not a.startswith("-") or a == "-"]
     if inv.name == "popd" or cwd is None:
         return None
@@ -280,8 +305,6 @@ def moved_to(inv: Invocation, cwd: str | None) -> str | None:
 def touched(part: shell.Part, cwd: str | None, project: str | None = None) -> list[Touch]:
     """The files this simple command names, with whether it may write them (its redirections included); `cwd` None:
     where it runs is known only at run time, so a relative path is too."""
-    from cocoplus.rules import paths  # deferred: only a command that names files resolves them
-
     out: list[Touch] = []
     for r in part.redirects:
         t = r.target
@@ -290,14 +313,14 @@ def touched(part: shell.Part, cwd: str | None, project: str | None = None) -> li
         if t.value is not None and t.value in shell.DEVICES:
             continue
         if r.writes or r.reads:
-            for p in _paths_of(t.value, t.text, t.glob, cwd, project, paths):
+            for p in _paths_of(t.value, t.text, t.glob, cwd, project):
                 out.append(Touch(t.text, p, write=r.writes, how="redirect"))
     for inv in effective(part):
-        out.extend(_arguments(inv, cwd, project, paths))
+        out.extend(_arguments(inv, cwd, project))
     return out
 
 
-def _arguments(inv: Invocation, cwd: str | None, project: str | None, paths: object) -> list[Touch]:
+def _arguments(inv: Invocation, cwd: str | None, project: str | None) -> list[Touch]:
     name = inv.name
     reads_only = name in READ_ONLY
     if name == "git":
@@ -306,10 +329,8 @@ def _arguments(inv: Invocation, cwd: str | None, project: str | None, paths: obj
             rest = inv.args[inv.args.index("config") + 1 :]
             if not any(a in GIT_CONFIG_READ for a in rest if a is not None):
                 where = ".gitconfig" if any(a in ("--global", "--system") for a in rest) else ".git/config"
-                base = os.path.join(os.path.realpath(project or cwd), ".git", "config")
+                base = os.path.join(os.path.realpath(project or cwd or "/"), ".git", "config")
                 if where == ".gitconfig":
-                    from cocoplus.core import userfiles  # deferred: as paths
-
                     base = os.path.join(os.path.realpath(userfiles.home()), ".gitconfig")
                 return [Touch("git config", base, write=True, how="git config")]
         reads_only = sub in GIT_READ
@@ -333,13 +354,13 @@ def _arguments(inv: Invocation, cwd: str | None, project: str | None, paths: obj
             if not c or c.startswith("-") or "://" in c:
                 continue
             glob = c is a and _is_glob_word(text)
-            for p in _paths_of(c, text, glob, cwd, project, paths):
+            for p in _paths_of(c, text, glob, cwd, project):
                 out.append(Touch(text, p, write=not reads_only, holds=destructive, how="argument"))
         if not a.startswith("-"):
             literal_args.append(a)
     if into_dir and len(literal_args) >= 2:
         dest = literal_args[-1]
-        dpath = _resolve(dest, cwd, paths)
+        dpath = _resolve(dest, cwd)
         if dpath is not None and os.path.isdir(dpath):
             for src in literal_args[:-1]:
                 base = os.path.basename(src.rstrip("/"))
@@ -352,30 +373,26 @@ def _is_glob_word(text: str) -> bool:
     return shell._has_glob(text) and not text.startswith(("'", '"'))
 
 
-def _resolve(value: str, cwd: str | None, paths: object) -> str | None:
+def _resolve(value: str, cwd: str | None) -> str | None:
     """`value` as a real path; None when it is relative and where it runs is known only at run time."""
     if cwd is None and not value.startswith(("/", "~")):
         return None
-    return paths.resolve(value, cwd)  # type: ignore[attr-defined,no-any-return]
+    return paths.resolve(value, cwd)
 
 
-def _paths_of(
-    value: str | None, text: str, glob: bool, cwd: str | None, project: str | None, paths: object
-) -> list[str | None]:
+def _paths_of(value: str | None, text: str, glob: bool, cwd: str | None, project: str | None) -> list[str | None]:
     if value is None:
-        return [_known_text(text, cwd, project, paths)]
+        return [_known_text(text, cwd, project)]
     if cwd is None and not value.startswith(("/", "~")):
         return [None]
     if glob:
-        found = list(_expand(value, cwd, paths))
-        return found or [_resolve(value, cwd, paths)]
-    return [_resolve(value, cwd, paths)]
+        found: list[str | None] = list(_expand(value, cwd))
+        return found or [_resolve(value, cwd)]
+    return [_resolve(value, cwd)]
 
 
-def _known_text(text: str, cwd: str | None, project: str | None, paths: object) -> str | None:
+def _known_text(text: str, cwd: str | None, project: str | None) -> str | None:
     """A word with expansions, when they are only `$HOME`, `~` or `$PWD` in double quotes or none; else None."""
-    from cocoplus.core import userfiles  # deferred: as paths
-
     t = text
     if t.startswith('"') and t.endswith('"') and len(t) >= 2:
         t = t[1:-1]
@@ -386,16 +403,12 @@ def _known_text(text: str, cwd: str | None, project: str | None, paths: object) 
             t = t.replace(var, val)
     if any(c in t for c in "$`\\\"'*?["):
         return None
-    return _resolve(t, cwd, paths)
+    return _resolve(t, cwd)
 
 
-def _expand(pattern: str, cwd: str | None, paths: object) -> Iterator[str]:
+def _expand(pattern: str, cwd: str | None) -> Iterator[str]:
     """The real paths a glob names, as bash expands it (a component starting with `*` or `?` skips dot files)."""
-    from cocoplus.rules.paths import component_match  # deferred: as paths
-
     if pattern.startswith("~"):
-        from cocoplus.core import userfiles  # deferred: as paths
-
         pattern = userfiles.home() + pattern[1:]
     base = "/" if pattern.startswith("/") else (cwd or "/")
     parts = [p for p in pattern.split("/") if p]
@@ -413,7 +426,7 @@ def _expand(pattern: str, cwd: str | None, paths: object) -> Iterator[str]:
                 for n in names:
                     if n.startswith(".") and not comp.startswith("."):
                         continue
-                    if component_match(n, comp):
+                    if paths.component_match(n, comp):
                         nxt.append(os.path.join(d, n))
                         if len(nxt) > MAX_GLOB:
                             break

@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from collections.abc import Iterable, Sequence
     from typing import Any
 
-    from cocoplus.rules import commands, shell
+    from cocoplus.rules import commands
 
 # The tool input field a rule's pattern is matched against, by Claude Code tool name.
 PATTERN_FIELD = {
@@ -269,11 +269,15 @@ def _file(
     hit = table.write(path) if tool in WRITE_TOOLS else table.read(path)
     if hit is not None:
         what = f"writes {hit}, which {protected.WHY}" if tool in WRITE_TOOLS else f"reads {hit}, a secret"
-        return Decision("ask", f"this call {what}: only the operator may allow it, one request at a time", protected=[hit])
+        return Decision(
+            "ask", f"this call {what}: only the operator may allow it, one request at a time", protected=[hit]
+        )
     for r in allow:
         if _names_tool(r, tool) and (r.bare or paths.pattern_covers(r.pattern or "", path, root)):
             return Decision("allow", f"{r.text} covers {shown}", r.text, r.where)
-    where = "" if paths.inside(path, os.path.realpath(root)) else " (outside the " + ("worktree)" if tree else "project)")
+    where = (
+        "" if paths.inside(path, os.path.realpath(root)) else " (outside the " + ("worktree)" if tree else "project)")
+    )
     return Decision("ask", f"no rule covers {tool} of {shown}{where}")
 
 
@@ -365,7 +369,9 @@ def _bash(
                     covers.append(cover)
         computed = bool(part.words) and part.words[0].value is None  # `$CMD args`: only a rule for every command
         rule = _allowing([r for r in allow if r.bare] if computed else allow, part.text)
-        shown_parts.append({"part": i, "command": _short(part.text), "via": part.via, "rule": rule.text if rule else None})
+        shown_parts.append(
+            {"part": i, "command": _short(part.text), "via": part.via, "rule": rule.text if rule else None}
+        )
         if rule is None:
             pending.append(f"{label}, `{_short(part.text)}`, is not covered")
         else:
@@ -386,7 +392,9 @@ def _bash(
     if pending:
         return Decision("ask", pending[0], parts=shown_parts)
     names = list(dict.fromkeys(r.text for r in used))
-    return Decision("allow", _allowed_why(names, n), ", ".join(names), used[0].where if used else None, parts=shown_parts)
+    return Decision(
+        "allow", _allowed_why(names, n), ", ".join(names), used[0].where if used else None, parts=shown_parts
+    )
 
 
 def _allowed_why(names: list[str], n: int) -> str:

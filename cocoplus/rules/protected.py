@@ -113,7 +113,7 @@ class Table:
     """The protected paths for one decision: the project's (and a worker's tree's), this user's, the secrets."""
 
     def __init__(self, project: str, tree: str | None = None) -> None:
-        self.writes = [*project_paths(project, *( [tree] if tree else [])), *user_paths()]
+        self.writes = [*project_paths(project, *([tree] if tree else [])), *user_paths()]
         self.secrets = secret_paths()
 
     def write(self, path: str) -> str | None:

@@ -226,7 +226,7 @@ class _Spec:
 
 
 def _fast_load() -> Any:
-    import _imp  # the interpreter's own loader of extension modules: nothing to import
+    import _imp  # deferred: the interpreter's own loader of extension modules (built in: nothing to load)
 
     dirs = _search_dirs()
     core, grammar = _extension("tree_sitter", dirs), _extension("tree_sitter_bash", dirs)
@@ -235,13 +235,13 @@ def _fast_load() -> Any:
     stubs = _stand_ins()
     sys.modules.update(stubs)
     try:
-        ts = _imp.create_dynamic(_Spec("tree_sitter._binding", core))
+        ts = _imp.create_dynamic(_Spec("tree_sitter._binding", core))  # type: ignore[arg-type]
         _imp.exec_dynamic(ts)
     finally:
         for name, mod in stubs.items():
             if sys.modules.get(name) is mod:
                 del sys.modules[name]
-    bash = _imp.create_dynamic(_Spec("tree_sitter_bash._binding", grammar))
+    bash = _imp.create_dynamic(_Spec("tree_sitter_bash._binding", grammar))  # type: ignore[arg-type]
     _imp.exec_dynamic(bash)
     return ts.Parser(ts.Language(bash.language()))
 

@@ -41,8 +41,8 @@ class Identity:
 
 def of_hook(layout: Layout, environ: Mapping[str, str]) -> Identity:
     from cocoplus.core import fsio  # deferred: only the events that need an identity read a worker record
-    from cocoplus.core.errors import CocoplusError
-    from cocoplus.core.paths import is_valid_id
+    from cocoplus.core.errors import CocoplusError  # deferred: as fsio
+    from cocoplus.core.paths import is_valid_id  # deferred: as fsio
 
     wid = environ.get("COCOPLUS_WORKER")
     if not (wid and is_valid_id(wid)):

@@ -61,7 +61,10 @@ def rule_sets(
     `[permissions] allow`, a worker's `launch --allow` rules and this user's "always allow" rules."""
     user = user_rules(layout.project)
     perm = values.get("permissions") or {}
-    deny = [*engine.rules_of(perm.get("deny") or [], "[permissions] deny"), *engine.rules_of(user["deny"], "always deny")]
+    deny = [
+        *engine.rules_of(perm.get("deny") or [], "[permissions] deny"),
+        *engine.rules_of(user["deny"], "always deny"),
+    ]
     allow = [
         *engine.rules_of(perm.get("allow") or [], "[permissions] allow"),
         *engine.rules_of(worker_allow, "launch --allow"),
@@ -292,8 +295,7 @@ def answer(
         except CocoplusError as exc:
             if behavior == "allow":
                 raise CocoplusError(
-                    f"{req_id} not allowed: the audit log cannot be written ({exc.message}); the call does not go "
-                    "ahead"
+                    f"{req_id} not allowed: the audit log cannot be written ({exc.message}); the call does not go ahead"
                 ) from None
             # A denial or a deadline stands without its line: it lets nothing run.
         doc.update(state=state, decided_at=clock.iso(), principal=principal, by=by, reason=reason,

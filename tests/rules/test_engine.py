@@ -25,7 +25,13 @@ def proj(tmp_path: Path) -> Path:
     return p
 
 
-def decide(proj: Path, command: str, allow: list[str] = (), deny: list[str] = (), tool: str = "Bash") -> engine.Decision:  # type: ignore[assignment]
+def decide(
+    proj: Path,
+    command: str,
+    allow: tuple[str, ...] | list[str] = (),
+    deny: tuple[str, ...] | list[str] = (),
+    tool: str = "Bash",
+) -> engine.Decision:
     field = "command" if tool == "Bash" else "file_path"
     return engine.decide(
         tool, {field: command}, allow=engine.rules_of(allow, "allow"), deny=engine.rules_of(deny, "deny"),
@@ -61,7 +67,7 @@ NARROW = ["Bash(pytest *)"]
         "if pytest; then touch PROOF12; fi",
         "pytest 'unterminated",
         "for x in $(touch PROOF13); do pytest; done",
-        "pytest \"$(touch PROOF14)\"",
+        'pytest "$(touch PROOF14)"',
         "pytest -q > src/cfg/settings.local.json",
     ],
 )
@@ -70,7 +76,9 @@ def test_a_narrow_allow_rule_admits_no_part_it_does_not_name(proj: Path, command
     assert d.behavior == "ask", (command, d)
 
 
-@pytest.mark.parametrize("command", ["pytest", "pytest -q", "pytest  -q   tests/", "pytest -q 2>&1", "pytest -x >/dev/null"])
+@pytest.mark.parametrize(
+    "command", ["pytest", "pytest -q", "pytest  -q   tests/", "pytest -q 2>&1", "pytest -x >/dev/null"]
+)
 def test_what_the_rule_names_is_allowed(proj: Path, command: str) -> None:
     d = decide(proj, command, NARROW)
     assert d.behavior == "allow", (command, d)
@@ -103,11 +111,32 @@ DENY = ["Bash(rm -rf *)"]
 @pytest.mark.parametrize(
     "command",
     [
-        "rm -rf /", "rm  -rf /", "rm -fr /", "rm -r -f /", "rm -rfv /", "rm -r / -f", "FOO=1 rm -rf /",
-        "/bin/rm -rf /", "\\rm -rf /", "command rm -rf /", "exec rm -rf /", "env FOO=1 rm -rf /", "env -i rm -rf /",
-        "true && rm -rf /", "rm\t-rf /", "sudo rm -rf /", "nice -n 5 rm -rf /", "timeout 5 rm -rf /",
-        "sh -c 'rm -rf /'", "bash -lc \"cd / && rm -rf x\"", "eval 'rm -rf /'", "echo / | xargs rm -rf",
-        "find / -exec rm -rf {} \\;", "(rm -rf /)", "echo $(rm -rf /)", "nohup rm -rf / &",
+        "rm -rf /",
+        "rm  -rf /",
+        "rm -fr /",
+        "rm -r -f /",
+        "rm -rfv /",
+        "rm -r / -f",
+        "FOO=1 rm -rf /",
+        "/bin/rm -rf /",
+        "\\rm -rf /",
+        "command rm -rf /",
+        "exec rm -rf /",
+        "env FOO=1 rm -rf /",
+        "env -i rm -rf /",
+        "true && rm -rf /",
+        "rm\t-rf /",
+        "sudo rm -rf /",
+        "nice -n 5 rm -rf /",
+        "timeout 5 rm -rf /",
+        "sh -c 'rm -rf /'",
+        'bash -lc "cd / && rm -rf x"',
+        "eval 'rm -rf /'",
+        "echo / | xargs rm -rf",
+        "find / -exec rm -rf {} \\;",
+        "(rm -rf /)",
+        "echo $(rm -rf /)",
+        "nohup rm -rf / &",
     ],
 )
 def test_a_deny_rule_holds_against_every_spelling(proj: Path, command: str) -> None:
@@ -124,7 +153,7 @@ def test_a_deny_rule_does_not_reach_other_commands(proj: Path, command: str) -> 
 def test_a_program_known_only_at_run_time_is_asked_when_a_deny_rule_could_apply(proj: Path) -> None:
     d = decide(proj, "$(echo rm) -rf /", ["Bash"], DENY)
     assert d.behavior == "ask" and "known only when it runs" in d.why
-    assert decide(proj, "sh -c \"$SCRIPT\"", ["Bash"], DENY).behavior == "ask"
+    assert decide(proj, 'sh -c "$SCRIPT"', ["Bash"], DENY).behavior == "ask"
 
 
 @pytest.mark.parametrize(

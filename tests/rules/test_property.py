@@ -26,6 +26,7 @@ class Cmd:
     ok: bool  # every simple command in it is named by the rule, and it writes no file
     sure: bool = True  # False: backticks inside backticks, which do not nest as text
 
+
 leaf = st.one_of(
     st.sampled_from(NAMED).map(lambda t: Cmd(t, True)), st.sampled_from(OTHERS).map(lambda t: Cmd(t, False))
 )
@@ -37,10 +38,16 @@ def _compose(children: st.SearchStrategy[Cmd]) -> st.SearchStrategy[Cmd]:
     )
     subshell = children.map(lambda c: Cmd(f"( {c.text} )", c.ok, c.sure))
     group = children.map(lambda c: Cmd(f"{{ {c.text}; }}", c.ok, c.sure))
-    substituted = st.tuples(st.sampled_from(NAMED), children, st.sampled_from(["$( {} )", "`{}`", "<( {} )", '"$( {} )"'])).map(
-        lambda t: Cmd(f"{t[0]} {t[2].format(t[1].text)}", t[1].ok, t[1].sure and not (t[2] == "`{}`" and "`" in t[1].text))
+    substituted = st.tuples(
+        st.sampled_from(NAMED), children, st.sampled_from(["$( {} )", "`{}`", "<( {} )", '"$( {} )"'])
+    ).map(
+        lambda t: Cmd(
+            f"{t[0]} {t[2].format(t[1].text)}", t[1].ok, t[1].sure and not (t[2] == "`{}`" and "`" in t[1].text)
+        )
     )
-    redirected = st.tuples(children, st.sampled_from([" > out.txt", " >> log", " 2>&1", " >/dev/null", " 2>/dev/null"])).map(
+    redirected = st.tuples(
+        children, st.sampled_from([" > out.txt", " >> log", " 2>&1", " >/dev/null", " 2>/dev/null"])
+    ).map(
         lambda t: Cmd(
             f"{{ {t[0].text}; }}{t[1]}", t[0].ok and t[1] in (" 2>&1", " >/dev/null", " 2>/dev/null"), t[0].sure
         )

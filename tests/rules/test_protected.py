@@ -45,7 +45,7 @@ def worker_project(project: Layout) -> Layout:
     return project
 
 
-def _pre(layout: Layout, tool: str, tool_input: dict[str, object], runtime: str = "claude", **env: str):  # type: ignore[no-untyped-def]
+def _pre(layout: Layout, tool: str, tool_input: dict[str, object], runtime: str = "claude", **env: str):
     payload = {
         "session_id": "s1", "hook_event_name": "PreToolUse", "cwd": layout.project, "permission_mode": "default",
         "tool_name": tool, "tool_input": tool_input,
@@ -56,7 +56,9 @@ def _pre(layout: Layout, tool: str, tool_input: dict[str, object], runtime: str 
     return run_hook(layout, event, payload, runtime, cwd=layout.project, env=hook_env(layout, **env))
 
 
-def test_a_worker_writing_through_a_link_into_claude_is_refused_when_claude_would_not_ask(worker_project: Layout) -> None:
+def test_a_worker_writing_through_a_link_into_claude_is_refused_when_claude_would_not_ask(
+    worker_project: Layout,
+) -> None:
     p = Path(worker_project.project)
     (p / ".claude" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Write(src/**)"]}}))
     target = str(p / "src" / "cfg" / "settings.local.json")

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from cocoplus.cli import output
-from cocoplus.cli.commands import JsonFlag, layout
+from cocoplus.cli.commands import JsonFlag, layout, optional_layout
 from cocoplus.ops import permissions as ops
 
 RequestArg = Annotated[
@@ -108,7 +108,9 @@ def render_check(result: dict[str, Any]) -> None:
         covered = p.get("rule") or "not covered"
         output.line(f"  part {p['part']}: {p['command']}  [{p['via']}]  -> {covered}")
     if result.get("protected"):
-        output.line(f"  protected: {', '.join(result['protected'])} (only the operator may allow it, one request at a time)")
+        output.line(
+            f"  protected: {', '.join(result['protected'])} (only the operator may allow it, one request at a time)"
+        )
 
 
 def check(
@@ -124,8 +126,6 @@ def check(
 ) -> None:
     """What the rules decide for a command or a path, with the engine the hook uses: allow, deny or ask, the rule
     that decided, and why. With no --allow and no --deny, the rules in effect for this project."""
-    from cocoplus.cli.commands import optional_layout
-
     result = ops.check(optional_layout(), target, tool=tool, allow=allow, deny=deny)
     output.show(result, json_out, render_check)
 
