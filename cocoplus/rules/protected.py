@@ -16,7 +16,8 @@ what cocoplus enforces:
   hook pointer and the per-user registry.
 
 Protected, for reads (secrets): this user's cocoplus configuration directory,
-which holds the seal key, the capability and the channels' secrets.
+which holds the seal key, the capability and the channels' secrets, and the
+project's server token (the page's authority is the operator's).
 
 A write to a protected path is never allowed by a rule, by `launch --allow`,
 by an "always" answer or by the main brain: only by the operator's approval
@@ -39,6 +40,7 @@ USER_RUNTIMES = (".claude", ".claude.json", ".codex", ".cortex", ".cursor", ".ge
 PROJECT_OWN = (".cocoplus", "cocoplus.toml", ".git/hooks", ".git/config", ".git/config.worktree")
 USER_OWN = (".config/cocoplus", ".local/share/cocoplus", ".local/state/cocoplus", ".gitconfig", ".config/git")
 SECRETS = (".config/cocoplus",)
+PROJECT_SECRETS = (".cocoplus/server-token",)  # the page's and the REST API's token: the operator's authority
 
 WHY = "changes what runs"  # said beside every protected path a request would write
 
@@ -78,9 +80,12 @@ def user_paths() -> list[tuple[str, str]]:
     return out
 
 
-def secret_paths() -> list[tuple[str, str]]:
+def secret_paths(*trees: str) -> list[tuple[str, str]]:
     home = os.path.realpath(userfiles.home())
     out = [(p, "~/" + rel) for rel in SECRETS for p in _both(os.path.join(home, rel))]
+    for tree in trees:
+        if tree:
+            out += [(p, rel) for rel in PROJECT_SECRETS for p in _both(os.path.join(os.path.realpath(tree), rel))]
     cfg = userfiles.directory()
     for p in _both(cfg):
         if all(p != q for q, _ in out):
@@ -114,7 +119,7 @@ class Table:
 
     def __init__(self, project: str, tree: str | None = None) -> None:
         self.writes = [*project_paths(project, *([tree] if tree else [])), *user_paths()]
-        self.secrets = secret_paths()
+        self.secrets = secret_paths(project)
 
     def write(self, path: str) -> str | None:
         return hit(path, self.writes)

@@ -197,7 +197,11 @@ def _search_dirs() -> list[str]:
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     ver = f"python{sys.version_info[0]}.{sys.version_info[1]}"
     out = [here, *sys.path]
-    for prefix in (sys.prefix, sys.exec_prefix):
+    # Without `site` (the hook runs `python -S`), `sys.prefix` is the base interpreter's, not the virtual
+    # environment's: the environment is where `sys.executable` lives, marked by its `pyvenv.cfg`.
+    venv = os.path.dirname(os.path.dirname(sys.executable or ""))
+    prefixes = [venv] if venv and os.path.exists(os.path.join(venv, "pyvenv.cfg")) else []
+    for prefix in (*prefixes, sys.prefix, sys.exec_prefix):
         for lib in ("lib", "lib64"):
             out.append(os.path.join(prefix, lib, ver, "site-packages"))
     seen: set[str] = set()

@@ -232,6 +232,26 @@ def test_rules_for_a_chain_name_each_part() -> None:
     assert engine.rule_for("Bash", {"command": "echo 'a)'  b"}) == "Bash(echo 'a)' b)"
 
 
+def test_the_parser_loads_as_the_hook_runs_python() -> None:
+    """The hook runs `python -E -S`: no `site`, so no site-packages on the path and `sys.prefix` the base
+    interpreter's; the parser is still found (beside cocoplus, or in the environment `sys.executable` is in)."""
+    import subprocess
+    import sys
+
+    import cocoplus
+
+    root = os.path.dirname(os.path.dirname(cocoplus.__file__))
+    code = (
+        f"import sys; sys.path.insert(0, {root!r})\n"
+        "from cocoplus.rules import shell\n"
+        "shell._fast_load()\n"
+        "s = shell.parse('pytest -q && touch x')\n"
+        "print(len(s.parts), 're' in sys.modules, 'typing' in sys.modules)\n"
+    )
+    r = subprocess.run([sys.executable, "-E", "-S", "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.split() == ["2", "False", "False"], r
+
+
 def test_the_parser_loads_without_the_packages_init(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fast load (two extension modules straight from their files) is the one the hook uses; it must work
     with the pinned versions, or every shell command would be asked."""
