@@ -45,88 +45,94 @@ PROJECT_SECRETS = (".cocoplus/server-token",)  # the page's and the REST API's t
 WHY = "changes what runs"  # said beside every protected path a request would write
 
 
-def _both(path: str) -> list[str]:
-    real = os.path.realpath(path)
-    return [path] if real == path else [path, real]
+class _Root:
+    """A real directory and the protected names under it (relative paths; none: the whole directory), compared
+    with a real path by its text."""
+
+    __slots__ = ("base", "names", "shown")
+
+    def __init__(self, base: str, names: tuple[str, ...], shown: str) -> None:
+        self.base = base.rstrip("/") or "/"
+        self.names = names
+        self.shown = shown  # how the base is shown: "" for the project, "~/" for the home, "~/.x/" for a link's end
+
+    def _rel(self, path: str) -> str | None:
+        if path == self.base:
+            return ""
+        if path.startswith(self.base + "/") or self.base == "/":
+            return path[len(self.base) :].lstrip("/")
+        return None
+
+    def hit(self, path: str) -> str | None:
+        """How `path` is shown when it is a protected path of this root, or under one."""
+        rel = self._rel(path)
+        if rel is None:
+            return None
+        if not self.names:
+            return (self.shown + rel).rstrip("/")
+        for name in self.names:
+            if rel == name or rel.startswith(name + "/"):
+                return self.shown + rel
+        return None
+
+    def held(self, path: str) -> str | None:
+        """A protected path of this root that lies under `path` (or is `path`)."""
+        top = path.rstrip("/") or "/"
+        if top == "/" or self.base == top or self.base.startswith(top + "/"):
+            return (self.shown + (self.names[0] if self.names else "")).rstrip("/")
+        rel = self._rel(path)
+        if rel is None:
+            return None
+        for name in self.names:
+            if name == rel or name.startswith(rel + "/"):
+                return self.shown + name
+        return None
 
 
-def project_paths(*trees: str) -> list[tuple[str, str]]:
-    """(absolute path, how it is shown) of every protected path of the project and of the worker trees given
-    (the project's real path first)."""
-    out: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for tree in trees:
-        if not tree:
-            continue
-        base = os.path.realpath(tree)
-        for rel in (*RUNTIMES, *PROJECT_OWN):
-            for p in _both(os.path.join(base, rel)):
-                if p not in seen:
-                    seen.add(p)
-                    out.append((p, rel))
+def _linked(root: _Root) -> list[_Root]:
+    """The protected names of `root` whose first component is a link: protected at the other end too.  One
+    directory read (`scandir`) rather than an `lstat` for each name."""
+    firsts = {name.split("/", 1)[0] for name in root.names}
+    out = []
+    try:
+        with os.scandir(root.base) as entries:
+            links = [e.name for e in entries if e.name in firsts and e.is_symlink()]
+    except OSError:
+        return out
+    for first in links:
+        end = os.path.realpath(root.base + "/" + first)
+        rest = tuple(n[len(first) + 1 :] for n in root.names if n.startswith(first + "/"))
+        whole = first in root.names
+        out.append(_Root(end, () if whole else rest, root.shown + first + "/"))
     return out
-
-
-def user_paths() -> list[tuple[str, str]]:
-    home = os.path.realpath(userfiles.home())
-    out: list[tuple[str, str]] = []
-    for rel in (*USER_RUNTIMES, *USER_OWN):
-        for p in _both(os.path.join(home, rel)):
-            out.append((p, "~/" + rel))
-    cfg = userfiles.directory()  # where this user's cocoplus files are now (the password database's home)
-    for p in _both(cfg):
-        if all(p != q for q, _ in out):
-            out.append((p, userfiles.shown(cfg)))
-    return out
-
-
-def secret_paths(*trees: str) -> list[tuple[str, str]]:
-    home = os.path.realpath(userfiles.home())
-    out = [(p, "~/" + rel) for rel in SECRETS for p in _both(os.path.join(home, rel))]
-    for tree in trees:
-        if tree:
-            out += [(p, rel) for rel in PROJECT_SECRETS for p in _both(os.path.join(os.path.realpath(tree), rel))]
-    cfg = userfiles.directory()
-    for p in _both(cfg):
-        if all(p != q for q, _ in out):
-            out.append((p, userfiles.shown(cfg)))
-    return out
-
-
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-def hit(path: str, table: list[tuple[str, str]]) -> str | None:
-    """How `path` (a real path) is shown when it is one of `table`'s paths or under one; else None."""
-    for root, shown in table:
-        if _under(path, root):
-            rest = path[len(root) :].lstrip("/")
-            return f"{shown}/{rest}" if rest else shown
-    return None
-
-
-def holds(path: str, table: list[tuple[str, str]]) -> str | None:
-    """The first of `table`'s paths that lies under `path` (removing or moving `path` takes it along)."""
-    for root, shown in table:
-        if _under(root, path):
-            return shown
-    return None
 
 
 class Table:
-    """The protected paths for one decision: the project's (and a worker's tree's), this user's, the secrets."""
+    """The protected paths for one decision: the project's (and a worker's tree's), this user's, the secrets.
+
+    Every path asked about is a real path (`rules.paths.resolve`); the table compares it with a few real
+    directories by their text, so building it costs a `realpath` of the project, the tree and the home and an
+    `lstat` of each protected name (a protected name that is a link is protected at the other end too)."""
 
     def __init__(self, project: str, tree: str | None = None) -> None:
-        self.writes = [*project_paths(project, *([tree] if tree else [])), *user_paths()]
-        self.secrets = secret_paths(project)
+        home = os.path.realpath(userfiles.home())
+        cfg = os.path.realpath(userfiles.directory())
+        at_home = _Root(home, USER_OWN, "~/")
+        writes = [_Root(os.path.realpath(t), (*PROJECT_OWN, *RUNTIMES), "") for t in (project, tree) if t]
+        writes.append(_Root(home, (*USER_OWN, *USER_RUNTIMES), "~/"))
+        if at_home.hit(cfg) is None:  # this user's cocoplus directory elsewhere (XDG_CONFIG_HOME)
+            writes.append(_Root(cfg, (), userfiles.shown(cfg) + "/"))
+        self.writes = writes + [r for w in writes for r in _linked(w)]
+        self.secrets = [_Root(home, SECRETS, "~/"), _Root(writes[0].base, PROJECT_SECRETS, "")]
+        if _Root(home, SECRETS, "~/").hit(cfg) is None:
+            self.secrets.append(_Root(cfg, (), userfiles.shown(cfg) + "/"))
 
     def write(self, path: str) -> str | None:
-        return hit(path, self.writes)
+        return next((h for r in self.writes if (h := r.hit(path)) is not None), None)
 
     def inside(self, path: str) -> str | None:
         """A protected path that `path` holds (a directory whose removal or move takes it along)."""
-        return holds(path, self.writes)
+        return next((h for r in self.writes if (h := r.held(path)) is not None), None)
 
     def read(self, path: str) -> str | None:
-        return hit(path, self.secrets)
+        return next((h for r in self.secrets if (h := r.hit(path)) is not None), None)

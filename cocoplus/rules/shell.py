@@ -114,7 +114,7 @@ class Part:
     alone), and the redirections written on it or on a statement around it.  `via` says where it stands
     (`chain`, `substitution`, `function f`, ...) and `text` is how it reads, words joined by single spaces."""
 
-    __slots__ = ("assigns", "words", "redirects", "via", "kind")
+    __slots__ = ("assigns", "words", "redirects", "via", "kind", "_text")
 
     def __init__(self, kind: str, via: str) -> None:
         self.kind = kind  # "command", "assignment", "declaration" (export, local, ...), "test" ([[ ... ]])
@@ -122,10 +122,13 @@ class Part:
         self.assigns: list[Word] = []
         self.words: list[Word] = []
         self.redirects: list[Redirect] = []
+        self._text: str | None = None
 
     @property
     def text(self) -> str:
-        return " ".join(w.text for w in (*self.assigns, *self.words))
+        if self._text is None:
+            self._text = " ".join(w.text for w in (*self.assigns, *self.words))
+        return self._text
 
     def __repr__(self) -> str:
         return f"Part({self.text!r}, via={self.via!r})"

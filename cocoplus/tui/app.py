@@ -165,6 +165,11 @@ def request_text(req: dict[str, Any], alias: str, others: int, now: float) -> st
         f"rule: {inert.line(req.get('rule'))}",
         "input: " + " ".join(inert.line(req.get("input") or "-").split()),
     ]
+    touched = [inert.line(p) for p in req.get("protected") or [] if isinstance(p, str)]
+    if touched:
+        lines.append(f"changes what runs: it writes {', '.join(touched)} (allowing it allows this one call only)")
+    if req.get("why"):
+        lines.append(f"why it asks: {inert.line(req.get('why'))}")
     if others:
         lines.append(f"({others} more pending for this session: answered one at a time, oldest first)")
     return "\n".join(lines)

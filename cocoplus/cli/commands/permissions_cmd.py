@@ -74,6 +74,14 @@ def render_pending(result: dict[str, Any]) -> None:
         output.terminal_width(),
     ):
         output.line(text)
+    for r in reqs:
+        if r.get("protected"):
+            output.line(
+                f"{r['id']} changes what runs: it writes {', '.join(r['protected'])} (only you may allow it, "
+                "this once: `cocoplus approve` without --always)"
+            )
+        if r.get("state") == "gone":
+            output.line(f"{r['id']} is gone: its hook ended, so an answer would reach nothing")
 
 
 def list_pending(json_out: JsonFlag = False) -> None:
