@@ -18,7 +18,9 @@ Targets (SPEC section 10):
   PreToolUse with no stop anywhere     <= 1.2x  (before every tool call)
   PostToolUse, UserPromptSubmit        <= 2x   (PostToolUse twice: a Bash call, and an Edit whose file is recorded)
   Stop with new usage to price         <= 3x   (a new assistant message in the transcript every round)
-  PermissionRequest answered by a rule <= 2x   (a launched worker's `launch --allow` rule covers the call)
+  PermissionRequest answered by a rule <= 2x   (a launched worker's `launch --allow` rule covers the call; the
+                                               shell parser is loaded and the command parsed)
+  PreToolUse of a launched worker's Edit <= 1.2x (its target resolved and checked against the protected paths)
 PreToolUse with AGENT_STOP, PreToolUse while another session is stopped
 (`session stop --session`: the hook then reads the payload to see whose
 tool it is), PreToolUse in a worker's git worktree (its marker read and
@@ -130,17 +132,18 @@ def payload(event: str, i: int, transcript: str, project: str, edit: bool = Fals
     }
     if event in ("PreToolUse", "PostToolUse", "PermissionRequest"):
         base.update(tool_name="Bash", tool_input={"command": f"echo {i}"}, tool_use_id=f"toolu_{i}")
-    if event == "PostToolUse" and edit:
+    if event in ("PostToolUse", "PreToolUse") and edit:
         path = os.path.join(project, "src", f"module_{i % 7}.py")
         base.update(
             tool_name="Edit", tool_input={"file_path": path, "old_string": f"x = {i}", "new_string": f"x = {i + 1}"}
         )
-        base["tool_response"] = {
-            "filePath": path,
-            "oldString": f"x = {i}",
-            "newString": f"x = {i + 1}",
-            "userModified": False,
-        }
+        if event == "PostToolUse":
+            base["tool_response"] = {
+                "filePath": path,
+                "oldString": f"x = {i}",
+                "newString": f"x = {i + 1}",
+                "userModified": False,
+            }
     elif event == "PostToolUse":
         base["tool_response"] = {"stdout": f"{i}\n", "stderr": "", "interrupted": False, "isImage": False}
     if event == "UserPromptSubmit":
@@ -273,6 +276,7 @@ def bench() -> int:
         ("PreToolUse (AGENT_STOP)", "PreToolUse", "all", None),
         ("PreToolUse (other stopped)", "PreToolUse", "other", None),
         ("PreToolUse (in a worktree)", "PreToolUse", None, None),
+        ("PreToolUse (worker's Edit)", "PreToolUse", "edit", 1.2),
         ("PermissionRequest (rule)", "PermissionRequest", None, 2.0),
         ("PostToolUse", "PostToolUse", None, 2.0),
         ("PostToolUse (Edit recorded)", "PostToolUse", "edit", 2.0),
@@ -300,7 +304,9 @@ def bench() -> int:
                 with open(transcript, "a") as fh:
                     fh.write(assistant_line(i) + "\n")
             data = payload(event, i, transcript, project, edit=stopped == "edit")
-            hook_env = worker_env if event == "PermissionRequest" else env
+            hook_env = (
+                worker_env if event == "PermissionRequest" or (event == "PreToolUse" and stopped == "edit") else env
+            )
             where = project
             if "worktree" in name:
                 hook_env, where = tree_env, tree

@@ -4,10 +4,10 @@
 interpreter start (bench/hooks.py).  The C accelerator `_json` that the
 json package itself uses needs none of that, so this module drives it
 directly: the same parser and the same string encoder, strict (no NaN or
-Infinity), falling back to the `json` package where `_json` is missing.
+Infinity), falling back to the `json` package where `_json` is missing.  No
+`from __future__` either: a launched worker's pre-tool check (hook/guard.py)
+reads its payload with this module alone.
 """
-
-from __future__ import annotations
 
 import sys
 
@@ -43,7 +43,7 @@ class _Context:
     parse_float = float
     parse_int = int
     parse_constant = staticmethod(_reject_constant)
-    memo: dict[str, str] = {}
+    memo: "dict[str, str]" = {}
 
 
 _scanner = _json.make_scanner(_Context()) if _json is not None else None  # type: ignore[arg-type]  # duck-typed like json.JSONDecoder
@@ -131,7 +131,7 @@ else:  # pragma: no cover
     _encode = _encode_compact = None
 
 
-def dumps(obj: object, indent: int | None = None, compact: bool = False) -> str:
+def dumps(obj: object, indent: "int | None" = None, compact: bool = False) -> str:
     """Serialise `obj`; `indent` gives json.dumps-style pretty output. NaN/Infinity raise ValueError."""
     if _encode is None:  # pragma: no cover
         import json  # deferred: a fallback, only where CPython has no _json

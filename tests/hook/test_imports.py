@@ -313,3 +313,46 @@ def registry_cs(adapter: Any, payload: dict[str, Any]) -> str:
     from cocoplus.session import registry as sessions
 
     return sessions.cs_id_for(adapter.session_id(payload))
+
+
+def test_a_headless_permission_request_parses_its_command_with_nothing_heavy(compiled: Layout) -> None:
+    """The permission event is the one that loads the shell parser (cocoplus/rules/shell.py): its two extension
+    modules straight from their files, with no `re`, `typing` or `enum` either."""
+    with open(compiled.config, "a") as fh:
+        fh.write('[permissions]\nallow = ["Bash(git *)"]\n')
+    from tests.support.trusting import trust_project
+
+    trust_project(compiled)
+    config.compile_for_hook(compiled)
+    payload = payload_for("claude", "PermissionRequest", "permission", compiled, None)
+    data = json.dumps(payload)
+    argv = [sys.executable, "-S", "-c", PROBE, hook_script(), "PermissionRequest", "--runtime", "claude"]
+    r = subprocess.run(
+        argv, input=data.encode(), capture_output=True, timeout=60, cwd=compiled.project,
+        env=hook_env(None, CLAUDE_PROJECT_DIR=compiled.project, COCOPLUS_HEADLESS="1"),
+    )  # fmt: skip
+    lines = r.stderr.decode().splitlines()
+    assert lines and lines[-1] == "RC 0", r.stderr.decode()
+    mods = set([x for x in lines if x.startswith("MODULES ")][-1].split()[1:])
+    assert json.loads(r.stdout)["hookSpecificOutput"]["decision"]["behavior"] == "allow", r.stdout
+    assert {"cocoplus.rules.engine", "cocoplus.rules.shell", "cocoplus.rules.commands"} <= mods
+    assert not (_top(mods) & HEAVY) and not (NOT_ON_TOOL_EVENTS & mods), sorted(mods)
+    outside = {m for m in mods if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "cocoplus"}
+    assert outside == {"tree_sitter._binding"}, outside  # the parser's extension module alone, not its package
+
+
+def test_a_workers_edit_before_the_tool_loads_no_rule_engine(compiled: Layout) -> None:
+    """A launched worker's edit (PreToolUse, nothing stopped): its target checked for protected paths with a few
+    `lstat` calls, without `os`, the rule engine or the parser."""
+    payload = {**payload_for("claude", "PreToolUse", "pre_tool", compiled, None), **EDITS["claude"]}
+    argv = [sys.executable, "-S", "-c", PROBE, hook_script(), "PreToolUse", "--runtime", "claude"]
+    r = subprocess.run(
+        argv, input=json.dumps(payload).encode(), capture_output=True, timeout=60, cwd=compiled.project,
+        env=hook_env(None, CLAUDE_PROJECT_DIR=compiled.project, COCOPLUS_WORKER="w1"),
+    )  # fmt: skip
+    lines = r.stderr.decode().splitlines()
+    assert lines and lines[-1] == "RC 0", r.stderr.decode()
+    mods = set([x for x in lines if x.startswith("MODULES ")][-1].split()[1:])
+    assert r.stdout == b""
+    worker = {"cocoplus.core", "cocoplus.core.jsonfast", "_json", "cocoplus.hook.guard"}
+    assert mods == fast_path("claude") | worker, sorted(mods ^ fast_path("claude"))
