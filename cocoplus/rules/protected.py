@@ -93,7 +93,7 @@ def _linked(root: _Root) -> list[_Root]:
     """The protected names of `root` whose first component is a link: protected at the other end too.  One
     directory read (`scandir`) rather than an `lstat` for each name."""
     firsts = {name.split("/", 1)[0] for name in root.names}
-    out = []
+    out: list[_Root] = []
     try:
         with os.scandir(root.base) as entries:
             links = [e.name for e in entries if e.name in firsts and e.is_symlink()]
