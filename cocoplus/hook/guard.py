@@ -81,7 +81,7 @@ _S_IFLNK = 0o120000
 def _plain(path: str) -> bool:
     """True when the absolute `path` certainly names no protected file: none of its components is a protected
     name or `..`, and none of those that exist is a link (checked with `posix.lstat`, no `os` needed)."""
-    import posix  # built into the interpreter (the hook's fast path uses it already)
+    import posix  # deferred: built into the interpreter, already loaded by the hook's fast path
 
     parts = [p for p in path.split("/") if p and p != "."]
     if any(p in _NAMES or p == ".." for p in parts):
