@@ -389,7 +389,7 @@ def parse_time(text: str, now: float | None = None) -> float:
     at = clock.parse_iso(raw)
     if at is not None:
         return at
-    if raw.startswith("+") and raw[1:-1].isdigit() and raw[-1] in "smh":
+    if raw.startswith("+") and raw[1:-1].isdigit() and raw[-1] in "smh" and len(raw) <= 24:
         return now + int(raw[1:-1]) * {"s": 1, "m": 60, "h": 3600}[raw[-1]]
     parts = raw.split(":")
     if 2 <= len(parts) <= 3 and all(p.isdigit() and len(p) == 2 for p in parts):
@@ -404,8 +404,15 @@ def parse_time(text: str, now: float | None = None) -> float:
 
 def schedule(layout: Layout, ref: str, when: str, by: str, principal: str = "operator") -> dict[str, Any]:
     """Resume the session paused by a limit at `when` (`parse_time`): an interactive one, which is never resumed
-    by itself, or a managed worker at another time than its reset.  The watcher resumes it then."""
-    at = parse_time(when)
+    by itself, or a managed worker at another time than its reset.  The watcher resumes it then; never further
+    ahead than `limits.CEILING_S` (7 days), the most any limit pauses a session."""
+    now = time.time()
+    at = parse_time(when, now)
+    if at - now > limits.CEILING_S:
+        raise UsageError(
+            f"TIME {when.strip()[:40]!r} is beyond {limits.CEILING_TEXT} from now: a resume is scheduled at most "
+            f"{limits.CEILING_TEXT} ahead"
+        )
     rec = registry.resolve(layout, ref)
     who = rec.get("alias") or rec["id"]
     limit = rec.get("limit")

@@ -753,7 +753,8 @@ def _pause_session(layout: Layout, sess: dict[str, Any], limit: dict[str, Any]) 
     try:
         registry.append_signal(
             layout, rec, "limited", got.get("reason"), resets_at=got.get("resets_at"), estimate=got.get("estimate"),
-            resume=got.get("resume"), tries=got.get("tries"), message=limits.text(got), worker=rec.get("worker"),
+            clamped=got.get("clamped"), resume=got.get("resume"), tries=got.get("tries"), message=limits.text(got),
+            worker=rec.get("worker"),
         )  # fmt: skip
     except CocoplusError:
         pass  # the session record says it: the doors show it
