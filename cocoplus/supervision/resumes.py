@@ -404,14 +404,15 @@ def parse_time(text: str, now: float | None = None) -> float:
 
 def schedule(layout: Layout, ref: str, when: str, by: str, principal: str = "operator") -> dict[str, Any]:
     """Resume the session paused by a limit at `when` (`parse_time`): an interactive one, which is never resumed
-    by itself, or a managed worker at another time than its reset.  The watcher resumes it then; never further
-    ahead than `limits.CEILING_S` (7 days), the most any limit pauses a session."""
-    now = time.time()
-    at = parse_time(when, now)
-    if at - now > limits.CEILING_S:
+    by itself, or a managed worker at another time than its reset.  The watcher resumes it then."""
+    at = parse_time(when)
+    try:
+        shown = clock.iso(at)
+    except (OverflowError, OSError, ValueError):
+        shown = ""
+    if clock.parse_iso(shown) is None:  # no date a record can hold (the watcher could never read it back)
         raise UsageError(
-            f"TIME {when.strip()[:40]!r} is beyond {limits.CEILING_TEXT} from now: a resume is scheduled at most "
-            f"{limits.CEILING_TEXT} ahead"
+            f"TIME {when.strip()[:40]!r} is not a date cocoplus can schedule: give one before the year 10000"
         )
     rec = registry.resolve(layout, ref)
     who = rec.get("alias") or rec["id"]

@@ -357,11 +357,10 @@ def test_resume_at_reads_a_time_and_schedules_an_interactive_session(project: La
 
     registry.update(project, rec["id"], change)
     assert resumes.check(project, now=now + 3600) == []  # interactive: never resumed by itself
-    # No resume is scheduled further ahead than the ceiling of any limit: one line, not a traceback.
-    for far in ("+169h", "+99999999999999999999h", "9999-12-31T23:59:59Z"):
-        with pytest.raises(UsageError, match=r"is beyond 7 days from now: a resume is scheduled at most 7 days") as e:
+    # A time no record can hold is one line, not a traceback.
+    for far in ("+99999999999999999999h", "+9999999999999999999s"):
+        with pytest.raises(UsageError, match=r"is not a date cocoplus can schedule: give one before the year 10000"):
             session_ops.resume_at(project, rec["alias"], far)
-        assert "\n" not in str(e.value)
     out = session_ops.resume_at(project, rec["alias"], "+10m")
     assert out["limit"]["resume"] == "operator" and "; resume at " in out["paused"] and out["watcher_running"] is False
     cur = registry.read_record(project, rec["id"])
