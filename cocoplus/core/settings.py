@@ -450,7 +450,8 @@ KEYS: tuple[Key, ...] = (
         "bool",
         False,
         "the main brain may merge a worker's branch into the current branch (its MCP tool merge_worker); otherwise "
-        "only the operator merges (`cocoplus workers merge`)",
+        "only the operator merges (`cocoplus workers merge`). A branch that changes what runs (a runtime's settings "
+        "or hooks, .mcp.json, cocoplus.toml, .cocoplus/) is the operator's to merge even so",
         grants=True,
         env=False,
     ),

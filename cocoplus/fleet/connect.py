@@ -4,7 +4,17 @@ The official client, nats-py; only fleet code imports this module (never the
 hook, never a CLI command other than `relay` and `fleet`).  Connections do
 not reconnect by themselves: the relay owns reconnection (with back-off,
 and a full catch-up on every new connection), and a fleet command either
-answers or says it could not reach the fleet.
+answers or says it could not reach the fleet.  Nor does a connection attempt
+go round the servers by itself: nats-py, even with reconnection off, tries a
+server that refused it again every `reconnect_time_wait` (2 s) up to
+`max_reconnect_attempts` (60) times before it gives up, two minutes in which
+a relay said nothing and could not stop; here each server is tried at most
+twice, back to back (nats-py drops a server only once its failures exceed
+`max_reconnect_attempts`, so 1 is the least), and the attempt fails at once.
+
+`until` waits for something or for a stop, whichever comes first: a
+long-lived client (the relay) ends promptly on SIGTERM whatever it was
+waiting on (a connection attempt, a catch-up on a server gone silent).
 """
 
 from __future__ import annotations
@@ -13,7 +23,7 @@ import asyncio
 import random
 import ssl
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import nats
 from nats.aio.client import Client
@@ -28,6 +38,10 @@ MAX_OUTSTANDING_PINGS = 3
 BACKOFF_MIN_S = 0.2  # connecting again after a failure: the first wait, doubled each time up to BACKOFF_MAX_S
 BACKOFF_MAX_S = 10.0
 UNAVAILABLE_RETRY_S = 1.0  # a 503 from JetStream (a leader being elected): asked again after this long
+CLOSE_S = 0.5  # closing a connection waits no longer than this for a server that stopped answering
+CANCEL_WAIT_S = 0.5  # `until`: how long what was cancelled on a stop may take to unwind
+
+T = TypeVar("T")
 
 
 class Backoff:
@@ -56,6 +70,27 @@ async def pause(stop: asyncio.Event, seconds: float) -> None:
         await asyncio.wait_for(stop.wait(), timeout=seconds)
     except asyncio.TimeoutError:
         pass
+
+
+async def until(stop: asyncio.Event, aw: Awaitable[T]) -> T | None:
+    """`aw`'s result (or its exception), or None as soon as `stop` is set first: `aw` is then cancelled, and given
+    at most CANCEL_WAIT_S to unwind."""
+    task = asyncio.ensure_future(aw)
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:  # this wait itself cancelled: what it waited for goes too
+        task.cancel()
+        raise
+    finally:
+        stopped.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()
+    await asyncio.wait({task}, timeout=CANCEL_WAIT_S)
+    if task.done() and not task.cancelled():
+        task.exception()  # retrieved: an error while unwinding is not reported as never retrieved
+    return None
 
 
 class Pull:
@@ -117,8 +152,9 @@ class Connection:
             return 1
 
     async def close(self) -> None:
+        """Close it, waiting at most CLOSE_S (a server that stopped answering is not waited for)."""
         try:
-            await self.nc.close()
+            await asyncio.wait_for(self.nc.close(), CLOSE_S)
         except Exception:  # noqa: BLE001 - closing a connection that already failed must not raise
             pass
 
@@ -154,6 +190,8 @@ async def connect(
         "servers": list(opts.urls),
         "name": name,
         "allow_reconnect": False,
+        "max_reconnect_attempts": 1,  # each server at most twice, then NoServersError (see the module's text)
+        "reconnect_time_wait": 0,
         "connect_timeout": CONNECT_TIMEOUT_S,
         "ping_interval": PING_INTERVAL_S,
         "max_outstanding_pings": MAX_OUTSTANDING_PINGS,

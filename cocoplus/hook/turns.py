@@ -156,7 +156,7 @@ def on_stop_failure(h: Hook) -> Answer:
     limit = rec["limit"]
     h.signal(
         "limited", limit["reason"], resets_at=limit["resets_at"], estimate=limit["estimate"], resume=limit["resume"],
-        tries=limit["tries"], message=limits.text(limit),
+        tries=limit["tries"], message=limits.text(limit), clamped=limit["clamped"],
     )  # fmt: skip
     h.step(
         "limited",

@@ -324,8 +324,10 @@ def _brain_tools(server: MCPServer) -> None:
         description=(
             "Merge an ended worker's branch (a worker launched in a git worktree of its own) into the project's "
             "current branch. Merging is the human's decision: allowed only if the project sets [supervision] "
-            "brain_may_merge = true, else refused (ask the human with ask_human). On a conflict the merge stops "
-            "and `conflicts` lists the files; the tree is left for the human to resolve."
+            "brain_may_merge = true, else refused (ask the human with ask_human). A branch that changes what runs "
+            "(a runtime's settings or hooks, .mcp.json, cocoplus.toml, .cocoplus/) is refused whatever "
+            "brain_may_merge says: ask the human. On a conflict the merge stops and `conflicts` lists the files; "
+            "the tree is left for the human to resolve."
         )
     )
     def merge_worker(

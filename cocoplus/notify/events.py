@@ -65,7 +65,7 @@ def from_signal(rec: dict[str, Any]) -> dict[str, Any] | None:
     if kind == "limited":
         return _event(
             "limited", rec, reason=value, resets_at=rec.get("resets_at"), estimate=rec.get("estimate"),
-            resume=rec.get("resume"), detail=rec.get("message"),
+            clamped=rec.get("clamped"), resume=rec.get("resume"), detail=rec.get("message"),
         )  # fmt: skip
     return None
 

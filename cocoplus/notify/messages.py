@@ -29,6 +29,7 @@ def _limit_of(event: dict[str, Any]) -> dict[str, Any]:
     return {
         "reason": _short(event.get("reason") or "rate limit"), "resets_at": event.get("resets_at"),
         "estimate": bool(event.get("estimate")), "resume": event.get("resume"),
+        "clamped": _short(event["clamped"]) if event.get("clamped") else None,
     }  # fmt: skip
 
 

@@ -125,7 +125,8 @@ RULES: dict[str, tuple[str, ...]] = {
     "dispatch": ("operator", "brain", "watcher", "fleet"),  # dispatch, answer, per-session steer
     "launch": ("operator", "brain"),
     "kill_worker": ("operator", "brain"),
-    "merge": ("operator", "brain"),  # a worker's branch; the brain only with [supervision] brain_may_merge
+    # a worker's branch; the brain only with [supervision] brain_may_merge, and never one changing a protected path
+    "merge": ("operator", "brain"),
     "clean_workers": ("operator",),  # remove ended workers' worktrees (and, with --force, unmerged branches)
     "supervise": ("operator", "brain"),  # enable, scope, exclude/include, workflow runs
     "supervise_finish": ("operator", "brain"),
@@ -161,7 +162,10 @@ _WHO_MAY = {
     "configure": "the operator at a terminal",
     "serve": "the operator at a terminal",
     "queue": "the operator",
-    "merge": "the operator (`cocoplus workers merge`), or the main brain where [supervision] brain_may_merge = true",
+    "merge": (
+        "the operator (`cocoplus workers merge`), or the main brain where [supervision] brain_may_merge = true and "
+        "the branch changes no protected path"
+    ),
     "chat": "the operator",
 }
 

@@ -56,8 +56,11 @@ def relay_status(layout: Layout) -> dict[str, Any]:
 
 
 def relay_stop(layout: Layout) -> dict[str, Any]:
-    """Stop this project's relay (the fleet then shows it stopped; local control is unaffected)."""
-    return process.stop(layout)
+    """Stop this project's relay (the fleet then shows it stopped; local control is unaffected): `{"stopped", "pid",
+    "running", "why"?}`, `running` true while one still runs (it did not end within the wait)."""
+    out = process.stop(layout)
+    out["running"] = process.running_pid(layout) is not None
+    return out
 
 
 def join(layout: Layout, wait_s: float = 10.0) -> dict[str, Any]:

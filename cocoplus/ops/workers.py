@@ -8,6 +8,7 @@ from typing import Any
 from cocoplus.core.paths import Layout
 from cocoplus.ops import authority
 from cocoplus.ops.authority import Principal
+from cocoplus.rules import protected
 
 
 def launch(
@@ -94,13 +95,26 @@ def diff(layout: Layout, worker: str) -> dict[str, Any]:
     out = workers.diff(layout, worker)
     n = len(out["files"])
     out["message"] = f"worker {out['worker']}: {n} file(s) changed on {out['branch']} since {out['base'][:12]}"
+    out["message"] += _changes_what_runs(out["protected"])
     return out
+
+
+def _listed(paths: list[str], most: int = 10) -> str:
+    more = f" and {len(paths) - most} more" if len(paths) > most else ""
+    return ", ".join(paths[:most]) + more
+
+
+def _changes_what_runs(paths: list[str]) -> str:
+    """`; it changes what runs: .claude/settings.json, ...` for the protected paths a branch changes, or ''."""
+    return f"; it {protected.WHY}: {_listed(paths)}" if paths else ""
 
 
 def merge(layout: Layout, worker: str, by: str | None = None, principal: Principal | None = None) -> dict[str, Any]:
     """Merge the worker's branch into the project's current branch.  A conflict stops the merge, lists the files
     and leaves the tree as git leaves it (`conflicts`; the CLI exits 1).  Refused while the worker runs; the main
-    brain may merge only where `[supervision] brain_may_merge = true`."""
+    brain may merge only where `[supervision] brain_may_merge = true`, and never a branch that changes a protected
+    path (`protected`: a runtime's settings or hooks, `.mcp.json`, `cocoplus.toml`, `.cocoplus/`): that is the
+    operator's decision, whose merge goes ahead and says what it changes."""
     from cocoplus import config as config_mod  # deferred: as below
     from cocoplus.supervision import workers  # deferred: the CLI imports every ops module at start
 
@@ -112,7 +126,17 @@ def merge(layout: Layout, worker: str, by: str | None = None, principal: Princip
             "[supervision] brain_may_merge = true; ask the human with ask_human",
             layout, target=worker,
         )  # fmt: skip
-    out = workers.merge(layout, worker, name)
+
+    def check(paths: list[str]) -> None:
+        if paths and who.kind == "brain":  # whatever brain_may_merge says: what runs is the human's to change
+            authority.refuse(
+                who, "merge",
+                f"merge_worker {worker}: its branch {protected.WHY} ({_listed(paths, 5)}): only the operator may "
+                f"merge it (`cocoplus workers merge {worker}`); ask the human with ask_human",
+                layout, target=worker,
+            )  # fmt: skip
+
+    out = workers.merge(layout, worker, name, check)
     if out["conflicts"]:
         out["message"] = (
             f"merge of {out['branch']} into {out['into']} stopped on conflicts in: {', '.join(out['conflicts'])}; "
@@ -122,6 +146,7 @@ def merge(layout: Layout, worker: str, by: str | None = None, principal: Princip
         out["message"] = f"{out['branch']} is merged into {out['into']} already"
     else:
         out["message"] = f"merged {out['branch']} into {out['into']} ({(out['commit'] or '')[:12]})"
+    out["message"] += _changes_what_runs(out.get("protected") or [])
     return out
 
 

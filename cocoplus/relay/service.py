@@ -29,6 +29,11 @@ catches up: it checks the streams, resumes its consumer where the server
 says it stopped, and publishes what changed meanwhile.  A command delivered
 again after a crash or a lost connection is answered from
 `.cocoplus/fleet/commands.jsonl`, not applied again.
+
+SIGTERM (or SIGINT) ends it within STOP_WITHIN_S, connected or not: a
+connection attempt, a catch-up or a back-off under way is given up at once
+(`connect.until`), and a connected relay tells the fleet it stopped (at most
+GOODBYE_S) and closes its connection (at most `connect.CLOSE_S`).
 """
 
 from __future__ import annotations
@@ -51,13 +56,15 @@ from cocoplus.core.lock import try_lock
 from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.fleet import commands, naming, process, streams
-from cocoplus.fleet.connect import Backoff, Connection, Pull, connect, pause
+from cocoplus.fleet.connect import Backoff, Connection, Pull, connect, pause, until
 from cocoplus.fleet.options import FleetOptions, FleetUnreachable
 from cocoplus.relay import apply, outbox, snapshot
 
 STABLE_S = 10.0  # a connection that lasted this long resets the back-off
 COALESCE_S = 0.02  # file events arriving together are handled in one pass
 IN_PROGRESS_EVERY_S = 3.0  # while a command is applied, the server is told it is still being worked on
+STOP_WITHIN_S = 2.0  # SIGTERM ends the relay within this, whatever it was doing
+GOODBYE_S = 1.0  # a stopping relay's last word to the fleet waits no longer than this
 
 
 def _dumps(obj: Any) -> bytes:
@@ -158,8 +165,13 @@ class Relay:
         backoff = Backoff()
         while not self.stopping:
             try:
-                conn = await connect(
-                    self.opts, name=f"cocoplus relay {self.opts.machine}/{self.opts.project}", on_closed=self._on_closed
+                conn = await until(
+                    self.stop_event,
+                    connect(
+                        self.opts,
+                        name=f"cocoplus relay {self.opts.machine}/{self.opts.project}",
+                        on_closed=self._on_closed,
+                    ),
                 )
             except FleetUnreachable as exc:
                 wait = backoff.next()
@@ -168,9 +180,11 @@ class Relay:
                 self.write_status(connected=False, last_error=exc.message, retry_in_s=round(wait, 2))
                 await pause(self.stop_event, wait)
                 continue
+            if conn is None:  # stopped while connecting
+                break
             began = time.monotonic()
             try:
-                await self.session(conn)
+                await until(self.stop_event, self.session(conn))  # (a stop during its catch-up ends it too)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure ends this connection; the loop connects again
@@ -230,12 +244,15 @@ class Relay:
                 raise exc
 
     async def _goodbye(self, conn: Connection) -> None:
-        """Tell the fleet this relay stopped on purpose (best effort), so it is shown stopped, not lost."""
-        try:
+        """Tell the fleet this relay stopped on purpose (best effort, at most GOODBYE_S), so it is shown stopped, not
+        lost."""
+
+        async def say() -> None:
             kv = await conn.js.key_value(naming.bucket(self.opts.fleet))
-            await asyncio.wait_for(
-                kv.put(naming.relay_key(self.opts.machine, self.opts.project), _dumps(self._beat_doc(running=False))), 2
-            )
+            await kv.put(naming.relay_key(self.opts.machine, self.opts.project), _dumps(self._beat_doc(running=False)))
+
+        try:
+            await asyncio.wait_for(say(), GOODBYE_S)
         except Exception:  # noqa: BLE001 - leaving must not fail; the fleet then sees it as not heard from
             pass
 

@@ -21,7 +21,10 @@ project's server token (the page's authority is the operator's).
 
 A write to a protected path is never allowed by a rule, by `launch --allow`,
 by an "always" answer or by the main brain: only by the operator's approval
-of that one request.  The paths are compared as real paths, and so is each
+of that one request.  Likewise a worker's branch that changes one
+(`project_relative_hit`, for the paths git names): `workers diff` and
+`workers merge` list them, and only the operator may merge it
+(supervision/worktrees.py).  The paths are compared as real paths, and so is each
 protected path (a protected directory that is itself a link is protected at
 both ends).  Standard library only: PreToolUse imports this module for the
 file tools of a launched worker.
@@ -105,6 +108,22 @@ def _linked(root: _Root) -> list[_Root]:
         whole = first in root.names
         out.append(_Root(end, () if whole else rest, root.shown + first + "/"))
     return out
+
+
+def project_relative_hit(relpath: str) -> str | None:
+    """The protected path that a repository-relative path (as git names it: `/`-separated, from the top of the work
+    tree) is or lies under, as that path spells it, or None.  The project's protected paths (RUNTIMES, PROJECT_OWN)
+    count at the top and in any directory below it (the project may be a directory of the repository, and an
+    agent started in a directory reads its runtime's files there), compared without regard to case (a file
+    system that ignores case reads `.Claude` as `.claude`)."""
+    parts = [p for p in relpath.replace("\\", "/").split("/") if p not in ("", ".")]
+    folded = [p.casefold() for p in parts]
+    for i in range(len(parts)):
+        for rel in (*RUNTIMES, *PROJECT_OWN):
+            want = rel.casefold().split("/")
+            if folded[i : i + len(want)] == want:
+                return "/".join(parts[: i + len(want)])
+    return None
 
 
 class Table:

@@ -9,6 +9,7 @@ the run's output, and the second telling must not restart its back-off):
 
     state   paused
     limit   {"reason", "resets_at" (ISO), "estimate" (true when the runtime gave no reset time),
+             "clamped" (the words saying that the reset or retry time it gave was absurd, else None),
              "at", "tries", "detail", "resume" ("watcher" for a managed worker, else None until
              `session resume-at` names a time), "resumed_at", "cancelled",
              "failover" ({"to", "worker", "at", "return"}: its worker's work went on in another runtime,
@@ -19,6 +20,13 @@ limit_retry_s` after the limit, and each further try (the session limited
 again soon after a resume) waits twice as long, up to BACKOFF_CAP_S; after
 MAX_TRIES resumes the watcher gives up (`give_up`).  `text` is what every
 door shows: "paused: rate limit, resets 15:00 (estimate)".
+
+A reset or retry time the runtime gave that is absurd (`reset_from`):
+further away than CEILING_S (7 days), or not a time at all (not finite, or
+beyond any date) is clamped: the session is paused until CEILING_S from now,
+and `clamped` says why ("the runtime's retry time (in 1e+20 s) is beyond 7
+days; paused until Dec 10 15:00").  One already past (or a wait that is not
+positive) counts as none given: the estimate.
 
 Standard library only (the hook imports it on a turn ended by an API error).
 """
@@ -38,6 +46,8 @@ MAX_TRIES = 8  # resumes at the reset before the watcher gives up
 BACKOFF_CAP_S = 3600.0  # an estimated wait doubles with every try, up to this
 AGAIN_WITHIN_S = 600.0  # limited again this soon after a resume: the same limit, one more try
 JITTER_S = 5.0  # at most this much (and at most a tenth of the wait) is added to a resume time
+CEILING_S = 7 * 86400.0  # a reset or retry time further away than this is absurd: paused until then, saying so
+CEILING_TEXT = "7 days"
 
 
 def wait_s(retry_s: float, tries: int) -> float:
@@ -57,17 +67,15 @@ def pause(rec: dict[str, Any], found: Mapping[str, Any], retry_s: float, now: fl
         resumed = clock.parse_iso(old.get("resumed_at"))
         if resumed is not None and now - resumed < AGAIN_WITHIN_S and not old.get("cancelled"):
             tries = int(old.get("tries") or 0)
-    given = found.get("resets_at")
-    wait = found.get("resets_in")
-    if not isinstance(given, (int, float)) and isinstance(wait, (int, float)) and wait > 0:
-        given = (clock.parse_iso(found.get("since")) or now) + wait  # a wait the runtime gave, from when it said it
-    estimate = not isinstance(given, (int, float)) or given <= now
-    resets = now + wait_s(retry_s, tries) if estimate else float(given)  # type: ignore[arg-type]
+    given, clamped = reset_from(found, now)
+    estimate = given is None
+    resets = now + wait_s(retry_s, tries) if given is None else given
     detail = found.get("detail")
     limit = {
         "reason": str(found.get("reason") or "rate limit"),
         "resets_at": clock.iso(resets),
         "estimate": estimate,
+        "clamped": clamped,
         "at": clock.iso(now),
         "tries": tries,
         "detail": detail[:300] if isinstance(detail, str) and detail else None,
@@ -81,6 +89,50 @@ def pause(rec: dict[str, Any], found: Mapping[str, Any], retry_s: float, now: fl
     rec["attention"] = None
     rec["attention_since"] = None
     return limit
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _finite(x: float) -> bool:
+    return x == x and x not in (float("inf"), float("-inf"))
+
+
+def _shown(at: float) -> str:
+    """An epoch time as ISO text where it is a date at all, else the number."""
+    try:
+        return clock.iso(at)
+    except (OverflowError, OSError, ValueError):
+        return f"epoch {at:g}"
+
+
+def reset_from(found: Mapping[str, Any], now: float) -> tuple[float | None, str | None]:
+    """(when the limit `found` resets, in epoch seconds; the words saying the time it gave was absurd, or None).
+
+    The time is the adapter's `resets_at`, else `now` (or its `since`) plus its `resets_in`; None where it gave
+    neither, or one already past (or a wait that is not positive): the estimate is used.  Further away than
+    CEILING_S, or not a time at all (NaN, infinite, an integer beyond any float): CEILING_S from `now`, and the
+    words say so.  Never raises on what a runtime's message held."""
+    given, wait = found.get("resets_at"), found.get("resets_in")
+    ceiling = now + CEILING_S
+    try:
+        if _number(given):
+            at = float(given)  # type: ignore[arg-type]
+            said = f"the runtime's reset time ({_shown(at) if _finite(at) else at})"
+        elif _number(wait) and (wait > 0 or not _finite(float(wait))):  # type: ignore[operator, arg-type]
+            since = clock.parse_iso(found.get("since"))
+            at = (now if since is None else since) + float(wait)  # type: ignore[arg-type]
+            said = f"the runtime's retry time (in {float(wait):g} s)"  # type: ignore[arg-type]
+        else:
+            return None, None
+    except OverflowError:  # an integer beyond any float
+        return ceiling, "the runtime's reset or retry time (a number beyond any float) is not a time"
+    if not _finite(at):
+        return ceiling, f"{said} is not a time"
+    if at > ceiling:
+        return ceiling, f"{said} is beyond {CEILING_TEXT}"
+    return (at if at > now else None), None
 
 
 def active(rec: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -111,7 +163,10 @@ def hhmm(at: float | None, now: float | None = None) -> str:
     if at is None:
         return "?"
     now = time.time() if now is None else now
-    t = time.localtime(at)
+    try:
+        t = time.localtime(at)
+    except (OverflowError, OSError, ValueError):  # not a date this system can show (a record written by hand)
+        return "?"
     same_day = time.localtime(now)[:3] == t[:3]
     return (
         time.strftime("%H:%M:%S" if abs(at - now) < 120 else "%H:%M", t)
@@ -125,7 +180,11 @@ def text(limit: Mapping[str, Any] | None, now: float | None = None) -> str | Non
     if not limit:
         return None
     at = clock.parse_iso(limit.get("resets_at"))
-    words = f"paused: {limit.get('reason') or 'rate limit'}, resets {hhmm(at, now)}"
+    clamped = limit.get("clamped")
+    if clamped:  # an absurd reset or retry time: paused until the ceiling
+        words = f"paused: {limit.get('reason') or 'rate limit'}; {clamped}; paused until {hhmm(at, now)}"
+    else:
+        words = f"paused: {limit.get('reason') or 'rate limit'}, resets {hhmm(at, now)}"
     if limit.get("estimate"):
         words += " (estimate)"
     if limit.get("cancelled"):

@@ -389,7 +389,7 @@ def parse_time(text: str, now: float | None = None) -> float:
     at = clock.parse_iso(raw)
     if at is not None:
         return at
-    if raw.startswith("+") and raw[1:-1].isdigit() and raw[-1] in "smh":
+    if raw.startswith("+") and raw[1:-1].isdigit() and raw[-1] in "smh" and len(raw) <= 24:
         return now + int(raw[1:-1]) * {"s": 1, "m": 60, "h": 3600}[raw[-1]]
     parts = raw.split(":")
     if 2 <= len(parts) <= 3 and all(p.isdigit() and len(p) == 2 for p in parts):
@@ -406,6 +406,14 @@ def schedule(layout: Layout, ref: str, when: str, by: str, principal: str = "ope
     """Resume the session paused by a limit at `when` (`parse_time`): an interactive one, which is never resumed
     by itself, or a managed worker at another time than its reset.  The watcher resumes it then."""
     at = parse_time(when)
+    try:
+        shown = clock.iso(at)
+    except (OverflowError, OSError, ValueError):
+        shown = ""
+    if clock.parse_iso(shown) is None:  # no date a record can hold (the watcher could never read it back)
+        raise UsageError(
+            f"TIME {when.strip()[:40]!r} is not a date cocoplus can schedule: give one before the year 10000"
+        )
     rec = registry.resolve(layout, ref)
     who = rec.get("alias") or rec["id"]
     limit = rec.get("limit")

@@ -45,6 +45,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from typing import Any
 
 from cocoplus import config as config_mod
@@ -753,7 +754,8 @@ def _pause_session(layout: Layout, sess: dict[str, Any], limit: dict[str, Any]) 
     try:
         registry.append_signal(
             layout, rec, "limited", got.get("reason"), resets_at=got.get("resets_at"), estimate=got.get("estimate"),
-            resume=got.get("resume"), tries=got.get("tries"), message=limits.text(got), worker=rec.get("worker"),
+            clamped=got.get("clamped"), resume=got.get("resume"), tries=got.get("tries"), message=limits.text(got),
+            worker=rec.get("worker"),
         )  # fmt: skip
     except CocoplusError:
         pass  # the session record says it: the doors show it
@@ -836,17 +838,20 @@ def diff(layout: Layout, ref: str) -> dict[str, Any]:
     return worktrees.diff(layout, resolve(layout, ref))
 
 
-def merge(layout: Layout, ref: str, by: str) -> dict[str, Any]:
-    """`workers merge W`: its branch into the project's current branch (refused while it runs)."""
+def merge(layout: Layout, ref: str, by: str, check: Callable[[list[str]], None] | None = None) -> dict[str, Any]:
+    """`workers merge W`: its branch into the project's current branch (refused while it runs).  `check`: called
+    with the protected paths the merge would change, once what the worker left is committed and before git merges
+    anything (worktrees.merge); it raises to refuse."""
     rec = resolve(layout, ref)
     worktrees.of(rec)
     _ended(layout, rec, "merge")
     _keep_leftovers(layout, rec)
-    out = worktrees.merge(layout, rec)
+    out = worktrees.merge(layout, rec, check)
     if out["merged"]:
-        _note_tree(
-            layout, rec["id"], merged={"into": out["into"], "commit": out["commit"], "at": clock.iso(), "by": by}
-        )
+        merged = {"into": out["into"], "commit": out["commit"], "at": clock.iso(), "by": by}
+        if out.get("protected"):
+            merged["protected"] = out["protected"]
+        _note_tree(layout, rec["id"], merged=merged)
     return out
 
 

@@ -21,6 +21,14 @@ uncommitted on its branch.  `diff` (the branch against where it started),
 `merge` (into the project's current branch; a conflict stops it and leaves
 git's conflict state) and `clean` (remove ended workers' worktrees, keep a
 branch that is not merged) are `cocoplus workers diff|merge|clean`.
+
+Both `diff` and `merge` list, as `protected`, the files the branch changes
+(adds, edits, deletes, renames from or to) that are protected paths
+(`rules.protected.project_relative_hit`: a runtime's settings and hooks,
+`.mcp.json`, `cocoplus.toml`, `.cocoplus/`, ...): merging them changes what
+runs.  `merge` hands them to its caller's `check` before git merges
+anything, so that a merge the caller may not make (the main brain's) is
+refused with nothing changed.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from typing import Any
 
 from cocoplus import config as config_mod
@@ -36,6 +45,7 @@ from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import STATE_DIR_NAME, Layout
 from cocoplus.install import hooks as install_hooks
 from cocoplus.install import mcp_config
+from cocoplus.rules import protected as protected_paths
 from cocoplus.runtimes import registry as runtimes
 
 GIT_TIMEOUT_S = 120.0
@@ -225,8 +235,18 @@ def of(rec: dict[str, Any]) -> dict[str, Any]:
     return tree
 
 
+def protected(layout: Layout, rec: dict[str, Any], span: str) -> list[str]:
+    """The protected paths among the files `span` of the worker's branch changes: added, edited, deleted, and both
+    ends of a rename (a rename away from `.claude/settings.json` changes what runs too)."""
+    r = git(layout.project, "diff", "--name-only", "--no-renames", "-z", span)
+    if r.returncode != 0:
+        raise CocoplusError(f"worker {rec['id']}: cannot list what its branch changes: {said(r)}")
+    return [p for p in dict.fromkeys(r.stdout.split("\0")) if p and protected_paths.project_relative_hit(p)]
+
+
 def diff(layout: Layout, rec: dict[str, Any]) -> dict[str, Any]:
-    """The worker's branch against the commit it started from: files changed, a summary and the patch."""
+    """The worker's branch against the commit it started from: files changed (the protected ones too), a summary
+    and the patch."""
     tree = of(rec)
     span = f"{tree['base']}..{tree['branch']}"
     r = git(layout.project, "diff", "--no-color", "--no-ext-diff", span)
@@ -237,12 +257,14 @@ def diff(layout: Layout, rec: dict[str, Any]) -> dict[str, Any]:
     commits = git(layout.project, "log", "--format=%h %s", span).stdout.splitlines()
     return {
         "worker": rec["id"], "branch": tree["branch"], "base": tree["base"], "files": files, "stat": stat,
-        "commits": commits, "diff": r.stdout,
+        "commits": commits, "diff": r.stdout, "protected": protected(layout, rec, span),
     }  # fmt: skip
 
 
-def merge(layout: Layout, rec: dict[str, Any]) -> dict[str, Any]:
-    """Merge the worker's branch into the project's current branch; on a conflict, stop with git's state left."""
+def merge(layout: Layout, rec: dict[str, Any], check: Callable[[list[str]], None] | None = None) -> dict[str, Any]:
+    """Merge the worker's branch into the project's current branch; on a conflict, stop with git's state left.
+    `check(protected)`: called with the protected paths the merge would change, before git merges anything (it
+    raises to refuse the merge)."""
     tree = of(rec)
     branch = tree["branch"]
     if git(layout.project, "rev-parse", "--verify", "-q", f"refs/heads/{branch}").returncode != 0:
@@ -255,17 +277,22 @@ def merge(layout: Layout, rec: dict[str, Any]) -> dict[str, Any]:
         )
     if git(layout.project, "merge-base", "--is-ancestor", branch, "HEAD").returncode == 0:
         return {"worker": rec["id"], "branch": branch, "into": current, "merged": True, "already": True,
-                "conflicts": [], "commit": None}  # fmt: skip
+                "conflicts": [], "commit": None, "protected": []}  # fmt: skip
+    # What the merge brings in: the branch since its common ancestor with HEAD (else since the worker's start).
+    common = git(layout.project, "merge-base", "HEAD", branch).returncode == 0
+    touched = protected(layout, rec, f"HEAD...{branch}" if common else f"{tree['base']}..{branch}")
+    if check is not None:
+        check(touched)
     message = f"Merge {branch} (cocoplus worker {rec['id']})"
     r = git(layout.project, "merge", "--no-ff", "--no-edit", "-m", message, branch, ident=True)
     if r.returncode == 0:
         head = git(layout.project, "rev-parse", "HEAD").stdout.strip()
         return {"worker": rec["id"], "branch": branch, "into": current, "merged": True, "already": False,
-                "conflicts": [], "commit": head}  # fmt: skip
+                "conflicts": [], "commit": head, "protected": touched}  # fmt: skip
     conflicts = git(layout.project, "diff", "--name-only", "--diff-filter=U").stdout.split()
     if conflicts:
         return {"worker": rec["id"], "branch": branch, "into": current, "merged": False, "already": False,
-                "conflicts": conflicts, "commit": None}  # fmt: skip
+                "conflicts": conflicts, "commit": None, "protected": touched}  # fmt: skip
     raise CocoplusError(f"workers merge {rec['id']}: git merge {branch} refused: {said(r)}")
 
 

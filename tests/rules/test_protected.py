@@ -1,5 +1,6 @@
-"""Protected paths: declared once per adapter, one union in cocoplus/rules/protected.py, and the PreToolUse check
-of a launched worker's file tools (cocoplus/hook/guard.py) run as the installed hook runs."""
+"""Protected paths: declared once per adapter, one union in cocoplus/rules/protected.py, the PreToolUse check
+of a launched worker's file tools (cocoplus/hook/guard.py) run as the installed hook runs, and which
+repository-relative paths (a worker's branch) are protected."""
 
 from __future__ import annotations
 
@@ -34,6 +35,42 @@ def test_every_runtime_protects_the_files_that_hold_its_hooks() -> None:
             assert any(rel == p or rel.startswith(p + "/") for p in protected.RUNTIMES), (name, rel)
         for rel in adapter.REPO_SETTINGS:
             assert any(rel == p or rel.startswith(p + "/") for p in protected.RUNTIMES), (name, rel)
+
+
+# -- repository-relative paths (a worker's branch: supervision/worktrees.py) ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "hit"),
+    [
+        (".claude/settings.json", ".claude"),
+        (".claude", ".claude"),
+        (".mcp.json", ".mcp.json"),
+        (".env", ".env"),
+        (".gemini/settings.json", ".gemini"),
+        (".codex/hooks.json", ".codex"),
+        (".cursor/hooks.json", ".cursor"),
+        (".cortex/settings.json", ".cortex"),
+        ("cocoplus.toml", "cocoplus.toml"),
+        (".cocoplus/workers/w1/worker.json", ".cocoplus"),
+        (".git/hooks/pre-commit", ".git/hooks"),
+        (".git/config", ".git/config"),
+        ("app/.claude/settings.json", "app/.claude"),  # a project in a directory of the repository, or nested
+        ("pkg/sub/.gemini/settings.json", "pkg/sub/.gemini"),
+        (".Claude/Settings.json", ".Claude"),  # a file system that ignores case reads it as .claude
+        ("./.claude/x", ".claude"),
+    ],
+)
+def test_a_protected_repository_relative_path_is_named(path: str, hit: str) -> None:
+    assert protected.project_relative_hit(path) == hit
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["README.md", "src/claude.py", ".claudeignore", ".mcp.json.bak", "docs/.envrc", ".env.example", ".git", "a/.gi"],
+)
+def test_other_paths_are_not_protected(path: str) -> None:
+    assert protected.project_relative_hit(path) is None
 
 
 @pytest.fixture

@@ -208,6 +208,78 @@ def test_the_words_every_door_shows() -> None:
     assert limits.limited_runtimes([rec], at + 1) == {}
 
 
+ABSURD: list[tuple[str, dict[str, Any], str]] = [
+    ("a wait of 10^20 s", {"resets_in": 1e20}, "the runtime's retry time (in 1e+20 s) is beyond 7 days"),
+    (
+        "a wait just past 7 days",
+        {"resets_in": 7 * 86400 + 1},
+        "the runtime's retry time (in 604801 s) is beyond 7 days",
+    ),
+    ("an infinite wait", {"resets_in": float("inf")}, "the runtime's retry time (in inf s) is not a time"),
+    ("a wait that is NaN", {"resets_in": float("nan")}, "the runtime's retry time (in nan s) is not a time"),
+    ("a wait of minus infinity", {"resets_in": float("-inf")}, "the runtime's retry time (in -inf s) is not a time"),
+    ("a wait beyond any float", {"resets_in": 10**400}, "(a number beyond any float) is not a time"),
+    ("a reset at epoch 1e300", {"resets_at": 1e300}, "the runtime's reset time (epoch 1e+300) is beyond 7 days"),
+    ("a reset in the year 2400", {"resets_at": 13569465600.0}, "(2400-01-01T00:00:00.000Z) is beyond 7 days"),
+    ("a reset that is NaN", {"resets_at": float("nan")}, "the runtime's reset time (nan) is not a time"),
+    ("a reset beyond any float", {"resets_at": -(10**400)}, "(a number beyond any float) is not a time"),
+]
+
+
+@pytest.mark.parametrize(("case", "given", "words"), ABSURD, ids=[c[0] for c in ABSURD])
+def test_an_absurd_reset_or_retry_time_pauses_until_the_7_day_ceiling_and_says_so(
+    case: str, given: dict[str, Any], words: str
+) -> None:
+    now = 1_800_000_000.0
+    assert limits.CEILING_S == 7 * 86400
+    at, said = limits.reset_from(given, now)
+    assert at == now + limits.CEILING_S and said is not None and said.endswith(words), (case, said)
+    rec: dict[str, Any] = {"id": "cs_x", "state": "running", "worker": "w1"}
+    limit = limits.pause(rec, dict(given, reason="rate limit"), 60, now)
+    assert rec["state"] == "paused" and clock.parse_iso(limit["resets_at"]) == now + limits.CEILING_S
+    assert limit["estimate"] is False and limit["clamped"] == said
+    until = limits.hhmm(now + limits.CEILING_S, now)
+    assert limits.text(limit, now) == f"paused: rate limit; {said}; paused until {until}; resumed then by the watcher"
+    assert json.loads(json.dumps(limit)) == limit  # a record any door can read back
+
+
+def test_a_reset_or_wait_within_the_ceiling_is_kept_and_one_past_or_not_positive_is_the_estimate() -> None:
+    now = 1_800_000_000.0
+    assert limits.reset_from({"resets_in": 7 * 86400}, now) == (now + limits.CEILING_S, None)  # at the ceiling
+    assert limits.reset_from({"resets_at": now + 3600}, now) == (now + 3600, None)
+    assert limits.reset_from({"resets_in": 30, "since": clock.iso(now - 10)}, now) == (now + 20, None)
+    for none in ({}, {"resets_at": None, "resets_in": None}, {"resets_at": now - 5}, {"resets_at": -1e300},
+                 {"resets_in": 0}, {"resets_in": -5}, {"resets_at": True}, {"resets_in": "598s"},
+                 {"resets_in": 30, "since": clock.iso(now - 60)}):  # fmt: skip
+        assert limits.reset_from(none, now) == (None, None), none
+        rec: dict[str, Any] = {"id": "cs_x", "state": "running"}
+        limit = limits.pause(rec, dict(none, reason="rate limit"), 60, now)
+        assert limit["estimate"] is True and limit["clamped"] is None
+        assert clock.parse_iso(limit["resets_at"]) == now + 60
+
+
+def test_gemini_s_message_with_a_wait_of_a_thousand_digits_is_clamped_not_a_crash() -> None:
+    gemini = runtimes.get("gemini")
+    for wait, said in (
+        ("100000000000000000000", "(in 1e+20 s) is beyond 7 days"),
+        ("9" * 1000, "(in inf s) is not a time"),
+    ):
+        message = f"You exceeded your current quota. Please retry in {wait}s."
+        found = gemini.output_limit({"type": "result", "status": "error", "error": {"message": message}})
+        assert found is not None
+        rec: dict[str, Any] = {"id": "cs_x", "state": "running", "worker": "w1"}
+        now = time.time()
+        limit = limits.pause(rec, found, 60, now)
+        assert clock.parse_iso(limit["resets_at"]) == pytest.approx(now + limits.CEILING_S, abs=0.002)
+        assert limit["clamped"] == f"the runtime's retry time {said}"
+
+
+def test_a_reset_no_system_can_show_reads_as_a_question_mark_not_an_error() -> None:
+    assert limits.hhmm(1e300) == "?" and limits.hhmm(float("nan")) == "?"
+    words = limits.text({"reason": "rate limit", "resets_at": "9999-12-31T23:59:59Z", "resume": None})
+    assert words is not None and words.startswith("paused: rate limit, resets ")
+
+
 # -- the watcher's decision --------------------------------------------------------------------------
 
 
@@ -273,7 +345,7 @@ def test_resume_at_reads_a_time_and_schedules_an_interactive_session(project: La
     assert resumes.parse_time("2099-01-02T15:00:00Z") == clock.parse_iso("2099-01-02T15:00:00Z")
     at = resumes.parse_time("15:00", now)
     assert 0 < at - now <= 86400 + 3600 and time.strftime("%H:%M", time.localtime(at)) == "15:00"
-    for bad in ("soon", "25:00", "+5d", ""):
+    for bad in ("soon", "25:00", "+5d", "", "+" + "9" * 5000 + "h"):
         with pytest.raises(UsageError, match="TIME"):
             resumes.parse_time(bad, now)
     rec, _ = registry.ensure(project, "claude", "rid-2", event="SessionStart")
@@ -285,6 +357,10 @@ def test_resume_at_reads_a_time_and_schedules_an_interactive_session(project: La
 
     registry.update(project, rec["id"], change)
     assert resumes.check(project, now=now + 3600) == []  # interactive: never resumed by itself
+    # A time no record can hold is one line, not a traceback.
+    for far in ("+99999999999999999999h", "+9999999999999999999s"):
+        with pytest.raises(UsageError, match=r"is not a date cocoplus can schedule: give one before the year 10000"):
+            session_ops.resume_at(project, rec["alias"], far)
     out = session_ops.resume_at(project, rec["alias"], "+10m")
     assert out["limit"]["resume"] == "operator" and "; resume at " in out["paused"] and out["watcher_running"] is False
     cur = registry.read_record(project, rec["id"])

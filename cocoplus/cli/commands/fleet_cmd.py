@@ -82,15 +82,21 @@ def relay_status(json_out: JsonFlag = False) -> None:
     output.show(ops.relay_status(layout()), json_out, render_relay)
 
 
+def render_relay_stop(st: dict[str, Any]) -> None:
+    if st["stopped"]:
+        output.line(f"relay stopped (pid {st['pid']})")
+    elif st.get("running"):
+        output.line(f"relay not stopped: {st.get('why')}" + (f" (pid {st['pid']})" if st.get("pid") else ""))
+    else:
+        output.line(f"relay: {st.get('why')}")
+
+
 def relay_stop(json_out: JsonFlag = False) -> None:
-    """Stop this project's relay."""
-    output.show(
-        ops.relay_stop(layout()),
-        json_out,
-        lambda st: output.line(
-            f"relay stopped (pid {st['pid']})" if st["stopped"] else f"not stopped: {st.get('why')}"
-        ),
-    )
+    """Stop this project's relay (exit 1 while it still runs)."""
+    st = ops.relay_stop(layout())
+    output.show(st, json_out, render_relay_stop)
+    if st["running"]:
+        raise typer.Exit(1)
 
 
 def join(json_out: JsonFlag = False) -> None:
