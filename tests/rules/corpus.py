@@ -19,7 +19,7 @@ from dataclasses import dataclass
 # Programs replaced on PATH by a recorder, for the e2e run.
 SHIMMED = (
     "pytest", "npm", "git", "rm", "touch", "curl", "wget", "chmod", "tee", "id", "whoami", "lsof", "mkdir", "cp",
-    "mv", "make", "pytestx", "pytest-watch", "sed", "awk",
+    "mv", "make", "pytestx", "pytest-watch", "sed", "awk", "python",
 )  # fmt: skip
 # Programs and builtins that change nothing, or only run other programs (which are then held to these lists).
 HARMLESS = (
@@ -215,6 +215,8 @@ PAIRS: tuple[Pair, ...] = (
     Pair("Bash(pytest:*)", "pytest -q && touch PROOF", "ask", ":* with &&"),
     Pair("Bash(pytest:*)", "pytest -q; touch PROOF", "ask", ":* with ;"),
     Pair("Bash(pytest:*)", "pytest $(touch PROOF)", "ask", ":* with $(...)"),
+    Pair("Bash(pytest:*)", "pytest -q > out.txt", "ask", ":* with > to a file"),
+    Pair("Bash(python:*)", "python x.py > out.txt", "ask", ":* with > to a file"),
     # -- an exact rule --------------------------------------------------------------------------------------
     Pair("Bash(npm run test)", "npm run test", "allow", "exact rule, its command"),
     Pair("Bash(npm run test)", "npm run test -- --watch", "ask", "exact rule, more arguments"),
