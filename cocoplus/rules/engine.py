@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from collections.abc import Iterable, Sequence
     from typing import Any
 
-    from cocoplus.rules import commands
+    from cocoplus.rules import commands, shell
 
 # The tool input field a rule's pattern is matched against, by Claude Code tool name.
 PATTERN_FIELD = {
@@ -367,13 +367,22 @@ def _bash(
                     pending.append(f"{label} writes `{t.word}`, which no Write or Edit rule covers")
                 else:
                     covers.append(cover)
-        computed = bool(part.words) and part.words[0].value is None  # `$CMD args`: only a rule for every command
-        rule = _allowing([r for r in allow if r.bare] if computed else allow, part.text)
+        # What only a rule for every command may allow (as Claude Code's own checks): a program computed at run time
+        # (`$CMD args`), anything in the command that cannot be checked before it runs, and each part's own risks.
+        unchecked = script.unchecked[0] if script.unchecked else _unchecked_part(part, invocations, here, root)
+        computed = bool(part.words) and part.words[0].value is None
+        narrow = [r for r in allow if r.bare] if (computed or unchecked) else allow
+        rule = _allowing(narrow, part.written)
         shown_parts.append(
             {"part": i, "command": _short(part.text), "via": part.via, "rule": rule.text if rule else None}
         )
         if rule is None:
-            pending.append(f"{label}, `{_short(part.text)}`, is not covered")
+            if unchecked and _allowing(allow, part.written) is not None:
+                pending.append(
+                    f"{label}, `{_short(part.text)}`, has {unchecked}: only a rule for every command allows it"
+                )
+            else:
+                pending.append(f"{label}, `{_short(part.text)}`, is not covered")
         else:
             used.append(rule)
         used.extend(covers)
@@ -397,6 +406,44 @@ def _bash(
     )
 
 
+# Programs that run their words as shell code: no rule short of the tool's own name allows them (as Claude Code).
+EVALUATORS = frozenset({"eval", "exec", "source", ".", "trap"})
+FIND_ACTIONS = frozenset(
+    {"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"}
+)  # fmt: skip
+AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox awk"})
+
+
+def _unchecked_part(part: shell.Part, invocations: list[commands.Invocation], cwd: str | None, root: str) -> str | None:
+    """What in this simple command no narrow rule may allow: a program that runs its words as code, `find` that
+    runs or deletes, an awk program that runs commands, or a path outside the project (Claude Code asks for each)."""
+    from cocoplus.rules import paths  # deferred: as in _bash
+
+    first = part.words[0].value if part.words else None
+    if first is not None and (first in EVALUATORS or any(inv.name in EVALUATORS for inv in invocations[:1])):
+        return f"`{first}`, which runs its words as shell code"
+    for inv in invocations:
+        if inv.name == "find" and any(a in FIND_ACTIONS for a in inv.args):
+            return "a find action that runs a command or writes"
+        if inv.name in AWKS and any(a is None or "system" in a or "|" in a or ">" in a for a in inv.args):
+            return "an awk program that may run commands or write files"
+    real_root = os.path.realpath(root)
+    for w in part.words[1:]:
+        v = w.value
+        if v is None or not ("/" in v or v.startswith("~") or v in (".", "..")) or "://" in v:
+            continue
+        if cwd is None and not v.startswith(("/", "~")):
+            return f"a path ({_short(w.text)}) whose place is known only when it runs"
+        if not paths.inside(paths.resolve(v, cwd), real_root):
+            return f"a path outside the project ({_short(w.text)})"
+    for r in part.redirects:
+        t = r.target
+        if t is not None and t.value is not None and r.reads and cwd is not None:
+            if not paths.inside(paths.resolve(t.value, cwd), real_root):
+                return f"a file outside the project ({_short(t.text)})"
+    return None
+
+
 def _allowed_why(names: list[str], n: int) -> str:
     if n == 1:
         return f"{names[0]} covers the command"
@@ -411,11 +458,35 @@ def _allowing(allow: Sequence[Rule], text: str) -> Rule | None:
 
 
 def bash_covers(pattern: str, text: str) -> bool:
-    """Whether an allow pattern covers one simple command, as written: `*` any characters; a pattern ending in
-    ` *` with no other wildcard also covers the command alone (`Bash(ls *)` covers `ls`, not `lsof`)."""
-    if wildcard(text, pattern):
+    """Whether an allow pattern covers one simple command, as written: `*` any characters (any other character,
+    `?` too, stands for itself, as in Claude Code); a pattern ending in ` *` with no other wildcard also covers
+    the command alone (`Bash(ls *)` covers `ls`, not `lsof`)."""
+    if star_match(text, pattern):
         return True
     return pattern.endswith(" *") and pattern.count("*") == 1 and text == pattern[:-2].rstrip()
+
+
+def star_match(text: str, pattern: str) -> bool:
+    """`pattern` matches all of `text` where `*` stands for any run of characters and nothing else is special."""
+    t = p = 0
+    star = -1
+    mark = 0
+    while t < len(text):
+        if p < len(pattern) and pattern[p] == "*":
+            star, mark = p, t
+            p += 1
+        elif p < len(pattern) and pattern[p] == text[t]:
+            t += 1
+            p += 1
+        elif star >= 0:
+            p = star + 1
+            mark += 1
+            t = mark
+        else:
+            return False
+    while p < len(pattern) and pattern[p] == "*":
+        p += 1
+    return p == len(pattern)
 
 
 def _split_tokens(tokens: Iterable[str]) -> tuple[set[str], list[str], list[str]]:

@@ -56,9 +56,14 @@ _EXPANDING = frozenset(
     }
 )  # fmt: skip
 _SUBSTITUTIONS = ("command_substitution", "process_substitution")
+# Word-like nodes whose value no rule can judge before the command runs (Claude Code asks for each).
+_WORD_NOTES = {
+    "expansion": "a variable in braces (${...})", "brace_expression": "brace expansion",
+    "ansi_c_string": "$'...' text", "translated_string": '$"..." text',
+}  # fmt: skip
 _REDIRECTS = ("file_redirect", "heredoc_redirect", "herestring_redirect")
 # Redirection targets that are not files.
-DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
+DEVICES = frozenset({"/dev/null"})  # other devices are paths outside the project (Claude Code asks for them too)
 GLOB_CHARS = frozenset("*?[")
 
 
@@ -114,7 +119,7 @@ class Part:
     alone), and the redirections written on it or on a statement around it.  `via` says where it stands
     (`chain`, `substitution`, `function f`, ...) and `text` is how it reads, words joined by single spaces."""
 
-    __slots__ = ("assigns", "words", "redirects", "via", "kind", "_text")
+    __slots__ = ("assigns", "words", "redirects", "via", "kind", "_text", "span")
 
     def __init__(self, kind: str, via: str) -> None:
         self.kind = kind  # "command", "assignment", "declaration" (export, local, ...), "test" ([[ ... ]])
@@ -123,6 +128,13 @@ class Part:
         self.words: list[Word] = []
         self.redirects: list[Redirect] = []
         self._text: str | None = None
+        self.span: str | None = None  # the command as written, from its first word to its last (allow rules)
+
+    @property
+    def written(self) -> str:
+        """How the command is written (its words' whitespace kept, line continuations removed): what an exact
+        rule is matched against, as Claude Code does."""
+        return (self.span if self.span is not None else self.text).replace("\\\n", "")
 
     @property
     def text(self) -> str:
@@ -135,13 +147,16 @@ class Part:
 
 
 class Script:
-    """What `parse` found: the simple commands in the order they appear."""
+    """What `parse` found: the simple commands in the order they appear, and `unchecked`: what in the command
+    cannot be checked before it runs (a nested command, a variable in braces, a subshell, `&`, ...), which no rule
+    short of the tool's own name may allow (Claude Code asks for each of these too)."""
 
-    __slots__ = ("source", "parts")
+    __slots__ = ("source", "parts", "unchecked")
 
-    def __init__(self, source: str, parts: list[Part]) -> None:
+    def __init__(self, source: str, parts: list[Part], unchecked: list[str] | None = None) -> None:
         self.source = source
         self.parts = parts
+        self.unchecked = unchecked or []
 
     @property
     def compound(self) -> bool:
@@ -150,6 +165,25 @@ class Script:
 
 class _Unreadable(Exception):
     pass
+
+
+class _Found(list["Part"]):
+    """The simple commands found so far (a list of `Part`), and what cannot be checked before it runs (`notes`):
+    what every function of the walk below appends to."""
+
+    def __init__(self, source: bytes) -> None:
+        super().__init__()
+        self.source = source
+        self.notes: list[str] = []
+
+    def note(self, why: str) -> None:
+        if why not in self.notes:
+            self.notes.append(why)
+
+
+# Variables whose value an allow rule may take as known (Claude Code allows `$HOME` in a covered command).
+SAFE_VARIABLES = frozenset({"HOME", "PWD"})
+NESTED = "a nested command ($(...), backticks, <(...))"
 
 
 def _is_fd(value: str) -> bool:
@@ -298,19 +332,23 @@ def parse(command: str) -> Script | None:
     root = tree.root_node
     if root.has_error:
         return None
-    parts: list[Part] = []
+    found = _Found(data)
+    if any(c < " " and c not in "\t\n" or c == "\x7f" for c in command):
+        found.note("control characters")  # also: bash and the parser read a backslash before CR LF differently
+    if "`" in command:
+        found.note(NESTED)  # backticks hide in places the parser reads as text (`${x:-`cmd`}`)
     try:
-        _statements(root, "chain", parts, [])
+        _statements(root, "chain", found, [])
     except (_Unreadable, RecursionError):
         return None
-    return Script(command, parts)
+    return Script(command, list(found), found.notes)
 
 
 def _text(node: Any) -> str:
     return bytes(node.text).decode("utf-8", "surrogatepass")
 
 
-def _statements(node: Any, via: str, out: list[Part], outer: list[Redirect]) -> None:
+def _statements(node: Any, via: str, out: _Found, outer: list[Redirect]) -> None:
     """Every simple command under `node` into `out`; `outer`: redirections of the statements around it."""
     kind = node.type
     if kind in _INERT:
@@ -359,13 +397,19 @@ def _statements(node: Any, via: str, out: list[Part], outer: list[Redirect]) -> 
         part.redirects = list(outer)
         out.append(part)
     elif kind == "function_definition":
+        out.note("a function")
         name = node.child_by_field_name("name")
         body = node.child_by_field_name("body")
         label = f"function {_text(name) if name is not None else '?'}"
         if body is not None:
             _statements(body, label, out, [])
     elif kind in _CONTAINERS:
+        why = _UNCHECKED_CONTAINERS.get(kind)
+        if why is not None and not (kind == "compound_statement" and via.startswith("function ")):
+            out.note(why)
         for c in node.children:
+            if c.type == "&":
+                out.note("a command sent to the background (&)")
             if c.type in _CONTAINERS or c.type in _STATEMENT_KINDS:
                 _statements(c, _via_of(kind, via), out, outer)
             elif c.type in _INERT:
@@ -380,6 +424,14 @@ def _statements(node: Any, via: str, out: list[Part], outer: list[Redirect]) -> 
         _substitutions(node, via, out)
     else:
         raise _Unreadable(kind)
+
+
+# Statements Claude Code will not let a rule allow even when every command in them is covered.
+_UNCHECKED_CONTAINERS = {
+    "subshell": "a subshell", "compound_statement": "a { ...; } group or (( )) arithmetic",
+    "case_statement": "a case statement", "select_statement": "a select statement",
+    "c_style_for_statement": "a C-style for loop",
+}  # fmt: skip
 
 
 _STATEMENT_KINDS = frozenset(
@@ -405,12 +457,12 @@ def _via_of(kind: str, via: str) -> str:
     return via
 
 
-def _apply(out: list[Part], r: Redirect) -> None:
+def _apply(out: _Found, r: Redirect) -> None:
     if out:
         out[-1].redirects.append(r)
 
 
-def _command(node: Any, via: str, out: list[Part], outer: list[Redirect]) -> None:
+def _command(node: Any, via: str, out: _Found, outer: list[Redirect]) -> None:
     part = Part("command", via)
     mine = len(out)
     out.append(part)
@@ -434,11 +486,15 @@ def _command(node: Any, via: str, out: list[Part], outer: list[Redirect]) -> Non
         else:
             raise _Unreadable(t)
     part.redirects.extend(outer)
+    spanned = [c for c in node.children if c.type == "variable_assignment" or c.type == "command_name" or (
+        c.type in _WORDISH)]  # fmt: skip
+    if spanned:
+        part.span = out.source[spanned[0].start_byte : spanned[-1].end_byte].decode("utf-8", "surrogatepass")
     # Substitutions were appended after this part: keep the command first, then what runs inside it.
     out[mine] = part
 
 
-def _redirect(node: Any, via: str, out: list[Part]) -> Redirect | None:
+def _redirect(node: Any, via: str, out: _Found) -> Redirect | None:
     op = ""
     fd = None
     target: Word | None = None
@@ -449,9 +505,17 @@ def _redirect(node: Any, via: str, out: list[Part]) -> Redirect | None:
         elif t in ("heredoc_start", "heredoc_end", "heredoc_content"):
             continue
         elif t == "heredoc_body":  # an unquoted delimiter's body expands: what it runs is part of the command
+            start = next((x for x in node.children if x.type == "heredoc_start"), None)
+            quoted = start is not None and any(q in _text(start) for q in "'\"\\")
+            if quoted:
+                continue  # `<<'EOF'`: the body is text
+            if any(ch in _text(c) for ch in "$`\\"):
+                out.note("an unquoted here-document that expands")
             _substitutions(c, "here-document", out)
         elif not c.is_named:
             op = op or _text(c)
+            if op in (">&-", "<&-"):
+                out.note("a redirection that closes a descriptor")
         elif t in _WORDISH:
             if target is None:
                 target = _word(c, via, out)
@@ -466,9 +530,20 @@ def _redirect(node: Any, via: str, out: list[Part]) -> Redirect | None:
     return Redirect(op, fd, target)
 
 
-def _substitutions(node: Any, via: str, out: list[Part]) -> None:
-    """The commands a word runs when it expands (`$(...)`, backticks, `<(...)`), into `out`."""
-    if node.type in _SUBSTITUTIONS:
+def _substitutions(node: Any, via: str, out: _Found) -> None:
+    """The commands a word runs when it expands (`$(...)`, backticks, `<(...)`), into `out`; what in it cannot be
+    checked before it runs, into `out.notes`."""
+    t = node.type
+    if t in _WORD_NOTES:
+        out.note(_WORD_NOTES[t])
+    elif t == "simple_expansion":
+        name = node.named_children[0] if node.named_children else None
+        if name is None or name.type != "variable_name" or _text(name) not in SAFE_VARIABLES:
+            out.note("a variable")
+    elif t == "concatenation" and any(c.type == "word" and _text(c) == "{" for c in node.children):
+        out.note("brace expansion")
+    if t in _SUBSTITUTIONS:
+        out.note(NESTED)
         for c in node.named_children:
             _statements(c, "substitution", out, [])
         return
@@ -478,7 +553,7 @@ def _substitutions(node: Any, via: str, out: list[Part]) -> None:
         _substitutions(c, via, out)
 
 
-def _word(node: Any, via: str, out: list[Part]) -> Word:
+def _word(node: Any, via: str, out: _Found) -> Word:
     """A word's text, and its value where nothing in it expands; what it runs goes into `out`."""
     _substitutions(node, via, out)
     text = _text(node)

@@ -101,7 +101,7 @@ def test_a_cd_is_followed_where_it_leads(proj: Path) -> None:
     assert d.behavior == "ask" and d.protected == [".claude/settings.local.json"], d
     d = decide(proj, "cd src/cfg; echo x > settings.local.json", rules)
     assert d.behavior == "ask" and d.protected, d
-    d = decide(proj, 'cd "$D" && echo x > settings.local.json', rules)
+    d = decide(proj, 'cd "$D" && echo x > settings.local.json', ["Bash", "Write"])
     assert d.behavior == "ask" and "known only when it runs" in d.why, d
 
 

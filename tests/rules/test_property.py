@@ -2,7 +2,9 @@
 
 Random compositions of simple commands (some the rule names, some not) with the shell's operators, subshells,
 groups, substitutions and redirections; the engine (with the real shell parser) must allow the whole exactly
-when every simple command in it is one the rule names and nothing is written to a file no rule covers.
+when every simple command in it is one the rule names, nothing is written to a file no rule covers, and nothing
+in it is one of the constructs no narrow rule allows, as Claude Code (a subshell, a `{ ...; }` group, a nested
+command, a command sent to the background).
 """
 
 from __future__ import annotations
@@ -34,24 +36,20 @@ leaf = st.one_of(
 
 def _compose(children: st.SearchStrategy[Cmd]) -> st.SearchStrategy[Cmd]:
     binary = st.tuples(children, st.sampled_from([" && ", " || ", "; ", " | ", " & ", "\n"]), children).map(
-        lambda t: Cmd(f"{t[0].text}{t[1]}{t[2].text}", t[0].ok and t[2].ok, t[0].sure and t[2].sure)
+        lambda t: Cmd(f"{t[0].text}{t[1]}{t[2].text}", t[0].ok and t[2].ok and t[1] != " & ", t[0].sure and t[2].sure)
     )
-    subshell = children.map(lambda c: Cmd(f"( {c.text} )", c.ok, c.sure))
-    group = children.map(lambda c: Cmd(f"{{ {c.text}; }}", c.ok, c.sure))
+    subshell = children.map(lambda c: Cmd(f"( {c.text} )", False, c.sure))
+    group = children.map(lambda c: Cmd(f"{{ {c.text}; }}", False, c.sure))
     substituted = st.tuples(
         st.sampled_from(NAMED), children, st.sampled_from(["$( {} )", "`{}`", "<( {} )", '"$( {} )"'])
     ).map(
         lambda t: Cmd(
-            f"{t[0]} {t[2].format(t[1].text)}", t[1].ok, t[1].sure and not (t[2] == "`{}`" and "`" in t[1].text)
+            f"{t[0]} {t[2].format(t[1].text)}", False, t[1].sure and not (t[2] == "`{}`" and "`" in t[1].text)
         )
     )
     redirected = st.tuples(
         children, st.sampled_from([" > out.txt", " >> log", " 2>&1", " >/dev/null", " 2>/dev/null"])
-    ).map(
-        lambda t: Cmd(
-            f"{{ {t[0].text}; }}{t[1]}", t[0].ok and t[1] in (" 2>&1", " >/dev/null", " 2>/dev/null"), t[0].sure
-        )
-    )
+    ).map(lambda t: Cmd(f"{t[0].text}{t[1]}", t[0].ok and t[1] in (" 2>&1", " >/dev/null", " 2>/dev/null"), t[0].sure))
     return st.one_of(binary, subshell, group, substituted, redirected)
 
 
