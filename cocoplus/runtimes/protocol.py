@@ -1,4 +1,5 @@
-"""What every runtime adapter is, as a type: `Adapter`, the protocol each module in `runtimes/adapters/` meets.
+"""What every runtime adapter is: `Adapter`, the protocol each module in `runtimes/adapters/` meets, and what each
+of its members means.
 
 Adapters are modules (the hook imports only the one `--runtime` names), so
 this protocol is for type checking alone (its constants are read-only
@@ -6,7 +7,9 @@ properties, which a module's constants meet): `registry.get` is typed to return
 it, every caller is checked against it, and mypy checks each adapter module
 against it below (`_claude: Adapter = claude`, ...).  Nothing imports this
 module at run time (tests/hook/test_imports.py pins that the hook does not).
-`runtimes/adapters/__init__.py` says what each member means.
+An adapter takes what its runtime does not do from `runtimes/adapters/_defaults.py`
+and declares only what differs; tests/runtimes/test_adapters.py checks that
+every adapter has every member.
 """
 
 from __future__ import annotations
@@ -16,133 +19,276 @@ from typing import Any, Protocol
 
 
 class Adapter(Protocol):
-    # Who it is
+    # -- who it is ---------------------------------------------------------------------------------------
     @property
-    def NAME(self) -> str: ...
-    @property
-    def TITLE(self) -> str: ...
-    @property
-    def RANK(self) -> int: ...
-    @property
-    def ALIAS_PREFIX(self) -> str: ...
-    # Events: (event name, kind, matcher)
-    @property
-    def EVENTS(self) -> tuple[tuple[str, str, str | None], ...]: ...
-    # Where it runs and who is talking
-    @property
-    def PROJECT_ENV(self) -> tuple[str, ...]: ...
-    @property
-    def SESSION_ENV(self) -> tuple[str, ...]: ...
-    @property
-    def ENV_FILE(self) -> str | None: ...
-    @property
-    def HOSTS(self) -> tuple[str, ...]: ...
-    @property
-    def DETECT_PRIORITY(self) -> int: ...
-
-    def recognise(self, environ: Mapping[str, str]) -> bool: ...
-    def detect(self, event: str, payload: Mapping[str, Any], environ: Mapping[str, str]) -> bool: ...
-    def session_id(self, payload: Mapping[str, Any]) -> str | None: ...
-    def transcript(self, payload: Mapping[str, Any]) -> str | None: ...
-    def project_dirs(self, payload: Mapping[str, Any]) -> list[str]: ...
-    def edited_paths(self, payload: Mapping[str, Any]) -> list[str]: ...
-
-    # What a repository can set, and how it is installed
-    @property
-    def REPO_SETTINGS(self) -> tuple[str, ...]: ...
-    @property
-    def PROTECTED(self) -> tuple[str, ...]: ...
-    @property
-    def USER_PROTECTED(self) -> tuple[str, ...]: ...
-    @property
-    def HOOKS_FILE(self) -> tuple[str, ...]: ...
-    @property
-    def LOCAL_HOOKS_FILE(self) -> tuple[str, ...] | None: ...
-    @property
-    def HOOK_FILES_READ(self) -> tuple[tuple[str, ...], ...]: ...
-    @property
-    def GROUPED(self) -> bool: ...
-    @property
-    def SETTINGS_DEFAULTS(self) -> dict[str, Any]: ...
-    @property
-    def SLASH_COMMAND_DIR(self) -> tuple[str, ...] | None: ...
-
-    def hook_timeout(self, event: str, timeout_s: int) -> int: ...
-    def hook_entry(self, command: str, event: str, timeout_s: int) -> dict[str, Any]: ...
-    def entry_timeout(self, handler: Mapping[str, Any]) -> float | None: ...
-    def settings_notes(self, settings: Mapping[str, Any]) -> list[str]: ...
-    def todo(self, project: str) -> list[str]: ...
-    def plugin_active(self, environ: Mapping[str, str]) -> str | None: ...
-
-    # MCP registration
-    @property
-    def MCP_FILE(self) -> tuple[str, ...] | None: ...
-    @property
-    def MCP_FORMAT(self) -> str: ...
-    @property
-    def MCP_OWN_FILE(self) -> bool: ...
-
-    def mcp_entry(self, command: str, args: list[str]) -> dict[str, Any]: ...
-
-    # Its hook dialect
-    @property
-    def ADDS_CONTEXT(self) -> bool: ...
-
-    def deny_tool(self, event: str, reason: str) -> dict[str, Any]: ...
-    def refuse_tool(self, event: str, reason: str) -> dict[str, Any]: ...
-    def asks_for_write(self, payload: Mapping[str, Any], project: str, home: str) -> bool: ...
-    def deny_permission(self, reason: str) -> dict[str, Any] | None: ...
-    def allow_permission(self, message: str | None = None) -> dict[str, Any] | None: ...
-    def halt(self, event: str, reason: str, model_note: str | None = None) -> dict[str, Any] | None: ...
-    def add_context(self, event: str, text: str) -> dict[str, Any] | None: ...
-    def prompt_reply(self, event: str, text: str) -> dict[str, Any] | None: ...
-    def continue_turn(self, event: str, instruction: str) -> dict[str, Any] | None: ...
-    def notice(self, event: str, text: str) -> dict[str, Any] | None: ...
-
-    # Turn-end continuation, headless resume and launch
-    def continue_cap(self, environ: Mapping[str, str]) -> int | None: ...
+    def NAME(self) -> str:
+        """The runtime's name, which is its module's (`--runtime claude`)."""
 
     @property
-    def COMMAND(self) -> str: ...
+    def TITLE(self) -> str:
+        """How messages name it (`Claude Code`)."""
+
     @property
-    def CHILD_ENV(self) -> tuple[str, ...]: ...
+    def RANK(self) -> int:
+        """Its order in listings."""
+
+    @property
+    def ALIAS_PREFIX(self) -> str:
+        """The prefix of its sessions' aliases (`cc` in `cc1`)."""
+
+    # -- events ------------------------------------------------------------------------------------------
+    @property
+    def EVENTS(self) -> tuple[tuple[str, str, str | None], ...]:
+        """(event name, kind, matcher) for every event it sends that cocoplus recognises.  Kinds: pre_tool,
+        post_tool, post_tool_failure, prompt, session_start, stop, stop_failure, permission, notification,
+        session_end, subagent_stop, other.  Matcher: written as the hook's matcher; "" installs the event without
+        one; None recognises it without installing it."""
+
+    # -- where it runs and who is talking ----------------------------------------------------------------
+    @property
+    def PROJECT_ENV(self) -> tuple[str, ...]:
+        """Variables naming the project directory in a hook's environment, each beginning with NAME.upper() + "_"
+        (the hook imports an adapter to ask for them only when such a variable is set)."""
+
+    @property
+    def SESSION_ENV(self) -> tuple[str, ...]:
+        """Variables naming the session in the agent's tools' environment."""
+
+    @property
+    def ENV_FILE(self) -> str | None:
+        """The variable naming a file the hook may append `export` lines to, or None."""
+
+    @property
+    def HOSTS(self) -> tuple[str, ...]:
+        """Runtimes whose installed hooks this one also runs (`recognise` tells it apart from them)."""
+
+    @property
+    def DETECT_PRIORITY(self) -> int:
+        """For a hook installed without `--runtime`: the highest priority whose `detect` says yes wins."""
+
+    def recognise(self, environ: Mapping[str, str]) -> bool:
+        """Whether the environment is this runtime's, from variables whose names begin with NAME.upper() + "_" only
+        (checked before anything host-specific)."""
+
+    def detect(self, event: str, payload: Mapping[str, Any], environ: Mapping[str, str]) -> bool:
+        """Whether an event of a hook installed without `--runtime` is this runtime's."""
+
+    def session_id(self, payload: Mapping[str, Any]) -> str | None:
+        """The runtime's id of the session a payload is from."""
+
+    def transcript(self, payload: Mapping[str, Any]) -> str | None:
+        """The session's transcript file a payload names."""
+
+    def project_dirs(self, payload: Mapping[str, Any]) -> list[str]:
+        """Absolute directories the payload names, to search up from for `.cocoplus/`."""
+
+    def edited_paths(self, payload: Mapping[str, Any]) -> list[str]:
+        """The files a tool call writes, as its input names them (absolute, or relative to the session's
+        directory): edit and write tools, apply_patch envelopes; [] for any other call.  Recorded after the tool
+        for collisions (cocoplus/session/edits.py); checked before it for protected paths (hook/guard.py)."""
+
+    # -- what a repository can set, and what no rule may change -------------------------------------------
+    @property
+    def REPO_SETTINGS(self) -> tuple[str, ...]:
+        """Project-relative files a cloned repository can commit that set what a hook runs or its environment
+        (docs/runtimes.md lists them per runtime, with what each can set)."""
+
+    @property
+    def PROTECTED(self) -> tuple[str, ...]:
+        """Files and directories, relative to the project, that decide what the runtime runs (its settings and hook
+        files, its MCP configuration, files it loads into its environment): no permission rule grants a write to
+        them (cocoplus/rules/protected.py holds the union)."""
+
+    @property
+    def USER_PROTECTED(self) -> tuple[str, ...]:
+        """The same, relative to this user's home."""
+
+    # -- how it is installed -----------------------------------------------------------------------------
+    @property
+    def HOOKS_FILE(self) -> tuple[str, ...]:
+        """Project-relative parts of the project's hook file, which teams commit."""
+
+    @property
+    def LOCAL_HOOKS_FILE(self) -> tuple[str, ...] | None:
+        """The runtime's per-user project file, kept out of git, or None: `install` writes the direct command there
+        where there is one, else the launcher into HOOKS_FILE (install/launcher.py)."""
+
+    @property
+    def HOOK_FILES_READ(self) -> tuple[tuple[str, ...], ...]:
+        """Every project file it reads hooks from."""
+
+    @property
+    def GROUPED(self) -> bool:
+        """Whether its hooks are matcher groups (else a flat list of handlers)."""
+
+    @property
+    def SETTINGS_DEFAULTS(self) -> dict[str, Any]:
+        """Settings `install` writes beside the hooks."""
+
+    @property
+    def SLASH_COMMAND_DIR(self) -> tuple[str, ...] | None:
+        """Where `/supervise` goes, or None."""
+
+    def hook_timeout(self, event: str, timeout_s: int) -> int:
+        """The seconds the runtime gives that hook, its own caps applied (the hook command carries it as
+        `--timeout`)."""
+
+    def hook_entry(self, command: str, event: str, timeout_s: int) -> dict[str, Any]:
+        """One installed handler, in the runtime's units."""
+
+    def entry_timeout(self, handler: Mapping[str, Any]) -> float | None:
+        """The seconds an installed handler's timeout gives, or None: how a command without `--timeout` learns
+        its own."""
+
+    def settings_notes(self, settings: Mapping[str, Any]) -> list[str]:
+        """What `doctor` says about the runtime's settings."""
+
+    def todo(self, project: str) -> list[str]:
+        """What `install` tells the user to do by hand."""
+
+    def plugin_active(self, environ: Mapping[str, str]) -> str | None:
+        """Where this user's runtime has cocoplus's plugin or extension, or None."""
+
+    # -- MCP registration --------------------------------------------------------------------------------
+    @property
+    def MCP_FILE(self) -> tuple[str, ...] | None:
+        """Project-relative parts of its MCP configuration, or None."""
+
+    @property
+    def MCP_FORMAT(self) -> str:
+        """ "json" or "toml"."""
+
+    @property
+    def MCP_OWN_FILE(self) -> bool:
+        """The file exists only for MCP servers: removed when left empty."""
+
+    def mcp_entry(self, command: str, args: list[str]) -> dict[str, Any]:
+        """cocoplus's MCP server as an entry of that file."""
+
+    # -- its hook dialect: each returns the JSON object to print, or None ----------------------------------
+    @property
+    def ADDS_CONTEXT(self) -> bool:
+        """Whether added context reaches the model at all."""
+
+    def deny_tool(self, event: str, reason: str) -> dict[str, Any]:
+        """The kill switch before a tool (and a halt where the runtime allows one)."""
+
+    def refuse_tool(self, event: str, reason: str) -> dict[str, Any]:
+        """One call refused, the model told why, and the agent going on (a protected path: hook/guard.py)."""
+
+    def asks_for_write(self, payload: Mapping[str, Any], project: str, home: str) -> bool:
+        """Whether the runtime routes this file write through cocoplus's permission event (it asks) rather than
+        allow it by its own mode or settings."""
+
+    def deny_permission(self, reason: str) -> dict[str, Any] | None:
+        """A permission prompt answered with deny."""
+
+    def allow_permission(self, message: str | None = None) -> dict[str, Any] | None:
+        """A permission prompt answered with allow."""
+
+    def halt(self, event: str, reason: str, model_note: str | None = None) -> dict[str, Any] | None:
+        """Stop the agent after a tool ran."""
+
+    def add_context(self, event: str, text: str) -> dict[str, Any] | None:
+        """Context for the model."""
+
+    def prompt_reply(self, event: str, text: str) -> dict[str, Any] | None:
+        """The answer to a prompt hook carrying `text`."""
+
+    def continue_turn(self, event: str, instruction: str) -> dict[str, Any] | None:
+        """At a turn's end: keep going with `instruction`."""
+
+    def notice(self, event: str, text: str) -> dict[str, Any] | None:
+        """A message for the user."""
+
+    # -- turn-end continuation, headless resume and launch ------------------------------------------------
+    def continue_cap(self, environ: Mapping[str, str]) -> int | None:
+        """How many turn-end continuations in a row the runtime honours (None: no cap of its own, the hold bounds
+        itself)."""
+
+    @property
+    def COMMAND(self) -> str:
+        """The CLI's command name (looked up on PATH when no command line was recorded)."""
+
+    @property
+    def CHILD_ENV(self) -> tuple[str, ...]:
+        """Variables the runtime sets for its hooks and tools, which a process cocoplus starts must not inherit
+        from whoever asked for it."""
 
     def resume_argv(
         self, program: list[str], session_id: str, instruction: str, argv: list[str] | None
-    ) -> list[str] | None: ...
-    def launch_argv(self, program: list[str], task: str, model: str | None, effort: str | None) -> list[str] | None: ...
-    def stream_entries(self, event: Mapping[str, Any]) -> list[dict[str, Any]] | None: ...
-    # A controller's turn (cocoplus/controllers: a chat reply, a supervision round): None where it cannot be one
+    ) -> list[str] | None:
+        """The command that resumes an exited session headless with `instruction` as its next prompt, keeping the
+        settings found in the recorded command line `argv` (None: it cannot be resumed headless)."""
+
+    def launch_argv(self, program: list[str], task: str, model: str | None, effort: str | None) -> list[str] | None:
+        """The command that starts a new headless worker on `task` (`cocoplus launch`; None: it cannot be launched
+        headless; ValueError: what it cannot be asked for)."""
+
+    def stream_entries(self, event: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+        """One JSON line of what its headless run prints, as transcript entries (`cocoplus.runtimes.streams` says
+        their kinds); [] for a line with nothing to show, None where it is never run headless (every line is then
+        shown as it came)."""
+
     def controller_argv(
         self, program: list[str], model: str | None, effort: str | None, brain: Mapping[str, Any] | None, reply: str
-    ) -> list[str] | None: ...
-    def controller_reply(self, code: int, stdout: str, reply: str) -> str | None: ...
+    ) -> list[str] | None:
+        """A controller's turn (cocoplus/controllers: a chat reply, a supervision round); None where it cannot be
+        one."""
+
+    def controller_reply(self, code: int, stdout: str, reply: str) -> str | None:
+        """The answer of a controller's turn; None when it failed without one."""
+
+    # -- how a session's end is known, and resuming ---------------------------------------------------------
+    @property
+    def ENDS_WITH_PROCESS(self) -> bool:
+        """Whether the process recorded at SessionStart (`session.procinfo`) is the session's own, so that once it
+        is gone the session has ended even if no hook said so (checked against the real CLI where True)."""
 
     @property
-    def ENDS_WITH_PROCESS(self) -> bool: ...
-    @property
-    def HOOKS_NEED_REVIEW(self) -> bool: ...
-    @property
-    def NO_SESSION_WORDS(self) -> tuple[str, ...]: ...
-    # Permissions of a headless worker
-    @property
-    def ASKS_PERMISSION(self) -> bool: ...
-    @property
-    def RULE_TOOLS(self) -> dict[str, str]: ...
+    def HOOKS_NEED_REVIEW(self) -> bool:
+        """Whether its headless run may skip the project's hooks until a person reviewed them in the runtime
+        itself (then a launched run with no session recorded is taken to run unhooked: the kill switch ends it at
+        once, supervision/workerrun.py)."""
 
-    def permission_argv(self, allow: list[str], deny: list[str]) -> list[str]: ...
-
-    # Rate and usage limits
-    def limit_of(self, kind: str, payload: Mapping[str, Any]) -> dict[str, Any] | None: ...
-    def output_limit(self, event: Mapping[str, Any]) -> dict[str, Any] | None: ...
-    # The session a run's output names ({"id", "transcript_path"}) where its hooks may not have recorded it
-    def output_session(self, event: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any] | None: ...
-
-    # Spend
     @property
-    def USAGE(self) -> str | None: ...
+    def NO_SESSION_WORDS(self) -> tuple[str, ...]:
+        """What its CLI says when asked to resume a session it did not keep (a resume that says so is not tried
+        again: the worker starts again in a new session, supervision/resumes.py)."""
+
+    # -- permissions of a headless worker (session/permissions.py, rules/engine.py) ------------------------
     @property
-    def PROVIDER(self) -> str | None: ...
+    def ASKS_PERMISSION(self) -> bool:
+        """Whether its headless run asks through a hook (then cocoplus decides, or waits for an answer)."""
+
+    @property
+    def RULE_TOOLS(self) -> dict[str, str]:
+        """Its tool names -> the rules' (Claude Code's) names, where they differ."""
+
+    def permission_argv(self, allow: list[str], deny: list[str]) -> list[str]:
+        """The operator's rules as the runtime's own launch settings, as far as they can be passed on
+        (docs/runtimes.md says, per runtime, which cannot)."""
+
+    # -- rate and usage limits (session/limits.py) ----------------------------------------------------------
+    def limit_of(self, kind: str, payload: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The limit a hook event of that kind reports (`{"reason", "resets_at" (epoch seconds, or None where the
+        runtime does not say), "detail"}`, or `"resets_in"` seconds after the ISO time `"since"`), or None."""
+
+    def output_limit(self, event: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The same for one JSON line of its headless output, for a run whose hook did not say it."""
+
+    def output_session(self, event: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any] | None:
+        """The session one JSON line of its headless output names (`{"id", "transcript_path"}`), where its hooks
+        may not have recorded it (HOOKS_NEED_REVIEW), else None."""
+
+    # -- spend -----------------------------------------------------------------------------------------------
+    @property
+    def USAGE(self) -> str | None:
+        """The name of its usage reader in `cocoplus.cost.usage.READERS`, or None."""
+
+    @property
+    def PROVIDER(self) -> str | None:
+        """The price-table provider its models are looked up under, or None."""
 
 
 TYPE_CHECKING = False

@@ -1,7 +1,7 @@
 """The agent runtimes cocoplus knows: one adapter module each, found in `adapters/`.
 
 Nothing lists the runtimes by hand: a runtime is a module
-`cocoplus/runtimes/adapters/<name>.py` (see `adapters/__init__.py` for what
+`cocoplus/runtimes/adapters/<name>.py` (see `protocol.py` for what
 it declares), so adding one is adding a module.  `names()` reads that
 directory; `get(name)` imports the one adapter asked for, which is all the
 hook's fast path needs; `ordered()` imports them all, for listings.

@@ -291,7 +291,7 @@ def command(
         )
     try:
         cmd = adapter.launch_argv(found, task, model, effort)
-    except ValueError as exc:  # what this runtime cannot be asked for (adapters/__init__.py)
+    except ValueError as exc:  # what this runtime cannot be asked for (runtimes/protocol.py)
         raise UsageError(str(exc)) from None
     if cmd is None:
         raise UsageError(f"{adapter.TITLE} cannot be launched headless")

@@ -203,9 +203,11 @@ def test_every_event_of_every_runtime_is_stdlib_only(
 
 
 def fast_path(runtime: str) -> set[str]:
+    defaults = {"cocoplus.runtimes.adapters._defaults"} if runtime in ("cursor", "cortex") else set()
     return {
         "cocoplus", "cocoplus.hook", "cocoplus.hook.entry", "cocoplus.runtimes", "cocoplus.runtimes.registry",
         "cocoplus.runtimes.answers", "cocoplus.runtimes.adapters", f"cocoplus.runtimes.adapters.{runtime}",
+        *defaults,  # the members a runtime takes from the adapters' defaults
     }  # fmt: skip
 
 

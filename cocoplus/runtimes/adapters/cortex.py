@@ -19,6 +19,26 @@ with `cocoplus budget add-cost`), and no project MCP config is documented.
 """
 
 from cocoplus.runtimes import answers
+from cocoplus.runtimes.adapters._defaults import (  # what Cortex Code does not do: it is never launched or priced
+    ASKS_PERMISSION,
+    ENDS_WITH_PROCESS,
+    HOOKS_NEED_REVIEW,
+    NO_SESSION_WORDS,
+    PROVIDER,
+    RULE_TOOLS,
+    USAGE,
+    asks_for_write,
+    continue_cap,
+    controller_argv,
+    controller_reply,
+    launch_argv,
+    limit_of,
+    output_limit,
+    output_session,
+    permission_argv,
+    resume_argv,
+    stream_entries,
+)  # fmt: skip
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -157,10 +177,6 @@ def refuse_tool(event: str, reason: str) -> "dict[str, Any]":
     return answers.permission_deny(reason)
 
 
-def asks_for_write(payload: "Mapping[str, Any]", project: str, home: str) -> bool:
-    return False  # its headless runs are not launched by cocoplus
-
-
 def deny_permission(reason: str) -> "dict[str, Any]":
     return {
         "hookSpecificOutput": {
@@ -188,67 +204,13 @@ def notice(event: str, text: str) -> "dict[str, Any] | None":
     return answers.system_message(text)
 
 
-def continue_cap(environ: "Mapping[str, str]") -> "int | None":
-    return None  # none documented
-
-
 # Not checked against a real Cortex Code: only a hook says the session ended.
-ENDS_WITH_PROCESS = False
-HOOKS_NEED_REVIEW = False
-NO_SESSION_WORDS: "tuple[str, ...]" = ()  # never resumed headless
 COMMAND = "cortex"
 CHILD_ENV = ("CORTEX_SESSION_ID", "CORTEX_PROJECT_DIR", "CORTEX_ENV_FILE")
-
-
-def resume_argv(
-    program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None"
-) -> "list[str] | None":
-    return None  # no headless resume is documented: a dispatch to an exited Cortex session stays queued
-
-
-def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
-    return None  # no headless mode is documented: `cocoplus launch` does not start it
-
-
-ASKS_PERMISSION = False  # not launched by cocoplus
-RULE_TOOLS: "dict[str, str]" = {}
 
 
 def allow_permission(message: "str | None" = None) -> "dict[str, Any]":
     return answers.permission_request_allow(message)
 
 
-def permission_argv(allow: "list[str]", deny: "list[str]") -> "list[str]":
-    return []
-
-
-def stream_entries(event: "Mapping[str, Any]") -> "list[dict[str, Any]] | None":
-    return None  # never run headless by cocoplus: its output is shown line by line as it is
-
-
 # Rate and usage limits (session/limits.py): no hook event of its own reports one.
-def limit_of(kind: str, payload: "Mapping[str, Any]") -> "dict[str, Any] | None":
-    return None
-
-
-def output_limit(event: "Mapping[str, Any]") -> "dict[str, Any] | None":
-    return None
-
-
-def output_session(event: "Mapping[str, Any]", environ: "Mapping[str, str]") -> "dict[str, Any] | None":
-    return None  # its hooks record its session (SessionStart): never needed from its output
-
-
-USAGE = None
-PROVIDER = None
-
-
-def controller_argv(
-    program: "list[str]", model: "str | None", effort: "str | None", brain: "Mapping[str, Any] | None", reply: str
-) -> "list[str] | None":
-    """None: this runtime is not a controller kind (cocoplus/controllers)."""
-    return None
-
-
-def controller_reply(code: int, stdout: str, reply: str) -> "str | None":
-    return None

@@ -11,6 +11,34 @@ launcher (install/launcher.py).  No spend records.
 """
 
 from cocoplus.runtimes import answers
+from cocoplus.runtimes.adapters._defaults import (  # what Cursor does not do: it is never launched, resumed or priced
+    ASKS_PERMISSION,
+    ENDS_WITH_PROCESS,
+    ENV_FILE,
+    HOOKS_NEED_REVIEW,
+    HOSTS,
+    NO_SESSION_WORDS,
+    PROVIDER,
+    RULE_TOOLS,
+    SESSION_ENV,
+    USAGE,
+    allow_permission,
+    asks_for_write,
+    controller_argv,
+    controller_reply,
+    deny_permission,
+    launch_argv,
+    limit_of,
+    notice,
+    output_limit,
+    output_session,
+    permission_argv,
+    plugin_active,
+    recognise,
+    resume_argv,
+    settings_notes,
+    stream_entries,
+)  # fmt: skip
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -34,14 +62,7 @@ EVENTS = (
 )
 
 PROJECT_ENV = ("CURSOR_PROJECT_DIR",)
-SESSION_ENV: tuple[str, ...] = ()
-ENV_FILE = None
-HOSTS: tuple[str, ...] = ()
 DETECT_PRIORITY = 40
-
-
-def recognise(environ: "Mapping[str, str]") -> bool:
-    return False
 
 
 def detect(event: str, payload: "Mapping[str, Any]", environ: "Mapping[str, str]") -> bool:
@@ -102,19 +123,11 @@ def entry_timeout(handler: "Mapping[str, Any]") -> "float | None":
     return answers.seconds(handler.get("timeout"))
 
 
-def settings_notes(settings: "Mapping[str, Any]") -> "list[str]":
-    return []
-
-
 def todo(project: str) -> "list[str]":
     return [
         "Cursor has no post-tool stop: the iteration cap creates AGENT_STOP and the next command is denied",
         "Cursor cannot add context to a prompt: steers stay pending for another runtime or `session status`",
     ]
-
-
-def plugin_active(environ: "Mapping[str, str]") -> "str | None":
-    return None  # Cursor has no plugin form
 
 
 MCP_FILE = (".cursor", "mcp.json")
@@ -136,11 +149,6 @@ def deny_tool(event: str, reason: str) -> "dict[str, Any]":
 refuse_tool = deny_tool  # `permission: deny` for this one call
 
 
-def asks_for_write(payload: "Mapping[str, Any]", project: str, home: str) -> bool:
-    return False
-
-
-deny_permission = answers.nothing
 halt = answers.nothing  # no post-tool stop
 add_context = answers.nothing  # no context channel
 
@@ -153,67 +161,13 @@ def continue_turn(event: str, instruction: str) -> "dict[str, Any]":
     return {"followup_message": instruction}  # `stop`: auto-submitted as the next prompt
 
 
-notice = answers.nothing
-
-
 def continue_cap(environ: "Mapping[str, str]") -> "int | None":
     return 5  # follow-ups are capped at 5 by default (newer builds: the hook's loop_limit)
 
 
 # Not checked against a real Cursor: only a hook says the session ended.
-ENDS_WITH_PROCESS = False
-HOOKS_NEED_REVIEW = False
-NO_SESSION_WORDS: "tuple[str, ...]" = ()  # never resumed headless
 COMMAND = "cursor-agent"
 CHILD_ENV: tuple[str, ...] = ()
 
 
-def resume_argv(
-    program: "list[str]", session_id: str, instruction: str, argv: "list[str] | None"
-) -> "list[str] | None":
-    return None  # not verified here: a dispatch to an exited Cursor session stays queued
-
-
-def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
-    return None  # not verified here: `cocoplus launch` does not start it
-
-
-ASKS_PERMISSION = False  # not launched by cocoplus
-RULE_TOOLS: "dict[str, str]" = {}
-allow_permission = answers.nothing
-
-
-def permission_argv(allow: "list[str]", deny: "list[str]") -> "list[str]":
-    return []
-
-
-def stream_entries(event: "Mapping[str, Any]") -> "list[dict[str, Any]] | None":
-    return None  # never run headless by cocoplus: its output is shown line by line as it is
-
-
 # Rate and usage limits (session/limits.py): no hook event of its own reports one.
-def limit_of(kind: str, payload: "Mapping[str, Any]") -> "dict[str, Any] | None":
-    return None
-
-
-def output_limit(event: "Mapping[str, Any]") -> "dict[str, Any] | None":
-    return None
-
-
-def output_session(event: "Mapping[str, Any]", environ: "Mapping[str, str]") -> "dict[str, Any] | None":
-    return None  # its hooks record its session (SessionStart): never needed from its output
-
-
-USAGE = None
-PROVIDER = None
-
-
-def controller_argv(
-    program: "list[str]", model: "str | None", effort: "str | None", brain: "Mapping[str, Any] | None", reply: str
-) -> "list[str] | None":
-    """None: this runtime is not a controller kind (cocoplus/controllers)."""
-    return None
-
-
-def controller_reply(code: int, stdout: str, reply: str) -> "str | None":
-    return None
