@@ -4,10 +4,13 @@ The exceptions are texts printed verbatim for another reader to parse:
 the `--version` line, `config show`/`config example` TOML, `shell-init`'s
 script and the chat menu's prompt, written to stdout as they are.
 
-Text is printed through Rich without wrapping or cutting anything (the
-terminal wraps a long line; a pipe gets it whole); colour only on a
-terminal and never with NO_COLOR.  Stored text (steers, reasons, paths) is
-always shown literally, never read as markup, and inert: every string
+Text is printed without wrapping or cutting anything (the terminal wraps a
+long line; a pipe gets it whole), tabs expanded to every 8th column; styles
+(`Styled`) only on a terminal, colour never with NO_COLOR, as Rich decides
+them (`FORCE_COLOR`, `TTY_COMPATIBLE`, `TERM=dumb`).  Standard library
+only: the commands that print text load no rendering library (bench/cli.py);
+Rich is loaded where it draws (`rule`).  Stored text (steers, reasons, paths)
+is always shown literally, never read as markup, and inert: every string
 printed through here passes `core.inert` first (ANSI sequences removed,
 other control characters and bidi controls shown visibly; table cells on
 one line), and `--json` writes C1 and bidi controls as `\\uXXXX` escapes.
@@ -17,43 +20,203 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.text import Span, Text
-
+from cocoplus.cli import terminal
 from cocoplus.core import inert
 
-_out: Console | None = None
-_err: Console | None = None
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # Styles for words an operator must not miss.
 ALERT = "bold red"  # STOPPED, DAMAGED, INVALID
 WARN = "yellow"  # STALE
 
+# The SGR parameters of the style words, in the order Rich writes them: attributes, then the colour.
+_ATTRIBUTES = {"bold": "1", "dim": "2", "italic": "3", "underline": "4", "reverse": "7", "strike": "9"}
+_COLOURS = {
+    name: str(base + i)
+    for base, prefix in ((30, ""), (90, "bright_"))
+    for i, name in enumerate(
+        prefix + c for c in ("black", "red", "green", "yellow", "blue", "magenta", "cyan", "white")
+    )
+}
+
+
+class Styled:
+    """Text whose pieces may carry a style (`"bold"`, `"bold red"`, `""` for none): a line or a block for a
+    person.  The text is kept as given; `shown` makes it inert, and printing styles it only where styles are
+    shown (`styles_for`)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, text: str = "", style: str = "") -> None:
+        self.parts: list[tuple[str, str]] = [(text, style)] if text else []
+
+    @classmethod
+    def assemble(cls, *parts: str | tuple[str, str]) -> Styled:
+        t = cls()
+        for p in parts:
+            if isinstance(p, tuple):
+                t.append(p[0], style=p[1])
+            else:
+                t.append(p)
+        return t
+
+    def append(self, text: str, style: str = "") -> Styled:
+        if text:
+            self.parts.append((text, style))
+        return self
+
+    def append_text(self, other: Styled) -> Styled:
+        self.parts.extend(other.parts)
+        return self
+
+    @property
+    def plain(self) -> str:
+        return "".join(text for text, _style in self.parts)
+
+    def lines(self) -> list[Styled]:
+        """One Styled per line (split at each newline, the styles kept on their pieces)."""
+        lines = [Styled()]
+        for text, style in self.parts:
+            first, *rest = text.split("\n")
+            lines[-1].append(first, style)
+            for piece in rest:
+                lines.append(Styled(piece, style))
+        return lines
+
+    def __len__(self) -> int:
+        return sum(len(text) for text, _style in self.parts)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Styled) and self.parts == other.parts
+
+    def __repr__(self) -> str:
+        return f"Styled({self.parts!r})"
+
+
+# -- styles on a stream ------------------------------------------------------------------------------------
+
+# id(stream) -> (the stream, styles shown, colours shown): decided once per stream, as Rich decides once per console.
+_styles: dict[int, tuple[Any, bool, bool]] = {}
+
+
+def styles_for(stream: Any) -> tuple[bool, bool]:
+    """(styles shown, colours shown) on `stream`, decided as Rich decides them: a terminal (TTY_COMPATIBLE=1 or a
+    non-empty FORCE_COLOR says it is one, TTY_COMPATIBLE=0 or an empty FORCE_COLOR that it is not) that is not
+    dumb (TERM=dumb or unknown) shows styles; NO_COLOR (non-empty) leaves the colours out."""
+    key = id(stream)
+    known = _styles.get(key)
+    if known is None or known[0] is not stream:
+        compatible, force = os.environ.get("TTY_COMPATIBLE", ""), os.environ.get("FORCE_COLOR")
+        if compatible in ("0", "1"):
+            terminal = compatible == "1"
+        elif force is not None:
+            terminal = force != ""
+        else:
+            try:
+                terminal = bool(stream.isatty())
+            except (AttributeError, ValueError):
+                terminal = False
+        shown = terminal and os.environ.get("TERM", "").lower() not in ("dumb", "unknown")
+        known = _styles[key] = (stream, shown, shown and os.environ.get("NO_COLOR", "") == "")
+    return known[1], known[2]
+
+
+def _sgr(style: str, colours: bool) -> str:
+    words = style.split()
+    unknown = [w for w in words if w not in _ATTRIBUTES and w not in _COLOURS]
+    if unknown:
+        raise ValueError(f"unknown style word(s) {unknown} in {style!r}")
+    codes = [code for name, code in _ATTRIBUTES.items() if name in words]
+    if colours:
+        codes += [_COLOURS[w] for w in words if w in _COLOURS][-1:]
+    return ";".join(codes)
+
+
+def _cells(text: str) -> int:
+    """Terminal cells `text` takes: wide characters two, combining and format characters none."""
+    if text.isascii():
+        return len(text)
+    n = 0
+    for ch in text:
+        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+            continue
+        n += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return n
+
+
+def _expand_tabs(parts: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """One line's pieces with each tab turned into the spaces up to the next multiple of 8 cells; a piece is cut
+    after each tab (as Rich cuts it, so each part is styled on its own)."""
+    out: list[tuple[str, str]] = []
+    column = 0
+    for text, style in parts:
+        *ended, last = text.split("\t")
+        for piece in ended:
+            column += _cells(piece)
+            spaces = 8 - column % 8
+            column += spaces
+            out.append((piece + " " * spaces, style))
+        column += _cells(last)
+        if last:
+            out.append((last, style))
+    return out
+
+
+def render(text: Styled, stream: Any) -> str:
+    """`text` as written to `stream`: each line's styled pieces in SGR sequences where styles are shown."""
+    shown, colours = styles_for(stream)
+    lines = []
+    for ln in text.lines():
+        parts = _expand_tabs(ln.parts) if any("\t" in t for t, _s in ln.parts) else ln.parts
+        if not shown:
+            lines.append("".join(t for t, _s in parts))
+            continue
+        pieces = []
+        for t, style in parts:
+            codes = _sgr(style, colours) if style else ""
+            pieces.append(f"\x1b[{codes}m{t}\x1b[0m" if codes and t else t)
+        lines.append("".join(pieces))
+    return "\n".join(lines)
+
+
+def write(text: Styled, stream: Any = None) -> None:
+    """Print `text` (already inert) and a newline to `stream` (stdout), at once."""
+    stream = sys.stdout if stream is None else stream
+    stream.write(render(text, stream) + "\n")
+    stream.flush()
+
+
+_out: Console | None = None
+
 
 def out() -> Console:
+    """A Rich console on stdout, for what Rich draws (`rule`)."""
     global _out
     if _out is None:
+        from rich.console import Console  # deferred: only a drawing loads Rich
+
         _out = Console(highlight=False, soft_wrap=True)
     return _out
 
 
-def err() -> Console:
-    global _err
-    if _err is None:
-        _err = Console(stderr=True, highlight=False, soft_wrap=True)
-    return _err
+def rule(title: str) -> None:
+    """A horizontal rule across the terminal with `title` (inert, one line) at its left."""
+    from rich.text import Text  # deferred: only a drawing loads Rich
+
+    out().rule(Text(inert.line(title)), align="left")
 
 
 def reset() -> None:
-    """Forget the consoles (tests swap stdout/stderr between runs)."""
-    global _out, _err
+    """Forget the console and what was decided about the streams (tests swap stdout/stderr between runs)."""
+    global _out
     _out = None
-    _err = None
+    _styles.clear()
 
 
 def show(result: Any, json_out: bool, text: Callable[[Any], None]) -> None:
@@ -70,35 +233,26 @@ def emit_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
-def shown(value: Text | str, one_line: bool = False) -> Text:
-    """`value` made inert (core.inert), a Text's styles kept on the pieces they covered.
-
-    Rich drops BEL, backspace, CR, VT and FF when a Text is made, so a Text
-    built from untrusted text shows those as nothing rather than as `␇`;
-    everything else (ESC and the sequences it starts, C1, DEL, bidi
-    controls) is still here to be made inert."""
+def shown(value: Styled | str, one_line: bool = False) -> Styled:
+    """`value` made inert (core.inert), a Styled's styles kept on the pieces they covered."""
     clean = inert.line if one_line else inert.text
-    if not isinstance(value, Text):
-        return Text(clean(value))
-    if not value.spans:
-        return Text(clean(value.plain), style=value.style, end=value.end)
-    cuts = sorted({s.start for s in value.spans} | {s.end for s in value.spans})
-    t = Text(style=value.style, end=value.end)
-    for piece in value.divide(cuts):
-        plain = clean(piece.plain)
-        t.append_text(Text(plain, spans=[Span(0, len(plain), s.style) for s in piece.spans]))
+    if not isinstance(value, Styled):
+        return Styled(clean(value))
+    t = Styled()
+    for text, style in value.parts:
+        t.append(clean(text), style)
     return t
 
 
 def line(*parts: str | tuple[str, str]) -> None:
     """Print one line made of plain strings and (text, style) pairs; the text is never markup, and inert."""
-    t = Text()
+    t = Styled()
     for p in parts:
         if isinstance(p, tuple):
             t.append(inert.text(p[0]), style=p[1])
         else:
             t.append(inert.text(p))
-    out().print(t)
+    write(t)
 
 
 def error_line(message: str, hint: str | None = None) -> None:
@@ -126,7 +280,7 @@ def terminal_width() -> int | None:
             return None
     except (AttributeError, ValueError):
         return None
-    return shutil.get_terminal_size((int(os.environ.get("COLUMNS") or 80), 24)).columns
+    return terminal.columns()
 
 
 def table(columns: Sequence[tuple[str, bool]], rows: Sequence[Sequence[str]], width: int | None = None) -> list[str]:
@@ -155,24 +309,23 @@ def table(columns: Sequence[tuple[str, bool]], rows: Sequence[Sequence[str]], wi
     return lines
 
 
-def rows(pairs: Sequence[tuple[str, Text | str]], indent: str = "  ") -> None:
+def rows(pairs: Sequence[tuple[str, Styled | str]], indent: str = "  ") -> None:
     """`label  value` lines with the values aligned; a value's further lines are indented under it."""
     if not pairs:
         return
     w = max(len(label) for label, _ in pairs)
     pad = indent + " " * (w + 2)
     for label, value in pairs:
-        t = Text(indent)
+        t = Styled(indent)
         t.append(inert.line(label).ljust(w), style="bold")
         t.append("  ")
-        val = shown(value)
         first = True
-        for piece in val.split("\n", allow_blank=True):
+        for piece in shown(value).lines():
             if not first:
                 t.append("\n" + pad)
             t.append_text(piece)
             first = False
-        out().print(t)
+        write(t)
 
 
 # -- a headless run's transcript (`cocoplus workers logs`) ---------------------------------------------
@@ -207,7 +360,7 @@ def transcript(entries: Sequence[dict[str, Any]]) -> None:
         failed = bool(e.get("error"))
         if kind == "end" and failed:
             label, style = "FAILED", ALERT
-        t = Text()
+        t = Styled()
         t.append(inert.line(label).ljust(_LABEL_WIDTH), style=style)
         t.append("  ")
         if e.get("tool"):
@@ -220,4 +373,4 @@ def transcript(entries: Sequence[dict[str, Any]]) -> None:
             t.append(one_line(text))
         else:
             t.append(inert.line(text), style="dim" if kind in ("output", "cocoplus", "session") else "")
-        out().print(t)
+        write(t)

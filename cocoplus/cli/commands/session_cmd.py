@@ -7,10 +7,10 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
-from rich.text import Text
 
 from cocoplus.cli import output
 from cocoplus.cli.commands import JsonFlag, layout, queue_cmd
+from cocoplus.cli.output import Styled
 from cocoplus.core import inert
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.ops import session as ops
@@ -20,21 +20,21 @@ from cocoplus.session import control
 # -- status ----------------------------------------------------------------------------------
 
 
-def _damaged(part: dict[str, Any]) -> Text | None:
+def _damaged(part: dict[str, Any]) -> Styled | None:
     if not part.get("damaged"):
         return None
-    return Text.assemble(("DAMAGED", output.ALERT), f": {part['error']}")
+    return Styled.assemble(("DAMAGED", output.ALERT), f": {part['error']}")
 
 
-def run_state_text(status: dict[str, Any], pod: dict[str, Any]) -> Text:
+def run_state_text(status: dict[str, Any], pod: dict[str, Any]) -> Styled:
     """One row for the run state: status.json, with pod-state.json only where it says something else."""
 
-    def one(s: dict[str, Any]) -> Text:
+    def one(s: dict[str, Any]) -> Styled:
         if _damaged(s):
             return _damaged(s)  # type: ignore[return-value]
         if not s.get("exists"):
-            return Text(f"unknown ({s['path']} missing)")
-        t = Text(
+            return Styled(f"unknown ({s['path']} missing)")
+        t = Styled(
             inert.line(s["state"])
             + (f" ({inert.line(s['reason'])})" if s.get("reason") else "")
             + f" since {inert.line(s['updated_at'])}"
@@ -62,14 +62,14 @@ def cap_words(cap: Any, source: str | None, what: str = "cap") -> str:
     return f"{what} {cap}, the default" if source == "defaults" else f"{what} {cap} from {source}"
 
 
-def iteration_text(ib: dict[str, Any]) -> Text:
+def iteration_text(ib: dict[str, Any]) -> Styled:
     if _damaged(ib):
         return _damaged(ib)  # type: ignore[return-value]
     cap = cap_words(ib.get("cap"), ib.get("limits_from"))
     if not ib.get("exists"):
         if not ib.get("cap"):
-            return Text("not started")
-        return Text(f"not started: 0 of {ib['cap']} tool calls used ({cap}; checkpoint at {ib['warn_at']})")
+            return Styled("not started")
+        return Styled(f"not started: 0 of {ib['cap']} tool calls used ({cap}; checkpoint at {ib['warn_at']})")
     shown = min(ib["consumed"], ib["cap"])
     text = f"{shown} of {ib['cap']} tool calls used, {ib['remaining']} left ({cap}; checkpoint at {ib['warn_at']})"
     flags = []
@@ -84,10 +84,10 @@ def iteration_text(ib: dict[str, Any]) -> Text:
             f"the count was kept against cap {ib['recorded_cap']} before the configuration changed; "
             f"the next tool call counts against {ib['cap']}"
         )
-    return Text(text + (f"; {', '.join(flags)}" if flags else ""))
+    return Styled(text + (f"; {', '.join(flags)}" if flags else ""))
 
 
-def cost_text(cb: dict[str, Any]) -> Text | str:
+def cost_text(cb: dict[str, Any]) -> Styled | str:
     """The cost budget row: spend against the effective limit, and where the limit comes from."""
     if _damaged(cb):
         return _damaged(cb)  # type: ignore[return-value]
@@ -113,11 +113,11 @@ def cost_text(cb: dict[str, Any]) -> Text | str:
     return text
 
 
-def status_rows(rep: dict[str, Any]) -> list[tuple[str, Text | str]]:
-    rows: list[tuple[str, Text | str]] = []
+def status_rows(rep: dict[str, Any]) -> list[tuple[str, Styled | str]]:
+    rows: list[tuple[str, Styled | str]] = []
     cfg = rep.get("config") or {"ok": True}
     if not cfg.get("ok"):
-        rows.append(("config", Text.assemble(("INVALID", output.ALERT), f": {cfg['error']}; {cfg['hooks']}")))
+        rows.append(("config", Styled.assemble(("INVALID", output.ALERT), f": {cfg['error']}; {cfg['hooks']}")))
 
     h = rep["handoff"]
     if _damaged(h):
@@ -125,7 +125,7 @@ def status_rows(rep: dict[str, Any]) -> list[tuple[str, Text | str]]:
     elif not h.get("exists"):
         rows.append(("handoff", f"{h['path']} missing"))
     else:
-        t = Text(f"{h['path']} updated {h['age']} ago (")
+        t = Styled(f"{h['path']} updated {h['age']} ago (")
         t.append("STALE", style=output.WARN) if h["stale"] else t.append("fresh")
         t.append(f", stale after {h['stale_after_hours']:g} h)")
         if h["missing_sections"]:
@@ -162,13 +162,13 @@ def status_rows(rep: dict[str, Any]) -> list[tuple[str, Text | str]]:
         rows.append(("kill switch", _damaged(k)))  # type: ignore[arg-type]
     elif k["present"] is None:
         rows.append(
-            ("kill switch", Text.assemble(("UNKNOWN", output.ALERT), f": {k.get('unknown')}; tools are blocked"))
+            ("kill switch", Styled.assemble(("UNKNOWN", output.ALERT), f": {k.get('unknown')}; tools are blocked"))
         )
     elif k["present"]:
         rows.append(
             (
                 "kill switch",
-                Text.assemble(
+                Styled.assemble(
                     ("STOPPED", output.ALERT),
                     f" by {inert.line(k.get('operator') or 'unknown')} at "
                     f"{inert.line(k.get('created_at') or 'unknown time')}: "
@@ -191,7 +191,7 @@ def status_rows(rep: dict[str, Any]) -> list[tuple[str, Text | str]]:
         )
     if st.get("set_aside"):
         rows.append(
-            ("damaged steer", Text.assemble(("NOT DELIVERED", output.ALERT), ": " + ", ".join(st["set_aside"])))
+            ("damaged steer", Styled.assemble(("NOT DELIVERED", output.ALERT), ": " + ", ".join(st["set_aside"])))
         )
 
     ss = rep.get("sessions")
@@ -199,14 +199,14 @@ def status_rows(rep: dict[str, Any]) -> list[tuple[str, Text | str]]:
         if _damaged(ss):
             rows.append(("sessions", _damaged(ss)))  # type: ignore[arg-type]
         else:
-            t = Text(f"{ss['count']} recorded, {ss['active']} active")
+            t = Styled(f"{ss['count']} recorded, {ss['active']} active")
             if ss.get("needs_attention"):
                 t.append(f", {ss['needs_attention']} need attention")
             for paused in ss.get("paused") or []:
                 t.append(f"\n{inert.line(paused['alias'])} {inert.line(paused['text'])}")
             for prob in ss.get("problems", []):
                 t.append("\n")
-                t.append_text(Text.assemble(("DAMAGED", output.ALERT), f": {prob}"))
+                t.append_text(Styled.assemble(("DAMAGED", output.ALERT), f": {prob}"))
             rows.append(("sessions", t))
     sp = rep.get("steps")
     if sp is not None:
@@ -249,9 +249,8 @@ def status(json_out: JsonFlag = False) -> None:
 def render_progress(rep: dict[str, Any]) -> None:
     if not rep["exists"]:
         raise CocoplusError(f"{rep['path']}: missing", hint="run `cocoplus init` to create the handoff template")
-    con = output.out()
     for title, sec in rep["sections"].items():
-        con.rule(output.shown(title, one_line=True), align="left")
+        output.rule(title)
         if sec is None:
             output.line("(section missing)")
         elif sec["text"]:
