@@ -34,10 +34,8 @@ Nothing here imports a door (typer, fastapi, mcp).
 
 from __future__ import annotations
 
-import hmac
 import os
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cocoplus.core import clock, fsio, seal, userfiles, vocab
 from cocoplus.core.errors import CocoplusError, Refused
@@ -49,8 +47,7 @@ from cocoplus.session import control, procinfo, registry
 TOKEN_ENV = userfiles.CAPABILITY_ENV
 
 
-@dataclass(frozen=True)
-class Principal:
+class Principal(NamedTuple):  # not a dataclass: `dataclasses` loads `inspect`, on every CLI command (bench/cli.py)
     """Who acts: `kind` is a word of vocab.PRINCIPALS or `fleet`; `name` says more (login, alias, machine)."""
 
     kind: str
@@ -290,7 +287,9 @@ def holds_capability(environ: dict[str, str] | None = None) -> bool:
         mine = capability(create=False)
     except CocoplusError:
         return False
-    return mine is not None and hmac.compare_digest(given.strip(), mine)
+    from hmac import compare_digest  # deferred: hashlib and OpenSSL load only where a capability is compared
+
+    return mine is not None and compare_digest(given.strip(), mine)
 
 
 # -- who runs this door ---------------------------------------------------------------------------------

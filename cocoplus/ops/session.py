@@ -16,7 +16,6 @@ from typing import Any
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.ops import authority
-from cocoplus.ops import fleet as fleet_ops
 from cocoplus.ops.authority import Principal
 from cocoplus.session import control, iteration, queue
 
@@ -79,6 +78,8 @@ def stop_session(
 ) -> dict[str, Any]:
     """`session stop --session ID`: that session's tools only (here, or on another machine: `m/p/alias`)."""
     who, by = authority.acting(principal, "stop_session", f"session stop --session {session}", layout, operator)
+    from cocoplus.ops import fleet as fleet_ops  # deferred: only a per-session command loads the fleet
+
     if (target := fleet_ops.session_target(session)) is not None:
         return fleet_ops.on_session(layout, "stop", target, {"reason": reason}, by, authority.acting_as(who))
     from cocoplus.supervision import dispatch  # deferred: the CLI's session commands need not load supervision
@@ -150,6 +151,8 @@ def resume_session(
     a session on another machine (`m/p/alias`) through the fleet."""
     doing = f"session resume --session {session}"
     who, by = authority.acting(principal, "resume_session", doing, layout, operator)
+    from cocoplus.ops import fleet as fleet_ops  # deferred: only a per-session command loads the fleet
+
     if (target := fleet_ops.session_target(session)) is not None:
         return fleet_ops.on_session(layout, "resume", target, {}, by, authority.acting_as(who))
     if who.kind == "fleet" and stop_id is None:
@@ -203,6 +206,8 @@ def steer_session(
     """`session steer --session ID`: for that session only, delivered once at its held turn end, else at its next
     turn end or prompt (a session on another machine, `m/p/alias`, through the fleet)."""
     who, by = authority.acting(principal, "steer", f"session steer --session {session}", layout, operator)
+    from cocoplus.ops import fleet as fleet_ops  # deferred: only a per-session command loads the fleet
+
     if (target := fleet_ops.session_target(session)) is not None:
         return fleet_ops.on_session(layout, "steer", target, {"text": text}, by, authority.acting_as(who))
     from cocoplus.supervision import dispatch  # deferred: the CLI's session commands need not load supervision

@@ -47,7 +47,7 @@ import sys
 from typing import Any
 
 from cocoplus import config
-from cocoplus.core import clock, fsio, proc, progress, settings
+from cocoplus.core import clock, fsio, progress, settings
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 
@@ -139,6 +139,8 @@ def read(layout: Layout, values: dict[str, Any] | None = None, *, for_stage: boo
     if exe is None:
         _debug(layout, f"{cfg['command']!r} not on PATH; skipped", keep=False)  # the usual case: no log noise
         return {"ok": False, "skipped": "not on PATH"}
+    from cocoplus.core import proc  # deferred: subprocess loads only where a ctx is on PATH (session status)
+
     env = dict(os.environ)
     if for_stage:
         env["CTX_STEP_ENFORCEMENT"] = "false"
