@@ -2,7 +2,9 @@
 
 `cocoplus hook ...` goes straight to the hook's entry, before the CLI (and
 typer) is imported: a hook launcher that finds no pointer file runs
-`cocoplus hook` from PATH (install/launcher.py), on every tool call.
+`cocoplus hook` from PATH (install/launcher.py), on every tool call.  Then
+the fast path (cli/fast.py) answers `--help`, `session status` and `session
+list` without typer; the typer app (cli/app.py) answers everything else.
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ def main() -> int:
         from cocoplus.hook.entry import main as hook_main  # deferred: the hook loads nothing else
 
         return hook_main(sys.argv[2:])
-    from cocoplus.cli.app import main as cli_main  # deferred: `cocoplus hook` must not load the CLI (typer)
+    from cocoplus.cli.fast import run  # deferred: `cocoplus hook` must not load the CLI
+
+    answered = run(sys.argv[1:])
+    if answered is not None:
+        return answered
+    from cocoplus.cli.app import main as cli_main  # deferred: only what the fast path leaves loads typer
 
     return cli_main()
 

@@ -1,18 +1,19 @@
 """The `cocoplus` command: a thin layer over cocoplus' functions.
 
-`main()` owns error handling: a CocoplusError is one line on stderr and
-its exit code (1, or 2 for usage); anything unexpected is one line plus a
-traceback in `.cocoplus/logs/cocoplus.log`, never a traceback on screen.
-`cocoplus hook ...` goes straight to the hook's entry, not through typer's
-parsing; the hooks `cocoplus install` writes never load this module at all
-(they run `cocoplus/hook/__main__.py` with `python -S`, since importing
-typer would cost every tool call).
+`main()` owns error handling (cli/guard.py): a CocoplusError is one line on
+stderr and its exit code (1, or 2 for usage); anything unexpected is one
+line plus a traceback in `.cocoplus/logs/cocoplus.log`, never a traceback
+on screen.  `cocoplus hook ...` goes straight to the hook's entry, not
+through typer's parsing; the hooks `cocoplus install` writes never load
+this module at all (they run `cocoplus/hook/__main__.py` with `python -S`,
+since importing typer would cost every tool call).  The console script
+answers `--help`, `session status` and `session list` without this module
+(cli/fast.py); everything else comes here.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from typing import Any
 
@@ -20,10 +21,9 @@ import typer
 from typer.core import TyperGroup
 from typer.main import get_command
 
-from cocoplus import __version__, trust
-from cocoplus.cli import commands, output, table
-from cocoplus.core.crashlog import log_exception
-from cocoplus.core.errors import CocoplusError
+from cocoplus import __version__
+from cocoplus.cli import guard, output, table
+from cocoplus.cli.table import ROOT_DIR_OPTION as ROOT_DIR_OPTION
 from cocoplus.hook.entry import main as hook_main
 
 # click's exception classes, from the public `typer.BadParameter` (typer keeps click private): BadParameter is a
@@ -110,14 +110,6 @@ def _plain_flags(cmd: Any) -> None:
         _plain_flags(sub)
 
 
-# `--dir`, the root's one option with a value: `main()` takes it off the command line itself, since typer would
-# coerce its absent value through pydantic on every command (bench/cli.py).  Shown in the root's `--help`.
-ROOT_DIR_OPTION = (
-    "--dir PATH",
-    "Use this .cocoplus directory (or project) instead of searching; same as COCOPLUS_DIR.",
-)
-
-
 def command_tree() -> dict[str, Any]:
     """Every top-level command of the table, loaded (its module imported): for tests and documentation."""
     root = get_command(app)
@@ -135,7 +127,7 @@ SETTINGS: dict[str, Any] = {
 app = typer.Typer(
     name="cocoplus",
     cls=LazyGroup,
-    help="Continuity and operator control for long-running AI coding agents.",
+    help=table.ROOT_HELP,
     no_args_is_help=True,
     add_completion=True,
     **SETTINGS,
@@ -150,9 +142,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
-    ),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help=table.VERSION_HELP),
 ) -> None:
     pass
 
@@ -168,72 +158,15 @@ def usage_line(exc: Any) -> tuple[str, str | None]:
     return where + message, f"`{path} --help` shows the usage"
 
 
-def command_words(args: list[str]) -> list[str]:
-    """The command's leading words of a command line (the root's `--dir` already taken off by `take_dir`); none
-    when it asks for help."""
-    words: list[str] = []
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a in ("-h", "--help", "--version", "--show-completion", "--install-completion"):
-            return []
-        if a.startswith("-"):
-            if words:
-                break
-        else:
-            words.append(a)
-        i += 1
-    if any(a in ("-h", "--help") for a in args[i:]):
-        return []
-    return words
-
-
-def _authorise(args: list[str]) -> None:
-    """The authority check of the command about to run (docs/authority.md), before it does anything; a `--dir`
-    the command line gave is in COCOPLUS_DIR by now."""
-    words = command_words(args)
-    if not words:  # help, the version, completion
-        return
-    from cocoplus.core.paths import discover  # deferred: only a command that acts is checked
-    from cocoplus.ops import authority  # deferred: likewise
-
-    if authority.command_action(words) == "read":
-        return
-    try:
-        layout = discover(check=False)
-    except CocoplusError:
-        layout = None
-    authority.check_command(words, layout)
-
-
-def take_dir(args: list[str]) -> tuple[list[str], str | None]:
-    """(the command line without the root's `--dir PATH` / `--dir=PATH`, that PATH) — only before the command."""
-    for i, a in enumerate(args):
-        if a == "--dir":
-            if i + 1 >= len(args):
-                raise UsageError("option '--dir' requires an argument")
-            return args[:i] + args[i + 2 :], args[i + 1]
-        if a.startswith("--dir="):
-            return args[:i] + args[i + 1 :], a.split("=", 1)[1]
-        if not a.startswith("-"):
-            break
-    return args, None
-
-
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "hook":
         return hook_main(args[1:])
     command = get_command(app)
     _plain_flags(command)
-    commands.dir_flag = None
-    trust.speak_to(output.note)  # values an untrusted cocoplus.toml sets are ignored: said once, on stderr
+    guard.start()
     try:
-        args, directory = take_dir(args)
-        if directory:
-            commands.dir_flag = directory
-            os.environ["COCOPLUS_DIR"] = os.path.abspath(directory)
-        _authorise(args)
+        args = guard.prepare(args)  # the root's --dir taken off, the authority check passed
         rv = command.main(args=args, prog_name="cocoplus", standalone_mode=False)
     except UsageError as exc:
         if _no_args_is_help(exc):
@@ -247,21 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         output.note("cocoplus: aborted")
         return 130
-    except CocoplusError as exc:
-        output.error_line(exc.message, exc.hint)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        output.note("cocoplus: interrupted")
-        return 130
-    except BrokenPipeError:
-        return 1
-    except Exception as exc:  # noqa: BLE001 - the CLI's one place that turns surprises into one line
-        where = log_exception(f"argv={sys.argv[1:]!r}", exc)
-        detail = f"; details in {where}" if where else ""
-        output.error_line(f"internal error: {type(exc).__name__}: {exc}{detail}")
-        return 1
+    except (Exception, KeyboardInterrupt) as exc:  # the CLI's one place that turns surprises into one line
+        return guard.failure(exc)
     finally:
-        trust.speak_to(None)
+        guard.finish()
     return rv if isinstance(rv, int) else 0
 
 

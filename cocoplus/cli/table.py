@@ -8,12 +8,20 @@ which module holds each.  The description here is the one `--help` shows, whole 
 holds the table and the modules to each other: every command a module registers is in the table, under that
 module, and nothing else is).
 
-Standard library only: `--help` and shell completion read this before anything else is imported.
+Nothing imported at all (not even `typing`): `--help` and shell completion read this before anything else.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+# The root's help text and its own options' descriptions (cli/app.py; cli/fast.py prints the same `--help`).
+ROOT_HELP = "Continuity and operator control for long-running AI coding agents."
+VERSION_HELP = "Print the version and exit."
+# `--dir`, the root's one option with a value: the command line's `--dir` is taken off before parsing
+# (cli/guard.py), since typer would coerce its absent value through pydantic on every command (bench/cli.py).
+ROOT_DIR_OPTION = (
+    "--dir PATH",
+    "Use this .cocoplus directory (or project) instead of searching; same as COCOPLUS_DIR.",
+)
 
 # The groups, in the order `--help` shows them: (key, heading).
 GROUPS: tuple[tuple[str, str], ...] = (
@@ -26,12 +34,18 @@ GROUPS: tuple[tuple[str, str], ...] = (
 )
 
 
-class Entry(NamedTuple):
-    name: str
-    module: str  # under cocoplus.cli.commands
-    group: str
-    summary: str
-    hidden: bool = False  # kept working for the names SPEC fixes; listed by the command it stands for
+class Entry:
+    """One top-level command: its name, its module (under cocoplus.cli.commands), its group, its description,
+    and whether `--help` leaves it out (an older name kept working, listed by the command it stands for)."""
+
+    __slots__ = ("name", "module", "group", "summary", "hidden")
+
+    def __init__(self, name: str, module: str, group: str, summary: str, hidden: bool = False) -> None:
+        self.name = name
+        self.module = module
+        self.group = group
+        self.summary = summary
+        self.hidden = hidden
 
 
 ENTRIES: tuple[Entry, ...] = (

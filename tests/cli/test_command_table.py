@@ -118,7 +118,8 @@ print("\\nHEAVY", __import__("json").dumps(sorted(m for m in ("pydantic", "typer
 def test_the_commands_bench_cli_times_load_no_pydantic(tmp_path) -> None:
     """typer coerces any parameter value that is not a bool through pydantic: the root's `--dir` is taken off the
     command line before parsing and absent flags default to False, so `--help`, `session status` and `sessions
-    list` (what bench/cli.py measures) never import it; `session check` still validates through the models."""
+    list` never import it through the typer app either (the console script answers them without it:
+    tests/cli/test_fast_path.py); `session check` still validates through the models."""
     subprocess.run([sys.executable, "-m", "cocoplus", "init"], cwd=tmp_path, check=True, capture_output=True)
 
     def heavy(*args: str) -> list[str]:

@@ -3,64 +3,20 @@
 Each command is a module-level function (importable and callable on its
 own) that parses its arguments, calls one operation in `cocoplus.ops`, and
 hands the result to `output.show` with its text renderer; `register(app)`
-attaches the functions to the typer app.
+attaches the functions to the typer app.  The project a command acts on
+comes from `cli/project.py` (re-exported here).
 """
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 import typer
 
-from cocoplus.core.errors import NotInitialized
-from cocoplus.core.paths import ENV_DIR, Layout, discover
+from cocoplus.cli.project import dir_error as dir_error
+from cocoplus.cli.project import layout as layout
+from cocoplus.cli.project import named_dir as named_dir
+from cocoplus.cli.project import optional_layout as optional_layout
 
 JSON_HELP = "Print JSON (stable: fields are only added; see 'JSON output' in the documentation)."
 JsonFlag = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
-
-# The `--dir` the command line gave (the root callback sets it), so errors can name the flag the user typed.
-dir_flag: str | None = None
-
-
-def layout() -> Layout:
-    """The project's Layout: `--dir`, else COCOPLUS_DIR, else the nearest `.cocoplus/` above the working directory."""
-    try:
-        return discover()
-    except NotInitialized:
-        if dir_flag is None:
-            raise
-        raise dir_error(dir_flag) from None
-
-
-def dir_error(given: str) -> NotInitialized:
-    path = os.path.abspath(given)
-    if not os.path.exists(path):
-        return NotInitialized(
-            f"--dir {given}: no such directory", hint="give a project directory or its .cocoplus directory"
-        )
-    if not os.path.isdir(path):
-        return NotInitialized(
-            f"--dir {given}: not a directory", hint="give a project directory or its .cocoplus directory"
-        )
-    return NotInitialized(
-        f"--dir {given}: no .cocoplus directory there", hint=f"run `cocoplus --dir {given} init` to create one"
-    )
-
-
-def named_dir() -> tuple[str | None, str]:
-    """The state or project directory named on the command line or in the environment, and by what."""
-    if dir_flag is not None:
-        return dir_flag, "--dir"
-    return os.environ.get(ENV_DIR) or None, ENV_DIR
-
-
-def optional_layout() -> Layout | None:
-    """The project's Layout, or None where there is no project (a command that can work without one); a `--dir`
-    that names no project is still an error."""
-    try:
-        return layout()
-    except NotInitialized:
-        if dir_flag is not None:
-            raise
-        return None

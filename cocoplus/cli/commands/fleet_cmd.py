@@ -8,8 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cocoplus.cli import commands as cli_commands
-from cocoplus.cli import output
+from cocoplus.cli import output, project
 from cocoplus.cli.commands import JsonFlag, layout
 from cocoplus.core import clock
 from cocoplus.core.errors import CocoplusError, NotInitialized
@@ -31,7 +30,7 @@ def _project_dir() -> str:
     try:
         return layout().project
     except NotInitialized:
-        if cli_commands.dir_flag is not None:  # a --dir that names no project is an error, not "no project"
+        if project.dir_flag is not None:  # a --dir that names no project is an error, not "no project"
             raise
         return os.getcwd()
 
