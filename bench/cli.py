@@ -51,17 +51,14 @@ def run(argv: list[str], cwd: str, env: dict[str, str]) -> float:
     return time.perf_counter() - t
 
 
-def interpreter_of(script: str) -> str:
-    """The interpreter an installed console script runs: the path on its first line."""
+def interpreter_of(script: str) -> list[str]:
+    """The interpreter an installed console script runs, with the options its first line gives it (pipx's: -E)."""
     with open(script, "rb") as fh:
         first = fh.readline().decode("utf-8", "replace").strip()
-    python = first[2:].strip().split()[0] if first.startswith("#!") and first[2:].strip() else ""
-    if not (python and os.path.isabs(python) and os.access(python, os.X_OK)) or os.path.basename(python) in (
-        "sh",
-        "env",
-    ):
+    words = first[2:].split() if first.startswith("#!") else []
+    if not words or not os.path.isabs(words[0]) or os.path.basename(words[0]) in ("sh", "env"):
         raise SystemExit(f"bench/cli.py: {script}: its first line names no interpreter ({first!r})")
-    return python
+    return words
 
 
 def user_venv(where: str, env: dict[str, str]) -> str:
@@ -147,7 +144,7 @@ def main() -> int:
             cases[(name, case)] = [script, *words]
         if name == "this":
             for case, code in SCALE.items():
-                cases[(name, f"{case} (scale)")] = [python, "-c", code]
+                cases[(name, f"{case} (scale)")] = [*python, "-c", code]
     pythons = {name: python for name, _script, python in installs}
     editable_floor = [args.python, "-c", "pass"]
 
@@ -159,7 +156,7 @@ def main() -> int:
     run(editable_floor, roots["this"], env)
     for i in range(args.rounds):
         for (name, case), argv in cases.items():
-            floor = [pythons[name], "-c", "pass"]
+            floor = [*pythons[name], "-c", "pass"]
             if i % 2:
                 times[(name, case)].append(run(argv, roots[name], env))
                 floors[(name, case)].append(run(floor, roots[name], env))
@@ -188,7 +185,7 @@ def main() -> int:
     floor_rows = [
         {
             "floor": f"{name} (user venv)" if not args.cocoplus or name == "baseline" else f"{name} (installed)",
-            "python": pythons[name],
+            "python": " ".join(pythons[name]),
             "ms": round(statistics.median(v) * 1000, 1),
             "ms_iqr": [round(x * 1000, 1) for x in quartiles(v)],
         }
