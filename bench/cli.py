@@ -199,8 +199,9 @@ def main() -> int:
             "ms_iqr": [round(x * 1000, 1) for x in quartiles(editable)],
         }
     )
-    if made:
-        shutil.rmtree(made, ignore_errors=True)
+    for temporary in [made, home, *roots.values()]:  # the venv it made, the home and the projects
+        if temporary:
+            shutil.rmtree(temporary, ignore_errors=True)
     if args.json:
         print(json.dumps({"rounds": args.rounds, "target": TARGET, "floors": floor_rows, "cases": rows}, indent=2))
         return 0
