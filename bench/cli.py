@@ -1,6 +1,6 @@
 """CLI start-up cost, with cocoplus installed as a user installs it, side by side with its interpreter's floor.
 
-SPEC section 10: the CLI loads only the command it runs; `session status`, `sessions list` and `--help` each at
+The target: the CLI loads only the command it runs; `session status`, `sessions list` and `--help` each at
 most 8x `python -c pass` of the same interpreter, with cocoplus installed as a user installs it (a non-editable
 install in a venv of its own, or pipx).  An editable install's `.pth` files slow its interpreter's start, which
 would raise the floor and flatter the ratio, so the bench does not measure the venv it runs in:

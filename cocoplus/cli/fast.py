@@ -7,8 +7,9 @@ These are the lines typed most, and typer and Rich would cost more than the rest
 command, a `--dir` with no value, shell completion) is `None`: the typer app (cli/app.py) takes the whole line,
 and answers it as always, usage errors included.  What runs here is what the typer commands run: the same
 commands (cli/session_views.py), the same steps around them (cli/guard.py), and the root's `--help` is the one
-typer prints, from the same command table (cli/table.py) with the same wrapping (click's help formatter: at most
-78 columns, at least 50).  tests/cli/test_fast_path.py holds the two to the same output, byte for byte.
+typer prints, from the same command table (cli/table.py) with the same wrapping (click's help formatter's, to the
+terminal's width less 2, between 50 and 78).  tests/cli/test_fast_path.py holds the two to the same output, byte
+for byte.
 """
 
 from __future__ import annotations
