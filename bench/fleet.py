@@ -34,13 +34,13 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from cocoplus.core.paths import Layout  # noqa: E402
-from cocoplus.fleet import client, naming  # noqa: E402
-from cocoplus.fleet.options import FleetOptions  # noqa: E402
-from cocoplus.session import registry  # noqa: E402
-from cocoplus.supervision import signals  # noqa: E402
-from tests.fleet.natsserver import Machine, NatsServer, passwords  # noqa: E402
-from tests.supervision.conftest import Brain, rounds_finished, rounds_started  # noqa: E402
+from cocoplus.core.paths import Layout
+from cocoplus.fleet import client, naming
+from cocoplus.fleet.options import FleetOptions
+from cocoplus.session import registry
+from cocoplus.supervision import signals
+from tests.fleet.natsserver import Machine, NatsServer, passwords
+from tests.supervision.conftest import Brain, rounds_finished, rounds_started
 
 FLEET = "bench"
 MACHINES = ["m1", "m2", "m3"]

@@ -25,9 +25,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from cocoplus.core.paths import Layout  # noqa: E402
-from cocoplus.session import registry, workspace  # noqa: E402
-from cocoplus.supervision import autonomy  # noqa: E402
+from cocoplus.core.paths import Layout
+from cocoplus.session import registry, workspace
+from cocoplus.supervision import autonomy
 
 QUIET = 0.3
 

@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         output.note("cocoplus: aborted")
         return 130
-    except (Exception, KeyboardInterrupt) as exc:  # the CLI's one place that turns surprises into one line
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the one place that turns surprises into one line
         return guard.failure(exc)
     finally:
         guard.finish()

@@ -58,7 +58,7 @@ def run(argv: list[str]) -> int | None:
         guard.prepare(argv)
         view = {"status": session_views.status, "list": session_views.sessions_list}[command]
         return view("--json" in args)
-    except (Exception, KeyboardInterrupt) as exc:
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - one line for any surprise, as the typer path
         return guard.failure(exc)
     finally:
         guard.finish()

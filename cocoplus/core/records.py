@@ -203,7 +203,7 @@ def parse_stop(data: bytes | None) -> dict[str, Any]:
     # A hand-made file: "reason text" or "key: value" lines.
     try:
         text = data[:4000].decode("utf-8", errors="replace").strip()
-    except Exception:  # pragma: no cover - errors="replace" cannot fail
+    except Exception:  # noqa: BLE001  # pragma: no cover - errors="replace" cannot fail
         text = ""
     for line in text.splitlines():
         key, sep, val = line.partition(":")

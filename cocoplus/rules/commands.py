@@ -172,6 +172,24 @@ def _skip_options(words: list[str | None], i: int, valued: str, long_valued: tup
 
 
 def _unwrap(words: list[str | None], raw: list[str], out: list[Invocation], depth: int) -> None:
+    """The program `words` run, past its wrappers, into `out`, then what that program runs in turn."""
+    i = _past_wrappers(words, out, depth)
+    if i is None:
+        return  # `env -S '...'`: its script was read instead
+    if i >= len(words):
+        if words:
+            out.append(Invocation(program_name(words[-1]), [], raw[-1:]))
+        return
+    name = program_name(words[i])
+    args = words[i + 1 :]
+    out.append(Invocation(name, args, raw[i:]))
+    if name is not None and depth < MAX_DEPTH:
+        _what_it_runs(name, args, raw[i + 1 :], out, depth)
+
+
+def _past_wrappers(words: list[str | None], out: list[Invocation], depth: int) -> int | None:
+    """The index of the program past assignments and wrappers (`env FOO=1`, `sudo -u x`, `timeout 5`); None when
+    `env -S SCRIPT` was read as a script into `out`."""
     i = 0
     while i < len(words):
         w = words[i]
@@ -180,43 +198,47 @@ def _unwrap(words: list[str | None], raw: list[str], out: list[Invocation], dept
             continue
         name = program_name(w)
         if name == "env":
-            j = i + 1
-            while j < len(words):
-                v = words[j]
-                if v is None:
-                    break
-                if v in ("-S", "--split-string") or v.startswith(("-S", "--split-string=")):
-                    script = v.split("=", 1)[1] if v.startswith("--split-string=") else (
-                        v[2:] if v.startswith("-S") and len(v) > 2 else (words[j + 1] if j + 1 < len(words) else None)
-                    )  # fmt: skip
-                    _nested(script, out, depth)
-                    return
-                if v in ("-u", "--unset", "-C", "--chdir"):
-                    j += 2
-                elif v.startswith("-") and v != "-":
-                    j += 1
-                else:
-                    break
+            j = _past_env(words, i + 1, out, depth)
+            if j is None:
+                return None
             i = j
             continue
-        if name in WRAPPERS and name not in ("xargs",):
-            valued, long_valued, positional = WRAPPERS[name]
-            j = _skip_options(words, i + 1, valued, long_valued) + positional
-            if j >= len(words):  # the wrapper alone (`time`, `nice`): it runs itself
-                break
-            i = j
-            continue
-        break
-    if i >= len(words):
-        if words:
-            out.append(Invocation(program_name(words[-1]), [], raw[-1:]))
-        return
-    name = program_name(words[i])
-    args = words[i + 1 :]
-    inv = Invocation(name, args, raw[i:])
-    out.append(inv)
-    if name is None or depth >= MAX_DEPTH:
-        return
+        if name not in WRAPPERS or name == "xargs":
+            return i
+        valued, long_valued, positional = WRAPPERS[name]
+        j = _skip_options(words, i + 1, valued, long_valued) + positional
+        if j >= len(words):  # the wrapper alone (`time`, `nice`): it runs itself
+            return i
+        i = j
+    return i
+
+
+def _past_env(words: list[str | None], j: int, out: list[Invocation], depth: int) -> int | None:
+    """Past `env`'s options (from `j`); None when `-S SCRIPT` was read as a script into `out`."""
+    while j < len(words):
+        v = words[j]
+        if v is None:
+            break
+        if v in ("-S", "--split-string") or v.startswith(("-S", "--split-string=")):
+            if v.startswith("--split-string="):
+                script: str | None = v.split("=", 1)[1]
+            elif v.startswith("-S") and len(v) > 2:
+                script = v[2:]
+            else:
+                script = words[j + 1] if j + 1 < len(words) else None
+            _nested(script, out, depth)
+            return None
+        if v in ("-u", "--unset", "-C", "--chdir"):
+            j += 2
+        elif v.startswith("-") and v != "-":
+            j += 1
+        else:
+            break
+    return j
+
+
+def _what_it_runs(name: str, args: list[str | None], raw: list[str], out: list[Invocation], depth: int) -> None:
+    """The commands program `name` runs in turn: `sh -c SCRIPT`, `eval WORDS`, `xargs CMD`, `find -exec CMD ;`."""
     if name in SHELLS:
         found = _shell_script(args)
         if not isinstance(found, bool):
@@ -227,7 +249,7 @@ def _unwrap(words: list[str | None], raw: list[str], out: list[Invocation], dept
         valued, long_valued, _ = WRAPPERS["xargs"]
         j = _skip_options(args, 0, valued, long_valued)
         if j < len(args):
-            _unwrap(args[j:], raw[i + 1 + j :], out, depth + 1)
+            _unwrap(args[j:], raw[j:], out, depth + 1)
     elif name == "find":
         k = 0
         while k < len(args):
@@ -235,7 +257,7 @@ def _unwrap(words: list[str | None], raw: list[str], out: list[Invocation], dept
                 end = k + 1
                 while end < len(args) and args[end] not in (";", "+"):
                     end += 1
-                _unwrap(args[k + 1 : end], raw[i + 2 + k : i + 1 + end], out, depth + 1)
+                _unwrap(args[k + 1 : end], raw[k + 1 : end], out, depth + 1)
                 k = end
             k += 1
 
@@ -321,51 +343,77 @@ def touched(part: shell.Part, cwd: str | None, project: str | None = None) -> li
 
 
 def _arguments(inv: Invocation, cwd: str | None, project: str | None) -> list[Touch]:
+    """The files a program's arguments name: all of them may be written unless the program only reads."""
     name = inv.name
-    reads_only = name in READ_ONLY
     if name == "git":
-        sub = next((a for a in inv.args if a is not None and not a.startswith("-")), None)
-        if sub == "config":
-            rest = inv.args[inv.args.index("config") + 1 :]
-            if not any(a in GIT_CONFIG_READ for a in rest if a is not None):
-                where = ".gitconfig" if any(a in ("--global", "--system") for a in rest) else ".git/config"
-                base = os.path.join(os.path.realpath(project or cwd or "/"), ".git", "config")
-                if where == ".gitconfig":
-                    base = os.path.join(os.path.realpath(userfiles.home()), ".gitconfig")
-                return [Touch("git config", base, write=True, how="git config")]
-        reads_only = sub in GIT_READ
-    if name == "find":  # it reads what it searches, unless it deletes or prints into files
-        reads_only = not any(a in FIND_WRITES for a in inv.args)
-    out: list[Touch] = []
+        config = _git_config(inv, cwd, project)
+        if config is not None:
+            return [config]
+    reads_only = _reads_only(inv)
     destructive = name in DESTRUCTIVE and (name != "find" or "-delete" in inv.args)
-    into_dir = name in INTO_DIR
+    out: list[Touch] = []
     literal_args: list[str] = []
     for a, text in zip(inv.args, inv.raw[1:], strict=False):
         if a is None:
             out.append(Touch(text, None, write=not reads_only, how="argument"))
             continue
-        if a.startswith("-") and "=" not in a and len(a) > 2 and not a.startswith("--") and "/" in a:
-            candidates = [a, a[2:]]  # `-o.claude/x`
-        elif "=" in a:
-            candidates = [a, a.split("=", 1)[1]]  # `--output=x`, `of=x`
-        else:
-            candidates = [a]
-        for c in candidates:
-            if not c or c.startswith("-") or "://" in c:
-                continue
+        for c in _candidates(a):
             glob = c is a and _is_glob_word(text)
             for p in _paths_of(c, text, glob, cwd, project):
                 out.append(Touch(text, p, write=not reads_only, holds=destructive, how="argument"))
         if not a.startswith("-"):
             literal_args.append(a)
-    if into_dir and len(literal_args) >= 2:
-        dest = literal_args[-1]
-        dpath = _resolve(dest, cwd)
-        if dpath is not None and os.path.isdir(dpath):
-            for src in literal_args[:-1]:
-                base = os.path.basename(src.rstrip("/"))
-                if base and base not in (".", ".."):
-                    out.append(Touch(f"{dest} ({base})", os.path.join(dpath, base), write=True, how="argument"))
+    if name in INTO_DIR and len(literal_args) >= 2:
+        out += _into_dir(literal_args, cwd)
+    return out
+
+
+def _reads_only(inv: Invocation) -> bool:
+    if inv.name == "git":
+        sub = next((a for a in inv.args if a is not None and not a.startswith("-")), None)
+        return sub in GIT_READ
+    if inv.name == "find":  # it reads what it searches, unless it deletes or prints into files
+        return not any(a in FIND_WRITES for a in inv.args)
+    return inv.name in READ_ONLY
+
+
+def _git_config(inv: Invocation, cwd: str | None, project: str | None) -> Touch | None:
+    """`git config` that sets anything writes `.git/config` (or, with `--global`/`--system`, `~/.gitconfig`)."""
+    sub = next((a for a in inv.args if a is not None and not a.startswith("-")), None)
+    if sub != "config":
+        return None
+    rest = inv.args[inv.args.index("config") + 1 :]
+    if any(a in GIT_CONFIG_READ for a in rest if a is not None):
+        return None
+    if any(a in ("--global", "--system") for a in rest):
+        return Touch("git config", os.path.join(os.path.realpath(userfiles.home()), ".gitconfig"), write=True,
+                     how="git config")  # fmt: skip
+    return Touch("git config", os.path.join(os.path.realpath(project or cwd or "/"), ".git", "config"), write=True,
+                 how="git config")  # fmt: skip
+
+
+def _candidates(a: str) -> list[str]:
+    """The paths an argument may name: itself, an option's value (`--output=x`, `of=x`, `-o.claude/x`)."""
+    if a.startswith("-") and "=" not in a and len(a) > 2 and not a.startswith("--") and "/" in a:
+        found = [a, a[2:]]
+    elif "=" in a:
+        found = [a, a.split("=", 1)[1]]
+    else:
+        found = [a]
+    return [c for c in found if c and not c.startswith("-") and "://" not in c]
+
+
+def _into_dir(literal_args: list[str], cwd: str | None) -> list[Touch]:
+    """`cp -r x/.claude .`: a program that writes into a directory under its sources' names writes those names."""
+    dest = literal_args[-1]
+    dpath = _resolve(dest, cwd)
+    if dpath is None or not os.path.isdir(dpath):
+        return []
+    out = []
+    for src in literal_args[:-1]:
+        base = os.path.basename(src.rstrip("/"))
+        if base and base not in (".", ".."):
+            out.append(Touch(f"{dest} ({base})", os.path.join(dpath, base), write=True, how="argument"))
     return out
 
 

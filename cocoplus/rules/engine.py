@@ -301,7 +301,7 @@ def _ordinal(i: int, n: int) -> str:
 def _bash(
     command: str, allow: Sequence[Rule], deny: Sequence[Rule], project: str, cwd: str, root: str, tree: str | None
 ) -> Decision:
-    from cocoplus.rules import commands, paths, protected, shell  # deferred: only a shell command is parsed
+    from cocoplus.rules import shell  # deferred: only a shell command is parsed
 
     shell_deny = [r for r in deny if _names(r.tool, "Bash") and not r.bare]
     flat = " ".join(command.split())
@@ -316,94 +316,137 @@ def _bash(
         return Decision("ask", "the shell parser cannot read all of this command: no rule allows it")
     if not script.parts:
         return Decision("ask", "the command runs nothing a rule could name")
-    n = len(script.parts)
-    table = protected.Table(project, tree)
-    file_deny = [r for r in deny if r.pattern is not None and (r.tool in WRITE_TOOLS or r.tool == "Read")]
-    file_allow = [r for r in allow if r.tool in WRITE_TOOLS]
-    shown_parts: list[dict[str, Any]] = []
-    hits: list[str] = []  # protected paths written, then secrets read
-    secrets: list[str] = []
-    pending: list[str] = []  # why each uncovered piece is not allowed, in order
-    used: list[Rule] = []
-    unknown_program = False
-    here: str | None = cwd  # where the next part runs: a `cd` moves it, one known only at run time loses it
-    for i, part in enumerate(script.parts, start=1):
-        label = _ordinal(i, n)
-        invocations = commands.effective(part)
-        if invocations and invocations[0].name in ("cd", "pushd", "popd", "chdir"):
-            here = commands.moved_to(invocations[0], here)
+    return _Judge(script, allow, shell_deny, deny, project, root, tree).decide(cwd)
+
+
+class _Judge:
+    """One shell command judged part by part: the deny rules, the files each part touches, the allow rules."""
+
+    def __init__(
+        self, script: shell.Script, allow: Sequence[Rule], shell_deny: list[Rule], deny: Sequence[Rule],
+        project: str, root: str, tree: str | None,
+    ) -> None:  # fmt: skip
+        from cocoplus.rules import protected  # deferred: as in _bash
+
+        self.script = script
+        self.allow = allow
+        self.shell_deny = shell_deny
+        self.file_deny = [r for r in deny if r.pattern is not None and (r.tool in WRITE_TOOLS or r.tool == "Read")]
+        self.file_allow = [r for r in allow if r.tool in WRITE_TOOLS]
+        self.project = project
+        self.root = root
+        self.table = protected.Table(project, tree)
+        self.parts: list[dict[str, Any]] = []
+        self.hits: list[str] = []  # protected paths written
+        self.secrets: list[str] = []  # secrets read
+        self.pending: list[str] = []  # why each uncovered piece is not allowed, in order
+        self.used: list[Rule] = []
+        self.unknown_program = False
+
+    def decide(self, cwd: str) -> Decision:
+        from cocoplus.rules import commands, protected  # deferred: as in _bash
+
+        n = len(self.script.parts)
+        here: str | None = cwd  # where the next part runs: a `cd` moves it, one known only at run time loses it
+        for i, part in enumerate(self.script.parts, start=1):
+            label = _ordinal(i, n)
+            invocations = commands.effective(part)
+            if invocations and invocations[0].name in ("cd", "pushd", "popd", "chdir"):
+                here = commands.moved_to(invocations[0], here)
+            denied = self._denied(part, invocations, label) or self._touches(part, invocations, here, label)
+            if denied is not None:
+                return denied
+            self._allowed(i, part, invocations, here, label)
+        if self.hits or self.secrets:
+            said = [f"writes {', '.join(self.hits)}, which {protected.WHY}"] if self.hits else []
+            said += [f"reads {', '.join(self.secrets)}, a secret"] if self.secrets else []
+            return Decision(
+                "ask", f"this command {' and '.join(said)}: only the operator may allow it, one request at a time",
+                protected=[*self.hits, *self.secrets], parts=self.parts,
+            )  # fmt: skip
+        if self.unknown_program and self.shell_deny:
+            return Decision(
+                "ask", "a program in this command is known only when it runs: a deny rule cannot be ruled out",
+                parts=self.parts,
+            )  # fmt: skip
+        if self.pending:
+            return Decision("ask", self.pending[0], parts=self.parts)
+        names = list(dict.fromkeys(r.text for r in self.used))
+        where = self.used[0].where if self.used else None
+        return Decision("allow", _allowed_why(names, n), ", ".join(names), where, parts=self.parts)
+
+    def _denied(self, part: shell.Part, invocations: list[commands.Invocation], label: str) -> Decision | None:
+        """A deny rule that covers a program this part runs (wrappers stripped, nested commands looked into)."""
         for inv in invocations:
             if inv.name is None:
-                unknown_program = True
+                self.unknown_program = True
                 continue
-            for r in shell_deny:
+            for r in self.shell_deny:
                 if deny_covers(r.pattern or "", inv):
                     seen = f" (as `{_short(inv.text)}`)" if _short(inv.text) != _short(part.text) else ""
                     return Decision(
                         "deny", f"{r.text} covers {label}, `{_short(part.text)}`{seen}", r.text, r.where,
-                        parts=shown_parts,
+                        parts=self.parts,
                     )  # fmt: skip
-        touches = commands.touched(part, here, project)
-        covers: list[Rule] = []
+        return None
+
+    def _touches(
+        self, part: shell.Part, invocations: list[commands.Invocation], here: str | None, label: str
+    ) -> Decision | None:
+        """The files the part names: a deny path rule that covers one denies; protected paths and secrets are
+        noted; a redirection is a write that a Write or Edit rule must cover."""
+        from cocoplus.rules import commands, paths  # deferred: as in _bash
+
         writers = {inv.name for inv in invocations} & WRITERS
-        for t in touches:
+        self._covers: list[Rule] = []
+        for t in commands.touched(part, here, self.project):
             if t.path is None:
                 if t.write and (t.how == "redirect" or writers):
-                    pending.append(f"{label}, `{_short(part.text)}`, writes `{t.word}`, known only when it runs")
+                    self.pending.append(f"{label}, `{_short(part.text)}`, writes `{t.word}`, known only when it runs")
                 continue
-            for r in file_deny:
-                if (r.tool == "Read") != t.write and paths.pattern_covers(r.pattern or "", t.path, root):
+            for r in self.file_deny:
+                if (r.tool == "Read") != t.write and paths.pattern_covers(r.pattern or "", t.path, self.root):
                     return Decision("deny", f"{r.text} covers `{t.word}` in {label}", r.text, r.where)
-            hit = (table.write(t.path) or (table.inside(t.path) if t.holds else None)) if t.write else None
-            secret = None if hit else table.read(t.path)
-            if hit is not None or secret is not None:
-                into = hits if hit is not None else secrets
-                if (hit or secret) not in into:
-                    into.append(hit or secret)  # type: ignore[arg-type]
+            hit = (self.table.write(t.path) or (self.table.inside(t.path) if t.holds else None)) if t.write else None
+            secret = None if hit else self.table.read(t.path)
+            if hit is not None and hit not in self.hits:
+                self.hits.append(hit)
+            elif secret is not None and secret not in self.secrets:
+                self.secrets.append(secret)
+            if hit is not None or secret is not None or not (t.write and t.how == "redirect"):
                 continue
-            if t.write and t.how == "redirect":
-                cover = next((r for r in file_allow if paths.pattern_covers(r.pattern or "**", t.path, root)), None)
-                if cover is None:
-                    pending.append(f"{label} writes `{t.word}`, which no Write or Edit rule covers")
-                else:
-                    covers.append(cover)
-        # What only a rule for every command may allow (as Claude Code's own checks): a program computed at run time
-        # (`$CMD args`), anything in the command that cannot be checked before it runs, and each part's own risks.
-        unchecked = script.unchecked[0] if script.unchecked else _unchecked_part(part, invocations, here, root)
+            cover = next(
+                (r for r in self.file_allow if paths.pattern_covers(r.pattern or "**", t.path, self.root)), None
+            )
+            if cover is None:
+                self.pending.append(f"{label} writes `{t.word}`, which no Write or Edit rule covers")
+            else:
+                self._covers.append(cover)
+        return None
+
+    def _allowed(
+        self, i: int, part: shell.Part, invocations: list[commands.Invocation], here: str | None, label: str
+    ) -> None:
+        """The allow rule that covers the part, as written; what only a rule for every command may allow (as
+        Claude Code's own checks): a program computed at run time (`$CMD args`), anything in the command that
+        cannot be checked before it runs, and each part's own risks."""
+        script = self.script
+        unchecked = script.unchecked[0] if script.unchecked else _unchecked_part(part, invocations, here, self.root)
         computed = bool(part.words) and part.words[0].value is None
-        narrow = [r for r in allow if r.bare] if (computed or unchecked) else allow
+        narrow = [r for r in self.allow if r.bare] if (computed or unchecked) else self.allow
         rule = _allowing(narrow, part.written)
-        shown_parts.append(
+        self.parts.append(
             {"part": i, "command": _short(part.text), "via": part.via, "rule": rule.text if rule else None}
         )
-        if rule is None:
-            if unchecked and _allowing(allow, part.written) is not None:
-                pending.append(
-                    f"{label}, `{_short(part.text)}`, has {unchecked}: only a rule for every command allows it"
-                )
-            else:
-                pending.append(f"{label}, `{_short(part.text)}`, is not covered")
+        if rule is not None:
+            self.used.append(rule)
+        elif unchecked and _allowing(self.allow, part.written) is not None:
+            self.pending.append(
+                f"{label}, `{_short(part.text)}`, has {unchecked}: only a rule for every command allows it"
+            )
         else:
-            used.append(rule)
-        used.extend(covers)
-    if hits or secrets:
-        said = [f"writes {', '.join(hits)}, which {protected.WHY}"] if hits else []
-        said += [f"reads {', '.join(secrets)}, a secret"] if secrets else []
-        return Decision(
-            "ask", f"this command {' and '.join(said)}: only the operator may allow it, one request at a time",
-            protected=[*hits, *secrets], parts=shown_parts,
-        )  # fmt: skip
-    if unknown_program and shell_deny:
-        return Decision(
-            "ask", "a program in this command is known only when it runs: a deny rule cannot be ruled out",
-            parts=shown_parts,
-        )  # fmt: skip
-    if pending:
-        return Decision("ask", pending[0], parts=shown_parts)
-    names = list(dict.fromkeys(r.text for r in used))
-    return Decision(
-        "allow", _allowed_why(names, n), ", ".join(names), used[0].where if used else None, parts=shown_parts
-    )
+            self.pending.append(f"{label}, `{_short(part.text)}`, is not covered")
+        self.used.extend(self._covers)
 
 
 # Programs that run their words as shell code: no rule short of the tool's own name allows them (as Claude Code).

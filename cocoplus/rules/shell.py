@@ -200,7 +200,7 @@ def _stand_ins() -> dict[str, Any]:
     """Light stand-ins for what the binding's start-up asks of `re`, `enum` and `collections` (it keeps
     `re.compile` for query predicates, makes the enum `LogType` and the named tuple `Point`)."""
 
-    def compile(*args: Any, **kwargs: Any) -> Any:  # noqa: A001 - the name the binding asks for
+    def compile(*args: Any, **kwargs: Any) -> Any:
         import re  # deferred: only a query predicate (the rules use none) compiles a pattern
 
         return re.compile(*args, **kwargs)
@@ -355,75 +355,86 @@ def _statements(node: Any, via: str, out: _Found, outer: list[Redirect]) -> None
         return
     if node.is_missing or kind == "ERROR":
         raise _Unreadable(kind)
-    if kind == "command":
-        _command(node, via, out, outer)
-    elif kind == "redirected_statement":
-        body = node.child_by_field_name("body")
-        redirects = [_redirect(c, via, out) for c in node.children if c.type in _REDIRECTS]
-        here = [r for r in redirects if r is not None]
-        if body is None:  # a redirection alone (`> file`): it truncates the file
-            part = Part("command", via)
-            part.redirects = [*here, *outer]
-            out.append(part)
-            return
-        if body.type in ("list", "pipeline"):
-            # The parser hangs a trailing redirection on the whole list (`a && b > f`); the shell gives it to the
-            # last command only.
-            last = body.named_children[-1] if body.named_children else None
-            for c in body.children:
-                if c is last:
-                    _statements(c, _via_of(body.type, via), out, [*here, *outer])
-                elif c.type not in _INERT:
-                    _statements(c, _via_of(body.type, via), out, outer)
-            return
-        _statements(body, via, out, [*here, *outer])
-    elif kind in ("variable_assignment", "variable_assignments"):
-        part = Part("assignment", via)
-        for c in node.named_children if kind == "variable_assignments" else [node]:
-            part.assigns.append(_word(c, via, out))
-        part.redirects = list(outer)
-        out.append(part)
-    elif kind in ("declaration_command", "unset_command"):
-        part = Part("declaration", via)
-        for c in node.children:
-            part.words.append(_word(c, via, out))
-        part.redirects = list(outer)
-        out.append(part)
-    elif kind == "test_command":
-        part = Part("test", via)
-        for c in node.named_children:
-            _substitutions(c, via, out)
-        part.words.append(Word(_text(node), None))
-        part.redirects = list(outer)
-        out.append(part)
-    elif kind == "function_definition":
-        out.note("a function")
-        name = node.child_by_field_name("name")
-        body = node.child_by_field_name("body")
-        label = f"function {_text(name) if name is not None else '?'}"
-        if body is not None:
-            _statements(body, label, out, [])
+    handler = _HANDLERS.get(kind)
+    if handler is not None:
+        handler(node, via, out, outer)
     elif kind in _CONTAINERS:
-        why = _UNCHECKED_CONTAINERS.get(kind)
-        if why is not None and not (kind == "compound_statement" and via.startswith("function ")):
-            out.note(why)
-        for c in node.children:
-            if c.type == "&":
-                out.note("a command sent to the background (&)")
-            if c.type in _CONTAINERS or c.type in _STATEMENT_KINDS:
-                _statements(c, _via_of(kind, via), out, outer)
-            elif c.type in _INERT:
-                continue
-            elif c.type in _REDIRECTS:
-                r = _redirect(c, via, out)
-                if r is not None:  # a redirection on a loop or group: it applies to every command in it
-                    _apply(out, r)
-            else:  # a loop's word list, a case's subject and patterns: only what they run matters
-                _substitutions(c, via, out)
+        _container(node, via, out, outer)
     elif kind in ("arithmetic_expansion", "compound_assignment") or kind in _WORDISH:
         _substitutions(node, via, out)
     else:
         raise _Unreadable(kind)
+
+
+def _redirected(node: Any, via: str, out: _Found, outer: list[Redirect]) -> None:
+    body = node.child_by_field_name("body")
+    redirects = [_redirect(c, via, out) for c in node.children if c.type in _REDIRECTS]
+    here = [r for r in redirects if r is not None]
+    if body is None:  # a redirection alone (`> file`): it truncates the file
+        part = Part("command", via)
+        part.redirects = [*here, *outer]
+        out.append(part)
+        return
+    if body.type not in ("list", "pipeline"):
+        _statements(body, via, out, [*here, *outer])
+        return
+    # The parser hangs a trailing redirection on the whole list (`a && b > f`); the shell gives it to the last
+    # command only.
+    last = body.named_children[-1] if body.named_children else None
+    for c in body.children:
+        if c.type not in _INERT:
+            _statements(c, _via_of(body.type, via), out, [*here, *outer] if c is last else outer)
+
+
+def _assignment(node: Any, via: str, out: _Found, outer: list[Redirect]) -> None:
+    part = Part("assignment", via)
+    for c in node.named_children if node.type == "variable_assignments" else [node]:
+        part.assigns.append(_word(c, via, out))
+    part.redirects = list(outer)
+    out.append(part)
+
+
+def _declaration(node: Any, via: str, out: _Found, outer: list[Redirect]) -> None:
+    part = Part("declaration", via)
+    for c in node.children:
+        part.words.append(_word(c, via, out))
+    part.redirects = list(outer)
+    out.append(part)
+
+
+def _test(node: Any, via: str, out: _Found, outer: list[Redirect]) -> None:
+    part = Part("test", via)
+    for c in node.named_children:
+        _substitutions(c, via, out)
+    part.words.append(Word(_text(node), None))
+    part.redirects = list(outer)
+    out.append(part)
+
+
+def _function(node: Any, via: str, out: _Found, outer: list[Redirect]) -> None:
+    out.note("a function")
+    name = node.child_by_field_name("name")
+    body = node.child_by_field_name("body")
+    if body is not None:
+        _statements(body, f"function {_text(name) if name is not None else '?'}", out, [])
+
+
+def _container(node: Any, via: str, out: _Found, outer: list[Redirect]) -> None:
+    kind = node.type
+    why = _UNCHECKED_CONTAINERS.get(kind)
+    if why is not None and not (kind == "compound_statement" and via.startswith("function ")):
+        out.note(why)
+    for c in node.children:
+        if c.type == "&":
+            out.note("a command sent to the background (&)")
+        if c.type in _CONTAINERS or c.type in _STATEMENT_KINDS:
+            _statements(c, _via_of(kind, via), out, outer)
+        elif c.type in _REDIRECTS:
+            r = _redirect(c, via, out)
+            if r is not None:  # a redirection on a loop or group: it applies to every command in it
+                _apply(out, r)
+        elif c.type not in _INERT:  # a loop's word list, a case's subject and patterns: only what they run matters
+            _substitutions(c, via, out)
 
 
 # Statements Claude Code will not let a rule allow even when every command in them is covered.
@@ -639,3 +650,14 @@ def _unescape_dq(text: str) -> str:
         out.append(ch)
         i += 1
     return "".join(out)
+
+
+# How `_statements` reads each kind of statement (the containers and words aside).
+_HANDLERS = {
+    "command": _command,
+    "redirected_statement": _redirected,
+    "variable_assignment": _assignment, "variable_assignments": _assignment,
+    "declaration_command": _declaration, "unset_command": _declaration,
+    "test_command": _test,
+    "function_definition": _function,
+}  # fmt: skip

@@ -294,7 +294,7 @@ def create_app(
     Whoever holds the token is the operator (docs/authority.md): every change is made with that principal.
     """
     hub = hub or events_mod.Hub(layout)
-    OPERATOR = authority.operator()  # noqa: N806 - a constant of this app
+    OPERATOR = authority.operator()
     cache = Cache(layout, hub.generation)
 
     async def cached(key: str, topics: tuple[str, ...], build: Callable[[], Any]) -> Any:

@@ -18,7 +18,7 @@ from cocoplus.core.paths import Layout
 from tests.support.model_stubs import AnthropicStub, ResponsesStub, text
 from tests.support.runtimes import runtime_bin
 from tests.support.trusting import trust_project
-from tests.support.waiting import wait_until  # noqa: F401 - also re-exported for tests here
+from tests.support.waiting import wait_until
 
 
 def write_config(layout: Layout, body: str) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.runtimes import runtime_bin  # noqa: F401 - the e2e modules take it from here
+from tests.support.runtimes import runtime_bin
 
 
 def cocoplus(

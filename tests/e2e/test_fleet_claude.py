@@ -25,7 +25,7 @@ def _claude(m: Machine, command: str) -> dict[str, Any]:
 
 def test_fleet_stop_all_denies_the_next_tool_on_every_machine_and_resume_lets_them_run(
     fleet: Fleet, three: list[Machine]
-) -> None:  # noqa: F811
+) -> None:
     for m in three:
         subprocess.run(["git", "init", "-q", str(m.project)], check=True)
         m.cocoplus("install", "claude")

@@ -50,7 +50,7 @@ def signals(p: Project) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def worker_proj(proj: Project) -> Iterator[Project]:  # noqa: F811
+def worker_proj(proj: Project) -> Iterator[Project]:
     yield proj
 
 

@@ -91,7 +91,7 @@ def check(p: Project, runtime: str, variable: str, value: str, seen: dict[str, s
 
 
 @pytest.mark.parametrize("variable", VARIABLES)
-def test_claude_codes_committed_env_cannot_lift_a_stop(e2e_project: Project, variable: str) -> None:  # noqa: F811
+def test_claude_codes_committed_env_cannot_lift_a_stop(e2e_project: Project, variable: str) -> None:
     p = e2e_project
     p.cocoplus("install", "claude")
     p.cocoplus("session", "stop", "--reason", "release freeze", "--operator", "alice")
@@ -116,7 +116,7 @@ def test_claude_codes_committed_env_cannot_lift_a_stop(e2e_project: Project, var
 
 @pytest.mark.parametrize("variable", VARIABLES)
 def test_gemini_project_env_file_cannot_lift_a_stop_through_the_committed_launcher(
-    gemini_project: Project,  # noqa: F811
+    gemini_project: Project,
     variable: str,
 ) -> None:
     p = gemini_project

@@ -27,7 +27,7 @@ from tests.e2e.conftest import run_claude as e2e_run_claude
 from tests.mcp.conftest import ALL_TOOLS, BRAIN_ONLY
 from tests.support.controller import write_controller
 from tests.support.model_stubs import AnthropicStub, text, tool
-from tests.support.waiting import wait_until  # noqa: F401 - also re-exported for tests here
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 

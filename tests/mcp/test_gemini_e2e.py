@@ -19,7 +19,7 @@ from tests.support.model_stubs import GeminiStub, text, tool
 pytestmark = pytest.mark.e2e
 
 
-def test_a_gemini_worker_asks_the_human_naming_its_session(gemini_project: Project) -> None:  # noqa: F811
+def test_a_gemini_worker_asks_the_human_naming_its_session(gemini_project: Project) -> None:
     p = gemini_project
     question = "QUESTION-8d0: drop the legacy endpoint now or after the release?"
     with GeminiStub([tool("mcp_cocoplus_ask_human", question=question, session="gm1"), text("asked")]) as stub:

@@ -24,7 +24,7 @@ class Listener:
         got, raw = self.received, self.raw
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+            def do_POST(self) -> None:
                 n = int(self.headers.get("Content-Length") or 0)
                 data = self.rfile.read(n)
                 raw.append(data)

@@ -37,7 +37,7 @@ def cli(p: Project, name: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def claude_plugin(e2e_project: Project) -> Project:  # noqa: F811
+def claude_plugin(e2e_project: Project) -> Project:
     p = e2e_project
     p.cocoplus("install")  # this user's cocoplus, for the plugin's launcher
     cli(p, "claude", "plugin", "marketplace", "add", bundles.install_dir("claude"))
@@ -68,7 +68,7 @@ def test_claude_plugin_fires_the_kill_switch_and_steer_and_exposes_the_mcp_tools
 
 
 @pytest.fixture
-def gemini_home(e2e_project: Project) -> Project:  # noqa: F811
+def gemini_home(e2e_project: Project) -> Project:
     settings = e2e_project.home / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True)
     security = {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}}
@@ -107,7 +107,7 @@ def test_gemini_extension_validates_installs_and_exposes_the_mcp_tools(gemini_ho
     assert "release freeze" in first  # the extension's BeforeAgent / SessionStart hooks added the stop notice
 
 
-def test_codex_plugin_installs_from_the_local_marketplace(e2e_project: Project) -> None:  # noqa: F811
+def test_codex_plugin_installs_from_the_local_marketplace(e2e_project: Project) -> None:
     p = e2e_project
     cli(p, "codex", "plugin", "marketplace", "add", bundles.install_dir("codex"))
     cli(p, "codex", "plugin", "add", "cocoplus@cocoplus")
@@ -117,7 +117,7 @@ def test_codex_plugin_installs_from_the_local_marketplace(e2e_project: Project) 
     assert len(cached) == 1 and json.loads((cached[0] / "hooks" / "hooks.json").read_text())["hooks"]
 
 
-def test_codex_plugin_hooks_fire_the_kill_switch(e2e_project: Project) -> None:  # noqa: F811
+def test_codex_plugin_hooks_fire_the_kill_switch(e2e_project: Project) -> None:
     p = e2e_project
     p.cocoplus("install")
     codex_home = p.home / ".codex"

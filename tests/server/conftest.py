@@ -19,7 +19,7 @@ import pytest
 
 from cocoplus.core.paths import Layout
 from tests.support.trusting import trust_project
-from tests.support.waiting import wait_until  # noqa: F401 - also re-exported for tests here
+from tests.support.waiting import wait_until
 
 PORT = 48765  # what the in-process app believes it listens on (TestClient opens no socket)
 BASE = f"http://127.0.0.1:{PORT}"

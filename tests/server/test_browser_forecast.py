@@ -18,7 +18,7 @@ from tests.server.test_browser_sessions import INK, SERIES, bare  # noqa: F401 -
 pytestmark = pytest.mark.timeout(180)
 
 
-def test_the_forecast_is_a_line_on_the_spend_chart_and_its_words_under_it(bare: Served, page: Any) -> None:  # noqa: F811 - the fixture
+def test_the_forecast_is_a_line_on_the_spend_chart_and_its_words_under_it(bare: Served, page: Any) -> None:
     from playwright.sync_api import expect
 
     page.goto(f"{bare.url}/#token={bare.token}")

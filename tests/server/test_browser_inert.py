@@ -29,7 +29,7 @@ FORBIDDEN = {chr(c) for c in (*range(0x00, 0x20), *range(0x7F, 0xA0))} | set(voc
 SHOWN = "link red bel␇ del␡ nel\\x85 \\u202eevil\\u202c \\u2066iso\\u2069 end␛["
 
 
-def test_untrusted_text_on_the_page_is_text_and_inert(served: Served, page: Any) -> None:  # noqa: F811 - the fixture
+def test_untrusted_text_on_the_page_is_text_and_inert(served: Served, page: Any) -> None:
     from playwright.sync_api import expect
 
     lay: Layout = served.layout
@@ -65,7 +65,7 @@ def test_untrusted_text_on_the_page_is_text_and_inert(served: Served, page: Any)
     assert page.errors == []
 
 
-def test_the_pages_rule_is_the_rule_of_core_inert(served: Served, page: Any) -> None:  # noqa: F811 - the fixture
+def test_the_pages_rule_is_the_rule_of_core_inert(served: Served, page: Any) -> None:
     page.goto(served.url + "/")
     page.wait_for_function("() => typeof inert === 'function'")
     samples = [raw for _name, raw, _want in CASES] + [

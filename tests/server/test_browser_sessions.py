@@ -108,7 +108,7 @@ INK = """([kind, rgb]) => { const c = document.querySelector(`#chart-${kind} can
   return n ? { n, x0, x1, y0, y1 } : null; }"""
 
 
-def test_a_project_whose_sessions_all_ended(bare: Served, page: Any) -> None:  # noqa: F811 - the fixture
+def test_a_project_whose_sessions_all_ended(bare: Served, page: Any) -> None:
     """Eleven sessions, all ended (the last a 20 s run): listed under "Ended", each row as the API gives
     it, eleven colours on the chart that the list's swatches repeat; then three new sessions at work."""
     from playwright.sync_api import expect
@@ -217,7 +217,7 @@ def test_a_project_whose_sessions_all_ended(bare: Served, page: Any) -> None:  #
     assert page.errors == []
 
 
-def test_every_session_on_a_chart_has_a_colour_of_its_own(bare: Served, page: Any) -> None:  # noqa: F811 - the fixture
+def test_every_session_on_a_chart_has_a_colour_of_its_own(bare: Served, page: Any) -> None:
     """Forty sessions on one chart: forty colours; the first 36 (the palette) 20 or more apart (CIE76), the
     four past it dashed as well; and the page's colour rule gives 300 different colours in a row."""
     from playwright.sync_api import expect
@@ -247,7 +247,7 @@ def test_every_session_on_a_chart_has_a_colour_of_its_own(bare: Served, page: An
     assert page.errors == []
 
 
-def test_no_session_at_all_is_said_plainly(bare: Served, page: Any) -> None:  # noqa: F811 - the fixture
+def test_no_session_at_all_is_said_plainly(bare: Served, page: Any) -> None:
     from playwright.sync_api import expect
 
     page.goto(f"{bare.url}/#token={bare.token}")
@@ -259,7 +259,7 @@ def test_no_session_at_all_is_said_plainly(bare: Served, page: Any) -> None:  # 
     assert page.errors == []
 
 
-def test_short_runs_are_drawn_inside_the_chart_with_their_points_marked(bare: Served, page: Any) -> None:  # noqa: F811 - the fixture
+def test_short_runs_are_drawn_inside_the_chart_with_their_points_marked(bare: Served, page: Any) -> None:
     """The only session ran for 20 s (two points) and spent once (one point): a segment across a good part of
     the chart and a marker in its middle, not a stroke on the edge."""
     from playwright.sync_api import expect
@@ -296,7 +296,7 @@ def test_short_runs_are_drawn_inside_the_chart_with_their_points_marked(bare: Se
 
 def test_the_indicator_says_connecting_before_the_first_event_and_offline_only_on_a_failure(
     bare: Served, page: Any
-) -> None:  # noqa: F811 - the fixture
+) -> None:
     from playwright.sync_api import expect
 
     record(bare.layout, 0, start=(clock.parse_iso(clock.iso()) or 0.0) - 300, seconds=60, calls=3, state="running")
@@ -334,7 +334,7 @@ def test_the_indicator_says_connecting_before_the_first_event_and_offline_only_o
     shot(page, "46-reconnecting")
 
 
-def test_a_stream_that_cannot_be_opened_is_offline_until_it_opens(bare: Served, page: Any) -> None:  # noqa: F811 - the fixture
+def test_a_stream_that_cannot_be_opened_is_offline_until_it_opens(bare: Served, page: Any) -> None:
     from playwright.sync_api import expect
 
     page.route("**/api/v1/events", lambda route: route.abort())
@@ -349,7 +349,7 @@ def test_a_stream_that_cannot_be_opened_is_offline_until_it_opens(bare: Served, 
     expect(live).to_have_text("live", timeout=30000)  # the browser tries again by itself
 
 
-def test_a_collision_is_listed_and_marks_both_rows_while_both_sessions_live(bare: Served, page: Any) -> None:  # noqa: F811 - the fixture
+def test_a_collision_is_listed_and_marks_both_rows_while_both_sessions_live(bare: Served, page: Any) -> None:
     """cc1 and cc2 (running) change src/app.py: the API and the page list one collision and mark both rows; an
     edit arriving later (cc3's) shows without a reload; once cc1 has ended, only cc2 and cc3 collide."""
     from playwright.sync_api import expect
@@ -383,7 +383,7 @@ def test_a_collision_is_listed_and_marks_both_rows_while_both_sessions_live(bare
     expect(page.locator("#sessions tr.collides")).to_have_count(2)
 
 
-def test_a_session_paused_by_a_limit_is_given_a_resume_time_from_the_page(bare: Served, page: Any) -> None:  # noqa: F811
+def test_a_session_paused_by_a_limit_is_given_a_resume_time_from_the_page(bare: Served, page: Any) -> None:
     """An interactive session paused by its runtime's limit is never resumed by itself: the page's "resume at…"
     (the `session resume-at` route) schedules it, and the row then says when and by whom."""
     from playwright.sync_api import expect

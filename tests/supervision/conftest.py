@@ -15,7 +15,7 @@ import pytest
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
 from tests.support.trusting import trust_project
-from tests.support.waiting import wait_until  # noqa: F401 - also re-exported for tests here
+from tests.support.waiting import wait_until
 
 BRAIN = """\
 import os, sys, time
