@@ -1,0 +1,45 @@
+"""Managed workers (SPEC 11): the list, a launch, a kill."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Path
+
+from cocoplus.ops import workers as workers_ops
+from cocoplus.server.bodies import MAX_ID, KillBody, LaunchBody
+from cocoplus.server.routes.base import ERRORS, WRITE, Srv
+
+router = APIRouter(tags=["workers"])
+
+
+@router.get("/api/v1/workers")
+async def get_workers(srv: Srv) -> dict[str, Any]:
+    """`cocoplus workers list`: every launched worker, its state, process, exit and session."""
+    return await srv.cached("workers", ("sessions",), lambda: workers_ops.list_workers(srv.layout))
+
+
+@router.post("/api/v1/workers", responses=ERRORS, **WRITE)
+def post_worker(srv: Srv, body: LaunchBody) -> dict[str, Any]:
+    """`cocoplus launch RUNTIME TASK` (brain tool `launch_worker`):
+    started, or queued beyond `[workers] max_parallel`."""
+    return workers_ops.launch(
+        srv.layout,
+        body.runtime,
+        body.task,
+        alias=body.alias,
+        model=body.model,
+        effort=body.effort,
+        by=body.operator,
+        principal=srv.operator,
+    )
+
+
+@router.post("/api/v1/workers/{worker_id}/kill", responses=ERRORS, **WRITE)
+def post_worker_kill(
+    srv: Srv,
+    worker_id: Annotated[str, Path(min_length=1, max_length=MAX_ID)],
+    body: Annotated[KillBody | None, Body()] = None,
+) -> dict[str, Any]:
+    """`cocoplus workers kill ID`: its process group stopped; the record says `exited` and who killed it."""
+    return workers_ops.kill(srv.layout, worker_id, body.operator if body else None, principal=srv.operator)
