@@ -27,6 +27,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Route
+from starlette.types import Scope
 
 from cocoplus import __version__
 from cocoplus.core.crashlog import log_exception
@@ -73,6 +75,16 @@ def _error(status: int, message: str, hint: str | None = None, **extra: Any) -> 
         body["hint"] = hint
     body.update(extra)
     return JSONResponse(body, status_code=status)
+
+
+def allowed_methods(app: FastAPI, scope: Scope) -> list[str]:
+    """Every method some route of this path takes. Starlette's 405 names only the first route that matched the
+    path, and a path has a route per method here (GET and POST of the supervision switch are two)."""
+    methods: set[str] = set()
+    for route in app.router.routes:
+        if isinstance(route, Route) and route.matches(scope)[0] != Match.NONE:
+            methods |= route.methods or set()
+    return sorted(methods)
 
 
 def _log_crash(layout: Layout, request: Request, exc: BaseException) -> str:
@@ -143,10 +155,12 @@ def _handle_errors(app: FastAPI, layout: Layout) -> None:
         return _error(422, f"invalid request: {where}: {first['msg']}{more}", errors=errors)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         resp = _error(exc.status_code, str(exc.detail))
         for k, v in (exc.headers or {}).items():
             resp.headers[k] = v
+        if exc.status_code == 405:
+            resp.headers["Allow"] = ", ".join(allowed_methods(app, request.scope))
         return resp
 
     @app.exception_handler(Exception)

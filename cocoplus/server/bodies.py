@@ -2,19 +2,47 @@
 
 Every model forbids unknown keys and is strict (no `"1"` for 1, no `1` for true); a body that does not
 match is answered with 422 and where it failed (server/app.py).  The constraints here are also what the
-OpenAPI document says, so a request the document allows is one the server accepts.
+OpenAPI document says, so a request the document allows is one the server accepts: an id has the shape
+`core.paths.is_valid_id` allows, a text that must not be blank says so with a pattern, a time has one of the
+forms `session resume-at` reads, and an integer may be written `3130.0` (JSON Schema's integer is a number
+whose fraction is zero; `3130.5`, `"3130"` and `true` are refused).  Where the operation itself refuses a
+value with its own message (400: an alias, a task, a model, a task id; 422: a blank text), the pattern is
+the document's word for that check (`_says`), not a second check.  tests/server/test_fuzz.py holds the
+document to the server with every schemathesis check.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import Path
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from cocoplus.core import settings, vocab
+from cocoplus.core.paths import ID_MAX
 
-CONV_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$"
+# `core.paths.is_valid_id`: a letter or digit, then letters, digits, `_`, `-` and `.`, never `..`; at most ID_MAX.
+ID_PATTERN = r"^[A-Za-z0-9](\.?[A-Za-z0-9_-])*\.?$"
+CONV_PATTERN = ID_PATTERN
+# A worker's alias: an id, neither a cs_ id nor a worker id such as w1 (supervision/workers.py).
+ALIAS_PATTERN = r"^(?!cs_)(?!w[0-9]+$)[A-Za-z0-9](\.?[A-Za-z0-9_-])*\.?$"
+# Some character other than white space: what `str.strip()` leaves something of.
+NOT_BLANK = r"\S"
+# What `session resume-at` reads (supervision/resumes.py `parse_time`), in the forms it always accepts:
+# HH:MM[:SS], an ISO 8601 time (`core.clock.parse_iso`) or +N with s, m or h.
+_HHMM = r"([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?"
+_ISO = (
+    r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[T ]([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)"
+    r"(\.[0-9]{1,14})?([Zz]|[+-][0-9]{2}:[0-9]{2})?"
+)
+TIME_PATTERN = rf"^({_HHMM}|{_ISO}|\+[0-9]{{1,6}}[smh])$"
+
+
+def _says(pattern: str, min_length: int | None = None) -> dict[str, Any]:
+    """JSON Schema keywords for the document only: the check they describe is made where its message is."""
+    return {"pattern": pattern, **({} if min_length is None else {"minLength": min_length})}
+
+
 MAX_ID = 200
 MAX_IDS = 500
 TURNS = settings.BY_DOTTED["supervision.max_turns"]
@@ -31,6 +59,13 @@ Operator = Annotated[
 ]
 
 
+def _whole(value: Any) -> Any:
+    """3130.0 is the integer 3130 (JSON Schema's `integer`); anything else goes on to the strict check."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -41,16 +76,27 @@ def _not_blank(value: str | None, what: str) -> str | None:
     return value
 
 
+def _needs_ids(mode: str, ids: str, when: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The document's word that scope `only` and `except` need at least one id (scope.set_scope refuses none),
+    `when` the other properties say so."""
+    narrowing: dict[str, Any] = {"properties": {mode: {"enum": ["only", "except"]}}, "required": [mode]}
+    if when:
+        narrowing["properties"].update(when)
+        narrowing["required"] += list(when)
+    return {"if": narrowing, "then": {"properties": {ids: {"minItems": 1}}, "required": [ids]}}
+
+
 class AutonomousBody(_Body):
     """Seed 000: `{"enabled": true, "task_hint"?, "max_turns"?}` or `{"enabled": false}`."""
 
+    model_config = ConfigDict(
+        json_schema_extra=_needs_ids("scope_mode", "scope_session_ids", when={"enabled": {"const": True}})
+    )
+
     enabled: bool
     task_hint: str | None = Field(None, max_length=4000, description="The supervision goal (enable only).")
-    max_turns: int | None = Field(
-        None,
-        ge=TURNS.minimum,
-        le=TURNS.maximum,
-        description=f"Turn cap (default from cocoplus.toml, else {TURNS.default}).",
+    max_turns: Annotated[int, Field(ge=TURNS.minimum, le=TURNS.maximum), BeforeValidator(_whole)] | None = Field(
+        None, description=f"Turn cap (default from cocoplus.toml, else {TURNS.default})."
     )
     scope_mode: Literal[vocab.SCOPE_MODES] | None = Field(  # type: ignore[valid-type]
         None, description="Set the scope in the same step (enable only)."
@@ -74,12 +120,16 @@ class ExcludeBody(_Body):
 
 
 class ScopeBody(_Body):
+    model_config = ConfigDict(json_schema_extra=_needs_ids("mode", "session_ids"))
+
     mode: Literal[vocab.SCOPE_ACTIONS]  # type: ignore[valid-type]
     session_ids: list[SessionRef] = Field(default_factory=list, max_length=MAX_IDS)
 
 
 class StopBody(_Body):
-    reason: str = Field("stopped by operator", min_length=1, max_length=1000)
+    reason: str = Field(
+        "stopped by operator", min_length=1, max_length=1000, json_schema_extra=_says(pattern=NOT_BLANK)
+    )
     operator: Operator = None
 
     @field_validator("reason")
@@ -95,7 +145,11 @@ class ResumeBody(_Body):
 
 class SteerBody(_Body):
     text: str = Field(
-        ..., min_length=1, max_length=64 * 1024, description="Injected once into the agent's next prompt."
+        ...,
+        min_length=1,
+        max_length=64 * 1024,
+        json_schema_extra=_says(pattern=NOT_BLANK),
+        description="Injected once into the agent's next prompt.",
     )
     operator: Operator = None
 
@@ -106,7 +160,13 @@ class SteerBody(_Body):
 
 
 class DispatchBody(_Body):
-    instruction: str = Field(..., min_length=1, max_length=64 * 1024, description="The session's next piece of work.")
+    instruction: str = Field(
+        ...,
+        min_length=1,
+        max_length=64 * 1024,
+        json_schema_extra=_says(pattern=NOT_BLANK),
+        description="The session's next piece of work.",
+    )
     operator: Operator = None
 
     @field_validator("instruction")
@@ -117,7 +177,11 @@ class DispatchBody(_Body):
 
 class AnswerBody(_Body):
     text: str = Field(
-        ..., min_length=1, max_length=64 * 1024, description="The answer to the session's last ask-human question."
+        ...,
+        min_length=1,
+        max_length=64 * 1024,
+        json_schema_extra=_says(pattern=NOT_BLANK),
+        description="The answer to the session's last ask-human question.",
     )
     operator: Operator = None
 
@@ -129,9 +193,24 @@ class AnswerBody(_Body):
 
 class LaunchBody(_Body):
     runtime: Literal[vocab.LAUNCH_RUNTIMES] = Field(..., description="Which runtime runs the worker.")  # type: ignore[valid-type]
-    task: str = Field(..., min_length=1, max_length=64 * 1024, description="The worker's first prompt.")
-    alias: str | None = Field(None, max_length=MAX_ID, description="The session's alias (default: the runtime's next).")
-    model: str | None = Field(None, max_length=200)
+    task: str = Field(
+        ...,
+        min_length=1,
+        max_length=64 * 1024,
+        json_schema_extra=_says(pattern=r"^\s*[^\s-]"),
+        description="The worker's first prompt (not blank; it may not start with `-`, which a runtime reads as an "
+        "option).",
+    )
+    alias: str | None = Field(
+        None,
+        max_length=ID_MAX,
+        json_schema_extra=_says(pattern=ALIAS_PATTERN),
+        description="The session's alias (default: the runtime's next): letters, digits, `_`, `-` and `.`; "
+        "not a cs_ id, not a worker id such as w1.",
+    )
+    model: str | None = Field(
+        None, max_length=200, json_schema_extra=_says(min_length=1, pattern="^[^-]"), description="A model name."
+    )
     effort: Literal[vocab.EFFORTS] | None = None  # type: ignore[valid-type]
     operator: Operator = None
 
@@ -156,12 +235,18 @@ class SessionResumeBody(_Body):
 
 
 class ResumeAtBody(_Body):
-    at: str = Field(..., min_length=1, max_length=64, description="HH:MM (local), an ISO 8601 time, or +30m / +2h")
+    at: str = Field(
+        ...,
+        min_length=1,
+        max_length=64,
+        pattern=TIME_PATTERN,
+        description="HH:MM (local), an ISO 8601 time, or +30m / +2h",
+    )
     operator: Operator = None
 
 
 class MessageBody(_Body):
-    text: str = Field(..., min_length=1, max_length=64 * 1024)
+    text: str = Field(..., min_length=1, max_length=64 * 1024, json_schema_extra=_says(pattern=NOT_BLANK))
 
     @field_validator("text")
     @classmethod
@@ -170,9 +255,11 @@ class MessageBody(_Body):
 
 
 class OverridesBody(_Body):
-    """Per conversation; a key set to null clears that override, an absent key leaves it."""
+    """Per conversation; a key set to null clears that override, an absent key leaves it (one at least)."""
 
-    modelOverride: str | None = Field(None, min_length=1, max_length=200)
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+
+    modelOverride: str | None = Field(None, min_length=1, max_length=200, json_schema_extra=_says(pattern=NOT_BLANK))
     reasoningEffortOverride: Literal[vocab.EFFORTS] | None = None  # type: ignore[valid-type]
 
     @field_validator("modelOverride")
@@ -182,4 +269,10 @@ class OverridesBody(_Body):
 
 
 class RetryBody(_Body):
-    task_id: str | None = Field(None, min_length=1, max_length=MAX_ID, description="Default: the last failed task.")
+    task_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=ID_MAX,
+        json_schema_extra=_says(pattern=ID_PATTERN),
+        description="Default: the last failed task.",
+    )

@@ -710,3 +710,38 @@ def test_oversized_bodies_are_refused_before_parsing(client: Any, sproject: Layo
     r = client.post("/api/v1/session/steer", content=small(), headers={"Content-Type": "application/json", **AUTH})
     assert r.status_code == 200, r.text
     assert Path(sproject.steer).read_text() == "chunked but small\n"
+
+
+# -- what the OpenAPI document says is what the server takes --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "method, path, allow",
+    [
+        ("DELETE", AUTO, "GET, POST"),
+        ("PUT", "/api/v1/workers", "GET, POST"),
+        ("DELETE", CONV, "GET, PATCH"),
+        ("PUT", "/api/v1/session", "GET"),
+        ("GET", "/api/v1/session/stop", "POST"),
+    ],
+)
+def test_a_405_names_every_method_the_path_takes(client: Any, method: str, path: str, allow: str) -> None:
+    r = client.request(method, path, headers=AUTH)
+    assert r.status_code == 405 and r.headers["allow"] == allow, (r.status_code, r.headers.get("allow"))
+    error_of(r, 405)
+
+
+def test_an_integer_may_be_written_with_a_zero_fraction(client: Any, sproject: Layout) -> None:
+    """JSON Schema's integer is a number whose fraction is zero: 30.0 is the integer 30."""
+    for refused in (30.5, "30", True):
+        error_of(client.post(AUTO, json={"enabled": True, "max_turns": refused}, headers=AUTH), 422)
+    assert state_bytes(sproject) is None
+    r = client.post(AUTO, json={"enabled": True, "max_turns": 30.0}, headers=AUTH)
+    assert r.status_code == 200, r.text
+    assert r.json()["autonomous"]["max_turns"] == 30
+
+
+@pytest.mark.parametrize("at", ["tomorrow", "+²m", "25:00", " 15:00", "+1234567h", "2026-13-01T00:00:00Z"])
+def test_resume_at_takes_the_documented_forms_only(client: Any, sproject: Layout, at: str) -> None:
+    r = client.post("/api/v1/coding-sessions/cc1/resume-at", json={"at": at}, headers=AUTH)
+    assert "body.at" in error_of(r, 422)
