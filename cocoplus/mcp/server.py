@@ -21,12 +21,15 @@ Code gives its MCP servers `CLAUDE_CODE_SESSION_ID`).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import INVALID_PARAMS, CallToolRequestParams, GetPromptRequestParams
 from pydantic import Field
 
 from cocoplus import __version__
@@ -34,7 +37,7 @@ from cocoplus.core import settings, vocab
 from cocoplus.core.crashlog import log_exception
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout, discover
-from cocoplus.mcp import stdio
+from cocoplus.mcp import protocol, stdio
 from cocoplus.ops import authority
 from cocoplus.ops import dispatch as dispatch_ops
 from cocoplus.ops import permissions as permissions_ops
@@ -124,11 +127,33 @@ def effective_role(requested: str | None, environ: dict[str, str] | None = None)
     )
 
 
+class Server(MCPServer):
+    """The SDK's server, answering a call of a tool or prompt it does not have with -32602 (invalid params),
+    as MCP has it, rather than a tool result (a tool) or an error with code 0 and a logged traceback (a prompt)."""
+
+    async def _handle_call_tool(self, ctx: Any, params: CallToolRequestParams) -> Any:
+        if self._tool_manager.get_tool(params.name) is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        return await super()._handle_call_tool(ctx, params)
+
+    async def _handle_get_prompt(self, ctx: Any, params: GetPromptRequestParams) -> Any:
+        if self._prompt_manager.get_prompt(params.name) is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {params.name}")
+        return await super()._handle_get_prompt(ctx, params)
+
+
 def build(role: str = "worker") -> MCPServer:
     """An MCPServer with the brain tools, the worker tools, or both (the role as given: see `effective_role`)."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
-    server = MCPServer(name="cocoplus", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    # The SDK sets up the root logger (a rich handler printing tracebacks) as it builds a server: undone here, and
+    # its own loggers write one line each (mcp/protocol.py).
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    server = Server(name="cocoplus", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    protocol.quiet_sdk_log()
     who = authority.BRAIN if role in ("brain", "all") else authority.worker(None, None, "MCP role worker")
     if role in ("brain", "all"):
         _brain_tools(server)

@@ -27,7 +27,12 @@ each line gets before the SDK's server sees it (`decode`):
   such as `"\\ud800"`: valid JSON text that pydantic refuses): -32602 with
   its id;
 - everything else goes to the SDK's server, which answers an unknown method
-  with -32601 and a tool error as a tool result.
+  with -32601, an unknown tool or prompt with -32602 (mcp/server.py) and a
+  tool's failure as a tool result.
+
+An error that answers no request carries `"id": null` under the protocol
+versions before 2025-11-25 and no `id` from that version on (and before one
+is negotiated): mcp/protocol.py.
 
 The wire's descriptors are claimed while serving, as the SDK's transport
 does: fd 0 points at the null device and fd 1 at stderr, so a child process
@@ -59,6 +64,8 @@ from mcp_types import (
     jsonrpc_message_adapter,
 )
 
+from cocoplus.mcp import protocol
+
 MAX_LINE = 4 * 1024 * 1024
 """Bytes in one line (without its newline); MCP's messages are far smaller."""
 MAX_DEPTH = 64
@@ -66,6 +73,12 @@ MAX_DEPTH = 64
 CHUNK = 64 * 1024
 
 RequestId = int | str
+
+
+class Wire:
+    """What the writer learns as it writes: the protocol version the initialize result settled on."""
+
+    version: str | None = None
 
 
 class Splitter:
@@ -253,13 +266,16 @@ async def _write(
     messages: MemoryObjectReceiveStream[SessionMessage],
     outstanding: set[RequestId],
     serving: anyio.CancelScope,
+    wire: Wire | None = None,
 ) -> None:
+    wire = wire or Wire()
     async with messages:
         async for item in messages:
             msg = item.message
             if isinstance(msg, JSONRPCRequest):
                 outstanding.add(msg.id)  # before it is written: the client cannot answer sooner
-            data = (msg.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode()
+            wire.version = protocol.negotiated(msg) or wire.version
+            data = (protocol.encode(msg, wire.version) + "\n").encode()
             try:
                 await anyio.to_thread.run_sync(_write_all, fd, data)
             except OSError as exc:  # the client is gone: nothing more can be answered

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from cocoplus.chat import store
 from cocoplus.core.paths import Layout
@@ -268,7 +269,11 @@ def test_errors_are_tool_errors_and_change_nothing(project: Layout, sessions: di
         out["empty_message"] = await c.error("notify_blocked", message="  ", session="cc1")
         out["empty_question"] = await c.error("ask_human", question="", session="cc1")
         out["missing_arg"] = await c.error("set_supervision_scope")
-        out["unknown_tool"] = await c.error("no_such_tool")
+        # An unknown tool is a protocol error (-32602, invalid params), as MCP has it, not a tool result.
+        try:
+            await c.raw("no_such_tool")
+        except MCPError as exc:
+            out["unknown_tool"] = f"{exc.code} {exc.message}"
         # The server is still serving after all that.
         out["status"] = await c.call("supervision_status")
         return out
@@ -289,7 +294,7 @@ def test_errors_are_tool_errors_and_change_nothing(project: Layout, sessions: di
     assert "message is empty" in out["empty_message"]
     assert "question is empty" in out["empty_question"]
     assert "mode" in out["missing_arg"]
-    assert "no_such_tool" in out["unknown_tool"]
+    assert out["unknown_tool"] == "-32602 Unknown tool: no_such_tool"
     for text in out.values():
         assert "Traceback" not in json.dumps(text)
     # Nothing was written: supervision never enabled, scope untouched, no signal, no question.
