@@ -35,7 +35,7 @@ from pydantic import Field
 from cocoplus import __version__
 from cocoplus.core import settings, vocab
 from cocoplus.core.crashlog import log_exception
-from cocoplus.core.errors import CocoplusError
+from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout, discover
 from cocoplus.mcp import protocol, stdio
 from cocoplus.ops import authority
@@ -94,10 +94,13 @@ def _log_unexpected(name: str, exc: BaseException) -> str | None:
     return log_exception(f"mcp tool {name}", exc)
 
 
-def run_tool(name: str, fn: Callable[[Layout], Any]) -> CallToolResult:
-    """Discover the project, call `fn(layout)`, and shape the answer (or the error) for MCP."""
+Find = Callable[[], Layout]
+
+
+def run_tool(name: str, fn: Callable[[Layout], Any], find: Find = discover) -> CallToolResult:
+    """Find the project, call `fn(layout)`, and shape the answer (or the error) for MCP."""
     try:
-        result = fn(discover())
+        result = fn(find())
     except CocoplusError as exc:
         # The messages are the CLI's; here the worker's option is a tool argument.
         msg = exc.message.replace("pass --session", "pass the `session` argument") + (
@@ -111,6 +114,9 @@ def run_tool(name: str, fn: Callable[[Layout], Any]) -> CallToolResult:
         ) from None
     text = _json_text(result)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=json.loads(text))
+
+
+_run = run_tool
 
 
 def effective_role(requested: str | None, environ: dict[str, str] | None = None) -> tuple[str, str | None]:
@@ -142,8 +148,12 @@ class Server(MCPServer):
         return await super()._handle_get_prompt(ctx, params)
 
 
-def build(role: str = "worker") -> MCPServer:
-    """An MCPServer with the brain tools, the worker tools, or both (the role as given: see `effective_role`)."""
+def build(role: str = "worker", layout: Layout | None = None) -> MCPServer:
+    """An MCPServer with the brain tools, the worker tools, or both (the role as given: see `effective_role`).
+
+    With `layout`, that project is served (`cocoplus serve`'s `/mcp`, whose requests carry no runtime's
+    environment, so a worker tool needs its `session` argument); without, the project is found on every call
+    and a worker's session from the environment (`cocoplus mcp`)."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
     # The SDK sets up the root logger (a rich handler printing tracebacks) as it builds a server: undone here, and
@@ -155,16 +165,21 @@ def build(role: str = "worker") -> MCPServer:
     root.setLevel(level)
     protocol.quiet_sdk_log()
     who = authority.BRAIN if role in ("brain", "all") else authority.worker(None, None, "MCP role worker")
+    find: Find = discover if layout is None else (lambda: layout)
     if role in ("brain", "all"):
-        _brain_tools(server)
-        _permission_tools(server, authority.BRAIN)
+        _brain_tools(server, find)
+        _permission_tools(server, authority.BRAIN, find)
     if role in ("worker", "all"):
-        _worker_tools(server, who)
+        _worker_tools(server, who, find, from_environment=layout is None)
     return server
 
 
-def _brain_tools(server: MCPServer) -> None:
+def _brain_tools(server: MCPServer, find: Find) -> None:
     brain = authority.BRAIN
+
+    def run_tool(name: str, fn: Callable[[Layout], Any]) -> CallToolResult:
+        return _run(name, fn, find)
+
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 
     @server.tool(
@@ -369,7 +384,10 @@ REQUEST = Field(
 )
 
 
-def _permission_tools(server: MCPServer, brain: authority.Principal) -> None:
+def _permission_tools(server: MCPServer, brain: authority.Principal, find: Find) -> None:
+    def run_tool(name: str, fn: Callable[[Layout], Any]) -> CallToolResult:
+        return _run(name, fn, find)
+
     @server.tool(
         description=(
             "Allow a headless worker's permission request: its tool call goes ahead. Only what [permissions] "
@@ -387,7 +405,19 @@ def _permission_tools(server: MCPServer, brain: authority.Principal) -> None:
         return run_tool("deny_permission", lambda lay: permissions_ops.deny(lay, request_id, reason, principal=brain))
 
 
-def _worker_tools(server: MCPServer, who: authority.Principal) -> None:
+def _worker_tools(server: MCPServer, who: authority.Principal, find: Find, from_environment: bool) -> None:
+    def run_tool(name: str, fn: Callable[[Layout], Any]) -> CallToolResult:
+        return _run(name, fn, find)
+
+    def named(session: str | None) -> str | None:
+        """The session a worker tool speaks for: without a runtime's environment, the argument must name it."""
+        if session is None and not from_environment:
+            raise UsageError(
+                "which session is this? pass --session (a cs_ id or an alias such as cc1): over HTTP no runtime's "
+                "environment tells cocoplus"
+            )
+        return session
+
     @server.tool(
         description=(
             "Tell the supervisor (the main brain) how your work is going. status working is a heartbeat and does "
@@ -407,7 +437,8 @@ def _worker_tools(server: MCPServer, who: authority.Principal) -> None:
         session: Annotated[str | None, SESSION_ARG] = None,
     ) -> CallToolResult:
         return run_tool(
-            "report_progress", lambda lay: worker_ops.report_progress(lay, status, message, session, principal=who)
+            "report_progress",
+            lambda lay: worker_ops.report_progress(lay, status, message, named(session), principal=who),
         )
 
     @server.tool(description="Say you are blocked and why. Always wakes the main brain to deal with it.")
@@ -415,7 +446,9 @@ def _worker_tools(server: MCPServer, who: authority.Principal) -> None:
         message: Annotated[str, Field(description="What blocks the work and what you need to go on.")],
         session: Annotated[str | None, SESSION_ARG] = None,
     ) -> CallToolResult:
-        return run_tool("notify_blocked", lambda lay: worker_ops.notify_blocked(lay, message, session, principal=who))
+        return run_tool(
+            "notify_blocked", lambda lay: worker_ops.notify_blocked(lay, message, named(session), principal=who)
+        )
 
     @server.tool(
         description=(
@@ -428,7 +461,7 @@ def _worker_tools(server: MCPServer, who: authority.Principal) -> None:
         question: Annotated[str, Field(description="The question, self-contained.")],
         session: Annotated[str | None, SESSION_ARG] = None,
     ) -> CallToolResult:
-        return run_tool("ask_human", lambda lay: worker_ops.ask_human(lay, question, session, principal=who))
+        return run_tool("ask_human", lambda lay: worker_ops.ask_human(lay, question, named(session), principal=who))
 
     @server.tool(
         description=(
@@ -441,7 +474,9 @@ def _worker_tools(server: MCPServer, who: authority.Principal) -> None:
         what: Annotated[str | None, Field(description="What context you need (recorded for the supervisor).")] = None,
         session: Annotated[str | None, SESSION_ARG] = None,
     ) -> CallToolResult:
-        return run_tool("request_context", lambda lay: worker_ops.request_context(lay, what, session, principal=who))
+        return run_tool(
+            "request_context", lambda lay: worker_ops.request_context(lay, what, named(session), principal=who)
+        )
 
 
 def run(role: str | None = None) -> None:

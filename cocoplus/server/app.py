@@ -20,14 +20,14 @@ failure is 500 with one line; the traceback goes to
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match, Route
+from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Scope
 
 from cocoplus import __version__
@@ -46,6 +46,7 @@ from cocoplus.core.errors import (
 from cocoplus.core.paths import Layout
 from cocoplus.fleet.options import FleetUnreachable
 from cocoplus.server import events as events_mod
+from cocoplus.server import mcp_http
 from cocoplus.server.routes import ROUTERS
 from cocoplus.server.routes.base import ServerState
 from cocoplus.server.security import Guard
@@ -98,19 +99,27 @@ def create_app(
     port: int,
     hub: events_mod.Hub | None = None,
     on_shutdown: Callable[[], None] | None = None,
+    public_url: str | None = None,
 ) -> Any:
-    """The ASGI application: FastAPI routes behind the Host/Origin/token guard.
+    """The ASGI application: FastAPI routes behind the Host/Origin/token guard, and MCP at `/mcp`.
 
     Whoever holds the token is the operator (docs/authority.md): every change is made with that principal.
+    `public_url` is the address of a server reachable from outside (`cocoplus serve --public URL`); such a
+    server never serves `/mcp` (`mcp_http.serves_mcp`).
     """
     hub = hub or events_mod.Hub(layout)
     srv = ServerState(layout, hub, port)
+    mcp = mcp_http.McpDoor(layout, port) if mcp_http.serves_mcp(public_url) else None
+    extra: list[BaseRoute] = [] if mcp is None else [Route(mcp_http.PATH, mcp, include_in_schema=False)]
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
         hub.start()
         try:
-            yield
+            async with AsyncExitStack() as stack:
+                if mcp is not None:
+                    await stack.enter_async_context(mcp.running())
+                yield
         finally:
             await hub.stop()
             if on_shutdown is not None:
@@ -129,9 +138,10 @@ def create_app(
         openapi_url="/api/v1/openapi.json",
         lifespan=lifespan,
         # The routers' routes themselves (their tags are theirs already): `app.routes` lists every route.
-        routes=[route for router in ROUTERS for route in router.routes],
+        routes=[route for router in ROUTERS for route in router.routes] + extra,
     )
     app.state.srv = srv
+    app.state.mcp = mcp
     _handle_errors(app, layout)
     return Guard(app, port=port, token=token)
 

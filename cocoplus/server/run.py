@@ -81,6 +81,7 @@ def serve(
     say(f"cocoplus server for {layout.project}")
     say(f"  page:    {with_token}")
     say(f"  api:     {base}api/v1/  (OpenAPI: {base}api/v1/openapi.json)")
+    say(f"  mcp:     {base}mcp  (MCP over Streamable HTTP, with the token)")
     say(
         f"  token:   {token}  (also in {layout.rel(layout.server_token)}, mode 0600; "
         "send it as `Authorization: Bearer <token>`)"

@@ -5,8 +5,10 @@
   Every request that changes state (any method but GET, HEAD, OPTIONS) must
   carry `Authorization: Bearer <token>`; it is compared with
   `hmac.compare_digest`.  Reads of the fleet (`/api/v1/fleet`) need it too:
-  they show other machines' projects and sessions.  Requiring a header forces a CORS preflight, which
-  this server never grants, so a page of another origin cannot send one.
+  they show other machines' projects and sessions; so does every request to
+  `/mcp` (MCP over Streamable HTTP: its GET opens a stream of the session).
+  Requiring a header forces a CORS preflight, which this server never
+  grants, so a page of another origin cannot send one.
 * **DNS rebinding.** The `Host` header must be one of `127.0.0.1:PORT`,
   `localhost:PORT` or `[::1]:PORT` (the port the server listens on), and a
   present `Origin` must be `http://` plus one of those; anything else is
@@ -36,7 +38,7 @@ from cocoplus.core.paths import Layout
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 MAX_BODY = 1024 * 1024
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-PRIVATE_READS = ("/api/v1/fleet",)
+PRIVATE_READS = ("/api/v1/fleet", "/mcp")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -150,7 +152,8 @@ class Guard:
 
 
 def _private(path: str) -> bool:
-    """Paths that need the token even to read: the fleet shows other machines' projects and sessions."""
+    """Paths that need the token even to read: the fleet shows other machines' projects and sessions, and `/mcp`'s
+    GET is a stream of an MCP session."""
     return any(path == p or path.startswith(p + "/") for p in PRIVATE_READS)
 
 
