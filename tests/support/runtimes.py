@@ -1,7 +1,8 @@
 """The one way a test reaches the real agent runtime CLIs, and the guard that keeps them in `e2e` tests.
 
 The pinned Claude Code, Codex and Gemini CLIs live in
-tests/e2e/runtimes/node_modules (installed by tests/e2e/runtimes/install.sh).
+tests/e2e/runtimes/node_modules (installed by tests/e2e/runtimes/install.sh), beside
+the official MCP conformance suite and the Node 22 it runs on (`conformance_command`).
 A test gets a CLI's path only from `runtime_bin`, which fails unless the
 running test is marked `e2e`.  Three checks in tests/conftest.py make that
 hold for the whole suite:
@@ -51,6 +52,18 @@ def runtime_bin(name: str) -> str:
     if not path.exists():
         pytest.fail(f"{path} is missing: run `sh tests/e2e/runtimes/install.sh` (the README's test command does)")
     return str(path)
+
+
+def conformance_command() -> list[str]:
+    """The official MCP conformance suite's command line: its pinned package run by the pinned Node 22 (the npm
+    `node` package) beside it, since the suite needs Node 22 and the machines' own may be older. Not an agent
+    runtime: any test may run it."""
+    node = BIN / "node"
+    suite = RUNTIMES_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+    for path in (node, suite):
+        if not path.exists():
+            pytest.fail(f"{path} is missing: run `sh tests/e2e/runtimes/install.sh` (the README's test command does)")
+    return [str(node), str(suite)]
 
 
 def install_standins(bindir: Path) -> Path:
