@@ -8,13 +8,22 @@ ledger and marks the task `succeeded`; a backend error or timeout marks it
 `failed` with a readable reason.  A task left `running` by a worker that
 died is found by whoever next looks (the next worker, `chat send`, `chat
 log`, the supervisor) and marked `failed`; `chat retry` queues it again.
+
+The worker (`cocoplus chat worker`, which `ensure_worker` starts) runs at a
+lower scheduling priority (`NICE`), its backend with it:
+a reply takes seconds anyway, while the server's answers, the hooks and the
+CLI share the same cores and are waited on.  A process starts one worker at a
+time: until the one it started holds the lock (a Python start takes a moment)
+or has gone, `ensure_worker` starts no other, so a burst of sends is one start.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -27,6 +36,13 @@ from cocoplus.core.lock import is_locked, try_lock
 from cocoplus.core.paths import Layout
 
 HISTORY = 20
+NICE = 10
+"""How much lower the worker's scheduling priority is than the process that starts it (`os.nice`)."""
+START_GRACE_S = 30.0
+"""How long a started worker may take to hold its lock before another may be started in its place."""
+
+_started: dict[str, tuple[subprocess.Popen[bytes], float]] = {}
+_starting = threading.Lock()
 
 
 def worker_running(layout: Layout) -> bool:
@@ -59,16 +75,22 @@ def recover(layout: Layout) -> list[dict[str, Any]]:
 
 
 def ensure_worker(layout: Layout) -> int | None:
-    """Start a detached worker unless one runs. Returns the new pid, if any."""
-    if worker_running(layout):
-        return None
-    child = proc.spawn_cocoplus(
-        ["chat", "worker", "--idle-exit", "60"],
-        state_dir=layout.root,
-        cwd=layout.project,
-        log_path=layout.chat_worker_log,
-    )
-    return child.pid
+    """Start a detached worker unless one runs, or one this process started is still starting. Returns the new
+    pid, if any."""
+    with _starting:
+        if worker_running(layout):
+            return None
+        earlier = _started.get(layout.root)
+        if earlier is not None and earlier[0].poll() is None and time.monotonic() - earlier[1] < START_GRACE_S:
+            return None  # started, not holding the lock yet: it will take the queued task
+        child = proc.spawn_cocoplus(
+            ["chat", "worker", "--idle-exit", "60"],
+            state_dir=layout.root,
+            cwd=layout.project,
+            log_path=layout.chat_worker_log,
+        )
+        _started[layout.root] = (child, time.monotonic())
+        return child.pid
 
 
 def _next_task(layout: Layout) -> dict[str, Any] | None:
@@ -178,8 +200,11 @@ def run_task(layout: Layout, task: dict[str, Any], cfg: Any) -> dict[str, Any]:
     return store.update_task(layout, conv, task["id"], fail)
 
 
-def serve(layout: Layout, *, idle_exit: float | None = None, poll: float = 0.2, once: bool = False) -> int:
-    """Run the worker in this process until idle for `idle_exit` seconds (or forever)."""
+def serve(
+    layout: Layout, *, idle_exit: float | None = None, poll: float = 0.2, once: bool = False, nice: int = 0
+) -> int:
+    """Run the worker in this process until idle for `idle_exit` seconds (or forever), `nice` lower in priority
+    (`cocoplus chat worker` passes NICE)."""
     fd = try_lock(layout.lock("chat-worker"))
     if fd is None:
         sys.stderr.write("cocoplus chat worker: another worker already runs for this project\n")
@@ -191,6 +216,11 @@ def serve(layout: Layout, *, idle_exit: float | None = None, poll: float = 0.2, 
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if nice > 0:
+        try:
+            os.nice(nice)  # the backend it runs inherits it
+        except OSError:
+            pass
     fsio.atomic_write_json(layout.chat_worker_pid, {"pid": os.getpid(), "started_at": clock.iso()})
     # Anything `running` now was left by a worker that died: we hold the lock.
     for conv in store.conversations(layout):

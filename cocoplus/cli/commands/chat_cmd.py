@@ -248,8 +248,9 @@ def worker(
     ] = None,
     once: Annotated[bool, typer.Option("--once", help="Run what is queued now, then exit.")] = False,
 ) -> None:
-    """Run the reply worker in the foreground (send starts one in the background when none runs)."""
-    raise typer.Exit(chat_worker.serve(layout(), idle_exit=idle_exit, once=once))
+    """Run the reply worker in the foreground, at a lower scheduling priority (send starts one in the background
+    when none runs)."""
+    raise typer.Exit(chat_worker.serve(layout(), idle_exit=idle_exit, once=once, nice=chat_worker.NICE))
 
 
 def register(app: typer.Typer) -> None:
