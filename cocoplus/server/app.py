@@ -48,7 +48,7 @@ from cocoplus.fleet.options import FleetUnreachable
 from cocoplus.server import events as events_mod
 from cocoplus.server import mcp_http
 from cocoplus.server.routes import ROUTERS
-from cocoplus.server.routes.base import ServerState
+from cocoplus.server.routes.base import KeptReads, ServerState
 from cocoplus.server.security import Guard
 
 
@@ -143,6 +143,7 @@ def create_app(
     app.state.srv = srv
     app.state.mcp = mcp
     _handle_errors(app, layout)
+    app.add_middleware(KeptReads, srv=srv)  # the kept read routes' good answers, before any routing
     return Guard(app, port=port, token=token)
 
 

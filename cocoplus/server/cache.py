@@ -19,7 +19,9 @@ until one of three things says it may be out of date:
 
 One request builds a missing answer at a time per route; the others wait
 for it.  The response says which it got: `X-Cocoplus-Cache: hit` or `built`.
-A build that fails is not kept: its error is the answer, as before.
+A build that fails is not kept: its error is the answer, as before.  A plain
+GET whose kept answer is good is sent before any routing (`KeptReads` in
+server/routes/base.py): checking the stamp is all such a request costs.
 """
 
 from __future__ import annotations

@@ -156,3 +156,37 @@ def test_a_failed_build_is_not_kept(project: Layout) -> None:
         else:
             raise AssertionError("a failed build was answered")
     assert cache.builds == 0
+
+
+def test_a_kept_answer_is_sent_before_routing_with_the_handlers_bytes_and_headers(sproject: Layout) -> None:
+    """A plain GET of a kept route with a good answer is answered in front of FastAPI (routes/base.py KeptReads):
+    the same status, body and headers as the handler's answer, which a query string still reaches."""
+    from fastapi.testclient import TestClient
+
+    from cocoplus.server.app import create_app
+    from tests.server.conftest import BASE, PORT, TOKEN
+
+    guard = create_app(sproject, token=TOKEN, port=PORT)
+    srv = guard.app.state.srv
+    with TestClient(guard, base_url=BASE) as c:
+        for route in ROUTES:
+            built = c.get(route)
+            assert built.status_code == 200 and built.headers["x-cocoplus-cache"] == "built", route
+            before = srv.kept_reads
+            kept = c.get(route)
+            assert srv.kept_reads == before + 1, route
+            handled = c.get(route + "?via=handler")
+            assert srv.kept_reads == before + 1, route
+            assert kept.status_code == handled.status_code == 200
+            assert kept.content == handled.content == built.content, route
+            assert dict(kept.headers) == dict(handled.headers), (route, kept.headers, handled.headers)
+            assert kept.headers["x-cocoplus-cache"] == "hit"
+        # A route with a query, another method, or an answer gone old goes to FastAPI as before.
+        assert c.get("/api/v1/session-os/main-brain/rounds?limit=5").status_code == 200
+        assert c.post("/api/v1/session").status_code in (401, 405)
+        before = srv.kept_reads
+        r = c.post("/api/v1/session/stop", json={"reason": "kept-9d1"}, headers={"Authorization": f"Bearer {TOKEN}"})
+        assert r.status_code == 200, r.text
+        again = c.get("/api/v1/session")
+        assert again.headers["x-cocoplus-cache"] == "built" and again.json()["kill_switch"]["reason"] == "kept-9d1"
+        assert srv.kept_reads == before

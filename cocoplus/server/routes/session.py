@@ -8,17 +8,18 @@ from fastapi import APIRouter, Body
 
 from cocoplus.ops import session as session_ops
 from cocoplus.server.bodies import ResumeBody, SteerBody, StopBody
-from cocoplus.server.routes.base import ERRORS, WRITE, Srv
+from cocoplus.server.routes.base import ERRORS, WRITE, Srv, kept
 
 router = APIRouter(tags=["session"])
+STATUS = kept("/api/v1/session", "session", ("session", "sessions", "supervision"))
 
 
-@router.get("/api/v1/session", responses=ERRORS)
+@router.get(STATUS.path, responses=ERRORS)
 async def get_session(srv: Srv) -> dict[str, Any]:
     """`cocoplus session status --json`.
 
     While cocoplus.toml is invalid, `config.ok` is false and `config.error` says why."""
-    return await srv.cached("session", ("session", "sessions", "supervision"), lambda: session_ops.status(srv.layout))
+    return await srv.cached(STATUS.key, STATUS.topics, lambda: session_ops.status(srv.layout))
 
 
 @router.post("/api/v1/session/stop", responses=ERRORS, **WRITE)

@@ -24,18 +24,17 @@ from cocoplus.server.bodies import (
     SteerBody,
     StopBody,
 )
-from cocoplus.server.routes.base import ERRORS, WRITE, Srv
+from cocoplus.server.routes.base import ERRORS, WRITE, Srv, kept
 
 router = APIRouter(tags=["sessions"])
+LIST = kept("/api/v1/coding-sessions", "coding-sessions", ("sessions", "supervision"))
 
 
-@router.get("/api/v1/coding-sessions", responses=ERRORS)
+@router.get(LIST.path, responses=ERRORS)
 async def get_sessions(srv: Srv) -> dict[str, Any]:
     """list_sessions (`cocoplus session list`): alias, runtime, state, attention, excluded, stale, what each
     collides on; every collision between live sessions; and the scope."""
-    return await srv.cached(
-        "coding-sessions", ("sessions", "supervision"), lambda: sessions_ops.list_sessions(srv.layout)
-    )
+    return await srv.cached(LIST.key, LIST.topics, lambda: sessions_ops.list_sessions(srv.layout))
 
 
 @router.get("/api/v1/history", responses=ERRORS)

@@ -8,18 +8,17 @@ from fastapi import APIRouter, Query
 
 from cocoplus.ops import supervision as supervision_ops
 from cocoplus.server.bodies import AutonomousBody
-from cocoplus.server.routes.base import ERRORS, WRITE, Srv
+from cocoplus.server.routes.base import ERRORS, WRITE, Srv, kept
 
 router = APIRouter(tags=["supervision"])
+STATUS = kept("/api/v1/session-os/main-brain/autonomous", "autonomous", ("supervision", "round", "sessions"))
 
 
-@router.get("/api/v1/session-os/main-brain/autonomous", responses=ERRORS)
+@router.get(STATUS.path, responses=ERRORS)
 async def get_autonomous(srv: Srv) -> dict[str, Any]:
     """supervision_status (`cocoplus supervision status`):
     `{"autonomous": null | {...}}`, plus whether the watcher runs."""
-    return await srv.cached(
-        "autonomous", ("supervision", "round", "sessions"), lambda: supervision_ops.status(srv.layout)
-    )
+    return await srv.cached(STATUS.key, STATUS.topics, lambda: supervision_ops.status(srv.layout))
 
 
 @router.post("/api/v1/session-os/main-brain/autonomous", responses=ERRORS, **WRITE)

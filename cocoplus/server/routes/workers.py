@@ -8,15 +8,16 @@ from fastapi import APIRouter, Body, Path
 
 from cocoplus.ops import workers as workers_ops
 from cocoplus.server.bodies import MAX_ID, KillBody, LaunchBody
-from cocoplus.server.routes.base import ERRORS, WRITE, Srv
+from cocoplus.server.routes.base import ERRORS, WRITE, Srv, kept
 
 router = APIRouter(tags=["workers"])
+WORKERS = kept("/api/v1/workers", "workers", ("sessions",))
 
 
-@router.get("/api/v1/workers")
+@router.get(WORKERS.path)
 async def get_workers(srv: Srv) -> dict[str, Any]:
     """`cocoplus workers list`: every launched worker, its state, process, exit and session."""
-    return await srv.cached("workers", ("sessions",), lambda: workers_ops.list_workers(srv.layout))
+    return await srv.cached(WORKERS.key, WORKERS.topics, lambda: workers_ops.list_workers(srv.layout))
 
 
 @router.post("/api/v1/workers", responses=ERRORS, **WRITE)
