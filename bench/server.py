@@ -21,9 +21,19 @@ both side by side in one run: the status load with `--clients` clients,
 alternating between the two servers `--rounds` times, then prints each
 one's p99 and requests per second and the ratio.  A checkout of an earlier
 commit makes a baseline: `git worktree add /tmp/old <commit> && python -m
-venv /tmp/old-venv && /tmp/old-venv/bin/pip install -e /tmp/old`.
+venv /tmp/old-venv && /tmp/old-venv/bin/pip install /tmp/old httpx`.
 
-    python bench/server.py [--clients 8] [--requests 50] [--baseline PYTHON [--rounds 3]]
+Measure cocoplus as a user installs it: a non-editable install in a venv of
+its own (an editable install's `.pth` files and a test venv's extras change
+what every start costs), and run the bench with that venv's interpreter,
+which also runs the server:
+
+    python -m venv /tmp/v && /tmp/v/bin/pip install . httpx
+    /tmp/v/bin/python bench/server.py [--clients 8] [--requests 50] [--baseline PYTHON [--rounds 3]]
+
+The default run sends 51 chat messages before the 8-client rows, so the
+reply worker is busy (a 1 s backend, one reply at a time) while they are
+measured.
 """
 
 from __future__ import annotations
