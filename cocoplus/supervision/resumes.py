@@ -389,10 +389,10 @@ def parse_time(text: str, now: float | None = None) -> float:
     at = clock.parse_iso(raw)
     if at is not None:
         return at
-    if raw.startswith("+") and raw[1:-1].isdigit() and raw[-1] in "smh" and len(raw) <= 24:
+    if raw.startswith("+") and raw[1:-1].isascii() and raw[1:-1].isdigit() and raw[-1] in "smh" and len(raw) <= 24:
         return now + int(raw[1:-1]) * {"s": 1, "m": 60, "h": 3600}[raw[-1]]
     parts = raw.split(":")
-    if 2 <= len(parts) <= 3 and all(p.isdigit() and len(p) == 2 for p in parts):
+    if 2 <= len(parts) <= 3 and all(p.isascii() and p.isdigit() and len(p) == 2 for p in parts):
         h, m, s = (int(p) for p in (*parts, "00")[:3])
         if h < 24 and m < 60 and s < 60:
             day = time.localtime(now)

@@ -345,7 +345,8 @@ def test_resume_at_reads_a_time_and_schedules_an_interactive_session(project: La
     assert resumes.parse_time("2099-01-02T15:00:00Z") == clock.parse_iso("2099-01-02T15:00:00Z")
     at = resumes.parse_time("15:00", now)
     assert 0 < at - now <= 86400 + 3600 and time.strftime("%H:%M", time.localtime(at)) == "15:00"
-    for bad in ("soon", "25:00", "+5d", "", "+" + "9" * 5000 + "h"):
+    # Digits are ASCII digits: `²` passes str.isdigit() and then failed int() as an internal error.
+    for bad in ("soon", "25:00", "+5d", "", "+" + "9" * 5000 + "h", "+²m", "+٣m", "١٥:٠٠", "1²:00"):
         with pytest.raises(UsageError, match="TIME"):
             resumes.parse_time(bad, now)
     rec, _ = registry.ensure(project, "claude", "rid-2", event="SessionStart")
