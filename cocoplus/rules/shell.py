@@ -9,24 +9,16 @@ substitution, also inside strings and here-documents; the bodies of `if`,
 command the parser cannot read whole (an error or a missing piece in its tree,
 or a construct this module does not know) is `None`: no rule allows it.
 
-The parser is loaded on first use, never at import (the permission event is
-the only hook event that parses; PreToolUse never imports this module).  Its
-two extension modules are loaded straight from their files (`_load`): the
-packages' `__init__` would import `typing`, `importlib.resources` and `re`,
-about four times what parsing costs; the binding's own start-up asks for three
-standard-library names it only uses for queries and for `Point` (which the
-rules never call), and is given light stand-ins for them while it starts.  If
-that fast load fails (another version of the binding), the ordinary import is
-used; if neither can be had, `parse` raises `Unavailable` and every command is
-asked (`cocoplus doctor` says so).
-
-Standard library only besides the parser itself.
+`Script.unchecked` says what in the command cannot be checked before it runs
+(a nested command, a variable in braces, a subshell, `&`, ...): no narrow rule
+allows that (rules/engine.py).  The parser itself is loaded on first use, by
+`rules/parser.py`; `parse` raises its `Unavailable` when it cannot be had.
+Standard library only besides the parser.
 """
 
 from __future__ import annotations
 
-import os
-import sys
+from cocoplus.rules import parser
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -65,10 +57,6 @@ _REDIRECTS = ("file_redirect", "heredoc_redirect", "herestring_redirect")
 # Redirection targets that are not files.
 DEVICES = frozenset({"/dev/null"})  # other devices are paths outside the project (Claude Code asks for them too)
 GLOB_CHARS = frozenset("*?[")
-
-
-class Unavailable(Exception):
-    """The shell parser cannot be loaded here (not installed, or a binding that does not load)."""
 
 
 class Word:
@@ -190,140 +178,13 @@ def _is_fd(value: str) -> bool:
     return value == "-" or value.isdigit()
 
 
-# -- loading the parser ------------------------------------------------------------------------------
-
-
-_PARSER: Any = None
-
-
-def _stand_ins() -> dict[str, Any]:
-    """Light stand-ins for what the binding's start-up asks of `re`, `enum` and `collections` (it keeps
-    `re.compile` for query predicates, makes the enum `LogType` and the named tuple `Point`)."""
-
-    def compile(*args: Any, **kwargs: Any) -> Any:
-        import re  # deferred: only a query predicate (the rules use none) compiles a pattern
-
-        return re.compile(*args, **kwargs)
-
-    class IntEnum:
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            pass
-
-    def namedtuple(name: str, fields: Any, **kwargs: Any) -> Any:
-        return type(name, (tuple,), {"__module__": kwargs.get("module") or "tree_sitter"})
-
-    out: dict[str, Any] = {}
-    for name, attrs in (("re", {"compile": compile}), ("enum", {"IntEnum": IntEnum}),
-                        ("collections", {"namedtuple": namedtuple})):  # fmt: skip
-        if name not in sys.modules:
-            out[name] = _Stub(name, attrs)
-    return out
-
-
-class _Stub:
-    """A module's stand-in while the binding starts: the few names it asks for, nothing else."""
-
-    def __init__(self, name: str, attrs: dict[str, Any]) -> None:
-        self.__name__ = name
-        self.__dict__.update(attrs)
-
-
-def _search_dirs() -> list[str]:
-    """Where the parser's packages may be installed: beside cocoplus (a normal install), then this interpreter's
-    site-packages (an editable install; the hook runs without `site`)."""
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    ver = f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    out = [here, *sys.path]
-    # Without `site` (the hook runs `python -S`), `sys.prefix` is the base interpreter's, not the virtual
-    # environment's: the environment is where `sys.executable` lives, marked by its `pyvenv.cfg`.
-    venv = os.path.dirname(os.path.dirname(sys.executable or ""))
-    prefixes = [venv] if venv and os.path.exists(os.path.join(venv, "pyvenv.cfg")) else []
-    for prefix in (*prefixes, sys.prefix, sys.exec_prefix):
-        for lib in ("lib", "lib64"):
-            out.append(os.path.join(prefix, lib, ver, "site-packages"))
-    seen: set[str] = set()
-    return [d for d in out if d and not (d in seen or seen.add(d))]  # type: ignore[func-returns-value]
-
-
-def _extension(pkg: str, dirs: list[str]) -> str | None:
-    for d in dirs:
-        folder = os.path.join(d, pkg)
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
-        for n in names:
-            if n.startswith("_binding.") and n.endswith(".so"):
-                return os.path.join(folder, n)
-    return None
-
-
-class _Spec:
-    """What `_imp.create_dynamic` reads of a module spec: its name and file."""
-
-    def __init__(self, name: str, origin: str) -> None:
-        self.name = name
-        self.origin = origin
-
-
-def _fast_load() -> Any:
-    import _imp  # deferred: the interpreter's own loader of extension modules (built in: nothing to load)
-
-    dirs = _search_dirs()
-    core, grammar = _extension("tree_sitter", dirs), _extension("tree_sitter_bash", dirs)
-    if core is None or grammar is None:
-        raise ImportError("tree-sitter or tree-sitter-bash is not installed")
-    stubs = _stand_ins()
-    sys.modules.update(stubs)
-    try:
-        ts = _imp.create_dynamic(_Spec("tree_sitter._binding", core))  # type: ignore[arg-type]
-        _imp.exec_dynamic(ts)
-    finally:
-        for name, mod in stubs.items():
-            if sys.modules.get(name) is mod:
-                del sys.modules[name]
-    bash = _imp.create_dynamic(_Spec("tree_sitter_bash._binding", grammar))  # type: ignore[arg-type]
-    _imp.exec_dynamic(bash)
-    return ts.Parser(ts.Language(bash.language()))
-
-
-def _ordinary_load() -> Any:
-    import tree_sitter  # deferred: the parser, only where a command is parsed
-    import tree_sitter_bash  # deferred: as tree_sitter
-
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-
-
-def parser() -> Any:
-    """The bash parser (loaded once); `Unavailable` when it cannot be had."""
-    global _PARSER
-    if _PARSER is None:
-        try:
-            _PARSER = _fast_load()
-        except Exception:  # noqa: BLE001 - any failure of the fast path falls back to the ordinary import
-            try:
-                _PARSER = _ordinary_load()
-            except Exception as exc:  # noqa: BLE001
-                raise Unavailable(f"the shell parser cannot be loaded ({type(exc).__name__}: {exc})") from None
-    return _PARSER
-
-
-def available() -> str | None:
-    """None when the parser loads; otherwise why not (doctor)."""
-    try:
-        parser()
-    except Unavailable as exc:
-        return str(exc)
-    return None
-
-
 # -- reading a command -------------------------------------------------------------------------------
 
 
 def parse(command: str) -> Script | None:
     """The simple commands and redirections of `command`; None when the parser cannot read all of it.
     `Unavailable` when there is no parser."""
-    p = parser()
+    p = parser.parser()
     data = command.encode("utf-8", "surrogatepass")
     try:
         tree = p.parse(data)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cocoplus.rules import engine, shell
+from cocoplus.rules import engine
 
 
 @pytest.fixture
@@ -243,8 +243,8 @@ def test_the_parser_loads_as_the_hook_runs_python() -> None:
     root = os.path.dirname(os.path.dirname(cocoplus.__file__))
     code = (
         f"import sys; sys.path.insert(0, {root!r})\n"
-        "from cocoplus.rules import shell\n"
-        "shell._fast_load()\n"
+        "from cocoplus.rules import parser, shell\n"
+        "parser._fast_load()\n"
         "s = shell.parse('pytest -q && touch x')\n"
         "print(len(s.parts), 're' in sys.modules, 'typing' in sys.modules)\n"
     )
@@ -255,9 +255,11 @@ def test_the_parser_loads_as_the_hook_runs_python() -> None:
 def test_the_parser_loads_without_the_packages_init(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fast load (two extension modules straight from their files) is the one the hook uses; it must work
     with the pinned versions, or every shell command would be asked."""
-    shell._PARSER = None
-    parser = shell._fast_load()
+    from cocoplus.rules import parser as loader
+
+    loader._PARSER = None
+    parser = loader._fast_load()
     tree = parser.parse(b"pytest -q && echo hi")
     assert not tree.root_node.has_error
-    assert shell.available() is None
-    assert os.path.basename(shell._extension("tree_sitter", shell._search_dirs()) or "").startswith("_binding")
+    assert loader.available() is None
+    assert os.path.basename(loader._extension("tree_sitter", loader._search_dirs()) or "").startswith("_binding")
