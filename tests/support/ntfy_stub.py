@@ -44,6 +44,7 @@ import fnmatch
 import json
 import re
 import secrets
+import select
 import socket
 import string
 import threading
@@ -589,6 +590,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
+    def _gone(self) -> bool:
+        """Whether the subscriber closed its end (as ntfy notices a request's context ending)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
     def _event(self, event: str, topics: list[str]) -> dict[str, Any]:
         return {"id": random_id(12), "time": int(time.time()), "event": event, "topic": ",".join(topics)}
 
@@ -608,10 +617,10 @@ class _Handler(BaseHTTPRequestHandler):
                     deadline = time.monotonic() + owner.keepalive
                     while owner._generation == generation and position == len(owner.published):
                         left = deadline - time.monotonic()
-                        if left <= 0:
+                        if left <= 0 or self._gone():
                             break
-                        owner._cond.wait(left)
-                    if owner._generation != generation:
+                        owner._cond.wait(min(left, 0.2))
+                    if owner._generation != generation or self._gone():
                         break
                     fresh = [m for m in owner.published[position:] if m["topic"] in topics]
                     position = len(owner.published)
