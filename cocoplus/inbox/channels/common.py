@@ -14,6 +14,8 @@ that hears it.
 * `Tap(channel, data, who, at, ref, message_id)`: an answer heard on a channel (`phone:ntfy`,
   `phone:telegram`): the data its button carried, who tapped as the channel tells it, when it was heard, the
   channel's id of the tap, and the message it was on where the channel says.
+* `Channel`: what every channel offers (`send`, `update`, `answer`, `listener`), so the inbox process drives
+  each the same way.
 * `Listener`: a channel's receive loop in a thread of its own, outbound only: it reconnects with back-off after
   any failure, reports each problem as one line (`on_problem`), hands each tap to `on_tap`, and `stop()` ends it
   within a second.
@@ -95,6 +97,20 @@ class Tap:
     at: float
     ref: str
     message_id: str | None = None
+
+
+class Channel(Protocol):
+    """What the inbox process drives, whichever the channel: ntfy.Ntfy and telegram.Telegram are both one."""
+
+    channel: str
+
+    def send(self, push: Push) -> Sent: ...
+
+    def update(self, message_id: str, push: Push) -> Sent: ...
+
+    def answer(self, tap: Tap, text: str = "") -> Sent: ...
+
+    def listener(self, on_tap: Callable[[Tap], None], on_problem: Callable[[str], None] | None = None) -> Listener: ...
 
 
 def one_line(text: object, limit: int = 300) -> str:
