@@ -7,7 +7,8 @@ that hears it.
   phone opens (the decision page).
 * `Push(title, text, actions, priority, tags)`: at most three actions (ntfy's limit, an Android one).  The title
   and the text are made inert (core.inert) by the channel that sends them, and must hold no secret: the only
-  secret a push carries is an action's own token.
+  secrets a push carries are its actions' own tokens (and, on ntfy, the reply topic's write-only token the
+  buttons post with).
 * `Sent(accepted, message_id, error, replaced)`: whether the server took it, its id there (what `update` takes),
   or why not, in one line; `replaced` when an update replaced the earlier message in place rather than
   following it.
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -262,7 +262,3 @@ class Listener:
             if self.stopping.is_set():
                 break
             self.stopping.wait(self.backoff.next())
-
-
-def now() -> float:
-    return time.time()

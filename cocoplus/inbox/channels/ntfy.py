@@ -168,8 +168,9 @@ class Ntfy:
         return self._publish(push, None)
 
     def update(self, message_id: str, push: Push) -> Sent:
-        """Replace the push `message_id` (the id `send` answered) with `push`, where ntfy can (2.16 and later);
-        elsewhere `push` arrives as a follow-up.  `Sent.replaced` says which."""
+        """Replace the push `message_id` (the id `send` answered: every later update names that same first id)
+        with `push`, where ntfy can (2.16 and later); elsewhere `push` arrives as a follow-up.  `Sent.replaced`
+        says which; `Sent.message_id` is the new message's own id."""
         return self._publish(push, message_id)
 
     def answer(self, tap: Tap, text: str = "") -> Sent:
