@@ -351,29 +351,13 @@ class TelegramStub:
         raise Failed(404, "Not Found: method not found")
 
     def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
-        def integer(name: str, default: int, low: int | None = None, high: int | None = None) -> int:
-            try:
-                value = int(params.get(name, default))
-            except (TypeError, ValueError):
-                value = default
-            if low is not None and value < low:
-                value = default if name == "limit" else low
-            if high is not None and value > high:
-                value = high
-            return value
-
-        offset = integer("offset", 0)
-        limit = integer("limit", 100, 1, 100)
-        timeout = integer("timeout", 0, 0, LONG_POLL_MAX)
-        allowed = params.get("allowed_updates")
+        offset = _integer(params, "offset", 0)
+        limit = _integer(params, "limit", 100, 1, 100, below=100)
+        timeout = _integer(params, "timeout", 0, 0, LONG_POLL_MAX)
         with self._cond:
-            if allowed not in (None, ""):
-                if isinstance(allowed, str):
-                    try:
-                        allowed = json.loads(allowed)
-                    except ValueError:
-                        raise Failed(400, "Bad Request: can't parse allowed updates list") from None
-                self._allowed = [str(a) for a in allowed]
+            allowed = _allowed_updates(params.get("allowed_updates"))
+            if allowed is not None:
+                self._allowed = allowed
             if offset < 0:
                 self._updates = self._updates[offset:]
             elif offset > 0:
@@ -397,6 +381,39 @@ class TelegramStub:
             if offset > 0:
                 self._updates = [u for u in self._updates if u["update_id"] >= offset]
             return [dict(u) for u in self._updates[:limit]]
+
+
+def _integer(
+    params: dict[str, Any],
+    name: str,
+    default: int,
+    low: int | None = None,
+    high: int | None = None,
+    below: int | None = None,
+) -> int:
+    """An integer parameter as the Bot API server reads it: the default when absent or not a number, clamped to
+    [low, high] (or `below` when it is under `low`)."""
+    try:
+        value = int(params.get(name, default))
+    except (TypeError, ValueError):
+        return default
+    if low is not None and value < low:
+        return low if below is None else below
+    return value if high is None else min(value, high)
+
+
+def _allowed_updates(raw: Any) -> list[str] | None:
+    """getUpdates' `allowed_updates` (a list, or its JSON text), or None when not given."""
+    if raw in (None, ""):
+        return None
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise Failed(400, "Bad Request: can't parse allowed updates list") from None
+    if not isinstance(raw, list):
+        raise Failed(400, "Bad Request: can't parse allowed updates list")
+    return [str(a) for a in raw]
 
 
 class _Handler(BaseHTTPRequestHandler):
