@@ -36,7 +36,8 @@ HEAVY = {
 # cocoplus modules that must never load in a hook process
 NOT_IN_HOOK = {
     "cocoplus.cli", "cocoplus.report", "cocoplus.supervision", "cocoplus.chat", "cocoplus.server", "cocoplus.mcp",
-    "cocoplus.notify", "cocoplus.tui", "cocoplus.fleet", "cocoplus.install", "cocoplus.runtimes.mcp_config",
+    "cocoplus.notify", "cocoplus.inbox", "cocoplus.tui", "cocoplus.fleet", "cocoplus.install",
+    "cocoplus.runtimes.mcp_config",
     "cocoplus.cost.price_table", "cocoplus.cost.live", "cocoplus.cost.forecast", "cocoplus.core.inert",
 }  # fmt: skip
 # Not even these on the events that run around every tool call.
