@@ -1,6 +1,6 @@
 """Who answers the master agent: the controller account, and the model and effort it uses.
 
-Precedence for model and reasoning effort (seed 001): the conversation's
+Precedence for model and reasoning effort (docs/backends.md): the conversation's
 override, else the controller account's default (`[chat] controller` names
 an `[accounts.NAME]` table; with no controller named and exactly one
 account, that one), else the system default (`[chat] default_model` and `default_effort`).

@@ -61,7 +61,7 @@ ENTRIES: tuple[Entry, ...] = (
         "sessions",
         "session_cmd",
         "session",
-        "Same as `session list`: the agent sessions the hooks have seen (the name SPEC keeps).",
+        "Same as `session list`: the agent sessions the hooks have seen (its first name, kept).",
         hidden=True,
     ),
     Entry(
@@ -114,7 +114,7 @@ ENTRIES: tuple[Entry, ...] = (
         "supervisor",
         "supervision_cmd",
         "supervision",
-        "Same as `supervision watcher`: the watcher process that wakes the main brain (the name SPEC keeps).",
+        "Same as `supervision watcher`: the watcher process that wakes the main brain (its first name, kept).",
         hidden=True,
     ),
     Entry(

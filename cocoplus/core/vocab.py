@@ -8,7 +8,7 @@ but `__future__`: the hook reads it.
 
 from __future__ import annotations
 
-# Reasoning effort of the master agent (seed 001), in increasing order.
+# Reasoning effort of the master agent (docs/backends.md), in increasing order.
 EFFORTS = ("low", "medium", "high")
 
 # Canonical run states (status.json, pod-state.json, session records); a budget stop is `exited`.
@@ -27,14 +27,14 @@ ATTENTION_STATES = ("pending", "awaiting_authorization", "awaiting_decision")
 SCOPE_MODES = ("all", "only", "except")
 SCOPE_ACTIONS = (*SCOPE_MODES, "invert")
 
-# report_progress statuses (seed 000); all but `working` wake the main brain.
+# report_progress statuses (docs/guides/supervision.md); all but `working` wake the main brain.
 PROGRESS_STATUSES = ("working", "completed", "blocked", "needs_review")
 
 # Backends of an `[accounts.NAME]` table.
 ACCOUNT_KINDS = ("claude", "codex", "openai", "command")
 
 # A master-agent reply task; the states of one not finished yet; the reply state `chat send`
-# answers with (seed 001).
+# answers with (docs/backends.md).
 TASK_STATES = ("queued", "running", "succeeded", "failed")
 UNFINISHED_TASK_STATES = TASK_STATES[:2]
 REPLY_STATES = (*UNFINISHED_TASK_STATES, "failed")

@@ -1,4 +1,4 @@
-"""The marker that makes a worker's git worktree answer to its project's `.cocoplus/` (SPEC section 3).
+"""The marker that makes a worker's git worktree answer to its project's `.cocoplus/` (docs/guides/workers.md).
 
 `cocoplus launch --worktree` (supervision/worktrees.py) gives the worker a
 git worktree of its own and writes two files:

@@ -82,7 +82,8 @@ def _continues(h: Hook) -> bool:
 
 
 def _turn_end_continuation(h: Hook, plan: dict[str, Any]) -> dict[str, Any] | None:
-    """Go on with this session's steer, or hold the turn end for the main brain (SPEC 11); None ends the turn."""
+    """Go on with this session's steer, or hold the turn end for the main brain (docs/guides/supervision.md); None
+    ends the turn."""
     from cocoplus.hook import hold  # deferred: only turn ends continue or hold
 
     rec = h.record

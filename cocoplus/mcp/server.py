@@ -1,4 +1,4 @@
-"""`cocoplus mcp`: the main-brain and worker tools of seed 000 as a stdio MCP server.
+"""`cocoplus mcp`: the main-brain and worker tools (docs/guides/mcp.md) as a stdio MCP server.
 
 Built on the official `mcp` SDK (`MCPServer`).  Every tool calls one
 operation of `cocoplus.ops` (`supervision`, `sessions`, `worker`), the

@@ -1,4 +1,4 @@
-"""Pieces of hook answers that several runtimes share (reference/hooks-protocols.md 1.4, 3.2, 4).
+"""Pieces of hook answers that several runtimes share (docs/runtimes.md).
 
 Each adapter assembles its dialect from these, so a shape written once here
 means the same thing everywhere it is used.  Every function returns the JSON

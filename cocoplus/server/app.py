@@ -1,4 +1,4 @@
-"""The REST API of seeds 000 and 001 over the files the CLI uses: the application, assembled from one router
+"""The REST API (docs/reference/rest-api.md) over the files the CLI uses: the application, assembled from one router
 per OpenAPI tag (`server/routes/`), with its error answers.
 
 Every handler parses its request and calls one operation of `cocoplus.ops`,

@@ -5,7 +5,7 @@
 "workflow_run", "enabled_at", "updated_at", "snapshot_at", "finished_at",
 "finish_summary", "finish_reason"}`.  The scope (which sessions may wake the
 main brain) is kept beside it so exclusions survive enable/finish cycles.
-These are the main-brain tools of seed 000 as functions;
+These are the main-brain tools (docs/guides/mcp.md) as functions;
 `cocoplus.ops.supervision` calls them for every door (the CLI, the server,
 the MCP server).
 """

@@ -1,4 +1,4 @@
-"""Acting on one worker session: dispatch, answer, and per-session steer, stop and resume (SPEC 11).
+"""Acting on one worker session: dispatch, answer, and per-session steer, stop and resume (docs/guides/supervision.md).
 
 `dispatch` gives a session its next piece of work by the best route its
 state allows, and says which it took:

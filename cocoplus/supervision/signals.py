@@ -1,4 +1,4 @@
-"""Worker tools: signals a worker agent sends about itself (seed 000's worker-session tools).
+"""Worker tools: signals a worker agent sends about itself (docs/guides/mcp.md).
 
 `report_progress`, `notify_blocked`, `ask_human`, `request_context`.  Each
 is appended to `supervision/signals.jsonl` (what the supervisor reads) and

@@ -1,4 +1,4 @@
-"""Which worker signals wake the main brain (seed 000's trigger table), and the wake prompt.
+"""Which worker signals wake the main brain (docs/guides/supervision.md), and the wake prompt.
 
 | signal | wakes the brain |
 |---|---|

@@ -1,4 +1,4 @@
-"""Workflow runs and `auto_supervise` (seed 000): a pipeline engine's runs and supervision.
+"""Workflow runs and `auto_supervise` (docs/guides/supervision.md): a pipeline engine's runs and supervision.
 
 `start(run)` with auto_supervise (default true, `[supervision]
 auto_supervise`) enables supervision for the run, unless a user already

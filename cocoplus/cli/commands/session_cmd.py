@@ -334,7 +334,7 @@ def register(app: typer.Typer) -> None:
     )
     for name, fn in queue_commands:
         qgroup.command(name)(fn)
-    # `sessions list`, the name SPEC gives it, is `session list` under its older name (hidden in `--help`).
-    sessions = typer.Typer(help="Same as `cocoplus session list` (the name SPEC keeps).", no_args_is_help=True)
+    # `sessions list`, its first name, is `session list` under its older name (hidden in `--help`).
+    sessions = typer.Typer(help="Same as `cocoplus session list` (its first name, kept).", no_args_is_help=True)
     app.add_typer(sessions, name="sessions")
     sessions.command("list")(sessions_list)

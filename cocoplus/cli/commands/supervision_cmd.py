@@ -348,10 +348,10 @@ def register(app: typer.Typer) -> None:
     for name, fn in commands:
         sup.command(name)(fn)
     app.command("supervise")(supervise)
-    # The watcher: `supervision watcher ...`, and `supervisor ...`, the name SPEC keeps (hidden in `--help`).
+    # The watcher: `supervision watcher ...`, and `supervisor ...`, its first name, kept (hidden in `--help`).
     for parent, name, what in (
         (sup, "watcher", "The watcher process that wakes the main brain (one per project)."),
-        (app, "supervisor", "Same as `cocoplus supervision watcher` (the name SPEC keeps)."),
+        (app, "supervisor", "Same as `cocoplus supervision watcher` (its first name, kept)."),
     ):
         runner = typer.Typer(help=what, no_args_is_help=True)
         parent.add_typer(runner, name=name)

@@ -1,4 +1,4 @@
-"""Claude Code (checked against 2.1.328; reference/hooks-protocols.md section 1).
+"""Claude Code (checked against 2.1.328; docs/runtimes.md).
 
 Hooks in `.claude/settings.json` (committed by teams) and
 `.claude/settings.local.json` (per user; Claude Code keeps it out of git):
@@ -83,7 +83,7 @@ SLASH_COMMAND_DIR = (".claude", "commands")
 
 
 # Claude Code runs its SessionEnd hooks for at most 60 s, whatever
-# a hook's `timeout` says (reference/hooks-protocols.md 1.7).
+# a hook's `timeout` says (docs/runtimes.md).
 SESSION_END_MAX_TIMEOUT_S = 60
 
 

@@ -1,4 +1,4 @@
-"""Codex CLI (checked against 0.169.0; reference/hooks-protocols.md section 3, docs/runtimes.md).
+"""Codex CLI (checked against 0.169.0; docs/runtimes.md).
 
 Hooks in `.codex/hooks.json`, Claude Code's shape (timeout in seconds).  The
 PreToolUse deny is Claude's *without* `continue`/`stopReason`: Codex treats

@@ -90,7 +90,7 @@ def transcript(payload: "Mapping[str, Any]") -> "str | None":
 project_dirs = answers.cwd
 
 
-# Its tool names are lowercase (reference: cortex-code.md); Claude Code's are taken too (a Claude-shaped payload).
+# Its tool names are lowercase (docs/runtimes.md, "Cortex Code"); Claude Code's are taken too (a Claude-shaped payload).
 EDIT_NAMES = {
     "edit": "Edit",
     "write": "Write",

@@ -1,4 +1,4 @@
-"""Cursor (not checked against a real Cursor; reference/hooks-protocols.md section 4).
+"""Cursor (not checked against a real Cursor; docs/runtimes.md).
 
 Hooks in `.cursor/hooks.json`: `{"version": 1, "hooks": {"<event>":
 [{"command"}]}}`.  A deny is `permission: "deny"` with `user_message` and

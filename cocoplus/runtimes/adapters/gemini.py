@@ -1,4 +1,4 @@
-"""Gemini CLI (checked against 0.61.0; reference/hooks-protocols.md section 4, docs/runtimes.md).
+"""Gemini CLI (checked against 0.61.0; docs/runtimes.md).
 
 Hooks in `.gemini/settings.json`: `hooks.<Event>[{matcher, hooks: [{type,
 name, command, timeout}]}]`, timeout in milliseconds.  A deny is top-level

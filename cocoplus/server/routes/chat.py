@@ -1,4 +1,4 @@
-"""The master-agent conversation (seed 001): its messages and settings, a send, a retry."""
+"""The master-agent conversation (docs/guides/supervision.md): its messages and settings, a send, a retry."""
 
 from __future__ import annotations
 

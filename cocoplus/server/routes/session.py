@@ -1,4 +1,4 @@
-"""The session's operator controls (seed 002): status, the kill switch, resume, steer."""
+"""The session's operator controls (docs/guides/sessions.md): status, the kill switch, resume, steer."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Agent sessions: the list, the charts' history, supervision's scope, and one session's dispatch, answer,
-steer, stop, resume and resume-at (SPEC 11)."""
+steer, stop, resume and resume-at (docs/guides/supervision.md)."""
 
 from __future__ import annotations
 

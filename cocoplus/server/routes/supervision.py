@@ -1,4 +1,4 @@
-"""Supervision (seed 000): the switch, its status and the rounds."""
+"""Supervision (docs/guides/supervision.md): the switch, its status and the rounds."""
 
 from __future__ import annotations
 

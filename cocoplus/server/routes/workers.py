@@ -1,4 +1,4 @@
-"""Managed workers (SPEC 11): the list, a launch, a kill."""
+"""Managed workers (docs/guides/workers.md): the list, a launch, a kill."""
 
 from __future__ import annotations
 
