@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shlex
 from typing import Any
 
 from cocoplus import config as config_mod
+from cocoplus.core import userfiles
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import STATE_DIR_NAME, Layout, is_state_dir, walk_up
 from cocoplus.install import hooks as runtimes
@@ -98,5 +100,25 @@ def doctor(layout: Layout) -> dict[str, Any]:
 
     result = runtimes.doctor(layout)
     result["ignored"] = headless.ignored_records(layout)
+    result["user_files"] = user_file_notes()
     result["file_events"] = supervision_ops.file_events(layout)
     return result
+
+
+def user_file_notes() -> list[str]:
+    """One line for each of this user's files left where an earlier release kept them (`$XDG_CONFIG_HOME/cocoplus`,
+    `$HOME/.config/cocoplus`): cocoplus reads them only from the password database's home now, so each line says
+    how to move the file there (or, where a file is there already, that the old one is not read)."""
+    lines: list[str] = []
+    for old, new, taken in userfiles.legacy_files():
+        if taken:
+            lines.append(
+                f"{old}: not read (this user's files are read from {userfiles.shown(os.path.dirname(new))}/ now, "
+                f"where {os.path.basename(new)} exists already); compare the two and remove the old one"
+            )
+        else:
+            lines.append(
+                f"{old}: not read (this user's files are read from {userfiles.shown(os.path.dirname(new))}/ now); "
+                f"move it: mkdir -p {shlex.quote(os.path.dirname(new))} && mv {shlex.quote(old)} {shlex.quote(new)}"
+            )
+    return lines

@@ -31,7 +31,7 @@ from cocoplus.core import fsio, seal, userfiles
 from cocoplus.core.paths import Layout
 from cocoplus.session import control, procinfo, registry
 from cocoplus.supervision import workers
-from tests.conftest import Result, run_cli_subprocess
+from tests.conftest import Result, passwd_env_for, run_cli_subprocess
 from tests.hook.helpers import hook_argv, hook_env
 from tests.support.waiting import wait_until
 from tests.trust.conftest import git
@@ -120,12 +120,11 @@ def dispatch(layout: Layout, ref: str = CS, text: str = "rebase on main") -> dic
 
 
 def other_users_seal(tmp_path: Path, fields: list[Any]) -> str:
-    """The seal another user (another key, in another config directory) makes over exactly `fields`."""
-    other = tmp_path / "other-user-config"
-    other.mkdir(exist_ok=True)
+    """The seal another user (another key, in another home) makes over exactly `fields`."""
+    other = tmp_path / "other-user-home"
     code = "import json, sys; from cocoplus.core import seal; print(seal.seal(json.load(sys.stdin)))"
     r = subprocess.run(
-        [sys.executable, "-c", code], input=json.dumps(fields), env=dict(os.environ, XDG_CONFIG_HOME=str(other)),
+        [sys.executable, "-c", code], input=json.dumps(fields), env=dict(os.environ, **passwd_env_for(other)),
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     return r.stdout.strip()
