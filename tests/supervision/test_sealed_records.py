@@ -391,13 +391,17 @@ def test_the_encoding_tells_every_two_field_lists_apart(a: list[Any], b: list[An
 # -- a managed worker's command -------------------------------------------------------------------
 
 
-def queued_worker(layout: Layout, wid: str, command: list[str], seal_value: str | None) -> None:
+def queued_worker(layout: Layout, wid: str, command: list[str], seal_value: str | None, here: bool = False) -> None:
+    """A queued worker's record with `seal_value` as its seal (`here`: sealed as cocoplus seals it, over its command
+    and its grants)."""
+    rec = {
+        "schema_version": 1, "id": wid, "runtime": "claude", "task": "t", "state": "queued", "command": command,
+        "runs": 0, "created_at": "2026-01-01T00:00:00Z", "headless": True, "allow": [], "seal": seal_value,
+    }  # fmt: skip
+    if here:
+        rec["seal"] = seal.seal_worker(rec, layout.project, wid)
     fsio.ensure_dir(layout.worker_dir(wid))
-    fsio.atomic_write_json(
-        layout.worker_record(wid),
-        {"schema_version": 1, "id": wid, "runtime": "claude", "task": "t", "state": "queued", "command": command,
-         "runs": 0, "created_at": "2026-01-01T00:00:00Z", "seal": seal_value},
-    )  # fmt: skip
+    fsio.atomic_write_json(layout.worker_record(wid), rec)
 
 
 @pytest.mark.parametrize("forged", ["no seal", "another user's seal", "a sealed command changed since"])
@@ -425,7 +429,7 @@ def test_a_worker_record_whose_command_is_not_sealed_here_is_never_started(
     assert len(said) == 1 and "ignored: its command" in said[0], said
 
     # The same command sealed here, for this worker and project, runs.
-    queued_worker(project, "w1", command, seal.seal(seal.worker_fields("w1", project.project, command)))
+    queued_worker(project, "w1", command, None, here=True)
     child = workers.start_runner(project, "w1", dict(os.environ))
     assert child.wait(timeout=60) == 0
     assert (Path(project.project) / "AGENT_RAN").read_text() == "-p task\n"
