@@ -27,6 +27,7 @@ from cocoplus.ops import project as project_ops
 from cocoplus.runtimes import registry
 from cocoplus.session import control
 from tests.hook.helpers import FIXTURES, fixture, hook_env
+from tests.support import vouched
 
 HEAVY = {
     "typer", "rich", "pydantic", "pydantic_core", "filelock", "watchdog", "tomllib", "tomli_w", "click",
@@ -66,10 +67,15 @@ sys.stderr.write("RC %s\\n" % code)
 
 
 def loaded(
-    layout: Layout, event: str, runtime: str, payload: dict[str, Any], argv_payload: bool = False
+    layout: Layout,
+    event: str,
+    runtime: str,
+    payload: dict[str, Any],
+    argv_payload: bool = False,
+    below: list[str] | None = None,
 ) -> tuple[set[str], str]:
     data = json.dumps(payload)
-    argv = [sys.executable, "-S", "-c", PROBE, hook_script(), event, "--runtime", runtime]
+    argv = [*(below or []), sys.executable, "-S", "-c", PROBE, hook_script(), event, "--runtime", runtime]
     # As the runtime starts it: in the project, with the runtime's own variable naming it (if it has one).
     own = registry.get(runtime).PROJECT_ENV
     r = subprocess.run(
@@ -248,6 +254,20 @@ def test_a_project_in_a_fleet_loads_no_network_client_on_any_event(compiled: Lay
     mods, _out = loaded(compiled, event, "claude", payload_for("claude", event, kind, compiled, None))
     assert not (_top(mods) & {"nats", "ssl", "socket", "asyncio"}), sorted(_top(mods) & HEAVY)
     assert not {m for m in mods if m.startswith("cocoplus.fleet")}, sorted(mods)
+
+
+def test_a_launched_workers_permission_request_decided_by_its_rule_stays_light(compiled: Layout) -> None:
+    """The identity a worker's permission request is decided for (its sealed record checked, its runner among the
+    hook's ancestors) loads nothing heavy, and not json."""
+    vouched.sealed_worker(compiled, "w1", allow=["Bash"])
+    payload = payload_for("claude", "PermissionRequest", "permission", compiled, None)
+    below = vouched.prefix("worker", compiled.root, "w1")
+    mods, out = loaded(compiled, "PermissionRequest", "claude", payload, below=below)
+    assert json.loads(out)["hookSpecificOutput"]["decision"]["behavior"] == "allow"  # its rule decided
+    assert {"cocoplus.session.identity", "cocoplus.session.procinfo", "cocoplus.core.seal"} <= mods
+    assert not (_top(mods) & HEAVY) and not (NOT_ON_TOOL_EVENTS & mods), sorted(mods)
+    assert not {m for m in mods if any(m == b or m.startswith(b + ".") for b in NOT_IN_HOOK)}, sorted(mods)
+    assert "hashlib" not in mods and "hmac" not in mods  # the seal's HMAC and compare are the interpreter's own
 
 
 # The turn-end hold may load these few stdlib-only modules besides the turn end's own.
