@@ -347,25 +347,27 @@ def agent_ancestor(layout: Layout | None) -> tuple[str, str] | None:
     return None
 
 
-def registered_ancestry(layout: Layout | None = None) -> tuple[Principal | None, tuple[str, str] | None]:
-    """What this user's registry of processes (session/agents.py) says about this process and its ancestors,
-    nearest first: (the principal of cocoplus's own that a sealed entry makes it, such as the watcher a
-    runner started, or None; (name, what) of the nearest agent process of any project, or None).  An entry of
-    cocoplus's own nearer than every agent process decides; an agent process nearer than it makes a worker."""
+def registered_ancestry(layout: Layout | None = None) -> Principal | None:
+    """What this user's registry of processes (session/agents.py) makes this process, from it and its ancestors,
+    nearest first: the principal a sealed entry of cocoplus's own makes it (the watcher a runner started), or a
+    worker below an agent process of any project (headless below a worker's runner or a headless resume), or
+    None.  An entry of cocoplus's own nearer than every agent process decides; an agent process nearer than it
+    makes a worker."""
     chain = procinfo.ancestors(os.getpid())
     here = os.path.realpath(layout.root) if layout is not None else None
     for _i, doc in agents.find(chain):
         kind = doc.get("kind")
         if kind in agents.OWN_KINDS:
             if agents.own_principal(doc) == agents.WATCHER:
-                return WATCHER, None
+                return WATCHER
             continue  # an entry of cocoplus's own kind whose seal does not hold: it makes nothing
         if kind in agents.AGENT_KINDS:
             ident = str(doc.get("id") or doc.get("pid"))
             where = "" if doc.get("state_dir") == here else f" of {doc.get('project')}"
-            what = {"worker": "worker", "resumed": "session (resumed)"}.get(str(kind), "session")
-            return None, (ident, f"{what} {ident}{where}")
-    return None, None
+            what = {agents.WORKER: "worker", agents.RESUMED: "session (resumed)"}.get(str(kind), "session")
+            headless = kind in (agents.WORKER, agents.RESUMED)
+            return worker(ident, None, f"process ancestry: {what} {ident}{where}", headless)
+    return None
 
 
 def caller(layout: Layout | None = None, environ: dict[str, str] | None = None) -> Principal:
@@ -376,15 +378,17 @@ def caller(layout: Layout | None = None, environ: dict[str, str] | None = None) 
     env = dict(os.environ) if environ is None else environ
     if holds_capability(env):
         return BRAIN
-    own, ancestor = registered_ancestry(layout)
-    if own is not None:
-        return own
+    registered = registered_ancestry(layout)
+    if registered is not None and registered.kind == "watcher":
+        return registered
     markers = agent_markers(env)
     if markers:
         name = env.get("COCOPLUS_WORKER_ALIAS") or env.get("COCOPLUS_WORKER") or None
         headless = bool(env.get("COCOPLUS_HEADLESS") or env.get("COCOPLUS_WORKER"))
         return worker(name, env.get("COCOPLUS_SESSION") or None, f"environment: {', '.join(markers[:3])}", headless)
-    found = ancestor or agent_ancestor(layout)
+    if registered is not None:
+        return registered
+    found = agent_ancestor(layout)  # records written before this user's registry existed
     if found is not None:
         return worker(found[0], None, f"process ancestry: {found[1]}")
     return operator()

@@ -26,6 +26,7 @@ from cocoplus.install.hooks import hook_script
 from cocoplus.ops import project as project_ops
 from cocoplus.runtimes import registry
 from cocoplus.session import control
+from cocoplus.session import registry as sessions
 from tests.hook.helpers import FIXTURES, fixture, hook_env
 from tests.support import vouched
 
@@ -348,7 +349,12 @@ def test_a_headless_permission_request_parses_its_command_with_nothing_heavy(com
     config.compile_for_hook(compiled)
     payload = payload_for("claude", "PermissionRequest", "permission", compiled, None)
     data = json.dumps(payload)
-    argv = [sys.executable, "-S", "-c", PROBE, hook_script(), "PermissionRequest", "--runtime", "claude"]
+    # A headless session: one `dispatch` resumed, below its sealed `resumed` process.
+    sid = registry.get("claude").session_id(payload)
+    assert sid is not None
+    sessions.ensure(compiled, "claude", sid, event="SessionStart")
+    below = vouched.prefix("resumed", compiled.root, sessions.cs_id_for(sid))
+    argv = [*below, sys.executable, "-S", "-c", PROBE, hook_script(), "PermissionRequest", "--runtime", "claude"]
     r = subprocess.run(
         argv, input=data.encode(), capture_output=True, timeout=60, cwd=compiled.project,
         env=hook_env(None, CLAUDE_PROJECT_DIR=compiled.project, COCOPLUS_HEADLESS="1"),
