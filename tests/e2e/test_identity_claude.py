@@ -35,7 +35,7 @@ def git(cwd: Path, *args: str) -> None:
 
 
 def test_a_clone_that_commits_the_worker_environment_and_a_record_gets_nothing(
-    e2e_project: Project,  # noqa: F811
+    e2e_project: Project,
     tmp_path: Path,
 ) -> None:
     origin = e2e_project.project
