@@ -70,12 +70,31 @@ class Identity:
 
 
 class _Here:
-    """The hook's ancestry, once: (pid -> start ticks) and this machine and pid namespace."""
+    """The hook's ancestry, read from /proc only as far as asked (a worker's runner is a few processes up), and this
+    machine and pid namespace."""
 
-    def __init__(self, chain: list[tuple[int, int]]) -> None:
-        self.chain = chain
-        self.ticks = dict(chain)
+    def __init__(self) -> None:
+        self._up = procinfo.walk_up()
+        self._seen: list[tuple[int, int]] = []
+        self._done = False
         self.where = procinfo.here()
+
+    def _more(self) -> bool:
+        if self._done:
+            return False
+        step = next(self._up, None)
+        if step is None:
+            self._done = True
+            return False
+        self._seen.append(step)
+        return True
+
+    @property
+    def chain(self) -> list[tuple[int, int]]:
+        """Every ancestor, nearest first."""
+        while self._more():
+            pass
+        return self._seen
 
     def has(self, proc: Any) -> bool:
         """Whether `proc` (a recorded `{"pid", "start_ticks", "host", "pidns"}`) is one of the ancestors."""
@@ -84,15 +103,18 @@ class _Here:
         pid, ticks = proc.get("pid"), proc.get("start_ticks")
         if not isinstance(pid, int) or isinstance(pid, bool) or not isinstance(ticks, int):
             return False
-        if self.ticks.get(pid) != ticks:
+        if not all(proc.get(k) is None or proc.get(k) == self.where[k] for k in ("host", "pidns")):
             return False
-        return all(proc.get(k) is None or proc.get(k) == self.where[k] for k in ("host", "pidns"))
+        while (pid, ticks) not in self._seen:
+            if not self._more():
+                return False
+        return True
 
 
 def of_hook(layout: Layout, environ: Mapping[str, str]) -> Identity:
     """The worker, or headless session, that cocoplus vouches this hook runs for; an Identity with no worker and
     not headless when it vouches for none (then `problem` says what was claimed, if anything)."""
-    here = _Here(procinfo.ancestors())
+    here = _Here()
     problems: list[str] = []
     tried: set[str] = set()
     named = environ.get(WORKER_ENV)
