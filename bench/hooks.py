@@ -31,6 +31,11 @@ The project has a cost limit set, so each Stop is an enforcing boundary;
 `cocoplus install` has byte-compiled cocoplus' hook modules and compiled the
 price table, as it does for a user.
 
+The PermissionRequest case is a launched worker's: its record is sealed with
+this user's key (the password database's home, where cocoplus keeps it, made
+on first use) and bound to this bench process as its runner, so the hook
+vouches for the worker as it does for a real one.
+
 Every hook event that records something writes durably (fsync of the file
 and of its directory), so its time includes the disk's sync latency:
 `--where DIR` puts the throwaway project on another file system (for
@@ -164,6 +169,30 @@ def edits_recorded(cocodir: str) -> int:
         return 0
 
 
+# The environment a launched worker's runtime has (its runner sets it); the hook checks what it names.
+WORKER_ENV = {"COCOPLUS_WORKER": "w1", "COCOPLUS_HEADLESS": "1"}
+
+
+def sealed_worker(project: str) -> str:
+    """Write worker w1's record in `project` as a launch does, its `--allow` rule covering the bench's tool calls,
+    sealed with this user's key and bound to this process as its runner (an ancestor of every hook the bench
+    runs, as a worker's runner is of its runtime's hooks); its directory."""
+    from cocoplus.core import seal
+    from cocoplus.session import procinfo
+
+    worker_dir = os.path.join(project, ".cocoplus", "workers", "w1")
+    os.makedirs(worker_dir)
+    worker = {
+        "schema_version": 1, "id": "w1", "runtime": "claude", "state": "running", "allow": ["Bash(echo *)"],
+        "command": [sys.executable, "-c", "pass"], "worktree": None, "headless": True,
+        "runner": procinfo.self_process(),
+    }  # fmt: skip
+    worker["seal"] = seal.seal_worker(worker, project, "w1")
+    with open(os.path.join(worker_dir, "worker.json"), "w") as fh:
+        json.dump(worker, fh)
+    return worker_dir
+
+
 @contextlib.contextmanager
 def users_pointer_kept() -> Iterator[None]:
     """This user's pointer file (`~/.local/share/cocoplus/hook.sh`, which the benches' `cocoplus install` points at
@@ -225,14 +254,11 @@ def bench() -> int:
     setup_env = {k: v for k, v in env.items() if k != "CLAUDE_PROJECT_DIR"}
     subprocess.run(cocoplus + ["init"], cwd=project, env=setup_env, check=True, stdout=subprocess.DEVNULL)
     subprocess.run(cocoplus + ["install", "claude"], cwd=project, env=setup_env, check=True, stdout=subprocess.DEVNULL)
-    # A worker `cocoplus launch` started, whose `--allow` rule covers the bench's tool calls.
-    worker_dir = os.path.join(project, ".cocoplus", "workers", "w1")
-    os.makedirs(worker_dir)
-    with open(os.path.join(worker_dir, "worker.json"), "w") as fh:
-        json.dump(
-            {"schema_version": 1, "id": "w1", "runtime": "claude", "state": "running", "allow": ["Bash(echo *)"]}, fh
-        )
-    worker_env = {**env, "COCOPLUS_WORKER": "w1", "COCOPLUS_HEADLESS": "1"}
+    # A worker `cocoplus launch` started, whose `--allow` rule covers the bench's tool calls: its record sealed as
+    # cocoplus seals it (this user's key), bound to a runner among the hook's ancestors (this process, as a worker's
+    # runner is), so the hook takes the call for that worker's (session/identity.py).
+    worker_dir = sealed_worker(project)
+    worker_env = {**env, **WORKER_ENV}
     with open(os.path.join(project, ".claude", "settings.local.json")) as fh:
         settings = json.load(fh)
     events = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop", "PermissionRequest")

@@ -6,7 +6,9 @@ earlier release, or a checkout of the commit before the change), on the same
 machine at the same time, which ratios taken on different days cannot.
 
 Each installation gets its own throwaway project (`init`, `install claude`,
-the same cocoplus.toml with a cost limit); in every round each event is run
+the same cocoplus.toml with a cost limit, and a launched worker's record,
+sealed and bound to this process as its runner, whose `--allow` rule decides
+the PermissionRequest); in every round each event is run
 through `sh -c` for the floor (`python -S -c pass` of this interpreter),
 the baseline and this checkout, rotating which goes first.  The hook command
 is the one `install` wrote into whichever Claude Code settings file it uses
@@ -31,9 +33,18 @@ import subprocess
 import sys
 import tempfile
 
-from hooks import FIXTURES, PROJECT_CONFIG, assistant_line, payload, run, users_pointer_kept
+from hooks import (
+    FIXTURES,
+    PROJECT_CONFIG,
+    WORKER_ENV,
+    assistant_line,
+    payload,
+    run,
+    sealed_worker,
+    users_pointer_kept,
+)
 
-EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop")
+EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop", "PermissionRequest")
 
 
 class Install:
@@ -55,6 +66,7 @@ class Install:
         for args in (["init"], ["install", "claude"]):
             subprocess.run(cocoplus + args, cwd=self.project, env=setup_env, check=True, stdout=subprocess.DEVNULL)
         self.commands = self._commands()
+        sealed_worker(self.project)  # the PermissionRequest is a launched worker's, decided by its --allow rule
         self.transcript = os.path.join(home, "transcript.jsonl")
         with open(os.path.join(FIXTURES, "claude-transcript.jsonl"), "rb") as src, open(self.transcript, "wb") as dst:
             dst.write(src.read())
@@ -100,7 +112,7 @@ def main() -> int:
                         run(
                             inst.commands[event],
                             payload(event, i, inst.transcript, inst.project),
-                            inst.env,
+                            {**inst.env, **WORKER_ENV} if event == "PermissionRequest" else inst.env,
                             inst.project,
                         )
                     )

@@ -295,7 +295,7 @@ def example_toml() -> str:
         "# effective values and where each came from.",
         "#",
         "# The same keys may be set for all your projects in ~/.config/cocoplus/config.toml",
-        "# ($XDG_CONFIG_HOME/cocoplus/config.toml); this file wins over it. Keys marked",
+        "# (~ is your home as the password database names it); this file wins over it. Keys marked",
         '# "needs trust" run a program or send data somewhere: from this file they take',
         '# effect only after `cocoplus trust` (see "Trust" in docs/guides/configuration.md);',
         "# from your own file or the environment they always do.",

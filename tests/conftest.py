@@ -131,6 +131,21 @@ def passwd_env() -> dict[str, str]:
     return {k: os.environ[k] for k in PASSWD_ENV if k in os.environ}
 
 
+def passwd_env_for(home: os.PathLike[str] | str) -> dict[str, str]:
+    """The variables that give a process a password database whose entry for this user names `home`: how a test
+    stands for another account or machine (cocoplus reads this user's files from the password database's home,
+    never from HOME or XDG_*)."""
+    import pwd
+
+    os.makedirs(str(home), exist_ok=True)
+    db = os.path.join(str(home), ".nss-passwd")
+    fields = list(pwd.getpwuid(os.getuid()))
+    fields[5] = str(home)
+    with open(db, "w") as fh:
+        fh.write(":".join(str(f) for f in fields) + "\n")
+    return {**passwd_env(), "NSS_WRAPPER_PASSWD": db}
+
+
 def _own_passwd(home: os.PathLike[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """This user's password database entry, with the test's home, for this process and the ones it starts."""
     import grp

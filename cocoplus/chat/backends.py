@@ -180,12 +180,9 @@ def _capability() -> str:
 
 
 def _server_env(brain: dict[str, Any]) -> dict[str, str]:
+    # The server finds this user's files (capability, trust, config) where this process does, from the password
+    # database (core/userfiles.py), whatever environment the runtime starts it with.
     out = {ENV_DIR: brain["state_dir"], userfiles.CAPABILITY_ENV: _capability()}
-    # The server must read this user's files (capability, trust, config) where this process does: a runtime
-    # may start its MCP servers with a reduced environment (Codex keeps HOME but not XDG_CONFIG_HOME).
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    if xdg and os.path.isabs(xdg):
-        out["XDG_CONFIG_HOME"] = xdg
     if brain.get("round") is not None:
         out[ENV_ROUND] = str(brain["round"])
     return out

@@ -20,6 +20,10 @@ from cocoplus.core.errors import CocoplusError
 def authorise(args: list[str]) -> None:
     """The authority check of the command about to run (docs/authority.md), before it does anything; a `--dir`
     the command line gave is in COCOPLUS_DIR by now."""
+    if os.environ.get("COCOPLUS_VOUCHED"):
+        from cocoplus.session import agents  # deferred: only a process cocoplus started for itself has a token
+
+        agents.claim()  # it acts as what its starter vouched for (the watcher), sealed in this user's registry
     words = command_words(args)
     if not words:  # help, the version, completion
         return

@@ -49,16 +49,24 @@ class Background:
         return pid if isinstance(pid, int) and pid > 0 else -1
 
     def start_detached(
-        self, layout: Layout, wait_s: float = 10.0, ready: Callable[[int], bool] | None = None
+        self,
+        layout: Layout,
+        wait_s: float = 10.0,
+        ready: Callable[[int], bool] | None = None,
+        env_extra: Callable[[], dict[str, str]] | None = None,
     ) -> int | None:
         """Start it in the background unless one runs: its pid (None if one ran already).
 
         Waits until it has written its pid (or `ready(pid)` holds), it has exited, or `wait_s` passed.
+        `env_extra()` gives what goes into its environment besides (made only when it is started).
         """
         if self.running_pid(layout) is not None:
             return None
         fsio.ensure_dir(os.path.dirname(self.state(layout)))
-        child = proc.spawn_cocoplus(self.argv, state_dir=layout.root, cwd=layout.project, log_path=self.log(layout))
+        child = proc.spawn_cocoplus(
+            self.argv, state_dir=layout.root, cwd=layout.project, log_path=self.log(layout),
+            env_extra=env_extra() if env_extra is not None else None,
+        )  # fmt: skip
         started = ready or (lambda pid: self.read_state(layout).get("pid") == pid and self.running_pid(layout) == pid)
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:

@@ -60,7 +60,7 @@ def own_env(state_dir: str | None = None) -> dict[str, str]:
     from cocoplus.core import userfiles  # deferred: only a process cocoplus starts for itself needs these
     from cocoplus.runtimes import registry as runtimes  # deferred: as userfiles
 
-    drop = {*runtimes.agent_env(), userfiles.CAPABILITY_ENV}
+    drop = {*runtimes.agent_env(), userfiles.CAPABILITY_ENV, "COCOPLUS_VOUCHED"}  # a token is given, never inherited
     env = {k: v for k, v in os.environ.items() if k not in drop}
     if state_dir is not None:
         env["COCOPLUS_DIR"] = state_dir
@@ -72,8 +72,11 @@ def python_m(module: str, *args: str) -> list[str]:
     return [sys.executable, SAFE_PATH, "-m", module, *args]
 
 
-def spawn_cocoplus(args: list[str], *, state_dir: str, cwd: str, log_path: str) -> subprocess.Popen[bytes]:
-    """Start `python -m cocoplus ARGS` detached from this process, output appended to `log_path`.
+def spawn_cocoplus(
+    args: list[str], *, state_dir: str, cwd: str, log_path: str, env_extra: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start `python -m cocoplus ARGS` detached from this process, output appended to `log_path`; `env_extra`
+    goes into its environment (a token that vouches for it: session/agents.py `vouch`).
 
     The log is opened by `fsio.open_log`: never through a symbolic link, 0600, rotated.
     """
@@ -82,7 +85,7 @@ def spawn_cocoplus(args: list[str], *, state_dir: str, cwd: str, log_path: str) 
         return subprocess.Popen(
             python_m("cocoplus", *args),
             cwd=cwd,
-            env=own_env(state_dir),
+            env={**own_env(state_dir), **(env_extra or {})},
             stdin=subprocess.DEVNULL,
             stdout=fd,
             stderr=fd,

@@ -3,18 +3,28 @@
 Some records under `.cocoplus/` name a command cocoplus runs later: a
 session's command line, recorded at its SessionStart, which `cocoplus
 dispatch` resumes (`supervision.headless`), and a managed worker's
-command, which its runner starts (`supervision.workerrun`).  A repository
-can carry such records too (committed, or copied in), so cocoplus runs a
-command only from a record it sealed itself.  When cocoplus writes such a
-record it adds a seal: HMAC-SHA256 under this user's key
-(`userfiles.seal_key_file()`: 32 random bytes, made on first use, 0600,
-never inside a project) over a canonical encoding of exactly what will be
-run and where: the kind of record and its id (a session's runtime and
-runtime session id too), the project directory it runs in (its real
-path), the program (absolute paths) and the argv.  A record written by
-another user or on another machine, copied from another project,
-hand-written or changed since has no valid seal; `check` says why in a
-few words, and its command is never run.
+command, which its runner starts (`supervision.workerrun`).  Some grant
+something: a worker's record carries its own permission rules (`launch
+--allow`), says that no person watches it (headless) and names the runner
+process it is bound to, and a session `dispatch` resumed headless records
+that process (`resumed`): the permission hook takes a session for that
+worker, or for a headless one, only from such a record whose process is
+among its ancestors (`session.identity`).  A repository can carry such
+records too (committed, or copied in), and an agent can edit the ones under
+its own project, so cocoplus runs a command, or grants anything, only from
+a record it sealed itself.  When cocoplus writes such a record it adds a
+seal: HMAC-SHA256 under this user's key (`userfiles.seal_key_file()`: 32
+random bytes, made on first use, 0600, never inside a project) over a
+canonical encoding of exactly what will be run or granted and where: the
+kind of record and its id (a session's runtime and runtime session id too),
+the project directory it runs in (its real path), the program (absolute
+paths) and the argv; for a worker also its rules, its headless flag and its
+runner's process (pid, start ticks, machine, pid namespace); for a resumed
+session the resumed process.  A record written by another user or on
+another machine, copied from another project, hand-written or changed since
+has no valid seal; `check` says why in a few words, its command is never
+run and it grants nothing.  A worker record sealed by a release before its
+grants were (`LEGACY`) still runs its command; it grants no rules.
 
 A key file that is a symbolic link, not a regular file, not this user's,
 or that anyone else may read or write is refused, never repaired.
@@ -24,14 +34,16 @@ line it records.  The HMAC is written out here (RFC 2104) over the
 interpreter's own SHA-256 (`_sha256`, `_sha2` from Python 3.12), because
 `import hmac` loads hashlib and OpenSSL, about ten times what the rest of
 the seal costs (docs/guides/supervision.md, "Only what cocoplus recorded is
-resumed", has the figures).  `check` is never on the hook path and compares
-with `hmac.compare_digest`.
+resumed", has the figures).  `check` compares in constant time with the
+interpreter's own `_operator._compare_digest` (what `hmac.compare_digest`
+is), since the permission hook checks a worker's seal.
 """
 
 from __future__ import annotations
 
 import os
 import stat as _stat
+from _operator import _compare_digest  # what hmac.compare_digest is, without loading hashlib and OpenSSL
 
 from cocoplus.core import fsio, userfiles
 from cocoplus.core.errors import CocoplusError
@@ -58,6 +70,9 @@ _OPAD = bytes(x ^ 0x5C for x in range(256))
 # Kinds of sealed record.
 SESSION = "session"
 WORKER = "worker"
+GRANTS = "grants 1"  # a worker seal that covers its grants (rules, headless, runner) too
+RESUMED = "resumed"  # the process `dispatch` resumed a session in, headless
+AGENT = "agent"  # an entry of the per-user registry that grants (session/agents.py: a process cocoplus started)
 
 # Why a record's command is not run, said after "its command line" / "its command".
 NO_SEAL = (
@@ -68,6 +83,10 @@ MISMATCH = (
     "or for another record or project, or changed since"
 )
 MALFORMED = "is not one cocoplus records (malformed)"
+LEGACY = (
+    "was sealed by a release of cocoplus before worker seals covered its grants: its command runs, but its rules, "
+    "headless flag and runner are not vouched for, so it grants no rules (the worker asks)"
+)
 
 
 class KeyUnusable(CocoplusError):
@@ -203,6 +222,11 @@ def hmac_sha256(secret: bytes, message: bytes) -> str:
     return str(outer.hexdigest())
 
 
+def digest(text: str) -> str:
+    """SHA-256 of `text` (UTF-8), in hex: how the per-user registry names a project or a token in its files."""
+    return str(_sha(text.encode("utf-8", "surrogatepass")).hexdigest())
+
+
 def seal(fields: list[Any]) -> str:
     """The seal over `fields` under this user's key (made on first use); KeyUnusable, ValueError."""
     return hmac_sha256(key(create=True), encode(fields))
@@ -225,9 +249,7 @@ def check(fields: list[Any], found: Any) -> str | None:
         secret = key()
     except KeyUnusable as exc:
         return f"cannot be checked: {exc.message}"
-    from hmac import compare_digest  # deferred: never on the hook path
-
-    if not compare_digest(hmac_sha256(secret, data), found):
+    if not _compare_digest(hmac_sha256(secret, data), found):
         return MISMATCH
     return None
 
@@ -248,11 +270,73 @@ def session_fields(
     return [SESSION, rec_id, runtime, runtime_session_id, project_path(project), program, argv]
 
 
-def worker_fields(worker_id: Any, project: str, command: Any, cwd: str | None = None) -> list[Any]:
-    """What a managed worker's seal covers: the worker, its project, the command its runner starts, and the
-    directory it runs in when that is not the project (its git worktree)."""
+def legacy_worker_fields(worker_id: Any, project: str, command: Any, cwd: str | None = None) -> list[Any]:
+    """What a managed worker's seal covered before it covered the worker's grants: the worker, its project, the
+    command its runner starts, and the directory it runs in when that is not the project (its git worktree)."""
     fields = [WORKER, worker_id, project_path(project), command]
     return [*fields, project_path(cwd)] if cwd else fields
+
+
+def worker_fields(
+    worker_id: Any,
+    project: str,
+    command: Any,
+    cwd: str | None = None,
+    *,
+    allow: Any = (),
+    headless: bool = True,
+    runner: Any = None,
+) -> list[Any]:
+    """What a managed worker's seal covers: the worker, its project, the command its runner starts, the directory
+    it runs in (its git worktree, or None: the project), and what it grants: its own permission rules (`launch
+    --allow`), whether no person watches it (headless), and the runner process it is bound to (pid, start ticks,
+    machine, pid namespace; None before its runner recorded itself)."""
+    proc = runner if isinstance(runner, dict) else {}
+    bound = [_text(proc.get(k)) for k in ("pid", "start_ticks", "host", "pidns")] if runner is not None else None
+    rules = list(allow) if isinstance(allow, (list, tuple)) else allow
+    return [
+        WORKER, worker_id, project_path(project), command, project_path(cwd) if cwd else None,
+        GRANTS, rules, "headless" if headless is True else "watched", bound,
+    ]  # fmt: skip
+
+
+def worker_fields_of(rec: dict[str, Any], project: str, worker_id: str) -> list[Any]:
+    """`worker_fields` of worker `worker_id`'s record as it stands."""
+    return worker_fields(
+        worker_id, project, rec.get("command"), worker_cwd(rec), allow=rec.get("allow") or [],
+        headless=rec.get("headless") is True, runner=rec.get("runner"),
+    )  # fmt: skip
+
+
+def _text(value: Any) -> Any:
+    """How a number of a process is sealed: as its decimal text (a seal covers strings); None and strings as they
+    are; anything else is not what cocoplus records (ValueError at the seal)."""
+    if isinstance(value, bool):
+        return value  # not sealable: the record is malformed
+    return str(value) if isinstance(value, int) else value
+
+
+def resumed_fields(cs_id: Any, project: str, proc: dict[str, Any]) -> list[Any]:
+    """What the seal on a session's `resumed` covers: the session, its project, and the process `dispatch` started
+    for it, headless (pid, start ticks, machine, pid namespace)."""
+    bound = [_text(proc.get(k)) for k in ("pid", "start_ticks", "host", "pidns")]
+    return [RESUMED, cs_id, project_path(project), bound, "headless"]
+
+
+def resumed_problem(rec: dict[str, Any], project: str) -> str | None:
+    """Why the session record's `resumed` process may not be taken for a headless session cocoplus resumed (None:
+    it is sealed for this user, project and session)."""
+    proc = rec.get("resumed")
+    if not isinstance(proc, dict):
+        return NO_SEAL
+    return check(resumed_fields(rec.get("id"), project, proc), proc.get("seal"))
+
+
+def agent_fields(kind: Any, state_dir: str, ident: Any, proc: dict[str, Any]) -> list[Any]:
+    """What the seal on an entry of the per-user registry covers (session/agents.py): its kind, the project's
+    state directory, the id it names there, and the process (pid, start ticks, machine, pid namespace)."""
+    bound = [_text(proc.get(k)) for k in ("pid", "start_ticks", "host", "pidns")]
+    return [AGENT, kind, project_path(state_dir), ident, bound]
 
 
 def worker_cwd(rec: dict[str, Any]) -> str | None:
@@ -280,14 +364,43 @@ def session_problem(rec: dict[str, Any], project: str) -> str | None:
 def worker_problem(rec: dict[str, Any], project: str, worker_id: str) -> str | None:
     """Why worker `worker_id`'s record's command may not be run.
 
-    None: it is sealed for this user, project and worker."""
+    None: it is sealed for this user, project and worker, with its grants
+    (`worker_grant_problem`) or by an earlier release over its command alone
+    (`LEGACY`: the command runs, the record grants nothing)."""
+    problem = worker_grant_problem(rec, project, worker_id)
+    return None if problem in (None, LEGACY) else problem
+
+
+def worker_grant_problem(rec: dict[str, Any], project: str, worker_id: str) -> str | None:
+    """Why worker `worker_id`'s record may not grant anything: its rules, its headless flag, its runner.
+
+    None: its seal covers all of them, for this user, project and worker.
+    `LEGACY`: an earlier release sealed its command alone.  Otherwise why the
+    record is not one cocoplus sealed (NO_SEAL, MISMATCH, MALFORMED, ...)."""
     cmd = rec.get("command")
     if not _argv_or_none(cmd) or not cmd or not os.path.isabs(cmd[0]):
         return MALFORMED
     tree = rec.get("worktree")
     if tree is not None and (worker_cwd(rec) is None or not os.path.isabs(worker_cwd(rec) or "")):
         return MALFORMED
-    return check(worker_fields(worker_id, project, cmd, worker_cwd(rec)), rec.get("seal"))
+    allow = rec.get("allow")
+    if allow is not None and not (isinstance(allow, list) and all(isinstance(r, str) for r in allow)):
+        return MALFORMED
+    runner = rec.get("runner")
+    if runner is not None and not isinstance(runner, dict):
+        return MALFORMED
+    problem = check(worker_fields_of(rec, project, worker_id), rec.get("seal"))
+    if problem == MISMATCH:
+        old = legacy_worker_fields(worker_id, project, cmd, worker_cwd(rec))
+        if check(old, rec["seal"]) is None:
+            return LEGACY
+    return problem
+
+
+def seal_worker(rec: dict[str, Any], project: str, worker_id: str) -> str:
+    """The seal over worker `worker_id`'s record as it stands (its command and its grants); KeyUnusable,
+    ValueError."""
+    return seal(worker_fields_of(rec, project, worker_id))
 
 
 def _argv_or_none(value: Any) -> bool:

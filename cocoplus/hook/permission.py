@@ -31,7 +31,7 @@ def on_permission(h: Hook) -> Answer:
 
     who = identity.of_hook(h.layout, h.environ)
     if who.problem:
-        h.log(f"not taken for a worker: {who.problem}")
+        h.log(f"identity: {who.problem}")
     if who.worker is None and not who.headless:
         h.touch_session(lambda r: h.attention(r, "awaiting_authorization"))
         return None, 0

@@ -21,17 +21,24 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
 
 
 def on_session_start(h: Hook) -> Answer:
+    from cocoplus.session import identity  # deferred: only a session start (and a permission request) asks
+
     s = h.values["session"]
     p = h.payload
+    who = identity.of_hook(h.layout, h.environ)
+    if who.problem:
+        h.log(f"identity: {who.problem}")
+    proc = _runtime_process(h)
     info = {
         "cwd": p.get("cwd") if isinstance(p.get("cwd"), str) else None,
         "transcript_path": p.get("transcript_path") if isinstance(p.get("transcript_path"), str) else None,
         "model": p.get("model") if isinstance(p.get("model"), str) else None,
         "source": p.get("source") if isinstance(p.get("source"), str) else None,
         # Which process runs the session and how it was started: `cocoplus dispatch` resumes an exited one alike.
-        "process": _runtime_process(h),
-        # A worker `cocoplus launch` started names itself in its runtime's environment (the worker <-> session link).
-        "worker": h.env_id("COCOPLUS_WORKER"),
+        "process": proc,
+        # The worker <-> session link: only a worker whose sealed record's runner is an ancestor of this hook
+        # (session/identity.py), never a name in the environment alone.
+        "worker": who.worker,
     }
 
     def change(rec: dict[str, Any]) -> None:
@@ -40,8 +47,11 @@ def on_session_start(h: Hook) -> Answer:
         rec.pop("exit_reason", None)
         rec.pop("continuations", None)
 
-    rec = h.touch_session(change, info, alias=h.env_id("COCOPLUS_WORKER_ALIAS"))
+    alias = (who.record or {}).get("alias") if who.worker else None
+    rec = h.touch_session(change, info, alias=alias if isinstance(alias, str) and alias else None)
     ensure_marker(h.layout)  # the runtime's own project: an override may name it from now on
+    if rec is not None:
+        _register_agent(h, rec["id"], proc)
     max_age = float(s["running_stale_hours"]) * 3600
     try:
         healed = registry.heal_stale(h.layout, max_age, skip=rec["id"] if rec else None)
@@ -84,6 +94,20 @@ def _runtime_process(h: Hook) -> dict[str, Any]:
         )
         proc["seal"] = seal.sealed(fields, h.log)
     return proc
+
+
+def _register_agent(h: Hook, cs_id: str, proc: dict[str, Any]) -> None:
+    """Record the runtime's process in this user's registry of agent processes (session/agents.py), so that a
+    `cocoplus` command it runs, with whatever environment, acts as a worker in every project.  Only a process
+    whose command line runs this runtime's CLI (a hook run by hand records whatever ran it)."""
+    from cocoplus.session import agents  # deferred: only a session start records its runtime's process
+
+    if not agents.runs_runtime(proc.get("argv"), h.runtime):
+        return
+    try:
+        agents.register(agents.SESSION, h.layout.root, cs_id, proc, runtime=h.runtime, keep=True)
+    except CocoplusError as exc:
+        h.log(f"agent process not recorded in this user's registry: {exc}")
 
 
 def _export_session(h: Hook, cs_id: str) -> None:

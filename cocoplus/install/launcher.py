@@ -40,6 +40,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cocoplus import __version__
+from cocoplus.core import userfiles
 from cocoplus.core.errors import CocoplusError
 from cocoplus.install import files
 
@@ -185,23 +186,9 @@ def is_launcher(command: Any) -> bool:
 
 
 def pointer_path(environ: Mapping[str, str] | None = None) -> str:
-    """`~/.local/share/cocoplus/hook.sh` under this user's home, as the launcher finds it (`home`)."""
-    return os.path.join(home(environ), POINTER_REL)
-
-
-def home(environ: Mapping[str, str] | None = None) -> str:
-    """This user's home directory as the launcher finds it: the password database's, not `$HOME`.
-
-    Where the password database has no entry for this user (some containers), `$HOME`, which the
-    launcher does not use: there, `doctor` says the launchers find no pointer.
-    """
-    import pwd  # deferred: only install and doctor look for the pointer
-
-    env = os.environ if environ is None else environ
-    try:
-        return pwd.getpwuid(os.getuid()).pw_dir
-    except KeyError:
-        return env.get("HOME") or os.path.expanduser("~")
+    """`~/.local/share/cocoplus/hook.sh` under this user's home as the password database names it
+    (`userfiles.home`), as the launcher finds it; `environ` is not consulted (kept for callers that pass one)."""
+    return os.path.join(userfiles.home(), POINTER_REL)
 
 
 def pointer_text(python: str | None = None, hook: str | None = None) -> str:

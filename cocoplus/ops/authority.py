@@ -42,7 +42,7 @@ from cocoplus.core.errors import CocoplusError, Refused
 from cocoplus.core.paths import Layout
 from cocoplus.ops import operator_name
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import control, procinfo, registry
+from cocoplus.session import agents, control, procinfo, registry
 
 TOKEN_ENV = userfiles.CAPABILITY_ENV
 
@@ -136,7 +136,10 @@ RULES: dict[str, tuple[str, ...]] = {
     "chat": ("operator",),  # the master-agent conversation
     "capability": ("operator",),  # `cocoplus mcp token`
     "configure": ("operator",),  # init, install, uninstall, trust, config, chat setup, notify, budget settings
-    "serve": ("operator",),  # start the server, the watcher, the relay, the notifier
+    "serve": ("operator",),  # start the server, the relay, the notifier
+    # start the watcher: the operator, or cocoplus itself (a watcher a worker's runner started, vouched for by a
+    # sealed entry in this user's registry: session/agents.py)
+    "watch": ("operator", "watcher"),
 }
 
 # Who may lift a stop made by whom: the operator lifts every stop; the brain only its own; the watcher
@@ -158,6 +161,7 @@ _WHO_MAY = {
     "capability": "the operator at a terminal",
     "configure": "the operator at a terminal",
     "serve": "the operator at a terminal",
+    "watch": "the operator at a terminal, or cocoplus itself",
     "queue": "the operator",
     "merge": (
         "the operator (`cocoplus workers merge`), or the main brain where [supervision] brain_may_merge = true and "
@@ -301,18 +305,11 @@ def agent_markers(environ: dict[str, str] | None = None) -> list[str]:
     return [n for n in runtimes.agent_env() if n != "COCOPLUS_ROUND" and env.get(n)]
 
 
-def _runs_runtime(argv: Any, runtime: Any) -> bool:
-    """Whether a recorded command line runs that runtime's CLI (its command in the program or script path)."""
-    if not (isinstance(argv, list) and runtimes.known(runtime)):
-        return False
-    command = runtimes.get(runtime).COMMAND
-    return any(isinstance(a, str) and (command in os.path.basename(a) or f"/{command}" in a) for a in argv[:4])
-
-
 def agent_ancestor(layout: Layout | None) -> tuple[str, str] | None:
     """(alias or id, what) of a recorded agent session's runtime, or a managed worker's runner, among this
-    process's ancestors.  A session's process counts when its pid and start time match and its recorded
-    command line runs that session's runtime (a hook run by hand records whatever ran it)."""
+    process's ancestors, from `layout`'s own records (those written before this user's registry of agent
+    processes, session/agents.py, existed).  A session's process counts when its pid and start time match and
+    its recorded command line runs that session's runtime (a hook run by hand records whatever ran it)."""
     if layout is None:
         return None
     chain = procinfo.ancestors()
@@ -332,7 +329,7 @@ def agent_ancestor(layout: Layout | None) -> tuple[str, str] | None:
         sessions = []
     for rec in sessions:
         proc = rec.get("process")
-        if match(proc) and _runs_runtime((proc or {}).get("argv"), rec.get("runtime")):
+        if match(proc) and agents.runs_runtime((proc or {}).get("argv"), rec.get("runtime")):
             return str(rec.get("alias") or rec.get("id")), f"session {rec.get('alias') or rec.get('id')}"
         if match(rec.get("resumed")):
             return str(rec.get("alias") or rec.get("id")), f"session {rec.get('alias') or rec.get('id')} (resumed)"
@@ -350,18 +347,48 @@ def agent_ancestor(layout: Layout | None) -> tuple[str, str] | None:
     return None
 
 
+def registered_ancestry(layout: Layout | None = None) -> Principal | None:
+    """What this user's registry of processes (session/agents.py) makes this process, from it and its ancestors,
+    nearest first: the principal a sealed entry of cocoplus's own makes it (the watcher a runner started), or a
+    worker below an agent process of any project (headless below a worker's runner or a headless resume), or
+    None.  An entry of cocoplus's own nearer than every agent process decides; an agent process nearer than it
+    makes a worker."""
+    chain = procinfo.ancestors(os.getpid())
+    here = os.path.realpath(layout.root) if layout is not None else None
+    for _i, doc in agents.find(chain):
+        kind = doc.get("kind")
+        if kind in agents.OWN_KINDS:
+            if agents.own_principal(doc) == agents.WATCHER:
+                return WATCHER
+            continue  # an entry of cocoplus's own kind whose seal does not hold: it makes nothing
+        if kind in agents.AGENT_KINDS:
+            ident = str(doc.get("id") or doc.get("pid"))
+            where = "" if doc.get("state_dir") == here else f" of {doc.get('project')}"
+            what = {agents.WORKER: "worker", agents.RESUMED: "session (resumed)"}.get(str(kind), "session")
+            headless = kind in (agents.WORKER, agents.RESUMED)
+            return worker(ident, None, f"process ancestry: {what} {ident}{where}", headless)
+    return None
+
+
 def caller(layout: Layout | None = None, environ: dict[str, str] | None = None) -> Principal:
-    """The principal of a command run in this process: brain (holds the capability), worker (inside an agent's
-    session), else the operator."""
+    """The principal of a command run in this process: brain (holds the capability); watcher (a process cocoplus
+    started as its watcher, vouched for by a sealed entry in this user's registry); worker (inside an agent's
+    session: the runtime's environment markers, or an agent process this user's cocoplus recorded, in any
+    project, among its ancestors); else the operator."""
     env = dict(os.environ) if environ is None else environ
     if holds_capability(env):
         return BRAIN
+    registered = registered_ancestry(layout)
+    if registered is not None and registered.kind == "watcher":
+        return registered
     markers = agent_markers(env)
     if markers:
         name = env.get("COCOPLUS_WORKER_ALIAS") or env.get("COCOPLUS_WORKER") or None
         headless = bool(env.get("COCOPLUS_HEADLESS") or env.get("COCOPLUS_WORKER"))
         return worker(name, env.get("COCOPLUS_SESSION") or None, f"environment: {', '.join(markers[:3])}", headless)
-    found = agent_ancestor(layout)
+    if registered is not None:
+        return registered
+    found = agent_ancestor(layout)  # records written before this user's registry existed
     if found is not None:
         return worker(found[0], None, f"process ancestry: {found[1]}")
     return operator()
@@ -431,7 +458,7 @@ COMMANDS: dict[str, str] = {
     "chat send": "chat", "chat retry": "chat", "chat set": "chat", "chat menu": "chat",
     "init": "configure", "install": "configure", "uninstall": "configure", "trust": "configure",
     "chat setup": "configure", "plugin build": "configure", "notify test": "configure", "fleet join": "configure",
-    "serve": "serve", "supervisor run": "serve", "supervisor stop": "serve", "supervision watcher run": "serve",
+    "serve": "serve", "supervisor run": "watch", "supervisor stop": "serve", "supervision watcher run": "watch",
     "supervision watcher stop": "serve", "relay run": "serve",
     "relay stop": "serve", "notify run": "serve", "chat worker": "serve",
 }  # fmt: skip

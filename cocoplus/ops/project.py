@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import shlex
 from typing import Any
 
 from cocoplus import config as config_mod
+from cocoplus.core import userfiles
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import STATE_DIR_NAME, Layout, is_state_dir, walk_up
 from cocoplus.install import hooks as runtimes
-from cocoplus.session import workspace
+from cocoplus.session import agents, workspace
 from cocoplus.supervision import headless
 
 
@@ -67,7 +69,17 @@ def init(start: str, named: str | None = None, named_by: str = "--dir", nested: 
     result["nested_in"] = enclosing_project(state_dir)
     # Records a clone brought along whose commands cocoplus will not run (core.seal), one line each.
     result["ignored"] = headless.ignored_records(Layout(state_dir))
+    _register(state_dir)
     return result
+
+
+def _register(state_dir: str) -> None:
+    """Name the project in this user's registry (session/agents.py: every project's decisions are found from it);
+    one that cannot be written is no reason to fail `init` or `install` (it is named when an agent runs there)."""
+    try:
+        agents.register_project(state_dir)
+    except CocoplusError:
+        pass
 
 
 def prices_for_hooks(layout: Layout) -> None:
@@ -88,6 +100,7 @@ def install(layout: Layout, runtime: str) -> dict[str, Any]:
     result = runtimes.install(runtime, layout.project, timeout_s=cfg.get("hooks.timeout_s"))
     config_mod.compile_for_hook(layout, cfg)
     prices_for_hooks(layout)
+    _register(layout.root)
     return result
 
 
@@ -98,5 +111,26 @@ def doctor(layout: Layout) -> dict[str, Any]:
 
     result = runtimes.doctor(layout)
     result["ignored"] = headless.ignored_records(layout)
+    result["grants"] = headless.grant_notes(layout)
+    result["user_files"] = user_file_notes()
     result["file_events"] = supervision_ops.file_events(layout)
     return result
+
+
+def user_file_notes() -> list[str]:
+    """One line for each of this user's files left where an earlier release kept them (`$XDG_CONFIG_HOME/cocoplus`,
+    `$HOME/.config/cocoplus`): cocoplus reads them only from the password database's home now, so each line says
+    how to move the file there (or, where a file is there already, that the old one is not read)."""
+    lines: list[str] = []
+    for old, new, taken in userfiles.legacy_files():
+        if taken:
+            lines.append(
+                f"{old}: not read (this user's files are read from {userfiles.shown(os.path.dirname(new))}/ now, "
+                f"where {os.path.basename(new)} exists already); compare the two and remove the old one"
+            )
+        else:
+            lines.append(
+                f"{old}: not read (this user's files are read from {userfiles.shown(os.path.dirname(new))}/ now); "
+                f"move it: mkdir -p {shlex.quote(os.path.dirname(new))} && mv {shlex.quote(old)} {shlex.quote(new)}"
+            )
+    return lines

@@ -26,6 +26,7 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Iterator
     from typing import Any
 
 SHELLS = frozenset(("sh", "dash", "bash", "zsh", "ksh", "mksh", "fish", "busybox"))
@@ -111,17 +112,20 @@ def gone(proc: Any) -> bool:
 
 def ancestors(start: int | None = None, limit: int = 64) -> list[tuple[int, int]]:
     """(pid, start ticks) of this process's parent, its parent, ... up to (not including) pid 1; [] without /proc."""
-    out: list[tuple[int, int]] = []
+    return list(walk_up(start, limit))
+
+
+def walk_up(start: int | None = None, limit: int = 64) -> Iterator[tuple[int, int]]:
+    """`ancestors`, one process at a time (a caller looking for one process stops reading /proc once it is found)."""
     pid = os.getppid() if start is None else start
     for _ in range(limit):
         if pid <= 1:
-            break
+            return
         fields = _stat_fields(pid)
         if fields is None:
-            break
-        out.append((pid, fields[3]))
+            return
+        yield pid, fields[3]
         pid = fields[2]
-    return out
 
 
 def find_program(name: str, search_path: str | None) -> str | None:

@@ -13,7 +13,9 @@ from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import procinfo
 
 HEADLESS_ENV = "COCOPLUS_HEADLESS"
-DROP_ENV = ("COCOPLUS_MCP_TOKEN",)  # beside every marker of an agent (`registry.agent_env`)
+# Beside every marker of an agent (`registry.agent_env`): the brain's capability, and a token that vouches for a
+# process cocoplus starts for itself (session/agents.py), which no agent may inherit.
+DROP_ENV = ("COCOPLUS_MCP_TOKEN", "COCOPLUS_VOUCHED")
 
 
 def on_path(command: str, env: Any) -> list[str]:

@@ -20,7 +20,12 @@ project's hooks), with the environment of whoever dispatched (the same
 user, HOME and credentials) minus the variables a runtime sets for its own
 hooks and tools, detached from the caller (its own session, stdin closed),
 its output in `.cocoplus/resumes/<cs_id>-<time>.log`.  The new process and
-its command are recorded on the session record as `resumed`.  A session
+its command are recorded on the session record as `resumed`, sealed
+(`core.seal.resumed_fields`) and named in this user's registry of agent
+processes (`session/agents.py`): its hooks take the session for headless only
+from that sealed record, with that process among their ancestors
+(`session/identity.py`); `COCOPLUS_HEADLESS=1` in its environment alone
+vouches for nothing.  A session
 that a managed worker runs (`cocoplus launch`) is resumed as that worker's
 next run instead (`workers.resume`: its runner, its log, its slot rule).
 """
@@ -39,7 +44,7 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.runtimes import streams
-from cocoplus.session import procinfo, registry
+from cocoplus.session import agents, procinfo, registry
 from cocoplus.supervision import children, workers
 
 # A resume is answered once its runtime's model answers, it fails (an unknown session, `Not logged in`), or
@@ -86,13 +91,54 @@ def ignored_records(layout: Layout) -> list[str]:
         problem = seal.worker_problem(wrec, layout.project, wid)
         if problem is not None:
             lines.append(
-                f"{layout.rel(layout.worker_record(wid))}: ignored: its command {problem}; cocoplus does not run it"
+                f"{layout.rel(layout.worker_record(wid))}: ignored: its command {problem}; cocoplus does not run it, "
+                "and it grants nothing (no rules, no worker identity)"
             )
     if len(lines) > MAX_LISTED:
         more = len(lines) - MAX_LISTED
         lines = lines[:MAX_LISTED] + [
             f"and {more} more record(s) under {layout.rel(layout.root)}/ whose commands are ignored likewise"
         ]
+    return lines
+
+
+def grant_notes(layout: Layout) -> list[str]:
+    """One line for each record that a live session's hooks may not take a grant from (`doctor`): a live worker
+    whose record an earlier release sealed over its command alone (it gets no rules from it: its permission
+    requests wait for an answer), and a live session `dispatch` resumed headless whose `resumed` has no seal
+    that holds (its hooks do not take it for headless).  Records whose command is ignored altogether are in
+    `ignored_records`."""
+    lines: list[str] = []
+    for wid in workers.ids(layout):
+        try:
+            wrec = workers.read(layout, wid)
+        except CocoplusError:
+            continue
+        if wrec is None or wrec.get("state") not in workers.LIVE or not workers.alive(wrec):
+            continue
+        if seal.worker_grant_problem(wrec, layout.project, wid) == seal.LEGACY:
+            rules = wrec.get("allow") or []
+            lines.append(
+                f"{layout.rel(layout.worker_record(wid))}: worker {wid} is running with a record sealed before worker "
+                "seals covered their grants: it gets no rules from it"
+                + (f" (its --allow {', '.join(map(str, rules))} is not applied)" if rules else "")
+                + "; its permission requests wait for an answer (`cocoplus permissions list`); launch it again to "
+                "grant rules"
+            )
+    for rec in registry.list_sessions(layout)[0]:
+        res = rec.get("resumed")
+        if not isinstance(res, dict) or rec.get("worker"):
+            continue
+        if procinfo.alive(res.get("pid"), res.get("start_ticks")) is not True:
+            continue
+        problem = seal.resumed_problem(rec, layout.project)
+        if problem is not None:
+            who = rec.get("alias") or rec["id"]
+            lines.append(
+                f"{layout.rel(layout.session_record(rec['id']))}: the headless resume of {who} "
+                f"(pid {res.get('pid')}) {problem}: its hooks do not take it for headless (its runtime's own "
+                "permission handling applies)"
+            )
     return lines
 
 
@@ -267,12 +313,27 @@ def _start(
     finally:
         os.close(fd)
     threading.Thread(target=child.wait, name=f"reap-{child.pid}", daemon=True).start()  # no zombie in a long-lived door
-    info = {
+    info: dict[str, Any] = {
         "pid": child.pid,
         "start_ticks": procinfo.start_ticks(child.pid),
+        **procinfo.here(),
         "command": cmd,
         "log": layout.rel(log),
         "started_at": clock.iso(),
         "by": by,
     }
-    return child, info, log
+    return child, vouch_resumed(layout, cs, info, rec.get("runtime")), log
+
+
+def vouch_resumed(layout: Layout, cs: str, info: dict[str, Any], runtime: Any = None) -> dict[str, Any]:
+    """`info` (the `resumed` of session `cs`: the process started for it, `{"pid", "start_ticks", "host",
+    "pidns", ...}`) with the seal that makes its hooks take the session for headless (session/identity.py), the
+    process named in this user's registry of agent processes.  A seal or an entry that cannot be made is left
+    out: its hooks then do not take it for headless (its runtime's own permission handling applies)."""
+    out = dict(info)
+    out["seal"] = seal.sealed(seal.resumed_fields(cs, layout.project, out))
+    try:
+        agents.register(agents.RESUMED, layout.root, cs, out, runtime=runtime if isinstance(runtime, str) else None)
+    except CocoplusError:
+        pass
+    return out

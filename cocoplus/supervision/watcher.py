@@ -43,7 +43,7 @@ from cocoplus.core.lock import try_lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.notify import runner as notifier
-from cocoplus.session import events, registry
+from cocoplus.session import agents, events, registry
 from cocoplus.session.edits import Reader
 from cocoplus.supervision import autonomy, collisions, resumes, rounds, workers, workflow
 from cocoplus.supervision import triggers as trig
@@ -66,13 +66,17 @@ running_pid = SUPERVISOR.running_pid
 stop = SUPERVISOR.stop
 
 
-def start_detached(layout: Layout) -> int | None:
+def start_detached(layout: Layout, vouched: bool = False) -> int | None:
     """Start `cocoplus supervision watcher run` in the background unless one runs; return its pid.
 
     Waits for its pid file, not just its lock: the watcher takes the lock first, and until it has written
-    supervisor.json a caller would report its pid as unreadable (-1).
+    supervisor.json a caller would report its pid as unreadable (-1).  `vouched`: cocoplus starts it for
+    itself from inside a worker's process tree (a runner whose worker a limit paused): it gets a one-time token
+    (session/agents.py `vouch`) that makes it act as the watcher, not as the worker whose runner it descends
+    from.
     """
-    return SUPERVISOR.start_detached(layout, 10.0)
+    extra = (lambda: agents.vouch(agents.WATCHER, layout.root)) if vouched else None
+    return SUPERVISOR.start_detached(layout, 10.0, env_extra=extra)
 
 
 class Supervisor:

@@ -50,7 +50,7 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.runtimes import streams
-from cocoplus.session import control
+from cocoplus.session import agents, control, procinfo
 from cocoplus.supervision import leftovers, workers, worktrees
 
 POLL_S = 0.25
@@ -148,7 +148,15 @@ def run(layout: Layout, wid: str) -> int:
             say("no longer queued (killed or ended meanwhile)")
             return 0
         time.sleep(POLL_S)
-    rec = workers.read(layout, wid) or {}
+    rec = workers.bind_runner(layout, wid) or {}  # this process is the runner its record vouches for
+    try:
+        return _run(layout, wid, rec, stopping, reaper, log_max)
+    finally:
+        agents.remove(procinfo.self_process())  # its run is over: no agent process of this user's any more
+
+
+def _run(layout: Layout, wid: str, rec: dict[str, Any], stopping: dict[str, Any], reaper: bool, log_max: int) -> int:
+    """The worker's run, once it has its slot and its runner is bound: started if its command's seal holds."""
     cmd = rec.get("command")
     if not isinstance(cmd, list) or not cmd or not all(isinstance(a, str) for a in cmd):
         workers.finish(layout, wid, None, "its record holds no command")
@@ -301,7 +309,7 @@ def resume_at_reset(layout: Layout, done: dict[str, Any]) -> None:
     if watcher.running_pid(layout) is not None:
         return
     try:
-        pid = watcher.start_detached(layout)
+        pid = watcher.start_detached(layout, vouched=True)  # it acts as the watcher, not as this worker
     except CocoplusError as exc:
         say(f"paused by a limit, but the watcher that resumes it could not start: {exc}")
         return

@@ -11,20 +11,30 @@ directory in a process group of its own, copies its output to
 `workers/<id>/output.log` (rotated to `output.log.1` at `[workers]
 log_max_bytes`), waits for it and records how it ended (`finish`).
 
-The record's command is sealed when it is written (`core.seal`: this
-user's key, over the worker's id, the project and the command, whose
-program is an absolute path); the runner starts only a command whose seal
-holds, so a worker record a repository brought along, or one changed
-since, is recorded `failed` and never run.
+The record is sealed when it is written (`core.seal`: this user's key,
+over the worker's id, the project, the command, whose program is an
+absolute path, and what the record grants: its own permission rules, its
+headless flag, the runner process it is bound to); the runner starts only a
+command whose seal holds, so a worker record a repository brought along, or
+one changed since, is recorded `failed` and never run, and the permission
+hook takes a session for the worker, with its rules, only from a record
+whose seal holds and whose runner is an ancestor (`session/identity.py`).
+Every change to a sealed field seals the record again, and only a record
+whose seal held before (`_update_sealed`): an edit by anyone else stays an
+edit that grants nothing.  The runner binds the record to itself once it
+takes its slot (`bind_runner`) and records itself in this user's registry
+of agent processes (`session/agents.py`).
 
 Who starts a queued worker when one finishes: its own runner, waiting in
 the background from the moment of the launch, which takes the slot the
 finishing worker's runner gives back.  No watcher is needed for the queue.
 
 The worker <-> session link: the runtime's environment carries
-`COCOPLUS_WORKER=<id>` (and `COCOPLUS_WORKER_ALIAS` for `--alias`), and its
-SessionStart hook, installed by `cocoplus install`, records `worker` on the
-session it registers; the worker record notes the session when the run ends.
+`COCOPLUS_WORKER=<id>` (and `COCOPLUS_WORKER_ALIAS` for `--alias`), which
+names the candidate its SessionStart hook, installed by `cocoplus install`,
+checks (the record's seal and its runner among the hook's ancestors) before
+it records `worker` on the session it registers; the worker record notes the
+session when the run ends.
 A turn end makes the session `pending` like any other; `cocoplus dispatch`
 resumes an exited worker session by its usual headless route, which hands
 the command back here (`resume`), so the resumed run is a run of the same
@@ -44,6 +54,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -56,7 +67,7 @@ from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.runtimes import streams
-from cocoplus.session import limits, permissions, procinfo, registry
+from cocoplus.session import agents, limits, permissions, procinfo, registry
 from cocoplus.supervision import children, worktrees
 
 MAX_TASK = 64 * 1024
@@ -257,9 +268,9 @@ def launch(
             "created_at": clock.iso(), "state": "queued",
             "command": cmd, "runs": 0, "started_at": None, "ended_at": None, "pid": None, "start_ticks": None,
             "exit": None, "reason": None, "killed_by": None, "session": None, "session_alias": None,
-            "worktree": tree,
-            "seal": seal.seal(seal.worker_fields(wid, layout.project, cmd, tree["cwd"] if tree else None)),
+            "worktree": tree, "headless": True, "runner": None,
         }  # fmt: skip
+        rec["seal"] = seal.seal_worker(rec, layout.project, wid)
         _write(layout, rec)
     child = start_runner(layout, wid, env)
     deadline = time.monotonic() + STARTED_WAIT_S
@@ -313,15 +324,56 @@ def _ready_for_next_run(rec: dict[str, Any], refused: str, gone_hint: str = "") 
 
 
 def _queue_next_run(layout: Layout, rec: dict[str, Any], cmd: list[str], cwd: str | None, by: str) -> None:
-    """Record worker `rec`'s next run of `cmd` (sealed for this user, project and tree) as queued, the last run's
-    end cleared; its runner starts it (under the caller's lock)."""
-    rec.update(
+    """Record worker `rec`'s next run of `cmd` as queued, the last run's end cleared, sealed again as it was sealed
+    (`_update_sealed`); its runner starts it (under the caller's lock)."""
+    _update_sealed(
+        layout, rec,
         state="queued", command=cmd, resumed_by=by, queued_at=clock.iso(),
-        seal=seal.seal(seal.worker_fields(rec["id"], layout.project, cmd, cwd)),
         exit=None, reason=None, killed_by=None, kill_requested=None, pid=None, start_ticks=None, ended_at=None,
         waiting_since=None, left_behind=None, limit=None,
     )  # fmt: skip
     _write(layout, rec)
+
+
+def _update_sealed(layout: Layout, rec: dict[str, Any], **fields: Any) -> str | None:
+    """Change `fields` of worker record `rec` and seal it again as it was sealed: over its grants too, or (sealed by
+    an earlier release, `seal.LEGACY`) over its command alone, so that it still grants nothing.  A record whose
+    seal did not hold before the change is not sealed now (its runner will not run it, and it grants nothing).
+    Why its seal did not cover its grants before, or None."""
+    problem = seal.worker_grant_problem(rec, layout.project, rec["id"])
+    rec.update(fields)
+    if problem is None:
+        rec["seal"] = seal.seal_worker(rec, layout.project, rec["id"])
+    elif problem == seal.LEGACY:
+        old = seal.legacy_worker_fields(rec["id"], layout.project, rec.get("command"), seal.worker_cwd(rec))
+        rec["seal"] = seal.seal(old)
+    return problem
+
+
+def vouched_allow(layout: Layout, rec: dict[str, Any]) -> list[str]:
+    """Worker `rec`'s own permission rules (`launch --allow`), when its seal covers them; else none."""
+    if seal.worker_grant_problem(rec, layout.project, rec["id"]) is not None:
+        return []
+    return [r for r in rec.get("allow") or [] if isinstance(r, str)]
+
+
+def bind_runner(layout: Layout, wid: str) -> dict[str, Any] | None:
+    """Called by worker `wid`'s runner as it takes its slot: bind the record to this process (`runner`, sealed
+    again when its seal held) and record this process in this user's registry of agent processes
+    (session/agents.py); the record, or None when there is none.  A registry that cannot be written is said on
+    stderr (the runner's log): the worker is then known by its record alone."""
+    me = procinfo.self_process()
+    with _lock(layout):
+        rec = read(layout, wid)
+        if rec is None:
+            return None
+        _update_sealed(layout, rec, runner=me)
+        _write(layout, rec)
+    try:
+        agents.register(agents.WORKER, layout.root, wid, me, runtime=rec.get("runtime"))
+    except CocoplusError as exc:
+        sys.stderr.write(f"worker {wid}: its runner is not in this user's registry of agent processes: {exc}\n")
+    return rec
 
 
 def take_over(
@@ -346,7 +398,7 @@ def take_over(
         if rec is None:
             raise NotFound(f"no worker {wid}")
         cwd = _ready_for_next_run(rec, "it is not taken over while it runs")
-        cmd = command(layout, runtime, text, None, None, list(rec.get("allow") or []), env)
+        cmd = command(layout, runtime, text, None, None, vouched_allow(layout, rec), env)
         now = clock.iso()
         prev = from_session or {}
         history = [dict(r) for r in rec.get("runtimes") or [] if isinstance(r, dict)]
@@ -419,15 +471,11 @@ def start_runner(layout: Layout, wid: str, env: dict[str, str]) -> subprocess.Po
             raise CocoplusError(f"{wid}: cannot start its runner ({exc.strerror or exc})") from None
     finally:
         os.close(fd)
-    ticks = procinfo.start_ticks(child.pid)
-
-    def note(r: dict[str, Any]) -> None:
-        r["runner"] = {"pid": child.pid, "start_ticks": ticks}
-
+    runner = {"pid": child.pid, "start_ticks": procinfo.start_ticks(child.pid), **procinfo.here()}
     with _lock(layout):
         cur = read(layout, wid)
         if cur is not None:
-            note(cur)
+            _update_sealed(layout, cur, runner=runner)  # the runner binds it to itself too, as it starts
             _write(layout, cur)
     import threading  # deferred: only a door that stays up (server, MCP) needs to reap its runners
 

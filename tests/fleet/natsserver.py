@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cocoplus.fleet import accounts
+from tests.conftest import passwd_env_for
 
 BIN_DIR = os.path.dirname(sys.executable)
 
@@ -207,7 +208,6 @@ class Machine:
         keep = {k: v for k, v in os.environ.items() if not k.startswith(("COCOPLUS_", "CLAUDE_", "ANTHROPIC_"))}
         keep.update(
             HOME=str(self.home),
-            XDG_CONFIG_HOME=str(self.home / ".config"),
             COCOPLUS_OPERATOR=f"op-{self.name}",
             COCOPLUS_FLEET_URL=",".join(self.urls),
             COCOPLUS_FLEET_NAME=self.fleet,
@@ -217,6 +217,7 @@ class Machine:
             COCOPLUS_FLEET_HEARTBEAT_S="1",
             FLEET_TEST_PASSWORD=self.password,
         )
+        keep.update(passwd_env_for(self.home))  # this machine's user files: its own home, as its password database says
         keep.update(extra)
         return keep
 

@@ -30,6 +30,7 @@ from cocoplus.session import registry as sessions
 from cocoplus.supervision import autonomy
 from tests.hardening.support import held_by_stopped_process
 from tests.hook.helpers import fixture, hook_env
+from tests.support import vouched
 from tests.support.typed import present
 from tests.support.waiting import wait_until
 
@@ -67,12 +68,15 @@ def payload(layout: Layout, runtime: str, name: str, **extra: Any) -> dict[str, 
 class AsTheRuntimeRuns:
     """The installed command in a real process (`sh -c`, in the project, the payload on stdin), started now."""
 
-    def __init__(self, layout: Layout, runtime: str, command: str, data: dict[str, Any], **env: str) -> None:
+    def __init__(
+        self, layout: Layout, runtime: str, command: str, data: dict[str, Any], below: list[str] | None = None,
+        **env: str,
+    ) -> None:  # fmt: skip
         own = registry.get(runtime).PROJECT_ENV
         environ = hook_env(None, **({own[0]: layout.project} if own else {}), **env)
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
-            ["sh", "-c", command], cwd=layout.project, env=environ,
+            [*(below or []), "sh", "-c", command], cwd=layout.project, env=environ,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         assert self.proc.stdin is not None
@@ -161,7 +165,8 @@ def test_a_permission_wait_raised_after_install_ends_inside_the_installed_timeou
     assert timeout_s == 6  # [hooks] timeout_s + [permissions] wait_s
     configure(project, "[hooks]\ntimeout_s = 4\n[permissions]\nwait_s = 600\n")
     data = payload(project, "claude", "claude-permissionrequest-bash.json")
-    hook = AsTheRuntimeRuns(project, "claude", command, data, COCOPLUS_HEADLESS="1")  # a worker no one watches
+    vouched.sealed_worker(project, "w1")  # a worker no one watches: its runtime runs below its runner
+    hook = AsTheRuntimeRuns(project, "claude", command, data, vouched.prefix("worker", project.root, "w1"))
     try:
         (req,) = wait_until(lambda: permissions.requests(project), timeout=30)
         assert req["wait_s"] == 2  # the request says how long it really waits
@@ -187,12 +192,13 @@ def test_an_answer_within_the_wait_still_decides(project: Layout, cli: Any) -> N
     assert cli("install", "claude", cwd=project.project).code == 0
     command, timeout_s = installed(project, "claude", "PermissionRequest")
     assert timeout_s == 24
+    vouched.sealed_worker(project, "w1")
     hook = AsTheRuntimeRuns(
         project,
         "claude",
         command,
         payload(project, "claude", "claude-permissionrequest-bash.json"),
-        COCOPLUS_HEADLESS="1",
+        vouched.prefix("worker", project.root, "w1"),
     )
     try:
         (req,) = wait_until(lambda: permissions.requests(project), timeout=30)

@@ -69,7 +69,9 @@ def run_hook(
     cwd: str | None = None,
     env: dict[str, str] | None = None,
     timeout: float = 30,
+    below: list[str] | None = None,
 ) -> HookRun:
+    """Run the hook as the runtime would (`below`: under that command, such as tests/support/vouched.py's)."""
     if isinstance(payload, dict):
         data = json.dumps(payload).encode()
     elif isinstance(payload, str):
@@ -77,7 +79,7 @@ def run_hook(
     else:
         data = payload
     r = subprocess.run(
-        hook_argv(event, runtime, *extra),
+        [*(below or []), *hook_argv(event, runtime, *extra)],
         input=data,
         capture_output=True,
         env=env if env is not None else hook_env(layout),

@@ -26,7 +26,9 @@ from cocoplus.install.hooks import hook_script
 from cocoplus.ops import project as project_ops
 from cocoplus.runtimes import registry
 from cocoplus.session import control
+from cocoplus.session import registry as sessions
 from tests.hook.helpers import FIXTURES, fixture, hook_env
+from tests.support import vouched
 
 HEAVY = {
     "typer", "rich", "pydantic", "pydantic_core", "filelock", "watchdog", "tomllib", "tomli_w", "click",
@@ -67,10 +69,15 @@ sys.stderr.write("RC %s\\n" % code)
 
 
 def loaded(
-    layout: Layout, event: str, runtime: str, payload: dict[str, Any], argv_payload: bool = False
+    layout: Layout,
+    event: str,
+    runtime: str,
+    payload: dict[str, Any],
+    argv_payload: bool = False,
+    below: list[str] | None = None,
 ) -> tuple[set[str], str]:
     data = json.dumps(payload)
-    argv = [sys.executable, "-S", "-c", PROBE, hook_script(), event, "--runtime", runtime]
+    argv = [*(below or []), sys.executable, "-S", "-c", PROBE, hook_script(), event, "--runtime", runtime]
     # As the runtime starts it: in the project, with the runtime's own variable naming it (if it has one).
     own = registry.get(runtime).PROJECT_ENV
     r = subprocess.run(
@@ -251,6 +258,20 @@ def test_a_project_in_a_fleet_loads_no_network_client_on_any_event(compiled: Lay
     assert not {m for m in mods if m.startswith("cocoplus.fleet")}, sorted(mods)
 
 
+def test_a_launched_workers_permission_request_decided_by_its_rule_stays_light(compiled: Layout) -> None:
+    """The identity a worker's permission request is decided for (its sealed record checked, its runner among the
+    hook's ancestors) loads nothing heavy, and not json."""
+    vouched.sealed_worker(compiled, "w1", allow=["Bash"])
+    payload = payload_for("claude", "PermissionRequest", "permission", compiled, None)
+    below = vouched.prefix("worker", compiled.root, "w1")
+    mods, out = loaded(compiled, "PermissionRequest", "claude", payload, below=below)
+    assert json.loads(out)["hookSpecificOutput"]["decision"]["behavior"] == "allow"  # its rule decided
+    assert {"cocoplus.session.identity", "cocoplus.session.procinfo", "cocoplus.core.seal"} <= mods
+    assert not (_top(mods) & HEAVY) and not (NOT_ON_TOOL_EVENTS & mods), sorted(mods)
+    assert not {m for m in mods if any(m == b or m.startswith(b + ".") for b in NOT_IN_HOOK)}, sorted(mods)
+    assert "hashlib" not in mods and "hmac" not in mods  # the seal's HMAC and compare are the interpreter's own
+
+
 # The turn-end hold may load these few stdlib-only modules besides the turn end's own.
 HOLD_PATH = {"cocoplus.hook.hold", "cocoplus.session.holds", "cocoplus.session.procinfo"}
 
@@ -329,7 +350,12 @@ def test_a_headless_permission_request_parses_its_command_with_nothing_heavy(com
     config.compile_for_hook(compiled)
     payload = payload_for("claude", "PermissionRequest", "permission", compiled, None)
     data = json.dumps(payload)
-    argv = [sys.executable, "-S", "-c", PROBE, hook_script(), "PermissionRequest", "--runtime", "claude"]
+    # A headless session: one `dispatch` resumed, below its sealed `resumed` process.
+    sid = registry.get("claude").session_id(payload)
+    assert sid is not None
+    sessions.ensure(compiled, "claude", sid, event="SessionStart")
+    below = vouched.prefix("resumed", compiled.root, sessions.cs_id_for(sid))
+    argv = [*below, sys.executable, "-S", "-c", PROBE, hook_script(), "PermissionRequest", "--runtime", "claude"]
     r = subprocess.run(
         argv, input=data.encode(), capture_output=True, timeout=60, cwd=compiled.project,
         env=hook_env(None, CLAUDE_PROJECT_DIR=compiled.project, COCOPLUS_HEADLESS="1"),

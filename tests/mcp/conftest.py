@@ -14,6 +14,7 @@ import pytest
 
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
+from tests.conftest import passwd_env
 
 ALL_TOOLS = {
     "enable_supervision",
@@ -96,10 +97,10 @@ def serve(
     params = StdioServerParameters(
         command=command or sys.executable,
         args=args if args is not None else ["-m", "cocoplus", "mcp", "--role", "all"],
-        # The SDK passes only a few variables on (HOME, PATH, ...): the test's own config directory goes too.
+        # The SDK passes only a few variables on (HOME, PATH, ...): the test's own password database goes too.
         env={
             "COCOPLUS_OPERATOR": "tester",
-            **{k: v for k, v in os.environ.items() if k.startswith("XDG_")},
+            **passwd_env(),
             **token,
             **(env or {}),
         },  # fmt: skip

@@ -25,12 +25,14 @@ import pytest
 from cocoplus.core import clock, userfiles, vocab
 from cocoplus.core.paths import Layout
 from cocoplus.notify import outbox
+from cocoplus.session import registry
 from tests.conftest import assert_no_traceback, run_cli_subprocess
 from tests.hook.helpers import fixture, hook_argv, hook_env
 from tests.notify.listener import Listener, closed_port_url
 from tests.notify.test_delivery import hook, kind_of, notifier_caught_up
 from tests.server.conftest import start_server, stop_server
 from tests.supervision.conftest import Watcher
+from tests.support import vouched
 from tests.support.waiting import wait_until
 
 
@@ -174,11 +176,12 @@ def test_stops_pending_workers_permission_requests_and_budget_stops_are_sent_by_
     asking = None
     try:
         wait_until(lambda: status(project)["running"], timeout=30)
-        # A headless worker's permission request waits for an answer; the notification names it.
+        # A headless session's permission request (a session `dispatch` resumed) waits for an answer; the
+        # notification names it.
         env = hook_env(project, COCOPLUS_HEADLESS="1")
         payload = fixture("claude-permissionrequest-bash.json") | {"session_id": "sess-1", "cwd": project.project}
         asking = subprocess.Popen(
-            hook_argv("PermissionRequest"),
+            [*vouched.prefix("resumed", project.root, registry.cs_id_for("sess-1")), *hook_argv("PermissionRequest")],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -25,6 +25,7 @@ from tests.supervision.conftest import (
     wait_until,
     watcher_has_processed_every_signal,
 )
+from tests.support import vouched
 
 
 def edit(layout: Layout, sid: str, path: str, tree: str | None = None, tool: str = "Edit") -> None:
@@ -37,9 +38,14 @@ def edit(layout: Layout, sid: str, path: str, tree: str | None = None, tool: str
 
 
 def start(layout: Layout, sid: str, worker: str | None = None) -> dict[str, Any]:
+    """Session `sid` starts (`worker`: as that managed worker's runtime, below a runner its sealed record names)."""
     payload = fixture("claude-sessionstart-startup.json") | {"session_id": sid, "cwd": layout.project}
+    below = None
+    if worker:
+        vouched.sealed_worker(layout, worker)
+        below = vouched.prefix("worker", layout.root, worker)
     env = hook_env(layout, **({"COCOPLUS_WORKER": worker} if worker else {}))
-    assert run_hook(layout, "SessionStart", payload, cwd=layout.project, env=env).code == 0
+    assert run_hook(layout, "SessionStart", payload, cwd=layout.project, env=env, below=below).code == 0
     return registry.resolve(layout, registry.cs_id_for(sid))
 
 

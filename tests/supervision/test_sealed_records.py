@@ -31,7 +31,7 @@ from cocoplus.core import fsio, seal, userfiles
 from cocoplus.core.paths import Layout
 from cocoplus.session import control, procinfo, registry
 from cocoplus.supervision import workers
-from tests.conftest import Result, run_cli_subprocess
+from tests.conftest import Result, passwd_env_for, run_cli_subprocess
 from tests.hook.helpers import hook_argv, hook_env
 from tests.support.waiting import wait_until
 from tests.trust.conftest import git
@@ -120,12 +120,11 @@ def dispatch(layout: Layout, ref: str = CS, text: str = "rebase on main") -> dic
 
 
 def other_users_seal(tmp_path: Path, fields: list[Any]) -> str:
-    """The seal another user (another key, in another config directory) makes over exactly `fields`."""
-    other = tmp_path / "other-user-config"
-    other.mkdir(exist_ok=True)
+    """The seal another user (another key, in another home) makes over exactly `fields`."""
+    other = tmp_path / "other-user-home"
     code = "import json, sys; from cocoplus.core import seal; print(seal.seal(json.load(sys.stdin)))"
     r = subprocess.run(
-        [sys.executable, "-c", code], input=json.dumps(fields), env=dict(os.environ, XDG_CONFIG_HOME=str(other)),
+        [sys.executable, "-c", code], input=json.dumps(fields), env=dict(os.environ, **passwd_env_for(other)),
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     return r.stdout.strip()
@@ -392,13 +391,17 @@ def test_the_encoding_tells_every_two_field_lists_apart(a: list[Any], b: list[An
 # -- a managed worker's command -------------------------------------------------------------------
 
 
-def queued_worker(layout: Layout, wid: str, command: list[str], seal_value: str | None) -> None:
+def queued_worker(layout: Layout, wid: str, command: list[str], seal_value: str | None, here: bool = False) -> None:
+    """A queued worker's record with `seal_value` as its seal (`here`: sealed as cocoplus seals it, over its command
+    and its grants)."""
+    rec = {
+        "schema_version": 1, "id": wid, "runtime": "claude", "task": "t", "state": "queued", "command": command,
+        "runs": 0, "created_at": "2026-01-01T00:00:00Z", "headless": True, "allow": [], "seal": seal_value,
+    }  # fmt: skip
+    if here:
+        rec["seal"] = seal.seal_worker(rec, layout.project, wid)
     fsio.ensure_dir(layout.worker_dir(wid))
-    fsio.atomic_write_json(
-        layout.worker_record(wid),
-        {"schema_version": 1, "id": wid, "runtime": "claude", "task": "t", "state": "queued", "command": command,
-         "runs": 0, "created_at": "2026-01-01T00:00:00Z", "seal": seal_value},
-    )  # fmt: skip
+    fsio.atomic_write_json(layout.worker_record(wid), rec)
 
 
 @pytest.mark.parametrize("forged", ["no seal", "another user's seal", "a sealed command changed since"])
@@ -426,7 +429,7 @@ def test_a_worker_record_whose_command_is_not_sealed_here_is_never_started(
     assert len(said) == 1 and "ignored: its command" in said[0], said
 
     # The same command sealed here, for this worker and project, runs.
-    queued_worker(project, "w1", command, seal.seal(seal.worker_fields("w1", project.project, command)))
+    queued_worker(project, "w1", command, None, here=True)
     child = workers.start_runner(project, "w1", dict(os.environ))
     assert child.wait(timeout=60) == 0
     assert (Path(project.project) / "AGENT_RAN").read_text() == "-p task\n"

@@ -27,6 +27,7 @@ from cocoplus.session.workspace import init
 from cocoplus.supervision import workers
 from tests.hook.helpers import hook_env, run_hook
 from tests.supervision.workers_support import stop_workers
+from tests.support import vouched
 from tests.support.waiting import wait_until
 
 FAKE = """#!/bin/sh
@@ -209,10 +210,11 @@ def test_the_main_projects_stop_governs_a_worktree_and_a_removed_or_damaged_mark
     tree = rec["worktree"]["cwd"]
     marker = Layout(os.path.join(tree, ".cocoplus")).worktree_marker
     assert _hook(proj, tree).code == 0 and denied(_hook(proj, tree)) is None
-    # Its session is the main project's: registered there, not in the worktree.
+    # Its session is the main project's: registered there, not in the worktree (its runtime below its runner).
     start = run_hook(
         None, "SessionStart", {"session_id": "s-wt", "hook_event_name": "SessionStart", "cwd": tree}, "claude",
         cwd=tree, env=hook_env(None, CLAUDE_PROJECT_DIR=tree, COCOPLUS_WORKTREE=tree, COCOPLUS_WORKER="w1"),
+        below=vouched.prefix("worker", proj.root, "w1"),
     )  # fmt: skip
     assert start.code == 0
     told = (start.json or {}).get("hookSpecificOutput", {}).get("additionalContext", "")

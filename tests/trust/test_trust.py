@@ -26,7 +26,7 @@ echo '{{"tasks": [], "steps": [], "discoveries": []}}'
 
 
 def user_config(text: str) -> Path:
-    """Write the user's own config.toml (in the test's private XDG_CONFIG_HOME)."""
+    """Write the user's own config.toml (in the test's private home, as its password database names it)."""
     path = Path(userfiles.config_file())
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -103,7 +103,7 @@ def test_the_record_is_kept_in_the_user_config_dir_by_path_and_hash(clone: Clone
     out = json.loads(r.out)
     assert out["state"] == "trusted" and out["recorded"] is True
     record = Path(userfiles.trust_file())
-    assert record.parent == Path(os.environ["XDG_CONFIG_HOME"]) / "cocoplus"
+    assert record.parent == Path(userfiles.home()) / ".config" / "cocoplus"  # the password database's home
     assert stat.S_IMODE(record.stat().st_mode) == 0o600
     doc = json.loads(record.read_text())
     entry = doc["projects"][os.path.realpath(clone.root)]

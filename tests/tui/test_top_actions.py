@@ -18,6 +18,7 @@ from cocoplus.session import control, registry
 from cocoplus.supervision import signals
 from cocoplus.tui import app as top
 from tests.hook.helpers import fixture, hook_argv, hook_env, run_hook
+from tests.support import vouched
 from tests.tui.test_top import drive, table_rows, until
 
 
@@ -167,10 +168,11 @@ def test_a_answers_the_selected_sessions_question(busy: Layout) -> None:
 
 
 def ask_permission(layout: Layout, runtime_id: str) -> subprocess.Popen[bytes]:
-    """The installed PermissionRequest hook of a headless worker's session: it waits for an answer."""
+    """The installed PermissionRequest hook of a headless session (one `dispatch` resumed): it waits for an answer."""
+    below = vouched.prefix("resumed", layout.root, registry.cs_id_for(runtime_id))
     proc = subprocess.Popen(
-        hook_argv("PermissionRequest", "claude"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=hook_env(layout, COCOPLUS_HEADLESS="1"),
+        [*below, *hook_argv("PermissionRequest", "claude")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=hook_env(layout, COCOPLUS_HEADLESS="1"),
     )  # fmt: skip
     assert proc.stdin is not None
     proc.stdin.write(json.dumps(payload(layout, "claude-permissionrequest-bash.json", runtime_id)).encode())

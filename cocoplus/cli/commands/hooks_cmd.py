@@ -77,6 +77,8 @@ def render_doctor(result: dict[str, Any]) -> None:
     output.problems([p["text"] for p in result["hook_problems"]])
     output.problems(result["problems"])
     output.problems(result.get("ignored") or [], label="note")
+    output.problems(result.get("grants") or [], label="note")
+    output.problems(result.get("user_files") or [], label="note")
 
 
 def render_file_events(fe: dict[str, Any]) -> None:
