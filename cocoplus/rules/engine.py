@@ -399,6 +399,7 @@ class _Judge:
 
         writers = {inv.name for inv in invocations} & WRITERS
         self._covers: list[Rule] = []
+        self._uncovered: list[str] = []
         for t in commands.touched(part, here, self.project):
             if t.path is None:
                 if t.write and (t.how == "redirect" or writers):
@@ -418,8 +419,8 @@ class _Judge:
             cover = next(
                 (r for r in self.file_allow if paths.pattern_covers(r.pattern or "**", t.path, self.root)), None
             )
-            if cover is None:
-                self.pending.append(f"{label} writes `{t.word}`, which no Write or Edit rule covers")
+            if cover is None:  # unless the part is allowed by a rule for every command (`Bash`), below
+                self._uncovered.append(f"{label} writes `{t.word}`, which no Write or Edit rule covers")
             else:
                 self._covers.append(cover)
         return None
@@ -438,6 +439,8 @@ class _Judge:
         self.parts.append(
             {"part": i, "command": _short(part.text), "via": part.via, "rule": rule.text if rule else None}
         )
+        if rule is None or not rule.bare:  # a rule for every command covers its redirections too
+            self.pending.extend(self._uncovered)
         if rule is not None:
             self.used.append(rule)
         elif unchecked and _allowing(self.allow, part.written) is not None:

@@ -142,16 +142,25 @@ class Table:
         if at_home.hit(cfg) is None:  # this user's cocoplus directory elsewhere (XDG_CONFIG_HOME)
             writes.append(_Root(cfg, (), userfiles.shown(cfg) + "/"))
         self.writes = writes + [r for w in writes for r in _linked(w)]
+        # A worker's git worktree may lie under the project's protected `.cocoplus/` (`[workers] worktree_dir`):
+        # inside it, its own protected names apply, not the project's.
+        self._project = writes[0]
+        self._tree = writes[1] if tree else None
         self.secrets = [_Root(home, SECRETS, "~/"), _Root(writes[0].base, PROJECT_SECRETS, "")]
         if _Root(home, SECRETS, "~/").hit(cfg) is None:
             self.secrets.append(_Root(cfg, (), userfiles.shown(cfg) + "/"))
 
+    def _roots(self, path: str) -> list[_Root]:
+        if self._tree is not None and (path == self._tree.base or path.startswith(self._tree.base + "/")):
+            return [r for r in self.writes if r is not self._project]
+        return self.writes
+
     def write(self, path: str) -> str | None:
-        return next((h for r in self.writes if (h := r.hit(path)) is not None), None)
+        return next((h for r in self._roots(path) if (h := r.hit(path)) is not None), None)
 
     def inside(self, path: str) -> str | None:
         """A protected path that `path` holds (a directory whose removal or move takes it along)."""
-        return next((h for r in self.writes if (h := r.held(path)) is not None), None)
+        return next((h for r in self._roots(path) if (h := r.held(path)) is not None), None)
 
     def read(self, path: str) -> str | None:
         return next((h for r in self.secrets if (h := r.hit(path)) is not None), None)

@@ -263,3 +263,26 @@ def test_the_parser_loads_without_the_packages_init(monkeypatch: pytest.MonkeyPa
     assert not tree.root_node.has_error
     assert loader.available() is None
     assert os.path.basename(loader._extension("tree_sitter", loader._search_dirs()) or "").startswith("_binding")
+
+
+def test_a_worktree_under_the_state_directory_is_the_workers_own(proj: Path) -> None:
+    """`[workers] worktree_dir` may put a worker's git worktree under `.cocoplus/`: inside it, its own files are
+    written as any project's, and its own protected names are still protected."""
+    tree = proj / ".cocoplus" / "worktrees" / "alpha"
+    (tree / "src").mkdir(parents=True)
+    d = engine.decide(
+        "Bash", {"command": "echo x > shared.txt"}, allow=engine.rules_of(["Bash", "Write"], "allow"), deny=(),
+        project=str(proj), cwd=str(tree), tree=str(tree),
+    )  # fmt: skip
+    assert d.behavior == "allow", d
+    for target, protected in (("src/a.py", False), (".claude/settings.local.json", True), ("cocoplus.toml", True)):
+        d = engine.decide(
+            "Write", {"file_path": str(tree / target)}, allow=engine.rules_of(["Write"], "allow"), deny=(),
+            project=str(proj), cwd=str(tree), tree=str(tree),
+        )  # fmt: skip
+        assert (d.behavior == "ask" and bool(d.protected)) == protected, (target, d)
+    d = engine.decide(
+        "Bash", {"command": "rm -f ../../AGENT_STOP"}, allow=engine.rules_of(["Bash"], "allow"), deny=(),
+        project=str(proj), cwd=str(tree), tree=str(tree),
+    )  # fmt: skip
+    assert d.behavior == "ask", d  # the project's kill switch, reached from the tree
