@@ -113,8 +113,21 @@ def doctor(layout: Layout) -> dict[str, Any]:
     result["ignored"] = headless.ignored_records(layout)
     result["grants"] = headless.grant_notes(layout)
     result["user_files"] = user_file_notes()
+    result["rules"] = rule_notes()
     result["file_events"] = supervision_ops.file_events(layout)
     return result
+
+
+def rule_notes() -> list[str]:
+    """What is wrong with the permission rules' machinery here: a shell parser that cannot be loaded makes every
+    shell command of a headless worker wait for an answer (no rule can allow one)."""
+    from cocoplus.rules import parser  # deferred: only doctor asks whether the parser loads
+
+    why = parser.available()
+    if why is None:
+        return []
+    return [f"{why}: no permission rule can allow a shell command, so each one waits for an answer; reinstall "
+            "cocoplus (its tree-sitter and tree-sitter-bash dependencies)"]  # fmt: skip
 
 
 def user_file_notes() -> list[str]:

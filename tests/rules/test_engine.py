@@ -286,3 +286,21 @@ def test_a_worktree_under_the_state_directory_is_the_workers_own(proj: Path) -> 
         project=str(proj), cwd=str(tree), tree=str(tree),
     )  # fmt: skip
     assert d.behavior == "ask", d  # the project's kill switch, reached from the tree
+
+
+def test_doctor_says_when_the_shell_parser_cannot_be_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cocoplus.ops import project as project_ops
+    from cocoplus.rules import parser as loader
+
+    assert project_ops.rule_notes() == []
+
+    def fails() -> None:
+        raise ImportError("no tree_sitter here")
+
+    monkeypatch.setattr(loader, "_PARSER", None)
+    monkeypatch.setattr(loader, "_fast_load", fails)
+    monkeypatch.setattr(loader, "_ordinary_load", fails)
+    [note] = project_ops.rule_notes()
+    assert "cannot be loaded" in note and "each one waits for an answer" in note
+    d = engine.decide("Bash", {"command": "ls"}, allow=engine.rules_of(["Bash"], "a"), deny=(), project="/tmp")
+    assert d.behavior == "ask" and "cannot be loaded" in d.why

@@ -79,6 +79,7 @@ def render_doctor(result: dict[str, Any]) -> None:
     output.problems(result.get("ignored") or [], label="note")
     output.problems(result.get("grants") or [], label="note")
     output.problems(result.get("user_files") or [], label="note")
+    output.problems(result.get("rules") or [], label="problem")
 
 
 def render_file_events(fe: dict[str, Any]) -> None:
