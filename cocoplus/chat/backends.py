@@ -183,6 +183,11 @@ def _server_env(brain: dict[str, Any]) -> dict[str, str]:
     # The server finds this user's files (capability, trust, config) where this process does, from the password
     # database (core/userfiles.py), whatever environment the runtime starts it with.
     out = {ENV_DIR: brain["state_dir"], userfiles.CAPABILITY_ENV: _capability()}
+    # Where this process's password database comes from another source (nss_wrapper's variables, as in the test
+    # suite), the server must see the same one: a runtime that starts it with a reduced environment drops them.
+    for name in ("LD_PRELOAD", "NSS_WRAPPER_PASSWD", "NSS_WRAPPER_GROUP"):
+        if os.environ.get(name):
+            out[name] = os.environ[name]
     if brain.get("round") is not None:
         out[ENV_ROUND] = str(brain["round"])
     return out

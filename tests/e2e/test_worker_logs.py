@@ -29,7 +29,9 @@ from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
-FAILING = "echo LOGS-7f3a; ls /nonexistent-logs-dir"
+# A command that fails inside the project (Claude Code itself blocks a read outside its working directories when no
+# allow rule is passed on to it: cocoplus's rules decide at its permission event, docs/runtimes.md).
+FAILING = "echo LOGS-7f3a; ls nonexistent-logs-dir"
 PASSING = "printf 'one\\ntwo\\nthree\\n'"
 ANSWER = "LOGS-DONE-51c9: both commands ran."
 
@@ -71,11 +73,11 @@ RUNTIMES: dict[str, Runtime] = {
             tool("Bash", command=PASSING, description="y"),
             text(ANSWER),
         ]),
-        claude_env, [], r"Bash: .*ls /nonexistent-logs-dir", "No such file or directory", "Bash",
+        claude_env, [], r"Bash: .*ls nonexistent-logs-dir", "No such file or directory", "Bash",
     ),
     "codex": (
         lambda: ResponsesStub([tool("exec_command", cmd=FAILING), tool("exec_command", cmd=PASSING), text(ANSWER)]),
-        codex_env, [], r"shell: .*ls /nonexistent-logs-dir", "No such file or directory", "shell",
+        codex_env, [], r"shell: .*ls nonexistent-logs-dir", "No such file or directory", "shell",
     ),
     "gemini": (
         lambda: GeminiStub([
