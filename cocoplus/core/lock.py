@@ -104,10 +104,6 @@ def set_process_budget(budget: Budget | None) -> Budget | None:
     return old
 
 
-def process_budget() -> Budget | None:
-    return _process_budget
-
-
 def allowed_wait(timeout: float, budget: Budget | None = None) -> float:
     """How long a lock may wait: its timeout, cut to what `budget` and the process budget have left."""
     wait = timeout

@@ -113,11 +113,6 @@ def ack_subject(fleet: str, machine: str, project: str, command_id: str) -> str:
     return f"{PREFIX}.{fleet}.ack.{machine}.{project}.{command_id}"
 
 
-def ack_filter(fleet: str, command_id: str) -> str:
-    """Every acknowledgement of one command, whichever machine sends it."""
-    return f"{PREFIX}.{fleet}.ack.*.*.{command_id}"
-
-
 def ack_stream(fleet: str) -> str:
     return f"{PREFIX}-{fleet}-ack"
 

@@ -168,16 +168,6 @@ def recent_deliveries(layout: Layout, n: int, window: int = 256 * 1024) -> list[
     return got.records[-n:] if got is not None and n > 0 else []
 
 
-def log_sizes(paths: dict[str, str]) -> dict[str, int]:
-    out = {}
-    for name, path in paths.items():
-        try:
-            out[name] = os.path.getsize(path)
-        except OSError:
-            out[name] = 0
-    return out
-
-
 def notification_id(project: str, source: str, offset: int, record: dict[str, Any]) -> str:
     """`n_` and 12 hex digits naming one log line: the same line gives the same id in any process, at any time."""
     canon = json.dumps(record, sort_keys=True, ensure_ascii=True, default=str)

@@ -394,10 +394,6 @@ def caller(layout: Layout | None = None, environ: dict[str, str] | None = None) 
     return operator()
 
 
-def principal_or_caller(principal: Principal | None, layout: Layout | None) -> Principal:
-    return principal if principal is not None else caller(layout)
-
-
 def display(principal: Principal, given: str | None = None) -> str:
     """The name recorded beside the principal (`operator` field of a stop, `by` of an action): the login name
     for the operator and for the brain (whose brain it is), else who it is in words."""

@@ -34,7 +34,6 @@ RunState = Literal[vocab.RUN_STATES]  # type: ignore[valid-type]
 BudgetState = Literal[vocab.BUDGET_STATES]  # type: ignore[valid-type]
 Attention = Literal[vocab.ATTENTION_STATES]  # type: ignore[valid-type]
 Enforcement = Literal[vocab.BUDGET_ENFORCEMENTS]  # type: ignore[valid-type]
-QueueState = Literal[vocab.QUEUE_STATES]  # type: ignore[valid-type]
 
 
 def _known_runtime(name: str) -> str:
@@ -106,21 +105,6 @@ class AgentStop(_Model):
     reason: StrictStr
     created_at: StrictStr
     source: StrictStr = "operator"
-
-
-class QueueEntry(_Model):
-    schema_version: Version = SCHEMA_VERSION
-    id: StrictStr
-    ts: StrictStr
-    state: QueueState
-    request: StrictStr | None = None
-    by: StrictStr | None = None
-
-
-class StepEvent(_Model):
-    schema_version: Version = SCHEMA_VERSION
-    ts: StrictStr
-    event: StrictStr
 
 
 class SessionRecord(_Model):

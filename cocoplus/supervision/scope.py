@@ -146,16 +146,3 @@ def view(layout: Layout, doc: dict[str, Any] | None = None) -> dict[str, Any]:
             alias.get(r["id"]) or r["id"] for r in records if r.get("state") in ACTIVE and supervised(doc, r["id"])
         ],
     }
-
-
-def excluded_ids(layout: Layout) -> set[str]:
-    doc = state.read(layout)
-    records, _ = registry.list_sessions(layout)
-    return {r["id"] for r in records if not supervised(doc, r["id"])}
-
-
-def sessions_view(layout: Layout) -> dict[str, Any]:
-    """list_sessions: every session with alias, runtime, state, attention and whether it is excluded."""
-    doc = state.read(layout)
-    records, problems = registry.list_sessions(layout)
-    return {"sessions": [session_view(r, doc) for r in records], "problems": problems}
