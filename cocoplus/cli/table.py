@@ -83,6 +83,13 @@ ENTRIES: tuple[Entry, ...] = (
         "Answer a worker's question (ask-human); it reaches the worker like a dispatch.",
     ),
     Entry(
+        "inbox",
+        "inbox_cmd",
+        "session",
+        "Everything waiting for you in all your projects: permission requests, questions, stops, paused workers.",
+    ),
+    Entry("decide", "inbox_cmd", "session", "Answer one decision of the inbox: approve, deny, answer, resume, leave."),
+    Entry(
         "approve",
         "permissions_cmd",
         "session",

@@ -477,6 +477,12 @@ class Layout:
         return self._p("permissions", "decisions.jsonl")
 
     @property
+    def inbox_left(self) -> str:
+        """Decisions the operator answered by leaving them as they are (`cocoplus decide ID leave`): the inbox shows
+        them resolved (cocoplus/inbox/decisions.py)."""
+        return self._p("inbox", "left.jsonl")
+
+    @property
     def authority_log(self) -> str:
         """Every action refused to its principal (docs/authority.md), one JSON object a line."""
         return self._p("logs", "authority.jsonl")

@@ -156,6 +156,17 @@ def _make_key(path: str, what: str = "the seal key") -> bytes:
     return _read_key(path, what)
 
 
+def secret(path: str, what: str, create: bool = False) -> bytes:
+    """One of this user's secrets (32 random bytes, 0600, never inside a project) kept like the seal key: refused
+    when it is a link, not this user's, or readable by others; made now if `create` and there is none."""
+    try:
+        return _read_key(path, what)
+    except FileNotFoundError:
+        if not create:
+            raise KeyUnusable(f"this user has no {what} ({userfiles.shown(path)})") from None
+    return _make_key(path, what)
+
+
 def key(create: bool = False) -> bytes:
     """This user's seal key (made now if `create` and there is none); KeyUnusable says why it cannot be had."""
     path = userfiles.seal_key_file()

@@ -131,6 +131,7 @@ RULES: dict[str, tuple[str, ...]] = {
     # worker no person watches (headless) may not start it.
     "supervise_start": ("operator", "brain", "worker"),
     "approve": ("operator", "brain"),  # the brain within [permissions] brain_may_allow
+    "decide": ("operator",),  # the decision inbox: `cocoplus decide`, the phone's channels, the decision page
     "deny": ("operator", "brain"),
     "queue": ("operator",),  # the project's task queue
     "chat": ("operator",),  # the master-agent conversation
@@ -438,6 +439,7 @@ COMMANDS: dict[str, str] = {
     "workers logs": "read", "budget status": "read", "chat log": "read", "chat info": "read", "config show": "read",
     "config example": "read", "notify status": "read", "relay status": "read", "fleet status": "read",
     "plugin path": "read", "permissions list": "read", "permissions log": "read", "permissions check": "read",
+    "inbox": "read", "decide": "decide", "inbox run": "serve", "inbox pair": "configure", "inbox devices": "configure",
     "approve": "approve", "deny": "deny", "mcp token": "capability",
     "report progress": "report", "report blocked": "report", "ask-human": "report", "request-context": "report",
     "budget add-cost": "report", "stage start": "report", "stage end": "report",
