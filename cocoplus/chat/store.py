@@ -15,7 +15,7 @@ import os
 import time
 from typing import Any
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, jsonl
 from cocoplus.core.errors import NotFound, UsageError
 from cocoplus.core.paths import Layout, check_id, is_valid_id
 from cocoplus.core.records import SCHEMA_VERSION
@@ -96,13 +96,13 @@ def append_message(
         if v is not None:
             msg[k] = v
     fsio.ensure_dir(layout.conversation_dir(conv))
-    fsio.append_jsonl(layout.ledger(conv), msg, layout.lock(f"ledger-{conv}"))
+    jsonl.append_jsonl(layout.ledger(conv), msg, layout.lock(f"ledger-{conv}"))
     return msg
 
 
-def messages(layout: Layout, conv: str) -> fsio.JsonlRead:
+def messages(layout: Layout, conv: str) -> jsonl.JsonlRead:
     check_id(conv, "conversation id")
-    return fsio.read_jsonl(layout.ledger(conv))
+    return jsonl.read_jsonl(layout.ledger(conv))
 
 
 def write_task(layout: Layout, task: dict[str, Any]) -> None:

@@ -1,11 +1,11 @@
 """File state done safely: atomic whole-file writes, locked read-modify-write,
-single-record JSONL appends with torn-tail repair, plain log lines, and
-setting damaged files aside.
+plain log lines, fixed-width record appends, and setting damaged files aside.
 
-Standard library only (the hook path imports it).  Every JSON document,
-JSONL record and log line cocoplus writes under `.cocoplus/` goes through
-these (see `reference/reliability.md` section 0 for why each step is
-there), except where a write must work when these cannot: AGENT_STOP
+Standard library only (the hook path imports it).  Every JSON document and
+log line cocoplus writes under `.cocoplus/` goes through these, and every
+JSONL record through `core/jsonl.py`, which stands on them (see
+`reference/reliability.md` section 0 for why each step is there), except
+where a write must work when these cannot: AGENT_STOP
 (`session/control.py`: made even on a full disk, as an empty file or a
 directory), iteration spool files (`session/iteration.py`: empty files),
 lock files (`core/lock.py`) and the hook's last-resort log line
@@ -35,7 +35,7 @@ from cocoplus.core.roots import dirs_below_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -45,7 +45,6 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted where a file belongs 
 
 MAX_JSON_BYTES = 8 * 1024 * 1024
 MAX_TEXT_BYTES = 8 * 1024 * 1024
-MAX_JSONL_BYTES = 256 * 1024 * 1024
 MAX_LOG_BYTES = 5 * 1024 * 1024
 TMP_MARK = ".tmp-"
 LOST_MARK = ".lost-"
@@ -123,7 +122,7 @@ def remove_stale_temps(path: str) -> list[str]:
     return removed
 
 
-def _write_all(fd: int, data: bytes, path: str) -> None:
+def write_all(fd: int, data: bytes, path: str) -> None:
     view = memoryview(data)
     while view:
         n = os.write(fd, view)
@@ -169,7 +168,7 @@ def atomic_write_bytes(path: str, data: bytes, mode: int = 0o600) -> None:
     remove_stale_temps(path)
     try:
         try:
-            _write_all(fd, data, path)
+            write_all(fd, data, path)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -293,11 +292,11 @@ def loads_object(data: bytes | str, path: str) -> dict[str, Any]:
     except RecursionError:
         raise StateCorrupt(path, "nested too deeply to be valid state") from None
     except jsonfast.Truncated as exc:
-        raise StateCorrupt(path, _short(exc)) from None
+        raise StateCorrupt(path, short_cause(exc)) from None
     except ValueError as exc:
-        raise StateCorrupt(path, f"not valid JSON ({_short(exc)})") from None
+        raise StateCorrupt(path, f"not valid JSON ({short_cause(exc)})") from None
     if not isinstance(obj, dict):
-        raise StateCorrupt(path, f"expected a JSON object, found {_json_kind(obj)}")
+        raise StateCorrupt(path, f"expected a JSON object, found {json_kind(obj)}")
     return obj
 
 
@@ -373,146 +372,7 @@ def locked_update(
         return new
 
 
-# -- JSONL -------------------------------------------------------------------
-
-
-class JsonlRead:
-    """Records of a JSONL file, and what was wrong with it."""
-
-    __slots__ = ("records", "lines", "offsets", "bad_lines", "torn_tail", "path", "end_offset")
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.records: list[dict[str, Any]] = []
-        self.lines: list[int] = []  # 1-based line number of each record
-        self.offsets: list[int] = []  # byte offset where each record's line starts (absolute after read_jsonl_from)
-        self.bad_lines: list[tuple[int, str]] = []  # (1-based line number, reason)
-        self.torn_tail: bytes | None = None
-        self.end_offset = 0  # byte offset just past the last complete line
-
-    @property
-    def problems(self) -> list[str]:
-        out = [f"{self.path}: line {n}: {why}" for n, why in self.bad_lines]
-        if self.torn_tail is not None:
-            out.append(
-                f"{self.path}: unterminated last line ({len(self.torn_tail)} bytes), "
-                "left by an interrupted write; it is set aside on the next append"
-            )
-        return out
-
-
-def parse_jsonl(data: bytes, path: str, first_line: int = 1) -> JsonlRead:
-    out = JsonlRead(path)
-    pos = 0
-    lineno = first_line - 1
-    n = len(data)
-    while pos < n:
-        nl = data.find(b"\n", pos)
-        if nl == -1:
-            out.torn_tail = data[pos:]
-            break
-        lineno += 1
-        raw = data[pos:nl]
-        start, pos = pos, nl + 1
-        out.end_offset = pos
-        if not raw.strip():
-            continue
-        try:
-            obj = jsonfast.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            out.bad_lines.append((lineno, f"not valid JSON ({_short(exc)})"))
-            continue
-        if not isinstance(obj, dict):
-            out.bad_lines.append((lineno, f"expected a JSON object, found {_json_kind(obj)}"))
-            continue
-        out.records.append(obj)
-        out.lines.append(lineno)
-        out.offsets.append(start)
-    return out
-
-
-def read_jsonl(path: str, limit: int = MAX_JSONL_BYTES) -> JsonlRead:
-    """Every complete record; an unterminated last line is a torn tail, not an error."""
-    data = read_bytes(path, limit)
-    return parse_jsonl(data or b"", path)
-
-
-def read_jsonl_from(path: str, offset: int, limit: int = MAX_JSONL_BYTES) -> JsonlRead:
-    """Complete records from byte `offset` on (for followers that remember where they were).
-
-    `end_offset` of the result is absolute.  If the file shrank below
-    `offset` (replaced or truncated), reading restarts at 0.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
-    except FileNotFoundError:
-        r = JsonlRead(path)
-        r.end_offset = 0
-        return r
-    except OSError as exc:
-        raise StateCorrupt(path, f"cannot read ({exc.strerror})") from None
-    try:
-        size = os.fstat(fd).st_size
-        if offset > size:
-            offset = 0
-        if size - offset > limit:
-            raise StateCorrupt(path, f"{size - offset} unread bytes, over the {limit}-byte limit")
-        os.lseek(fd, offset, os.SEEK_SET)
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    r = parse_jsonl(b"".join(chunks), path)
-    r.end_offset += offset
-    r.offsets = [offset + o for o in r.offsets]
-    return r
-
-
-def _last_newline(fd: int, size: int) -> int:
-    """Offset just past the last b"\\n" in the file (0 if none)."""
-    pos = size
-    while pos > 0:
-        step = min(65536, pos)
-        pos -= step
-        chunk = os.pread(fd, step, pos)
-        i = chunk.rfind(b"\n")
-        if i != -1:
-            return pos + i + 1
-    return 0
-
-
-def repair_tail(path: str, fd: int) -> str | None:
-    """Make the file end on a newline before an append (caller holds the log's lock).
-
-    A fragment that parses as a JSON object only lacked its newline: it is
-    terminated and kept.  Anything else is copied to `NAME.torn-<time>` and
-    cut off, so the next record starts on a fresh line and nothing is glued
-    to the fragment.  Returns where a cut fragment was kept.
-    """
-    size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-        return None
-    start = _last_newline(fd, size)
-    fragment = os.pread(fd, size - start, start)
-    try:
-        obj = jsonfast.loads(fragment.decode("utf-8"))
-        complete = isinstance(obj, dict)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        complete = False
-    if complete:
-        _write_all(fd, b"\n", path)
-        return None
-    kept = f"{path}.torn-{clock.compact()}-{os.getpid()}"
-    atomic_write_bytes(kept, fragment)
-    os.ftruncate(fd, start)
-    return kept
-
-
-def _open_append(path: str, flags: int) -> int:
+def open_append(path: str, flags: int) -> int:
     """Open `path` to append, refusing links, directories and anything but a regular file."""
     refuse_linked_dirs(path)
     flags |= os.O_APPEND | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _NONBLOCK
@@ -534,50 +394,6 @@ def _open_append(path: str, flags: int) -> int:
     return fd
 
 
-def append_jsonl(
-    path: str,
-    record: dict[str, Any],
-    lock_path: str,
-    *,
-    timeout: float = DEFAULT_TIMEOUT,
-    durable: bool = True,
-    budget: Budget | None = None,
-) -> None:
-    """Append one record as one line with one write, under the log's lock.
-
-    A record that cannot be written (a full disk, say) leaves a loss marker
-    beside the log (`note_loss`) before the error is raised.
-    """
-    line = (jsonfast.dumps(record, compact=True) + "\n").encode("utf-8")
-    with Lock(lock_path, timeout, budget):
-        fd = _open_append(path, os.O_RDWR)
-        try:
-            try:
-                repair_tail(path, fd)
-            except (OSError, CocoplusError) as exc:
-                note_loss(path, exc)
-                raise CocoplusError(
-                    f"{path}: cannot append (the torn last line could not be set aside: {exc})"
-                ) from None
-            before = os.fstat(fd).st_size
-            try:
-                n = os.write(fd, line)
-                if n != len(line):
-                    raise OSError(errno.ENOSPC, "short write")
-                if durable:
-                    os.fsync(fd)
-            except OSError as exc:
-                # Leave the log ending on its last whole record.
-                try:
-                    os.ftruncate(fd, before)
-                except OSError:
-                    pass
-                note_loss(path, exc)
-                raise CocoplusError(f"{path}: cannot append ({exc.strerror or exc})") from None
-        finally:
-            os.close(fd)
-
-
 def append_fixed(path: str, record: bytes, tail: int = 0, durable: bool = True) -> tuple[int, bytes]:
     """Append one fixed-width record with one write, without a lock; (records now, the last `tail`).
 
@@ -589,7 +405,7 @@ def append_fixed(path: str, record: bytes, tail: int = 0, durable: bool = True) 
     or whole records before them); the directory is synced once, when the file is new.
     """
     width = len(record)
-    fd = _open_append(path, os.O_RDWR)
+    fd = open_append(path, os.O_RDWR)
     try:
         try:
             n = os.write(fd, record)
@@ -618,7 +434,7 @@ def open_log(path: str, max_bytes: int = MAX_LOG_BYTES) -> int:
 
     For a child process's stdout and stderr; the caller closes the fd.
     """
-    fd = _open_append(path, os.O_WRONLY)
+    fd = open_append(path, os.O_WRONLY)
     try:
         st = os.fstat(fd)
         if st.st_size > max_bytes:
@@ -629,7 +445,7 @@ def open_log(path: str, max_bytes: int = MAX_LOG_BYTES) -> int:
             if same:
                 os.replace(path, path + ".1")
                 os.close(fd)
-                fd = _open_append(path, os.O_WRONLY)
+                fd = open_append(path, os.O_WRONLY)
     except OSError as exc:
         os.close(fd)
         raise CocoplusError(f"{path}: cannot rotate ({exc.strerror})") from None
@@ -724,16 +540,12 @@ def losses(path: str) -> list[dict[str, Any]]:
     return out
 
 
-def iter_jsonl_records(path: str) -> Iterator[dict[str, Any]]:
-    yield from read_jsonl(path).records
-
-
-def _short(exc: BaseException) -> str:
+def short_cause(exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _json_kind(obj: object) -> str:
+def json_kind(obj: object) -> str:
     if obj is None:
         return "null"
     if isinstance(obj, bool):

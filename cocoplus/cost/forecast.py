@@ -37,7 +37,7 @@ import math
 import time
 from typing import Any
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, jsonl
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
@@ -352,7 +352,7 @@ def read(
     now: float | None = None,
     *,
     window_s: float = WINDOW_S,
-    log: fsio.JsonlRead | None = None,
+    log: jsonl.JsonlRead | None = None,
     sessions: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """`compute()` on this project's files; what could not be read is left out and named in `problems`.
@@ -360,7 +360,7 @@ def read(
     now = time.time() if now is None else now
     problems: list[str] = []
     if log is None:
-        log = fsio.read_jsonl(layout.spend_log)
+        log = jsonl.read_jsonl(layout.spend_log)
         problems.extend(log.problems)
     try:
         doc = fsio.read_json(layout.iteration_budget)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cocoplus.core import clock, fsio, jsonfast
+from cocoplus.core import clock, fsio, jsonfast, jsonl
 from cocoplus.core.errors import StateCorrupt, UsageError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
@@ -109,7 +109,9 @@ def measure(
                     # A rebuilt cursor must not count what the log already has.
                     if known_keys is None:
                         known_keys = {
-                            r["key"] for r in fsio.read_jsonl(layout.spend_log).records if isinstance(r.get("key"), str)
+                            r["key"]
+                            for r in jsonl.read_jsonl(layout.spend_log).records
+                            if isinstance(r.get("key"), str)
                         }
                     entries = [e for e in entries if e.get("key") not in known_keys]
                 priced = [_priced_record(e, rec, runtime, path, overrides, table) for e in entries]
@@ -123,7 +125,7 @@ def measure(
                         unpriced[e["model"]] = rec_out.get("price_error") or "unknown model"
                     added.append(rec_out)
         for rec_out in added:
-            fsio.append_jsonl(layout.spend_log, rec_out, layout.lock("spend"), durable=False)
+            jsonl.append_jsonl(layout.spend_log, rec_out, layout.lock("spend"), durable=False)
         if added:
             fsio.fsync_dir(layout.cost_dir)
         cursors["updated_at"] = clock.iso()
@@ -185,14 +187,14 @@ def add_cost(
         "note": note,
         "by": by,
     }
-    fsio.append_jsonl(layout.spend_log, record, layout.lock("spend"))
+    jsonl.append_jsonl(layout.spend_log, record, layout.lock("spend"))
     return record
 
 
 def totals(layout: Layout) -> dict[str, Any]:
     """Spend folded from the log: total, by session, by model, by category, and unpriced usage."""
     _adopt_legacy(layout)
-    log = fsio.read_jsonl(layout.spend_log)
+    log = jsonl.read_jsonl(layout.spend_log)
     spent = 0.0
     by_session: dict[str, float] = {}
     by_model: dict[str, float] = {}

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import time
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, jsonl
 from cocoplus.core.errors import CocoplusError
 from cocoplus.session import control, holds, procinfo, registry, stops
 
@@ -77,7 +77,7 @@ class Rounds:
         if _size(self.path) <= self.offset:
             return False
         try:
-            got = fsio.read_jsonl_from(self.path, self.offset)
+            got = jsonl.read_jsonl_from(self.path, self.offset)
         except CocoplusError:
             return False
         self.offset = got.end_offset

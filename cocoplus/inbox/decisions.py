@@ -202,10 +202,10 @@ READERS = (_permissions, _questions, _stops, _paused)
 
 def left(layout: Layout) -> dict[str, dict[str, Any]]:
     """The decisions the operator left as they were (`decide ID leave`), by id: who, through which channel, when."""
-    from cocoplus.core import fsio  # deferred: only a listing reads what was left
+    from cocoplus.core import jsonl  # deferred: only a listing reads what was left
 
     try:
-        records = fsio.read_jsonl(layout.inbox_left).records
+        records = jsonl.read_jsonl(layout.inbox_left).records
     except CocoplusError:
         return {}
     return {str(r.get("decision")): r for r in records if r.get("decision")}
@@ -213,11 +213,11 @@ def left(layout: Layout) -> dict[str, dict[str, Any]]:
 
 def leave(layout: Layout, d: Decision, by: str, channel: str) -> dict[str, Any]:
     """Record that the operator leaves decision `d` as it is: it is resolved, and nothing else changes."""
-    from cocoplus.core import fsio  # deferred: only an answer writes what was left
+    from cocoplus.core import fsio, jsonl  # deferred: only an answer writes what was left
 
     entry = {"ts": clock.iso(), "decision": d["id"], "kind": d["kind"], "by": by, "channel": channel}
     fsio.ensure_dir(os.path.dirname(layout.inbox_left))
-    fsio.append_jsonl(layout.inbox_left, entry, layout.lock("inbox-left"))
+    jsonl.append_jsonl(layout.inbox_left, entry, layout.lock("inbox-left"))
     return entry
 
 

@@ -20,7 +20,7 @@ import secrets
 import time
 from typing import Any
 
-from cocoplus.core import clock, fsio, userfiles
+from cocoplus.core import clock, fsio, jsonl, userfiles
 from cocoplus.core.errors import CocoplusError
 
 NAME = "inbox"
@@ -151,13 +151,13 @@ def note(decision: str, state_dir: str, channel: str, event: str, **fields: Any)
     entry = {"ts": clock.iso(), "decision": decision, "state_dir": state_dir, "channel": channel, "event": event,
              **{k: v for k, v in fields.items() if v is not None}}  # fmt: skip
     fsio.ensure_dir(directory())
-    fsio.append_jsonl(ledger_file(), entry, ledger_file() + ".lock")
+    jsonl.append_jsonl(ledger_file(), entry, ledger_file() + ".lock")
     return entry
 
 
 def ledger(limit: int | None = None) -> list[dict[str, Any]]:
     try:
-        records = fsio.read_jsonl(ledger_file()).records
+        records = jsonl.read_jsonl(ledger_file()).records
     except CocoplusError:
         return []
     return records[-limit:] if limit else records

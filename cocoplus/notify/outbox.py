@@ -42,7 +42,7 @@ import json
 import os
 from typing import Any
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, jsonl
 from cocoplus.core.errors import StateCorrupt
 from cocoplus.core.paths import Layout
 
@@ -102,7 +102,7 @@ def save(layout: Layout, state: dict[str, Any]) -> None:
 TAIL_FIRST = 64 * 1024
 
 
-def _records_before(path: str, size: int, start: int) -> fsio.JsonlRead:
+def _records_before(path: str, size: int, start: int) -> jsonl.JsonlRead:
     """The complete records of `path` between the first line start at or after `start` and `size`."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
@@ -113,7 +113,7 @@ def _records_before(path: str, size: int, start: int) -> fsio.JsonlRead:
     if start > 0:  # the window may begin inside a line: it begins after the first newline
         nl = data.find(b"\n")
         skip = len(data) if nl == -1 else nl + 1
-    got = fsio.parse_jsonl(data[skip:], path)
+    got = jsonl.parse_jsonl(data[skip:], path)
     got.offsets = [start + skip + o for o in got.offsets]
     got.end_offset += start + skip
     return got
@@ -122,7 +122,7 @@ def _records_before(path: str, size: int, start: int) -> fsio.JsonlRead:
 def offset_since(path: str, since: float | None) -> int:
     """The byte offset of the first record of a log stamped (`ts`) at or after `since`; the log's end if none
     is (or `since` is None).  Reads from the end back, a growing window at a time: only the recent part, and
-    never more than the notifier reads at once (`fsio.MAX_JSONL_BYTES`)."""
+    never more than the notifier reads at once (`jsonl.MAX_JSONL_BYTES`)."""
     try:
         size = os.stat(path, follow_symlinks=False).st_size
     except OSError:
@@ -131,13 +131,13 @@ def offset_since(path: str, since: float | None) -> int:
         return size
     window = TAIL_FIRST
     while True:
-        start = max(0, size - min(window, fsio.MAX_JSONL_BYTES))
+        start = max(0, size - min(window, jsonl.MAX_JSONL_BYTES))
         try:
             got = _records_before(path, size, start)
         except OSError:
             return size
         times = [clock.parse_iso(r.get("ts")) for r in got.records]
-        if start == 0 or window >= fsio.MAX_JSONL_BYTES or any(t is not None and t < since for t in times):
+        if start == 0 or window >= jsonl.MAX_JSONL_BYTES or any(t is not None and t < since for t in times):
             for t, at in zip(times, got.offsets, strict=True):
                 if t is not None and t >= since:
                     return at
@@ -154,7 +154,7 @@ def log_delivery(layout: Layout, entry: dict[str, Any]) -> None:
     """Append one delivery attempt to `notify/deliveries.jsonl` (raises CocoplusError if it cannot be written)."""
     fsio.ensure_dir(layout.notify_dir)
     rec = {"schema_version": SCHEMA, "ts": clock.iso(), **{k: v for k, v in entry.items() if v is not None}}
-    fsio.append_jsonl(layout.notify_deliveries, rec, layout.lock("notify-deliveries"), durable=False)
+    jsonl.append_jsonl(layout.notify_deliveries, rec, layout.lock("notify-deliveries"), durable=False)
 
 
 def recent_deliveries(layout: Layout, n: int, window: int = 256 * 1024) -> list[dict[str, Any]]:

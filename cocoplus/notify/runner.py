@@ -36,7 +36,7 @@ from typing import Any
 
 from cocoplus import config as config_mod
 from cocoplus import trust as trust_mod
-from cocoplus.core import clock, fsio, userfiles
+from cocoplus.core import clock, fsio, jsonl, userfiles
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import is_locked, try_lock
 from cocoplus.core.paths import Layout
@@ -163,7 +163,7 @@ class Notifier:
         for source, path in self._paths().items():
             offset = int(cursors.get(source) or 0)
             try:
-                got = fsio.read_jsonl_from(path, offset)
+                got = jsonl.read_jsonl_from(path, offset)
             except CocoplusError as exc:
                 self.log(f"cannot read {self.layout.rel(path)}: {exc}")
                 continue

@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 from typing import Any, NamedTuple
 
-from cocoplus.core import clock, fsio, seal, userfiles, vocab
+from cocoplus.core import clock, jsonl, seal, userfiles, vocab
 from cocoplus.core.errors import CocoplusError, Refused
 from cocoplus.core.paths import Layout
 from cocoplus.ops import operator_name
@@ -271,7 +271,7 @@ def record(layout: Layout, principal: Principal, action: str, outcome: str, **fi
         doc["recognised_by"] = principal.why
     doc.update({k: v for k, v in fields.items() if v is not None})
     try:
-        fsio.append_jsonl(layout.authority_log, doc, layout.lock("authority-log"), durable=False)
+        jsonl.append_jsonl(layout.authority_log, doc, layout.lock("authority-log"), durable=False)
     except (CocoplusError, OSError):
         pass
 

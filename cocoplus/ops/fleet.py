@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, jsonl
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import STATE_DIR_NAME, Layout
 from cocoplus.core.records import SCHEMA_VERSION
@@ -114,7 +114,7 @@ def _local(project_dir: str) -> Layout | None:
 
 def log_sent(layout: Layout, rec: dict[str, Any]) -> None:
     fsio.ensure_dir(layout.fleet_dir)
-    fsio.append_jsonl(
+    jsonl.append_jsonl(
         layout.fleet_sent, {"schema_version": SCHEMA_VERSION, "ts": clock.iso(), **rec}, layout.lock("fleet-sent")
     )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import fsio
+from cocoplus.core import jsonl
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.ops import authority
@@ -38,7 +38,7 @@ def pending(layout: Layout) -> dict[str, Any]:
 
 def log(layout: Layout, limit: int = 200) -> dict[str, Any]:
     """The last `limit` decisions: who, what, which rule, when (`cocoplus permissions log`)."""
-    read = fsio.read_jsonl(layout.permission_log)
+    read = jsonl.read_jsonl(layout.permission_log)
     return {"decisions": read.records[-limit:], "bad_lines": len(read.bad_lines), "torn_tail": bool(read.torn_tail)}
 
 

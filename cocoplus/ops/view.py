@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, fsio, settings
+from cocoplus.core import clock, fsio, jsonl, settings
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.cost import forecast as forecast_mod
@@ -48,11 +48,11 @@ def _thin(points: list[list[Any]], limit: int = MAX_POINTS) -> list[list[Any]]:
 
 
 def spend_series(
-    layout: Layout, log: fsio.JsonlRead | None = None
+    layout: Layout, log: jsonl.JsonlRead | None = None
 ) -> tuple[dict[str, list[list[Any]]], list[list[Any]], list[str]]:
     """Cumulative spend per session and for the whole project: `[[ts, usd], ...]`; problems with the log
     (`log`: the spend log, if read already)."""
-    log = fsio.read_jsonl(layout.spend_log) if log is None else log
+    log = jsonl.read_jsonl(layout.spend_log) if log is None else log
     per: dict[str, list[list[Any]]] = {}
     sums: dict[str, float] = {}
     project: list[list[Any]] = []
@@ -91,7 +91,7 @@ def forecast(
     now: float | None = None,
     problems: list[str] | None = None,
     *,
-    log: fsio.JsonlRead | None = None,
+    log: jsonl.JsonlRead | None = None,
     sessions: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The forecasts at the current rate (`cost.forecast`) against the budgets the configuration sets now, and
@@ -122,10 +122,10 @@ def history(layout: Layout) -> dict[str, Any]:
     "forecast", "problems"}`.
     """
     records, problems = registry.list_sessions(layout)
-    log = fsio.read_jsonl(layout.spend_log)
+    log = jsonl.read_jsonl(layout.spend_log)
     per, project, spend_problems = spend_series(layout, log)
     problems = list(problems) + spend_problems
-    steps = fsio.read_jsonl(layout.steps)
+    steps = jsonl.read_jsonl(layout.steps)
     by_session: dict[str, list[dict[str, Any]]] = {}
     for s in steps.records:
         if "tool_calls" in s and isinstance(s.get("session"), str):
@@ -205,7 +205,7 @@ def _last_round(layout: Layout, watcher: int | None, problems: list[str]) -> dic
     """The last round started, with one status for the supervision and round lines: `outcome` is how it ended;
     unfinished, it is `running` while the watcher runs (it closes the round and starts its follow-up), or while
     the brain's turn still runs with no watcher (`why`: none will close it), else `interrupted` (`why`)."""
-    log = fsio.read_jsonl(layout.rounds)
+    log = jsonl.read_jsonl(layout.rounds)
     problems.extend(log.problems)
     started = [r for r in log.records if r.get("event") == "round_started"]
     if not started:
@@ -229,7 +229,7 @@ def _last_round(layout: Layout, watcher: int | None, problems: list[str]) -> dic
 
 
 def _chat(layout: Layout, limit: int, problems: list[str]) -> list[dict[str, Any]]:
-    log = fsio.read_jsonl(layout.ledger(MASTER))
+    log = jsonl.read_jsonl(layout.ledger(MASTER))
     problems.extend(log.problems)
     return [{k: m.get(k) for k in ("ts", "role", "text", "session_alias")} for m in log.records[-limit:]]
 
@@ -255,7 +255,7 @@ def snapshot(layout: Layout, now: float | None = None, chat_limit: int = 6, live
     problems: list[str] = []
     records, bad = registry.list_sessions(layout)
     problems.extend(bad)
-    log = fsio.read_jsonl(layout.spend_log)
+    log = jsonl.read_jsonl(layout.spend_log)
     per, _project, spend_problems = spend_series(layout, log)
     problems.extend(spend_problems)
     cap = _cap(layout, problems)
@@ -346,7 +346,7 @@ def snapshot(layout: Layout, now: float | None = None, chat_limit: int = 6, live
 
 def question(layout: Layout, cs_id: str) -> dict[str, Any] | None:
     """The session's last `ask-human` question (`{id, text, ts, answered}`), or None if it asked none."""
-    log = fsio.read_jsonl(layout.ledger(MASTER))
+    log = jsonl.read_jsonl(layout.ledger(MASTER))
     found: dict[str, Any] | None = None
     answered: set[str] = set()
     for m in log.records:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from cocoplus.core import clock, fsio, jsonfast
+from cocoplus.core import clock, fsio, jsonfast, jsonl
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import DEFAULT_TIMEOUT, Lock
 from cocoplus.core.paths import Layout
@@ -184,7 +184,7 @@ class Applied:
         self.pruned_at = 0.0
         self.by_id: dict[str, dict[str, Any]] = {}
         self.order: list[str] = []
-        got = fsio.read_jsonl(layout.fleet_commands)
+        got = jsonl.read_jsonl(layout.fleet_commands)
         for rec in got.records:
             cid = rec.get("id")
             if isinstance(cid, str):
@@ -205,7 +205,7 @@ class Applied:
         if not old:
             return 0
         with Lock(self.layout.lock("fleet-commands"), DEFAULT_TIMEOUT):
-            got = fsio.read_jsonl(self.layout.fleet_commands)
+            got = jsonl.read_jsonl(self.layout.fleet_commands)
             if not got.problems:  # a file with a damaged line is left as it is, for the operator to see
                 kept = [r for r in got.records if r.get("id") not in old]
                 data = "".join(jsonfast.dumps(r, compact=True) + "\n" for r in kept)
@@ -224,7 +224,7 @@ class Applied:
 
     def _append(self, rec: dict[str, Any]) -> None:
         fsio.ensure_dir(self.layout.fleet_dir)
-        fsio.append_jsonl(self.layout.fleet_commands, rec, self.layout.lock("fleet-commands"))
+        jsonl.append_jsonl(self.layout.fleet_commands, rec, self.layout.lock("fleet-commands"))
         cid = rec["id"]
         if cid not in self.by_id:
             self.order.append(cid)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, fsio, predicates, progress, records, settings
+from cocoplus.core import clock, fsio, jsonl, predicates, progress, records, settings
 from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.paths import Layout
 from cocoplus.core.vocab import ACTIVE_STATES, ATTENTION_STATES, BUDGET_STATES, RUN_STATES
@@ -356,7 +356,7 @@ def sessions_part(layout: Layout) -> dict[str, Any]:
 
 def steps_part(layout: Layout) -> dict[str, Any]:
     """session/steps.jsonl: how many events, the last one, and bad lines by number."""
-    log = fsio.read_jsonl(layout.steps)
+    log = jsonl.read_jsonl(layout.steps)
     last = log.records[-1] if log.records else {}
     return {
         "path": layout.rel(layout.steps),
@@ -550,7 +550,7 @@ def check(layout: Layout, environ: dict[str, str] | None = None) -> dict[str, An
 
     def jsonl_check(path: str) -> Callable[[], tuple[bool, str]]:
         def run() -> tuple[bool, str]:
-            log = fsio.read_jsonl(path)
+            log = jsonl.read_jsonl(path)
             bad = [p for p in log.problems]
             if log.bad_lines:
                 return False, "; ".join(bad[:3])
@@ -564,7 +564,7 @@ def check(layout: Layout, environ: dict[str, str] | None = None) -> dict[str, An
         ok, detail = jsonl_check(layout.task_queue)()
         if not ok:
             return ok, detail
-        bad = queue.record_problems(fsio.read_jsonl(layout.task_queue))
+        bad = queue.record_problems(jsonl.read_jsonl(layout.task_queue))
         return (False, "; ".join(bad[:3])) if bad else (True, detail)
 
     guarded("task-queue.jsonl", queue_check)

@@ -617,8 +617,10 @@ def _alive(pid: int) -> bool:
 
 
 def delivered_ids(layout: Layout) -> set[str]:
+    from cocoplus.core import jsonl  # deferred: only an abandoned steer claim reads the steps log
+
     ids: set[str] = set()
-    for r in fsio.read_jsonl(layout.steps).records:
+    for r in jsonl.read_jsonl(layout.steps).records:
         if r.get("event") == "steer_injected" and isinstance(r.get("steer_id"), str):
             ids.add(r["steer_id"])
     return ids

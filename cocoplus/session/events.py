@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, jsonl
 from cocoplus.core.lock import Budget
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
@@ -25,7 +25,7 @@ def log_step(
     for k, v in fields.items():
         if v is not None:
             record[k] = v
-    fsio.append_jsonl(layout.steps, record, layout.lock("steps"), timeout=timeout, budget=budget)
+    jsonl.append_jsonl(layout.steps, record, layout.lock("steps"), timeout=timeout, budget=budget)
     return record
 
 
@@ -46,8 +46,8 @@ def losses(layout: Layout) -> list[dict[str, Any]]:
     return out
 
 
-def read_steps(layout: Layout) -> fsio.JsonlRead:
-    return fsio.read_jsonl(layout.steps)
+def read_steps(layout: Layout) -> jsonl.JsonlRead:
+    return jsonl.read_jsonl(layout.steps)
 
 
 def new_id(prefix: str) -> str:

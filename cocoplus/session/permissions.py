@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import time
 
-from cocoplus.core import clock, fsio, userfiles
+from cocoplus.core import clock, fsio, jsonl, userfiles
 from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.lock import DEFAULT_TIMEOUT
 from cocoplus.core.paths import Layout, is_valid_id
@@ -326,7 +326,7 @@ def log(layout: Layout, req: dict[str, Any], **fields: Any) -> dict[str, Any]:
         if entry[k] is None:
             del entry[k]
     fsio.ensure_dir(os.path.dirname(layout.permission_log))
-    fsio.append_jsonl(layout.permission_log, entry, layout.lock("permission-log"))
+    jsonl.append_jsonl(layout.permission_log, entry, layout.lock("permission-log"))
     return entry
 
 
@@ -365,7 +365,7 @@ def wait(layout: Layout, req_id: str, deadline: float, stopped: Callable[[], str
 def denied_count(layout: Layout, session: str | None, worker: str | None = None, since: str | None = None) -> int:
     """How many of this session's (or worker's) tool calls were refused, by a rule, an answer or the deadline."""
     n = 0
-    for r in fsio.read_jsonl(layout.permission_log).records:
+    for r in jsonl.read_jsonl(layout.permission_log).records:
         if r.get("behavior") not in ("denied", "expired"):
             continue
         if since and str(r.get("ts") or "") < since:

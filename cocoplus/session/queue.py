@@ -14,7 +14,7 @@ before goes back to Next.  At most one item is current.
 
 from __future__ import annotations
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, jsonl
 from cocoplus.core.errors import CocoplusError, NotFound
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
@@ -40,7 +40,7 @@ def add(layout: Layout, request: str, by: str | None = None) -> dict[str, Any]:
         "by": by,
         "placement": "next",
     }
-    fsio.append_jsonl(layout.task_queue, record, layout.lock("task-queue"))
+    jsonl.append_jsonl(layout.task_queue, record, layout.lock("task-queue"))
     events.log_step(layout, "queue_add", queue_id=record["id"], by=by)
     return record
 
@@ -93,7 +93,7 @@ def promote(layout: Layout, qid: str, by: str | None = None) -> dict[str, Any]:
                 "placement": "next",
                 "by": by,
             }
-            fsio.append_jsonl(layout.task_queue, rec, layout.lock("task-queue"))
+            jsonl.append_jsonl(layout.task_queue, rec, layout.lock("task-queue"))
         if placement(item) != "current":
             rec = {
                 "schema_version": SCHEMA_VERSION,
@@ -103,12 +103,12 @@ def promote(layout: Layout, qid: str, by: str | None = None) -> dict[str, Any]:
                 "placement": "current",
                 "by": by,
             }
-            fsio.append_jsonl(layout.task_queue, rec, layout.lock("task-queue"))
+            jsonl.append_jsonl(layout.task_queue, rec, layout.lock("task-queue"))
     events.log_step(layout, "queue_promote", queue_id=qid, by=by, demoted=demoted or None)
     return {**item, "placement": "current", "demoted": demoted, "already_current": placement(item) == "current"}
 
 
-def record_problems(log: fsio.JsonlRead) -> list[str]:
+def record_problems(log: jsonl.JsonlRead) -> list[str]:
     """Lines that are JSON objects but not queue records (fold skips them; say so, by line)."""
     out: list[str] = []
     known: set[str] = set()
@@ -131,7 +131,7 @@ def record_problems(log: fsio.JsonlRead) -> list[str]:
 
 def read(layout: Layout) -> tuple[list[dict[str, Any]], list[str]]:
     """(all items with their current state, problems with the file)."""
-    log = fsio.read_jsonl(layout.task_queue)
+    log = jsonl.read_jsonl(layout.task_queue)
     return fold(log.records), record_problems(log) + log.problems
 
 
@@ -145,6 +145,6 @@ def finish(layout: Layout, qid: str, state: str = "done", by: str | None = None)
     if not any(i["id"] == qid for i in items):
         raise NotFound(f"no queued request {qid!r} in {layout.rel(layout.task_queue)}")
     record = {"schema_version": SCHEMA_VERSION, "id": qid, "ts": clock.iso(), "state": state, "by": by}
-    fsio.append_jsonl(layout.task_queue, record, layout.lock("task-queue"))
+    jsonl.append_jsonl(layout.task_queue, record, layout.lock("task-queue"))
     events.log_step(layout, f"queue_{state}", queue_id=qid, by=by)
     return record

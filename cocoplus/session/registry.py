@@ -387,7 +387,9 @@ def append_signal(
     for k, v in extra.items():
         if v is not None:
             signal[k] = v
-    fsio.append_jsonl(layout.signals, signal, layout.lock("signals"), budget=budget)
+    from cocoplus.core import jsonl  # deferred: a tool call appends no signal; the events around it load no journal
+
+    jsonl.append_jsonl(layout.signals, signal, layout.lock("signals"), budget=budget)
     return signal
 
 

@@ -24,7 +24,7 @@ import getpass
 import os
 from typing import Any
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, jsonl
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
 
@@ -80,13 +80,13 @@ def record(
         "error": error,
     }
     fsio.ensure_dir(layout.supervision_dir)
-    fsio.append_jsonl(layout.rounds, rec, layout.lock("rounds"))
+    jsonl.append_jsonl(layout.rounds, rec, layout.lock("rounds"))
     return rec
 
 
 def every(layout: Layout) -> list[dict[str, Any]]:
     """Every action record, oldest first."""
-    return [r for r in fsio.read_jsonl(layout.rounds).records if r.get("event") == "action"]
+    return [r for r in jsonl.read_jsonl(layout.rounds).records if r.get("event") == "action"]
 
 
 def for_round(layout: Layout, n: int) -> list[dict[str, Any]]:

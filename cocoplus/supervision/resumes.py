@@ -39,7 +39,7 @@ import time
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, fsio, vocab
+from cocoplus.core import clock, jsonl, vocab
 from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.runtimes import registry as runtimes
@@ -210,7 +210,7 @@ def last_steer(layout: Layout, rec: dict[str, Any]) -> str | None:
     if pending and pending.strip():
         return pending
     try:
-        records = fsio.read_jsonl(layout.rounds).records
+        records = jsonl.read_jsonl(layout.rounds).records
     except CocoplusError:
         return None
     for act in reversed(records):

@@ -27,7 +27,7 @@ import os
 from typing import Any
 
 from cocoplus.chat import api, store, worker
-from cocoplus.core import clock, fsio, vocab
+from cocoplus.core import clock, fsio, jsonl, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
@@ -51,7 +51,7 @@ def current(layout: Layout) -> dict[str, Any] | None:
 
 
 def _log(layout: Layout, record: dict[str, Any]) -> None:
-    fsio.append_jsonl(
+    jsonl.append_jsonl(
         layout.rounds, {"schema_version": SCHEMA_VERSION, "ts": clock.iso(), **record}, layout.lock("rounds")
     )
 
@@ -303,4 +303,4 @@ def _dedupe(triggers: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def history(layout: Layout) -> list[dict[str, Any]]:
-    return fsio.read_jsonl(layout.rounds).records
+    return jsonl.read_jsonl(layout.rounds).records

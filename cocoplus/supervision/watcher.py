@@ -36,7 +36,7 @@ from typing import Any
 
 from cocoplus import config as config_mod
 from cocoplus.chat import worker as chat_worker
-from cocoplus.core import clock, fsio, vocab
+from cocoplus.core import clock, fsio, jsonl, vocab
 from cocoplus.core.daemon import Background
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import try_lock
@@ -163,7 +163,7 @@ class Supervisor:
             return []
         if size == offset:
             return []
-        got = fsio.read_jsonl_from(self.layout.signals, offset)
+        got = jsonl.read_jsonl_from(self.layout.signals, offset)
         if got.end_offset != offset:
             fsio.atomic_write_json(self._cursor_path(), {"signals_offset": got.end_offset, "updated_at": clock.iso()})
         return got.records

@@ -60,7 +60,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, fsio, proc, seal, vocab, worktreemark
+from cocoplus.core import clock, fsio, jsonl, proc, seal, vocab, worktreemark
 from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout, is_valid_id
@@ -682,7 +682,7 @@ def denied_calls(layout: Layout, rec: dict[str, Any]) -> int:
     path = layout.worker_log(rec["id"])
     try:
         size = os.lstat(path).st_size
-        tail = fsio.read_jsonl_from(path, max(0, size - 256 * 1024)).records
+        tail = jsonl.read_jsonl_from(path, max(0, size - 256 * 1024)).records
     except (OSError, CocoplusError):
         tail = []
     for doc in reversed(tail):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cocoplus.cli.commands.budget_cmd import bar
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, jsonl
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
 
@@ -22,7 +22,7 @@ def test_budget_status_draws_each_sessions_share_of_the_limit(project: Layout, c
     Path(project.config).write_text("[session]\nbudget_limit = 4.0\n")
     for rid, usd in (("a1", 2.0), ("b2", 0.5)):
         rec, _ = registry.ensure(project, "claude", rid, event="SessionStart")
-        fsio.append_jsonl(
+        jsonl.append_jsonl(
             project.spend_log,
             {
                 "ts": clock.iso(),

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import fsio, jsonl
 from cocoplus.core.paths import Layout
 from tests.conftest import OPERATOR, assert_no_traceback, run_cli_subprocess
 
@@ -74,7 +74,7 @@ def test_acceptance_flow(cli, project_dir):
     assert rep["steer"]["pending"] is True  # resuming does not consume the steer
 
     events = [
-        r["event"] for r in fsio.read_jsonl(os.path.join(project_dir, ".cocoplus", "session", "steps.jsonl")).records
+        r["event"] for r in jsonl.read_jsonl(os.path.join(project_dir, ".cocoplus", "session", "steps.jsonl")).records
     ]
     assert events == ["steer_queued", "stop", "resume"]
 

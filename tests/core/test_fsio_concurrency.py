@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from cocoplus.core import fsio
+from cocoplus.core import fsio, jsonl
 from tests.core import workers
 
 WORKERS = os.path.join(os.path.dirname(__file__), "workers.py")
@@ -90,5 +90,5 @@ def test_concurrent_appends_are_whole_lines(tmp_path):
         assert rec["pad"] == "x" * (100_000 if rec["seq"] % 25 == 0 else 1000)
     assert seen == {(w, s) for w in range(8) for s in range(100)}
 
-    log = fsio.read_jsonl(path)
+    log = jsonl.read_jsonl(path)
     assert len(log.records) == 800 and log.bad_lines == [] and log.torn_tail is None

@@ -72,12 +72,12 @@ def increment(path: str, lock: str, k: str, go: str) -> None:
 
 
 def append(path: str, lock: str, writer: str, n: str, go: str) -> None:
-    from cocoplus.core import fsio
+    from cocoplus.core import jsonl
 
     wait_for(go)
     for seq in range(int(n)):
         size = 100_000 if seq % 25 == 0 else 1000
-        fsio.append_jsonl(path, {"writer": int(writer), "seq": seq, "pad": "x" * size}, lock, timeout=60)
+        jsonl.append_jsonl(path, {"writer": int(writer), "seq": seq, "pad": "x" * size}, lock, timeout=60)
     print(json.dumps({"done": int(n)}))
 
 

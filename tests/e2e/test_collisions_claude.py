@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import jsonl
 from cocoplus.core.paths import Layout
 from cocoplus.supervision import autonomy
 from tests.e2e.conftest import Project
@@ -118,7 +118,7 @@ def test_two_workers_writing_one_file_collide_once_and_wake_the_brain_once(proj:
             prompts = wait_until(brain.prompts, timeout=120)
             assert "alpha and beta both changed src/app.py (a collision)" in prompts[0], prompts[0]
             assert "Collisions (two live workers changed the same file" in prompts[0]
-            clash = [s for s in fsio.read_jsonl(layout.signals).records if s["kind"] == "collision"]
+            clash = [s for s in jsonl.read_jsonl(layout.signals).records if s["kind"] == "collision"]
             assert [(s["alias"], s["worker"], s["other_alias"], s["other_worker"], s["path"]) for s in clash] == [
                 ("alpha", "w1", "beta", "w2", "src/app.py")
             ]
@@ -137,7 +137,7 @@ def test_two_workers_writing_one_file_collide_once_and_wake_the_brain_once(proj:
             )
         # Both have ended: they collide no more, and nothing signalled it twice.
         assert cli_json(p, env, "sessions", "list")["collisions"] == []
-        assert len([s for s in fsio.read_jsonl(layout.signals).records if s["kind"] == "collision"]) == 1
+        assert len([s for s in jsonl.read_jsonl(layout.signals).records if s["kind"] == "collision"]) == 1
     finally:
         watcher.stop()
         stop_chat_worker(layout)

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import jsonl
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
 from cocoplus.supervision import autonomy
@@ -97,7 +97,7 @@ def test_a_held_turn_end_continues_the_same_process_with_the_brains_dispatch(e2e
         assert [s["outcome"] for s in steps(p, "hold_ended")] == ["decision", "released: supervision is off"]
         assert [s["how"] for s in steps(p, "turn_continued")] == ["decision"]
         assert len(steps(p, "session_start")) == 1  # no second process, no resume
-        actions = [r for r in fsio.read_jsonl(layout.rounds).records if r["event"] == "action"]
+        actions = [r for r in jsonl.read_jsonl(layout.rounds).records if r["event"] == "action"]
         assert [(a["action"], a["alias"], a["result"]["route"]) for a in actions] == [("dispatch", "cc1", "held")]
         assert not os.listdir(layout.holds_dir)
     finally:

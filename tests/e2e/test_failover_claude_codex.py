@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import jsonl
 from cocoplus.core.paths import Layout
 from tests.e2e.conftest import Project
 from tests.e2e.test_codex import codex_home
@@ -115,7 +115,7 @@ def test_a_rate_limited_claude_worker_continues_in_codex_from_the_handoff(proj: 
             s = next(x for x in cli_json(p, env, "sessions", "list")["sessions"] if x["id"] == claude_session)
             assert s["state"] == "paused" and s["paused"].endswith("; continued in codex"), s
             # The failover is the watcher's action.
-            acts = [a for a in fsio.read_jsonl(layout.rounds).records if a.get("action") == "failover"]
+            acts = [a for a in jsonl.read_jsonl(layout.rounds).records if a.get("action") == "failover"]
             assert [(a["principal"], a["result"]["to"]) for a in acts] == [("watcher", "codex")], acts
             assert "CODEX-CARRIED-ON" in (p.root / "workers" / "w1" / "output.log").read_text()
         finally:
@@ -163,7 +163,7 @@ def test_with_failover_return_the_work_comes_back_to_claude_code_at_the_reset(pr
             resumed = [s for body in claude.loop_requests for s in strings(body.get("messages"))]
             handed = [s for s in resumed if "You are taking over cocoplus worker w1 (parser) from Codex CLI" in s]
             assert handed and PREDICATES.rstrip("\n") in handed[0] and "CODEX-DID-THE-LEXER" in handed[0], resumed
-            acts = [a for a in fsio.read_jsonl(layout.rounds).records if a.get("action") in ("failover", "dispatch")]
+            acts = [a for a in jsonl.read_jsonl(layout.rounds).records if a.get("action") in ("failover", "dispatch")]
             assert [(a["action"], a["principal"]) for a in acts] == [("failover", "watcher"), ("dispatch", "watcher")]
         finally:
             watcher.stop()

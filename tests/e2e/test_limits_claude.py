@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, jsonl
 from cocoplus.core.paths import Layout
 from tests.e2e.conftest import Project
 from tests.e2e.test_workers_claude import cli_json, env_for, worker
@@ -96,7 +96,7 @@ def test_a_rate_limited_worker_is_paused_then_resumed_at_the_reset_and_a_queued_
             assert "paused: rate limit" in p.cocoplus("sessions", "list").stdout
             assert "parser paused: rate limit" in p.cocoplus("session", "status").stdout
             # The operator is told (the `limited` signal the notifier reads).
-            sig = [x for x in fsio.read_jsonl(layout.signals).records if x["kind"] == "limited"]
+            sig = [x for x in jsonl.read_jsonl(layout.signals).records if x["kind"] == "limited"]
             assert [(x["alias"], x["value"], x["estimate"], x["resume"]) for x in sig[:1]] == [
                 ("parser", "rate limit", True, "watcher")
             ]
@@ -123,7 +123,7 @@ def test_a_rate_limited_worker_is_paused_then_resumed_at_the_reset_and_a_queued_
             assert started["held"] is None and "Write the tests." in resumed + json.dumps(stub.loop_requests)
             assert clock.parse_iso(started["started_at"]) >= clock.parse_iso(limit["resets_at"])  # type: ignore[operator]
             # Each resume is the watcher's, recorded as such.
-            acts = [a for a in fsio.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
+            acts = [a for a in jsonl.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
             assert len(acts) >= 2 and {a.get("principal") for a in acts} == {"watcher"}, acts
         finally:
             watcher.stop()
@@ -152,6 +152,6 @@ def test_a_stop_before_the_reset_cancels_the_resume(proj: Project) -> None:
             assert watcher.proc.poll() is None
             w1 = worker(p, env, "w1")
             assert w1["runs"] == 1 and len(stub.limited) == 1 and stub.loop_requests == []
-            assert not [a for a in fsio.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
+            assert not [a for a in jsonl.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
         finally:
             watcher.stop()

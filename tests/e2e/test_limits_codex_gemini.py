@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, jsonl
 from cocoplus.core.paths import Layout
 from tests.e2e.conftest import Project, cocoplus, runtime_bin
 from tests.e2e.test_codex import codex_home
@@ -113,7 +113,7 @@ def test_a_rate_limited_gemini_worker_is_paused_until_the_reset_gemini_gave(proj
             )
             assert done["exit"]["code"] == 0 and not done["paused"], done
             assert "cut off by your runtime's rate limit" in json.dumps(stub.loop_requests)
-            acts = [a for a in fsio.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
+            acts = [a for a in jsonl.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
             assert [a["principal"] for a in acts] == ["watcher"]
         finally:
             watcher.stop()
@@ -150,7 +150,7 @@ def test_a_gemini_worker_limited_at_its_first_request_starts_again_in_a_new_sess
             assert old["state"] == "failed" and "No previous sessions found" in old["exit_reason"], old
             assert old["exit_reason"].endswith("; its work started again in a new session"), old
             assert done["session"] != s["id"]  # the new session
-            acts = [a for a in fsio.read_jsonl(layout.rounds).records if a.get("event") == "action"]
+            acts = [a for a in jsonl.read_jsonl(layout.rounds).records if a.get("event") == "action"]
             assert [(a["action"], a["principal"]) for a in acts] == [("dispatch", "watcher"), ("restart", "watcher")]
         finally:
             watcher.stop()
@@ -180,7 +180,7 @@ def test_a_stop_before_the_reset_cancels_the_resume_of_a_gemini_worker(proj: Pro
             time.sleep(3)
             assert watcher.proc.poll() is None and worker(p, env, "w1")["runs"] == 1
             assert len(stub.loop_requests) == 1 and len(stub.limited) == 1  # none after the stop
-            assert not [a for a in fsio.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
+            assert not [a for a in jsonl.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
         finally:
             watcher.stop()
 
@@ -230,7 +230,7 @@ def test_a_rate_limited_codex_worker_without_trusted_hooks_is_paused_and_resumed
             assert "Write the parser." in sent and "cut off by your runtime's rate limit" in sent, sent[:2000]
             log = open(layout.worker_log("w1"), encoding="utf-8").read()
             assert f"exec resume {s['runtime_session_id']}" in log and "CX-CARRIED-ON" in log
-            acts = [a for a in fsio.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
+            acts = [a for a in jsonl.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
             assert [a["principal"] for a in acts] == ["watcher"]
         finally:
             watcher.stop()
@@ -257,6 +257,6 @@ def test_a_stop_before_the_reset_cancels_the_resume_of_a_codex_worker(proj: Proj
             wait_until(lambda: time.time() > resets + 3, timeout=60)
             assert watcher.proc.poll() is None
             assert worker(p, env, "w1")["runs"] == 1 and len(stub.limited) == 1 and stub.loop_requests == []
-            assert not [a for a in fsio.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
+            assert not [a for a in jsonl.read_jsonl(layout.rounds).records if a.get("action") == "dispatch"]
         finally:
             watcher.stop()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import jsonl
 from cocoplus.core.paths import Layout
 from cocoplus.supervision import autonomy
 from tests.e2e.conftest import Project, run_claude, runtime_bin, trust_everywhere
@@ -206,7 +206,7 @@ def test_a_claude_controller_dispatches_to_a_held_worker_which_continues_in_the_
     one, two = rounds_finished(layout)
     assert (one["number"], one["outcome"], one["actions"]) == (1, "succeeded", 1)
     assert (two["number"], two["outcome"], two["actions"]) == (2, "succeeded", 0)
-    acts = [r for r in fsio.read_jsonl(layout.rounds).records if r.get("event") == "action"]
+    acts = [r for r in jsonl.read_jsonl(layout.rounds).records if r.get("event") == "action"]
     assert [(a["round"], a["action"], a["alias"], a["result"]["route"]) for a in acts] == [
         (1, "dispatch", "cc1", "held")
     ]

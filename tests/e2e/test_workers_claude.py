@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import jsonl
 from cocoplus.core.paths import Layout
 from cocoplus.session import procinfo
 from cocoplus.supervision import autonomy
@@ -113,7 +113,7 @@ def test_a_launched_worker_is_a_session_ends_pending_is_resumed_by_dispatch_and_
         assert w["session_alias"] == "parser" and w["exit"]["code"] == 0 and w["killed_by"] is None
         assert (w["session_state"], w["attention"]) == ("exited", None), w
         turn_ends = [
-            s["value"] for s in fsio.read_jsonl(Layout(str(p.root)).signals).records if s["kind"] == "attention"
+            s["value"] for s in jsonl.read_jsonl(Layout(str(p.root)).signals).records if s["kind"] == "attention"
         ]
         assert turn_ends == ["pending"]
         assert "Write the parser." in json.dumps(stub.loop_requests[0])
@@ -223,7 +223,7 @@ def test_a_worker_killed_with_sigkill_is_failed_and_wakes_the_brain_once(proj: P
             watcher_has_processed_every_signal(layout, session)
             wait_until(lambda: not os.path.exists(layout.current_round), timeout=60)
             assert len(brain.prompts()) == 1 and len(rounds_started(layout)) == 1
-            exits = [s for s in fsio.read_jsonl(layout.signals).records if s["kind"] == "exit"]
+            exits = [s for s in jsonl.read_jsonl(layout.signals).records if s["kind"] == "exit"]
             assert [(s["alias"], s["value"]) for s in exits] == [("cc1", "failed")]
     finally:
         watcher.stop()

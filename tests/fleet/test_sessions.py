@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core.jsonl import read_jsonl
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.ops import worker as worker_ops
@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.nats]
 
 
 def jsonl(path: str | Path) -> list[dict[str, Any]]:
-    return fsio.read_jsonl(str(path)).records
+    return read_jsonl(str(path)).records
 
 
 def test_stop_resume_and_steer_reach_one_session_of_another_machine(fleet: Fleet, three: list[Machine]) -> None:

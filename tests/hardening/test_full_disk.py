@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import fsio, jsonl
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.session import control, events, iteration
@@ -126,4 +126,4 @@ def test_lost_log_lines_are_recorded_without_data_blocks_and_reported(full_disk_
     for loss in lost:
         assert os.path.getsize(os.path.join(layout.project, loss["marker"])) == 0
     # steps.jsonl still ends on its last whole record
-    assert fsio.read_jsonl(layout.steps).torn_tail is None
+    assert jsonl.read_jsonl(layout.steps).torn_tail is None

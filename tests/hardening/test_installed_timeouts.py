@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import jsonl
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.hook import timeouts
@@ -101,7 +101,7 @@ class AsTheRuntimeRuns:
 
 
 def steps(layout: Layout, event: str) -> list[dict[str, Any]]:
-    return [s for s in fsio.read_jsonl(layout.steps).records if s["event"] == event]
+    return [s for s in jsonl.read_jsonl(layout.steps).records if s["event"] == event]
 
 
 def hook_log(layout: Layout) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import jsonl
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.ops import dispatch as dispatch_ops
@@ -92,11 +92,11 @@ def held(supervised: Layout) -> Any:
 
 
 def steps(layout: Layout, event: str) -> list[dict[str, Any]]:
-    return [s for s in fsio.read_jsonl(layout.steps).records if s["event"] == event]
+    return [s for s in jsonl.read_jsonl(layout.steps).records if s["event"] == event]
 
 
 def signals(layout: Layout) -> list[dict[str, Any]]:
-    return fsio.read_jsonl(layout.signals).records
+    return jsonl.read_jsonl(layout.signals).records
 
 
 def test_a_dispatch_releases_the_held_turn_end_with_an_operator_instruction(supervised: Layout, held: Any) -> None:
@@ -115,7 +115,7 @@ def test_a_dispatch_releases_the_held_turn_end_with_an_operator_instruction(supe
     assert rec is not None and rec["attention"] is None and rec["state"] == "running" and rec["continuations"] == 1
     assert holds.read(supervised, CS) is None and not os.path.exists(supervised.hold_decision(CS))
     assert [s["outcome"] for s in steps(supervised, "hold_ended")] == ["decision"]
-    (action,) = [r for r in fsio.read_jsonl(supervised.rounds).records if r["event"] == "action"]
+    (action,) = [r for r in jsonl.read_jsonl(supervised.rounds).records if r["event"] == "action"]
     assert (action["action"], action["alias"], action["by"], action["round"], action["result"]["route"]) == (
         "dispatch",
         "cc1",
@@ -183,7 +183,7 @@ def test_a_round_that_began_after_the_hold_and_ended_without_a_decision_releases
     supervised: Layout, held: Any
 ) -> None:
     def log(**rec: Any) -> None:
-        fsio.append_jsonl(
+        jsonl.append_jsonl(
             supervised.rounds, {"schema_version": 1, "ts": "2026-01-01T00:00:00.000Z", **rec}, supervised.lock("rounds")
         )
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import jsonl
 from cocoplus.core.paths import Layout
 from cocoplus.hook import entry
 from cocoplus.ops import session as session_ops
@@ -144,7 +144,7 @@ def test_a_session_steer_reaches_only_its_session_once(two: Layout) -> None:
     )
     again = run_hook(two, "UserPromptSubmit", payload("claude-userpromptsubmit.json", two, ONE)).json
     assert again is None or "ONLY-FOR-ONE" not in json.dumps(again)
-    injected = [s for s in fsio.read_jsonl(two.steps).records if s["event"] == "steer_injected"]
+    injected = [s for s in jsonl.read_jsonl(two.steps).records if s["event"] == "steer_injected"]
     assert [(s["session"], s.get("target")) for s in injected] == [(TWO, None), (ONE, registry.cs_id_for(ONE))]
 
 
@@ -154,7 +154,7 @@ def test_per_session_actions_are_recorded_for_the_brain(two: Layout) -> None:
     session_ops.resume_session(two, "cc2")
     with pytest.raises(Exception, match="no session"):
         session_ops.stop_session(two, "cc9", "r")
-    records = [r for r in fsio.read_jsonl(two.rounds).records if r["event"] == "action"]
+    records = [r for r in jsonl.read_jsonl(two.rounds).records if r["event"] == "action"]
     got = [(r["action"], r["alias"], r["error"] is None) for r in records]
     assert got == [
         ("steer_session", "cc1", True),

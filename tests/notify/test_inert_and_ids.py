@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from cocoplus.core import fsio, vocab
+from cocoplus.core import jsonl, vocab
 from cocoplus.core.paths import Layout
 from cocoplus.notify import events, outbox
 from tests.notify.listener import Listener
@@ -46,7 +46,7 @@ def control_bytes(text: str, allow_newline: bool) -> list[bytes]:
 def ask_line(layout: Layout) -> tuple[int, dict[str, Any]]:
     """The signals log line the notification is about (the first that asks: the question or the
     attention change it causes), its byte offset and its record."""
-    log = fsio.read_jsonl(layout.signals)
+    log = jsonl.read_jsonl(layout.signals)
     for at, rec in zip(log.offsets, log.records, strict=True):
         event = events.from_signal(rec)
         if event is not None and event["kind"] == "ask_human":

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import jsonl
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.install import hooks as runtimes
@@ -200,7 +200,7 @@ def test_a_previous_release_turn_end_hook_holds_within_the_timeout_written_besid
             proc.communicate()
             pytest.fail(f"the old command's hook was still running when its runtime would have killed it ({written} s)")
     assert proc.returncode == 0 and err == b"", err
-    ended = [s for s in fsio.read_jsonl(layout.steps).records if s["event"] == "hold_ended"]
+    ended = [s for s in jsonl.read_jsonl(layout.steps).records if s["event"] == "hold_ended"]
     assert [s["outcome"] for s in ended] == ["released: no decision within 6s"]  # 10 s written, 4 s for the rest
     assert holds.current(layout, sessions.cs_id_for("old1")) is None
     assert "installed with a timeout of 10 s: it waits at most 6 s" in Path(layout.hook_log).read_text()

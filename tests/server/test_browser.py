@@ -281,7 +281,7 @@ def test_charts_of_iterations_and_spend(served: Served, page: Any) -> None:
     and take in new spend as it is recorded."""
     from playwright.sync_api import expect
 
-    from cocoplus.core import clock, fsio
+    from cocoplus.core import clock, fsio, jsonl
     from cocoplus.session import registry
 
     lay: Layout = served.layout
@@ -294,7 +294,7 @@ def test_charts_of_iterations_and_spend(served: Served, page: Any) -> None:
         fsio.atomic_write_json(lay.session_record(rec["id"]), rec)
     spend = [("cc1", 45, 0.42), ("cx1", 35, 0.2), ("cc1", 30, 0.9), ("cx1", 20, 0.3), ("cc1", 10, 1.6)]
     for alias, ago, usd in spend:
-        fsio.append_jsonl(
+        jsonl.append_jsonl(
             lay.spend_log,
             {
                 "ts": clock.iso(now - ago * 60),
@@ -330,7 +330,7 @@ def test_charts_of_iterations_and_spend(served: Served, page: Any) -> None:
     assert drawn > 50, drawn
     page.locator("#charts").screenshot(path=str(SHOTS / "20-charts.png"))
     before = page.evaluate("() => charts.spend.data[0].length")
-    fsio.append_jsonl(
+    jsonl.append_jsonl(
         lay.spend_log,
         {
             "ts": clock.iso(),

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, jsonl
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
 from cocoplus.supervision import signals
@@ -69,7 +69,7 @@ def spend(lay: Layout, rec: dict[str, Any], at: float, usd: float) -> None:
         "model": "m",
         "category": "execution",
     }
-    fsio.append_jsonl(lay.spend_log, row, lay.lock("spend"))
+    jsonl.append_jsonl(lay.spend_log, row, lay.lock("spend"))
 
 
 def lab(rgb: str) -> tuple[float, float, float]:

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, jsonl
 from cocoplus.core.errors import UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.notify import events as notify_events
@@ -109,7 +109,7 @@ def _session(layout: Layout) -> dict[str, Any]:
 
 
 def _signals(layout: Layout) -> list[dict[str, Any]]:
-    return fsio.read_jsonl(layout.signals).records
+    return jsonl.read_jsonl(layout.signals).records
 
 
 def test_a_rate_limited_stop_failure_pauses_the_session_with_an_estimate_and_session_end_keeps_it(

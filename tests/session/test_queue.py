@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import jsonl
 from cocoplus.session import queue
 
 
@@ -100,12 +100,12 @@ def test_finish_unknown_and_empty_request(project):
         queue.finish(project, "q_missing")
     with pytest.raises(CocoplusError):
         queue.add(project, "  \n ")
-    assert fsio.read_jsonl(project.task_queue).records == []
+    assert jsonl.read_jsonl(project.task_queue).records == []
 
 
 def test_queue_add_logs_a_step(project):
     rec = queue.add(project, "x", by="tester")
-    steps = fsio.read_jsonl(project.steps).records
+    steps = jsonl.read_jsonl(project.steps).records
     assert steps[-1]["event"] == "queue_add" and steps[-1]["queue_id"] == rec["id"]
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import jsonl
 from cocoplus.core.paths import Layout
 from cocoplus.runtimes import registry as adapters
 from cocoplus.session import procinfo, registry
@@ -92,7 +92,7 @@ def runtime_procs() -> Any:
 def exit_signals(layout: Layout, cs: str = CS) -> list[dict[str, Any]]:
     if not os.path.exists(layout.signals):
         return []
-    return [s for s in fsio.read_jsonl(layout.signals).records if s["kind"] == "exit" and s["session"] == cs]
+    return [s for s in jsonl.read_jsonl(layout.signals).records if s["kind"] == "exit" and s["session"] == cs]
 
 
 def listed(layout: Layout) -> dict[str, Any]:

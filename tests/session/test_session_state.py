@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import fsio, jsonl
 from cocoplus.core.errors import CocoplusError
 from cocoplus.session import control, iteration, status
 from tests.support.typed import present
@@ -135,7 +135,7 @@ def test_steer_claim_delivers_once_and_redelivers_an_orphan(project):
     assert again is not None and again.redelivery and again.text.strip() == "second"
     control.finish_steer(project, again)
     assert control.claim_steer(project) is None
-    injected = [r for r in fsio.read_jsonl(project.steps).records if r["event"] == "steer_injected"]
+    injected = [r for r in jsonl.read_jsonl(project.steps).records if r["event"] == "steer_injected"]
     assert len(injected) == 2
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 
-from cocoplus.core import fsio, predicates, progress
+from cocoplus.core import fsio, jsonl, predicates, progress
 from cocoplus.core.paths import Layout
 from cocoplus.report import models
 from cocoplus.session import workspace
@@ -46,8 +46,8 @@ def test_templates_are_valid(project: Layout):
     st = models.validate(models.Status, fsio.read_json(project.status), "x")
     assert st.state == "idle"
     models.validate(models.PodState, fsio.read_json(project.pod_state), "x")
-    assert fsio.read_jsonl(project.task_queue).records == []
-    assert fsio.read_jsonl(project.steps).records == []
+    assert jsonl.read_jsonl(project.task_queue).records == []
+    assert jsonl.read_jsonl(project.steps).records == []
     assert not os.path.exists(project.agent_stop) and not os.path.exists(project.steer)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, jsonl
 from cocoplus.core.paths import Layout
 from cocoplus.notify import events as notify_events
 from cocoplus.notify import messages
@@ -109,7 +109,7 @@ def test_a_gemini_retry_time_of_10_to_the_20_seconds_pauses_the_worker_until_the
     assert words in done["reason"] and done["reason"].startswith("paused: rate limit; "), done["reason"]
     assert done["limit"]["clamped"] == limit["clamped"]
     # The `limited` signal and the notification it becomes say it too.
-    sig = [s for s in fsio.read_jsonl(proj.signals).records if s["kind"] == "limited"]
+    sig = [s for s in jsonl.read_jsonl(proj.signals).records if s["kind"] == "limited"]
     assert len(sig) == 1 and sig[0]["clamped"] == limit["clamped"] and words in sig[0]["message"], sig
     event = notify_events.to_event("signals", sig[0])
     assert event is not None and words in messages.headline(event), event

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from cocoplus.core import fsio
+from cocoplus.core import jsonl
 from cocoplus.core.paths import Layout
 from cocoplus.session import edits, registry
 from cocoplus.supervision import autonomy, collisions, scope, triggers
@@ -52,7 +52,7 @@ def start(layout: Layout, sid: str, worker: str | None = None) -> dict[str, Any]
 def signals(layout: Layout) -> list[dict[str, Any]]:
     if not os.path.exists(layout.signals):
         return []
-    return [s for s in fsio.read_jsonl(layout.signals).records if s["kind"] == "collision"]
+    return [s for s in jsonl.read_jsonl(layout.signals).records if s["kind"] == "collision"]
 
 
 def test_two_sessions_that_changed_the_same_path_collide_once(project: Layout) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import fsio, seal
+from cocoplus.core import fsio, jsonl, seal
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.ops import dispatch as dispatch_ops
@@ -71,7 +71,7 @@ def dead_process(tmp_path: Path, argv: list[str] | None = None) -> dict[str, Any
 
 
 def action_records(layout: Layout) -> list[dict[str, Any]]:
-    return [r for r in fsio.read_jsonl(layout.rounds).records if r["event"] == "action"]
+    return [r for r in jsonl.read_jsonl(layout.rounds).records if r["event"] == "action"]
 
 
 def test_mid_turn_the_instruction_becomes_this_sessions_steer(project: Layout) -> None:
@@ -182,7 +182,7 @@ def test_answer_reaches_the_worker_and_the_conversation_shows_it_against_the_que
     assert r["route"] == "steer" and r["question"]["id"] == asked["message"]["id"]
     assert "may I drop the staging table?" in r["delivered_text"] and "no: archive it instead" in r["delivered_text"]
     assert registry.resolve(project, "cc1")["attention"] is None
-    ledger = fsio.read_jsonl(project.ledger("master-agent")).records
+    ledger = jsonl.read_jsonl(project.ledger("master-agent")).records
     assert [(m["role"], m.get("answer_to")) for m in ledger] == [("worker", None), ("user", asked["message"]["id"])]
     assert ledger[1]["session"] == rec["id"] and ledger[1]["text"] == "no: archive it instead"
     (act,) = action_records(project)

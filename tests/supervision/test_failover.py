@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, jsonl
 from cocoplus.core.errors import ConfigInvalid
 from cocoplus.core.paths import Layout
 from cocoplus.ops import view
@@ -193,7 +193,7 @@ def test_a_worker_whose_runtime_keeps_no_session_starts_again_at_most_max_tries_
     gave_up = registry.read_record(proj, last["id"])
     assert gave_up is not None and gave_up["state"] == "exited" and "resume given up" in gave_up["exit_reason"]
     assert workers.read(proj, "w1")["runs"] == limits.MAX_TRIES + 1  # type: ignore[index]
-    acts = [a for a in fsio.read_jsonl(proj.rounds).records if a.get("action") == "restart"]
+    acts = [a for a in jsonl.read_jsonl(proj.rounds).records if a.get("action") == "restart"]
     assert len(acts) == limits.MAX_TRIES and {a["principal"] for a in acts} == {"watcher"}
 
 
@@ -280,9 +280,9 @@ def test_the_watcher_fails_a_limited_worker_over_to_codex_with_the_handoff_and_t
     assert "claude" in limits.limited_runtimes([after])
     assert resumes.check(proj, lines.append) == []
     # The watcher's action, recorded as such.
-    acts = [a for a in fsio.read_jsonl(proj.rounds).records if a.get("action") == "failover"]
+    acts = [a for a in jsonl.read_jsonl(proj.rounds).records if a.get("action") == "failover"]
     assert [(a["principal"], a["result"]["to"]) for a in acts] == [("watcher", "codex")]
-    steps = [s for s in fsio.read_jsonl(proj.steps).records if s.get("event") == "limit_failover"]
+    steps = [s for s in jsonl.read_jsonl(proj.steps).records if s.get("event") == "limit_failover"]
     assert [(s["principal"], s["to"]) for s in steps] == [("watcher", "codex")]
 
 
@@ -320,7 +320,7 @@ def test_a_failover_that_cannot_start_is_recorded_and_not_tried_again_with_that_
     assert after is not None and after["state"] == "paused" and after["limit"]["failover"] is None
     assert after["limit"]["failover_failed"] == {"codex": "worker w1: its worktree is gone"}
     assert resumes.decide(project, after, after["limit"], time.time(), {}, plan)[0] == "wait"
-    acts = [a for a in fsio.read_jsonl(project.rounds).records if a.get("action") == "failover"]
+    acts = [a for a in jsonl.read_jsonl(project.rounds).records if a.get("action") == "failover"]
     assert [(a["principal"], a["error"]) for a in acts] == [("watcher", "worker w1: its worktree is gone")]
 
 

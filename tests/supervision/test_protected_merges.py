@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import fsio
+from cocoplus.core import jsonl
 from cocoplus.core.errors import Refused
 from cocoplus.core.paths import Layout
 from cocoplus.ops import authority
@@ -114,7 +114,7 @@ def head(layout: Layout) -> str:
 def refusals(layout: Layout) -> list[dict[str, Any]]:
     if not os.path.exists(layout.authority_log):
         return []
-    return [r for r in fsio.read_jsonl(layout.authority_log).records if r.get("outcome") == "refused"]
+    return [r for r in jsonl.read_jsonl(layout.authority_log).records if r.get("outcome") == "refused"]
 
 
 def test_a_branch_adding_a_session_start_hook_is_the_operators_to_merge_and_the_brain_is_refused(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from cocoplus.chat import worker
-from cocoplus.core import fsio
+from cocoplus.core import jsonl
 from cocoplus.core.paths import Layout
 from cocoplus.ops import authority
 from cocoplus.ops import dispatch as dispatch_ops
@@ -58,7 +58,7 @@ def test_a_rounds_actions_and_outcome_are_in_rounds_jsonl_chat_log_and_status(
         )  # as the MCP door does
 
     n = run_round(project, act, monkeypatch)
-    records = fsio.read_jsonl(project.rounds).records
+    records = jsonl.read_jsonl(project.rounds).records
     acts = [r for r in records if r.get("event") == "action"]
     assert [(a["round"], a["action"], a["alias"], a["by"]) for a in acts[:2]] == [
         (n, "dispatch", "cc1", "main brain"),

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, jsonl
 from cocoplus.core.paths import Layout
 from cocoplus.session import control, procinfo, registry
 from cocoplus.session.workspace import init
@@ -215,7 +215,7 @@ def test_a_run_limited_before_any_hook_ran_is_paused_on_the_session_its_output_n
     with_transcript = dict(sess, transcript_path=__file__)
     cmd, why = headless.plan(proj, with_transcript, "go on")
     assert cmd == [rec["command"][0], "exec", "resume", THREAD, "go on", "--json"], why
-    assert [s["kind"] for s in fsio.read_jsonl(proj.signals).records].count("limited") == 1
+    assert [s["kind"] for s in jsonl.read_jsonl(proj.signals).records].count("limited") == 1
 
 
 def test_the_kill_switch_ends_a_run_whose_session_only_its_output_named(proj: Layout) -> None:
@@ -340,7 +340,7 @@ def test_a_worker_killed_with_sigkill_is_failed_with_its_status_and_signals_once
     assert done["exit"] == {"code": None, "signal": "SIGKILL", "status": "killed by SIGKILL"}
     assert done["session"] == sess["id"] and done["session_alias"] == "cc1"
     assert registry.resolve(proj, "cc1")["state"] == "failed"
-    exits = [s for s in fsio.read_jsonl(proj.signals).records if s["kind"] == "exit"]
+    exits = [s for s in jsonl.read_jsonl(proj.signals).records if s["kind"] == "exit"]
     assert [(s["alias"], s["value"], s["worker"]) for s in exits] == [("cc1", "failed", "w1")]
     # A failure wakes the brain even when no other worker is active (an ordinary exit would converge).
     doc = {"autonomous": {"enabled": True}, "scope": {"mode": "all", "excluded": [], "only": []}}
@@ -360,7 +360,7 @@ def test_a_worker_that_died_with_its_runner_is_found_by_reconcile(proj: Layout) 
     done = workers.read(proj, "w1")
     assert done is not None and done["state"] == "failed" and done["exit"]["status"] == "exit status unknown"
     assert "its runner is gone too" in done["reason"] or "so is its runner" in done["reason"]
-    assert [s["value"] for s in fsio.read_jsonl(proj.signals).records if s["kind"] == "exit"] == ["failed"]
+    assert [s["value"] for s in jsonl.read_jsonl(proj.signals).records if s["kind"] == "exit"] == ["failed"]
 
 
 def test_output_is_rotated_and_bounded(proj: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -521,7 +521,7 @@ def test_a_worker_that_fails_before_its_session_starts_wakes_the_brain(
         workers.launch(proj, "claude", "early", by="brain")
         done = wait_until(lambda: (r := workers.read(proj, "w1")) and r["state"] == "failed" and r, timeout=30)
         assert done["exit"]["status"] == "exit code 3" and done["session"] is None
-        exits = [s for s in fsio.read_jsonl(proj.signals).records if s["kind"] == "exit"]
+        exits = [s for s in jsonl.read_jsonl(proj.signals).records if s["kind"] == "exit"]
         assert [(s["session"], s["alias"], s["value"], s["worker"]) for s in exits] == [(None, "w1", "failed", "w1")]
         assert "no session had started" in exits[0]["detail"]
         prompts = wait_until(brain.prompts, timeout=30)
