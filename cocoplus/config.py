@@ -5,13 +5,13 @@ Precedence: built-in default < the user's own configuration file
 cocoplus.toml < environment variable (`COCOPLUS_<SECTION>_<KEY>`, or the
 key's own name such as `JARVIS_SUPERVISION_RESTORE_TTL_S`).  One exception:
 a value that names a program to run or a place data is sent to
-(`settings.Key.needs_trust`) is taken from the project's file only when the
+(`keytypes.Key.needs_trust`) is taken from the project's file only when the
 user has trusted that file as it is now, and the programs it names in the
 project as they are now (`cocoplus.trust`); otherwise it is
 left out as if absent, recorded in `Config.ignored`, and said once on
 stderr.  Every value remembers where it came from (`origins`, and `files`
 for the file it was read from) so `cocoplus config show` can say.  What a
-key may hold is declared once, in `cocoplus.core.settings`; this module only
+key may hold is declared once, in `cocoplus.core.keys`; this module only
 reads files and merges.  Standard library only (tomllib), so the hook can
 fall back to it on the rare run where the compiled copy is stale.
 """
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 
-from cocoplus.core import fsio, hookconfig, settings, userfiles
+from cocoplus.core import fsio, hookconfig, keys, keytypes, settings, userfiles
 from cocoplus.core.errors import CocoplusError, ConfigInvalid
 from cocoplus.core.paths import CONFIG_FILE_NAME, Layout
 
@@ -35,7 +35,7 @@ class Config:
     def __init__(self) -> None:
         self.values = settings.defaults()
         # "default", "file", "env NAME" or "derived (...)"; for "file", `files` names which one.
-        self.origins: dict[str, str] = {k.dotted: "default" for k in settings.KEYS}
+        self.origins: dict[str, str] = {k.dotted: "default" for k in keys.KEYS}
         self.files: dict[str, str] = {}
         self.pricing: dict[str, dict[str, float]] = {}
         self.accounts: dict[str, dict[str, Any]] = {}
@@ -228,7 +228,7 @@ def _hold_back_untrusted(
             entry = ".".join(parts[1:-1])
             del tables[section][entry][field]
     for section, entries in tables.items():
-        table = settings.TABLES_BY_SECTION[section]
+        table = keys.TABLES_BY_SECTION[section]
         for name in list(entries):
             missing = settings.incomplete(table, entries[name])
             if missing is None:
@@ -273,13 +273,13 @@ def compile_for_hook(layout: Layout, cfg: Config | None = None) -> dict[str, Any
         cfg = load(layout.project, environ={})
     stamp = hookconfig.stamps(layout.project)
     values = settings.defaults()
-    for k in settings.KEYS:
+    for k in keys.KEYS:
         if cfg.origins[k.dotted] == "file":
             values[k.section][k.name] = cfg.values[k.section][k.name]
     explicit = sorted(k for k, o in cfg.origins.items() if o == "file")
     effective = {section: dict(body) for section, body in values.items()}
     settings.derive(effective, set(explicit))
-    env = sorted({k.env for k in settings.KEYS if k.env})
+    env = sorted({k.env for k in keys.KEYS if k.env})
     doc = hookconfig.document(values, effective, source=stamp, explicit=explicit, env=env, pricing=cfg.pricing)
     fsio.atomic_write_json(layout.hook_config, doc)
     return doc
@@ -300,18 +300,18 @@ def example_toml() -> str:
         '# effect only after `cocoplus trust` (see "Trust" in docs/guides/configuration.md);',
         "# from your own file or the environment they always do.",
     ]
-    for section in settings.SECTIONS:
+    for section in keys.SECTIONS:
         lines.append("")
         lines.append(f"[{section}]")
-        for k in settings.KEYS:
+        for k in keys.KEYS:
             if k.section != section:
                 continue
             lines.append(f"# {k.help}")
             if k.needs_trust:
                 lines.append(f"# needs trust ({k.trust_reason()})")
             lines.append(f"# {k.expected()}; environment {k.env}")
-            lines.append(f"{k.name} = {settings.toml_value(k.default)}")
-    for table in settings.TABLES:
+            lines.append(f"{k.name} = {keytypes.toml_value(k.default)}")
+    for table in keys.TABLES:
         lines.append("")
         lines.append(f"# [{table.section}.{table.entry}]: {table.help}.")
         for f in table.fields:

@@ -1,7 +1,7 @@
 """Trust for a project's cocoplus.toml, in the spirit of git's `safe.directory` and direnv's `allow`.
 
 A value that names a program to run or a place data is sent to
-(`settings.Key.needs_trust`) comes into effect from a project's
+(`keytypes.Key.needs_trust`) comes into effect from a project's
 cocoplus.toml only once the user has trusted that file, as it is now:
 `cocoplus trust` records the project's real path and the SHA-256 of the
 file's bytes in `~/.config/cocoplus/trusted.json` (`core.userfiles`),

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from cocoplus import config
-from cocoplus.core import fsio, hookconfig, settings, vocab
+from cocoplus.core import fsio, hookconfig, keys, keytypes, settings, vocab
 from cocoplus.core.errors import ConfigInvalid
 from cocoplus.core.paths import Layout
 from cocoplus.session import values as hook_values
@@ -108,7 +108,7 @@ def assert_one_line_naming(exc: ConfigInvalid, *parts: str) -> None:
 
 
 def test_every_key_has_its_default(tmp_path):
-    assert {k.dotted for k in settings.KEYS} == set(EXPECTED_DEFAULTS)
+    assert {k.dotted for k in keys.KEYS} == set(EXPECTED_DEFAULTS)
     cfg = config.load(str(tmp_path), environ={})
     assert cfg.path is None
     for dotted, value in EXPECTED_DEFAULTS.items():
@@ -138,7 +138,7 @@ def test_file_values_and_origins(tmp_path):
     assert cfg.origins["session.budget_reserve_fraction"] == "default"
 
 
-def _wrong_values(key: settings.Key) -> list:
+def _wrong_values(key: keytypes.Key) -> list:
     by_kind: dict[str, list[Any]] = {
         "int": ["10", 1.5, True, [1], {"a": 1}],
         "float": ["1.0", True, [1.0]],
@@ -150,7 +150,7 @@ def _wrong_values(key: settings.Key) -> list:
     return by_kind[key.kind]
 
 
-def _out_of_range(key: settings.Key) -> list:
+def _out_of_range(key: keytypes.Key) -> list:
     out = []
     if key.minimum is not None:
         out.append(int(key.minimum) - 1 if key.kind == "int" else key.minimum - 0.5)
@@ -161,8 +161,8 @@ def _out_of_range(key: settings.Key) -> list:
     return out
 
 
-BAD_CASES = [(k, v, "type") for k in settings.KEYS for v in _wrong_values(k)] + [
-    (k, v, "range") for k in settings.KEYS for v in _out_of_range(k)
+BAD_CASES = [(k, v, "type") for k in keys.KEYS for v in _wrong_values(k)] + [
+    (k, v, "range") for k in keys.KEYS for v in _out_of_range(k)
 ]
 
 
@@ -175,7 +175,7 @@ def test_wrong_type_or_range_is_one_line_naming_file_key_and_expectation(tmp_pat
 
 
 def test_every_range_key_has_a_range_case():
-    ranged = {k.dotted for k in settings.KEYS if k.minimum is not None or k.maximum is not None or k.below is not None}
+    ranged = {k.dotted for k in keys.KEYS if k.minimum is not None or k.maximum is not None or k.below is not None}
     tested = {k.dotted for k, _, why in BAD_CASES if why == "range"}
     assert ranged == tested and "session.budget_reserve_fraction" in tested
 
@@ -299,7 +299,7 @@ ENTRY_NAME = {"pricing": "m1", "accounts": "local"}
 
 
 def _table_cases():
-    for table in settings.TABLES:
+    for table in keys.TABLES:
         for key in table.fields:
             for value in _wrong_values(key) + _out_of_range(key) + ([[]] if key.kind == "argv" else []):
                 yield table, key, value
@@ -429,8 +429,8 @@ def test_an_integer_beyond_any_float_is_refused_not_a_crash(tmp_path):
 
 
 def test_every_number_has_an_upper_bound():
-    numbers = [k for k in settings.KEYS if k.kind in ("int", "float")]
-    numbers += [f for t in settings.TABLES for f in t.fields if f.kind in ("int", "float")]
+    numbers = [k for k in keys.KEYS if k.kind in ("int", "float")]
+    numbers += [f for t in keys.TABLES for f in t.fields if f.kind in ("int", "float")]
     assert [k.dotted for k in numbers if k.maximum is None and k.below is None] == []
 
 
@@ -447,9 +447,9 @@ SEED_ENV = {
 
 def test_the_seed_variables_are_keys_with_their_own_names():
     for dotted, (env, default) in SEED_ENV.items():
-        key = settings.BY_DOTTED[dotted]
+        key = keys.BY_DOTTED[dotted]
         assert (key.env, key.default) == (env, default)
-    assert not any(k.env and k.env.startswith("JARVIS_") for k in settings.KEYS if k.dotted not in SEED_ENV)
+    assert not any(k.env and k.env.startswith("JARVIS_") for k in keys.KEYS if k.dotted not in SEED_ENV)
 
 
 def test_the_seed_variables_override_the_file(tmp_path):
@@ -502,8 +502,8 @@ def test_toml_value_writes_toml():
     import tomllib
 
     for value in (True, False, 0, 200, 0.1, 24.0, 1e-05, "stage-boundary", 'a "q" \\ \n\t\x01', ["a", "{model}"], []):
-        assert tomllib.loads(f"v = {settings.toml_value(value)}")["v"] == value
-    assert settings.toml_value(True) == "true" and settings.toml_value("off") == '"off"'
+        assert tomllib.loads(f"v = {keytypes.toml_value(value)}")["v"] == value
+    assert keytypes.toml_value(True) == "true" and keytypes.toml_value("off") == '"off"'
 
 
 def test_example_toml_is_valid_and_lists_every_key(tmp_path):
@@ -511,7 +511,7 @@ def test_example_toml_is_valid_and_lists_every_key(tmp_path):
     write_toml(tmp_path, text)
     trust_project(tmp_path)  # [ctx] command is in it
     cfg = config.load(str(tmp_path), environ={})
-    for k in settings.KEYS:
+    for k in keys.KEYS:
         # what it accepts (bounds included) and its variable, just above the key
         assert f"\n# {k.expected()}; environment {k.env}\n{k.name} = " in text
         assert cfg.get(k.dotted) == k.default
@@ -519,7 +519,7 @@ def test_example_toml_is_valid_and_lists_every_key(tmp_path):
     assert (
         "# an integer >= 1 and <= 1000000; environment COCOPLUS_SESSION_MAX_ITERATIONS\nmax_iterations = 200\n" in text
     )
-    for table in settings.TABLES:
+    for table in keys.TABLES:
         for f in table.fields:
             assert f"\n#     {f.expected()}\n" in text
 
@@ -588,7 +588,7 @@ def test_for_hook_keeps_last_good_values_on_a_bad_toml(layout):
 def test_for_hook_with_bad_toml_and_no_compiled_copy_uses_defaults(layout):
     write_toml(layout.project, "[session\n")
     values, problem = hook_values.for_hook(layout, {})
-    assert {s: values[s] for s in settings.SECTIONS} == settings.defaults()
+    assert {s: values[s] for s in keys.SECTIONS} == settings.defaults()
     assert problem and "cocoplus.toml" in problem
 
 

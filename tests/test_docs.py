@@ -174,10 +174,10 @@ def test_every_command_and_option_is_in_the_reference_with_its_description(site:
 
 
 def test_every_setting_is_in_the_reference_with_its_description(site: Path) -> None:
-    from cocoplus.core import settings
+    from cocoplus.core import keys as key_table
 
     built = page(site, "reference/settings")
-    keys = list(settings.KEYS) + [k for t in settings.TABLES for k in t.fields]
+    keys = list(key_table.KEYS) + [k for t in key_table.TABLES for k in t.fields]
     assert len(keys) > 60
     problems = []
     for key in keys:
@@ -222,8 +222,8 @@ def test_the_check_finds_what_is_missing(site: Path) -> None:
 
 def test_a_setting_without_a_description_fails_the_strict_build(tmp_path: Path) -> None:
     prelude = (
-        "from cocoplus.core import settings\n"
-        "settings.KEYS = settings.KEYS + (settings.Key('session', 'undescribed_probe', 'int', 1, ''),)\n"
+        "from cocoplus.core import keys, keytypes\n"
+        "keys.KEYS = keys.KEYS + (keytypes.Key('session', 'undescribed_probe', 'int', 1, ''),)\n"
     )
     r = build(tmp_path / "site", prelude=prelude)
     assert r.returncode != 0

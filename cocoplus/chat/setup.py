@@ -16,7 +16,7 @@ import shutil
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import fsio, settings, vocab
+from cocoplus.core import fsio, keytypes, settings, vocab
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
 
@@ -79,7 +79,7 @@ def entry_for(
 
 
 def _block(name: str, entry: dict[str, Any], nl: str) -> str:
-    return f"[accounts.{name}]{nl}" + "".join(f"{k} = {settings.toml_value(v)}{nl}" for k, v in entry.items())
+    return f"[accounts.{name}]{nl}" + "".join(f"{k} = {keytypes.toml_value(v)}{nl}" for k, v in entry.items())
 
 
 def _table_of(line: str) -> str | None:
@@ -90,7 +90,7 @@ def _table_of(line: str) -> str | None:
 def edit(text: str, name: str, entry: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """`text` with the account table added or replaced and `[chat] controller` set; and what changed."""
     nl = "\r\n" if "\r\n" in text else "\n"
-    controller = f"controller = {settings.toml_value(name)}{nl}"
+    controller = f"controller = {keytypes.toml_value(name)}{nl}"
     out: list[str] = []
     current: str | None = None
     replaced = chat_seen = False
@@ -132,8 +132,8 @@ def setup(layout: Layout, kind: str, name: str | None = None, **fields: Any) -> 
     text = fsio.read_text(path) or ""
     new, change = edit(text, name, entry)
     written = [
-        f"[chat] controller = {settings.toml_value(name)}",
-        f"[accounts.{name}] " + ", ".join(f"{k} = {settings.toml_value(v)}" for k, v in entry.items()),
+        f"[chat] controller = {keytypes.toml_value(name)}",
+        f"[accounts.{name}] " + ", ".join(f"{k} = {keytypes.toml_value(v)}" for k, v in entry.items()),
     ]
     by_hand = "add these by hand: " + "; ".join(written)
     try:

@@ -8,9 +8,9 @@ that needs a value calls `for_hook`, which in the common case (the copy is
 fresh, its checksum holds, no environment variable overrides a key) uses
 `effective` as it is: no key table, no TOML, one file read and two `stat`
 calls.  An override in the environment loads the key table
-(`cocoplus.core.settings`) to check it; a stale or damaged copy is
-compiled again by the caller's `compile` (`cocoplus.session.values`
-passes `cocoplus.config`'s, imported only then).  The hook never fails on
+(`cocoplus.core.keys`, checked by `cocoplus.core.settings`); a stale or
+damaged copy is compiled again by the caller's `compile`
+(`cocoplus.session.values` passes `cocoplus.config`'s, imported only then).  The hook never fails on
 configuration: a bad cocoplus.toml keeps the last good values (or the
 defaults) and the problem is returned, to be logged.
 
@@ -128,12 +128,12 @@ def _through_key_table(
     doc: dict[str, Any] | None, problem: str | None, environ: Mapping[str, str]
 ) -> tuple[dict[str, Any], str | None]:
     """Every stored value checked against its key (or the default), environment overrides applied, relations derived."""
-    from cocoplus.core import settings  # deferred: the key table only for an override, a stale copy or a damaged one
+    from cocoplus.core import keys, settings  # deferred: the key table, only for an override or a stale or damaged copy
 
     values = settings.defaults()
     stored = doc.get("values") if doc is not None else None
     if isinstance(stored, dict):
-        for k in settings.KEYS:
+        for k in keys.KEYS:
             section = stored.get(k.section)
             if isinstance(section, dict) and k.name in section:
                 try:

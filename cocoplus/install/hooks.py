@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cocoplus import config
-from cocoplus.core import clock, fsio, settings
+from cocoplus.core import clock, fsio, keys
 from cocoplus.core.errors import CocoplusError, ConfigInvalid, UsageError
 from cocoplus.core.paths import STATE_DIR_NAME, Layout
 from cocoplus.hook import timeouts
@@ -89,7 +89,7 @@ def configured(project: str | None) -> dict[str, int]:
         except ConfigInvalid:
             values = None
     if values is None:
-        values = {name: settings.BY_DOTTED[key].default for name, key in TIMEOUT_KEYS.items()}
+        values = {name: keys.BY_DOTTED[key].default for name, key in TIMEOUT_KEYS.items()}
     return {name: int(v) for name, v in values.items()}
 
 

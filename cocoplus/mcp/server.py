@@ -33,7 +33,7 @@ from mcp_types import INVALID_PARAMS, CallToolRequestParams, GetPromptRequestPar
 from pydantic import Field
 
 from cocoplus import __version__
-from cocoplus.core import settings, vocab
+from cocoplus.core import keys, vocab
 from cocoplus.core.crashlog import log_exception
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout, discover
@@ -48,7 +48,7 @@ from cocoplus.ops import worker as worker_ops
 from cocoplus.ops import workers as workers_ops
 
 # Annotations below are evaluated at module level (postponed evaluation), so this lives here.
-TURNS = settings.BY_DOTTED["supervision.max_turns"]
+TURNS = keys.BY_DOTTED["supervision.max_turns"]
 
 ROLES = vocab.MCP_ROLES
 BRAIN_TOOLS = (

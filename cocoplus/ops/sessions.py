@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, settings
+from cocoplus.core import clock, keys
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.session import edits, holds, limits, registry, stops
@@ -84,4 +84,4 @@ def _running_stale_hours(layout: Layout) -> float:
     try:
         return float(config_mod.load_for(layout).get("session.running_stale_hours"))
     except CocoplusError:
-        return float(settings.BY_DOTTED["session.running_stale_hours"].default)
+        return float(keys.BY_DOTTED["session.running_stale_hours"].default)

@@ -14,7 +14,7 @@ from typing import Any
 
 from cocoplus import config as config_mod
 from cocoplus import trust as trust_mod
-from cocoplus.core import settings, userfiles
+from cocoplus.core import keytypes, userfiles
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import CONFIG_FILE_NAME, Layout
 from cocoplus.notify import runner
@@ -81,7 +81,7 @@ def show(project_dir: str) -> dict[str, Any]:
         "file": path,
         "exists": raw is not None,
         "sha256": sha,
-        "needs_trust": [{**f, "toml": settings.toml_value(f["value"])} for f in flagged],
+        "needs_trust": [{**f, "toml": keytypes.toml_value(f["value"])} for f in flagged],
         "programs": programs,
         "changes": changes,
         "state": state,

@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, fsio, jsonl, settings
+from cocoplus.core import clock, fsio, jsonl, keys, settings
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.cost import forecast as forecast_mod
@@ -154,7 +154,7 @@ def _cap(layout: Layout, problems: list[str]) -> int:
         return int(config_mod.load_for(layout).get("session.max_iterations"))
     except CocoplusError as exc:
         problems.append(str(exc))
-        return int(settings.BY_DOTTED["session.max_iterations"].default)
+        return int(keys.BY_DOTTED["session.max_iterations"].default)
 
 
 def _read(path: str, problems: list[str]) -> dict[str, Any] | None:

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Path
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from cocoplus.core import settings, vocab
+from cocoplus.core import keys, vocab
 from cocoplus.core.paths import ID_MAX
 
 # `core.paths.is_valid_id`: a letter or digit, then letters, digits, `_`, `-` and `.`, never `..`; at most ID_MAX.
@@ -45,7 +45,7 @@ def _says(pattern: str, min_length: int | None = None) -> dict[str, Any]:
 
 MAX_ID = 200
 MAX_IDS = 500
-TURNS = settings.BY_DOTTED["supervision.max_turns"]
+TURNS = keys.BY_DOTTED["supervision.max_turns"]
 
 SessionRef = Annotated[str, Field(min_length=1, max_length=MAX_ID)]
 SessionId = Annotated[

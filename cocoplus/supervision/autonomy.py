@@ -15,14 +15,14 @@ from __future__ import annotations
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, settings
+from cocoplus.core import clock, keys
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.session import events
 from cocoplus.supervision import scope as scope_mod
 from cocoplus.supervision import state
 
-MAX_TURNS = settings.BY_DOTTED["supervision.max_turns"]  # its default and bounds
+MAX_TURNS = keys.BY_DOTTED["supervision.max_turns"]  # its default and bounds
 
 
 # The state file itself (read, and read-modify-write under its lock) is supervision/state.py's; the scope's

@@ -5,7 +5,7 @@ mkdocs.yml names this file under `hooks:`.  At build time it adds four pages tha
 
 * reference/commands.md: every command and subcommand of the CLI (`cocoplus.cli.app.command_tree()`, grouped
   as `cocoplus --help` groups them in `cocoplus/cli/table.py`), with its help, usage, arguments and options;
-* reference/settings.md: every key of the key table (`cocoplus.core.settings.KEYS` and `TABLES`): what it
+* reference/settings.md: every key of the key table (`cocoplus.core.keys.KEYS` and `TABLES`): what it
   accepts, its default, its environment variable, whether it needs trust;
 * reference/rest-api.md: every route of the REST API (`cocoplus.server.app.create_app(...)`'s OpenAPI
   description), with its parameters and body;
@@ -166,9 +166,9 @@ GUIDES = {
 
 
 def _toml(value: Any) -> str:
-    from cocoplus.core import settings
+    from cocoplus.core import keytypes
 
-    return settings.toml_value(value)
+    return keytypes.toml_value(value)
 
 
 def _key_block(key: Any, label: str, anchor: str, *, table_field: bool = False) -> list[str]:
@@ -188,13 +188,13 @@ def _key_block(key: Any, label: str, anchor: str, *, table_field: bool = False) 
 
 
 def settings_page() -> str:
-    from cocoplus.core import settings
+    from cocoplus.core import keys
 
     out = [
         "# Settings",
         "",
         "Every key cocoplus reads from `cocoplus.toml` (the project's) and `~/.config/cocoplus/config.toml` "
-        "(yours), generated from the key table in `cocoplus/core/settings.py` when this site is built. Every key "
+        "(yours), generated from the key table in `cocoplus/core/keys.py` when this site is built. Every key "
         "is optional. Precedence, key by key: default < your file < the project's file < environment; a key "
         "that needs trust takes effect from the project's file only once you trust it "
         "([Configuration and trust](../guides/configuration.md)). `cocoplus config show` prints the effective "
@@ -202,15 +202,15 @@ def settings_page() -> str:
         "(`cocoplus.toml.example` in the repository).",
         "",
     ]
-    for section in settings.SECTIONS:
+    for section in keys.SECTIONS:
         out += [f"## `[{section}]` {{#{section}}}", ""]
         if section in GUIDES:
             title, link = GUIDES[section]
             out += [f"See [{title}]({link}).", ""]
-        for key in settings.KEYS:
+        for key in keys.KEYS:
             if key.section == section:
                 out += _key_block(key, f"[{section}]", f"{section}.{key.name}")
-    for tbl in settings.TABLES:
+    for tbl in keys.TABLES:
         out += [f"## `[{tbl.section}.{tbl.entry}]` {{#{tbl.section}}}", ""]
         if not tbl.help.strip():
             missing(f"the table [{tbl.section}]")

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from cocoplus.core import settings
+from cocoplus.core import keys
 from tests.conftest import assert_no_traceback, run_cli_subprocess
 from tests.support.trusting import trust_project
 
@@ -26,7 +26,7 @@ def test_config_show_json_origins(cli, project, monkeypatch):
     doc = json.loads(out)
     assert doc["file"] == project.config and doc["files"] == [project.config]
     vals = doc["values"]
-    assert set(vals) == {k.dotted for k in settings.KEYS}
+    assert set(vals) == {k.dotted for k in keys.KEYS}
     assert vals["session.budget_limit"] == {
         "value": 12.5,
         "origin": "file",
@@ -115,7 +115,7 @@ def test_config_show_text_is_toml_with_where_each_value_came_from(cli, project, 
     from cocoplus import config
 
     cfg = config.load(project.project)
-    for k in settings.KEYS:
+    for k in keys.KEYS:
         assert shown[k.section][k.name] == cfg.get(k.dotted), k.dotted
     assert shown["accounts"] == cfg.accounts and shown["pricing"] == cfg.pricing
 
@@ -213,7 +213,7 @@ def test_config_example_is_valid_toml_for_every_key(cli, tmp_path):
     import tomllib
 
     data = tomllib.loads(out)
-    for k in settings.KEYS:
+    for k in keys.KEYS:
         assert data[k.section][k.name] == k.default
     assert (
         "# an integer >= 1 and <= 1000000; environment COCOPLUS_SESSION_MAX_ITERATIONS\nmax_iterations = 200\n" in out

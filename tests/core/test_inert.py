@@ -147,9 +147,9 @@ def test_escaped_forms_are_visible_on_a_screen() -> None:
 def test_a_toml_string_escapes_c1_and_bidi_controls_and_reads_back_the_same() -> None:
     import tomllib
 
-    from cocoplus.core import settings
+    from cocoplus.core import keytypes
 
     raw = "a\x9b2J\x85\u202eb\u2066c\x1b[31m"
-    shown = settings.toml_value(raw)
+    shown = keytypes.toml_value(raw)
     assert shown == '"a\\u009b2J\\u0085\\u202eb\\u2066c\\u001b[31m"'
     assert tomllib.loads(f"k = {shown}")["k"] == raw

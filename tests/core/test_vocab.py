@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cocoplus.core import settings, vocab
+from cocoplus.core import keys, vocab
 
 PACKAGE = Path(vocab.__file__).resolve().parents[1]
 SOURCES = sorted(p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".js", ".html") and p.is_file())
@@ -35,20 +35,20 @@ def test_the_fence_finds_a_copy() -> None:
 
 
 def test_the_config_keys_take_their_choices_from_vocab() -> None:
-    assert settings.BY_DOTTED["chat.default_effort"].choices is vocab.EFFORTS
-    assert settings.BY_DOTTED["session.budget_enforcement"].choices is vocab.BUDGET_ENFORCEMENTS
-    accounts = settings.TABLES_BY_SECTION["accounts"]
+    assert keys.BY_DOTTED["chat.default_effort"].choices is vocab.EFFORTS
+    assert keys.BY_DOTTED["session.budget_enforcement"].choices is vocab.BUDGET_ENFORCEMENTS
+    accounts = keys.TABLES_BY_SECTION["accounts"]
     assert accounts.field("kind").choices is vocab.ACCOUNT_KINDS  # type: ignore[union-attr]
     assert accounts.field("default_reasoning_effort").choices is vocab.EFFORTS  # type: ignore[union-attr]
 
 
 def test_the_max_turns_default_is_written_once() -> None:
     """60 appears as the [supervision] max_turns default and nowhere else that sets a turn cap."""
-    key = settings.BY_DOTTED["supervision.max_turns"]
+    key = keys.BY_DOTTED["supervision.max_turns"]
     assert (key.default, key.minimum, key.maximum) == (60, 1, 10_000)
     # `max_turns` then 60 within 40 characters, line breaks included: the key table puts one argument a line.
     cap = re.compile(
         r"max_turns[\s\S]{0,40}\b60\b|\b60\b[^\n]{0,20}max_turns|max-turns[^\n]{0,60}\b60\b|DEFAULT_MAX_TURNS\s*="
     )
     where = [str(p.relative_to(PACKAGE.parent)) for p in SOURCES if cap.search(p.read_text(encoding="utf-8"))]
-    assert where == ["cocoplus/core/settings.py"], where  # the key's own declaration
+    assert where == ["cocoplus/core/keys.py"], where  # the key's own declaration

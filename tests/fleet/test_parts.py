@@ -128,9 +128,9 @@ def test_a_bad_name_in_the_file_names_the_file(tmp_path: Path) -> None:
 
 
 def test_the_keys_that_send_data_are_marked_for_the_trust_rule() -> None:
-    from cocoplus.core import settings
+    from cocoplus.core import keys
 
-    marked = {k.name for k in settings.KEYS if k.section == "fleet" and k.sends_data}
+    marked = {k.name for k in keys.KEYS if k.section == "fleet" and k.sends_data}
     assert {
         "url",
         "user",

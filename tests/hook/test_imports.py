@@ -195,8 +195,8 @@ def test_every_event_of_every_runtime_is_stdlib_only(
     outside = {m for m in _top(mods) if m not in sys.stdlib_module_names and m != "cocoplus"}
     assert outside == set(), outside
     # The compiled copy is current and nothing overrides it: read as it is, without the key table or TOML.
-    assert not ({"cocoplus.config", "cocoplus.core.settings"} & mods), sorted(
-        {"cocoplus.config", "cocoplus.core.settings"} & mods
+    assert not ({"cocoplus.config", "cocoplus.core.settings", "cocoplus.core.keys"} & mods), sorted(
+        {"cocoplus.config", "cocoplus.core.settings", "cocoplus.core.keys"} & mods
     )
     if kind in ("pre_tool", "post_tool", "post_tool_failure", "prompt", "permission"):
         assert not (NOT_ON_TOOL_EVENTS & mods), sorted(NOT_ON_TOOL_EVENTS & mods)

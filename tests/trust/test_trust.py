@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from cocoplus import config
-from cocoplus.core import settings, userfiles
+from cocoplus.core import keys, keytypes, userfiles
 from tests.conftest import assert_no_traceback
 from tests.support.trusting import trust_project
 from tests.support.typed import present
@@ -189,7 +189,7 @@ def test_a_symlinked_path_to_the_project_is_the_same_project(clone: Clone, tmp_p
 # -- the key table decides ------------------------------------------------------------
 
 
-def sample(key: settings.Key) -> Any:
+def sample(key: keytypes.Key) -> Any:
     """A valid value of the key's kind (a new kind must say what a sample of it is)."""
     if key.kind == "enum":
         return present(key.choices)[0]
@@ -206,18 +206,15 @@ def sample(key: settings.Key) -> Any:
 
 
 def trust_keys() -> list[str]:
-    fixed = [k.dotted for k in settings.KEYS if k.needs_trust]
-    fields = [f"{t.section}.{f.name}" for t in settings.TABLES for f in t.fields if f.needs_trust]
+    fixed = [k.dotted for k in keys.KEYS if k.needs_trust]
+    fields = [f"{t.section}.{f.name}" for t in keys.TABLES for f in t.fields if f.needs_trust]
     return fixed + fields
 
 
 def test_every_key_that_runs_a_program_sends_data_or_grants_authority_needs_trust() -> None:
-    declared = {k.dotted for k in settings.KEYS if k.names_program or k.sends_data or k.grants}
+    declared = {k.dotted for k in keys.KEYS if k.names_program or k.sends_data or k.grants}
     declared |= {
-        f"{t.section}.{f.name}"
-        for t in settings.TABLES
-        for f in t.fields
-        if f.names_program or f.sends_data or f.grants
+        f"{t.section}.{f.name}" for t in keys.TABLES for f in t.fields if f.names_program or f.sends_data or f.grants
     }
     assert set(trust_keys()) == declared
     assert {"ctx.command", "accounts.command", "accounts.binary", "accounts.base_url"} <= declared
@@ -228,9 +225,9 @@ def test_every_key_that_runs_a_program_sends_data_or_grants_authority_needs_trus
 @pytest.mark.parametrize("dotted", trust_keys())
 def test_a_key_needing_trust_is_ignored_from_an_untrusted_project_file(tmp_path: Path, dotted: str) -> None:
     section, name = dotted.split(".", 1)
-    table = settings.TABLES_BY_SECTION.get(section)
+    table = keys.TABLES_BY_SECTION.get(section)
     if table is None:
-        key = settings.BY_DOTTED[dotted]
+        key = keys.BY_DOTTED[dotted]
         body = {section: {name: sample(key)}}
         label = f"[{section}] {name}"
     else:
@@ -245,7 +242,7 @@ def test_a_key_needing_trust_is_ignored_from_an_untrusted_project_file(tmp_path:
     cfg = config.load(str(tmp_path), environ={})
     assert [i["label"] for i in cfg.ignored] == [label]
     if table is None:
-        assert cfg.get(dotted) == settings.BY_DOTTED[dotted].default and cfg.origins[dotted] == "default"
+        assert cfg.get(dotted) == keys.BY_DOTTED[dotted].default and cfg.origins[dotted] == "default"
     else:
         assert name not in cfg.table(section).get("e", {})
 
@@ -259,11 +256,11 @@ def test_a_key_needing_trust_is_ignored_from_an_untrusted_project_file(tmp_path:
 def _toml(body: dict[str, dict[str, Any]]) -> str:
     lines = []
     for section, content in body.items():
-        if section in settings.TABLES_BY_SECTION:
+        if section in keys.TABLES_BY_SECTION:
             for entry, fields in content.items():
                 lines.append(f"[{section}.{entry}]")
-                lines += [f"{k} = {settings.toml_value(v)}" for k, v in fields.items()]
+                lines += [f"{k} = {keytypes.toml_value(v)}" for k, v in fields.items()]
         else:
             lines.append(f"[{section}]")
-            lines += [f"{k} = {settings.toml_value(v)}" for k, v in content.items()]
+            lines += [f"{k} = {keytypes.toml_value(v)}" for k, v in content.items()]
     return "\n".join(lines) + "\n"

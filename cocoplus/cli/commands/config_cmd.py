@@ -11,7 +11,7 @@ import typer
 from cocoplus import config as config_mod
 from cocoplus.cli import output
 from cocoplus.cli.commands import JSON_HELP
-from cocoplus.core import settings, userfiles
+from cocoplus.core import keys, keytypes, userfiles
 from cocoplus.core.paths import find_state_dir
 
 
@@ -28,7 +28,7 @@ def show_data(cfg: Any) -> dict[str, Any]:
                 "needs_trust": k.needs_trust,
                 "ignored": _ignored(cfg.ignored_value(k.dotted)),
             }
-            for k in settings.KEYS
+            for k in keys.KEYS
         },
         "pricing": cfg.pricing,
         "accounts": cfg.accounts,
@@ -76,27 +76,27 @@ def render_text(cfg: Any, project: str) -> str:
         item = cfg.ignored_value(key)
         if item is None:
             return ""
-        value = settings.toml_value(item["value"])
+        value = keytypes.toml_value(item["value"])
         return f"; IGNORED {_shown(item['file'], project)}: {item['label']} = {value} (not trusted)"
 
-    for section in settings.SECTIONS:
+    for section in keys.SECTIONS:
         lines += ["", f"[{section}]"]
-        for k in settings.KEYS:
+        for k in keys.KEYS:
             if k.section == section:
                 add(
-                    f"{k.name} = {settings.toml_value(cfg.get(k.dotted))}",
+                    f"{k.name} = {keytypes.toml_value(cfg.get(k.dotted))}",
                     origin_text(cfg, project, k.dotted) + ignored(k.dotted),
                 )
-    for spec in settings.TABLES:
+    for spec in keys.TABLES:
         for name, entry in cfg.table(spec.section).items():
             lines.append("")
             add(spec.label(name), origin_text(cfg, project, f"{spec.section}.{name}"))
             for field, value in entry.items():
-                lines.append(f"{field} = {settings.toml_value(value)}")
+                lines.append(f"{field} = {keytypes.toml_value(value)}")
             for f in spec.fields:
                 item = cfg.ignored_value(f"{spec.section}.{name}.{f.name}")
                 if item is not None and item["file"] == cfg.entry_files.get(f"{spec.section}.{name}"):
-                    lines.append(f"# {f.name} = {settings.toml_value(item['value'])}  # IGNORED (not trusted)")
+                    lines.append(f"# {f.name} = {keytypes.toml_value(item['value'])}  # IGNORED (not trusted)")
     for why in cfg.withheld.values():
         lines += ["", f"# IGNORED {why}"]
     return "\n".join(lines) + "\n"

@@ -9,7 +9,7 @@ import typer
 
 from cocoplus.cli import output
 from cocoplus.cli.commands import JsonFlag, layout
-from cocoplus.core import settings
+from cocoplus.core import keys
 from cocoplus.ops import supervision as ops
 from cocoplus.ops import worker as worker_ops
 from cocoplus.supervision import watcher
@@ -21,7 +21,7 @@ Session = Annotated[
     ),
 ]
 
-TURNS_HELP = f"Turn cap (default: [supervision] max_turns, else {settings.BY_DOTTED['supervision.max_turns'].default})."
+TURNS_HELP = f"Turn cap (default: [supervision] max_turns, else {keys.BY_DOTTED['supervision.max_turns'].default})."
 
 
 def _who(entries: list[dict[str, Any]]) -> str:
