@@ -83,7 +83,7 @@ def imports(mods: dict[str, str], source_of: Callable[[str], str] | None = None)
 
 
 def part(module: str) -> str | None:
-    """The declared name a module belongs to (`cocoplus.session.control` -> `session`); None for the package root."""
+    """The declared name a module belongs to (`cocoplus.session.killswitch` -> `session`); None for the package root."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else None
 

@@ -6,7 +6,7 @@ log line cocoplus writes under `.cocoplus/` goes through these, and every
 JSONL record through `core/jsonl.py`, which stands on them (see
 `reference/reliability.md` section 0 for why each step is there), except
 where a write must work when these cannot: AGENT_STOP
-(`session/control.py`: made even on a full disk, as an empty file or a
+(`session/killswitch.py`: made even on a full disk, as an empty file or a
 directory), iteration spool files (`session/iteration.py`: empty files),
 lock files (`core/lock.py`) and the hook's last-resort log line
 (`hook/entry.py`, before anything else is imported).  Those open with

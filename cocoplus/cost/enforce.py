@@ -35,7 +35,7 @@ from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION, check_budget_state
 from cocoplus.cost import prices
-from cocoplus.session import control, events, iteration, status
+from cocoplus.session import events, iteration, killswitch, status
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ def boundary(
             "cannot be trusted; check it and run `cocoplus session resume`."
         )
         if enforce:
-            control.create_stop(layout, "cocoplus", reason, source="cost-budget", replace=False)
+            killswitch.create_stop(layout, "cocoplus", reason, source="cost-budget", replace=False)
             status.set_state(layout, "paused", reason)
         events.log_step(
             layout,
@@ -199,7 +199,7 @@ def boundary(
     }
     if enforce and doc["state"] == "exhausted":
         reason = f"cost budget exhausted: spent {_money(spent)} of the {_money(limit)} limit"
-        created, _ = control.create_stop(layout, "cocoplus", reason, source="cost-budget", replace=False)
+        created, _ = killswitch.create_stop(layout, "cocoplus", reason, source="cost-budget", replace=False)
         final = "failed" if outcome == "error" else "exited"
         result["run_state"] = final
         if created:
@@ -222,7 +222,7 @@ def _unpriced_stop(layout: Layout, measured: dict[str, Any], source: str, stage:
         f"{layout.rel(layout.price_table)} is missing; run `cocoplus budget status` (it compiles the table and "
         "prices them), then `cocoplus session resume`"
     )
-    created, _ = control.create_stop(layout, "cocoplus", reason, source="cost-budget", replace=False)
+    created, _ = killswitch.create_stop(layout, "cocoplus", reason, source="cost-budget", replace=False)
     if created:
         status.set_state(layout, "paused", reason)
         events.log_step(layout, "budget_unpriced_stop", deferred=measured["deferred"], boundary=source, stage=stage)

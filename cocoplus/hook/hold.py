@@ -30,7 +30,7 @@ import time
 
 from cocoplus.core import clock, jsonl
 from cocoplus.core.errors import CocoplusError
-from cocoplus.session import control, holds, procinfo, registry, stops
+from cocoplus.session import holds, killswitch, procinfo, registry, stops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -92,7 +92,7 @@ class Rounds:
 def _stopped(layouts: list[Layout], cs: str) -> str | None:
     """Why this held session must not go on: AGENT_STOP or its own stop in any place its hook guards."""
     for layout in layouts:
-        if control.stop_present(layout):
+        if killswitch.stop_present(layout):
             return "AGENT_STOP"
         if stops.any_present(layout) is not False and stops.state(layout, cs)[0] is not False:
             return "this session was stopped"
@@ -168,8 +168,10 @@ def _end(h: Hook, rec: dict[str, Any], hold: dict[str, Any], outcome: str) -> Re
     gone = outcome.startswith("stopped") or outcome == "the runtime is gone"
     if decision is not None and gone:
         # The instruction is not lost: the session gets it at its next prompt.
+        from cocoplus.session import steering  # deferred: only a decision the stop overtook is kept as a steer
+
         try:
-            control.steer(layout, str(decision.get("text") or ""), decision.get("by"), session=cs)
+            steering.steer(layout, str(decision.get("text") or ""), decision.get("by"), session=cs)
         except CocoplusError as exc:
             h.log(f"hold {hold['id']}: an instruction could not be kept as a steer: {exc}")
         h.step("hold_ended", hold=hold["id"], alias=rec.get("alias"), outcome=outcome, kept_as_steer=True)
@@ -195,8 +197,10 @@ def _end(h: Hook, rec: dict[str, Any], hold: dict[str, Any], outcome: str) -> Re
 
 
 def _claim(h: Hook, cs: str) -> Any:
+    from cocoplus.session import steering  # deferred: only a hold that a steer ended claims it
+
     try:
-        return control.claim_steer(h.layout, timeout=h.timeout, session=cs)
+        return steering.claim_steer(h.layout, timeout=h.timeout, session=cs)
     except CocoplusError as exc:
         h.log(f"session steer not claimed: {exc}")
         return None

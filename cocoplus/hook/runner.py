@@ -30,13 +30,14 @@ from cocoplus.core.lock import Budget, hook_margin, set_process_budget, wait_all
 from cocoplus.core.paths import Layout, is_valid_id, walk_up
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import control, registry, stops
+from cocoplus.session import killswitch, registry, stops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
     from cocoplus.runtimes.protocol import Adapter
+    from cocoplus.session.steering import Claim
 
     Answer = tuple[dict[str, Any] | None, int]
 
@@ -213,7 +214,7 @@ class Hook:
         if self.place_problem is not None:
             return f"cocoplus: {self.place_problem}."
         for layout in self.places:
-            reason = control.kill_switch_sentence(layout) or session_stop_sentence(self, layout)
+            reason = killswitch.kill_switch_sentence(layout) or session_stop_sentence(self, layout)
             if reason is not None:
                 return reason
         return None
@@ -221,7 +222,7 @@ class Hook:
     def stop_agent(self, reason: str, *, source: str, state: str = "exited") -> bool:
         """Create AGENT_STOP (keeping an operator's own) and set the run state, under the kill-switch lock."""
         try:
-            result = control.auto_stop(self.layout, reason, source=source, state=state, timeout=self.timeout)
+            result = killswitch.auto_stop(self.layout, reason, source=source, state=state, timeout=self.timeout)
         except CocoplusError as exc:
             self.log(f"could not create AGENT_STOP: {exc}")
             return False
@@ -247,18 +248,25 @@ class Hook:
                 return v[:300]
         return None
 
-    def claim_steer(self, session: str | None) -> control.Claim | None:
+    def claim_steer(self, session: str | None) -> Claim | None:
         """The project's pending steer (`session` None) or this session's own, claimed for delivery."""
         try:
-            return control.claim_steer(self.layout, timeout=self.timeout, session=session)
+            timeout = self.timeout  # the configuration is read (and a stale copy compiled) as at every prompt
+            if nothing_to_claim(self.layout, session):
+                return None  # the common prompt: no steer waits, and the claim protocol stays unloaded
+            from cocoplus.session import steering  # deferred: only a steer pending or left half-delivered loads it
+
+            return steering.claim_steer(self.layout, timeout=timeout, session=session)
         except CocoplusError as exc:
             self.log(f"steer not claimed: {exc}")
             return None
 
-    def finisher(self, claim: control.Claim) -> Any:
+    def finisher(self, claim: Claim) -> Any:
         """What marks `claim` delivered, run once the runtime has the answer (`after`)."""
+        from cocoplus.session import steering  # deferred: loaded already by the claim (`claim_steer`)
+
         sid, runtime = self.session_id, self.runtime
-        return lambda: control.finish_steer(self.layout, claim, session=sid, runtime=runtime)
+        return lambda: steering.finish_steer(self.layout, claim, session=sid, runtime=runtime)
 
     def env_id(self, name: str) -> str | None:
         """An id the hook's environment names in `name`, if it is a valid one."""
@@ -282,6 +290,25 @@ def session_stop_sentence(h: Hook, layout: Layout | None = None) -> str | None:
         h.log("a session stop exists but this event names no session, so it cannot apply here; the tool runs")
         return None
     return stops.sentence(layout, registry.cs_id_for(sid))
+
+
+def nothing_to_claim(layout: Layout, session: str | None) -> bool:
+    """Whether no steer waits (the project's, or with `session` that session's own): none pending and no claim left
+    half-delivered, in the places `session/steering.py` claims from.  Two calls and no lock, before the claim
+    protocol is loaded (`steering.claim_steer` looks again, under its lock); claims that cannot be listed may be
+    there, and the claim says why."""
+    if session is None:
+        pending, claimed = layout.steer, layout.steer_claimed_dir
+    else:
+        pending, claimed = layout.session_steer(session), layout.session_steer_claimed_dir(session)
+    if os.path.lexists(pending):
+        return False
+    try:
+        return not os.listdir(claimed)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 def log_line(layout: Layout, message: str) -> None:
@@ -761,7 +788,7 @@ def kill_switch_anywhere(places: list[Layout], problem: str | None = None) -> st
     if problem is not None:
         return f"cocoplus: {problem}."
     for layout in places:
-        reason = control.kill_switch_sentence(layout)
+        reason = killswitch.kill_switch_sentence(layout)
         if reason is not None:
             return reason
     return None

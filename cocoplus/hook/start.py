@@ -11,7 +11,7 @@ import os
 from cocoplus.core import clock
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import ensure_marker
-from cocoplus.session import control, registry
+from cocoplus.session import killswitch, registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -64,7 +64,7 @@ def on_session_start(h: Hook) -> Answer:
     except CocoplusError as exc:
         h.log(f"stale sessions not healed: {exc}")
     _heal_status(h, max_age)
-    if not control.stop_present(h.layout):
+    if not killswitch.stop_present(h.layout):
         from cocoplus.session import status  # deferred: only a session start sets the run state
 
         try:

@@ -12,13 +12,14 @@ from cocoplus.core import clock
 from cocoplus.core.errors import CocoplusError
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import control, registry
+from cocoplus.session import registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
     from cocoplus.hook.runner import Answer, Hook  # only a type: the runner imports this module
+    from cocoplus.session.steering import Claim
 
 
 def on_stop(h: Hook) -> Answer:
@@ -119,7 +120,7 @@ def _turn_end_continuation(h: Hook, plan: dict[str, Any]) -> dict[str, Any] | No
     return _continue(h, cs, result.outcome, result.text, result.claim)
 
 
-def _continue(h: Hook, cs: str, how: str, text: str, claim: control.Claim | None) -> dict[str, Any] | None:
+def _continue(h: Hook, cs: str, how: str, text: str, claim: Claim | None) -> dict[str, Any] | None:
     from cocoplus.hook import hold  # deferred: only turn ends continue or hold
 
     try:

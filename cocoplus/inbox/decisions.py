@@ -136,12 +136,12 @@ _STOPPERS = {
 
 
 def _stops(layout: Layout) -> list[Decision]:
-    from cocoplus.session import control, stops  # deferred: only the inbox lists stops as decisions
+    from cocoplus.session import killswitch, stops  # deferred: only the inbox lists stops as decisions
 
     out = []
     found: list[tuple[dict[str, Any], str | None]] = []
     try:
-        info = control.read_stop(layout)
+        info = killswitch.read_stop(layout)
     except CocoplusError:
         info = None
     if info is not None:

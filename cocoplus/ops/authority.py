@@ -42,7 +42,7 @@ from cocoplus.core.errors import CocoplusError, Refused
 from cocoplus.core.paths import Layout
 from cocoplus.ops import operator_name
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import agents, control, procinfo, registry
+from cocoplus.session import agents, killswitch, procinfo, registry
 
 TOKEN_ENV = userfiles.CAPABILITY_ENV
 
@@ -220,12 +220,12 @@ def require(
 
 
 def _kill_switch(layout: Layout) -> str | None:
-    stopped, why = control.kill_switch_state(layout.root)
+    stopped, why = killswitch.kill_switch_state(layout.root)
     if stopped is False:
         return None
     if stopped is None:
         return f"the kill switch cannot be read ({why})"
-    info = control.read_stop(layout) or {}
+    info = killswitch.read_stop(layout) or {}
     who = info.get("principal") or "the operator"
     return f"the kill switch is on (AGENT_STOP by {who}: {info.get('reason') or 'no reason'})"
 
@@ -417,7 +417,7 @@ def acting(
 
 
 def lift_check(principal: Principal, layout: Layout, doing: str) -> Any:
-    """The `lift` callback for control.resume / stops.resume: refuses a stop this principal may not lift."""
+    """The `lift` callback for killswitch.resume / stops.resume: refuses a stop this principal may not lift."""
 
     def check(stop: dict[str, Any]) -> None:
         why = lift_refusal(principal, stop)

@@ -17,7 +17,7 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.ops import authority
 from cocoplus.ops.authority import Principal
-from cocoplus.session import control, iteration, queue
+from cocoplus.session import iteration, killswitch, queue, steering
 
 # `cocoplus.report` (and with it pydantic, about 0.1 s) is imported by the operations that build a
 # report, not here: every CLI command imports this module when the CLI starts.
@@ -65,7 +65,7 @@ def stop(
     which runtimes' hooks will read the stop.
     """
     who, by = authority.acting(principal, "stop", "session stop", layout, operator)
-    result = control.stop(layout, by, reason, principal=who.word)
+    result = killswitch.stop(layout, by, reason, principal=who.word)
     return _carried(layout, result)
 
 
@@ -123,7 +123,7 @@ def resume(
             who, "resume", "session resume: a resume from the fleet names the stop it lifts (its id)", layout
         )
     lift = authority.lift_check(who, layout, "session resume")
-    result = control.resume(
+    result = killswitch.resume(
         layout,
         by,
         reset_budget=iteration.reset if reset_budget else None,
@@ -197,7 +197,7 @@ def _iteration_now(layout: Layout) -> dict[str, Any] | None:
 def steer(layout: Layout, text: str, operator: str | None = None, principal: Principal | None = None) -> dict[str, Any]:
     """`session steer`: queue a one-shot instruction for the agent's next prompt (added after a pending one)."""
     who, by = authority.acting(principal, "steer", "session steer", layout, operator)
-    return control.steer(layout, text, operator=by, principal=who.word)
+    return steering.steer(layout, text, operator=by, principal=who.word)
 
 
 def steer_session(

@@ -32,7 +32,7 @@ from cocoplus.core import clock, fsio, jsonl, keys, settings
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.cost import forecast as forecast_mod
-from cocoplus.session import control, edits, limits, permissions, registry, stops
+from cocoplus.session import edits, killswitch, limits, permissions, registry, steering, stops
 from cocoplus.supervision import autonomy, collisions, scope
 
 MASTER = "master-agent"
@@ -306,8 +306,8 @@ def snapshot(layout: Layout, now: float | None = None, chat_limit: int = 6, live
                 "failover": moved.get(str(r.get("worker"))),
             }
         )
-    stop = control.read_stop(layout)
-    steer = control.pending_steer(layout)
+    stop = killswitch.read_stop(layout)
+    steer = steering.pending_steer(layout)
     budget = _read(layout.budget_state, problems) or {}
     auto = (sup_doc or {}).get("autonomous")
     watcher = _watcher_pid(layout)

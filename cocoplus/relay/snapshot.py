@@ -18,7 +18,7 @@ from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.fleet import commands
 from cocoplus.ops import sessions as ops_sessions
 from cocoplus.relay.apply import Applied
-from cocoplus.session import control, status
+from cocoplus.session import killswitch, status, steering
 from cocoplus.supervision import autonomy
 
 SESSION_FIELDS = (
@@ -47,7 +47,7 @@ def _run_state(layout: Layout, problems: list[str]) -> dict[str, Any] | None:
 
 
 def _kill_switch(layout: Layout) -> dict[str, Any]:
-    info = control.read_stop(layout)
+    info = killswitch.read_stop(layout)
     if info is None:
         return {"present": False}
     return {
@@ -86,7 +86,7 @@ def build(layout: Layout, machine: str, project: str, applied: Applied | None = 
         "cocoplus": __version__,
         "run_state": _run_state(layout, problems),
         "kill_switch": _kill_switch(layout),
-        "steer_pending": control.pending_steer(layout) is not None,
+        "steer_pending": steering.pending_steer(layout) is not None,
         "sessions": sessions(layout, problems),
         "supervision": _supervision(layout, problems),
         "commands": applied.recent() if applied is not None else [],

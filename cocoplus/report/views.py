@@ -18,7 +18,7 @@ from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.paths import Layout
 from cocoplus.core.vocab import ACTIVE_STATES, ATTENTION_STATES, BUDGET_STATES, RUN_STATES
 from cocoplus.cost import forecast
-from cocoplus.session import control, events, freshness, iteration, queue, registry
+from cocoplus.session import events, freshness, iteration, killswitch, queue, registry, steering
 from cocoplus.session import limits as rate_limits
 from cocoplus.session import values as hook_values
 
@@ -308,11 +308,11 @@ def _last_activity(layout: Layout, doc: dict[str, Any]) -> float | None:
 
 
 def kill_switch(layout: Layout) -> dict[str, Any]:
-    stopped, why = control.kill_switch_state(layout.root)
+    stopped, why = killswitch.kill_switch_state(layout.root)
     if stopped is None:
         # Unknown to this user: the hooks deny every tool (fail closed), and say why.
         return {"present": None, "unknown": why, "operator": None, "reason": why, "created_at": None, "readable": False}
-    info = control.read_stop(layout)
+    info = killswitch.read_stop(layout)
     if info is None:
         return {"present": False}
     return {
@@ -325,14 +325,14 @@ def kill_switch(layout: Layout) -> dict[str, Any]:
 
 
 def steer_part(layout: Layout) -> dict[str, Any]:
-    text = fsio.read_text(layout.steer, limit=control.MAX_STEER_BYTES * 4)
+    text = fsio.read_text(layout.steer, limit=steering.MAX_STEER_BYTES * 4)
     return {
         "pending": text is not None and bool(text.strip()),
         "text": text,
-        "in_flight": control.in_flight(layout),
+        "in_flight": steering.in_flight(layout),
         "path": layout.rel(layout.steer),
         # Steers that could not be read were kept aside, never delivered: the operator must look at them.
-        "set_aside": [layout.rel(p) for p in control.damaged_steers(layout)],
+        "set_aside": [layout.rel(p) for p in steering.damaged_steers(layout)],
     }
 
 
@@ -582,8 +582,8 @@ def check(layout: Layout, environ: dict[str, str] | None = None) -> dict[str, An
     guarded("sessions", sessions_check)
 
     def controls_check() -> tuple[bool, str]:
-        stop = control.read_stop(layout)
-        steer = fsio.read_text(layout.steer, limit=control.MAX_STEER_BYTES * 4)
+        stop = killswitch.read_stop(layout)
+        steer = fsio.read_text(layout.steer, limit=steering.MAX_STEER_BYTES * 4)
         notes = []
         notes.append("AGENT_STOP present (operator control, removed by `session resume`)" if stop else "no AGENT_STOP")
         notes.append("a steer is pending (consumed by the next prompt)" if steer else "no pending steer")

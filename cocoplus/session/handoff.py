@@ -6,7 +6,7 @@ from cocoplus.core import fsio, predicates
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import stop_sentence
-from cocoplus.session import control, queue
+from cocoplus.session import killswitch, queue
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -67,8 +67,8 @@ def context(layout: Layout, rec: dict[str, Any] | None, worktree: bool = False) 
             "== Queued requests (.cocoplus/session/task-queue.jsonl; they go to Next, "
             "they do not replace the current item) ==\n" + "\n".join(f"- {i['id']}: {i['request']}" for i in rest[:20])
         )
-    if control.stop_present(layout):
-        parts.append("== Kill switch ==\n" + stop_sentence(control.read_stop(layout) or {}))
+    if killswitch.stop_present(layout):
+        parts.append("== Kill switch ==\n" + stop_sentence(killswitch.read_stop(layout) or {}))
     return "\n\n".join(parts)
 
 

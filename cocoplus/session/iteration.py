@@ -26,7 +26,7 @@ from cocoplus.core.errors import CocoplusError, StateCorrupt
 from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import MAX_COUNT, check_iteration_budget, new_iteration_budget
-from cocoplus.session import control
+from cocoplus.session import killswitch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -169,7 +169,7 @@ def count(
     if out.failed_closed:
         # After the count's lock is released: the kill-switch lock comes first in lock order.
         try:
-            stopped = control.auto_stop(
+            stopped = killswitch.auto_stop(
                 layout, f"cocoplus: {out.failed_closed}", source="iteration-budget", state="paused", budget=budget
             )
             out.problems.extend(stopped["problems"])

@@ -7,7 +7,7 @@ directory exists only while some session is stopped: the last resume removes
 it, so the pre-tool hook's fast path needs one `lstat` to know that no
 session is stopped, and reads no payload (see `cocoplus.hook.entry`).
 
-The project-wide kill switch (AGENT_STOP, `control`) is separate and wins:
+The project-wide kill switch (AGENT_STOP, `killswitch`) is separate and wins:
 a per-session resume never lifts it, and a project-wide resume never lifts
 a per-session stop.  Like AGENT_STOP, a session stop whose existence cannot
 be known (its directory cannot be searched) counts as a stop (`state`).

@@ -33,11 +33,11 @@ from typing import Any
 
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
-from cocoplus.session import control, holds, procinfo, registry, stops
+from cocoplus.session import holds, killswitch, procinfo, registry, steering, stops
 from cocoplus.supervision import actions, headless
 
 ROUTES = ("held", "steer", "resume", "queued")
-MAX_TEXT = control.MAX_STEER_BYTES
+MAX_TEXT = steering.MAX_STEER_BYTES
 ENDED = ("exited", "completed", "failed", "retired")
 CAUTION = (
     "(This is an operator instruction, not a permission: your runtime's permission rules and the project's "
@@ -85,7 +85,7 @@ def running(rec: dict[str, Any]) -> bool | None:
 def route(layout: Layout, rec: dict[str, Any]) -> tuple[str, str]:
     """(the route a dispatch to this session takes now, why)."""
     cs, who = rec["id"], rec.get("alias") or rec["id"]
-    if control.stop_present(layout):
+    if killswitch.stop_present(layout):
         return (
             "queued",
             "the agent is stopped (AGENT_STOP): the instruction waits for its next prompt after `session resume`",
@@ -176,7 +176,7 @@ def deliver(
                 return out
         how, why = "queued", f"{why}, and it cannot be resumed: {cannot}; the instruction goes with its next prompt"
         out.update(route=how, why=why)
-    steered = control.steer(layout, text, by, session=cs, principal=principal or "operator")
+    steered = steering.steer(layout, text, by, session=cs, principal=principal or "operator")
     out["problems"] = steered["problems"]
     if how == "steer":
         out["message"] = f"{who} is mid-turn: the instruction is delivered at its turn end (or next prompt), once"
@@ -331,7 +331,7 @@ def steer_session(layout: Layout, ref: str, text: str, by: str, principal: str |
         if hold is not None:
             out.update(route="held", hold=hold.get("id"), message=f"{who}'s held turn end goes on with the steer")
             return out
-        steered = control.steer(layout, text, by, session=cs, principal=principal or "operator")
+        steered = steering.steer(layout, text, by, session=cs, principal=principal or "operator")
         out.update(route="pending", appended=steered["appended"], problems=steered["problems"])
         ended = rec.get("state") in ENDED
         out["message"] = f"steer for {who} written; it is delivered once, at its " + (

@@ -43,7 +43,7 @@ from cocoplus.core import clock, jsonl, vocab
 from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import control, events, handoff, limits, registry, stops
+from cocoplus.session import events, handoff, killswitch, limits, registry, steering, stops
 from cocoplus.supervision import actions, autonomy, children, dispatch, workers
 from cocoplus.supervision.scope import supervised
 
@@ -110,7 +110,7 @@ def decide(
 ) -> tuple[str, str]:
     """(verdict, why) for one session paused by `limit`: `cancel`, `give_up`, `failover`, `hand_back`, `end`,
     `resume` or `wait`.  `failover`: `plan`'s answer (None: no failover is considered)."""
-    if control.stop_present(layout):
+    if killswitch.stop_present(layout):
         return "cancel", "the project is stopped (AGENT_STOP)"
     if stops.state(layout, rec["id"])[0] is not False:
         return "cancel", f"{rec.get('alias') or rec['id']} is stopped (session stop)"
@@ -206,7 +206,7 @@ def _note(layout: Layout, cs: str, state: str | None = None, **fields: Any) -> d
 def last_steer(layout: Layout, rec: dict[str, Any]) -> str | None:
     """The last instruction the session was given: its steer still pending, else the last dispatch, answer or
     steer recorded for it (supervision/rounds.jsonl), the watcher's own resumes aside."""
-    pending = control.pending_steer(layout, rec["id"])
+    pending = steering.pending_steer(layout, rec["id"])
     if pending and pending.strip():
         return pending
     try:

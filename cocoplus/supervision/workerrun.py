@@ -50,7 +50,7 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.runtimes import streams
-from cocoplus.session import agents, control, procinfo
+from cocoplus.session import agents, killswitch, procinfo
 from cocoplus.supervision import leftovers, workers, worktrees
 
 POLL_S = 0.25
@@ -253,7 +253,7 @@ def stop_guard(layout: Layout, wid: str, ended: threading.Event, runtime: Any) -
     unhooked = runtimes.known(runtime) and runtimes.get(runtime).HOOKS_NEED_REVIEW
     started = time.monotonic()
     while not ended.wait(STOP_POLL_S):
-        if not control.stop_present(layout):
+        if not killswitch.stop_present(layout):
             continue
         rec = workers.read(layout, wid)
         if rec is None or rec.get("state") not in workers.LIVE:

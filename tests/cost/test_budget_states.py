@@ -12,7 +12,7 @@ from cocoplus import config
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.cost import enforce, spend
-from cocoplus.session import control
+from cocoplus.session import killswitch
 from tests.hook.helpers import fixture, run_hook
 from tests.support.typed import present
 
@@ -52,12 +52,12 @@ def test_thresholds_apply_at_boundaries_only(limited: Layout) -> None:
     with pytest.raises(CocoplusError, match="reserve"):  # the boundary applies it (and refuses the new stage)
         enforce.stage_start(limited, "test", v)
     assert state(limited) == "reserve"
-    assert not control.stop_present(limited)
+    assert not killswitch.stop_present(limited)
     spend.add_cost(limited, 0.10)  # 1.00: exhausted at the next boundary, not before
     enforce.boundary(limited, v, source="status", enforce=False)
-    assert state(limited) == "reserve" and not control.stop_present(limited)
+    assert state(limited) == "reserve" and not killswitch.stop_present(limited)
     hook = run_hook(limited, "Stop", fixture("claude-stop.json"))
-    assert hook.code == 0 and state(limited) == "exhausted" and control.stop_present(limited)
+    assert hook.code == 0 and state(limited) == "exhausted" and killswitch.stop_present(limited)
     assert json.load(open(limited.status))["state"] == "exited"
     assert [(c["from"], c["to"]) for c in steps(limited, "budget_state_changed")] == [
         ("normal", "reserve"),
@@ -89,7 +89,7 @@ def test_exhausted_stops_the_agent_at_the_boundary_with_exited(limited: Layout) 
     enforce.stage_start(limited, "build", v)
     spend.add_cost(limited, 1.00)
     # A stage in progress is never interrupted: nothing happens until it ends.
-    assert not control.stop_present(limited)
+    assert not killswitch.stop_present(limited)
     out = enforce.stage_end(limited, "build", v)
     assert out["budget"]["state"] == "exhausted" and out["budget"]["stopped_now"]
     stop = json.load(open(limited.agent_stop))
@@ -115,14 +115,14 @@ def test_no_limit_measures_but_stays_normal(project: Layout) -> None:
     enforce.stage_end(project, "s", v)
     doc = json.load(open(project.budget_state))
     assert doc["state"] == "normal" and doc["spent"] == 500.0
-    assert not control.stop_present(project)
+    assert not killswitch.stop_present(project)
 
 
 def test_turn_end_is_a_boundary(limited: Layout) -> None:
     spend.add_cost(limited, 1.2)
     r = run_hook(limited, "Stop", fixture("claude-stop.json"))
     assert r.code == 0
-    assert state(limited) == "exhausted" and control.stop_present(limited)
+    assert state(limited) == "exhausted" and killswitch.stop_present(limited)
     assert "cost budget exhausted" in present(r.json)["systemMessage"]
 
 
@@ -131,7 +131,7 @@ def test_turn_end_is_not_a_boundary_when_configured_off(limited: Layout) -> None
         fh.write("stop_is_boundary = false\n")
     spend.add_cost(limited, 1.2)
     run_hook(limited, "Stop", fixture("claude-stop.json"))
-    assert state(limited) == "normal" and not control.stop_present(limited)
+    assert state(limited) == "normal" and not killswitch.stop_present(limited)
     assert json.load(open(limited.budget_state))["spent"] == pytest.approx(1.2)  # still measured
 
 
@@ -139,7 +139,7 @@ def test_turn_end_inside_a_stage_does_not_interrupt_it(limited: Layout) -> None:
     enforce.stage_start(limited, "long", values(limited))
     spend.add_cost(limited, 1.2)
     run_hook(limited, "Stop", fixture("claude-stop.json"))
-    assert state(limited) == "normal" and not control.stop_present(limited)
+    assert state(limited) == "normal" and not killswitch.stop_present(limited)
 
 
 def test_damaged_budget_state_fails_closed(limited: Layout) -> None:
@@ -147,7 +147,7 @@ def test_damaged_budget_state_fails_closed(limited: Layout) -> None:
         fh.write('{"state": "plenty"}')
     with pytest.raises(CocoplusError):
         enforce.stage_start(limited, "x", values(limited))
-    assert control.stop_present(limited)
+    assert killswitch.stop_present(limited)
     assert any(n.startswith("budget-state.json.corrupt-") for n in os.listdir(limited.session_dir))
 
 
@@ -190,7 +190,7 @@ def test_a_turn_end_without_a_price_table_defers_usage_and_loses_none(project: L
     os.unlink(project.price_table)
     r = run_hook(project, "Stop", {**fixture("claude-stop.json"), "transcript_path": str(t)})
     assert (r.code, r.out) == (0, "")
-    assert not os.path.exists(project.spend_log) and not control.stop_present(project)
+    assert not os.path.exists(project.spend_log) and not killswitch.stop_present(project)
     assert "left for the next cocoplus command" in open(project.hook_log).read()
     code, out, err = cli("budget", "status", "--json", cwd=project.project)
     assert code == 0, err
@@ -209,7 +209,10 @@ def test_a_turn_end_without_a_price_table_stops_an_agent_under_a_limit(limited: 
         os.unlink(limited.price_table)
     r = run_hook(limited, "Stop", {**fixture("claude-stop.json"), "transcript_path": str(t)})
     assert r.code == 0 and "price-table.json is missing" in present(r.json)["systemMessage"]
-    assert control.stop_present(limited) and "cocoplus budget status" in present(control.read_stop(limited))["reason"]
+    assert (
+        killswitch.stop_present(limited)
+        and "cocoplus budget status" in present(killswitch.read_stop(limited))["reason"]
+    )
     assert not os.path.exists(limited.spend_log)
     code, out, err = cli("budget", "status", "--json", cwd=limited.project)
     assert code == 0 and json.loads(out)["spent"] == pytest.approx(0.006)
@@ -232,6 +235,6 @@ def test_a_budget_stop_at_a_turn_end_sets_the_sessions_record_too(limited: Layou
         limited, "Stop", {**fixture("claude-stop.json"), "session_id": start["session_id"], "transcript_path": str(t)}
     )
     assert r.code == 0 and "cost budget exhausted" in present(r.json)["systemMessage"]
-    assert control.stop_present(limited)
+    assert killswitch.stop_present(limited)
     rec = registry.resolve(limited, "cc1")
     assert rec["state"] == "exited" and rec["exit_reason"].startswith("cost budget exhausted: spent $1.50")

@@ -168,10 +168,10 @@ def test_a_dispatch_whose_resume_is_not_logged_in_says_so_and_exits_1(e2e_projec
     log = p.project / err[1].split("its output: ", 1)[1]
     assert reason in log.read_text()
     layout = Layout(str(p.root))
-    from cocoplus.session import control
+    from cocoplus.session import steering
 
     assert "RESUME-6e0f: now write the tests" in (
-        control.pending_steer(layout, registry.resolve(layout, "cc1")["id"]) or ""
+        steering.pending_steer(layout, registry.resolve(layout, "cc1")["id"]) or ""
     )
 
 

@@ -174,10 +174,10 @@ def test_a_dispatch_whose_resume_is_not_logged_in_says_so_and_fails(proj: Projec
     assert f"FAILED     {reason}" in log and f"ERROR      {reason}" in log
     assert log.index("assistant  parser written") < log.index(f"FAILED     {reason}")
     steer = Layout(str(p.root))
-    from cocoplus.session import control, registry
+    from cocoplus.session import registry, steering
 
     cs = registry.resolve(steer, "parser")["id"]
-    assert "DISPATCH-0b7d: now write its tests" in (control.pending_steer(steer, cs) or "")
+    assert "DISPATCH-0b7d: now write its tests" in (steering.pending_steer(steer, cs) or "")
 
 
 def test_a_launch_beyond_max_parallel_waits_then_starts(proj: Project) -> None:

@@ -15,7 +15,7 @@ from cocoplus.core.errors import CocoplusError, ConfigInvalid, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.fleet import accounts, commands, naming, options
 from cocoplus.relay import apply, outbox
-from cocoplus.session import control
+from cocoplus.session import killswitch, steering
 from tests.support.typed import present
 
 # -- names and targets ----------------------------------------------------------------------------------
@@ -255,7 +255,7 @@ def test_a_command_applies_once_and_a_repeat_is_answered_from_the_record(project
     assert first["ok"] and not first["duplicate"]
     again = apply.apply(project, apply.Applied(project), cmd, seq=7)  # a restarted relay reads the record
     assert again["ok"] and again["duplicate"]
-    assert control.pending_steer(project) == "rebase first\n"
+    assert steering.pending_steer(project) == "rebase first\n"
     lines = [json.loads(x) for x in Path(project.fleet_commands).read_text().splitlines()]
     assert [(x["id"], x["phase"]) for x in lines] == [("fc_1.1", "applying"), ("fc_1.1", "applied")]
     assert lines[0]["seq"] == 7 and lines[0]["from"] == "m2" and lines[0]["principal"] == "fleet:m2"
@@ -271,7 +271,7 @@ def test_the_same_id_in_another_stream_message_is_a_replay(project: Layout) -> N
         r"this copy \(stream message 9\) is a replay",
     ):
         apply.apply(project, apply.Applied(project), cmd, seq=9)
-    assert control.pending_steer(project) == "once\n"
+    assert steering.pending_steer(project) == "once\n"
 
 
 def test_ids_are_remembered_for_the_window_and_then_forgotten(project: Layout) -> None:
@@ -288,22 +288,22 @@ def test_ids_are_remembered_for_the_window_and_then_forgotten(project: Layout) -
 def test_a_stop_is_the_same_as_session_stop_and_names_the_sender(project: Layout) -> None:
     out = apply.apply(project, apply.Applied(project), _checked(_cmd(reason="freeze")))
     assert out["ok"] and out["result"]["kill_switch"]
-    stop = control.read_stop(project)
+    stop = killswitch.read_stop(project)
     assert stop is not None and stop["operator"] == "alice on m2 (fleet)" and stop["reason"] == "freeze"
     assert stop["principal"] == "fleet:m2"
     assert json.loads(Path(project.status).read_text())["state"] == "paused"
 
 
 def test_a_resume_lifts_only_the_stop_it_names(project: Layout) -> None:
-    old = control.stop(project, "alice", "first")["stop"]
-    newer = control.stop(project, "bob", "made since")["stop"]
+    old = killswitch.stop(project, "alice", "first")["stop"]
+    newer = killswitch.stop(project, "bob", "made since")["stop"]
     out = apply.apply(project, apply.Applied(project), _checked({**_cmd("resume", stop_id=old["id"]), "id": "fc_4.1"}))
     assert out["ok"] and out["result"]["resumed"] is False and out["result"]["kept"]["id"] == newer["id"]
-    assert (control.read_stop(project) or {}).get("id") == newer["id"]
+    assert (killswitch.read_stop(project) or {}).get("id") == newer["id"]
     out = apply.apply(
         project, apply.Applied(project), _checked({**_cmd("resume", stop_id=newer["id"]), "id": "fc_5.1"})
     )
-    assert out["ok"] and out["result"]["resumed"] is True and control.read_stop(project) is None
+    assert out["ok"] and out["result"]["resumed"] is True and killswitch.read_stop(project) is None
 
 
 def test_a_resume_of_one_session_lifts_only_the_stop_it_names(project: Layout) -> None:
@@ -326,10 +326,10 @@ def test_a_resume_from_the_fleet_that_names_no_stop_is_refused(project: Layout) 
     from cocoplus.ops import authority
     from cocoplus.ops import session as ops_session
 
-    control.stop(project, "alice", "stays")
+    killswitch.stop(project, "alice", "stays")
     with pytest.raises(Refused, match="a resume from the fleet names the stop it lifts"):
         ops_session.resume(project, principal=authority.fleet("m2"))
-    assert control.read_stop(project) is not None
+    assert killswitch.read_stop(project) is not None
     (logged,) = [json.loads(x) for x in Path(project.authority_log).read_text().splitlines()]
     assert logged["principal"] == "fleet:m2" and logged["outcome"] == "refused"
 
@@ -343,9 +343,9 @@ def test_after_a_crash_during_a_command_only_a_stop_is_applied_again(project: La
     fresh = apply.Applied(project)
     out = apply.apply(project, fresh, steer)
     assert not out["ok"] and "may or may not have taken effect" in out["error"]
-    assert control.pending_steer(project) is None  # not applied a second time
+    assert steering.pending_steer(project) is None  # not applied a second time
     out = apply.apply(project, fresh, stop)
-    assert out["ok"] and control.read_stop(project) is not None  # a stop twice is harmless: never weaker
+    assert out["ok"] and killswitch.read_stop(project) is not None  # a stop twice is harmless: never weaker
 
 
 def test_a_failing_local_call_is_an_answer_not_a_crash(project: Layout) -> None:
@@ -353,7 +353,7 @@ def test_a_failing_local_call_is_an_answer_not_a_crash(project: Layout) -> None:
         project, apply.Applied(project), _checked(_cmd("resume", stop_id="stop_20260101T000000Z_00000000"))
     )
     assert out["ok"] and out["result"]["resumed"] is False  # nothing to resume: said, not failed
-    control.steer(project, "x" * 60000)
+    steering.steer(project, "x" * 60000)
     big = _checked({**_cmd("steer", text="y" * 10000), "id": "fc_9.1"})
     out = apply.apply(project, apply.Applied(project), big)
     assert out["ok"] is False and "would exceed" in out["error"]

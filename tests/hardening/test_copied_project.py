@@ -23,7 +23,7 @@ import pytest
 
 from cocoplus.core.paths import Layout
 from cocoplus.install.hooks import hook_script
-from cocoplus.session import control, iteration
+from cocoplus.session import iteration, killswitch
 from cocoplus.session.workspace import init
 from tests.hook.helpers import fixture, hook_env
 
@@ -69,7 +69,7 @@ def original_and_copy(tmp_path: Path) -> tuple[Layout, Layout]:
 
 def test_a_stop_in_the_copy_stops_an_agent_working_in_the_copy(original_and_copy: tuple[Layout, Layout]) -> None:
     original, copy = original_and_copy
-    control.stop(copy, "ann", "stopped in the copy")
+    killswitch.stop(copy, "ann", "stopped in the copy")
     payload = dict(fixture("codex-pretooluse-bash.json"), cwd=copy.project)
     r = run_in(copy.project, legacy_command("codex", "PreToolUse", original.project), payload)
     assert r.returncode == 0, r.stderr
@@ -79,7 +79,7 @@ def test_a_stop_in_the_copy_stops_an_agent_working_in_the_copy(original_and_copy
 
 def test_the_original_is_not_stopped_by_the_copy(original_and_copy: tuple[Layout, Layout]) -> None:
     original, copy = original_and_copy
-    control.stop(copy, "ann", "stopped in the copy")
+    killswitch.stop(copy, "ann", "stopped in the copy")
     payload = dict(fixture("codex-pretooluse-bash.json"), cwd=original.project)
     r = run_in(original.project, legacy_command("codex", "PreToolUse", original.project), payload)
     assert r.returncode == 0 and r.stdout.strip() == "", (r.stdout, r.stderr)
@@ -97,7 +97,7 @@ def test_counts_made_in_the_copy_go_to_the_copy(original_and_copy: tuple[Layout,
 
 def test_a_cursor_hook_in_the_copy_guards_the_copy(original_and_copy: tuple[Layout, Layout]) -> None:
     original, copy = original_and_copy
-    control.stop(copy, "ann", "stopped in the copy")
+    killswitch.stop(copy, "ann", "stopped in the copy")
     payload = dict(fixture("cursor-beforeshellexecution.json"), workspace_roots=[copy.project], cwd=copy.project)
     r = run_in(copy.project, legacy_command("cursor", "beforeShellExecution", original.project), payload)
     assert r.returncode == 0, r.stderr
@@ -109,7 +109,7 @@ def test_dir_still_names_the_project_when_nothing_else_does(
 ) -> None:
     """An old command run from outside any project, with a payload naming none, keeps guarding its project."""
     original, _copy = original_and_copy
-    control.stop(original, "ann", "stopped")
+    killswitch.stop(original, "ann", "stopped")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     payload = {k: v for k, v in fixture("codex-pretooluse-bash.json").items() if k != "cwd"}

@@ -12,7 +12,7 @@ import pytest
 from cocoplus.core import fsio, jsonl
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
-from cocoplus.session import control, events, iteration
+from cocoplus.session import events, iteration, killswitch
 from cocoplus.session.workspace import init
 from tests.hardening.support import fill_disk, mounted_tmpfs
 from tests.hook.helpers import fixture, run_hook
@@ -56,10 +56,10 @@ def test_session_stop_on_a_full_disk_still_stops_the_agent(full_disk_project):
 
 def test_stop_says_what_happened_and_keeps_an_existing_stop(full_disk_project):
     layout, _ = full_disk_project
-    result = control.stop(layout, "ann", "first")
+    result = killswitch.stop(layout, "ann", "first")
     assert result["stop"].get("body_written") is False
     assert any("empty AGENT_STOP file was created" in p for p in result["problems"])
-    again = control.stop(layout, "bob", "second")
+    again = killswitch.stop(layout, "bob", "second")
     assert again["kept_existing"] is True and os.path.lexists(layout.agent_stop)
 
 
@@ -77,7 +77,7 @@ def test_stop_fails_only_when_not_even_an_empty_kill_switch_can_be_made(tmp_path
                 break
             n += 1
         with pytest.raises(CocoplusError, match="cannot create even an empty kill switch"):
-            control.stop(layout, "ann", "no inodes")
+            killswitch.stop(layout, "ann", "no inodes")
         assert not os.path.lexists(layout.agent_stop)
         # Counting cannot keep the increment either: it fails closed instead of raising.
         out = iteration.count(layout, cap=100, warn_at=80, sync_progress=False)
@@ -109,7 +109,7 @@ def test_a_count_that_cannot_be_kept_anywhere_stops_the_agent(project):
     os.mkdir(project.iteration_budget)  # and the count itself cannot be written
     out = iteration.count(project, cap=100, warn_at=80)
     assert out.corrupt is not None  # a directory where the count belongs is damage
-    assert out.failed_closed and present(control.read_stop(project))["reason"].startswith(
+    assert out.failed_closed and present(killswitch.read_stop(project))["reason"].startswith(
         "cocoplus: a tool call could not be counted"
     )
 

@@ -14,13 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from cocoplus.core.lock import Budget
-from cocoplus.session import control, status
+from cocoplus.session import killswitch, status
 from tests.hardening.support import held_by_stopped_process
 from tests.support.typed import present
 
 AUTO_STOP = (
-    "import json, sys; from cocoplus.core.paths import Layout; from cocoplus.session import control\n"
-    "r = control.auto_stop(Layout(sys.argv[1]), sys.argv[2], source='loop-guard')\n"
+    "import json, sys; from cocoplus.core.paths import Layout; from cocoplus.session import killswitch\n"
+    "r = killswitch.auto_stop(Layout(sys.argv[1]), sys.argv[2], source='loop-guard')\n"
     "print(json.dumps(r))\n"
 )
 
@@ -32,7 +32,7 @@ def _run(argv: list[str], cwd: str) -> tuple[int, str, str]:
 
 
 def _state_agrees(project) -> tuple[bool, str]:
-    stop = control.read_stop(project)
+    stop = killswitch.read_stop(project)
     st = present(status.read_status(project))["state"]
     pod = present(status.read_status(project, "pod"))["state"]
     if stop is not None:
@@ -62,7 +62,7 @@ def test_concurrent_stops_and_resumes_through_the_cli_lose_no_acknowledged_stop(
         doc = json.loads(out)
         {"stop": stops, "resume": resumes, "auto": autos}[kind].append(doc)
 
-    final = control.read_stop(project)
+    final = killswitch.read_stop(project)
     final_reason = final["reason"] if final else None
     replaced = [s["replaced"]["reason"] for s in stops if s.get("replaced")]
     removed = [r["previous"]["reason"] for r in resumes if r["resumed"]]
@@ -92,33 +92,33 @@ def test_concurrent_stops_and_resumes_through_the_cli_lose_no_acknowledged_stop(
 
 
 def test_resume_keeps_a_stop_newer_than_the_one_it_read(project):
-    control.stop(project, "ann", "first")
-    seen = present(control.read_stop(project))
+    killswitch.stop(project, "ann", "first")
+    seen = present(killswitch.read_stop(project))
     time.sleep(0.01)  # distinct mtimes are not needed (the inode changes), but keep the two apart anyway
-    control.stop(project, "bob", "second")
-    result = control.resume(project, "ann", expect=seen["token"])
+    killswitch.stop(project, "bob", "second")
+    result = killswitch.resume(project, "ann", expect=seen["token"])
     assert result["resumed"] is False and result["removed"] is None
     assert result["kept"]["operator"] == "bob" and result["kept"]["reason"] == "second"
     assert "changed since it was read" in result["message"] and "bob" in result["message"]
-    assert present(control.read_stop(project))["reason"] == "second"
+    assert present(killswitch.read_stop(project))["reason"] == "second"
     assert present(status.read_status(project))["state"] == "paused"
 
-    again = control.resume(project, "ann", expect=present(control.read_stop(project))["token"])
+    again = killswitch.resume(project, "ann", expect=present(killswitch.read_stop(project))["token"])
     assert again["resumed"] is True and again["removed"]["reason"] == "second"
-    assert control.read_stop(project) is None
+    assert killswitch.read_stop(project) is None
     assert present(status.read_status(project))["state"] == "running"
 
 
 def test_resume_with_nothing_stopped_changes_nothing(project):
     before = {p: open(p, "rb").read() for p in (project.status, project.pod_state, project.steps)}
-    result = control.resume(project, "ann")
+    result = killswitch.resume(project, "ann")
     assert result["resumed"] is False and result["removed"] is None and result["kept"] is None
     assert "nothing changed" in result["message"]
     assert {p: open(p, "rb").read() for p in before} == before
 
 
 def test_running_is_never_written_while_agent_stop_exists(project):
-    control.stop(project, "ann", "hold")
+    killswitch.stop(project, "ann", "hold")
     doc = status.set_state(project, "running", "a session started")
     assert "kept" in doc
     assert present(status.read_status(project))["state"] == "paused"
@@ -128,48 +128,48 @@ def test_running_is_never_written_while_agent_stop_exists(project):
 def test_an_automatic_stop_is_made_even_when_the_kill_switch_lock_is_held(project):
     with held_by_stopped_process(project.kill_switch_lock):
         start = time.monotonic()
-        result = control.auto_stop(
+        result = killswitch.auto_stop(
             project, "iteration budget exhausted (5/5)", source="iteration-budget", budget=Budget(0.5)
         )
         took = time.monotonic() - start
         assert result["created"] is True and result["state_written"] is False
         assert any("lock still held" in p for p in result["problems"])
-        assert present(control.read_stop(project))["reason"] == "iteration budget exhausted (5/5)"
+        assert present(killswitch.read_stop(project))["reason"] == "iteration budget exhausted (5/5)"
         assert took < 3.0  # the budget (0.5 s) plus process noise, never the lock's 10 s default
 
-        created, _ = control.create_stop(
+        created, _ = killswitch.create_stop(
             project, "cocoplus", "loop", source="loop-guard", replace=False, budget=Budget(0.2)
         )
         assert created is False  # one exists; a lock-less stop never replaces it
     # Once the lock is free again, the state catches up at the next stop or resume.
-    result = control.resume(project, "ann")
+    result = killswitch.resume(project, "ann")
     assert result["resumed"] and result["removed"]["reason"] == "iteration budget exhausted (5/5)"
     assert _state_agrees(project)[0]
 
 
 def test_an_operator_stop_is_made_even_when_the_kill_switch_lock_is_held(project):
     with held_by_stopped_process(project.kill_switch_lock):
-        result = control.stop(project, "ann", "runaway", budget=Budget(0.3))
+        result = killswitch.stop(project, "ann", "runaway", budget=Budget(0.3))
     assert result["stopped"] and result["locked"] is False
-    assert present(control.read_stop(project))["reason"] == "runaway"
+    assert present(killswitch.read_stop(project))["reason"] == "runaway"
     assert any("run state was not updated" in p for p in result["problems"])
 
 
 def test_resume_waits_for_the_lock_and_removes_nothing_when_it_stays_busy(project):
     from cocoplus.core.errors import LockTimeout
 
-    control.stop(project, "ann", "hold")
+    killswitch.stop(project, "ann", "hold")
     with held_by_stopped_process(project.kill_switch_lock):
         with pytest.raises(LockTimeout):
-            control.resume(project, "bob", timeout=0.3)
-    assert present(control.read_stop(project))["reason"] == "hold"
+            killswitch.resume(project, "bob", timeout=0.3)
+    assert present(killswitch.read_stop(project))["reason"] == "hold"
 
 
 def test_a_confirmed_resume_keeps_a_stop_made_while_the_question_was_on_screen(project):
     """The operator confirms the stop they were shown; a newer stop (another operator, the page) stays."""
     import pty
 
-    control.stop(project, "ann", "the one shown")
+    killswitch.stop(project, "ann", "the one shown")
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
         [sys.executable, "-m", "cocoplus", "session", "resume"],
@@ -182,7 +182,7 @@ def test_a_confirmed_resume_keeps_a_stop_made_while_the_question_was_on_screen(p
         assert time.monotonic() < deadline and proc.poll() is None, seen
         seen += os.read(leader, 4096)
     assert b"the one shown" in seen
-    control.stop(project, "bob", "a newer stop")  # made while the question is on screen
+    killswitch.stop(project, "bob", "a newer stop")  # made while the question is on screen
     os.write(leader, b"y\n")
     out = b""
     while True:
@@ -196,7 +196,7 @@ def test_a_confirmed_resume_keeps_a_stop_made_while_the_question_was_on_screen(p
     assert proc.wait(timeout=60) == 0
     os.close(leader)
     assert b"left in place" in out, out
-    current = control.read_stop(project)
+    current = killswitch.read_stop(project)
     assert current is not None and current["reason"] == "a newer stop"
     agrees, detail = _state_agrees(project)
     assert agrees, detail

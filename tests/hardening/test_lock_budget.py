@@ -11,7 +11,7 @@ import pytest
 from cocoplus.core import lock as lockmod
 from cocoplus.core.errors import LockTimeout
 from cocoplus.core.lock import Budget, Lock
-from cocoplus.session import control, events, iteration, registry, status
+from cocoplus.session import events, iteration, killswitch, registry, status, steering
 from tests.hardening.support import held_by_stopped_process
 from tests.support.typed import present
 
@@ -44,7 +44,7 @@ def test_a_held_progress_lock_neither_doubles_the_count_nor_blames_the_budget_lo
 
 def test_every_lock_held_by_a_stopped_process_one_budget_bounds_all_waits(project):
     """What PostToolUse, UserPromptSubmit and SessionStart do, in one process, with every lock held."""
-    control.steer(project, "look at the tests")
+    steering.steer(project, "look at the tests")
     budget = Budget(2.0)
     timings: dict[str, float] = {}
 
@@ -64,9 +64,11 @@ def test_every_lock_held_by_a_stopped_process_one_budget_bounds_all_waits(projec
         rec = timed(
             "registry", registry.ensure, project, "claude", "sess-1", event="PostToolUse", timeout=5.0, budget=budget
         )
-        claim = timed("claim_steer", control.claim_steer, project, 5.0, budget=budget)
+        claim = timed("claim_steer", steering.claim_steer, project, 5.0, budget=budget)
         st = timed("set_state", status.set_state, project, "running", "started", timeout=5.0, budget=budget)
-        stop = timed("auto_stop", control.auto_stop, project, "loop", source="loop-guard", timeout=5.0, budget=budget)
+        stop = timed(
+            "auto_stop", killswitch.auto_stop, project, "loop", source="loop-guard", timeout=5.0, budget=budget
+        )
         total = time.monotonic() - start
 
         assert out.spooled and out.budget is None  # kept, to be counted later

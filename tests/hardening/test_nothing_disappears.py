@@ -12,7 +12,7 @@ import pytest
 
 from cocoplus.core import fsio, records
 from cocoplus.core.errors import InvalidId, NotFound, StateCorrupt
-from cocoplus.session import control, events, iteration, registry, status
+from cocoplus.session import events, iteration, killswitch, registry, status, steering
 from tests.hook.helpers import fixture, run_hook
 from tests.support.typed import present
 
@@ -26,8 +26,8 @@ def test_a_damaged_steer_is_kept_aside_reported_and_never_announced(project):
     assert r.code == 0
     assert "Operator note" not in r.out and "rm -rf" not in r.out  # the agent is told nothing it did not get
     assert not os.path.lexists(project.steer)
-    assert control.in_flight(project) == 0
-    kept = control.damaged_steers(project)
+    assert steering.in_flight(project) == 0
+    kept = steering.damaged_steers(project)
     assert len(kept) == 1 and os.path.basename(kept[0]).startswith("STEER.md.corrupt-")
     with open(kept[0], "rb") as fh:
         assert fh.read() == DAMAGED_STEER  # byte for byte
@@ -39,7 +39,7 @@ def test_session_status_reports_a_damaged_steer_as_not_delivered(project, cli):
     with open(project.steer, "wb") as fh:
         fh.write(DAMAGED_STEER)
     run_hook(project, "UserPromptSubmit", fixture("claude-userpromptsubmit.json"))
-    kept = project.rel(control.damaged_steers(project)[0])
+    kept = project.rel(steering.damaged_steers(project)[0])
     code, out, err = cli("session", "status", "--json", cwd=project.project)
     rep = json.loads(out)
     assert rep["steer"]["pending"] is False and rep["steer"]["set_aside"] == [kept]
@@ -54,9 +54,9 @@ def test_a_damaged_steer_left_by_a_dead_consumer_is_kept_aside_too(project):
     orphan = os.path.join(project.steer_claimed_dir, "st_20260101T000000Z_999999999_abcd1234.md")
     with open(orphan, "wb") as fh:
         fh.write(DAMAGED_STEER)
-    assert control.claim_steer(project) is None
+    assert steering.claim_steer(project) is None
     assert not os.path.exists(orphan)
-    assert len(control.damaged_steers(project)) == 1
+    assert len(steering.damaged_steers(project)) == 1
 
 
 def test_a_temp_file_left_by_a_killed_writer_is_removed_by_the_next_writer(project):
@@ -100,18 +100,18 @@ def test_a_budget_set_aside_as_damaged_keeps_failing_closed_until_reset(project,
         fh.write(damage)
     first = run_hook(project, "PostToolUse", fixture("claude-posttooluse-bash.json"))
     assert present(first.json)["continue"] is False
-    control.resume(project, "ann")  # a plain resume does not make the count trustworthy again
+    killswitch.resume(project, "ann")  # a plain resume does not make the count trustworthy again
     second = run_hook(
         project, "PostToolUse", {**fixture("claude-posttooluse-bash.json"), "tool_input": {"command": "x"}}
     )
     assert present(second.json)["continue"] is False, second  # ...so the next call does not start again from 1
     assert "not reset yet" in present(second.json)["stopReason"]
     assert not os.path.exists(project.iteration_budget)
-    assert control.stop_present(project)
+    assert killswitch.stop_present(project)
     kept = fsio.quarantined_copies(project.iteration_budget)
     assert len(kept) == 1 and open(kept[0], "rb").read() == damage
 
-    result = control.resume(project, "ann", reset_budget=iteration.reset)
+    result = killswitch.resume(project, "ann", reset_budget=iteration.reset)
     assert result["resumed"] and result["budget_reset"]["consumed"] == 0
     third = run_hook(
         project, "PostToolUse", {**fixture("claude-posttooluse-bash.json"), "tool_input": {"command": "y"}}

@@ -16,7 +16,7 @@ from cocoplus.core import crashlog, proc
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout, discover
-from cocoplus.session import control, events, holds, iteration, procinfo, queue, registry, status, stops
+from cocoplus.session import events, holds, iteration, killswitch, procinfo, queue, registry, status, steering, stops
 from cocoplus.session import values as hook_values
 from cocoplus.session.workspace import init
 from cocoplus.supervision import headless, watcher
@@ -60,8 +60,8 @@ def _spool(layout):
 
 
 def _claim(layout):
-    control.steer(layout, "look here")
-    control.claim_steer(layout)
+    steering.steer(layout, "look here")
+    steering.claim_steer(layout)
 
 
 def _budget_state(layout):
@@ -106,13 +106,13 @@ def _session_stop(layout):
 
 
 def _session_steer(layout):
-    control.steer(layout, "look here", session=_record(layout)["id"])
+    steering.steer(layout, "look here", session=_record(layout)["id"])
 
 
 def _session_steer_claim(layout):
     cs = _record(layout)["id"]
-    control.steer(layout, "look here", session=cs)
-    control.claim_steer(layout, session=cs)
+    steering.steer(layout, "look here", session=cs)
+    steering.claim_steer(layout, session=cs)
 
 
 def _hold(layout):
@@ -373,8 +373,8 @@ def _worktree_marker(lay: Layout) -> None:
 
 
 WRITERS = {
-    "agent_stop": (lambda lay: control.stop(lay, "ann", "test"), "file"),
-    "steer": (lambda lay: control.steer(lay, "look here"), "file"),
+    "agent_stop": (lambda lay: killswitch.stop(lay, "ann", "test"), "file"),
+    "steer": (lambda lay: steering.steer(lay, "look here"), "file"),
     "steer_claimed_dir": (_claim, "dir"),
     "pod_state": (lambda lay: status.set_state(lay, "idle"), "file"),
     "status": (lambda lay: status.set_state(lay, "idle"), "file"),
@@ -428,7 +428,7 @@ WRITERS = {
     "server_token": (_token, "file"),
     "locks_dir": (_lock, "dir"),
     "lock": (_lock, "file"),
-    "kill_switch_lock": (lambda lay: control.stop(lay, "ann", "test"), "file"),
+    "kill_switch_lock": (lambda lay: killswitch.stop(lay, "ann", "test"), "file"),
     "logs_dir": (_cli_log, "dir"),
     "hook_log": (_hook_log, "file"),
     "cli_log": (_cli_log, "file"),

@@ -13,7 +13,7 @@ import tempfile
 import pytest
 
 from cocoplus.core.paths import Layout
-from cocoplus.session import control
+from cocoplus.session import killswitch
 from cocoplus.session.workspace import init
 from tests.hardening.support import run_as, second_user
 from tests.hook.helpers import fixture
@@ -41,15 +41,15 @@ def shared_project():
 
 
 def _state(state_dir: str):
-    return control.kill_switch_state(state_dir)
+    return killswitch.kill_switch_state(state_dir)
 
 
 def _present(state_dir: str) -> bool:
-    return control.stop_present(Layout(state_dir))
+    return killswitch.stop_present(Layout(state_dir))
 
 
 def _sentence(state_dir: str):
-    return control.kill_switch_sentence(Layout(state_dir))
+    return killswitch.kill_switch_sentence(Layout(state_dir))
 
 
 @pytest.mark.parametrize("mode", [0o700, 0o000, 0o600])
@@ -67,7 +67,7 @@ def test_a_searchable_state_directory_is_read_as_it_is(shared_project, agent_use
     os.chmod(shared_project.root, 0o711)  # searchable by others, not listable
     assert run_as(agent_user, _state, shared_project.root)[0] is False
     assert run_as(agent_user, _present, shared_project.root) is False
-    control.stop(shared_project, "ann", "hold")
+    killswitch.stop(shared_project, "ann", "hold")
     assert run_as(agent_user, _state, shared_project.root)[0] is True
     # AGENT_STOP is 0600: the agent's user cannot read who or why, only that it is stopped.
     assert "the agent was stopped" in run_as(agent_user, _sentence, shared_project.root)
@@ -91,12 +91,12 @@ def test_kill_switch_state_for_every_shape_of_agent_stop(project):
     }
     for shape, make in shapes.items():
         make(project.agent_stop)
-        assert control.kill_switch_state(project.root)[0] is True, shape
-        assert control.stop_present(project), shape
-        info = present(control.read_stop(project))  # never hangs on a FIFO, never raises
+        assert killswitch.kill_switch_state(project.root)[0] is True, shape
+        assert killswitch.stop_present(project), shape
+        info = present(killswitch.read_stop(project))  # never hangs on a FIFO, never raises
         assert info["present"] is True, shape
-        assert control.resume(project, "ann")["resumed"] is True, shape
-        assert control.kill_switch_state(project.root)[0] is False, shape
+        assert killswitch.resume(project, "ann")["resumed"] is True, shape
+        assert killswitch.kill_switch_state(project.root)[0] is False, shape
 
 
 def _hook(state_dir: str, event: str, payload: dict) -> tuple[int, str]:

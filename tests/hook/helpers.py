@@ -123,12 +123,12 @@ def run_hook_failing(
     layout: Layout, event: str, payload: dict[str, Any] | bytes, runtime: str, patch: str, *, timeout: float = 60
 ) -> HookRun:
     """The hook's entry point in a child process, as the installed command runs it, after `patch` (Python
-    source; `CocoplusError`, `entry`, `runner` and `control` are imported for it) made a part of cocoplus fail."""
+    source; `CocoplusError`, `entry`, `runner` and `killswitch` are imported for it) made a part of cocoplus fail."""
     code = (
         "import sys\n"
         "from cocoplus.core.errors import CocoplusError\n"
         "from cocoplus.hook import entry, runner\n"
-        "from cocoplus.session import control\n"
+        "from cocoplus.session import killswitch\n"
         f"{patch}\n"
         "sys.exit(entry.main())\n"
     )

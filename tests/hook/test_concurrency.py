@@ -7,7 +7,7 @@ import os
 import subprocess
 
 from cocoplus.core.paths import Layout
-from cocoplus.session import control, registry
+from cocoplus.session import registry, steering
 from tests.hook.helpers import fixture, hook_argv, hook_env, run_hook
 
 
@@ -81,7 +81,7 @@ def test_64_concurrent_hooks_across_the_cap_stop_exactly_once(project: Layout) -
 
 
 def test_16_concurrent_prompts_inject_one_steer_once(project: Layout) -> None:
-    control.steer(project, "STEER-RACE-1: use the staging database")
+    steering.steer(project, "STEER-RACE-1: use the staging database")
     base = fixture("claude-userpromptsubmit.json")
     results = _race(project, "UserPromptSubmit", [{**base, "session_id": f"s{i}"} for i in range(16)])
     assert all(code == 0 for code, _, _ in results)
@@ -99,7 +99,7 @@ def test_steers_written_during_a_race_are_each_injected_once(project: Layout) ->
     base = fixture("claude-userpromptsubmit.json")
     seen: list[str] = []
     for round_no in range(5):
-        control.steer(project, f"STEER-R{round_no}")
+        steering.steer(project, f"STEER-R{round_no}")
         results = _race(project, "UserPromptSubmit", [{**base, "session_id": f"s{i}"} for i in range(8)])
         seen.extend(out for _, out, _ in results if "STEER-R" in out)
     joined = "\n".join(seen)

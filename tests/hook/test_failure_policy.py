@@ -12,7 +12,7 @@ import filelock
 import pytest
 
 from cocoplus.core.paths import Layout
-from cocoplus.session import control
+from cocoplus.session import killswitch, steering
 from tests.hook.helpers import fixture, hook_env, run_hook
 from tests.support.typed import present
 
@@ -31,7 +31,7 @@ def test_garbage_on_stdin_never_blocks_and_never_tracebacks(project: Layout, std
 
 @pytest.mark.parametrize("stdin", GARBAGE)
 def test_garbage_on_stdin_still_denies_while_stopped(project: Layout, stdin: bytes) -> None:
-    control.stop(project, "alice", "hold")
+    killswitch.stop(project, "alice", "hold")
     r = run_hook(project, "PreToolUse", stdin, "claude")
     assert r.code == 0 and present(r.json)["hookSpecificOutput"]["permissionDecision"] == "deny", r
     # Without --runtime the dialect is unknown: exit 2 with the reason on stderr blocks in every runtime.
@@ -81,7 +81,7 @@ def test_no_cocoplus_dir_does_nothing(tmp_path: os.PathLike[str]) -> None:
 def test_project_is_found_from_the_payload_cwd_when_the_agent_cd_s_below_it(project: Layout) -> None:
     sub = os.path.join(project.project, "src", "deep")
     os.makedirs(sub)
-    control.stop(project, "dana", "cd test")
+    killswitch.stop(project, "dana", "cd test")
     payload = {**fixture("codex-pretooluse-bash.json"), "cwd": sub}
     r = run_hook(None, "PreToolUse", payload, "codex", env=hook_env(None))
     assert present(r.json)["hookSpecificOutput"]["permissionDecision"] == "deny"
@@ -90,7 +90,7 @@ def test_project_is_found_from_the_payload_cwd_when_the_agent_cd_s_below_it(proj
 def test_claude_project_dir_wins_when_the_agent_cds_out_of_the_project(
     project: Layout, tmp_path: os.PathLike[str]
 ) -> None:
-    control.stop(project, "erin", "cd out")
+    killswitch.stop(project, "erin", "cd out")
     outside = os.path.join(str(tmp_path), "outside")
     os.mkdir(outside)
     payload = {**fixture("claude-pretooluse-bash.json"), "cwd": outside}
@@ -140,17 +140,17 @@ def test_damaged_iteration_budget_fails_closed(project: Layout, damage: bytes) -
     assert len(kept) == 1
     with open(os.path.join(project.session_dir, kept[0]), "rb") as fh:
         assert fh.read() == damage  # kept aside byte for byte, never silently reset
-    assert control.stop_present(project)
+    assert killswitch.stop_present(project)
     deny = run_hook(project, "PreToolUse", fixture("claude-pretooluse-bash.json"))
     assert "iteration-budget.json" in present(deny.json)["hookSpecificOutput"]["permissionDecisionReason"]
 
 
 def test_steer_claimed_by_a_process_that_died_is_delivered_next_time(project: Layout) -> None:
-    control.steer(project, "STEER-ORPHAN: rebase first")
+    steering.steer(project, "STEER-ORPHAN: rebase first")
     # A consumer claims the steer and is killed before it can answer.
     code = (
-        "import os, sys; from cocoplus.core.paths import Layout; from cocoplus.session import control; "
-        f"c = control.claim_steer(Layout({project.root!r})); print(c.id, flush=True); os._exit(9)"
+        "import os, sys; from cocoplus.core.paths import Layout; from cocoplus.session import steering; "
+        f"c = steering.claim_steer(Layout({project.root!r})); print(c.id, flush=True); os._exit(9)"
     )
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert child.returncode == 9 and child.stdout.startswith("st_")
@@ -164,11 +164,11 @@ def test_steer_claimed_by_a_process_that_died_is_delivered_next_time(project: La
 
 
 def test_claimed_steer_already_logged_is_not_delivered_twice(project: Layout) -> None:
-    control.steer(project, "STEER-LOGGED")
+    steering.steer(project, "STEER-LOGGED")
     # A consumer delivers and logs the steer, then dies before removing the claimed file.
     code = (
-        "import os; from cocoplus.core.paths import Layout; from cocoplus.session import control, events; "
-        f"lay = Layout({project.root!r}); c = control.claim_steer(lay); "
+        "import os; from cocoplus.core.paths import Layout; from cocoplus.session import events, steering; "
+        f"lay = Layout({project.root!r}); c = steering.claim_steer(lay); "
         "events.log_step(lay, 'steer_injected', steer_id=c.id); os._exit(9)"
     )
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -225,7 +225,7 @@ def test_loop_guard_asks_for_a_checkpoint_then_stops(project: Layout) -> None:
     assert final["continue"] is False and "runaway loop" in final["stopReason"]
     assert json.loads(open(project.agent_stop).read())["source"] == "loop-guard"
     # A different input breaks the streak.
-    control.resume(project, "tester")
+    killswitch.resume(project, "tester")
     other = run_hook(project, "PostToolUse", {**payload, "tool_input": {"command": "different"}}, env=env)
     assert other.out == ""
 
@@ -248,7 +248,7 @@ FAILURES: dict[str, str | None] = {
     # anything else going wrong in the handler: the hook's last resort (entry.last_resort)
     "handler crash": None,
     # a crash before any handler, while reading the kill switch itself
-    "kill switch crash": "control.kill_switch_sentence",
+    "kill switch crash": "killswitch.kill_switch_sentence",
 }
 
 
@@ -277,7 +277,7 @@ def test_a_failure_while_stopped_blocks_in_the_events_own_dialect(
     from tests.runtimes.codex_schemas import shape
 
     kind = runtimes.kind(runtimes.get(runtime), event)
-    control.stop(project, "alice", "release freeze")
+    killswitch.stop(project, "alice", "release freeze")
     normal = run_hook(project, event, fixture(payload), runtime)
     assert normal.code == 0 and normal.json, normal
     target = FAILURES[failure]
@@ -296,7 +296,7 @@ def test_a_failure_of_the_adapter_too_still_blocks_with_exit_2(project: Layout) 
     (Codex takes it as a PermissionRequest deny)."""
     from tests.hook.helpers import raising, raising_handler, run_hook_failing
 
-    control.stop(project, "alice", "release freeze")
+    killswitch.stop(project, "alice", "release freeze")
     patch = raising_handler("permission") + "\n" + raising("runner.block")
     r = run_hook_failing(project, "PermissionRequest", fixture("codex-permissionrequest-bash.json"), "codex", patch)
     assert (r.code, r.out) == (2, "") and "AGENT_STOP" in r.err, r
@@ -305,7 +305,7 @@ def test_a_failure_of_the_adapter_too_still_blocks_with_exit_2(project: Layout) 
 def test_a_failure_without_a_stop_lets_the_tool_run(project: Layout) -> None:
     from tests.hook.helpers import raising, raising_handler, run_hook_failing
 
-    for patch in (raising_handler("permission"), raising("control.kill_switch_sentence")):
+    for patch in (raising_handler("permission"), raising("killswitch.kill_switch_sentence")):
         r = run_hook_failing(
             project, "PermissionRequest", fixture("claude-permissionrequest-bash.json"), "claude", patch
         )

@@ -12,7 +12,7 @@ import os
 import pytest
 
 from cocoplus.core.paths import Layout
-from cocoplus.session import control
+from cocoplus.session import killswitch, steering
 from tests.hook.helpers import FIXTURES, expected, fixture, run_hook, same_shape
 from tests.support.typed import present
 
@@ -29,7 +29,7 @@ DENY_CASES = [
 def test_kill_switch_deny_has_the_runtime_shape(
     project: Layout, payload: str, event: str, runtime: str, want: str
 ) -> None:
-    control.stop(project, "alice", "deploy in progress")
+    killswitch.stop(project, "alice", "deploy in progress")
     r = run_hook(project, event, fixture(payload), runtime)
     assert r.code == 0, r
     out = r.json
@@ -70,7 +70,7 @@ def test_cap_reached_has_the_runtime_shape(project: Layout, payload: str, event:
         "iteration budget exhausted: 2 of 2 tool calls used (cap 2, [session] max_iterations)"
         in present(second.json)["stopReason"]
     )
-    assert control.stop_present(project)
+    assert killswitch.stop_present(project)
 
 
 INJECT_CASES = [
@@ -84,7 +84,7 @@ INJECT_CASES = [
 def test_steer_injection_has_the_runtime_shape(
     project: Layout, payload: str, event: str, runtime: str, want: str
 ) -> None:
-    control.steer(project, "the release branch is frozen; changes go to feature/next.")
+    steering.steer(project, "the release branch is frozen; changes go to feature/next.")
     r = run_hook(project, event, fixture(payload), runtime)
     same_shape(r.json, expected(want))
     assert "feature/next" in present(r.json)["hookSpecificOutput"]["additionalContext"]
@@ -93,10 +93,10 @@ def test_steer_injection_has_the_runtime_shape(
 
 
 def test_cursor_prompt_keeps_the_steer_for_a_runtime_that_can_inject(project: Layout) -> None:
-    control.steer(project, "keep me")
+    steering.steer(project, "keep me")
     r = run_hook(project, "beforeSubmitPrompt", fixture("cursor-beforesubmitprompt.json"), "cursor")
     assert r.json == {"continue": True}
-    assert control.pending_steer(project) == "keep me\n"
+    assert steering.pending_steer(project) == "keep me\n"
 
 
 def _session(project: Layout) -> dict:
@@ -191,7 +191,7 @@ def test_post_tool_events_count_one_iteration(project: Layout, payload: str, eve
 def test_events_cocoplus_does_not_act_on_are_quiet(project: Layout, payload: str, event: str, runtime: str) -> None:
     r = run_hook(project, event, fixture(payload), runtime)
     assert (r.code, r.out) == (0, ""), r
-    assert not control.stop_present(project)
+    assert not killswitch.stop_present(project)
 
 
 def test_codex_notify_argv_payload_marks_pending(project: Layout) -> None:
@@ -212,7 +212,7 @@ def test_codex_notify_argv_payload_marks_pending(project: Layout) -> None:
     ],
 )
 def test_runtime_is_recognised_from_the_payload_shape(project: Layout, payload: str, event: str, runtime: str) -> None:
-    control.stop(project, "bob", "shape test")
+    killswitch.stop(project, "bob", "shape test")
     r = run_hook(project, event, fixture(payload), None)
     want = {
         "claude": "claude-pretooluse-deny-sentinel.json",

@@ -22,7 +22,7 @@ from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.ops import dispatch as dispatch_ops
 from cocoplus.ops import session as session_ops
-from cocoplus.session import control, holds, registry
+from cocoplus.session import holds, killswitch, registry, steering
 from cocoplus.supervision import autonomy, scope
 from tests.hook.helpers import fixture, hook_argv, hook_env, run_hook
 from tests.support.waiting import wait_until
@@ -128,7 +128,7 @@ def test_a_dispatch_releases_the_held_turn_end_with_an_operator_instruction(supe
 def test_agent_stop_during_a_hold_ends_it_within_a_second(supervised: Layout, held: Any) -> None:
     h = held()
     t0 = time.monotonic()
-    control.stop(supervised, "alice", "freeze")
+    killswitch.stop(supervised, "alice", "freeze")
     code, out = h.result()
     elapsed = time.monotonic() - t0
     assert code == 0 and out == ""
@@ -347,11 +347,11 @@ def test_a_decision_that_meets_a_stop_is_kept_as_a_steer_for_the_next_prompt(sup
     # Both under the holds lock: the hook sees the stop, then
     # waits for the lock to end its hold, and finds the decision.
     with Lock(supervised.lock("holds")):
-        control.stop(supervised, "alice", "freeze")
+        killswitch.stop(supervised, "alice", "freeze")
         assert (
             holds.decide(supervised, CS, "the decided text", instruction="i", action="dispatch", by="alice") is not None
         )
     code, out = h.result()
     assert out == ""  # no continuation while the agent is stopped
-    assert control.pending_steer(supervised, CS) == "the decided text\n"
+    assert steering.pending_steer(supervised, CS) == "the decided text\n"
     assert steps(supervised, "hold_ended")[0]["kept_as_steer"] is True

@@ -25,7 +25,7 @@ from cocoplus.core.paths import Layout
 from cocoplus.install.hooks import hook_script
 from cocoplus.ops import project as project_ops
 from cocoplus.runtimes import registry
-from cocoplus.session import control
+from cocoplus.session import killswitch
 from cocoplus.session import registry as sessions
 from tests.hook.helpers import FIXTURES, fixture, hook_env
 from tests.support import vouched
@@ -223,7 +223,7 @@ def fast_path(runtime: str) -> set[str]:
 def test_pre_tool_with_the_kill_switch_stays_light(compiled: Layout, runtime: str) -> None:
     adapter = registry.get(runtime)
     event = next(e for e, k, _m in adapter.EVENTS if k == "pre_tool")
-    control.stop(compiled, "t", "imports")
+    killswitch.stop(compiled, "t", "imports")
     mods, out = loaded(compiled, event, runtime, payload_for(runtime, event, "pre_tool", compiled, None))
     assert "imports" in out  # it denied, with the reason
     assert not (_top(mods) & HEAVY) and not (NOT_ON_TOOL_EVENTS & mods), sorted(mods)

@@ -18,7 +18,7 @@ import pytest
 from cocoplus.core.paths import Layout
 from cocoplus.ops import inbox as inbox_ops
 from cocoplus.ops import worker as worker_ops
-from cocoplus.session import agents, control, permissions
+from cocoplus.session import agents, killswitch, permissions
 from cocoplus.session.workspace import init
 from tests.conftest import Result
 from tests.hook.helpers import hook_argv, hook_env
@@ -73,7 +73,7 @@ def test_the_inbox_lists_what_waits_in_every_project(
     alpha, beta = two_projects
     session(alpha, state="running", process=live_process())
     asked = worker_ops.ask_human(alpha, "may I drop the staging table?", session="cc1")
-    control.auto_stop(alpha, "the iteration cap (5 tool calls) is reached", source="iteration-budget")
+    killswitch.auto_stop(alpha, "the iteration cap (5 tool calls) is reached", source="iteration-budget")
     listed = inbox_ops.inbox()["decisions"]
     kinds = sorted((d["kind"], os.path.basename(d["project"])) for d in listed)
     assert kinds == [("permission", "beta"), ("question", "alpha"), ("stop", "alpha")], listed
@@ -114,11 +114,11 @@ def test_a_question_is_answered_and_leaving_a_stop_resolves_it(two_projects: tup
     asked = worker_ops.ask_human(alpha, "which database?", session="cc1")
     out = inbox_ops.decide(f"q_{asked['message']['id']}", "answer", text="the staging one", layout=alpha)
     assert out["route"] and "reaches cc1" in out["message"]
-    control.auto_stop(alpha, "the runaway-loop guard saw the same call 6 times", source="loop-guard")
+    killswitch.auto_stop(alpha, "the runaway-loop guard saw the same call 6 times", source="loop-guard")
     stop = next(d for d in inbox_ops.inbox()["decisions"] if d["kind"] == "stop")
     assert stop["stopped_by"] == "loop-guard"
     inbox_ops.decide(stop["id"], "leave", channel="top")
-    assert control.read_stop(alpha) is not None  # left as it is
+    assert killswitch.read_stop(alpha) is not None  # left as it is
     assert all(d["id"] != stop["id"] for d in inbox_ops.inbox()["decisions"])
     resolved = [d for d in inbox_ops.inbox(state="resolved")["decisions"] if d["id"] == stop["id"]]
     assert resolved and resolved[0]["channel"] == "top"
@@ -131,12 +131,12 @@ def test_a_stop_a_person_made_is_not_a_question_and_a_worker_may_not_decide(
     from cocoplus.ops import authority
 
     alpha = two_projects[0]
-    control.stop(alpha, "alice", "release freeze")
+    killswitch.stop(alpha, "alice", "release freeze")
     assert [d for d in inbox_ops.inbox()["decisions"] if d["kind"] == "stop"] == []
-    control.resume(alpha, "alice")
-    control.auto_stop(alpha, "the cost budget is exhausted", source="cost-budget")
+    killswitch.resume(alpha, "alice")
+    killswitch.auto_stop(alpha, "the cost budget is exhausted", source="cost-budget")
     stop = next(d for d in inbox_ops.inbox()["decisions"] if d["kind"] == "stop")
     with pytest.raises(Refused, match="for the operator"):
         inbox_ops.decide(stop["id"], "resume", principal=authority.worker("cc1"))
     out = inbox_ops.decide(stop["id"], "resume")
-    assert control.read_stop(alpha) is None and "lifted" in out["message"]
+    assert killswitch.read_stop(alpha) is None and "lifted" in out["message"]

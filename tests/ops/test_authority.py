@@ -29,7 +29,7 @@ from cocoplus.ops import permissions as permissions_ops
 from cocoplus.ops import session as session_ops
 from cocoplus.ops import worker as worker_ops
 from cocoplus.ops import workers as workers_ops
-from cocoplus.session import control, permissions, procinfo, registry, stops
+from cocoplus.session import killswitch, permissions, procinfo, registry, stops
 from tests.conftest import run_cli_subprocess
 from tests.support.typed import present
 from tests.support.waiting import wait_until
@@ -59,7 +59,7 @@ def two(project: Layout) -> dict[str, dict[str, Any]]:
 
 
 def test_the_operator_may_take_every_action_even_with_the_kill_switch_on(project: Layout) -> None:
-    control.stop(project, "carol", "everything stops")
+    killswitch.stop(project, "carol", "everything stops")
     for action in authority.RULES:
         authority.require(authority.operator("carol"), action, action, project)  # refused would raise Refused
     # ...which no other principal may: each kind lacks at least one action (the brain, for one, `configure`).
@@ -70,7 +70,7 @@ def test_the_operator_may_take_every_action_even_with_the_kill_switch_on(project
 def test_operator_lifts_every_stop_whoever_made_it(project: Layout) -> None:
     """operator: stops and resumes the project and any session, and lifts a stop made by anyone."""
     for principal, source in (("brain", "operator"), ("budget", "iteration-budget"), ("loop-guard", "loop-guard")):
-        control.create_stop(project, "cocoplus", "why", source=source, principal=principal)
+        killswitch.create_stop(project, "cocoplus", "why", source=source, principal=principal)
         out = session_ops.resume(project, principal=OPERATOR)
         assert out["resumed"] is True and out["removed"]["principal"] == principal
 
@@ -89,10 +89,10 @@ def test_brain_lifts_only_the_stops_the_brain_made(project: Layout, two: dict[st
         caught.value
     )
     assert os.path.exists(project.session_stop(two["cc2"]["id"]))
-    control.create_stop(project, "cocoplus", "budget exhausted", source="cost-budget")
+    killswitch.create_stop(project, "cocoplus", "budget exhausted", source="cost-budget")
     with pytest.raises(Refused, match="made by a budget: only the operator may lift it"):
         session_ops.resume(project, principal=BRAIN)
-    assert control.stop_present(project)
+    assert killswitch.stop_present(project)
     assert [(r["principal"], r["action"], r["outcome"]) for r in refusals(project)] == [
         ("brain", "resume", "refused")
     ] * 2
@@ -270,13 +270,13 @@ def test_a_command_holding_the_capability_acts_as_the_brain(project: Layout, two
 
 def test_cocoplus_own_stops_name_their_principal(project: Layout) -> None:
     """budget, loop-guard: cocoplus' own stops are recorded with their principal; only the operator lifts them."""
-    control.auto_stop(project, "iteration budget exhausted (5/5)", source="iteration-budget")
-    assert present(control.read_stop(project))["principal"] == "budget"
-    control.resume(project, "alice")
-    control.auto_stop(project, "runaway loop", source="loop-guard")
-    assert present(control.read_stop(project))["principal"] == "loop-guard"
-    assert authority.lift_refusal(authority.WATCHER, control.read_stop(project)) is not None
-    assert authority.lift_refusal(OPERATOR, control.read_stop(project)) is None
+    killswitch.auto_stop(project, "iteration budget exhausted (5/5)", source="iteration-budget")
+    assert present(killswitch.read_stop(project))["principal"] == "budget"
+    killswitch.resume(project, "alice")
+    killswitch.auto_stop(project, "runaway loop", source="loop-guard")
+    assert present(killswitch.read_stop(project))["principal"] == "loop-guard"
+    assert authority.lift_refusal(authority.WATCHER, killswitch.read_stop(project)) is not None
+    assert authority.lift_refusal(OPERATOR, killswitch.read_stop(project)) is None
 
 
 def test_every_cli_command_has_an_action() -> None:

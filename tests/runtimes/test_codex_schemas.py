@@ -28,7 +28,7 @@ from cocoplus.core.paths import Layout
 from cocoplus.cost import spend
 from cocoplus.ops import dispatch as dispatch_ops
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import control, holds, registry, stops
+from cocoplus.session import holds, killswitch, registry, steering, stops
 from cocoplus.session.workspace import init
 from cocoplus.supervision import autonomy
 from tests.hook.helpers import (
@@ -134,7 +134,7 @@ def drive(d: Driver) -> None:
         "nothing",
     )
     stopped = d.project()
-    control.stop(stopped, "alice", "release freeze")
+    killswitch.stop(stopped, "alice", "release freeze")
     d.hook(stopped, "AGENT_STOP: the tool is denied", "PreToolUse", payload("PreToolUse"), "deny")
     d.hook(
         stopped,
@@ -185,7 +185,7 @@ def drive(d: Driver) -> None:
     d.failing(stopped, "AGENT_STOP, the permission handler crashes", "PermissionRequest", payload("PermissionRequest"),
               "permission-deny", raising_handler("permission"))  # fmt: skip
     d.failing(stopped, "AGENT_STOP, reading it crashes before a tool", "PreToolUse", payload("PreToolUse"), "deny",
-              raising("control.kill_switch_sentence"))  # fmt: skip
+              raising("killswitch.kill_switch_sentence"))  # fmt: skip
     d.failing(stopped, "AGENT_STOP, the adapter's own answer fails: exit 2", "PermissionRequest",
               payload("PermissionRequest"), "exit-2",
               raising_handler("permission") + "\n" + raising("runner.block"))  # fmt: skip
@@ -247,14 +247,14 @@ def drive(d: Driver) -> None:
     steer = d.project()
     started(d, steer, "a new session: the handoff (steering)")
     d.hook(steer, "a plain prompt: nothing to add", "UserPromptSubmit", payload("UserPromptSubmit"), "nothing")
-    control.steer(steer, "use the staging database", "alice")
+    steering.steer(steer, "use the staging database", "alice")
     d.hook(steer, "a steer: delivered with the prompt", "UserPromptSubmit", payload("UserPromptSubmit"), "context")
-    control.steer(steer, "STEER-own: only for cx1", "alice", session=CS)
+    steering.steer(steer, "STEER-own: only for cx1", "alice", session=CS)
     d.hook(steer, "a steer for this session at its turn end: the turn goes on", "Stop", payload("Stop"), "continue")
     d.hook(steer, "the continuation's turn end: released", "Stop", payload("Stop", stop_hook_active=True), "nothing")
     d.hook(steer, "a tool call clears the run of continuations", "PostToolUse", payload("PostToolUse"), "nothing")
-    control.steer(steer, "STEER-prompt: only for cx1", "alice", session=CS)
-    control.steer(steer, "and everyone", "alice")
+    steering.steer(steer, "STEER-prompt: only for cx1", "alice", session=CS)
+    steering.steer(steer, "and everyone", "alice")
     d.hook(
         steer,
         "this session's steer and the project's at a prompt",

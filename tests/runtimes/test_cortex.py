@@ -20,7 +20,7 @@ import pytest
 from cocoplus.core.paths import Layout
 from cocoplus.install import hooks as install
 from cocoplus.runtimes import registry
-from cocoplus.session import control
+from cocoplus.session import killswitch, steering
 from cocoplus.session import registry as sessions_registry
 from tests.hook.helpers import expected, fixture, hook_env, run_hook, same_shape
 from tests.support.typed import present
@@ -80,7 +80,7 @@ def test_install_writes_cortex_settings_and_uninstall_removes_them(project: Layo
 
 @pytest.mark.parametrize("name", ["cortex-pretooluse-bash.json", "cortex-pretooluse-sql.json"])
 def test_kill_switch_denies_in_claude_codes_shape(project: Layout, name: str) -> None:
-    control.stop(project, "alice", "warehouse maintenance")
+    killswitch.stop(project, "alice", "warehouse maintenance")
     r = run_hook(None, "PreToolUse", payload(name, project), "cortex", env=cortex_env(project))
     assert r.code == 0, r
     same_shape(r.json, expected("claude-pretooluse-deny-sentinel.json"))
@@ -99,7 +99,7 @@ def test_tool_calls_count_and_the_session_is_registered_as_cortex(project: Layou
 
 def test_steer_session_start_and_attention(project: Layout) -> None:
     env = cortex_env(project)
-    control.steer(project, "use the staging warehouse")
+    steering.steer(project, "use the staging warehouse")
     r = run_hook(None, "UserPromptSubmit", payload("cortex-userpromptsubmit.json", project), "cortex", env=env)
     assert "use the staging warehouse" in present(r.json)["hookSpecificOutput"]["additionalContext"]
     r = run_hook(None, "SessionStart", payload("cortex-sessionstart-startup.json", project), "cortex", env=env)
@@ -133,7 +133,7 @@ def test_with_claude_and_cortex_both_wired_everything_happens_once(both_wired: L
     """Cortex Code runs the .claude hooks and the .cortex hooks for each event: one counts, steers, registers."""
     project = both_wired
     env = cortex_env(project)
-    control.steer(project, "STEER-ONCE")
+    steering.steer(project, "STEER-ONCE")
     outs = [
         run_installed(project, rt, "UserPromptSubmit", payload("cortex-userpromptsubmit.json", project), env)
         for rt in ("claude", "cortex")
@@ -152,7 +152,7 @@ def test_with_claude_and_cortex_both_wired_everything_happens_once(both_wired: L
     steps = [json.loads(x)["event"] for x in Path(project.steps).read_text().splitlines()]
     assert steps.count("steer_injected") == 1
     # The kill switch may safely come from both.
-    control.stop(project, "bob", "both deny")
+    killswitch.stop(project, "bob", "both deny")
     for rt in ("claude", "cortex"):
         r = run_installed(project, rt, "PreToolUse", payload("cortex-pretooluse-bash.json", project), env)
         assert json.loads(r.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
@@ -180,7 +180,7 @@ def test_real_claude_code_is_not_taken_for_cortex(both_wired: Layout) -> None:
 
 
 def test_without_runtime_cortex_is_recognised_from_its_environment(project: Layout) -> None:
-    control.stop(project, "carol", "freeze")
+    killswitch.stop(project, "carol", "freeze")
     r = run_hook(None, "PreToolUse", payload("cortex-pretooluse-bash.json", project), None, env=cortex_env(project))
     assert present(r.json)["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert (

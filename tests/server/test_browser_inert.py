@@ -12,7 +12,7 @@ import pytest
 from cocoplus.core import fsio, inert, vocab
 from cocoplus.core.paths import Layout
 from cocoplus.ops import session as session_ops
-from cocoplus.session import control, registry
+from cocoplus.session import killswitch, registry
 from cocoplus.supervision import signals
 from tests.core.test_inert import CASES, READABLE
 from tests.server.conftest import Served
@@ -35,7 +35,7 @@ def test_untrusted_text_on_the_page_is_text_and_inert(served: Served, page: Any)
     lay: Layout = served.layout
     signals.ask_human(lay, f"Q {READABLE} {HTML} {NASTY}", session="cc1")
     session_ops.steer(lay, f"S {NASTY}")
-    control.stop(lay, "tester", f"R {HTML} {NASTY}")
+    killswitch.stop(lay, "tester", f"R {HTML} {NASTY}")
     rec = registry.resolve(lay, "cx1")
     fsio.atomic_write_json(lay.session_record(rec["id"]), rec | {"alias": f"X{NASTY}"})
 

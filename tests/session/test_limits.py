@@ -41,7 +41,7 @@ from cocoplus.notify import events as notify_events
 from cocoplus.notify import messages
 from cocoplus.ops import session as session_ops
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import control, limits, registry
+from cocoplus.session import killswitch, limits, registry
 from cocoplus.supervision import resumes
 from tests.hook.helpers import fixture, run_hook
 
@@ -304,13 +304,13 @@ def test_the_watcher_decides_resume_wait_cancel_or_give_up(project: Layout) -> N
     assert resumes.decide(project, rec, used, now + 120, on)[0] == "give_up"
     watched = dict(rec["limit"], supervised=True)
     assert resumes.decide(project, rec, watched, now + 120, {"enabled": False}) == ("cancel", "supervision finished")
-    control.stop(project, "op", "wait for the review")
+    killswitch.stop(project, "op", "wait for the review")
     assert resumes.decide(project, rec, rec["limit"], now, on) == ("cancel", "the project is stopped (AGENT_STOP)")
 
 
 def test_a_stop_cancels_the_resume_and_the_session_ends_with_one_exit_signal(project: Layout) -> None:
     rec = _paused(project, 3600)
-    control.stop(project, "op", "not now")
+    killswitch.stop(project, "op", "not now")
     done = resumes.check(project)
     assert done == [(rec["alias"], "cancel", "the project is stopped (AGENT_STOP)")]
     after = registry.read_record(project, rec["id"])

@@ -9,7 +9,7 @@ import pytest
 
 from cocoplus.core import fsio, jsonl
 from cocoplus.core.errors import CocoplusError
-from cocoplus.session import control, iteration, status
+from cocoplus.session import iteration, killswitch, status, steering
 from tests.support.typed import present
 
 
@@ -106,44 +106,44 @@ def test_sync_progress_never_overwrites_a_damaged_handoff(project):
 
 
 def test_automatic_stop_never_replaces_the_operators(project):
-    control.stop(project, "ann", "manual stop")
-    created, info = control.create_stop(project, "cocoplus", "iteration cap", source="budget", replace=False)
+    killswitch.stop(project, "ann", "manual stop")
+    created, info = killswitch.create_stop(project, "cocoplus", "iteration cap", source="budget", replace=False)
     assert created is False and info["operator"] == "ann"
     assert json.loads(open(project.agent_stop).read())["reason"] == "manual stop"
-    control.resume(project, "ann")
-    created, doc = control.create_stop(project, "cocoplus", "iteration cap", source="budget", replace=False)
+    killswitch.resume(project, "ann")
+    created, doc = killswitch.create_stop(project, "cocoplus", "iteration cap", source="budget", replace=False)
     assert created is True
-    assert present(control.read_stop(project))["reason"] == "iteration cap"
+    assert present(killswitch.read_stop(project))["reason"] == "iteration cap"
     assert [n for n in os.listdir(project.root) if "tmp" in n] == []
 
 
 def test_steer_claim_delivers_once_and_redelivers_an_orphan(project):
-    control.steer(project, "do the thing")
-    claim = control.claim_steer(project)
+    steering.steer(project, "do the thing")
+    claim = steering.claim_steer(project)
     assert claim is not None and claim.text.strip() == "do the thing"
     assert not os.path.exists(project.steer)
-    assert control.in_flight(project) == 1
-    control.finish_steer(project, claim, session="cs_x", runtime="claude")
-    assert control.in_flight(project) == 0
-    assert control.claim_steer(project) is None
+    assert steering.in_flight(project) == 1
+    steering.finish_steer(project, claim, session="cs_x", runtime="claude")
+    assert steering.in_flight(project) == 0
+    assert steering.claim_steer(project) is None
 
     # A consumer that died after claiming (its pid is gone): the next one re-delivers it.
-    control.steer(project, "second")
-    dead = present(control.claim_steer(project))
+    steering.steer(project, "second")
+    dead = present(steering.claim_steer(project))
     os.rename(dead.path, os.path.join(project.steer_claimed_dir, "st_20260101T000000Z_999999999_abcd.md"))
-    again = control.claim_steer(project)
+    again = steering.claim_steer(project)
     assert again is not None and again.redelivery and again.text.strip() == "second"
-    control.finish_steer(project, again)
-    assert control.claim_steer(project) is None
+    steering.finish_steer(project, again)
+    assert steering.claim_steer(project) is None
     injected = [r for r in jsonl.read_jsonl(project.steps).records if r["event"] == "steer_injected"]
     assert len(injected) == 2
 
 
 def test_release_steer_keeps_a_newer_one_after_it(project):
-    control.steer(project, "older")
-    claim = present(control.claim_steer(project))
-    control.steer(project, "newer")
-    control.release_steer(project, claim)
+    steering.steer(project, "older")
+    claim = present(steering.claim_steer(project))
+    steering.steer(project, "newer")
+    steering.release_steer(project, claim)
     text = open(project.steer).read()
     assert text.index("older") < text.index("newer")
-    assert control.in_flight(project) == 0
+    assert steering.in_flight(project) == 0

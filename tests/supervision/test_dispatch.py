@@ -23,7 +23,7 @@ from cocoplus.core.paths import Layout
 from cocoplus.ops import dispatch as dispatch_ops
 from cocoplus.ops import session as session_ops
 from cocoplus.ops import worker as worker_ops
-from cocoplus.session import control, procinfo, registry
+from cocoplus.session import killswitch, procinfo, registry, steering
 from cocoplus.supervision import actions
 from tests.support.waiting import wait_until
 
@@ -78,9 +78,9 @@ def test_mid_turn_the_instruction_becomes_this_sessions_steer(project: Layout) -
     session(project, state="running", attention=None, process=live_process())
     r = dispatch_ops.dispatch(project, "cc1", "write the release notes", by="alice")
     assert r["route"] == "steer" and "mid-turn" in r["message"]
-    pending = control.pending_steer(project, r["session"])
+    pending = steering.pending_steer(project, r["session"])
     assert pending is not None and "write the release notes" in pending and "not a permission" in pending
-    assert control.pending_steer(project) is None  # not the project-wide steer
+    assert steering.pending_steer(project) is None  # not the project-wide steer
 
 
 def test_idle_at_a_live_prompt_the_instruction_is_queued_and_says_so(project: Layout) -> None:
@@ -102,7 +102,7 @@ def test_stopped_sessions_are_never_resumed(project: Layout, tmp_path: Path) -> 
     r = dispatch_ops.dispatch(project, "cc1", "next", by="alice")
     assert r["route"] == "queued" and "cc1 is stopped" in r["why"] and not ran.exists()
     session_ops.resume_session(project, "cc1")
-    control.stop(project, "bob", "all stop")
+    killswitch.stop(project, "bob", "all stop")
     r = dispatch_ops.dispatch(project, "cc1", "next", by="alice")
     assert r["route"] == "queued" and "AGENT_STOP" in r["why"] and not ran.exists()
 
@@ -152,7 +152,7 @@ def test_a_resume_that_fails_at_once_falls_back_to_the_queue_and_says_why(projec
     r = dispatch_ops.dispatch(project, "cc1", "next", by="alice")
     assert r["route"] == "queued"
     assert "the resume failed" in r["why"] and "No conversation found" in r["why"]
-    assert control.pending_steer(project, r["session"]) is not None  # nothing lost
+    assert steering.pending_steer(project, r["session"]) is not None  # nothing lost
 
 
 def test_a_session_without_its_transcript_is_not_resumable(project: Layout, tmp_path: Path) -> None:
@@ -260,7 +260,7 @@ def test_a_resume_that_fails_says_why_in_the_runtimes_words_at_every_door(projec
         assert (got["route"], failed["reason"], failed["code"]) == ("queued", reason, 1), got
         assert Path(project.project, failed["log"]).read_text() == stream.read_text()
         assert got["message"] == f"cc1's resume failed: {reason}; the instruction is queued for its next prompt"
-    pending = control.pending_steer(project, by_cli["session"]) or ""
+    pending = steering.pending_steer(project, by_cli["session"]) or ""
     assert all(t in pending for t in ("from the CLI", "from REST", "from the brain"))
     failures = [a["result"]["resume_failed"]["reason"] for a in action_records(project)]
     assert failures == [reason] * 4

@@ -34,7 +34,7 @@ from cocoplus.core import clock, jsonl
 from cocoplus.core.errors import ConfigInvalid
 from cocoplus.core.paths import Layout
 from cocoplus.ops import view
-from cocoplus.session import control, handoff, limits, registry
+from cocoplus.session import handoff, killswitch, limits, registry, steering
 from cocoplus.supervision import resumes, workers
 from tests.supervision.workers_support import stop_workers
 from tests.support.waiting import wait_until
@@ -131,7 +131,7 @@ def test_a_distant_reset_fails_over_to_the_first_runtime_on_path_and_not_limited
     # Past the reset it is resumed as before.
     assert resumes.decide(project, rec, rec["limit"], now + 3700, on, _plan())[0] == "resume"
     # A stop comes first.
-    control.stop(project, "op", "not now")
+    killswitch.stop(project, "op", "not now")
     assert resumes.decide(project, rec, rec["limit"], now, on, _plan())[0] == "cancel"
 
 
@@ -256,7 +256,7 @@ def test_the_watcher_fails_a_limited_worker_over_to_codex_with_the_handoff_and_t
     rec = registry.update(
         proj, rec["id"], lambda r: limits.pause(r, {"reason": "rate limit", "resets_at": None}, 3600, now)
     )
-    control.steer(proj, "STEER-3: skip the YAML part", "alice", session=rec["id"])
+    steering.steer(proj, "STEER-3: skip the YAML part", "alice", session=rec["id"])
     lines: list[str] = []
     done = resumes.check(proj, lines.append)
     assert [(d[0], d[1]) for d in done] == [(rec["alias"], "failover")], (done, lines)

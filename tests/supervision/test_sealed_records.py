@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from cocoplus.core import fsio, seal, userfiles
 from cocoplus.core.paths import Layout
-from cocoplus.session import control, procinfo, registry
+from cocoplus.session import procinfo, registry, steering
 from cocoplus.supervision import workers
 from tests.conftest import Result, passwd_env_for, run_cli_subprocess
 from tests.hook.helpers import hook_argv, hook_env
@@ -135,7 +135,7 @@ def assert_not_run(layout: Layout, doc: dict[str, Any], marker: Path, *why: str)
     assert doc["route"] == "queued" and doc["resume"] is None, doc
     assert doc["refused"] and all(w in doc["refused"] for w in why), doc["refused"]
     assert doc["refused"] in doc["why"] and "cocoplus does not run it" in doc["message"], doc
-    assert control.pending_steer(layout, doc["session"]) is not None  # the instruction is kept for its next prompt
+    assert steering.pending_steer(layout, doc["session"]) is not None  # the instruction is kept for its next prompt
     rec = registry.read_record(layout, doc["session"]) or {}
     assert "resumed" not in rec and not os.path.exists(layout.resumes_dir), rec
     assert not marker.exists(), marker.read_text()

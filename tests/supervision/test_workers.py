@@ -22,7 +22,7 @@ import pytest
 
 from cocoplus.core import clock, fsio, jsonl
 from cocoplus.core.paths import Layout
-from cocoplus.session import control, procinfo, registry
+from cocoplus.session import killswitch, procinfo, registry
 from cocoplus.session.workspace import init
 from cocoplus.supervision import dispatch, headless, triggers, workerrun, workers
 from tests.supervision.workers_support import stop_workers
@@ -162,7 +162,7 @@ def test_the_kill_switch_ends_a_run_whose_hooks_are_not_running(proj: Layout, mo
     child_file = Path(proj.project).parent / "unhooked.child"
     grandchild = int(wait_until(lambda: child_file.exists() and len(f := child_file.read_text().split()) == 2 and f)[1])
     rec = wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid") and r)
-    control.stop(proj, "carol", "everything stops")
+    killswitch.stop(proj, "carol", "everything stops")
     # At once: Codex may skip the project's hooks (HOOKS_NEED_REVIEW), so no start-up grace is given.
     done = wait_until(
         lambda: (r := workers.read(proj, "w1")) and r["state"] == "exited" and r, timeout=workerrun.STARTUP_GRACE_S
@@ -175,7 +175,7 @@ def test_the_kill_switch_ends_a_run_whose_hooks_are_not_running(proj: Layout, mo
 def test_a_run_whose_hooks_record_no_session_in_its_start_up_grace_is_ended_too(proj: Layout) -> None:
     workers.launch(proj, "claude", "silent", by="alice")  # Claude Code's hooks run: its session is awaited
     wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid"))
-    control.stop(proj, "carol", "everything stops")
+    killswitch.stop(proj, "carol", "everything stops")
     done = wait_until(
         lambda: (r := workers.read(proj, "w1")) and r["state"] == "exited" and r,
         timeout=workerrun.STARTUP_GRACE_S + 30,
@@ -224,7 +224,7 @@ def test_the_kill_switch_ends_a_run_whose_session_only_its_output_named(proj: La
     workers.launch(proj, "codex", "resumed", by="alice")
     rec = wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid") and r)
     assert workers.session_from_output(proj, rec, {"id": THREAD}) is not None
-    control.stop(proj, "carol", "everything stops")
+    killswitch.stop(proj, "carol", "everything stops")
     done = wait_until(
         lambda: (r := workers.read(proj, "w1")) and r["state"] == "exited" and r, timeout=workerrun.STARTUP_GRACE_S
     )
@@ -235,7 +235,7 @@ def test_the_kill_switch_leaves_a_run_whose_hooks_run_to_them(proj: Layout) -> N
     workers.launch(proj, "claude", "hooked", by="alice")
     wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid"))
     linked_session(proj, "w1")  # its SessionStart hook ran: its hooks block its tools, and it ends its turn itself
-    control.stop(proj, "carol", "everything stops")
+    killswitch.stop(proj, "carol", "everything stops")
     time.sleep(3 * workerrun.STOP_POLL_S)  # the guard has looked (and left it) several times
     assert state(proj, "w1") == "running"
     release(proj, "hooked")

@@ -22,7 +22,7 @@ from cocoplus.core.errors import CocoplusError, Refused, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.ops import authority
 from cocoplus.ops import workers as ops
-from cocoplus.session import control
+from cocoplus.session import killswitch, steering
 from cocoplus.session.workspace import init
 from cocoplus.supervision import workers
 from tests.hook.helpers import hook_env, run_hook
@@ -222,7 +222,7 @@ def test_the_main_projects_stop_governs_a_worktree_and_a_removed_or_damaged_mark
     assert any(json.loads(p.read_text()).get("worker") == "w1" for p in Path(proj.sessions_dir).glob("cs_*.json"))
     assert not os.path.exists(os.path.join(tree, ".cocoplus", "sessions"))
     # A steer in the main project reaches it; its tool calls count in the main project's iteration budget.
-    control.steer(proj, "WT-STEER-90ab: the release branch is frozen")
+    steering.steer(proj, "WT-STEER-90ab: the release branch is frozen")
     prompt = {"session_id": "s-wt", "hook_event_name": "UserPromptSubmit", "cwd": tree, "prompt": "go on"}
     steered = run_hook(
         None, "UserPromptSubmit", prompt, "claude", cwd=tree,
@@ -240,9 +240,9 @@ def test_the_main_projects_stop_governs_a_worktree_and_a_removed_or_damaged_mark
     )
     assert json.loads(Path(proj.iteration_budget).read_text())["consumed"] == 1
     # `session stop` in the main project blocks it.
-    control.stop(proj, "alice", "halt the worktrees")
+    killswitch.stop(proj, "alice", "halt the worktrees")
     assert "halt the worktrees" in (denied(_hook(proj, tree)) or "")
-    control.resume(proj, "alice")
+    killswitch.resume(proj, "alice")
     assert denied(_hook(proj, tree)) is None
     good = Path(marker).read_text()
     # Damaged: not a marker cocoplus wrote.

@@ -14,7 +14,7 @@ from textual.widgets import DataTable
 
 from cocoplus.core.paths import Layout
 from cocoplus.ops import view
-from cocoplus.session import control, registry
+from cocoplus.session import registry, steering
 from cocoplus.supervision import signals
 from cocoplus.tui import app as top
 from tests.hook.helpers import fixture, hook_argv, hook_env, run_hook
@@ -101,15 +101,15 @@ def test_t_steers_the_selected_session_only(busy: Layout) -> None:
         await until(pilot, lambda: isinstance(app.screen, top.AskScreen))
         assert "Steer cc1" in str(app.screen.query_one("#ask-heading").render())
         await pilot.press(*"rebase on main first", "enter")
-        await until(pilot, lambda: control.pending_steer(busy, sid(busy, "cc1")) is not None)
-        assert "rebase on main first" in str(control.pending_steer(busy, sid(busy, "cc1")))
-        assert control.pending_steer(busy) is None and control.pending_steer(busy, sid(busy, "cc2")) is None
+        await until(pilot, lambda: steering.pending_steer(busy, sid(busy, "cc1")) is not None)
+        assert "rebase on main first" in str(steering.pending_steer(busy, sid(busy, "cc1")))
+        assert steering.pending_steer(busy) is None and steering.pending_steer(busy, sid(busy, "cc2")) is None
         # Where it takes effect: cc1's next prompt carries it, once; cc2's does not.
         other = run_hook(busy, "UserPromptSubmit", payload(busy, "claude-userpromptsubmit.json", "s-two"))
         assert "rebase on main first" not in other.out
         mine = run_hook(busy, "UserPromptSubmit", payload(busy, "claude-userpromptsubmit.json", "s-one"))
         assert "rebase on main first" in mine.out, mine
-        assert control.pending_steer(busy, sid(busy, "cc1")) is None
+        assert steering.pending_steer(busy, sid(busy, "cc1")) is None
 
     drive(busy, body)
 
@@ -121,9 +121,9 @@ def test_d_dispatches_to_the_selected_session(busy: Layout) -> None:
         await until(pilot, lambda: isinstance(app.screen, top.AskScreen))
         assert "Dispatch to cc1" in str(app.screen.query_one("#ask-heading").render())
         await pilot.press(*"run the parser tests", "enter")
-        await until(pilot, lambda: control.pending_steer(busy, sid(busy, "cc1")) is not None)
+        await until(pilot, lambda: steering.pending_steer(busy, sid(busy, "cc1")) is not None)
         # cc1 is mid-turn: the instruction waits for its turn end, framed as the operator's, never as a permission.
-        text = str(control.pending_steer(busy, sid(busy, "cc1")))
+        text = str(steering.pending_steer(busy, sid(busy, "cc1")))
         assert (
             "Next instruction from tester, through cocoplus:\nrun the parser tests" in text
             and "not a permission" in text
@@ -152,8 +152,8 @@ def test_a_answers_the_selected_sessions_question(busy: Layout) -> None:
         await until(pilot, lambda: isinstance(app.screen, top.AskScreen))
         assert "cc1 asked: Tabs or spaces in the new parser?" in str(app.screen.query_one("#ask-detail").render())
         await pilot.press(*"spaces, four", "enter")
-        await until(pilot, lambda: control.pending_steer(busy, sid(busy, "cc1")) is not None)
-        text = str(control.pending_steer(busy, sid(busy, "cc1")))
+        await until(pilot, lambda: steering.pending_steer(busy, sid(busy, "cc1")) is not None)
+        text = str(steering.pending_steer(busy, sid(busy, "cc1")))
         assert (
             'Answer from tester, through cocoplus, to your question "Tabs or spaces in the new parser?":\nspaces, four'
             in text

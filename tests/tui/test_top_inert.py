@@ -10,7 +10,7 @@ from typing import Any
 from cocoplus.core import fsio, vocab
 from cocoplus.core.paths import Layout
 from cocoplus.ops import session as session_ops
-from cocoplus.session import control, registry
+from cocoplus.session import killswitch, registry
 from cocoplus.tui import app as top
 from tests.support.typed import present
 from tests.tui.conftest import at
@@ -36,7 +36,7 @@ def say_everything(layout: Layout) -> None:
             json.dumps({"ts": at(1), "role": "worker", "session_alias": "cc2", "text": f"Q {MARKUP} {NASTY}"}) + "\n"
         )
     session_ops.steer(layout, f"S {NASTY}")
-    control.stop(layout, "tester", f"R {NASTY}")
+    killswitch.stop(layout, "tester", f"R {NASTY}")
     state = present(fsio.read_json(layout.supervision_state))
     state["autonomous"]["task_hint"] = f"G {NASTY}"
     fsio.atomic_write_json(layout.supervision_state, state)

@@ -14,7 +14,7 @@ from cocoplus.cli.session_views import cap_words
 from cocoplus.core import inert
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.ops import session as ops
-from cocoplus.session import control
+from cocoplus.session import killswitch
 
 # -- status ----------------------------------------------------------------------------------
 
@@ -224,7 +224,7 @@ def resume(
             raise UsageError("--reset-budget applies to the project-wide resume, not to one session")
         output.show(ops.resume_session(lay, session), json_out, render_resume)
         return
-    info = control.read_stop(lay)
+    info = killswitch.read_stop(lay)
     if info is not None and not yes:
         if not sys.stdin.isatty():
             raise CocoplusError(
