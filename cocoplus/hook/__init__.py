@@ -1,5 +1,6 @@
-"""The hook: what agent runtimes run on their events (entry.py, the fast path; runner.py, the rest: it dispatches
-and handles the tool-call events; start.py, turns.py and permission.py the other events).
+"""The hook: what agent runtimes run on their events (entry.py, the fast path; runner.py, the rest: it takes each
+event through its steps and handles the tool-call events; prompt.py, start.py, turns.py and permission.py the other
+events; tripped.py what a tool call that trips a guard answers; timeouts.py how long a hook may run and wait).
 
 `parse_timeout` lives here, in the package every hook process has loaded, so that the fast path
 (entry.py) and the installer's reading of written commands (timeouts.py) share it without a cycle.

@@ -272,19 +272,11 @@ def main(
 
         from cocoplus.hook import runner  # deferred: the fast path (nothing to do) never loads the runner
 
-        return runner.run(
-            event,
-            kind,
-            runtime,
-            data,
-            state,
-            directory,
-            os.environ if environ is None else environ,
-            rest,
-            guards,
-            problem,
-            installed=parse_timeout(timeout),
+        env_now = os.environ if environ is None else environ
+        hook = runner.Hook(
+            event, kind, runtime, data, state, directory, env_now, rest, guards, problem, parse_timeout(timeout)
         )
+        return runner.run(hook)
     except BaseException as exc:
         if isinstance(exc, SystemExit):
             raise

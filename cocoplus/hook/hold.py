@@ -119,7 +119,9 @@ def wait(h: Hook, rec: dict[str, Any], seconds: float, deadline: float) -> Resul
         "until": clock.iso(time.time() + max(0.0, deadline - time.monotonic())),
     }
     left = holds.begin(layout, hold)
-    h.flush_after()  # the `pending` signal: after the hold record, before waiting
+    from cocoplus.hook import timeouts  # deferred: only a hold waits (turns loaded it to know how long)
+
+    timeouts.before_wait(h)  # the `pending` signal: after the hold record, before waiting
     h.step("hold_started", hold=hold["id"], alias=rec.get("alias"), seconds=seconds)
     outcome = "timeout"
     next_scope = 0.0

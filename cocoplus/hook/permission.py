@@ -89,7 +89,9 @@ def _headless_permission(h: Hook, who: identity.Identity) -> dict[str, Any] | No
             f"cocoplus: {decided.where} refuses this call ({decided.why}); it is not allowed for this worker."
         )
     rec = h.touch_session() or rec
-    wait_s = h.wait_for(float(h.values["permissions"]["wait_s"]), "[permissions] wait_s")
+    from cocoplus.hook import timeouts  # deferred: only a request that waits for its answer
+
+    wait_s = timeouts.wait_for(h, float(h.values["permissions"]["wait_s"]), "[permissions] wait_s")
     try:
         req = permissions.open_request(
             h.layout, rec, runtime=h.runtime, tool=tool, tool_input=tool_input, wait_s=wait_s, worker=worker,
@@ -107,9 +109,9 @@ def _headless_permission(h: Hook, who: identity.Identity) -> dict[str, Any] | No
         r["permission_request"] = {"id": req["id"], "tool": tool, "rule": req["rule"], "deadline": req["deadline"]}
 
     h.touch_session(waiting)
-    h.flush_after()  # the signal now, so the brain is woken and the operator told before the wait
+    timeouts.before_wait(h)  # the signal now, so the brain is woken and the operator told before the wait
     got = permissions.wait(h.layout, req["id"], h.started + wait_s, h.stop_sentence)
-    h.after_wait()
+    timeouts.after_wait(h)
 
     def done(r: dict[str, Any]) -> None:
         r.pop("permission_request", None)

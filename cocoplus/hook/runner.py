@@ -1,21 +1,23 @@
-"""What each hook event does (SPEC section 6), for every runtime: the dispatcher, and the handlers of the events
-around every tool call (pre-tool, post-tool, prompt).
+"""What each hook event does, for every runtime: the steps from the entry to an answer, the kill switch first
+(`decide_order`), the `Hook` every handler gets, and the handlers of the events around every tool call (pre-tool,
+post-tool).
 
 Called by `cocoplus.hook.entry` once it knows there is work.  What differs
 between runtimes (how an answer is written, where the session id is) comes
 from the runtime's adapter (`cocoplus.runtimes.adapters`).  The other
 events' handlers live in their own modules, imported only when their event
-is handled (`HANDLERS`): `start` (session start), `turns` (turn end,
-session end, notifications), `permission` (permission requests).  They get
-the `Hook` (defined here) as their argument and import nothing from this
-module but its type, so the tool-call events load one hook module besides
-the entry.  Standard library only.  The failure
-policy (reference/hooks-protocols.md 6.2): the kill switch is checked
-before anything that can fail; any of cocoplus' own failures is logged to
-`.cocoplus/logs/hook.log` as one line and lets the tool run, except that a
-damaged iteration budget stops the agent (fail closed); nothing ever hangs
-(every lock has a finite timeout, and every wait ends within the installed
-timeout: `Hook.wait_for`).
+is handled (`HANDLERS`): `prompt` (prompts), `start` (session start), `turns`
+(turn end, session end, notifications), `permission` (permission requests);
+and what a tool call answers when one of cocoplus' own guards trips is in
+`tripped`, imported only then.  They get the `Hook` (defined here) as their
+argument and import nothing from this module but its type, so the tool-call
+events load one hook module besides the entry.  Standard library only.  The
+failure policy (reference/hooks-protocols.md 6.2): the kill switch is
+checked before anything that can fail; any of cocoplus' own failures is
+logged to `.cocoplus/logs/hook.log` as one line and lets the tool run, except
+that a damaged iteration budget stops the agent (fail closed); nothing ever
+hangs (every lock has a finite timeout, and every wait ends within the
+installed timeout: `timeouts.wait_for`).
 """
 
 from __future__ import annotations
@@ -26,20 +28,21 @@ import time
 
 from cocoplus.core import clock, fsio, jsonfast
 from cocoplus.core.errors import CocoplusError
-from cocoplus.core.lock import Budget, hook_margin, set_process_budget, wait_allowed
-from cocoplus.core.paths import Layout, is_valid_id, walk_up
+from cocoplus.core.lock import Budget, set_process_budget
+from cocoplus.core.paths import Layout, walk_up
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import killswitch, registry, stops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Callable
     from typing import Any
 
     from cocoplus.runtimes.protocol import Adapter
-    from cocoplus.session.steering import Claim
 
     Answer = tuple[dict[str, Any] | None, int]
+    Step = Callable[["Hook"], int | None]
 
 
 # When this process began, near enough: the runner is imported a few
@@ -54,51 +57,160 @@ DEFAULT_HOOK_TIMEOUT_S = 10
 BLOCKING = ("pre_tool", "permission")
 # Whether this process has written its answer (last_resort in entry.py must not write a second one).
 ANSWERED = False
+# What a payload says happened, in the words a session's attention signal carries (the first one found).
+DETAILS = ("notification_type", "error", "message", "last_assistant_message", "tool_name")
 
 
 class Hook:
-    """One hook invocation: where, who, what was sent, and what to say back."""
+    """One hook invocation: where, who, what was sent, and what to say back.
+
+    Made from what the entry found: `state` the project's `.cocoplus/` (None:
+    to be found from the payload), `guards` the other state directories whose
+    stops apply, `problem` why some place cannot be trusted (every tool is then
+    blocked; see `entry.places`), `installed` the command's `--timeout` (the
+    seconds its runtime gives it; None from an older command).  The steps
+    `decide_order` lists add the payload, the adapter and the project; then
+    the event's handler gets it.
+    """
+
+    layout: Layout  # the project's state directory, where this hook counts and records (known after the steps)
+    adapter: Adapter  # the runtime that answers (known after the steps)
+    runtime: str  # its name
+    event_name: str  # the event as the payload names it, else as the command does
 
     def __init__(
         self,
-        layout: Layout,
         event: str,
         kind: str,
-        adapter: Adapter,
-        payload: dict[str, Any],
+        runtime: str | None,
+        data: bytes,
+        state: str | None,
+        directory: str | None,
         environ: Any,
-        guards: list[Layout] | None = None,
+        rest: list[str],
+        guards: list[str] | None = None,
         problem: str | None = None,
         installed: float | None = None,
-        installed_by: Adapter | None = None,
     ) -> None:
-        self.layout = layout
-        # Every state directory whose stops apply to this hook: the project's first (where it counts and
-        # records), then the others it found (an override only adds one: entry.places).
-        self.places = [layout, *(guards or [])]
-        self.place_problem = problem
         self.event = event
         self.kind = kind
-        self.adapter = adapter
-        self.runtime: str = adapter.NAME
-        self.payload = payload
+        self.given = runtime  # `--runtime` as given
+        self.named = runtime if runtimes.known(runtime) else None  # it, when cocoplus knows it
+        self.data = data
+        self.rest = rest
+        self.directory = directory
         self.environ = environ
-        sent = payload.get("hook_event_name")
-        self.event_name = sent if isinstance(sent, str) and sent else event
+        # Every state directory whose stops apply to this hook: the project's first (where it counts and
+        # records), then the others the entry found (an override only adds one: entry.places).
+        self.guards = [Layout(g) for g in guards or ()]
+        self.places = list(self.guards)
+        self.state_known = state is not None
+        if state is not None:
+            self.at(state)
+        self.place_problem = problem
+        self.payload: dict[str, Any] = {}
+        self.bad_payload: str | None = None
+        self.host: str | None = None  # the runtime whose hooks these are, when another one runs them
         self._values: dict[str, dict[str, Any]] | None = None
         self.after: list[Any] = []  # callbacks run once the answer reached stdout
         self.record: dict[str, Any] | None = None
         self._installed = installed  # the command's --timeout (None: an older command, see installed_s)
-        self._installed_by = installed_by or adapter  # the runtime whose hook files hold this command
         self.started = STARTED  # when this process began (the waits of the handlers end in time from it)
+
+    def at(self, state: str) -> None:
+        self.layout = Layout(state)
+        self.places = [self.layout, *self.guards]
+
+    def speaker(self, adapter: Adapter, host: str | None = None) -> None:
+        self.adapter, self.host, self.runtime = adapter, host, adapter.NAME
+
+    # -- the steps (`decide_order`) ------------------------------------------------------------
+    def kill_switch(self) -> int | None:
+        """A stop in any place, or a place that cannot be trusted, blocks the tool: in the runtime's own words, or
+        with exit 2 and the reason on stderr when no runtime is named."""
+        reason = killswitch.anywhere(self.places, self.place_problem)
+        if reason is None:
+            return None
+        if self.named is None:
+            sys.stderr.write(reason + "\n")
+            return 2
+        emit(block(runtimes.resolve(self.named, self.environ)[0], self.kind, self.event, reason))
+        return 0
+
+    def parse(self) -> None:
+        self.payload, self.bad_payload = parse_payload(self.data, self.rest)
+        sent = self.payload.get("hook_event_name")
+        self.event_name = sent if isinstance(sent, str) and sent else self.event
+        if self.named is not None:
+            self.speaker(*runtimes.resolve(self.named, self.environ))
+
+    def locate(self) -> int | None:
+        state = locate(self.payload, self.adapter if self.named is not None else None, self.directory)
+        if state is None:
+            return 0  # not a cocoplus project: do nothing
+        self.at(state)
+        return None
+
+    def unknown_runtime(self) -> int | None:
+        """No adapter: an unknown runtime, or none named and an unreadable payload, is blocked with exit 2 and the
+        reason on stderr (which blocks everywhere) when stopped; an unknown runtime else does nothing."""
+        if self.given is not None or self.bad_payload:
+            sentence = killswitch.anywhere(self.places, self.place_problem) if self.kind in BLOCKING else None
+            if sentence is not None:
+                sys.stderr.write(sentence + "\n")
+                why = self.bad_payload or "unknown runtime"
+                log_line(self.layout, f"{self.given} {self.event}: {why}; blocked with exit 2: {sentence}")
+                return 2
+            if self.given is not None:
+                log_line(self.layout, f"unknown runtime {self.given!r} for event {self.event!r}; nothing done")
+                return 0
+        self.speaker(runtimes.detect(self.event, self.payload, self.environ))
+        if self.kind == "other":
+            self.kind = runtimes.kind(self.adapter, self.event)
+        return None
+
+    def step_aside(self) -> int | None:
+        """This runtime also runs another runtime's hooks, and its own are wired too: they do the work.
+
+        Only the kill switch is repeated here (a second deny is harmless);
+        nothing is counted, steered or registered twice.
+        """
+        if self.kind == "other" or self.host is not None:
+            self.kind = runtimes.kind(self.adapter, self.event)
+        if self.host is None or not runtimes.wired(self.adapter, self.layout.project):
+            return None
+        reason = killswitch.anywhere(self.places, self.place_problem) if self.kind in BLOCKING else None
+        if reason is not None:
+            emit(block(self.adapter, self.kind, self.event, reason))
+        return 0
+
+    def handle(self) -> int:
+        """The handler of the event's kind; a failure of cocoplus' own is logged, and a stop still blocks."""
+        if self.bad_payload:
+            self.log(self.bad_payload)
+        if self.place_problem:
+            self.log(self.place_problem)
+        try:
+            answer, code = handler(self.kind)(self)
+        except CocoplusError as exc:
+            self.log(f"{self.kind}: {exc}")
+            answer, code = None, 0
+            sentence = killswitch.anywhere(self.places, self.place_problem) if self.kind in BLOCKING else None
+            if sentence is not None:
+                answer = block(self.adapter, self.kind, self.event_name, sentence)
+        if emit(answer):
+            for fn in self.after:
+                try:
+                    fn()
+                except CocoplusError as exc:
+                    self.log(f"after answering: {exc}")
+        return code
 
     # -- helpers -------------------------------------------------------------
     @property
     def values(self) -> dict[str, dict[str, Any]]:
         if self._values is None:
-            from cocoplus.session import (
-                values as hook_values,  # deferred: keeps the configuration off the events that read no value
-            )
+            from cocoplus.session import values as hook_values  # deferred: only the events that read a value
 
             self._values, problem = hook_values.for_hook(self.layout, self.environ)
             # Every lock wait stays under the timeout a hook without a wait has ([hooks] timeout_s), and under
@@ -115,39 +227,17 @@ class Hook:
         if self._installed is None:
             from cocoplus.hook import timeouts  # deferred: only a command an older release wrote has no --timeout
 
-            found = timeouts.recorded(self._installed_by, self.event, self.layout.project)
-            if found is None:
-                v = self.values
-                found = timeouts.for_event(
-                    self._installed_by, self.event, self.kind,
-                    v["hooks"]["timeout_s"], v["supervision"]["hold_turn_end_s"], v["permissions"]["wait_s"],
-                )  # fmt: skip
-            self._installed = float(found)
+            # The runtime whose hook files hold this command (the one `--runtime` names, else the one answering).
+            by = runtimes.get(self.named) if self.named is not None else self.adapter
+            self._installed = timeouts.of_older_command(
+                by, self.event, self.kind, self.layout.project, lambda: self.values
+            )
         return self._installed
 
     @property
     def base_s(self) -> float:
         """What this hook needs besides a wait: `[hooks] timeout_s`, within the installed timeout."""
         return min(float(self.values["hooks"]["timeout_s"]), self.installed_s)
-
-    def wait_for(self, wanted_s: float, key: str) -> float:
-        """How long a wait the configuration sets at `wanted_s` (by `key`) may last, counted from this process's
-        start: all of it, or what the installed timeout leaves once the rest of the hook is provided for."""
-        allowed = wait_allowed(self.installed_s, self.base_s)
-        if wanted_s <= allowed:
-            return wanted_s
-        self.log(
-            f"{key} is {wanted_s:g} s, but this hook was installed with a timeout of {self.installed_s:g} s: it waits "
-            f"at most {allowed:g} s (`cocoplus doctor` says how to make the timeout fit)"
-        )
-        return allowed
-
-    def after_wait(self) -> None:
-        """The lock budget of the work after a wait: what a hook without a wait has, and no later than the margin
-        before the installed timeout."""
-        now = time.monotonic()
-        margin = hook_margin(self.base_s)
-        set_process_budget(Budget(min(self.base_s - margin, STARTED + self.installed_s - margin - now), started=now))
 
     @property
     def timeout(self) -> float:
@@ -181,15 +271,6 @@ class Hook:
         self.record = rec
         return rec
 
-    def flush_after(self) -> None:
-        """Run the callbacks waiting for the answer now (the turn-end hold signals `pending` before it waits)."""
-        pending, self.after = self.after, []
-        for fn in pending:
-            try:
-                fn()
-            except CocoplusError as exc:
-                self.log(f"before holding: {exc}")
-
     def signal(self, kind: str, value: str | None = None, **extra: Any) -> None:
         if self.record is None:
             return
@@ -214,10 +295,24 @@ class Hook:
         if self.place_problem is not None:
             return f"cocoplus: {self.place_problem}."
         for layout in self.places:
-            reason = killswitch.kill_switch_sentence(layout) or session_stop_sentence(self, layout)
+            reason = killswitch.kill_switch_sentence(layout) or self._session_stop(layout)
             if reason is not None:
                 return reason
         return None
+
+    def _session_stop(self, layout: Layout) -> str | None:
+        """Why this session's tools are blocked by its own stop (`session stop --session`), or None.
+
+        The session comes from the payload, else from the runtime's session variables in the hook's environment.
+        An event that names no session cannot be matched to a session stop: its tool runs (AGENT_STOP is what
+        stops every session), and the hook log says so."""
+        if stops.any_present(layout) is False:
+            return None
+        sid = self.session_id or next((v for v in (self.environ.get(n) for n in self.adapter.SESSION_ENV) if v), None)
+        if sid is None:
+            self.log("a session stop exists but this event names no session, so it cannot apply here; the tool runs")
+            return None
+        return stops.sentence(layout, registry.cs_id_for(sid))
 
     def stop_agent(self, reason: str, *, source: str, state: str = "exited") -> bool:
         """Create AGENT_STOP (keeping an operator's own) and set the run state, under the kill-switch lock."""
@@ -235,80 +330,32 @@ class Hook:
         self, rec: dict[str, Any], attention: str | None, detail: str | None = None, request: str | None = None
     ) -> None:
         """Set the session's attention; a change is also a signal (`request`: the permission request it waits on)."""
-        if registry.set_attention(rec, attention) and attention is not None:
-            detail = detail or self._detail()
-            rec["last_signal"] = {"kind": "attention", "value": attention, "message": detail, "ts": clock.iso()}
+        said = answers.first_text(self.payload, *DETAILS)
+        detail = detail or (said[:300] if said else None)
+        if registry.attend(rec, attention, detail):
             self.after.append(lambda: self.signal("attention", attention, detail=detail, request=request))
 
-    def _detail(self) -> str | None:
-        p = self.payload
-        for key in ("notification_type", "error", "message", "last_assistant_message", "tool_name"):
-            v = p.get(key)
-            if isinstance(v, str) and v:
-                return v[:300]
-        return None
 
-    def claim_steer(self, session: str | None) -> Claim | None:
-        """The project's pending steer (`session` None) or this session's own, claimed for delivery."""
-        try:
-            timeout = self.timeout  # the configuration is read (and a stale copy compiled) as at every prompt
-            if nothing_to_claim(self.layout, session):
-                return None  # the common prompt: no steer waits, and the claim protocol stays unloaded
-            from cocoplus.session import steering  # deferred: only a steer pending or left half-delivered loads it
+def decide_order(kind: str, runtime_known: bool, state_known: bool, problem: bool) -> list[Step]:
+    """The steps one hook event takes, in order (`Hook` methods, each ending the event with an exit code or returning
+    None to go on), decided from what is known before anything is read: the kill switch before anything that can fail.
 
-            return steering.claim_steer(self.layout, timeout=timeout, session=session)
-        except CocoplusError as exc:
-            self.log(f"steer not claimed: {exc}")
-            return None
-
-    def finisher(self, claim: Claim) -> Any:
-        """What marks `claim` delivered, run once the runtime has the answer (`after`)."""
-        from cocoplus.session import steering  # deferred: loaded already by the claim (`claim_steer`)
-
-        sid, runtime = self.session_id, self.runtime
-        return lambda: steering.finish_steer(self.layout, claim, session=sid, runtime=runtime)
-
-    def env_id(self, name: str) -> str | None:
-        """An id the hook's environment names in `name`, if it is a valid one."""
-        value = self.environ.get(name)
-        return value if is_valid_id(value) else None
-
-
-def session_stop_sentence(h: Hook, layout: Layout | None = None) -> str | None:
-    """Why this session's tools are blocked by its own stop (`session stop --session`), or None.
-
-    The session comes from the payload, else from the runtime's session
-    variables in the hook's environment.  An event that names no session
-    cannot be matched to a session stop: its tool runs (AGENT_STOP is what
-    stops every session), and the hook log says so.
+    A pre-tool or permission event with a place that cannot be trusted is
+    blocked, and nothing else happens; a pre-tool event whose runtime and
+    project are known checks every place's kill switch before its payload is
+    parsed (a garbage payload must not open the gate).  Every later step that
+    can answer checks the kill switch again: the unknown runtime's (exit 2),
+    the step aside's, the handler's own checks and its failure's.
     """
-    layout = h.layout if layout is None else layout
-    if stops.any_present(layout) is False:
-        return None
-    sid = h.session_id or next((v for v in (h.environ.get(n) for n in h.adapter.SESSION_ENV) if v), None)
-    if sid is None:
-        h.log("a session stop exists but this event names no session, so it cannot apply here; the tool runs")
-        return None
-    return stops.sentence(layout, registry.cs_id_for(sid))
-
-
-def nothing_to_claim(layout: Layout, session: str | None) -> bool:
-    """Whether no steer waits (the project's, or with `session` that session's own): none pending and no claim left
-    half-delivered, in the places `session/steering.py` claims from.  Two calls and no lock, before the claim
-    protocol is loaded (`steering.claim_steer` looks again, under its lock); claims that cannot be listed may be
-    there, and the claim says why."""
-    if session is None:
-        pending, claimed = layout.steer, layout.steer_claimed_dir
-    else:
-        pending, claimed = layout.session_steer(session), layout.session_steer_claimed_dir(session)
-    if os.path.lexists(pending):
-        return False
-    try:
-        return not os.listdir(claimed)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
+    if problem and kind in BLOCKING:
+        return [Hook.kill_switch]
+    order: list[Step] = [Hook.kill_switch] if kind == "pre_tool" and runtime_known and state_known else []
+    order.append(Hook.parse)
+    if not state_known:
+        order.append(Hook.locate)
+    order.append(Hook.step_aside if runtime_known else Hook.unknown_runtime)
+    order.append(Hook.handle)
+    return order
 
 
 def log_line(layout: Layout, message: str) -> None:
@@ -322,40 +369,6 @@ def log_line(layout: Layout, message: str) -> None:
 def on_pre_tool(h: Hook) -> Answer:
     reason = h.stop_sentence()
     return (None if reason is None else h.adapter.deny_tool(h.event_name, reason)), 0
-
-
-def _sorted(value: Any) -> Any:
-    """`value` with dict keys in order, so equal inputs give equal fingerprints."""
-    if isinstance(value, dict):
-        return {str(k): _sorted(value[k]) for k in sorted(value, key=str)}
-    if isinstance(value, (list, tuple)):
-        return [_sorted(v) for v in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return repr(value)
-
-
-_M61 = (1 << 61) - 1  # a Mersenne prime
-
-
-def fingerprint(payload: dict[str, Any]) -> str:
-    """Tool and input, reduced to a short text that is equal for equal calls (the runaway-loop guard).
-
-    The payload as sorted JSON, read as one integer modulo a 61-bit prime, plus
-    its length: 24 hex digits (the width of the session's call log), built-in
-    arithmetic, stable across processes (unlike `hash`), and no extension
-    module to load on every tool call.
-    """
-    tool = payload.get("tool_name") or payload.get("command") or ""
-    body = payload.get("tool_input")
-    if body is None:
-        body = payload.get("command")
-    try:
-        text = jsonfast.dumps([tool, _sorted(body)])
-    except (TypeError, ValueError):
-        text = repr((tool, body))
-    raw = text.encode("utf-8", "surrogatepass")
-    return f"{int.from_bytes(raw, 'little') % _M61:016x}{min(len(raw), 0xFFFFFFFF):08x}"
 
 
 def on_post_tool(h: Hook) -> Answer:
@@ -374,43 +387,18 @@ def on_post_tool(h: Hook) -> Answer:
         progress_every=iteration.PROGRESS_EVERY,
     )
     if out.corrupt is not None:
-        c = out.corrupt
-        reason = (
-            f"cocoplus: {h.layout.rel(c.path)} is damaged ({c.cause}); the damaged copy was kept at "
-            f"{h.layout.rel(c.kept_at) if c.kept_at else 'its place'}. The agent is stopped because the iteration "
-            "count cannot be trusted; check it and run `cocoplus session resume`."
-        )
-        h.stop_agent(reason, source="iteration-budget", state="paused")
-        h.step("iteration_budget_damaged", path=h.layout.rel(c.path), cause=c.cause, kept_at=c.kept_at)
-        h.log(reason)
-        return h.adapter.halt(h.event_name, reason, reason), 0
+        from cocoplus.hook import tripped  # deferred: only a tool call that trips a guard
+
+        return tripped.budget_damaged(h, out.corrupt), 0
     for problem in out.problems:
         h.log(problem)
     if out.failed_closed is not None:
         reason = f"cocoplus: this tool call could not be counted ({out.failed_closed}); the agent is stopped"
         return h.adapter.halt(h.event_name, reason, reason), 0
-    b = out.budget
-    if out.capped and b is not None:
-        reason = iteration.exhausted_reason(b)
-        h.stop_agent(reason, source="iteration-budget", state="exited")
-        if out.capped_now:
-            h.step("iteration_cap", consumed=b["consumed"], cap=b["cap"], final_budget_state=_final_budget(h, b))
-        parts.append(
-            h.adapter.halt(
-                h.event_name,
-                f"cocoplus: {reason}; the operator can continue with `cocoplus session resume --reset-budget`",
-                "Iteration cap reached: stop here and summarise progress in .cocoplus/session/PROGRESS.md.",
-            )
-        )
-    elif out.warned_now and b is not None:
-        h.step(
-            "checkpoint_requested",
-            reason="iteration warn threshold",
-            consumed=b["consumed"],
-            cap=b["cap"],
-            warn_at=b["warn_at"],
-        )
-        parts.append(h.adapter.add_context(h.event_name, iteration.checkpoint_note(b)))
+    if (out.capped or out.warned_now) and out.budget is not None:
+        from cocoplus.hook import tripped  # deferred: only a tool call that trips a guard
+
+        parts.append(tripped.budget_reached(h, out))
     elif (sentence := h.stop_sentence()) is not None:
         parts.append(h.adapter.halt(h.event_name, sentence, sentence))
     parts.append(_loop_guard(h, s["loop_guard_repeats"], already_stopping=out.capped))
@@ -419,8 +407,7 @@ def on_post_tool(h: Hook) -> Answer:
 
 
 def _record_edits(h: Hook) -> None:
-    """The files this tool call changed, appended to the session's edits (one write), relative to its tree: the
-    project its runtime names, else its working directory (the watcher compares them: session/edits.py)."""
+    """The files this tool call changed, appended to the session's edits (the watcher compares them)."""
     if h.kind != "post_tool":
         return  # a tool that failed changed nothing to speak of
     paths = h.adapter.edited_paths(h.payload)
@@ -429,156 +416,51 @@ def _record_edits(h: Hook) -> None:
         return
     from cocoplus.session import edits  # deferred: only an edit or write tool records its files
 
-    cwd = next(iter(answers.cwd(h.payload)), None)
-    root = next((v for v in (h.environ.get(n) for n in h.adapter.PROJECT_ENV) if v and v.startswith("/")), None)
-    if cwd is None:
-        try:
-            cwd = os.getcwd()
-        except OSError:
-            cwd = None
     try:
-        edits.record(h.layout, registry.cs_id_for(sid), paths, cwd, root or cwd)
+        edits.record_call(h.layout, registry.cs_id_for(sid), paths, h.adapter, h.payload, h.environ)
     except CocoplusError as exc:
         h.log(f"edited files not recorded: {exc}")
 
 
-def _final_budget(h: Hook, iteration_doc: dict[str, Any]) -> dict[str, Any]:
-    final: dict[str, Any] = {"iteration": {k: iteration_doc[k] for k in ("cap", "consumed", "warn_at")}}
-    try:
-        cost = fsio.read_json(h.layout.budget_state)
-        if cost:
-            final["cost"] = {k: cost.get(k) for k in ("state", "limit", "spent")}
-    except CocoplusError as exc:
-        final["cost"] = {"error": str(exc)}
-    return final
-
-
 def _loop_guard(h: Hook, repeats: int, already_stopping: bool) -> dict[str, Any] | None:
-    fp = fingerprint(h.payload)
-    seen: dict[str, int] = {}
+    """The call appended to the session's call log and counted on its record; the run of equal calls it ends
+    answered by `tripped.repeated` once it reaches `repeats`."""
+    fp = registry.fingerprint(h.payload)
     sid = h.session_id
     cs = registry.cs_id_for(sid) if sid else None
-    calls: int | None = None
+    logged: tuple[int, int] | None = None  # (calls in the log, the run of equal calls at its end)
     if cs is not None:
         try:
             calls, last = registry.record_call(h.layout, cs, fp, tail=max(2 * repeats, 1))
         except CocoplusError as exc:
             h.log(f"tool call not appended to the session's call log: {exc}")
         else:
-            n = 0
+            run = 0
             for prior in reversed(last):
                 if prior != fp:
                     break
-                n += 1
-            seen["count"] = n
+                run += 1
+            logged = (calls, run)
+    seen: dict[str, int] = {} if logged is None else {"count": logged[1]}
 
     def change(rec: dict[str, Any]) -> None:
-        registry.set_attention(rec, None)
-        if rec.get("state") not in ("running",):
-            rec["state"] = "running"
-        if calls is None:
-            rec["tool_calls"] = int(rec.get("tool_calls") or 0) + 1
-        else:
-            if "calls_base" not in rec:  # the record counted the calls before the log began
-                rec["calls_base"] = int(rec.get("tool_calls") or 0)
-            elif calls == 1:  # the log was begun again: what the record had counted is the base
-                rec["calls_base"] = max(int(rec.get("tool_calls") or 0) - 1, 0)
-            rec["tool_calls"] = int(rec["calls_base"]) + calls
-        rec["last_tool_event"] = h.event_name
-        if rec.get("continuations"):
-            rec["continuations"] = 0  # a tool call ends a run of turn-end continuations (as Claude Code counts them)
-        streak: dict[str, Any] = rec["streak"] if isinstance(rec.get("streak"), dict) else {}
-        if calls is None:
-            count = int(streak.get("count") or 0) + 1 if streak.get("fingerprint") == fp else 1
-            seen["count"] = count
-        rec["streak"] = {"fingerprint": fp, "count": seen["count"], "tool": str(h.payload.get("tool_name") or "")[:80]}
+        seen["count"] = registry.count_call(rec, fp, logged, h.event_name, str(h.payload.get("tool_name") or ""))
 
     rec = None
-    if calls is not None and cs is not None:
+    if logged is not None and cs is not None:
         try:
             rec = registry.read_record(h.layout, cs)
         except CocoplusError:
             rec = None
-    if rec is not None and calls not in (None, 1) and not _record_due(rec):
+    if rec is not None and logged is not None and logged[0] != 1 and not registry.record_due(rec):
         h.record = rec  # appended: nothing else to change in the record
     else:
         h.touch_session(change)
-    if repeats <= 0 or already_stopping or "count" not in seen:
+    if repeats <= 0 or already_stopping or seen.get("count", 0) < repeats:
         return None
-    count = seen["count"]
-    tool = str(h.payload.get("tool_name") or "tool")
-    if count >= 2 * repeats:
-        reason = f"runaway loop: the same {tool} call with the same input ran {count} times in a row"
-        if h.stop_agent(reason, source="loop-guard", state="exited"):
-            h.step("loop_guard_stop", tool=tool, repeats=count)
-        return h.adapter.halt(
-            h.event_name,
-            f"cocoplus: {reason}; the operator can continue with `cocoplus session resume`",
-            f"Stopped: {reason}.",
-        )
-    if count == repeats:
-        h.step("checkpoint_requested", reason="repeated tool call", tool=tool, repeats=count)
-        return h.adapter.add_context(
-            h.event_name,
-            f"cocoplus: you have run the same {tool} call with the same input {count} times in a row. You are "
-            "repeating yourself: stop, record what you learned in .cocoplus/session/PROGRESS.md, and change approach. "
-            f"At {2 * repeats} repeats the agent is stopped.",
-        )
-    return None
+    from cocoplus.hook import tripped  # deferred: only a call repeated `repeats` times or more
 
-
-def _record_due(rec: dict[str, Any]) -> bool:
-    """Whether a tool call must rewrite the session's record: it says something the call changes, or is old."""
-    if rec.get("state") != "running" or rec.get("attention") is not None or rec.get("continuations"):
-        return True
-    if "calls_base" not in rec:
-        return True
-    at = clock.parse_iso(rec.get("updated_at"))
-    return at is None or time.time() - at >= registry.RECORD_REFRESH_S
-
-
-def on_prompt(h: Hook) -> Answer:
-    def change(rec: dict[str, Any]) -> None:
-        registry.set_attention(rec, None)
-        rec["state"] = "running"
-
-    h.touch_session(change)
-    texts: list[str] = []
-    sentence = h.stop_sentence()
-    if sentence is not None:
-        texts.append(sentence)
-    if h.adapter.ADDS_CONTEXT:  # a runtime that cannot add context to a prompt leaves the steer pending
-        own = h.record["id"] if h.record is not None else None
-        for target in (None, own) if own else (None,):
-            claim = h.claim_steer(target)
-            if claim is None:
-                continue
-            if target is None:
-                texts.append(f"Operator note (cocoplus, one-shot, id {claim.id}): {claim.text.strip()}")
-            else:
-                texts.append(
-                    f"Operator note for this session (cocoplus, one-shot, id {claim.id}): {claim.text.strip()}"
-                )
-            h.after.append(h.finisher(claim))
-    texts.extend(_budget_notes(h))
-    return h.adapter.prompt_reply(h.event_name, "\n\n".join(texts)), 0
-
-
-def _budget_notes(h: Hook) -> list[str]:
-    """Cost-budget notices due at this prompt (the reserve notice)."""
-    try:
-        due = fsio.read_json(h.layout.budget_state)
-    except CocoplusError:
-        return []  # no notice from a damaged budget state (prompt_notes gives none either): status and check report it
-    if not (isinstance(due, dict) and due.get("reserve_notice_pending")):
-        return []  # the common prompt: nothing due, and the cost code stays unloaded
-    from cocoplus.cost import enforce  # deferred: only a prompt with a notice due, and turn ends, load the cost code
-
-    try:
-        return enforce.prompt_notes(h.layout, h.values)
-    except CocoplusError as exc:
-        h.log(f"cost notice skipped: {exc}")
-        return []
+    return tripped.repeated(h, seen["count"], repeats)
 
 
 def on_other(h: Hook) -> Answer:
@@ -594,7 +476,7 @@ HANDLERS = {
     "pre_tool": ("runner", "on_pre_tool"),
     "post_tool": ("runner", "on_post_tool"),
     "post_tool_failure": ("runner", "on_post_tool"),
-    "prompt": ("runner", "on_prompt"),
+    "prompt": ("prompt", "on_prompt"),
     "session_start": ("start", "on_session_start"),
     "stop": ("turns", "on_stop"),
     "stop_failure": ("turns", "on_stop_failure"),
@@ -621,10 +503,14 @@ def handler(kind: str) -> Any:
         from cocoplus.hook import permission  # deferred: only a permission request loads its handler
 
         return getattr(permission, name)
+    if home == "prompt":
+        from cocoplus.hook import prompt  # deferred: only a prompt loads its handler
+
+        return getattr(prompt, name)
     return globals()[name]
 
 
-# -- entry -------------------------------------------------------------------------------
+# -- reading the event and answering ---------------------------------------------------------------
 
 
 def parse_payload(data: bytes, rest: list[str]) -> tuple[dict[str, Any], str | None]:
@@ -681,128 +567,19 @@ def emit(obj: dict[str, Any] | None) -> bool:
     return True
 
 
-def run(
-    event: str,
-    kind: str,
-    runtime: str | None,
-    data: bytes,
-    state: str | None,
-    directory: str | None,
-    environ: Any,
-    rest: list[str],
-    guards: list[str] | None = None,
-    problem: str | None = None,
-    installed: float | None = None,
-) -> int:
-    """One hook event: `state` is the project's `.cocoplus/`, `guards` the other state directories whose stops
-    apply, `problem` why some place cannot be trusted (every tool is then blocked; see `entry.places`),
-    `installed` the command's `--timeout` (the seconds its runtime gives it; None from an older command)."""
+def run(h: Hook) -> int:
+    """One hook event, as the entry found it: the steps `decide_order` lists, in order, until one ends it."""
     global ANSWERED
     ANSWERED = False
-    installed_s = installed
     # Every lock this hook takes waits within the installed timeout, with a margin (until the config is read,
     # against the default timeout `install` writes, or the installed one if it is shorter).
     set_process_budget(
-        Budget.for_hook(min(DEFAULT_HOOK_TIMEOUT_S, installed_s or DEFAULT_HOOK_TIMEOUT_S), started=STARTED)
+        Budget.for_hook(min(DEFAULT_HOOK_TIMEOUT_S, h._installed or DEFAULT_HOOK_TIMEOUT_S), started=STARTED)
     )
-    named = runtime if runtimes.known(runtime) else None
-    # Kill switch first, before parsing anything: a garbage payload must not open the gate.
-    guard_layouts = [Layout(g) for g in guards or ()]
-    if problem is not None and kind in BLOCKING:
-        # A place that cannot be trusted (an override naming no state directory): blocked whatever else is found.
-        refusal = f"cocoplus: {problem}."
-        if named is None:
-            sys.stderr.write(refusal + "\n")
-            return 2
-        speaker, _host = runtimes.resolve(named, environ)
-        emit(block(speaker, kind, event, refusal))
-        return 0
-    if kind == "pre_tool" and state is not None and named is not None:
-        reason = kill_switch_anywhere([Layout(state), *guard_layouts], problem)
-        if reason is not None:
-            speaker, _host = runtimes.resolve(named, environ)
-            emit(block(speaker, kind, event, reason))
-            return 0
-    payload, bad_payload = parse_payload(data, rest)
-    adapter: Adapter | None = None
-    host = None
-    if named is not None:
-        adapter, host = runtimes.resolve(named, environ)
-    if state is None:
-        state = locate(payload, adapter, directory)
-        if state is None:
-            return 0  # not a cocoplus project: do nothing
-    layout = Layout(state)
-    places = [layout, *guard_layouts]
-    if adapter is None and (runtime is not None or bad_payload):
-        sentence = kill_switch_anywhere(places, problem) if kind in BLOCKING else None
-        if sentence is not None:
-            # An unknown runtime, or no runtime and an unreadable payload: exit 2 + stderr blocks everywhere.
-            sys.stderr.write(sentence + "\n")
-            log_line(layout, f"{runtime} {event}: {bad_payload or 'unknown runtime'}; blocked with exit 2: {sentence}")
-            return 2
-        if runtime is not None:
-            log_line(layout, f"unknown runtime {runtime!r} for event {event!r}; nothing done")
-            return 0
-    if adapter is None:
-        adapter = runtimes.detect(event, payload, environ)
-    kind = runtimes.kind(adapter, event) if kind == "other" or host is not None else kind
-    if host is not None and runtimes.wired(adapter, layout.project):
-        return _step_aside(places, problem, event, kind, adapter)
-    h = Hook(
-        layout,
-        event,
-        kind,
-        adapter,
-        payload,
-        environ,
-        guard_layouts,
-        problem,
-        installed_s,
-        runtimes.get(named) if named is not None else None,
-    )
-    if bad_payload:
-        h.log(bad_payload)
-    if problem:
-        h.log(problem)
-    try:
-        answer, code = handler(kind)(h)
-    except CocoplusError as exc:
-        h.log(f"{kind}: {exc}")
-        answer, code = None, 0
-        sentence = kill_switch_anywhere(places, problem) if kind in BLOCKING else None
-        if sentence is not None:
-            answer = block(adapter, kind, h.event_name, sentence)
-    delivered = emit(answer)
-    if delivered:
-        for fn in h.after:
-            try:
-                fn()
-            except CocoplusError as exc:
-                h.log(f"after answering: {exc}")
-    return code
-
-
-def kill_switch_anywhere(places: list[Layout], problem: str | None = None) -> str | None:
-    """The sentence of the first place whose kill switch is on (or unknown), or of a place that cannot be trusted."""
-    if problem is not None:
-        return f"cocoplus: {problem}."
-    for layout in places:
-        reason = killswitch.kill_switch_sentence(layout)
-        if reason is not None:
-            return reason
-    return None
-
-
-def _step_aside(places: list[Layout], problem: str | None, event: str, kind: str, adapter: Adapter) -> int:
-    """This runtime also runs another runtime's hooks, and its own are wired too: they do the work.
-
-    Only the kill switch is repeated here (a second deny is harmless); nothing
-    is counted, steered or registered twice.
-    """
-    reason = kill_switch_anywhere(places, problem) if kind in BLOCKING else None
-    if reason is not None:
-        emit(block(adapter, kind, event, reason))
+    for step in decide_order(h.kind, h.named is not None, h.state_known, h.place_problem is not None):
+        code = step(h)
+        if code is not None:
+            return code
     return 0
 
 

@@ -1,4 +1,5 @@
-"""How long each hook may run: the timeout written for an event, and the one a running hook was installed with.
+"""How long each hook may run: the timeout written for an event, the one a running hook was installed with, and a
+hook's own wait (the turn-end hold, a permission request's) kept within it.
 
 `cocoplus install` and the agent plugins write every hook's timeout with
 `for_event`: `[hooks] timeout_s`; on the turn end, plus `[supervision]
@@ -8,23 +9,36 @@ permission request of a runtime whose headless run asks through it, plus
 runtime's own caps (its adapter's `hook_timeout`: Codex runs SessionEnd for
 at most 3 s, Claude Code for at most 60 s).  The hook command carries the
 same number, `--timeout N` (wiring.py), so the hook knows the timeout its
-runtime kills it at and ends every wait in time to answer (`Hook.wait_for`, hook/runner.py).
+runtime kills it at and ends every wait in time to answer (`wait_for`).
 
 A command an older release wrote has no `--timeout`: `recorded` finds its
 entry in the runtime's project hook files and reads the timeout written
 there (`entry_timeout` of the adapter: Gemini CLI counts milliseconds).
 
-Standard library only; at module level it imports only the registry, which
-every hook process has loaded already.
+A hook that waits (`wait_for`) waits at most what its installed timeout
+leaves once the rest of the hook is provided for; before the wait it runs
+what was waiting for its answer (`before_wait`: the signal that wakes the
+supervisor), and after it the work left gets a hook's own lock budget again
+(`after_wait`).  The runner imports this module only for a hook that waits
+or a command without `--timeout`.
+
+Standard library only; at module level it imports only the registry and the
+lock, which every hook process that gets here has loaded already.
 """
 
+import time
+
+from cocoplus.core.errors import CocoplusError
+from cocoplus.core.lock import Budget, hook_margin, set_process_budget, wait_allowed
 from cocoplus.hook import parse_timeout as parse
 from cocoplus.runtimes import registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Callable
     from typing import Any
 
+    from cocoplus.hook.runner import Hook  # only a type: the runner imports this module
     from cocoplus.runtimes.protocol import Adapter
 
 OPTION = "--timeout"
@@ -102,3 +116,49 @@ def _ours(command: "Any", runtime: str) -> bool:
         return False
     named = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "--runtime"]
     return not named or named[0] == runtime
+
+
+def of_older_command(
+    adapter: "Adapter", event: str, kind: str, project: str, values: "Callable[[], dict[str, dict[str, Any]]]"
+) -> float:
+    """The timeout a command an older release wrote (no `--timeout`) is killed at: the one `install` wrote beside it
+    in `adapter`'s hook files; where none is written, what `install` writes now from the configuration."""
+    found = recorded(adapter, event, project)
+    if found is None:
+        v = values()
+        found = for_event(
+            adapter, event, kind, v["hooks"]["timeout_s"], v["supervision"]["hold_turn_end_s"],
+            v["permissions"]["wait_s"],
+        )  # fmt: skip
+    return float(found)
+
+
+def wait_for(h: "Hook", wanted_s: float, key: str) -> float:
+    """How long a wait the configuration sets at `wanted_s` (by `key`) may last, counted from the hook process's
+    start: all of it, or what the installed timeout leaves once the rest of the hook is provided for."""
+    allowed = wait_allowed(h.installed_s, h.base_s)
+    if wanted_s <= allowed:
+        return wanted_s
+    h.log(
+        f"{key} is {wanted_s:g} s, but this hook was installed with a timeout of {h.installed_s:g} s: it waits "
+        f"at most {allowed:g} s (`cocoplus doctor` says how to make the timeout fit)"
+    )
+    return allowed
+
+
+def before_wait(h: "Hook") -> None:
+    """Run the callbacks waiting for the answer now (the signal that wakes the supervisor), before the wait."""
+    pending, h.after = h.after, []
+    for fn in pending:
+        try:
+            fn()
+        except CocoplusError as exc:
+            h.log(f"before holding: {exc}")
+
+
+def after_wait(h: "Hook") -> None:
+    """The lock budget of the work after a wait: what a hook without a wait has, and no later than the margin
+    before the installed timeout."""
+    now = time.monotonic()
+    margin = hook_margin(h.base_s)
+    set_process_budget(Budget(min(h.base_s - margin, h.started + h.installed_s - margin - now), started=now))

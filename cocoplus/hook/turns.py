@@ -95,7 +95,9 @@ def _turn_end_continuation(h: Hook, plan: dict[str, Any]) -> dict[str, Any] | No
             _mark_pending(h, cs)  # stopped: the steer waits for the next prompt
         return None
     if plan.get("steer"):
-        claim = h.claim_steer(cs)
+        from cocoplus.hook import prompt  # deferred: only a turn end with this session's steer waiting claims it
+
+        claim = prompt.claim(h, cs)
         if claim is not None:
             return _continue(h, cs, "steer", hold.steer_text(claim), claim)
         _mark_pending(h, cs)  # taken elsewhere meanwhile: this turn end is an ordinary one
@@ -110,11 +112,15 @@ def _turn_end_continuation(h: Hook, plan: dict[str, Any]) -> dict[str, Any] | No
     wanted, _why = holds.wants_hold(h.layout, cs)
     if not wanted:
         return None
-    seconds = h.wait_for(seconds, "[supervision] hold_turn_end_s")
+    from cocoplus.hook import timeouts  # deferred: only a turn end that holds waits
+
+    seconds = timeouts.wait_for(h, seconds, "[supervision] hold_turn_end_s")
     if seconds <= 0:
         return None
     result = hold.wait(h, rec, seconds, h.started + seconds)
-    h.after_wait()  # the wait used up the lock budget: the work after it gets a hook's own again, within the timeout
+    timeouts.after_wait(
+        h
+    )  # the wait used up the lock budget: the work after it gets a hook's own again, within the timeout
     if result.text is None:
         return None
     return _continue(h, cs, result.outcome, result.text, result.claim)
@@ -128,7 +134,9 @@ def _continue(h: Hook, cs: str, how: str, text: str, claim: Claim | None) -> dic
     except CocoplusError as exc:
         h.log(f"session record not updated after a continuation: {exc}")
     if claim is not None:
-        h.after.append(h.finisher(claim))
+        from cocoplus.hook import prompt  # deferred: only a turn end that goes on with a steer marks it delivered
+
+        h.after.append(prompt.finisher(h, claim))
     h.step("turn_continued", alias=(h.record or {}).get("alias"), how=how, chars=len(text))
     answer: dict[str, Any] | None = h.adapter.continue_turn(h.event_name, text)
     return answer

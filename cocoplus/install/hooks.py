@@ -701,7 +701,7 @@ def timeout_notes(
 
     `installed` is what the runtime's hooks carry (`plugin`: this user's cocoplus plugin, which carries the
     defaults' waits); `expected` what `install` would write now.  A shorter one cuts the turn-end hold or the
-    permission wait to fit (`Hook.wait_for`, hook/runner.py); a longer one only needs writing again.
+    permission wait to fit (`wait_for`, hook/timeouts.py); a longer one only needs writing again.
     """
     from cocoplus.core.lock import wait_allowed  # deferred: doctor alone weighs the waits
 

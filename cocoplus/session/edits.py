@@ -26,10 +26,13 @@ from cocoplus.core import fsio, jsonfast
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.core.vocab import ACTIVE_STATES
+from cocoplus.runtimes import answers
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
+
+    from cocoplus.runtimes.protocol import Adapter
 
 READ_LIMIT = 8 * 1024 * 1024  # more than a rotated file and its successor hold (fsio.MAX_LOG_BYTES each)
 
@@ -71,6 +74,21 @@ def record(layout: Layout, cs_id: str, paths: list[str], cwd: str | None, root: 
     top = tree_root(root)
     text = "\n".join(jsonfast.dumps(relative(p, cwd, top)) for p in paths)
     return fsio.append_block(layout.session_edits(cs_id), text)
+
+
+def record_call(
+    layout: Layout, cs_id: str, paths: list[str], adapter: Adapter, payload: dict[str, Any], environ: Any
+) -> bool:
+    """`record` for one tool call: relative to its tree, the project its runtime names (`PROJECT_ENV`), else the
+    working directory the payload names (else this process's)."""
+    cwd = next(iter(answers.cwd(payload)), None)
+    root = next((v for v in (environ.get(n) for n in adapter.PROJECT_ENV) if v and v.startswith("/")), None)
+    if cwd is None:
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            cwd = None
+    return record(layout, cs_id, paths, cwd, root or cwd)
 
 
 def _parse(data: bytes, into: set[str]) -> None:

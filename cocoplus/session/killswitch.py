@@ -96,6 +96,18 @@ def kill_switch_sentence(layout: Layout) -> str | None:
     return stop_sentence(read_stop(layout) or {})
 
 
+def anywhere(layouts: list[Layout], problem: str | None = None) -> str | None:
+    """The sentence of the first place whose kill switch is on (or unknown), or of a place that cannot be trusted
+    (`problem`, which comes first)."""
+    if problem is not None:
+        return f"cocoplus: {problem}."
+    for layout in layouts:
+        reason = kill_switch_sentence(layout)
+        if reason is not None:
+            return reason
+    return None
+
+
 def stop_present(layout: Layout) -> bool:
     """True if AGENT_STOP exists, or if that cannot be known (fail closed)."""
     stopped, _ = kill_switch_state(layout.root)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 
-from cocoplus.core import clock, fsio, vocab
+from cocoplus.core import clock, fsio, jsonfast, vocab
 from cocoplus.core.errors import CocoplusError, NotFound, StateCorrupt
 from cocoplus.core.lock import DEFAULT_TIMEOUT, Budget, Lock
 from cocoplus.core.paths import Layout, is_valid_id
@@ -104,6 +104,79 @@ def record_call(layout: Layout, cs_id: str, fingerprint: str, tail: int = 0) -> 
     return count, [
         last[i : i + 24].decode("ascii", "replace") for i in range(0, len(last) - CALL_WIDTH + 1, CALL_WIDTH)
     ]
+
+
+def _sorted(value: Any) -> Any:
+    """`value` with dict keys in order, so equal inputs give equal fingerprints."""
+    if isinstance(value, dict):
+        return {str(k): _sorted(value[k]) for k in sorted(value, key=str)}
+    if isinstance(value, (list, tuple)):
+        return [_sorted(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return repr(value)
+
+
+_M61 = (1 << 61) - 1  # a Mersenne prime
+
+
+def fingerprint(payload: dict[str, Any]) -> str:
+    """Tool and input, reduced to a short text that is equal for equal calls (the runaway-loop guard).
+
+    The payload as sorted JSON, read as one integer modulo a 61-bit prime, plus
+    its length: 24 hex digits (the width of the session's call log), built-in
+    arithmetic, stable across processes (unlike `hash`), and no extension
+    module to load on every tool call.
+    """
+    tool = payload.get("tool_name") or payload.get("command") or ""
+    body = payload.get("tool_input")
+    if body is None:
+        body = payload.get("command")
+    try:
+        text = jsonfast.dumps([tool, _sorted(body)])
+    except (TypeError, ValueError):
+        text = repr((tool, body))
+    raw = text.encode("utf-8", "surrogatepass")
+    return f"{int.from_bytes(raw, 'little') % _M61:016x}{min(len(raw), 0xFFFFFFFF):08x}"
+
+
+def count_call(rec: dict[str, Any], fp: str, logged: tuple[int, int] | None, event: str, tool: str) -> int:
+    """What one tool call changes in the session's record; the run of equal calls it ends (the loop guard's count).
+
+    `logged` is (the call log's length after this call, the run of equal calls at its end), from `record_call`;
+    None when the call could not be appended: the record then counts the call itself, and its streak the run."""
+    calls = None if logged is None else logged[0]
+    set_attention(rec, None)
+    if rec.get("state") not in ("running",):
+        rec["state"] = "running"
+    if calls is None:
+        rec["tool_calls"] = int(rec.get("tool_calls") or 0) + 1
+    else:
+        if "calls_base" not in rec:  # the record counted the calls before the log began
+            rec["calls_base"] = int(rec.get("tool_calls") or 0)
+        elif calls == 1:  # the log was begun again: what the record had counted is the base
+            rec["calls_base"] = max(int(rec.get("tool_calls") or 0) - 1, 0)
+        rec["tool_calls"] = int(rec["calls_base"]) + calls
+    rec["last_tool_event"] = event
+    if rec.get("continuations"):
+        rec["continuations"] = 0  # a tool call ends a run of turn-end continuations (as Claude Code counts them)
+    streak: dict[str, Any] = rec["streak"] if isinstance(rec.get("streak"), dict) else {}
+    if logged is None:
+        count = int(streak.get("count") or 0) + 1 if streak.get("fingerprint") == fp else 1
+    else:
+        count = logged[1]
+    rec["streak"] = {"fingerprint": fp, "count": count, "tool": tool[:80]}
+    return count
+
+
+def record_due(rec: dict[str, Any]) -> bool:
+    """Whether a tool call must rewrite the session's record: it says something the call changes, or is old."""
+    if rec.get("state") != "running" or rec.get("attention") is not None or rec.get("continuations"):
+        return True
+    if "calls_base" not in rec:
+        return True
+    at = clock.parse_iso(rec.get("updated_at"))
+    return at is None or time.time() - at >= RECORD_REFRESH_S
 
 
 def _read_index(layout: Layout) -> dict[str, Any]:
@@ -258,6 +331,15 @@ def set_attention(rec: dict[str, Any], attention: str | None) -> bool:
     rec["attention"] = attention
     rec["attention_since"] = clock.iso() if attention else None
     return True
+
+
+def attend(rec: dict[str, Any], attention: str | None, detail: str | None) -> bool:
+    """Set the session's attention; True when it changed to one, which the record's `last_signal` then says (and a
+    signal is due)."""
+    if set_attention(rec, attention) and attention is not None:
+        rec["last_signal"] = {"kind": "attention", "value": attention, "message": detail, "ts": clock.iso()}
+        return True
+    return False
 
 
 def list_sessions(layout: Layout, *, settle: bool = True) -> tuple[list[dict[str, Any]], list[str]]:

@@ -1,0 +1,98 @@
+"""A tool call that trips one of cocoplus' own guards: the iteration budget damaged, the cap reached or its warn
+threshold, the same call repeated (the runaway-loop guard).  What the agent is told, what is stopped, what is logged.
+
+The post-tool handler (`hook/runner.py` `on_post_tool`) counts every call and
+loads this module only when a guard trips, so a tool call that trips none
+loads nothing of it.  Standard library only.
+"""
+
+from __future__ import annotations
+
+from cocoplus.core import fsio
+from cocoplus.core.errors import CocoplusError, StateCorrupt
+from cocoplus.session import iteration
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
+    from cocoplus.hook.runner import Hook  # only a type: the runner imports this module
+    from cocoplus.session.iteration import Outcome
+
+
+def budget_damaged(h: Hook, c: StateCorrupt) -> dict[str, Any] | None:
+    """The iteration budget cannot be trusted: the agent is stopped (fail closed) until the operator resumes it."""
+    reason = (
+        f"cocoplus: {h.layout.rel(c.path)} is damaged ({c.cause}); the damaged copy was kept at "
+        f"{h.layout.rel(c.kept_at) if c.kept_at else 'its place'}. The agent is stopped because the iteration "
+        "count cannot be trusted; check it and run `cocoplus session resume`."
+    )
+    h.stop_agent(reason, source="iteration-budget", state="paused")
+    h.step("iteration_budget_damaged", path=h.layout.rel(c.path), cause=c.cause, kept_at=c.kept_at)
+    h.log(reason)
+    answer: dict[str, Any] | None = h.adapter.halt(h.event_name, reason, reason)
+    return answer
+
+
+def budget_reached(h: Hook, out: Outcome) -> dict[str, Any] | None:
+    """The cap is reached (the agent is stopped) or, once, the warn threshold (the agent is told to checkpoint)."""
+    b = out.budget
+    if b is None:
+        return None
+    if out.capped:
+        reason = iteration.exhausted_reason(b)
+        h.stop_agent(reason, source="iteration-budget", state="exited")
+        if out.capped_now:
+            h.step("iteration_cap", consumed=b["consumed"], cap=b["cap"], final_budget_state=_final_budget(h, b))
+        halted: dict[str, Any] | None = h.adapter.halt(
+            h.event_name,
+            f"cocoplus: {reason}; the operator can continue with `cocoplus session resume --reset-budget`",
+            "Iteration cap reached: stop here and summarise progress in .cocoplus/session/PROGRESS.md.",
+        )
+        return halted
+    h.step(
+        "checkpoint_requested",
+        reason="iteration warn threshold",
+        consumed=b["consumed"],
+        cap=b["cap"],
+        warn_at=b["warn_at"],
+    )
+    noted: dict[str, Any] | None = h.adapter.add_context(h.event_name, iteration.checkpoint_note(b))
+    return noted
+
+
+def _final_budget(h: Hook, iteration_doc: dict[str, Any]) -> dict[str, Any]:
+    final: dict[str, Any] = {"iteration": {k: iteration_doc[k] for k in ("cap", "consumed", "warn_at")}}
+    try:
+        cost = fsio.read_json(h.layout.budget_state)
+        if cost:
+            final["cost"] = {k: cost.get(k) for k in ("state", "limit", "spent")}
+    except CocoplusError as exc:
+        final["cost"] = {"error": str(exc)}
+    return final
+
+
+def repeated(h: Hook, count: int, repeats: int) -> dict[str, Any] | None:
+    """The same call with the same input `count` times in a row: a checkpoint request at `repeats`, a stop at twice
+    that."""
+    tool = str(h.payload.get("tool_name") or "tool")
+    if count >= 2 * repeats:
+        reason = f"runaway loop: the same {tool} call with the same input ran {count} times in a row"
+        if h.stop_agent(reason, source="loop-guard", state="exited"):
+            h.step("loop_guard_stop", tool=tool, repeats=count)
+        halted: dict[str, Any] | None = h.adapter.halt(
+            h.event_name,
+            f"cocoplus: {reason}; the operator can continue with `cocoplus session resume`",
+            f"Stopped: {reason}.",
+        )
+        return halted
+    if count != repeats:
+        return None
+    h.step("checkpoint_requested", reason="repeated tool call", tool=tool, repeats=count)
+    noted: dict[str, Any] | None = h.adapter.add_context(
+        h.event_name,
+        f"cocoplus: you have run the same {tool} call with the same input {count} times in a row. You are "
+        "repeating yourself: stop, record what you learned in .cocoplus/session/PROGRESS.md, and change approach. "
+        f"At {2 * repeats} repeats the agent is stopped.",
+    )
+    return noted
