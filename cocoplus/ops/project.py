@@ -10,6 +10,7 @@ from cocoplus import config as config_mod
 from cocoplus.core import userfiles
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import STATE_DIR_NAME, Layout, is_state_dir, walk_up
+from cocoplus.install import doctor as install_doctor
 from cocoplus.install import hooks as runtimes
 from cocoplus.session import agents, workspace
 from cocoplus.supervision import headless
@@ -109,7 +110,7 @@ def doctor(layout: Layout) -> dict[str, Any]:
     records whose commands cocoplus will not run (core.seal); how the files are watched."""
     from cocoplus.ops import supervision as supervision_ops  # deferred: the supervision ops, for doctor alone
 
-    result = runtimes.doctor(layout)
+    result = install_doctor.doctor(layout)
     result["ignored"] = headless.ignored_records(layout)
     result["grants"] = headless.grant_notes(layout)
     result["user_files"] = user_file_notes()

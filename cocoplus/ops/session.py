@@ -88,11 +88,11 @@ def stop_session(
 
 
 def _carried(layout: Layout, result: dict[str, Any]) -> dict[str, Any]:
-    from cocoplus.install import hooks as install  # deferred: only a stop reads the hook files
+    from cocoplus.install import doctor  # deferred: only a stop reads the hook files
 
-    result["problems"] = list(result.get("problems") or []) + install.stop_warnings(layout)
+    result["problems"] = list(result.get("problems") or []) + doctor.stop_warnings(layout)
     # Who will see it: a stop is only as good as the hooks that read it.
-    result["carried_by"] = install.carriers(layout.project)
+    result["carried_by"] = doctor.carriers(layout.project)
     return result
 
 

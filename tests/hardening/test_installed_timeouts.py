@@ -22,6 +22,7 @@ from cocoplus.core import jsonl
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.hook import timeouts
+from cocoplus.install import doctor
 from cocoplus.install import hooks as runtimes
 from cocoplus.runtimes import registry
 from cocoplus.runtimes.protocol import Adapter
@@ -46,7 +47,7 @@ def installed(layout: Layout, runtime: str, event: str) -> tuple[str, float]:
     """The command `install` wrote for `event` and the timeout its runtime applies to it (seconds)."""
     adapter = registry.get(runtime)
     doc = json.loads(Path(runtimes.settings_path(adapter, layout.project)).read_text())
-    (handler,) = [h for h in runtimes._handlers(doc["hooks"][event]) if runtimes.is_ours(h["command"])]
+    (handler,) = [h for h in doctor._handlers(doc["hooks"][event]) if runtimes.is_ours(h["command"])]
     told = timeouts.in_command(handler["command"])
     written = adapter.entry_timeout(handler)
     assert told is not None

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
+from cocoplus.install import doctor, launcher
 from cocoplus.install import hooks as runtimes
-from cocoplus.install import launcher
 from cocoplus.runtimes import registry
 from tests.conftest import passwd_env
 
@@ -70,7 +70,7 @@ def test_committed_launcher_runs_this_users_cocoplus_and_guards_the_project(proj
     assert rel in result["commit"] and result["do_not_commit"] == []
     assert Path(launcher.pointer_path()).exists()
     doc = json.loads(Path(project.project, rel).read_text())
-    command = runtimes._commands(doc["hooks"][PRE[runtime]])[0]
+    command = doctor._commands(doc["hooks"][PRE[runtime]])[0]
     assert launcher.is_launcher(command) and sys.executable not in command and project.project not in command
     assert not denied(run_hook(command, project.project, pre_payload(project.project, runtime)))
     Path(project.agent_stop).write_text("")
@@ -85,7 +85,7 @@ def test_without_cocoplus_the_launcher_still_keeps_the_kill_switch(
     runtimes.install(runtime, project.project)
     os.unlink(launcher.pointer_path())  # a teammate who pulled the files but has no cocoplus
     doc = json.loads(Path(project.project, *registry.get(runtime).HOOKS_FILE).read_text())
-    command = runtimes._commands(doc["hooks"][PRE[runtime]])[0]
+    command = doctor._commands(doc["hooks"][PRE[runtime]])[0]
     bare = "/usr/bin:/bin"  # no cocoplus on it
     sub = Path(project.project, "src")
     sub.mkdir()
@@ -94,7 +94,7 @@ def test_without_cocoplus_the_launcher_still_keeps_the_kill_switch(
     Path(project.agent_stop).write_text("")
     r = run_hook(command, str(sub), pre_payload(project.project, runtime), path=bare)
     assert r.returncode == 2 and "AGENT_STOP exists" in r.stderr and "pipx install cocoplus" in r.stderr
-    start = runtimes._commands(doc["hooks"]["SessionStart"])[0]
+    start = doctor._commands(doc["hooks"]["SessionStart"])[0]
     r = run_hook(start, project.project, {"hook_event_name": "SessionStart"}, path=bare)
     assert r.returncode == 0 and "cocoplus is not installed for this user" in r.stderr
 

@@ -16,8 +16,8 @@ import pytest
 from cocoplus.core import jsonl
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
+from cocoplus.install import doctor, launcher
 from cocoplus.install import hooks as runtimes
-from cocoplus.install import launcher
 from cocoplus.session import holds
 from cocoplus.session import registry as sessions
 from cocoplus.supervision import autonomy
@@ -60,7 +60,7 @@ def old_project(dest: Path) -> Path:
 
 def command(project: Path, runtime: str, event: str) -> str:
     doc = json.loads((project / FILES[runtime]).read_text())
-    return runtimes._commands(doc["hooks"][event])[0]
+    return doctor._commands(doc["hooks"][event])[0]
 
 
 def run(cmd: str, cwd: Path, payload: dict[str, Any]) -> subprocess.CompletedProcess[str]:
@@ -170,7 +170,7 @@ def test_doctor_offers_the_upgrade_and_install_does_it_in_place(tmp_path: Path, 
     (p / ".cocoplus" / "AGENT_STOP").write_text("")
     for runtime in FILES:
         doc = json.loads(Path(runtimes.settings_path(runtimes.adapter_for(runtime), str(p))).read_text())
-        assert denied(run(runtimes._commands(doc["hooks"][PRE[runtime]])[0], p, pre(runtime, p))), runtime
+        assert denied(run(doctor._commands(doc["hooks"][PRE[runtime]])[0], p, pre(runtime, p))), runtime
 
 
 def test_a_previous_release_turn_end_hook_holds_within_the_timeout_written_beside_it(tmp_path: Path, cli) -> None:

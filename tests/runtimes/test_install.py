@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cocoplus.core.paths import Layout
+from cocoplus.install import doctor
 from cocoplus.install import hooks as runtimes
 from cocoplus.runtimes import registry
 
@@ -33,7 +34,7 @@ def test_install_is_idempotent_and_covers_every_event(project: Layout, runtime: 
     assert settings_path(project, runtime).read_text() == text
     doc = json.loads(text)
     for event, _ in registry.installed_events(registry.get(runtime)):
-        cmds = runtimes._commands(doc["hooks"][event])
+        cmds = doctor._commands(doc["hooks"][event])
         assert cmds == [runtimes.hook_command(runtime, event)]
         assert "--dir" not in cmds[0] and project.project not in cmds[0]
     assert first["todo"], "install says what the user must still do"
@@ -82,16 +83,16 @@ def test_every_timeout_fits_the_configured_waits_and_the_command_carries_it(proj
     doc = json.loads(settings_path(project, runtime).read_text())
     kinds = {e: k for e, k, _m in adapter.EVENTS}
     for event, _ in registry.installed_events(adapter):
-        (handler,) = runtimes._handlers(doc["hooks"][event])
+        (handler,) = doctor._handlers(doc["hooks"][event])
         want = 7 + {"stop": 50, "permission": 900 if adapter.ASKS_PERMISSION else 0}.get(kinds[event], 0)
         if (runtime, event) == ("codex", "SessionEnd"):
             want = 3  # the most Codex runs it for
         assert handler["command"].endswith(f" --timeout {want}") or f" --timeout {want};" in handler["command"], event
-        assert runtimes.describe(handler["command"])["timeout"] == want
+        assert doctor.describe(handler["command"])["timeout"] == want
         written = adapter.entry_timeout(handler)
         assert written == want or (runtime == "cursor" and written is None), (event, written)  # Cursor's file has none
     first = registry.installed_events(adapter)[0][0]
-    assert runtimes._commands(doc["hooks"][first]) == [runtimes.hook_command(runtime, first, project.project)]
+    assert doctor._commands(doc["hooks"][first]) == [runtimes.hook_command(runtime, first, project.project)]
 
 
 def test_the_turn_end_and_permission_timeouts_of_claude_code(project: Layout) -> None:
@@ -100,7 +101,7 @@ def test_the_turn_end_and_permission_timeouts_of_claude_code(project: Layout) ->
     assert doc["hooks"]["Stop"][0]["hooks"][0]["timeout"] == 130
     assert doc["hooks"]["PermissionRequest"][0]["hooks"][0]["timeout"] == 610
     assert doc["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 10
-    described = runtimes.describe(doc["hooks"]["Stop"][0]["hooks"][0]["command"])
+    described = doctor.describe(doc["hooks"]["Stop"][0]["hooks"][0]["command"])
     assert described["form"] == "direct" and described["python"] == sys.executable and described["timeout"] == 130
 
 
@@ -161,9 +162,9 @@ def test_other_hooks_are_kept_through_install_upgrade_and_uninstall(project: Lay
     result = runtimes.install(runtime, project.project)
     doc = json.loads(path.read_text())
     assert doc["model"] == "keep-me" and doc["hooks"]["SomethingElse"] == [{"hooks": [OTHER]}]
-    cmds = runtimes._commands(doc["hooks"][event])
+    cmds = doctor._commands(doc["hooks"][event])
     assert OTHER["command"] in cmds and stale["command"] not in cmds
-    ours = runtimes._commands(json.loads(settings_path(project, runtime).read_text())["hooks"][event])
+    ours = doctor._commands(json.loads(settings_path(project, runtime).read_text())["hooks"][event])
     assert ours.count(runtimes.hook_command(runtime, event)) == 1
     if settings_path(project, runtime) == path:
         assert f"{event}: updated" in result["changes"]
