@@ -7,7 +7,9 @@ a tenth of a second), every few seconds in case an event was missed, and
 re-draws the ages every second.  It writes nothing until a key asks; every
 key acts through the same operation as the CLI (`cocoplus/ops/`), as the
 person at the terminal (`ops.authority.caller`: the operator, or inside an
-agent's session that worker, whose keys are refused as its commands are):
+agent's session that worker, whose keys are refused as its commands are).
+A key that asks first opens one of `tui/screens.py` from a worker
+(`@work`) and waits for its answer (`push_screen_wait`):
 
   on the selected session                          on the whole project
   s  stop it (its tools only)                      S  stop every agent (AGENT_STOP)
@@ -27,23 +29,22 @@ Fits 80x24; NO_COLOR turns colour off (Textual honours it).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
 from typing import Any
 
 from rich.text import Text
+from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.coordinate import Coordinate
 from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
-from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Footer, Static
 
-from cocoplus.core import clock, fsio, inert
+from cocoplus.core import clock, inert
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.cost import live
@@ -53,11 +54,11 @@ from cocoplus.ops import permissions as permissions_ops
 from cocoplus.ops import session as session_ops
 from cocoplus.ops.authority import Principal
 from cocoplus.tui import render
+from cocoplus.tui.screens import AskScreen, ConfirmScreen, LogScreen, PermissionScreen, request_text, session_log
 
 RELOAD_EVERY_S = 5.0
 DEBOUNCE_S = 0.1
 MAX_SAMPLES = 240
-LOG_LINES = 200
 OPERATOR_REASON = "stopped from cocoplus top"
 NO_CARRIER = (
     "no runtime's cocoplus hooks are installed for this project (nor a cocoplus plugin for you): no agent sees "
@@ -70,146 +71,6 @@ def _without(rows: list[tuple[str, list[str]]], at: int | None) -> list[tuple[st
     if at is None:
         return rows
     return [(sid, cells[:at] + cells[at + 1 :]) for sid, cells in rows]
-
-
-class AskScreen(ModalScreen[str | None]):
-    """One line of text (a steer, a dispatch, an answer), under what it is for; Enter sends, Escape cancels."""
-
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
-    DEFAULT_CSS = """
-    AskScreen { align: center middle; }
-    AskScreen > Vertical { width: 90%; max-width: 100; height: auto; border: round $accent; background: $surface; }
-    AskScreen #ask-detail { max-height: 6; color: $text-muted; }
-    """
-
-    def __init__(self, heading: str, detail: str | None = None) -> None:
-        super().__init__()
-        self.heading = heading
-        self.detail = detail
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(Text(f"{self.heading} (Enter sends, Esc cancels)"), id="ask-heading")
-            if self.detail:
-                yield Static(Text(self.detail), id="ask-detail")
-            yield Input(id="ask-text")
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip() or None)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-
-class ConfirmScreen(ModalScreen[bool]):
-    BINDINGS = [Binding("y", "yes", "Yes"), Binding("n,escape", "no", "No")]
-    DEFAULT_CSS = """
-    ConfirmScreen { align: center middle; }
-    ConfirmScreen > Static { width: 90%; max-width: 100; height: auto; border: round $warning; background: $surface; }
-    """
-
-    def __init__(self, question: str) -> None:
-        super().__init__()
-        self.question = question
-
-    def compose(self) -> ComposeResult:
-        yield Static(Text(f"{self.question} [y/n]"), id="confirm-question")
-
-    def action_yes(self) -> None:
-        self.dismiss(True)
-
-    def action_no(self) -> None:
-        self.dismiss(False)
-
-
-class PermissionScreen(ModalScreen[str | None]):
-    """A pending permission request, shown whole: `a` allows it, `d` denies it, Escape leaves it pending."""
-
-    BINDINGS = [
-        Binding("a", "allow", "Allow"),
-        Binding("d", "deny", "Deny"),
-        Binding("escape", "cancel", "Leave pending"),
-    ]
-    DEFAULT_CSS = """
-    PermissionScreen { align: center middle; }
-    PermissionScreen > Static {
-        width: 90%; max-width: 100; height: auto; border: round $warning; background: $surface;
-    }
-    """
-
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-
-    def compose(self) -> ComposeResult:
-        yield Static(
-            Text(self.text + "\n\n[a] allow once   [d] deny   [Esc] leave it pending"), id="permission-request"
-        )
-
-    def action_allow(self) -> None:
-        self.dismiss("allow")
-
-    def action_deny(self) -> None:
-        self.dismiss("deny")
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-
-def request_text(req: dict[str, Any], alias: str, others: int, now: float) -> str:
-    """A permission request as the person answering it reads it (every field from the file made inert)."""
-    deadline = clock.parse_iso(req.get("deadline"))
-    left = f"; denied by default in {render.age(max(0.0, deadline - now))}" if deadline is not None else ""
-    lines = [
-        f"{inert.line(alias)} asks to use {inert.line(req.get('tool'))} (request {inert.line(req.get('id'))}{left})",
-        f"rule: {inert.line(req.get('rule'))}",
-        "input: " + " ".join(inert.line(req.get("input") or "-").split()),
-    ]
-    touched = [inert.line(p) for p in req.get("protected") or [] if isinstance(p, str)]
-    if touched:
-        lines.append(f"changes what runs: it writes {', '.join(touched)} (allowing it allows this one call only)")
-    if req.get("why"):
-        lines.append(f"why it asks: {inert.line(req.get('why'))}")
-    if others:
-        lines.append(f"({others} more pending for this session: answered one at a time, oldest first)")
-    return "\n".join(lines)
-
-
-class LogScreen(ModalScreen[None]):
-    """A session's record and its lines of the hook log (read only)."""
-
-    BINDINGS = [Binding("escape,q,l", "close", "Close")]
-    DEFAULT_CSS = """
-    LogScreen { align: center middle; }
-    LogScreen > Vertical { width: 100%; height: 100%; border: round $accent; background: $surface; overflow-y: auto; }
-    """
-
-    def __init__(self, title: str, text: str) -> None:
-        super().__init__()
-        self.title_text = title
-        self.body = text
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(Text(inert.line(self.title_text), style="bold"))
-            yield Static(Text(inert.text(self.body)), id="log-body")
-
-    def action_close(self) -> None:
-        self.dismiss(None)
-
-
-def session_log(layout: Layout, rec: dict[str, Any]) -> str:
-    """The session's record, then the last lines of the hook log that name it."""
-    lines = [json.dumps(rec, indent=2, ensure_ascii=False, default=str), "", f"-- {layout.rel(layout.hook_log)} --"]
-    names = [n for n in (rec.get("runtime_session_id"), rec.get("id")) if n]
-    try:
-        text = fsio.read_text(layout.hook_log, limit=8 * 1024 * 1024) or ""
-    except CocoplusError as exc:
-        text = ""
-        lines.append(str(exc))
-    mine = [ln for ln in text.splitlines() if any(str(n) in ln for n in names)]
-    lines.extend(mine[-LOG_LINES:] or ["(no hook log lines for this session)"])
-    return "\n".join(lines)
 
 
 class TopApp(App[None]):
@@ -551,7 +412,8 @@ class TopApp(App[None]):
             lambda: session_ops.stop(self.layout, OPERATOR_REASON, principal=self.principal()),
         )
 
-    def action_resume(self) -> None:
+    @work
+    async def action_resume(self) -> None:
         target = self._target()
         row = self.selected()
         if target is None or row is None:
@@ -569,65 +431,58 @@ class TopApp(App[None]):
         stop_id = stop.get("id")
         made = f" by {inert.line(stop.get('operator'))}" if stop.get("operator") else ""
         why = f": {inert.line(stop.get('reason'))}" if stop.get("reason") else ""
+        if await self.push_screen_wait(ConfirmScreen(f"Resume {alias} (lift its stop{made}{why})?")):
+            self._do(
+                f"{alias} resumed",
+                lambda: session_ops.resume_session(self.layout, sid, stop_id=stop_id, principal=self.principal()),
+            )
 
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._do(
-                    f"{alias} resumed",
-                    lambda: session_ops.resume_session(self.layout, sid, stop_id=stop_id, principal=self.principal()),
-                )
-
-        self.push_screen(ConfirmScreen(f"Resume {alias} (lift its stop{made}{why})?"), answered)
-
-    def action_resume_all(self) -> None:
+    @work
+    async def action_resume_all(self) -> None:
         if not (self.snap or {}).get("kill_switch"):
             self.say("the project is not stopped (no AGENT_STOP); a stopped session resumes with r", "warning")
             return
+        if await self.push_screen_wait(ConfirmScreen("Resume the agents (remove AGENT_STOP)?")):
+            self._do("resumed", lambda: session_ops.resume(self.layout, principal=self.principal()))
 
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._do("resumed", lambda: session_ops.resume(self.layout, principal=self.principal()))
-
-        self.push_screen(ConfirmScreen("Resume the agents (remove AGENT_STOP)?"), answered)
-
-    def action_steer(self) -> None:
-        self._ask_and_do(
+    @work
+    async def action_steer(self) -> None:
+        await self._ask_and_do(
             "Steer {alias}: one instruction, at its turn end or next prompt",
             "steer for {alias} written",
             lambda sid, text: session_ops.steer_session(self.layout, sid, text, principal=self.principal()),
         )
 
-    def action_steer_all(self) -> None:
-        def answered(text: str | None) -> None:
-            if text:
-                self._do(
-                    "steer queued for the next prompt",
-                    lambda: session_ops.steer(self.layout, text, principal=self.principal()),
-                )
+    @work
+    async def action_steer_all(self) -> None:
+        text = await self.push_screen_wait(AskScreen("Steer: one instruction for the agent's next prompt"))
+        if text:
+            self._do(
+                "steer queued for the next prompt",
+                lambda: session_ops.steer(self.layout, text, principal=self.principal()),
+            )
 
-        self.push_screen(AskScreen("Steer: one instruction for the agent's next prompt"), answered)
-
-    def action_dispatch(self) -> None:
-        self._ask_and_do(
+    @work
+    async def action_dispatch(self) -> None:
+        await self._ask_and_do(
             "Dispatch to {alias}: its next piece of work",
             "dispatched to {alias}",
             lambda sid, text: dispatch_ops.dispatch(self.layout, sid, text, principal=self.principal()),
         )
 
-    def _ask_and_do(self, question: str, done: str, act: Callable[[str, str], Any]) -> None:
-        """Ask for one line of text about the selected session, then `act(session id, text)` saying `done`."""
+    async def _ask_and_do(self, question: str, done: str, act: Callable[[str, str], Any]) -> None:
+        """Ask for one line of text about the selected session, then `act(session id, text)` saying `done` (from a
+        worker: it waits for the answer)."""
         target = self._target()
         if target is None:
             return
         sid, alias = target
+        text = await self.push_screen_wait(AskScreen(question.format(alias=alias)))
+        if text:
+            self._do(done.format(alias=alias), lambda: act(sid, text))
 
-        def answered(text: str | None) -> None:
-            if text:
-                self._do(done.format(alias=alias), lambda: act(sid, text))
-
-        self.push_screen(AskScreen(question.format(alias=alias)), answered)
-
-    def action_answer(self) -> None:
+    @work
+    async def action_answer(self) -> None:
         target = self._target()
         if target is None:
             return
@@ -641,18 +496,17 @@ class TopApp(App[None]):
             self.say(f"{alias} has asked no question (d dispatches to it)", "warning")
             return
 
-        def answered(text: str | None) -> None:
-            if text:
-                self._do(
-                    f"answer sent to {alias}",
-                    lambda: dispatch_ops.answer(self.layout, sid, text, principal=self.principal()),
-                )
-
         said = " ".join(inert.line(q.get("text") or "").split())
         detail = f"{alias} asked: {said}" + (" (already answered; this answers it again)" if q.get("answered") else "")
-        self.push_screen(AskScreen(f"Answer {alias}'s question", detail), answered)
+        text = await self.push_screen_wait(AskScreen(f"Answer {alias}'s question", detail))
+        if text:
+            self._do(
+                f"answer sent to {alias}",
+                lambda: dispatch_ops.answer(self.layout, sid, text, principal=self.principal()),
+            )
 
-    def action_permission(self) -> None:
+    @work
+    async def action_permission(self) -> None:
         target = self._target()
         if target is None:
             return
@@ -667,19 +521,14 @@ class TopApp(App[None]):
             return
         req = pending[0]
         req_id = str(req["id"])
-
-        def answered(how: str | None) -> None:
-            if how == "allow":
-                self._do(
-                    f"{req_id} allowed",
-                    lambda: permissions_ops.approve(self.layout, req_id, principal=self.principal()),
-                )
-            elif how == "deny":
-                self._do(
-                    f"{req_id} denied", lambda: permissions_ops.deny(self.layout, req_id, principal=self.principal())
-                )
-
-        self.push_screen(PermissionScreen(request_text(req, alias, len(pending) - 1, self.now())), answered)
+        how = await self.push_screen_wait(PermissionScreen(request_text(req, alias, len(pending) - 1, self.now())))
+        if how == "allow":
+            self._do(
+                f"{req_id} allowed",
+                lambda: permissions_ops.approve(self.layout, req_id, principal=self.principal()),
+            )
+        elif how == "deny":
+            self._do(f"{req_id} denied", lambda: permissions_ops.deny(self.layout, req_id, principal=self.principal()))
 
     def action_log(self) -> None:
         sid = self.selected_id()
