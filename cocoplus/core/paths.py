@@ -15,6 +15,13 @@ may name the state directory itself or a project directory that holds one.
 A `.cocoplus` holding a worktree marker (a worker's git worktree) stands for
 the project's state directory the marker names (`governing`,
 core/worktreemark.py); a damaged marker is an error, never a fallback.
+
+It stays one file, past the size the other modules keep to, because it is
+the one place that names every file under `.cocoplus/`: a reader finds them
+all in `Layout`, and tests/core/test_paths.py and
+tests/hardening/test_symlinks.py walk it to hold every writer to it.  The
+discovery beside it is short, and the hook's tool calls use both (a module
+of its own would be one more import on them).
 """
 
 from __future__ import annotations
