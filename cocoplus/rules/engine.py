@@ -11,20 +11,14 @@ written down once, in docs/guides/permissions.md; in short:
   path (rules/protected.py), or reads a secret, is asked, whatever the allow
   rules say (only the operator's approval of that one request lets it run);
 * **allow is narrow**: a shell command is allowed only when every simple
-  command in it is allowed by a rule, each as written (a wrapper or an
-  environment prefix is not covered unless the rule names it), and every file
-  it redirects to is allowed by a path rule; a command the parser cannot read
-  is never allowed;
-* anything else is **asked**.
+  command in it is allowed by a rule, as written, every file it redirects to
+  by a path rule, and nothing in it is beyond checking; else it is **asked**.
 
 `decide(...)` returns a `Decision`: the behaviour, the rule that decided (for
-a chain, the rule of each part), where the rule came from, and why, in words
-("part 2 of the chain, `touch X`, is not covered").  Deny rules are matched
-against each program as it really runs: `/bin/rm`, `\\rm`, `command rm`,
-`env FOO=1 rm`, `FOO=1 rm`, `sudo rm` and `xargs rm` are all `rm`, `rm -rf`,
-`rm -fr`, `rm -r -f` and `rm -rfv` all carry `-r` and `-f`; they are a tripwire,
-not a sandbox.  Standard library only besides the shell parser, which is
-loaded only when a shell command is judged.
+a chain, the rule of each part), where the rule came from, and why, in words.
+Deny rules are matched against each program as it really runs (`/bin/rm`,
+`env FOO=1 rm`, `sudo rm`, `xargs rm` are `rm`; `-rf`, `-fr`, `-r -f` alike):
+a tripwire, not a sandbox.  Standard library only besides the shell parser.
 """
 
 from __future__ import annotations

@@ -265,6 +265,12 @@ def _permission_decision(layout):
     permissions.answer(layout, req["id"], "deny", principal="operator", by="ann")
 
 
+def _left_decision(layout):
+    from cocoplus.inbox import decisions
+
+    decisions.leave(layout, {"id": "q_x", "kind": "question"}, "ann", "cli")
+
+
 def _refusal(layout):
     from cocoplus.core.errors import Refused
     from cocoplus.ops import authority
@@ -440,6 +446,7 @@ WRITERS = {
     "permission_requests_dir": (_permission_request, "dir"),
     "permission_request": (_permission_request, "file"),
     "permission_log": (_permission_decision, "file"),
+    "inbox_left": (_left_decision, "file"),
     "marker": (_marker, "file"),
     "supervisor_log": (_spawned_log(lambda lay: lay.supervisor_log), "file"),
     "chat_worker_log": (_spawned_log(lambda lay: lay.chat_worker_log), "file"),
