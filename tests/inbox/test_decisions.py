@@ -140,3 +140,34 @@ def test_a_stop_a_person_made_is_not_a_question_and_a_worker_may_not_decide(
         inbox_ops.decide(stop["id"], "resume", principal=authority.worker("cc1"))
     out = inbox_ops.decide(stop["id"], "resume")
     assert killswitch.read_stop(alpha) is None and "lifted" in out["message"]
+
+
+def test_a_token_answers_once_and_a_changed_or_expired_one_is_refused(
+    waiting_request: tuple[Layout, subprocess.Popen[bytes]],
+) -> None:
+    import time
+
+    from cocoplus.inbox import answer, store, tokens
+
+    beta, child = waiting_request
+    req = permissions.requests(beta)[0]
+    handle = store.handle_of(beta.root, req["id"])
+    approve = tokens.make(handle, "approve", time.time() + 600)
+    deny = tokens.make(handle, "deny", time.time() + 600)
+    flipped = approve[:-3] + ("A" if approve[-3] != "A" else "B") + approve[-2:]
+    assert answer.tap(flipped, "phone:ntfy")["http"] == 403
+    assert answer.tap(tokens.make(handle, "approve", time.time() - 1), "phone:ntfy")["http"] == 410
+    assert answer.tap(tokens.make(handle, "open", time.time() + 600), "phone:ntfy")["status"] == "open"
+    first = answer.tap(approve, "phone:ntfy")
+    assert (first["status"], first["http"]) == ("ok", 200), first
+    child.wait(timeout=30)
+    assert child.stdout is not None
+    assert json.loads(child.stdout.read())["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+    decided = permissions.read_request(beta, req["id"])
+    assert decided is not None and (decided["channel"], decided["principal"]) == ("phone:ntfy", "operator")
+    again = answer.tap(approve, "phone:telegram")
+    assert (again["status"], again["http"]) == ("used", 409) and "via phone:ntfy" in again["message"], again
+    late = answer.tap(deny, "page")
+    assert (late["status"], late["http"]) == ("already", 409) and "via phone:ntfy" in late["message"], late
+    events = [(e["channel"], e["event"], e.get("why")) for e in store.ledger() if e["decision"] == req["id"]]
+    assert ("phone:ntfy", "answered", None) in events and ("phone:telegram", "refused", "used") in events
