@@ -147,7 +147,8 @@ def test_a_token_answers_once_and_a_changed_or_expired_one_is_refused(
 ) -> None:
     import time
 
-    from cocoplus.inbox import answer, store, tokens
+    from cocoplus.inbox import store, tokens
+    from cocoplus.ops import answer
 
     beta, child = waiting_request
     req = permissions.requests(beta)[0]

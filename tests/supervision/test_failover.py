@@ -187,7 +187,9 @@ def test_a_worker_whose_runtime_keeps_no_session_starts_again_at_most_max_tries_
     for i in range(limits.MAX_TRIES - 1):
         resumes.restart(proj, another(i), said)
         n = len(workers.read(proj, "w1")["runtimes"])  # type: ignore[index]
-        wait_until(lambda n=n: (x := workers.read(proj, "w1")) and x["state"] == "exited" and x["runs"] == n)
+        wait_until(
+            lambda n=n: (x := workers.read(proj, "w1")) and x["state"] == "exited" and x["runs"] == n, timeout=90
+        )
     last = another(limits.MAX_TRIES)
     assert f"not started again (already {limits.MAX_TRIES} times)" in resumes.restart(proj, last, said)
     gave_up = registry.read_record(proj, last["id"])

@@ -431,7 +431,7 @@ def test_a_worker_record_whose_command_is_not_sealed_here_is_never_started(
     # The same command sealed here, for this worker and project, runs.
     queued_worker(project, "w1", command, None, here=True)
     child = workers.start_runner(project, "w1", dict(os.environ))
-    assert child.wait(timeout=60) == 0
+    assert child.wait(timeout=60) == 0, Path(project.worker_runner_log("w1")).read_text()
     assert (Path(project.project) / "AGENT_RAN").read_text() == "-p task\n"
 
 
