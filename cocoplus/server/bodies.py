@@ -24,7 +24,7 @@ from cocoplus.core.paths import ID_MAX
 # `core.paths.is_valid_id`: a letter or digit, then letters, digits, `_`, `-` and `.`, never `..`; at most ID_MAX.
 ID_PATTERN = r"^[A-Za-z0-9](\.?[A-Za-z0-9_-])*\.?$"
 CONV_PATTERN = ID_PATTERN
-# A worker's alias: an id, neither a cs_ id nor a worker id such as w1 (supervision/workers.py).
+# A worker's alias: an id, neither a cs_ id nor a worker id such as w1 (supervision/workers/launching.py).
 ALIAS_PATTERN = r"^(?!cs_)(?!w[0-9]+$)[A-Za-z0-9](\.?[A-Za-z0-9_-])*\.?$"
 # Some character other than white space: what `str.strip()` leaves something of.
 NOT_BLANK = r"\S"

@@ -338,11 +338,12 @@ def _notify_log(layout):
 def _worker_files(lay: Layout) -> None:
     """A worker's record, output and runner log, written as a launch and its runner write them."""
     from cocoplus.core import fsio
-    from cocoplus.supervision import workerrun, workers
+    from cocoplus.supervision import workerrun
+    from cocoplus.supervision.workers import store
 
-    with workers._lock(lay):
+    with store.lock(lay):
         fsio.ensure_dir(lay.worker_dir("w1"))
-        workers._write(lay, {"schema_version": 1, "id": "w1", "state": "exited"})
+        store.write(lay, {"schema_version": 1, "id": "w1", "state": "exited"})
     out = workerrun.Output(lay.worker_log("w1"), 1 << 20)
     out.write(b"output\n")
     out.close()

@@ -1,0 +1,281 @@
+"""How a run ends: `finish` records it once (state, reason, exit status), ends its session or says why there is
+none, and wakes the brain on a failure; `reconcile` does it for a worker whose runner died with it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+from cocoplus import config as config_mod
+from cocoplus.core import clock, fsio, jsonl, seal, vocab
+from cocoplus.core.errors import CocoplusError
+from cocoplus.core.paths import Layout
+from cocoplus.runtimes import registry as runtimes
+from cocoplus.session import limits, permissions, registry
+from cocoplus.supervision.workers.store import LIVE, alive, lock, read, records, session_of, write
+
+FROM_OUTPUT = "worker_output"  # `last_event` of a session its runner recorded from its output (no hook ran)
+
+
+def status_text(code: int | None) -> str:
+    if code is None:
+        return "exit status unknown"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def finish(
+    layout: Layout,
+    wid: str,
+    code: int | None,
+    why: str | None = None,
+    left_behind: list[dict[str, Any]] | None = None,
+    limit: dict[str, Any] | None = None,
+    native: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """Record how worker `wid`'s run ended (once); update its session and wake the brain on a failure.
+
+    `left_behind`: the processes its runtime left running (`leftovers.find`), which its runner ends next.
+    `limit`: the rate or usage limit its output reported (the adapter's `output_limit`): a run ended by a limit
+    is `exited` with the limit, not `failed`, and its session is paused (session/limits.py) if its hook did not
+    say so already.  `native`: the session its output named (the adapter's `output_session`), recorded for a
+    run ended by a limit whose hooks recorded none (`session_from_output`), so that it is resumed at the reset.
+    """
+    with lock(layout):
+        rec = read(layout, wid)
+        if rec is None or rec.get("state") not in LIVE:
+            if rec is not None and left_behind:
+                rec["left_behind"] = [
+                    dict(p, ended=False) for p in left_behind
+                ]  # `workers kill` recorded the end first
+                write(layout, rec)
+            return None
+        if left_behind:
+            rec["left_behind"] = [dict(p, ended=False) for p in left_behind]
+        killed = rec.get("kill_requested") or None
+        sess = session_of(layout, rec)
+        if sess is None and limit is not None and native is not None and not killed:
+            sess = session_from_output(layout, rec, native)
+        if (
+            sess is not None
+            and limit is not None
+            and not killed
+            and sess.get("state") in vocab.ACTIVE_STATES
+            and limits.active(sess) is None  # (its hook said so already: one pause, one `limited` signal)
+        ):
+            sess = _pause_session(layout, sess, limit)
+        paused = None if killed or sess is None else limits.active(sess)
+        status = status_text(code)
+        negative = code is not None and code < 0
+        rec["exit"] = {
+            "code": None if negative else code,
+            "signal": status.split()[-1] if negative else None,
+            "status": status,
+        }
+        rec["ended_at"] = clock.iso()
+        if killed:
+            rec.update(
+                state="exited",
+                killed_by=killed.get("by"),
+                reason=f"killed by {killed.get('by')} (cocoplus workers kill; {status})",
+            )
+        elif paused is not None:
+            rec.update(state="exited", reason=f"{limits.text(paused)} ({status})", limit=paused)
+        elif limit is not None and sess is None:  # no session to resume (its hooks never ran): nothing comes back
+            why = f"stopped by its runtime's {limit.get('reason') or 'rate limit'} before a session was recorded"
+            rec.update(state="failed", reason=f"{why}, so it is not resumed ({status})", limit=dict(limit))
+        elif code == 0:
+            rec.update(state="exited", reason=why or "ended (exit code 0)")
+        else:
+            rec.update(state="failed", reason=why or f"died without a turn end ({status})")
+        if sess is not None and paused is None and limits.trying(sess) is not None:
+            sess = _limit_over(layout, sess)
+        if sess is not None:
+            rec.update(session=sess["id"], session_alias=sess.get("alias"))
+            if rec.get("runtimes") and isinstance(rec["runtimes"][-1], dict):  # the run of its current runtime
+                rec["runtimes"][-1].update(session=sess["id"], session_alias=sess.get("alias"))
+            _end_session(layout, rec, sess)  # before the record says it ended, so whoever sees that sees the signal too
+        elif rec["state"] == "failed":
+            _failed_without_session(layout, rec)
+        rec["denied"] = denied_calls(layout, rec)
+        if rec["denied"] and rec["state"] == "exited" and not killed:
+            rec["reason"] = f"{rec['reason']}; {rec['denied']} tool call(s) were denied permission"
+        write(layout, rec)
+    return rec
+
+
+def denied_calls(layout: Layout, rec: dict[str, Any]) -> int:
+    """How many of this run's tool calls were refused permission: by cocoplus (a rule, an answer, the deadline,
+    in the audit log) or by the runtime itself (Claude Code's `permission_denials` in its last result)."""
+    ours = permissions.denied_count(layout, rec.get("session"), rec["id"], since=rec.get("started_at"))
+    theirs = 0
+    path = layout.worker_log(rec["id"])
+    try:
+        size = os.lstat(path).st_size
+        tail = jsonl.read_jsonl_from(path, max(0, size - 256 * 1024)).records
+    except (OSError, CocoplusError):
+        tail = []
+    for doc in reversed(tail):
+        if doc.get("type") == "result" and isinstance(doc.get("permission_denials"), list):
+            theirs = len(doc["permission_denials"])
+            break
+    return max(ours, theirs)
+
+
+def left_behind_ended(layout: Layout, wid: str, still: list[dict[str, Any]]) -> None:
+    """Note on worker `wid`'s record that what its runtime left behind is ended, but for `still`."""
+    alive_pids = {p["pid"] for p in still}
+    with lock(layout):
+        rec = read(layout, wid)
+        if rec is None or not isinstance(rec.get("left_behind"), list):
+            return
+        for p in rec["left_behind"]:
+            if isinstance(p, dict):
+                p["ended"] = p.get("pid") not in alive_pids
+        write(layout, rec)
+
+
+def _failed_without_session(layout: Layout, rec: dict[str, Any]) -> None:
+    """A run that failed before its runtime's SessionStart named a session (a rejected login, a flag its
+    version does not know): no session record will ever say so, so its exit signal names the worker instead."""
+    who = {"id": None, "alias": rec.get("alias") or rec["id"], "runtime": rec.get("runtime")}
+    detail = (
+        f"worker {rec['id']}: {rec['reason']}; no session had started (its output: cocoplus workers logs {rec['id']})"
+    )
+    try:
+        registry.append_signal(layout, who, "exit", "failed", detail=detail, worker=rec["id"])
+    except CocoplusError:
+        pass  # the worker's record still says failed; `cocoplus workers list` shows it
+
+
+def _end_session(layout: Layout, rec: dict[str, Any], sess: dict[str, Any]) -> None:
+    """The session of a run that ended: `failed` if the run failed, `exited` otherwise; one exit signal."""
+    failed = rec["state"] == "failed"
+    box: dict[str, bool] = {}
+
+    def change(r: dict[str, Any]) -> None:
+        box["was_active"] = r.get("state") in vocab.ACTIVE_STATES
+        if limits.active(r) is not None:
+            box["was_active"] = False  # paused by a limit: it stays paused, to be resumed at the reset
+            return
+        if failed:
+            r["state"] = "failed"
+            r["exit_reason"] = f"worker {rec['id']}: {rec['reason']}"
+        elif box["was_active"]:
+            r["state"] = "exited"
+            r["exit_reason"] = f"worker {rec['id']}: {rec['reason']}"
+
+    try:
+        updated = registry.update(layout, sess["id"], change)
+    except CocoplusError:
+        return
+    if failed or box.get("was_active"):
+        # Its own SessionEnd hook did not say so (a crash, a kill): the watcher hears it here, once.
+        registry.append_signal(
+            layout, updated, "exit", rec["state"], detail=f"worker {rec['id']}: {rec['reason']}", worker=rec["id"]
+        )
+
+
+def session_from_output(layout: Layout, rec: dict[str, Any], native: dict[str, Any]) -> dict[str, Any] | None:
+    """The session of a run whose hooks did not run (a `codex exec` whose project hooks were not reviewed), from
+    the id its output named: recorded as a SessionStart hook would record it (the worker, where it runs, the
+    transcript, the command line sealed for this user, record and project), with `last_event` FROM_OUTPUT (the
+    runner's kill switch still ends its runs: no hook blocks their tools).  None if it cannot be recorded."""
+    runtime, cmd, rid = rec.get("runtime"), rec.get("command"), native.get("id")
+    if not (isinstance(runtime, str) and runtimes.known(runtime) and isinstance(rid, str) and rid):
+        return None
+    if seal.worker_problem(rec, layout.project, rec["id"]) is not None:
+        return None  # only the command cocoplus sealed for this worker is sealed again as its session's
+    from cocoplus.runtimes import argv as words  # deferred: only a run ended by a limit without a session
+
+    program = words.program(cmd)
+    fields = seal.session_fields(registry.cs_id_for(rid), runtime, rid, layout.project, program, cmd)
+    info = {
+        "cwd": seal.worker_cwd(rec) or layout.project,
+        "transcript_path": native.get("transcript_path"),
+        # the run's process (ended): dispatch takes the session for one no longer running, and resumes it
+        "process": {
+            "pid": rec.get("pid"),
+            "start_ticks": rec.get("start_ticks"),
+            "argv": cmd,
+            "program": program,
+            "seal": seal.sealed(fields),
+        },
+        "worker": rec["id"],
+        "source": "its output (its hooks did not run)",
+    }
+    try:
+        sess, _ = registry.ensure(layout, runtime, rid, event=FROM_OUTPUT, info=info, alias=rec.get("alias"))
+    except CocoplusError:
+        return None
+    return sess
+
+
+def _pause_session(layout: Layout, sess: dict[str, Any], limit: dict[str, Any]) -> dict[str, Any]:
+    """Pause the session by the limit its run's output reported (its hook did not: no StopFailure, or an older
+    runtime); the `limited` signal as the hook would have sent it."""
+    retry_s = float(config_mod.load_for(layout).get("workers.limit_retry_s"))
+
+    box: dict[str, bool] = {}
+
+    def change(r: dict[str, Any]) -> None:
+        box["told"] = limits.active(r) is not None  # its hook paused it meanwhile: that pause and signal stand
+        limits.pause(r, limit, retry_s)
+
+    try:
+        rec = registry.update(layout, sess["id"], change)
+    except CocoplusError:
+        return sess
+    if box.get("told"):
+        return rec
+    got = rec.get("limit") or {}
+    try:
+        registry.append_signal(
+            layout, rec, "limited", got.get("reason"), resets_at=got.get("resets_at"), estimate=got.get("estimate"),
+            clamped=got.get("clamped"), resume=got.get("resume"), tries=got.get("tries"), message=limits.text(got),
+            worker=rec.get("worker"),
+        )  # fmt: skip
+    except CocoplusError:
+        pass  # the session record says it: the doors show it
+    return rec
+
+
+def _limit_over(layout: Layout, sess: dict[str, Any]) -> dict[str, Any]:
+    """A run resumed from a limit ended without meeting it again: the limit is over (the queue stops holding)."""
+
+    def change(r: dict[str, Any]) -> None:
+        if limits.trying(r) is not None:
+            r["limit"] = None
+
+    try:
+        return registry.update(layout, sess["id"], change)
+    except CocoplusError:
+        return sess
+
+
+def reconcile(layout: Layout, skip: str | None = None) -> list[str]:
+    """Workers recorded live whose runner and runtime are both gone: `failed` (exit status unknown). Their ids."""
+    done = []
+    for rec in records(layout)[0]:
+        if rec["id"] == skip or rec.get("state") not in LIVE or alive(rec):
+            continue
+        runner = rec.get("runner") or {}
+        if rec.get("state") == "queued" and runner.get("pid") is None:
+            created = clock.parse_iso(rec.get("created_at")) or 0
+            if time.time() - created < 30:
+                continue  # its launch has not recorded the runner yet
+        why = (
+            "its process is gone and so is its runner (exit status unknown)"
+            if rec.get("state") == "running"
+            else "its runner is gone before it started"
+        )
+        if finish(layout, rec["id"], None, why) is not None:
+            done.append(rec["id"])
+    return done
