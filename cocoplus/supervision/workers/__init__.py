@@ -53,7 +53,8 @@ The package, one concept a module:
   `listing`, `logs`);
 * `launching`: `launch`, the runner started detached, the slot rule (`claim`), and a worker's next run queued
   again (`resume`, `take_over`);
-* `ending`: how a run ends (`finish`, once; `reconcile`, for a worker whose runner died with it);
+* `ending`: how a run ends: `decide_end` (pure: its state, reason, exit status and who is told), `finish` (once,
+  as decided), `reconcile` (a worker whose runner died with it);
 * `killing`: `workers kill`;
 * `branches`: a worktree worker's branch brought back (`diff`, `merge`, `clean`).
 
@@ -65,6 +66,8 @@ from __future__ import annotations
 from cocoplus.supervision.workers.branches import clean, diff, merge, note_commit
 from cocoplus.supervision.workers.ending import (
     FROM_OUTPUT,
+    End,
+    decide_end,
     denied_calls,
     finish,
     left_behind_ended,
@@ -108,8 +111,9 @@ from cocoplus.supervision.workers.store import (
 
 __all__ = [
     "ALIAS_ENV", "FROM_OUTPUT", "KILL_GRACE_S", "LIVE", "LOCK_TIMEOUT", "MAX_TASK", "STARTED_WAIT_S", "WORKER_ENV",
-    "alive", "bind_runner", "claim", "clean", "command", "denied_calls", "describe", "diff", "finish", "held_by",
-    "ids", "kill", "killpg", "last_report", "launch", "left_behind_ended", "listing", "logs", "merge", "note_commit",
-    "read", "reconcile", "records", "resolve", "resume", "runtimes_text", "session_from_output", "session_of",
-    "settings", "start_runner", "started", "status_text", "take_over", "vouched_allow",
+    "End", "alive", "bind_runner", "claim", "clean", "command", "decide_end", "denied_calls", "describe", "diff",
+    "finish", "held_by", "ids", "kill", "killpg", "last_report", "launch", "left_behind_ended", "listing", "logs",
+    "merge", "note_commit", "read", "reconcile", "records", "resolve", "resume", "runtimes_text",
+    "session_from_output", "session_of", "settings", "start_runner", "started", "status_text", "take_over",
+    "vouched_allow",
 ]  # fmt: skip

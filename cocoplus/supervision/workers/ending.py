@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from cocoplus import config as config_mod
 from cocoplus.core import clock, fsio, jsonl, seal, vocab
@@ -31,6 +31,66 @@ def status_text(code: int | None) -> str:
     return f"exit code {code}"
 
 
+class End(NamedTuple):
+    """How a run ends (`decide_end`): what its record says, and who is told."""
+
+    state: str  # `exited` or `failed`
+    reason: str  # the record's reason: `told`, and how many tool calls were denied permission
+    told: str  # the reason its session's end and the exit signal give
+    exit: dict[str, Any]  # `code` (None when a signal ended it), `signal` (`SIGTERM`, ...), `status` (in words)
+    killed_by: str | None  # who killed it (`workers kill`, the kill switch), when it was killed
+    limit: dict[str, Any] | None  # the limit recorded on the worker (its session's pause; the one no session saw)
+    wake: str | None  # `session`: its session ends, with an exit signal if it was live or the run failed;
+    # `worker`: the worker's own exit signal (it failed before any session started); None: nothing to tell
+
+
+def decide_end(
+    code: int | None,
+    why: str | None = None,
+    *,
+    kill: dict[str, Any] | None = None,
+    paused: dict[str, Any] | None = None,
+    limit: dict[str, Any] | None = None,
+    session: bool = True,
+    denied: int = 0,
+    now: float | None = None,
+) -> End:
+    """How a run ends, from what is known of it; reads and writes nothing.
+
+    `code`: its exit status (negative: the signal that ended it; None: unknown).  `why`: what its runner or the
+    watcher says ended it (else the exit status says it).  `kill`: the kill request on its record (`workers kill`,
+    or the kill switch ending a run whose hooks are not running).  `paused`: the limit its session is paused by now.
+    `limit`: the limit its output reported.  `session`: whether it has a session.  `denied`: how many of its tool
+    calls were refused permission.  `now`: the time the limit's reset is told against.
+
+    A kill wins (`exited`, killed by whom); then a pause by a limit (`exited`, with the limit, to be resumed at the
+    reset); then a limit with no session to resume (`failed`: nothing comes back); then exit code 0 (`exited`);
+    anything else is `failed`.  Denied calls are told on a run that exited by itself.
+    """
+    status = status_text(code)
+    negative = code is not None and code < 0
+    ended = {"code": None if negative else code, "signal": status.split()[-1] if negative else None, "status": status}
+    killed_by = None
+    kept = None
+    if kill:
+        state, killed_by = "exited", kill.get("by")
+        reason = f"killed by {killed_by} (cocoplus workers kill; {status})"
+    elif paused is not None:
+        state, reason, kept = "exited", f"{limits.text(paused, now)} ({status})", paused
+    elif limit is not None and not session:  # no session to resume (its hooks never ran): nothing comes back
+        cause = f"stopped by its runtime's {limit.get('reason') or 'rate limit'} before a session was recorded"
+        state, reason, kept = "failed", f"{cause}, so it is not resumed ({status})", dict(limit)
+    elif code == 0:
+        state, reason = "exited", why or "ended (exit code 0)"
+    else:
+        state, reason = "failed", why or f"died without a turn end ({status})"
+    told = reason
+    if denied and state == "exited" and not kill:
+        reason = f"{reason}; {denied} tool call(s) were denied permission"
+    wake = "session" if session else "worker" if state == "failed" else None
+    return End(state, reason, told, ended, killed_by, kept, wake)
+
+
 def finish(
     layout: Layout,
     wid: str,
@@ -40,7 +100,8 @@ def finish(
     limit: dict[str, Any] | None = None,
     native: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
-    """Record how worker `wid`'s run ended (once); update its session and wake the brain on a failure.
+    """Record how worker `wid`'s run ended (once, as `decide_end` decides); update its session and wake the brain
+    on a failure.
 
     `left_behind`: the processes its runtime left running (`leftovers.find`), which its runner ends next.
     `limit`: the rate or usage limit its output reported (the adapter's `output_limit`): a run ended by a limit
@@ -72,41 +133,28 @@ def finish(
         ):
             sess = _pause_session(layout, sess, limit)
         paused = None if killed or sess is None else limits.active(sess)
-        status = status_text(code)
-        negative = code is not None and code < 0
-        rec["exit"] = {
-            "code": None if negative else code,
-            "signal": status.split()[-1] if negative else None,
-            "status": status,
-        }
-        rec["ended_at"] = clock.iso()
-        if killed:
-            rec.update(
-                state="exited",
-                killed_by=killed.get("by"),
-                reason=f"killed by {killed.get('by')} (cocoplus workers kill; {status})",
-            )
-        elif paused is not None:
-            rec.update(state="exited", reason=f"{limits.text(paused)} ({status})", limit=paused)
-        elif limit is not None and sess is None:  # no session to resume (its hooks never ran): nothing comes back
-            why = f"stopped by its runtime's {limit.get('reason') or 'rate limit'} before a session was recorded"
-            rec.update(state="failed", reason=f"{why}, so it is not resumed ({status})", limit=dict(limit))
-        elif code == 0:
-            rec.update(state="exited", reason=why or "ended (exit code 0)")
-        else:
-            rec.update(state="failed", reason=why or f"died without a turn end ({status})")
         if sess is not None and paused is None and limits.trying(sess) is not None:
             sess = _limit_over(layout, sess)
         if sess is not None:
             rec.update(session=sess["id"], session_alias=sess.get("alias"))
             if rec.get("runtimes") and isinstance(rec["runtimes"][-1], dict):  # the run of its current runtime
                 rec["runtimes"][-1].update(session=sess["id"], session_alias=sess.get("alias"))
-            _end_session(layout, rec, sess)  # before the record says it ended, so whoever sees that sees the signal too
-        elif rec["state"] == "failed":
-            _failed_without_session(layout, rec)
-        rec["denied"] = denied_calls(layout, rec)
-        if rec["denied"] and rec["state"] == "exited" and not killed:
-            rec["reason"] = f"{rec['reason']}; {rec['denied']} tool call(s) were denied permission"
+        denied = denied_calls(layout, rec)
+        end = decide_end(code, why, kill=killed, paused=paused, limit=limit, session=sess is not None, denied=denied)
+        rec["exit"] = end.exit
+        rec["ended_at"] = clock.iso()
+        rec["state"] = end.state
+        if killed:
+            rec["killed_by"] = end.killed_by
+        rec["reason"] = end.told
+        if end.limit is not None:
+            rec["limit"] = end.limit
+        if sess is not None:
+            _end_session(layout, rec, sess, end)  # before the record says it ended: whoever sees that sees the signal
+        elif end.wake == "worker":
+            _failed_without_session(layout, rec, end)
+        rec["denied"] = denied
+        rec["reason"] = end.reason
         write(layout, rec)
     return rec
 
@@ -142,22 +190,21 @@ def left_behind_ended(layout: Layout, wid: str, still: list[dict[str, Any]]) -> 
         write(layout, rec)
 
 
-def _failed_without_session(layout: Layout, rec: dict[str, Any]) -> None:
+def _failed_without_session(layout: Layout, rec: dict[str, Any], end: End) -> None:
     """A run that failed before its runtime's SessionStart named a session (a rejected login, a flag its
     version does not know): no session record will ever say so, so its exit signal names the worker instead."""
     who = {"id": None, "alias": rec.get("alias") or rec["id"], "runtime": rec.get("runtime")}
-    detail = (
-        f"worker {rec['id']}: {rec['reason']}; no session had started (its output: cocoplus workers logs {rec['id']})"
-    )
+    detail = f"worker {rec['id']}: {end.told}; no session had started (its output: cocoplus workers logs {rec['id']})"
     try:
         registry.append_signal(layout, who, "exit", "failed", detail=detail, worker=rec["id"])
     except CocoplusError:
         pass  # the worker's record still says failed; `cocoplus workers list` shows it
 
 
-def _end_session(layout: Layout, rec: dict[str, Any], sess: dict[str, Any]) -> None:
+def _end_session(layout: Layout, rec: dict[str, Any], sess: dict[str, Any], end: End) -> None:
     """The session of a run that ended: `failed` if the run failed, `exited` otherwise; one exit signal."""
-    failed = rec["state"] == "failed"
+    failed = end.state == "failed"
+    said = f"worker {rec['id']}: {end.told}"
     box: dict[str, bool] = {}
 
     def change(r: dict[str, Any]) -> None:
@@ -167,10 +214,10 @@ def _end_session(layout: Layout, rec: dict[str, Any], sess: dict[str, Any]) -> N
             return
         if failed:
             r["state"] = "failed"
-            r["exit_reason"] = f"worker {rec['id']}: {rec['reason']}"
+            r["exit_reason"] = said
         elif box["was_active"]:
             r["state"] = "exited"
-            r["exit_reason"] = f"worker {rec['id']}: {rec['reason']}"
+            r["exit_reason"] = said
 
     try:
         updated = registry.update(layout, sess["id"], change)
@@ -178,9 +225,7 @@ def _end_session(layout: Layout, rec: dict[str, Any], sess: dict[str, Any]) -> N
         return
     if failed or box.get("was_active"):
         # Its own SessionEnd hook did not say so (a crash, a kill): the watcher hears it here, once.
-        registry.append_signal(
-            layout, updated, "exit", rec["state"], detail=f"worker {rec['id']}: {rec['reason']}", worker=rec["id"]
-        )
+        registry.append_signal(layout, updated, "exit", end.state, detail=said, worker=rec["id"])
 
 
 def session_from_output(layout: Layout, rec: dict[str, Any], native: dict[str, Any]) -> dict[str, Any] | None:
