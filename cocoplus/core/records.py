@@ -15,8 +15,10 @@ from cocoplus.runtimes import registry as runtimes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from typing import Any
+
+    from cocoplus.core.shapes import AgentStop, SessionRecord
 
 
 SCHEMA_VERSION = 1
@@ -133,7 +135,7 @@ def check_budget_state(obj: dict[str, Any], path: str) -> dict[str, Any]:
 # -- sessions/<cs_id>.json -----------------------------------------------------------
 
 
-def check_session(obj: dict[str, Any], path: str) -> dict[str, Any]:
+def check_session(obj: dict[str, Any], path: str) -> SessionRecord:
     check_version(obj, path)
     g: Callable[[str], Any] = obj.get  # values of any type, checked below
     _field(obj, path, "id", isinstance(g("id"), str) and g("id").startswith("cs_"), "a cs_ id")
@@ -146,7 +148,7 @@ def check_session(obj: dict[str, Any], path: str) -> dict[str, Any]:
     if "tool_calls" in obj:
         n = g("tool_calls")
         _field(obj, path, "tool_calls", _is_int(n) and 0 <= n <= MAX_COUNT, f"an integer from 0 to {MAX_COUNT}")
-    return obj
+    return obj  # type: ignore[return-value]  # a session record: its keys are checked above
 
 
 # -- AGENT_STOP ------------------------------------------------------------------------
@@ -165,7 +167,7 @@ def new_stop_id() -> str:
 
 def render_stop(
     operator: str, reason: str, created_at: str | None = None, source: str = "operator", principal: str | None = None
-) -> dict[str, Any]:
+) -> AgentStop:
     """An AGENT_STOP body: who (`principal`, one of vocab.PRINCIPALS or `fleet:<machine>`; `operator` is the
     name shown), why, when, and its id."""
     return {
@@ -179,12 +181,12 @@ def render_stop(
     }
 
 
-def parse_stop(data: bytes | None) -> dict[str, Any]:
+def parse_stop(data: bytes | None) -> AgentStop:
     """What an AGENT_STOP file says, whatever its content (it stops either way).
 
     Returns operator/reason/created_at (None where unknown) and `readable`.
     """
-    info: dict[str, Any] = {
+    info: AgentStop = {
         "operator": None, "reason": None, "created_at": None, "readable": False, "principal": None, "id": None,
     }  # fmt: skip
     if not data:
@@ -209,13 +211,13 @@ def parse_stop(data: bytes | None) -> dict[str, Any]:
         key, sep, val = line.partition(":")
         k = key.strip().lower()
         if sep and k in ("operator", "reason", "created_at", "time"):
-            info["created_at" if k == "time" else k] = val.strip()[:500]
+            info["created_at" if k == "time" else k] = val.strip()[:500]  # type: ignore[literal-required]  # k: one of 3
     if info["reason"] is None and text:
         info["reason"] = text.splitlines()[0][:500]
     return info
 
 
-def stop_sentence(info: dict[str, Any], created_fallback: str | None = None) -> str:
+def stop_sentence(info: Mapping[str, Any], created_fallback: str | None = None) -> str:
     """One sentence naming who stopped the agent, when, why, and how to resume."""
     who = info.get("operator") or "an operator"
     when = info.get("created_at") or created_fallback or "an unknown time"

@@ -50,7 +50,7 @@ from cocoplus.core.errors import CocoplusError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 try:  # the interpreter's own SHA-256: no OpenSSL to load
@@ -311,7 +311,7 @@ def worker_fields(
     ]  # fmt: skip
 
 
-def worker_fields_of(rec: dict[str, Any], project: str, worker_id: str) -> list[Any]:
+def worker_fields_of(rec: Mapping[str, Any], project: str, worker_id: str) -> list[Any]:
     """`worker_fields` of worker `worker_id`'s record as it stands."""
     return worker_fields(
         worker_id, project, rec.get("command"), worker_cwd(rec), allow=rec.get("allow") or [],
@@ -334,7 +334,7 @@ def resumed_fields(cs_id: Any, project: str, proc: dict[str, Any]) -> list[Any]:
     return [RESUMED, cs_id, project_path(project), bound, "headless"]
 
 
-def resumed_problem(rec: dict[str, Any], project: str) -> str | None:
+def resumed_problem(rec: Mapping[str, Any], project: str) -> str | None:
     """Why the session record's `resumed` process may not be taken for a headless session cocoplus resumed (None:
     it is sealed for this user, project and session)."""
     proc = rec.get("resumed")
@@ -350,14 +350,14 @@ def agent_fields(kind: Any, state_dir: str, ident: Any, proc: dict[str, Any]) ->
     return [AGENT, kind, project_path(state_dir), ident, bound]
 
 
-def worker_cwd(rec: dict[str, Any]) -> str | None:
+def worker_cwd(rec: Mapping[str, Any]) -> str | None:
     """The worker's own directory (its git worktree's, `launch --worktree`), or None: it runs in the project."""
     tree = rec.get("worktree")
     cwd = tree.get("cwd") if isinstance(tree, dict) else None
     return cwd if isinstance(cwd, str) and cwd else None
 
 
-def session_problem(rec: dict[str, Any], project: str) -> str | None:
+def session_problem(rec: Mapping[str, Any], project: str) -> str | None:
     """Why the session record's recorded command line may not be
     run (None: it is sealed for this user, project and record)."""
     proc = rec.get("process")
@@ -372,7 +372,7 @@ def session_problem(rec: dict[str, Any], project: str) -> str | None:
     return check(fields, proc.get("seal"))
 
 
-def worker_problem(rec: dict[str, Any], project: str, worker_id: str) -> str | None:
+def worker_problem(rec: Mapping[str, Any], project: str, worker_id: str) -> str | None:
     """Why worker `worker_id`'s record's command may not be run.
 
     None: it is sealed for this user, project and worker, with its grants
@@ -382,7 +382,7 @@ def worker_problem(rec: dict[str, Any], project: str, worker_id: str) -> str | N
     return None if problem in (None, LEGACY) else problem
 
 
-def worker_grant_problem(rec: dict[str, Any], project: str, worker_id: str) -> str | None:
+def worker_grant_problem(rec: Mapping[str, Any], project: str, worker_id: str) -> str | None:
     """Why worker `worker_id`'s record may not grant anything: its rules, its headless flag, its runner.
 
     None: its seal covers all of them, for this user, project and worker.
@@ -408,7 +408,7 @@ def worker_grant_problem(rec: dict[str, Any], project: str, worker_id: str) -> s
     return problem
 
 
-def seal_worker(rec: dict[str, Any], project: str, worker_id: str) -> str:
+def seal_worker(rec: Mapping[str, Any], project: str, worker_id: str) -> str:
     """The seal over worker `worker_id`'s record as it stands (its command and its grants); KeyUnusable,
     ValueError."""
     return seal(worker_fields_of(rec, project, worker_id))

@@ -35,12 +35,16 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from cocoplus.core import clock, fsio, jsonl
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
+
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import SessionRecord
 
 WINDOW_S = 3600.0
 
@@ -183,7 +187,7 @@ def iterations(doc: dict[str, Any] | None, cap: int, now: float, *, window_s: fl
     return out
 
 
-def resets(sessions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def resets(sessions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per runtime with a session paused by a usage limit: `{"runtime", "at", "estimate", "reason", "sessions"}`."""
     by: dict[str, dict[str, Any]] = {}
     for rec in sessions:
@@ -216,7 +220,7 @@ def resets(sessions: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def compute(
     spend_records: list[dict[str, Any]],
     iteration_doc: dict[str, Any] | None,
-    sessions: list[dict[str, Any]],
+    sessions: Sequence[Mapping[str, Any]],
     session_values: dict[str, Any],
     now: float,
     *,
@@ -353,7 +357,7 @@ def read(
     *,
     window_s: float = WINDOW_S,
     log: jsonl.JsonlRead | None = None,
-    sessions: list[dict[str, Any]] | None = None,
+    sessions: list[SessionRecord] | None = None,
 ) -> dict[str, Any]:
     """`compute()` on this project's files; what could not be read is left out and named in `problems`.
     `log` (the spend log) and `sessions` (the session records): what the caller has read already."""

@@ -21,7 +21,7 @@ counted (`unpriced` says so).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cocoplus.core import fsio, vocab
 from cocoplus.core.errors import CocoplusError
@@ -29,6 +29,9 @@ from cocoplus.core.paths import Layout
 from cocoplus.cost import prices
 from cocoplus.cost import spend as spend_mod
 from cocoplus.runtimes import registry as runtimes
+
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import SessionRecord
 
 CURSOR_KEYS = ("offset", "inode", "seen", "last_total", "model")
 
@@ -103,7 +106,7 @@ class Estimate:
         return self._cursors
 
     # -- the estimate -----------------------------------------------------------------------------
-    def update(self, records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    def update(self, records: list[SessionRecord]) -> dict[str, dict[str, Any]]:
         """`{cs_id: {"usd", "unpriced"}}` for every session still at work with usage not yet in the spend log."""
         measured = self._measured()
         table: Any = prices.CURRENT  # loaded at the first entry to price

@@ -27,6 +27,7 @@ from cocoplus.session import registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path (the turn-end hook measures)
+    from collections.abc import Mapping
     from typing import Any
 
 
@@ -44,7 +45,7 @@ def _adopt_legacy(layout: Layout) -> None:
             pass
 
 
-def files_for(rec: dict[str, Any]) -> list[tuple[str, str, usage.Reader]]:
+def files_for(rec: Mapping[str, Any]) -> list[tuple[str, str, usage.Reader]]:
     """The usage files of a session (its transcript and what its runtime's reader adds), with runtime and reader."""
     tp = rec.get("transcript_path")
     runtime = rec.get("runtime")
@@ -137,7 +138,7 @@ def measure(
 
 def _priced_record(
     e: dict[str, Any],
-    rec: dict[str, Any],
+    rec: Mapping[str, Any],
     runtime: str,
     path: str,
     overrides: dict[str, dict[str, float]],

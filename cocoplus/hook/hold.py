@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
     from cocoplus.core.paths import Layout
+    from cocoplus.core.shapes import SessionRecord
     from cocoplus.hook.runner import Hook
 
 POLL_S = 0.2  # a stop or a decision ends the hold within this (plus one poll's work)
@@ -99,7 +100,7 @@ def _stopped(layouts: list[Layout], cs: str) -> str | None:
     return None
 
 
-def wait(h: Hook, rec: dict[str, Any], seconds: float, deadline: float) -> Result:
+def wait(h: Hook, rec: SessionRecord, seconds: float, deadline: float) -> Result:
     """Hold this turn end until one of the reasons in the module docstring; `deadline` is a monotonic time."""
     layout = h.layout
     cs = rec["id"]
@@ -163,7 +164,7 @@ def wait(h: Hook, rec: dict[str, Any], seconds: float, deadline: float) -> Resul
     return _end(h, rec, hold, outcome)
 
 
-def _end(h: Hook, rec: dict[str, Any], hold: dict[str, Any], outcome: str) -> Result:
+def _end(h: Hook, rec: SessionRecord, hold: dict[str, Any], outcome: str) -> Result:
     layout = h.layout
     cs = rec["id"]
     decision = holds.end(layout, cs, hold["id"])
@@ -215,7 +216,7 @@ def steer_text(claim: Any) -> str:
 def continued(layout: Layout, cs: str, how: str) -> None:
     """The turn goes on: the session is running again, with one more continuation in a row."""
 
-    def change(r: dict[str, Any]) -> None:
+    def change(r: SessionRecord) -> None:
         registry.set_attention(r, None)
         r["state"] = "running"
         r["continuations"] = int(r.get("continuations") or 0) + 1

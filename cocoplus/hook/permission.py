@@ -13,6 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
+    from cocoplus.core.shapes import SessionRecord
     from cocoplus.hook.runner import Answer, Hook  # only a type: the runner imports this module
     from cocoplus.session import identity
 
@@ -103,7 +104,7 @@ def _headless_permission(h: Hook, who: identity.Identity) -> dict[str, Any] | No
             f"cocoplus: this permission request could not be recorded ({exc}); it is denied."
         )
 
-    def waiting(r: dict[str, Any]) -> None:
+    def waiting(r: SessionRecord) -> None:
         why = f"permission request {req['id']}: {req['rule']} (cocoplus approve|deny {req['id']})"
         h.attention(r, "awaiting_authorization", why, request=req["id"])
         r["permission_request"] = {"id": req["id"], "tool": tool, "rule": req["rule"], "deadline": req["deadline"]}
@@ -113,7 +114,7 @@ def _headless_permission(h: Hook, who: identity.Identity) -> dict[str, Any] | No
     got = permissions.wait(h.layout, req["id"], h.started + wait_s, h.stop_sentence)
     timeouts.after_wait(h)
 
-    def done(r: dict[str, Any]) -> None:
+    def done(r: SessionRecord) -> None:
         r.pop("permission_request", None)
         if r.get("attention") == "awaiting_authorization":
             registry.set_attention(r, None)

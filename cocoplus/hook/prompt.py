@@ -20,12 +20,13 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
     from cocoplus.core.paths import Layout
+    from cocoplus.core.shapes import SessionRecord
     from cocoplus.hook.runner import Answer, Hook  # only a type: the runner imports this module
     from cocoplus.session.steering import Claim
 
 
 def on_prompt(h: Hook) -> Answer:
-    def change(rec: dict[str, Any]) -> None:
+    def change(rec: SessionRecord) -> None:
         registry.set_attention(rec, None)
         rec["state"] = "running"
 

@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from collections.abc import Callable
     from typing import Any
 
+    from cocoplus.core.shapes import SessionRecord
     from cocoplus.runtimes.protocol import Adapter
 
     Answer = tuple[dict[str, Any] | None, int]
@@ -113,7 +114,7 @@ class Hook:
         self.host: str | None = None  # the runtime whose hooks these are, when another one runs them
         self._values: dict[str, dict[str, Any]] | None = None
         self.after: list[Any] = []  # callbacks run once the answer reached stdout
-        self.record: dict[str, Any] | None = None
+        self.record: SessionRecord | None = None
         self._installed = installed  # the command's --timeout (None: an older command, see installed_s)
         self.started = STARTED  # when this process began (the waits of the handlers end in time from it)
 
@@ -252,8 +253,11 @@ class Hook:
         log_line(self.layout, f"{self.runtime} {self.event} session={self.session_id}: {message}")
 
     def touch_session(
-        self, change: Any = None, info: dict[str, Any] | None = None, alias: str | None = None
-    ) -> dict[str, Any] | None:
+        self,
+        change: Callable[[SessionRecord], object] | None = None,
+        info: dict[str, Any] | None = None,
+        alias: str | None = None,
+    ) -> SessionRecord | None:
         """Record this event on the session (registering it if new)."""
         sid = self.session_id
         if sid is None:
@@ -323,11 +327,11 @@ class Hook:
             return False
         for problem in result["problems"]:
             self.log(problem)
-        self.touch_session(lambda r: r.update(state=state, exit_reason=reason))  # the stopped session's record says so
+        self.touch_session(lambda r: r.update({"state": state, "exit_reason": reason}))  # the stopped session says so
         return bool(result["created"])
 
     def attention(
-        self, rec: dict[str, Any], attention: str | None, detail: str | None = None, request: str | None = None
+        self, rec: SessionRecord, attention: str | None, detail: str | None = None, request: str | None = None
     ) -> None:
         """Set the session's attention; a change is also a signal (`request`: the permission request it waits on)."""
         said = answers.first_text(self.payload, *DETAILS)
@@ -443,7 +447,7 @@ def _loop_guard(h: Hook, repeats: int, already_stopping: bool) -> dict[str, Any]
             logged = (calls, run)
     seen: dict[str, int] = {} if logged is None else {"count": logged[1]}
 
-    def change(rec: dict[str, Any]) -> None:
+    def change(rec: SessionRecord) -> None:
         seen["count"] = registry.count_call(rec, fp, logged, h.event_name, str(h.payload.get("tool_name") or ""))
 
     rec = None

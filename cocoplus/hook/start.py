@@ -17,6 +17,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
+    from cocoplus.core.shapes import SessionRecord
     from cocoplus.hook.runner import Answer, Hook  # only a type: the runner imports this module
 
 
@@ -41,7 +42,7 @@ def on_session_start(h: Hook) -> Answer:
         "worker": who.worker,
     }
 
-    def change(rec: dict[str, Any]) -> None:
+    def change(rec: SessionRecord) -> None:
         registry.set_attention(rec, None)
         rec["state"] = "running"
         rec.pop("exit_reason", None)

@@ -18,6 +18,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
+    from cocoplus.core.shapes import SessionRecord
     from cocoplus.hook.runner import Answer, Hook  # only a type: the runner imports this module
     from cocoplus.session.steering import Claim
 
@@ -28,7 +29,7 @@ def on_stop(h: Hook) -> Answer:
     steer_waiting = cs is not None and os.path.lexists(h.layout.session_steer(cs))
     plan: dict[str, Any] = {}
 
-    def change(r: dict[str, Any]) -> None:
+    def change(r: SessionRecord) -> None:
         if r.get("limit") is not None and r.get("state") != "paused":
             r["limit"] = None  # a turn ended normally after a limit (session/limits.py): the limit is over
         if h.payload.get("stop_hook_active") is False and r.get("continuations"):
@@ -68,7 +69,8 @@ def on_stop(h: Hook) -> Answer:
     for line in decision.log:
         h.log(line)
     if decision.stopped and decision.state:  # a budget stop: the session's record is not left `running`
-        h.touch_session(lambda r: r.update(state=decision.state, exit_reason=decision.reason))
+        state, reason = decision.state, decision.reason
+        h.touch_session(lambda r: r.update({"state": state, "exit_reason": reason}))
     notice = h.adapter.notice(h.event_name, decision.notice) if decision.notice else None
     if decision.stopped or not can_continue or h.record is None:
         return notice, 0
@@ -203,7 +205,7 @@ def _sync_budget_lines(h: Hook) -> None:
 def on_session_end(h: Hook) -> Answer:
     _sync_budget_lines(h)  # the handoff the next session reads
 
-    def change(rec: dict[str, Any]) -> None:
+    def change(rec: SessionRecord) -> None:
         limit = rec.get("limit")
         if (
             rec.get("state") == "paused"

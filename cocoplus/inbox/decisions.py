@@ -23,6 +23,7 @@ them.  Standard library only; never on the hook path.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from cocoplus.core import clock, inert
@@ -139,13 +140,13 @@ def _stops(layout: Layout) -> list[Decision]:
     from cocoplus.session import killswitch, stops  # deferred: only the inbox lists stops as decisions
 
     out = []
-    found: list[tuple[dict[str, Any], str | None]] = []
+    found: list[tuple[Mapping[str, Any], str | None]] = []
     try:
-        info = killswitch.read_stop(layout)
+        agent_stop = killswitch.read_stop(layout)
     except CocoplusError:
-        info = None
-    if info is not None:
-        found.append((info, None))
+        agent_stop = None
+    if agent_stop is not None:
+        found.append((agent_stop, None))
     try:
         session_stops, _problems = stops.list_stops(layout)
     except CocoplusError:

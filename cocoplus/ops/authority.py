@@ -35,6 +35,7 @@ Nothing here imports a door (typer, fastapi, mcp).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from cocoplus.core import clock, jsonl, seal, userfiles, vocab
@@ -230,13 +231,13 @@ def _kill_switch(layout: Layout) -> str | None:
     return f"the kill switch is on (AGENT_STOP by {who}: {info.get('reason') or 'no reason'})"
 
 
-def stop_principal(info: dict[str, Any] | None) -> str:
+def stop_principal(info: Mapping[str, Any] | None) -> str:
     """Who made a stop: its recorded principal, else `operator` (a hand-made or earlier stop)."""
     p = (info or {}).get("principal")
     return p if isinstance(p, str) and p else "operator"
 
 
-def lift_refusal(principal: Principal, info: dict[str, Any] | None) -> str | None:
+def lift_refusal(principal: Principal, info: Mapping[str, Any] | None) -> str | None:
     """None if `principal` may lift the stop `info`; else why not (naming who may)."""
     if info is None:
         return None
@@ -416,10 +417,10 @@ def acting(
     return who, display(who, given)
 
 
-def lift_check(principal: Principal, layout: Layout, doing: str) -> Any:
+def lift_check(principal: Principal, layout: Layout, doing: str) -> Callable[[Mapping[str, Any]], None]:
     """The `lift` callback for killswitch.resume / stops.resume: refuses a stop this principal may not lift."""
 
-    def check(stop: dict[str, Any]) -> None:
+    def check(stop: Mapping[str, Any]) -> None:
         why = lift_refusal(principal, stop)
         if why is not None:
             refuse(principal, "resume", f"{doing}: {why}", layout, target=stop.get("session") or stop.get("id"))

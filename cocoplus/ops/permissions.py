@@ -9,7 +9,7 @@ an "always" rule; workers answer nothing.  Every answer is in the audit log.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cocoplus import config as config_mod
 from cocoplus.core import jsonl
@@ -19,6 +19,9 @@ from cocoplus.ops import authority
 from cocoplus.ops.authority import Principal
 from cocoplus.rules import engine, protected
 from cocoplus.session import permissions, registry
+
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import PermissionRequest
 
 
 def _session_of(layout: Layout) -> Any:
@@ -85,9 +88,11 @@ def approve(
                 layout, target=req["id"],
             )  # fmt: skip
         remember = [str(covered)]
-    out = permissions.answer(
-        layout, req["id"], "allow", principal=who.word, by=by, rule=remember if always else None, channel=channel
-    )
+    out: dict[str, Any] = dict(
+        permissions.answer(
+            layout, req["id"], "allow", principal=who.word, by=by, rule=remember if always else None, channel=channel
+        )
+    )  # the answer, and what this door adds to it
     if always and not out["already_decided"] and not out["gone"]:
         out["always"] = permissions.add_user_rule(layout.project, "allow", remember)
     out["message"] = _said(out, "allowed")
@@ -109,9 +114,11 @@ def deny(
         authority.refuse(who, "deny", f"deny --always {ref}: a standing rule is for the operator", layout)
     req = permissions.find(layout, ref, _session_of(layout))
     remember = rule or req.get("rule") or req.get("tool")
-    out = permissions.answer(
-        layout, req["id"], "deny", principal=who.word, by=by, reason=reason, rule=remember if always else None,
-        channel=channel,
+    out: dict[str, Any] = dict(
+        permissions.answer(
+            layout, req["id"], "deny", principal=who.word, by=by, reason=reason, rule=remember if always else None,
+            channel=channel,
+        )
     )  # fmt: skip
     if always and not out["already_decided"] and not out["gone"]:
         out["always"] = permissions.add_user_rule(layout.project, "deny", str(remember))
@@ -119,7 +126,7 @@ def deny(
     return out
 
 
-def _brain_covers(layout: Layout, req: dict[str, Any]) -> str | None:
+def _brain_covers(layout: Layout, req: PermissionRequest) -> str | None:
     """The `brain_may_allow` rules that allow what the request would run, judged again by the rule engine (every
     part of a chain, real paths, the project's deny rules); None when they do not."""
     call = req.get("call")

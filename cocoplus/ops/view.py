@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cocoplus import config as config_mod
 from cocoplus.core import clock, fsio, jsonl, keys, settings
@@ -34,6 +34,9 @@ from cocoplus.core.paths import Layout
 from cocoplus.cost import forecast as forecast_mod
 from cocoplus.session import edits, killswitch, limits, permissions, registry, steering, stops
 from cocoplus.supervision import autonomy, collisions, scope
+
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import PermissionRequest, SessionRecord
 
 MASTER = "master-agent"
 MAX_POINTS = 500
@@ -71,7 +74,7 @@ def spend_series(
     return per, project, log.problems
 
 
-def _iteration_points(rec: dict[str, Any], steps_for: list[dict[str, Any]]) -> list[list[Any]]:
+def _iteration_points(rec: SessionRecord, steps_for: list[dict[str, Any]]) -> list[list[Any]]:
     points: list[list[Any]] = []
     if rec.get("started_at"):
         points.append([rec["started_at"], 0])
@@ -92,7 +95,7 @@ def forecast(
     problems: list[str] | None = None,
     *,
     log: jsonl.JsonlRead | None = None,
-    sessions: list[dict[str, Any]] | None = None,
+    sessions: list[SessionRecord] | None = None,
 ) -> dict[str, Any]:
     """The forecasts at the current rate (`cost.forecast`) against the budgets the configuration sets now, and
     `line`: the project's spend from its last measurement on to the limit at that rate (`[[ts, usd], ...]`,
@@ -234,7 +237,7 @@ def _chat(layout: Layout, limit: int, problems: list[str]) -> list[dict[str, Any
     return [{k: m.get(k) for k in ("ts", "role", "text", "session_alias")} for m in log.records[-limit:]]
 
 
-def _failovers(layout: Layout, records: list[dict[str, Any]], problems: list[str]) -> dict[str, str]:
+def _failovers(layout: Layout, records: list[SessionRecord], problems: list[str]) -> dict[str, str]:
     """Per worker that changed runtime (supervision/resumes.py, a failover), its runtimes in words."""
     if not any(isinstance(r.get("worker"), str) for r in records):
         return {}
@@ -306,7 +309,7 @@ def snapshot(layout: Layout, now: float | None = None, chat_limit: int = 6, live
                 "failover": moved.get(str(r.get("worker"))),
             }
         )
-    stop = killswitch.read_stop(layout)
+    agent_stop = killswitch.read_stop(layout)
     steer = steering.pending_steer(layout)
     budget = _read(layout.budget_state, problems) or {}
     auto = (sup_doc or {}).get("autonomous")
@@ -315,8 +318,8 @@ def snapshot(layout: Layout, now: float | None = None, chat_limit: int = 6, live
         "project": {"name": os.path.basename(layout.project), "path": layout.project},
         "at": clock.iso(now),
         "kill_switch": None
-        if stop is None
-        else {k: stop.get(k) for k in ("present", "operator", "reason", "created_at", "unknown")},
+        if agent_stop is None
+        else {k: agent_stop.get(k) for k in ("present", "operator", "reason", "created_at", "unknown")},
         "steer": {"pending": steer is not None, "text": steer},
         "iteration_budget": {"cap": cap, "consumed": consumed, "left": left},
         "cost_budget": {
@@ -359,6 +362,6 @@ def question(layout: Layout, cs_id: str) -> dict[str, Any] | None:
     return found
 
 
-def permission_requests(layout: Layout, cs_id: str) -> list[dict[str, Any]]:
+def permission_requests(layout: Layout, cs_id: str) -> list[PermissionRequest]:
     """The session's pending permission requests, oldest first."""
     return [r for r in permissions.requests(layout) if r.get("session") == cs_id]

@@ -32,6 +32,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
+    from cocoplus.core.shapes import SessionRecord
     from cocoplus.runtimes.protocol import Adapter
 
 READ_LIMIT = 8 * 1024 * 1024  # more than a rotated file and its successor hold (fsio.MAX_LOG_BYTES each)
@@ -137,7 +138,7 @@ class Reader:
 
 
 def collisions(
-    layout: Layout, records: list[dict[str, Any]], reader: Reader | None = None
+    layout: Layout, records: list[SessionRecord], reader: Reader | None = None
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """(every collision among the live sessions in `records`, problems reading their edits).
 
@@ -147,7 +148,7 @@ def collisions(
     reader = reader or Reader()
     live = [r for r in records if r.get("state") in ACTIVE_STATES and isinstance(r.get("id"), str)]
     problems: list[str] = []
-    by_path: dict[str, list[dict[str, Any]]] = {}
+    by_path: dict[str, list[SessionRecord]] = {}
     for rec in live:
         try:
             paths = reader.edited(layout, rec["id"])

@@ -13,6 +13,8 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from collections.abc import Mapping
     from typing import Any
 
+    from cocoplus.core.shapes import SessionRecord
+
 
 MAX_PROGRESS_CHARS = 6000
 MAX_REPORT_CHARS = 4000  # of a worker's last report, in a take-over's handoff
@@ -21,7 +23,7 @@ MAX_REPORT_CHARS = 4000  # of a worker's last report, in a take-over's handoff
 MAX_TAKEOVER_BYTES = 96 * 1024
 
 
-def context(layout: Layout, rec: dict[str, Any] | None, worktree: bool = False) -> str:
+def context(layout: Layout, rec: SessionRecord | None, worktree: bool = False) -> str:
     """The handoff; `worktree`: the session works in a worker's git worktree, so the project's PROGRESS.md is
     named by its full path (a `.cocoplus/` of the worktree's own would not be the project's)."""
     parts: list[str] = []

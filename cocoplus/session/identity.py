@@ -58,7 +58,7 @@ class Identity:
         headless: bool = False,
         allow: list[str] | None = None,
         tree: str | None = None,
-        record: dict[str, Any] | None = None,
+        record: Mapping[str, Any] | None = None,
         problem: str | None = None,
     ) -> None:
         self.worker = worker  # the managed worker's id, or None

@@ -38,6 +38,8 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from types import ModuleType
     from typing import Any
 
+    from cocoplus.core.shapes import AgentStop
+
 
 def _events() -> ModuleType:
     """`cocoplus.session.events`, imported when a stop or a resume logs a step (not on every hook)."""
@@ -119,7 +121,7 @@ def _token(st: os.stat_result) -> str:
     return f"{st.st_ino}-{st.st_mtime_ns}-{st.st_size}-{_stat.S_IFMT(st.st_mode):o}"
 
 
-def read_stop(layout: Layout) -> dict[str, Any] | None:
+def read_stop(layout: Layout) -> AgentStop | None:
     """What AGENT_STOP says, or None if there is none. Never raises for its content.
 
     `token` identifies this very stop (pass it to `resume(expect=...)`).
@@ -133,7 +135,7 @@ def read_stop(layout: Layout) -> dict[str, Any] | None:
     except OSError:
         _, why = kill_switch_state(layout.root)
         info = parse_stop(None)
-        info.update(present=None, unknown=why, token=None, created_at_fallback=None)
+        info.update({"present": None, "unknown": why, "token": None, "created_at_fallback": None})
         return info
     data: bytes | None = None
     if _stat.S_ISREG(st.st_mode):
@@ -211,7 +213,7 @@ def _link_new(path: str, data: bytes) -> bool:
             pass
 
 
-def _create(layout: Layout, doc: dict[str, Any], replace: bool, problems: list[str]) -> tuple[bool, dict[str, Any]]:
+def _create(layout: Layout, doc: AgentStop, replace: bool, problems: list[str]) -> tuple[bool, AgentStop]:
     """AGENT_STOP with `doc` as its body; an empty one if the body cannot be written. (created, content)."""
     path = layout.agent_stop
     if not replace and os.path.lexists(path):
@@ -259,7 +261,7 @@ def create_stop(
     timeout: float = DEFAULT_TIMEOUT,
     budget: Budget | None = None,
     problems: list[str] | None = None,
-) -> tuple[bool, dict[str, Any]]:
+) -> tuple[bool, AgentStop]:
     """Create AGENT_STOP under the kill-switch lock. Returns (created, content).
 
     With `replace=False` an existing AGENT_STOP is kept (an automatic stop
@@ -405,7 +407,7 @@ def resume(
     reset_budget: Callable[..., dict[str, Any]] | None = None,
     expect: str | None = None,
     stop_id: str | None = None,
-    lift: Callable[[dict[str, Any]], None] | None = None,
+    lift: Callable[[AgentStop], None] | None = None,
     principal: str = "operator",
     timeout: float = DEFAULT_TIMEOUT,
     budget: Budget | None = None,
@@ -491,7 +493,7 @@ def resume(
     }
 
 
-def _describe(info: dict[str, Any]) -> str:
+def _describe(info: AgentStop) -> str:
     who = info.get("operator") or "unknown"
     when = info.get("created_at") or info.get("created_at_fallback") or "an unknown time"
     why = info.get("reason") or "no reason given"

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
+    from cocoplus.core.shapes import SessionRecord
+
 MAX_TRIES = 8  # resumes at the reset before the watcher gives up
 BACKOFF_CAP_S = 3600.0  # an estimated wait doubles with every try, up to this
 AGAIN_WITHIN_S = 600.0  # limited again this soon after a resume: the same limit, one more try
@@ -55,7 +57,7 @@ def wait_s(retry_s: float, tries: int) -> float:
     return min(BACKOFF_CAP_S, retry_s * (2 ** max(0, tries)))
 
 
-def pause(rec: dict[str, Any], found: Mapping[str, Any], retry_s: float, now: float | None = None) -> dict[str, Any]:
+def pause(rec: SessionRecord, found: Mapping[str, Any], retry_s: float, now: float | None = None) -> dict[str, Any]:
     """Make session record `rec` paused by the limit `found` (an adapter's answer); the limit recorded."""
     now = time.time() if now is None else now
     already = active(rec)

@@ -36,8 +36,10 @@ from cocoplus.rules import engine
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any
+
+    from cocoplus.core.shapes import PermissionAnswer, PermissionRequest, SessionRecord
 
 MAX_SHOWN = 300  # characters of a tool's input kept in a request and shown to whoever answers
 MAX_CALL = 64 * 1024  # characters of a call's input kept in a request, for an answer to judge it again
@@ -145,7 +147,7 @@ def new_id() -> str:
 
 def open_request(
     layout: Layout,
-    rec: dict[str, Any] | None,
+    rec: SessionRecord | None,
     *,
     runtime: str,
     tool: str,
@@ -156,7 +158,7 @@ def open_request(
     cwd: str | None = None,
     tree: str | None = None,
     agent: str | None = None,
-) -> dict[str, Any]:
+) -> PermissionRequest:
     """Write a pending request for this call; it is answered by `answer` (or expires at `deadline`).  The request
     keeps the whole call (to `MAX_CALL` characters), so whoever answers is judged against what would run, and the
     hook's own process, so a request whose hook is gone is never approved."""
@@ -165,7 +167,7 @@ def open_request(
     shown = fsio.dumps(tool_input).strip() if tool_input is not None else ""
     req_id = new_id()
     me = procinfo.self_process()
-    doc: dict[str, Any] = {
+    doc: PermissionRequest = {
         "id": req_id,
         "state": "pending",
         "session": (rec or {}).get("id"),
@@ -192,7 +194,7 @@ def open_request(
     return doc
 
 
-def gone(req: dict[str, Any]) -> bool:
+def gone(req: Mapping[str, Any]) -> bool:
     """Whether the hook that waits for this pending request has ended (killed by its runtime, or crashed): nothing
     would act on an answer.  A request from before hooks were recorded is never called gone."""
     from cocoplus.session import procinfo  # deferred: only an answer or a listing asks
@@ -200,13 +202,18 @@ def gone(req: dict[str, Any]) -> bool:
     return procinfo.gone(req.get("hook"))
 
 
-def read_request(layout: Layout, req_id: str) -> dict[str, Any] | None:
+def _read(path: str) -> PermissionRequest | None:
+    """The request in `path`, None if there is none; StateCorrupt if it cannot be read."""
+    return fsio.read_json(path)  # type: ignore[return-value]  # a request: open_request wrote it, answer changes it
+
+
+def read_request(layout: Layout, req_id: str) -> PermissionRequest | None:
     if not is_valid_id(req_id):
         return None
-    return fsio.read_json(layout.permission_request(req_id))
+    return _read(layout.permission_request(req_id))
 
 
-def requests(layout: Layout, state: str | None = "pending") -> list[dict[str, Any]]:
+def requests(layout: Layout, state: str | None = "pending") -> list[PermissionRequest]:
     """The requests in the given state (None: all), oldest first; a damaged file is skipped."""
     try:
         names = sorted(os.listdir(layout.permission_requests_dir))
@@ -216,12 +223,12 @@ def requests(layout: Layout, state: str | None = "pending") -> list[dict[str, An
         raise CocoplusError(
             f"{layout.rel(layout.permission_requests_dir)}: cannot be listed ({exc.strerror})"
         ) from None
-    out = []
+    out: list[PermissionRequest] = []
     for name in names:
         if not (name.startswith("p_") and name.endswith(".json")):
             continue
         try:
-            doc = fsio.read_json(os.path.join(layout.permission_requests_dir, name))
+            doc = _read(os.path.join(layout.permission_requests_dir, name))
         except CocoplusError:
             continue
         if not isinstance(doc, dict):
@@ -233,7 +240,7 @@ def requests(layout: Layout, state: str | None = "pending") -> list[dict[str, An
     return out
 
 
-def find(layout: Layout, ref: str, session_of: Callable[[str], str | None] | None = None) -> dict[str, Any]:
+def find(layout: Layout, ref: str, session_of: Callable[[str], str | None] | None = None) -> PermissionRequest:
     """The pending request `ref` names: its id, or a session (alias, cs_ id) or worker with exactly one pending."""
     if isinstance(ref, str) and ref.startswith("p_"):
         doc = read_request(layout, ref)
@@ -265,7 +272,7 @@ def answer(
     reason: str | None = None,
     rule: str | list[str] | None = None,
     channel: str | None = None,
-) -> dict[str, Any]:
+) -> PermissionAnswer:
     """Decide a pending request (`allowed`/`denied`/`expired`); the request after.  Only a pending one changes:
     an answer that comes second finds it decided and says so (`already_decided`); a request whose hook has ended
     is recorded `gone` and nothing is allowed (`gone`).  The decision is in the audit log before the hook can see
@@ -302,11 +309,13 @@ def answer(
                    decided_rule=remembered, channel=channel)  # fmt: skip
         return doc
 
-    doc = fsio.locked_update(path, layout.lock("permissions"), change, timeout=DEFAULT_TIMEOUT)
+    doc: PermissionRequest = fsio.locked_update(  # type: ignore[assignment]  # the request, as `change` left it
+        path, layout.lock("permissions"), change, timeout=DEFAULT_TIMEOUT
+    )
     return {**doc, "already_decided": bool(out.get("already")), "gone": bool(out.get("gone"))}
 
 
-def log(layout: Layout, req: dict[str, Any], **fields: Any) -> dict[str, Any]:
+def log(layout: Layout, req: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
     """One decision in the audit log: who (the principal), what (the command or path, inert and cut to
     MAX_SHOWN), which rule, when."""
     what = subject(str(req.get("tool") or ""), req.get("call"))
@@ -338,7 +347,7 @@ def _inert(text: str) -> str:
     return one if len(one) <= MAX_SHOWN else one[: MAX_SHOWN - 3] + "..."
 
 
-def wait(layout: Layout, req_id: str, deadline: float, stopped: Callable[[], str | None]) -> dict[str, Any] | None:
+def wait(layout: Layout, req_id: str, deadline: float, stopped: Callable[[], str | None]) -> PermissionRequest | None:
     """Wait until the request is decided (the request), a stop applies (None), or `deadline` (monotonic; None)."""
     path = layout.permission_request(req_id)
     last = None
@@ -353,7 +362,7 @@ def wait(layout: Layout, req_id: str, deadline: float, stopped: Callable[[], str
         if stamp != last:
             last = stamp
             try:
-                doc = fsio.read_json(path)
+                doc = _read(path)
             except CocoplusError:
                 doc = None
             if isinstance(doc, dict) and doc.get("state") != "pending":

@@ -32,8 +32,10 @@ from cocoplus.runtimes import registry as runtimes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
-    from collections.abc import Callable
-    from typing import Any
+    from collections.abc import Callable, Mapping
+    from typing import Any, Unpack
+
+    from cocoplus.core.shapes import SessionRecord, Signal, SignalExtra
 
 
 def cs_id_for(runtime_session_id: str) -> str:
@@ -58,7 +60,7 @@ CALL_WIDTH = 25
 RECORD_REFRESH_S = 60.0
 
 
-def read_record(layout: Layout, cs_id: str) -> dict[str, Any] | None:
+def read_record(layout: Layout, cs_id: str) -> SessionRecord | None:
     """The session's record, with what its call log adds: `tool_calls` and the last event's time (`record_call`)."""
     path = layout.session_record(cs_id)
     obj = fsio.read_json(path)
@@ -67,7 +69,7 @@ def read_record(layout: Layout, cs_id: str) -> dict[str, Any] | None:
     return _with_calls(layout, check_session(obj, path))
 
 
-def attention_of(rec: dict[str, Any]) -> str | None:
+def attention_of(rec: Mapping[str, Any]) -> str | None:
     """The one definition of a session's attention, for every door and the brain's prompt: a session that has
     ended waits for nothing its runtime can do (`pending`, `awaiting_authorization` end with it); a question it
     left open (`awaiting_decision`) is still open."""
@@ -77,7 +79,7 @@ def attention_of(rec: dict[str, Any]) -> str | None:
     return attention if attention == "awaiting_decision" else None
 
 
-def _with_calls(layout: Layout, rec: dict[str, Any]) -> dict[str, Any]:
+def _with_calls(layout: Layout, rec: SessionRecord) -> SessionRecord:
     try:
         st = os.lstat(layout.session_calls(rec["id"]))
     except (OSError, ValueError, CocoplusError):
@@ -140,7 +142,7 @@ def fingerprint(payload: dict[str, Any]) -> str:
     return f"{int.from_bytes(raw, 'little') % _M61:016x}{min(len(raw), 0xFFFFFFFF):08x}"
 
 
-def count_call(rec: dict[str, Any], fp: str, logged: tuple[int, int] | None, event: str, tool: str) -> int:
+def count_call(rec: SessionRecord, fp: str, logged: tuple[int, int] | None, event: str, tool: str) -> int:
     """What one tool call changes in the session's record; the run of equal calls it ends (the loop guard's count).
 
     `logged` is (the call log's length after this call, the run of equal calls at its end), from `record_call`;
@@ -169,7 +171,7 @@ def count_call(rec: dict[str, Any], fp: str, logged: tuple[int, int] | None, eve
     return count
 
 
-def record_due(rec: dict[str, Any]) -> bool:
+def record_due(rec: SessionRecord) -> bool:
     """Whether a tool call must rewrite the session's record: it says something the call changes, or is old."""
     if rec.get("state") != "running" or rec.get("attention") is not None or rec.get("continuations"):
         return True
@@ -210,8 +212,8 @@ def _rebuild_index(layout: Layout) -> dict[str, Any]:
     return index
 
 
-def _iter_records(layout: Layout) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _iter_records(layout: Layout) -> list[SessionRecord]:
+    out: list[SessionRecord] = []
     try:
         names = sorted(os.listdir(layout.sessions_dir))
     except FileNotFoundError:
@@ -234,13 +236,15 @@ def ensure(
     runtime_session_id: str,
     *,
     event: str,
-    change: Callable[[dict[str, Any]], None] | None = None,
-    info: dict[str, Any] | None = None,
+    change: Callable[[SessionRecord], object] | None = None,
+    info: Mapping[str, Any] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     budget: Budget | None = None,
     alias: str | None = None,
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
+) -> tuple[SessionRecord, SessionRecord | None]:
     """Register the session if new, apply `change`, record `event`. Returns (record, before).
+
+    `info`: what the hook learned of the session (its keys SessionRecord's), each recorded unless None.
 
     `alias`: the alias a new session gets if it is a valid id and free (a
     worker launched with `--alias`); otherwise the runtime's next one.
@@ -260,10 +264,10 @@ def ensure(
         if before is None:
             rec = _new_record(layout, cs_id, runtime, runtime_session_id, now, alias)
         else:
-            rec = dict(before)
+            rec = before.copy()
         for k, v in (info or {}).items():
             if v is not None:
-                rec[k] = v
+                rec[k] = v  # type: ignore[literal-required]  # one of SessionRecord's (the docstring)
         if change is not None:
             change(rec)
         rec["last_event"] = event
@@ -275,7 +279,7 @@ def ensure(
 
 def _new_record(
     layout: Layout, cs_id: str, runtime: str, rid: str, now: str, wanted: str | None = None
-) -> dict[str, Any]:
+) -> SessionRecord:
     index = _read_index(layout)
     if wanted is not None and is_valid_id(wanted) and wanted not in index["aliases"] and not wanted.startswith("cs_"):
         alias = wanted
@@ -308,11 +312,11 @@ def _new_record(
 def update(
     layout: Layout,
     cs_id: str,
-    change: Callable[[dict[str, Any]], object],  # what it returns is not used
+    change: Callable[[SessionRecord], object],  # what it returns is not used
     *,
     timeout: float = DEFAULT_TIMEOUT,
     budget: Budget | None = None,
-) -> dict[str, Any]:
+) -> SessionRecord:
     path = layout.session_record(cs_id)
     with _lock(layout, timeout, budget):
         rec = read_record(layout, cs_id)
@@ -324,7 +328,7 @@ def update(
     return rec
 
 
-def set_attention(rec: dict[str, Any], attention: str | None) -> bool:
+def set_attention(rec: SessionRecord, attention: str | None) -> bool:
     """Change a record's attention; True if it changed."""
     if rec.get("attention") == attention:
         return False
@@ -333,7 +337,7 @@ def set_attention(rec: dict[str, Any], attention: str | None) -> bool:
     return True
 
 
-def attend(rec: dict[str, Any], attention: str | None, detail: str | None) -> bool:
+def attend(rec: SessionRecord, attention: str | None, detail: str | None) -> bool:
     """Set the session's attention; True when it changed to one, which the record's `last_signal` then says (and a
     signal is due)."""
     if set_attention(rec, attention) and attention is not None:
@@ -342,13 +346,13 @@ def attend(rec: dict[str, Any], attention: str | None, detail: str | None) -> bo
     return False
 
 
-def list_sessions(layout: Layout, *, settle: bool = True) -> tuple[list[dict[str, Any]], list[str]]:
+def list_sessions(layout: Layout, *, settle: bool = True) -> tuple[list[SessionRecord], list[str]]:
     """All session records (oldest alias first) and one line per damaged record.
 
     Sessions whose runtime died unannounced are recorded exited first (`settle_exits`), unless
     `settle` is False (the caller settles them itself).
     """
-    records: list[dict[str, Any]] = []
+    records: list[SessionRecord] = []
     problems: list[str] = []
     try:
         names = sorted(os.listdir(layout.sessions_dir))
@@ -371,7 +375,7 @@ def list_sessions(layout: Layout, *, settle: bool = True) -> tuple[list[dict[str
     return records, problems
 
 
-def ended_unannounced(rec: dict[str, Any]) -> str | None:
+def ended_unannounced(rec: Mapping[str, Any]) -> str | None:
     """Why a `running` session has ended although no hook said so (its runtime's process is gone), or None.
 
     Only for a runtime whose recorded process is the session's (`ENDS_WITH_PROCESS`), and never for
@@ -395,7 +399,7 @@ def ended_unannounced(rec: dict[str, Any]) -> str | None:
     )
 
 
-def settle_exits(layout: Layout, records: list[dict[str, Any]], *, budget: Budget | None = None) -> list[str]:
+def settle_exits(layout: Layout, records: list[SessionRecord], *, budget: Budget | None = None) -> list[str]:
     """Record `exited`, with one exit signal, each of `records` whose runtime died unannounced; their ids.
 
     `records` is updated in place.  Decided again under the sessions lock, so
@@ -427,7 +431,7 @@ def settle_exits(layout: Layout, records: list[dict[str, Any]], *, budget: Budge
     return settled
 
 
-def resolve(layout: Layout, ref: str) -> dict[str, Any]:
+def resolve(layout: Layout, ref: str) -> SessionRecord:
     """A session by cs_ id, alias (`cc1`) or the runtime's own id."""
     if not isinstance(ref, str) or not ref:
         raise NotFound("no session named ''")
@@ -449,14 +453,15 @@ def resolve(layout: Layout, ref: str) -> dict[str, Any]:
 
 def append_signal(
     layout: Layout,
-    rec: dict[str, Any],
+    rec: Mapping[str, Any],
     kind: str,
     value: str | None = None,
     *,
     budget: Budget | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
-    signal: dict[str, Any] = {
+    **extra: Unpack[SignalExtra],
+) -> Signal:
+    """Append a signal about session `rec` (`kind`, `value`, and what `extra` says that is not None)."""
+    signal: Signal = {
         "schema_version": SCHEMA_VERSION,
         "ts": clock.iso(),
         "session": rec["id"],
@@ -468,10 +473,10 @@ def append_signal(
         signal["value"] = value
     for k, v in extra.items():
         if v is not None:
-            signal[k] = v
+            signal[k] = v  # type: ignore[literal-required]  # a key of SignalExtra, which Signal extends
     from cocoplus.core import jsonl  # deferred: a tool call appends no signal; the events around it load no journal
 
-    jsonl.append_jsonl(layout.signals, signal, layout.lock("signals"), budget=budget)
+    jsonl.append_jsonl(layout.signals, dict(signal), layout.lock("signals"), budget=budget)
     return signal
 
 
@@ -490,7 +495,7 @@ def heal_stale(
         if last is None or now - last < max_age_s:
             continue
 
-        def change(r: dict[str, Any]) -> None:
+        def change(r: SessionRecord) -> None:
             r["state"] = "exited"
             r["exit_reason"] = f"no event for over {max_age_s / 3600:g} h; marked exited"
 

@@ -30,6 +30,8 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from collections.abc import Callable
     from typing import Any
 
+    from cocoplus.core.shapes import SessionRecord, SessionStop
+
 
 def any_present(layout: Layout) -> bool | None:
     """Whether some session is stopped: True, False, or None when that cannot be known."""
@@ -55,7 +57,7 @@ def state(layout: Layout, cs_id: str) -> tuple[bool | None, str]:
     return True, f"{path} exists"
 
 
-def read(layout: Layout, cs_id: str) -> dict[str, Any] | None:
+def read(layout: Layout, cs_id: str) -> SessionStop | None:
     """The stop of this session, or None. A stop whose content cannot be read still stops it: `damaged` says why."""
     stopped, why = state(layout, cs_id)
     if stopped is False:
@@ -63,12 +65,17 @@ def read(layout: Layout, cs_id: str) -> dict[str, Any] | None:
     if stopped is None:
         return {"session": cs_id, "present": None, "unknown": why}
     try:
-        doc = fsio.read_json(layout.session_stop(cs_id))
+        doc = _read(layout.session_stop(cs_id))
     except CocoplusError as exc:
         return {"session": cs_id, "present": True, "damaged": str(exc)}
     if doc is None:  # removed meanwhile
         return None
     return {**doc, "present": True}
+
+
+def _read(path: str) -> SessionStop | None:
+    """The stop in `path`, None if there is none; StateCorrupt if it cannot be read."""
+    return fsio.read_json(path)  # type: ignore[return-value]  # a stop: `stop` wrote it
 
 
 def sentence(layout: Layout, cs_id: str) -> str | None:
@@ -93,7 +100,7 @@ def sentence(layout: Layout, cs_id: str) -> str | None:
 
 def stop(
     layout: Layout,
-    rec: dict[str, Any],
+    rec: SessionRecord,
     operator: str,
     reason: str,
     *,
@@ -104,7 +111,7 @@ def stop(
     if not reason.strip():
         raise CocoplusError("stop: the reason is empty")
     cs = rec["id"]
-    doc = {
+    doc: SessionStop = {
         "schema_version": SCHEMA_VERSION,
         "id": new_stop_id(),
         "principal": principal,
@@ -143,12 +150,12 @@ def stop(
 
 def resume(
     layout: Layout,
-    rec: dict[str, Any],
+    rec: SessionRecord,
     operator: str,
     *,
     principal: str = "operator",
     stop_id: str | None = None,
-    lift: Callable[[dict[str, Any]], None] | None = None,
+    lift: Callable[[SessionStop], None] | None = None,
     budget: Budget | None = None,
 ) -> dict[str, Any]:
     """Lift one session's stop (AGENT_STOP, if present, still stops every session).
@@ -209,7 +216,7 @@ def resume(
     }
 
 
-def list_stops(layout: Layout) -> tuple[list[dict[str, Any]], list[str]]:
+def list_stops(layout: Layout) -> tuple[list[SessionStop], list[str]]:
     """Every session stop (oldest first) and one line per file that cannot be read."""
     try:
         names = sorted(os.listdir(layout.session_stops_dir))
@@ -217,13 +224,13 @@ def list_stops(layout: Layout) -> tuple[list[dict[str, Any]], list[str]]:
         return [], []
     except OSError as exc:
         return [], [f"{layout.session_stops_dir}: cannot list ({exc.strerror})"]
-    out: list[dict[str, Any]] = []
+    out: list[SessionStop] = []
     problems: list[str] = []
     for name in names:
         if not (name.startswith("cs_") and name.endswith(".json")):
             continue
         try:
-            doc = fsio.read_json(os.path.join(layout.session_stops_dir, name))
+            doc = _read(os.path.join(layout.session_stops_dir, name))
         except (StateCorrupt, CocoplusError) as exc:
             problems.append(str(exc))
             out.append({"session": name[:-5], "present": True, "damaged": str(exc)})
@@ -234,7 +241,7 @@ def list_stops(layout: Layout) -> tuple[list[dict[str, Any]], list[str]]:
     return out, problems
 
 
-def _shown(info: dict[str, Any] | None) -> dict[str, Any] | None:
+def _shown(info: SessionStop | None) -> dict[str, Any] | None:
     return None if info is None else {k: v for k, v in info.items() if k not in ("present", "schema_version")}
 
 

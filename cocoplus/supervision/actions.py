@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import getpass
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from cocoplus.core import clock, fsio, jsonl
@@ -55,7 +56,7 @@ def _operator() -> str:
 def record(
     layout: Layout,
     action: str,
-    session: dict[str, Any] | None,
+    session: Mapping[str, Any] | None,
     result: dict[str, Any] | None = None,
     error: str | None = None,
     *,

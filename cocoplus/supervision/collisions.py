@@ -13,13 +13,16 @@ signal, it wakes the brain (triggers.py) and reaches the notifier
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.session import edits, registry
+
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import SessionRecord, Signal
 
 CHECK_EVERY_S = 1.0
 
@@ -41,7 +44,7 @@ def signalled(layout: Layout) -> dict[str, str]:
     return {str(k): str(v) for k, v in got.items()} if isinstance(got, dict) else {}
 
 
-def check(layout: Layout, reader: edits.Reader) -> tuple[list[dict[str, Any]], list[str]]:
+def check(layout: Layout, reader: edits.Reader) -> tuple[list[Signal], list[str]]:
     """Signal every collision among the live sessions not signalled before: (the signals appended, problems)."""
     records, problems = registry.list_sessions(layout)
     found, unread = edits.collisions(layout, records, reader)
@@ -71,7 +74,7 @@ def check(layout: Layout, reader: edits.Reader) -> tuple[list[dict[str, Any]], l
     return out, problems
 
 
-def current(layout: Layout, records: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def current(layout: Layout, records: list[SessionRecord] | None = None) -> list[dict[str, Any]]:
     """The collisions among the live sessions now, each with the sentence that says it (for the views and the
     round prompt); [] where the edits cannot be read."""
     if records is None:

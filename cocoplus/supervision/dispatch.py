@@ -29,12 +29,15 @@ Every action here appends one record to supervision/rounds.jsonl
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.session import holds, killswitch, procinfo, registry, steering, stops
 from cocoplus.supervision import actions, headless
+
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import SessionRecord, SessionStop
 
 ROUTES = ("held", "steer", "resume", "queued")
 MAX_TEXT = steering.MAX_STEER_BYTES
@@ -73,7 +76,7 @@ def _check_text(text: str, what: str) -> str:
 # -- where a session stands ---------------------------------------------------------------
 
 
-def running(rec: dict[str, Any]) -> bool | None:
+def running(rec: SessionRecord) -> bool | None:
     """Whether the runtime process of this session (or a resume cocoplus started) still runs; None if unknown."""
     resumed = rec.get("resumed") or {}
     if procinfo.alive(resumed.get("pid"), resumed.get("start_ticks")) is True:
@@ -82,7 +85,7 @@ def running(rec: dict[str, Any]) -> bool | None:
     return procinfo.alive(proc.get("pid"), proc.get("start_ticks"))
 
 
-def route(layout: Layout, rec: dict[str, Any]) -> tuple[str, str]:
+def route(layout: Layout, rec: SessionRecord) -> tuple[str, str]:
     """(the route a dispatch to this session takes now, why)."""
     cs, who = rec["id"], rec.get("alias") or rec["id"]
     if killswitch.stop_present(layout):
@@ -111,7 +114,7 @@ def route(layout: Layout, rec: dict[str, Any]) -> tuple[str, str]:
 
 def deliver(
     layout: Layout,
-    rec: dict[str, Any],
+    rec: SessionRecord,
     text: str,
     *,
     instruction: str,
@@ -197,7 +200,7 @@ def _acting(
     action: str,
     ref: str,
     by: str,
-    fn: Callable[[dict[str, Any]], dict[str, Any]],
+    fn: Callable[[SessionRecord], dict[str, Any]],
     principal: str | None = None,
 ) -> dict[str, Any]:
     rec = None
@@ -248,7 +251,7 @@ def dispatch(
     """`cocoplus dispatch ID INSTRUCTION`: the session's next piece of work (see the module docstring)."""
     _check_text(instruction, "the instruction")
 
-    def run(rec: dict[str, Any]) -> dict[str, Any]:
+    def run(rec: SessionRecord) -> dict[str, Any]:
         text = framed(instruction, by, principal=principal)
         return deliver(
             layout, rec, text, instruction=instruction, action="dispatch", by=by, environ=environ, principal=principal
@@ -276,7 +279,7 @@ def answer(
 
     _check_text(text, "the answer")
 
-    def run(rec: dict[str, Any]) -> dict[str, Any]:
+    def run(rec: SessionRecord) -> dict[str, Any]:
         q = last_question(layout, rec["id"])
         if q is None:
             who = rec.get("alias") or rec["id"]
@@ -302,7 +305,7 @@ def answer(
         out["question"] = {k: q.get(k) for k in ("id", "text", "ts")}
         out["question_id"] = q["id"]
 
-        def clear(r: dict[str, Any]) -> None:
+        def clear(r: SessionRecord) -> None:
             if r.get("attention") == "awaiting_decision":
                 registry.set_attention(r, None)
 
@@ -317,7 +320,7 @@ def steer_session(layout: Layout, ref: str, text: str, by: str, principal: str |
     its held turn end now, else its next turn end or prompt."""
     _check_text(text, "the instruction")
 
-    def run(rec: dict[str, Any]) -> dict[str, Any]:
+    def run(rec: SessionRecord) -> dict[str, Any]:
         cs, who = rec["id"], rec.get("alias") or rec["id"]
         out: dict[str, Any] = {"session": cs, "alias": rec.get("alias"), "instruction": text, "problems": []}
         hold = holds.decide(
@@ -356,13 +359,13 @@ def resume_session(
     by: str,
     principal: str = "operator",
     stop_id: str | None = None,
-    lift: Callable[[dict[str, Any]], None] | None = None,
+    lift: Callable[[SessionStop], None] | None = None,
 ) -> dict[str, Any]:
     """`session resume --session ID`: lift that session's stop (AGENT_STOP, if present, still stops all).
 
     `lift` refuses a stop its principal may not lift (ops.authority); `stop_id` lifts only that stop."""
 
-    def run(rec: dict[str, Any]) -> dict[str, Any]:
+    def run(rec: SessionRecord) -> dict[str, Any]:
         return stops.resume(layout, rec, by, principal=principal, stop_id=stop_id, lift=lift)
 
     return _acting(layout, "resume_session", ref, by, run, principal)

@@ -37,7 +37,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cocoplus.core import clock, fsio, seal
 from cocoplus.core.errors import CocoplusError
@@ -46,6 +46,9 @@ from cocoplus.runtimes import registry as runtimes
 from cocoplus.runtimes import streams
 from cocoplus.session import agents, procinfo, registry
 from cocoplus.supervision import children, workers
+
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import SessionRecord
 
 # A resume is answered once its runtime's model answers, it fails (an unknown session, `Not logged in`), or
 # WAIT_S after it shows it is up (its first output, or its SessionStart hook): never left to a log to say it
@@ -60,7 +63,7 @@ MAX_LISTED = 20  # records `init` and `doctor` name one by one
 # watches it, so a permission prompt waits for an answer from whoever may give one (session/permissions.py).
 
 
-def refused(layout: Layout, rec: dict[str, Any]) -> str | None:
+def refused(layout: Layout, rec: SessionRecord) -> str | None:
     """Why the session's recorded command line may not be run (`core.seal`), in one phrase; None when it may."""
     problem = seal.session_problem(rec, layout.project)
     return None if problem is None else f"its recorded command line {problem}; cocoplus does not run it"
@@ -143,7 +146,7 @@ def grant_notes(layout: Layout) -> list[str]:
 
 
 def plan(
-    layout: Layout, rec: dict[str, Any], instruction: str, environ: dict[str, str] | None = None
+    layout: Layout, rec: SessionRecord, instruction: str, environ: dict[str, str] | None = None
 ) -> tuple[list[str] | None, str]:
     """(the command that resumes this session with `instruction`, "") or (None, why it cannot be resumed)."""
     env = os.environ if environ is None else environ
@@ -191,7 +194,7 @@ class ResumeFailed(CocoplusError):
 
 
 def spawn(
-    layout: Layout, rec: dict[str, Any], cmd: list[str], by: str, environ: dict[str, str] | None = None
+    layout: Layout, rec: SessionRecord, cmd: list[str], by: str, environ: dict[str, str] | None = None
 ) -> dict[str, Any]:
     """Start `cmd` detached in the project directory; record it on the session.
 
@@ -219,7 +222,7 @@ def spawn(
         child, info, log = _start(layout, rec, cmd, by, environ)
         start = 0
         where = layout.rel(log)
-    registry.update(layout, cs, lambda r: r.update(resumed=info))
+    registry.update(layout, cs, lambda r: r.update({"resumed": info}))
     since = clock.parse_iso(info["started_at"]) or 0.0
 
     def hooked() -> bool:  # its SessionStart hook (or any other) has run since: the runtime is up
@@ -291,7 +294,7 @@ def _size(path: str) -> int:
 
 
 def _start(
-    layout: Layout, rec: dict[str, Any], cmd: list[str], by: str, environ: dict[str, str] | None
+    layout: Layout, rec: SessionRecord, cmd: list[str], by: str, environ: dict[str, str] | None
 ) -> tuple[subprocess.Popen[bytes], dict[str, Any], str]:
     cs = rec["id"]
     log = layout.resume_log(cs, f"{clock.compact()}-{os.urandom(2).hex()}")

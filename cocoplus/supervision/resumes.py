@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cocoplus import config as config_mod
 from cocoplus.core import clock, jsonl, vocab
@@ -46,6 +46,9 @@ from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import events, handoff, killswitch, limits, registry, steering, stops
 from cocoplus.supervision import actions, autonomy, children, dispatch, workers
 from cocoplus.supervision.scope import supervised
+
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import SessionRecord
 
 PRINCIPAL = "watcher"
 FAILOVER_BY = "the watcher (failover)"
@@ -60,7 +63,7 @@ INSTRUCTION = (
 
 
 def plan(
-    layout: Layout, sessions: list[dict[str, Any]], now: float, environ: dict[str, str] | None = None
+    layout: Layout, sessions: list[SessionRecord], now: float, environ: dict[str, str] | None = None
 ) -> dict[str, Any]:
     """What a failover may use now: `[workers] failover` (`order`), `failover_after_s`, `failover_return`, those
     of its runtimes on PATH, the runtimes limited now (`walls`) and the workers whose run is under way (`busy`)."""
@@ -79,7 +82,7 @@ def plan(
 
 
 def failover_target(
-    rec: dict[str, Any], limit: dict[str, Any], now: float, failover: dict[str, Any] | None
+    rec: SessionRecord, limit: dict[str, Any], now: float, failover: dict[str, Any] | None
 ) -> str | None:
     """The runtime a managed worker paused by `limit` continues in now, or None: the first of `[workers]
     failover` (not its own runtime) on PATH and not limited, when the resume is over `failover_after_s` away and
@@ -102,7 +105,7 @@ def failover_target(
 
 def decide(
     layout: Layout,
-    rec: dict[str, Any],
+    rec: SessionRecord,
     limit: dict[str, Any],
     now: float,
     supervision: dict[str, Any],
@@ -192,7 +195,7 @@ def _note(layout: Layout, cs: str, state: str | None = None, **fields: Any) -> d
     """Update the limit on session `cs` with `fields` (and its state to `state`); the limit."""
     box: dict[str, Any] = {}
 
-    def change(r: dict[str, Any]) -> None:
+    def change(r: SessionRecord) -> None:
         if isinstance(r.get("limit"), dict):
             r["limit"].update(fields)
             box["limit"] = r["limit"]
@@ -203,7 +206,7 @@ def _note(layout: Layout, cs: str, state: str | None = None, **fields: Any) -> d
     return box.get("limit")
 
 
-def last_steer(layout: Layout, rec: dict[str, Any]) -> str | None:
+def last_steer(layout: Layout, rec: SessionRecord) -> str | None:
     """The last instruction the session was given: its steer still pending, else the last dispatch, answer or
     steer recorded for it (supervision/rounds.jsonl), the watcher's own resumes aside."""
     pending = steering.pending_steer(layout, rec["id"])
@@ -226,7 +229,7 @@ def last_steer(layout: Layout, rec: dict[str, Any]) -> str | None:
     return None
 
 
-def fail_over(layout: Layout, rec: dict[str, Any], limit: dict[str, Any], now: float, failover: dict[str, Any]) -> str:
+def fail_over(layout: Layout, rec: SessionRecord, limit: dict[str, Any], now: float, failover: dict[str, Any]) -> str:
     """The worker's work goes on in the failover runtime (`failover_target`): a new run of the same worker with the
     handoff; the paused session notes it (`failover` on its limit) and waits for the reset."""
     target = failover_target(rec, limit, now, failover)
@@ -275,7 +278,7 @@ def fail_over(layout: Layout, rec: dict[str, Any], limit: dict[str, Any], now: f
     return message
 
 
-def hand_back(layout: Layout, rec: dict[str, Any], limit: dict[str, Any], now: float) -> str:
+def hand_back(layout: Layout, rec: SessionRecord, limit: dict[str, Any], now: float) -> str:
     """At the reset (`failover_return`): the session its worker failed over from is resumed with the handoff of
     what the other runtime did meanwhile."""
     over = limit.get("failover") or {}
@@ -289,7 +292,7 @@ def hand_back(layout: Layout, rec: dict[str, Any], limit: dict[str, Any], now: f
     return resume(layout, rec, limit, now, text)
 
 
-def resume(layout: Layout, rec: dict[str, Any], limit: dict[str, Any], now: float, text: str | None = None) -> str:
+def resume(layout: Layout, rec: SessionRecord, limit: dict[str, Any], now: float, text: str | None = None) -> str:
     """Dispatch the session's continuation (`text`, default INSTRUCTION); the limit records the try (a resume
     limited again backs off)."""
     tries = int(limit.get("tries") or 0) + 1
@@ -317,7 +320,7 @@ def resume(layout: Layout, rec: dict[str, Any], limit: dict[str, Any], now: floa
     return f"try {tries} did not resume it ({out.get('message')}); next try at {later}"
 
 
-def restart(layout: Layout, rec: dict[str, Any], said: str) -> str:
+def restart(layout: Layout, rec: SessionRecord, said: str) -> str:
     """The worker's session could not be resumed: its runtime kept nothing to resume (`said`, in its own words;
     Gemini CLI keeps no session whose first request was limited).  Its work starts again as a new session of the
     same runtime, with the handoff (`handoff.takeover`: the task, PROGRESS.md, the predicates), at most
@@ -343,7 +346,7 @@ def restart(layout: Layout, rec: dict[str, Any], said: str) -> str:
     )  # fmt: skip
     workers.take_over(layout, wid, runtime, text, by=RESTART_BY, reason=RESTARTED, from_session=rec)
 
-    def note(r: dict[str, Any]) -> None:  # its failed resume ended it (`failed`, one exit signal): say what follows
+    def note(r: SessionRecord) -> None:  # its failed resume ended it (`failed`, one exit signal): say what follows
         r["exit_reason"] = f"{r.get('exit_reason') or kept}; its work started again in a new session"
 
     registry.update(layout, rec["id"], note)
@@ -355,14 +358,14 @@ def restart(layout: Layout, rec: dict[str, Any], said: str) -> str:
     return message
 
 
-def end(layout: Layout, rec: dict[str, Any], verdict: str, why: str) -> None:
+def end(layout: Layout, rec: SessionRecord, verdict: str, why: str) -> None:
     """The scheduled resume is cancelled, given up, or not needed (`end`: its work went on in another runtime):
     the session is `exited`, with one exit signal."""
     done = {"cancel": "resume cancelled: ", "give_up": "resume given up: "}.get(verdict, "")
     reason = f"paused by a limit; {done}{why}"
     box: dict[str, Any] = {}
 
-    def change(r: dict[str, Any]) -> None:
+    def change(r: SessionRecord) -> None:
         if limits.active(r) is None:
             return
         r["limit"]["cancelled"] = why

@@ -12,13 +12,16 @@ fail and write nothing.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cocoplus.core import vocab
 from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.session import events, registry
 from cocoplus.supervision import state
+
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import SessionRecord
 
 ACTIVE = vocab.ACTIVE_STATES
 
@@ -118,7 +121,7 @@ def exclude(layout: Layout, ref: str, excluded: bool = True) -> dict[str, Any]:
     return session_view(rec, doc)
 
 
-def session_view(rec: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
+def session_view(rec: SessionRecord, doc: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": rec["id"],
         "alias": rec.get("alias"),

@@ -12,7 +12,7 @@ Code's `CLAUDE_ENV_FILE`), then each runtime adapter's SESSION_ENV
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cocoplus.chat import store
 from cocoplus.core import clock
@@ -22,11 +22,14 @@ from cocoplus.core.vocab import PROGRESS_STATUSES
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import handoff, registry
 
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import SessionRecord
+
 ENV_VARS = ("COCOPLUS_SESSION", *runtimes.session_env())
 MAX_TEXT = 8000
 
 
-def which_session(layout: Layout, ref: str | None = None, environ: dict[str, str] | None = None) -> dict[str, Any]:
+def which_session(layout: Layout, ref: str | None = None, environ: dict[str, str] | None = None) -> SessionRecord:
     env = os.environ if environ is None else environ
     if ref:
         return registry.resolve(layout, ref)
@@ -54,13 +57,14 @@ def _text(value: str | None, what: str, required: bool = False) -> str | None:
     return value.strip()
 
 
-def _signal(layout: Layout, rec: dict[str, Any], kind: str, value: str | None, message: str | None) -> dict[str, Any]:
-    last = {"kind": kind, "value": value, "message": message, "ts": clock.iso()}
+def _signal(layout: Layout, rec: SessionRecord, kind: str, value: str | None, message: str | None) -> dict[str, Any]:
+    ts = clock.iso()
+    last = {"kind": kind, "value": value, "message": message, "ts": ts}
 
-    def change(r: dict[str, Any]) -> None:
+    def change(r: SessionRecord) -> None:
         r["last_signal"] = last
         r["last_event"] = kind
-        r["last_event_at"] = last["ts"]
+        r["last_event_at"] = ts
 
     registry.update(layout, rec["id"], change)
     sig = registry.append_signal(layout, rec, kind, value, message=message)
@@ -90,7 +94,7 @@ def ask_human(layout: Layout, question: str, session: str | None = None) -> dict
     )
     changed = {"value": False}
 
-    def change(r: dict[str, Any]) -> None:
+    def change(r: SessionRecord) -> None:
         changed["value"] = registry.set_attention(r, "awaiting_decision")
 
     rec = registry.update(layout, rec["id"], change)

@@ -21,7 +21,8 @@ does while supervision is off.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from cocoplus import config as config_mod
 from cocoplus.chat import backends, store
@@ -34,13 +35,18 @@ from cocoplus.session import registry
 from cocoplus.supervision import actions, collisions
 from cocoplus.supervision.scope import supervised
 
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import SessionRecord
+
 WAKE_ATTENTION = vocab.ATTENTION_STATES  # every attention state wakes the brain
 WAKE_PROGRESS = tuple(s for s in vocab.PROGRESS_STATUSES if s != "working")
 ACTIVE = vocab.ACTIVE_STATES
 ENDED_SHOWN = 10  # the round prompt lists the last ended sessions, not every one since the project began
 
 
-def classify(signal: dict[str, Any], doc: dict[str, Any], records: dict[str, dict[str, Any]]) -> tuple[str | None, str]:
+def classify(
+    signal: Mapping[str, Any], doc: dict[str, Any], records: Mapping[str, Mapping[str, Any]]
+) -> tuple[str | None, str]:
     """("trigger" | "converge" | None, why) for one signal."""
     auto = doc.get("autonomous")
     if not auto or not auto.get("enabled"):
@@ -90,7 +96,7 @@ def classify(signal: dict[str, Any], doc: dict[str, Any], records: dict[str, dic
     return None, f"unknown signal kind {kind!r}"
 
 
-def describe(t: dict[str, Any]) -> str:
+def describe(t: Mapping[str, Any]) -> str:
     who = t.get("alias") or t.get("session")
     kind, value = t.get("kind"), t.get("value")
     text = {
@@ -151,7 +157,7 @@ def _controller_kind(layout: Layout) -> str | None:
     return (acct or {}).get("kind")
 
 
-def _worker_line(r: dict[str, Any], question: dict[str, Any] | None) -> str:
+def _worker_line(r: SessionRecord, question: dict[str, Any] | None) -> str:
     ls = r.get("last_signal") or {}
     last = (
         (f"{ls.get('kind')} {ls.get('value') or ''}".strip() + (f" ({ls.get('message')})" if ls.get("message") else ""))
@@ -176,7 +182,7 @@ def forecast_lines(layout: Layout, now: float | None = None) -> list[str]:
     return forecast.lines(fc, now, relative=True)
 
 
-def wake_prompt(layout: Layout, doc: dict[str, Any], triggers: list[dict[str, Any]], round_no: int) -> str:
+def wake_prompt(layout: Layout, doc: dict[str, Any], triggers: Sequence[Mapping[str, Any]], round_no: int) -> str:
     """The prompt of a supervision round, built from files alone."""
     auto = doc["autonomous"] or {}
     used, cap = int(auto.get("turns_used", 0)), int(auto.get("max_turns", 0))

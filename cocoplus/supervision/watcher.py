@@ -32,7 +32,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cocoplus import config as config_mod
 from cocoplus.chat import worker as chat_worker
@@ -49,6 +49,9 @@ from cocoplus.supervision import autonomy, collisions, resumes, rounds, workers,
 from cocoplus.supervision import triggers as trig
 from cocoplus.supervision.scope import supervised
 from cocoplus.watching import Watch
+
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import Signal
 
 TICK = 0.5
 # What a round's trigger keeps of its signal.
@@ -111,7 +114,7 @@ class Supervisor:
         self.watching: dict[str, Any] | None = None  # what supervisor.json says of the watch
         self.started_at = clock.iso()
         self.fleet: Any = None  # cocoplus.supervision.fleetwatch.Signals, with a fleet configured
-        self.closing: dict[str, Any] | None = None
+        self.closing: Signal | None = None
 
     # -- logging -----------------------------------------------------------------
     def log(self, message: str) -> None:
@@ -151,7 +154,7 @@ class Supervisor:
     def _cursor_path(self) -> str:
         return self.layout.supervisor_cursor
 
-    def read_signals(self) -> list[dict[str, Any]]:
+    def read_signals(self) -> list[Signal]:
         try:
             cur = fsio.read_json(self._cursor_path()) or {}
         except CocoplusError:
@@ -166,7 +169,7 @@ class Supervisor:
         got = jsonl.read_jsonl_from(self.layout.signals, offset)
         if got.end_offset != offset:
             fsio.atomic_write_json(self._cursor_path(), {"signals_offset": got.end_offset, "updated_at": clock.iso()})
-        return got.records
+        return cast("list[Signal]", got.records)  # as registry.append_signal wrote them
 
     def process_signals(self) -> None:
         sigs = self.read_signals()
@@ -178,7 +181,7 @@ class Supervisor:
             verdict, why = trig.classify(sig, doc, records)
             if verdict == "trigger":
                 t = {k: sig.get(k) for k in TRIGGER_FIELDS}
-                t.update({k: sig[k] for k in COLLISION_FIELDS if k in sig})  # a collision names a second session
+                t.update({k: sig.get(k) for k in COLLISION_FIELDS if k in sig})  # a collision names a second session
                 self.add_trigger(t)
             elif verdict == "converge":
                 self.converge(sig)
@@ -220,7 +223,7 @@ class Supervisor:
         self.last_at = now
         self.pending.append(t)
 
-    def converge(self, sig: dict[str, Any]) -> None:
+    def converge(self, sig: Signal) -> None:
         """The last supervised worker exited: close supervision, after the brain saw what was pending.
 
         If triggers are waiting (typically the worker's own turn end, fired
@@ -249,7 +252,7 @@ class Supervisor:
         if not active:
             self.close(sig)
 
-    def close(self, sig: dict[str, Any]) -> None:
+    def close(self, sig: Signal) -> None:
         auto = autonomy.read(self.layout).get("autonomous") or {}
         self.pending.clear()
         if not auto.get("enabled"):

@@ -43,7 +43,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cocoplus.core import clock, fsio, seal
 from cocoplus.core.errors import CocoplusError
@@ -52,6 +52,9 @@ from cocoplus.runtimes import registry as runtimes
 from cocoplus.runtimes import streams
 from cocoplus.session import agents, killswitch, procinfo
 from cocoplus.supervision import leftovers, workers, worktrees
+
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import WorkerRecord
 
 POLL_S = 0.25
 STOP_POLL_S = 0.5
@@ -155,7 +158,7 @@ def run(layout: Layout, wid: str) -> int:
         agents.remove(procinfo.self_process())  # its run is over: no agent process of this user's any more
 
 
-def _run(layout: Layout, wid: str, rec: dict[str, Any], stopping: dict[str, Any], reaper: bool, log_max: int) -> int:
+def _run(layout: Layout, wid: str, rec: WorkerRecord, stopping: dict[str, Any], reaper: bool, log_max: int) -> int:
     """The worker's run, once it has its slot and its runner is bound: started if its command's seal holds."""
     cmd = rec.get("command")
     if not isinstance(cmd, list) or not cmd or not all(isinstance(a, str) for a in cmd):
@@ -302,7 +305,7 @@ def _first(text: str, read: Any, reverse: bool = False) -> dict[str, Any] | None
     return None
 
 
-def resume_at_reset(layout: Layout, done: dict[str, Any]) -> None:
+def resume_at_reset(layout: Layout, done: WorkerRecord) -> None:
     """A worker paused by a limit is resumed at the reset by the watcher: make sure one runs."""
     from cocoplus.supervision import watcher  # deferred: only a run ended by a limit needs the watcher
 

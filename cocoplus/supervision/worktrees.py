@@ -37,7 +37,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cocoplus import config as config_mod
 from cocoplus.core import clock, fsio, worktreemark
@@ -47,6 +47,9 @@ from cocoplus.install import hooks as install_hooks
 from cocoplus.install import mcp_config
 from cocoplus.rules import protected as protected_paths
 from cocoplus.runtimes import registry as runtimes
+
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import WorkerRecord
 
 GIT_TIMEOUT_S = 120.0
 BRANCH_PREFIX = "cocoplus/"
@@ -205,7 +208,7 @@ def _ours(tree: dict[str, Any]) -> list[str]:
     return [f":(top){at}{rel}" for rel in (STATE_DIR_NAME, *(tree.get("copied") or []))]
 
 
-def commit_leftovers(rec: dict[str, Any]) -> str | None:
+def commit_leftovers(rec: WorkerRecord) -> str | None:
     """Commit on the worker's branch what its run left uncommitted in its worktree; the new commit, or None."""
     tree = rec.get("worktree")
     if not isinstance(tree, dict) or not os.path.isdir(tree.get("cwd") or ""):
@@ -227,7 +230,7 @@ def commit_leftovers(rec: dict[str, Any]) -> str | None:
     return git(cwd, "rev-parse", "HEAD").stdout.strip() or None
 
 
-def of(rec: dict[str, Any]) -> dict[str, Any]:
+def of(rec: WorkerRecord) -> dict[str, Any]:
     """The worker's worktree as its record keeps it; UsageError if it was launched without one."""
     tree = rec.get("worktree")
     if not isinstance(tree, dict) or not isinstance(tree.get("branch"), str):
@@ -235,7 +238,7 @@ def of(rec: dict[str, Any]) -> dict[str, Any]:
     return tree
 
 
-def protected(layout: Layout, rec: dict[str, Any], span: str) -> list[str]:
+def protected(layout: Layout, rec: WorkerRecord, span: str) -> list[str]:
     """The protected paths among the files `span` of the worker's branch changes: added, edited, deleted, and both
     ends of a rename (a rename away from `.claude/settings.json` changes what runs too)."""
     r = git(layout.project, "diff", "--name-only", "--no-renames", "-z", span)
@@ -244,7 +247,7 @@ def protected(layout: Layout, rec: dict[str, Any], span: str) -> list[str]:
     return [p for p in dict.fromkeys(r.stdout.split("\0")) if p and protected_paths.project_relative_hit(p)]
 
 
-def diff(layout: Layout, rec: dict[str, Any]) -> dict[str, Any]:
+def diff(layout: Layout, rec: WorkerRecord) -> dict[str, Any]:
     """The worker's branch against the commit it started from: files changed (the protected ones too), a summary
     and the patch."""
     tree = of(rec)
@@ -261,7 +264,7 @@ def diff(layout: Layout, rec: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def merge(layout: Layout, rec: dict[str, Any], check: Callable[[list[str]], None] | None = None) -> dict[str, Any]:
+def merge(layout: Layout, rec: WorkerRecord, check: Callable[[list[str]], None] | None = None) -> dict[str, Any]:
     """Merge the worker's branch into the project's current branch; on a conflict, stop with git's state left.
     `check(protected)`: called with the protected paths the merge would change, before git merges anything (it
     raises to refuse the merge)."""
@@ -296,7 +299,7 @@ def merge(layout: Layout, rec: dict[str, Any], check: Callable[[list[str]], None
     raise CocoplusError(f"workers merge {rec['id']}: git merge {branch} refused: {said(r)}")
 
 
-def remove(layout: Layout, rec: dict[str, Any], force: bool = False) -> dict[str, Any]:
+def remove(layout: Layout, rec: WorkerRecord, force: bool = False) -> dict[str, Any]:
     """Remove the worker's worktree; delete its branch if merged (or with `force`).  What was done."""
     tree = of(rec)
     out: dict[str, Any] = {"worker": rec["id"], "path": tree["path"], "branch": tree["branch"]}

@@ -32,7 +32,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import work
@@ -55,6 +55,9 @@ from cocoplus.ops import session as session_ops
 from cocoplus.ops.authority import Principal
 from cocoplus.tui import render
 from cocoplus.tui.screens import AskScreen, ConfirmScreen, LogScreen, PermissionScreen, request_text, session_log
+
+if TYPE_CHECKING:
+    pass
 
 RELOAD_EVERY_S = 5.0
 DEBOUNCE_S = 0.1

@@ -10,7 +10,6 @@ as markup.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -22,6 +21,7 @@ from textual.widgets import Input, Static
 from cocoplus.core import clock, fsio, inert
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import PermissionRequest, SessionRecord
 from cocoplus.tui import render
 
 LOG_LINES = 200
@@ -111,7 +111,7 @@ class PermissionScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-def request_text(req: dict[str, Any], alias: str, others: int, now: float) -> str:
+def request_text(req: PermissionRequest, alias: str, others: int, now: float) -> str:
     """A permission request as the person answering it reads it (every field from the file made inert)."""
     deadline = clock.parse_iso(req.get("deadline"))
     left = f"; denied by default in {render.age(max(0.0, deadline - now))}" if deadline is not None else ""
@@ -153,7 +153,7 @@ class LogScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
-def session_log(layout: Layout, rec: dict[str, Any]) -> str:
+def session_log(layout: Layout, rec: SessionRecord) -> str:
     """The session's record, then the last lines of the hook log that name it."""
     lines = [json.dumps(rec, indent=2, ensure_ascii=False, default=str), "", f"-- {layout.rel(layout.hook_log)} --"]
     names = [n for n in (rec.get("runtime_session_id"), rec.get("id")) if n]

@@ -78,7 +78,7 @@ COMMAND_LINES = [
 def busy(project: Layout) -> Layout:
     """Sessions (one awaiting a person), a stop, a steer and a queued request, with control characters in them."""
     for runtime, rid in (("claude", "5b0e7c1d-2f44-4c7e-9a61-0d3e8b7f2a90"), ("codex", "0199a1b2-c3d4-7e5f")):
-        registry.ensure(project, runtime, rid, event="SessionStart", change=lambda r: r.update(state="running"))
+        registry.ensure(project, runtime, rid, event="SessionStart", change=lambda r: r.update({"state": "running"}))
     registry.update(project, "cs_0199a1b2-c3d4-7e5f", lambda r: registry.set_attention(r, "awaiting_authorization"))
     ops.steer(project, f"steer {NASTY}")
     ops.queue_add(project, f"queued {NASTY}")

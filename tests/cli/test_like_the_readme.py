@@ -254,7 +254,7 @@ def three_sessions(project):
         ("codex", "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"),
         ("gemini", "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a"),
     ):
-        registry.ensure(project, runtime, rid, event="SessionStart", change=lambda r: r.update(state="running"))
+        registry.ensure(project, runtime, rid, event="SessionStart", change=lambda r: r.update({"state": "running"}))
     registry.update(
         project,
         "cs_0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",

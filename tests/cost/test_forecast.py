@@ -157,7 +157,9 @@ def test_read_gathers_the_same_from_a_projects_files(project: Layout) -> None:
     Path(project.iteration_budget).write_text((FIXTURES / "iteration-budget.json").read_text())
     for s in json.loads((FIXTURES / "sessions.json").read_text()):
         rec, _ = registry.ensure(project, s["runtime"], s["runtime_session_id"], event="SessionStart")
-        rec.update({k: v for k, v in s.items() if k in ("state", "limit")})
+        for k in ("state", "limit"):
+            if k in s:
+                rec[k] = s[k]
         fsio.atomic_write_json(project.session_record(rec["id"]), rec)
     fc = forecast.read(project, values(), NOW)
     assert fc["problems"] == []

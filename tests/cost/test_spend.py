@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.cost import spend
 from cocoplus.session import registry
 from tests.hook.helpers import FIXTURES
@@ -57,7 +58,7 @@ def assistant_line(
     )
 
 
-def register(layout: Layout, sid: str, runtime: str, transcript: Path) -> dict[str, Any]:
+def register(layout: Layout, sid: str, runtime: str, transcript: Path) -> SessionRecord:
     rec, _ = registry.ensure(layout, runtime, sid, event="SessionStart", info={"transcript_path": str(transcript)})
     return rec
 

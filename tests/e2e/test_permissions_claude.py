@@ -164,7 +164,7 @@ def test_a_worker_cannot_lift_a_stop_from_its_own_shell(worker_proj: Project) ->
     p = worker_proj
     layout = Layout(str(p.root))
     sibling, _ = registry.ensure(
-        layout, "claude", "sibling-1", event="SessionStart", change=lambda r: r.update(state="running")
+        layout, "claude", "sibling-1", event="SessionStart", change=lambda r: r.update({"state": "running"})
     )
     command = f"{sys.executable} -m cocoplus session resume --session {sibling['alias']} --yes"
     with AnthropicStub([tool("Bash", command=command), text("tried")]) as stub:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.session import registry
 from tests.fleet.conftest import FLEET, Fleet, drain_events, projects, steps, stop_file, wait_status
 from tests.fleet.natsserver import Machine, NatsServer, cluster, free_port, passwords, start_all
@@ -25,7 +26,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.nats]
 OUTAGE_S = 30.0
 
 
-def _signal(m: Machine, rec: dict[str, Any], n: int) -> None:
+def _signal(m: Machine, rec: SessionRecord, n: int) -> None:
     registry.append_signal(Layout(str(m.root)), rec, "report_progress", "completed", message=f"step {n}")
 
 

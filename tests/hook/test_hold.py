@@ -293,7 +293,7 @@ def test_a_human_in_another_session_is_not_held_up_by_a_hold(supervised: Layout,
 
 
 def test_at_the_continuation_cap_the_turn_end_is_not_held_and_says_why(supervised: Layout) -> None:
-    registry.ensure(supervised, "claude", SID, event="Stop", change=lambda r: r.update(continuations=8))
+    registry.ensure(supervised, "claude", SID, event="Stop", change=lambda r: r.update({"continuations": 8}))
     r = run_hook(supervised, "Stop", stop_payload(supervised, stop_hook_active=True))
     assert r.out == ""
     rec = registry.read_record(supervised, CS)
@@ -305,14 +305,14 @@ def test_at_the_continuation_cap_the_turn_end_is_not_held_and_says_why(supervise
 
 
 def test_the_claude_cap_follows_its_environment_variable(supervised: Layout, held: Any) -> None:
-    registry.ensure(supervised, "claude", SID, event="Stop", change=lambda r: r.update(continuations=8))
+    registry.ensure(supervised, "claude", SID, event="Stop", change=lambda r: r.update({"continuations": 8}))
     h = held(stop_payload(supervised, stop_hook_active=True), CLAUDE_CODE_STOP_HOOK_BLOCK_CAP="0")
     dispatch_ops.dispatch(supervised, "cc1", "one more", by="alice")
     assert json.loads(h.result()[1])["decision"] == "block"
 
 
 def test_a_new_prompt_starts_the_count_again(supervised: Layout, held: Any) -> None:
-    registry.ensure(supervised, "claude", SID, event="Stop", change=lambda r: r.update(continuations=8))
+    registry.ensure(supervised, "claude", SID, event="Stop", change=lambda r: r.update({"continuations": 8}))
     h = held(stop_payload(supervised, stop_hook_active=False))
     dispatch_ops.dispatch(supervised, "cc1", "go", by="alice")
     assert json.loads(h.result()[1])["decision"] == "block"

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.session import registry
 from tests.conftest import passwd_env
 
@@ -126,12 +127,12 @@ def jsonl(path: str | Path) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def sessions(project: Layout) -> dict[str, dict[str, Any]]:
+def sessions(project: Layout) -> dict[str, SessionRecord]:
     """Two running sessions: cc1 (Claude Code, runtime id s-one) and cx1 (Codex, x-one)."""
     made = {}
     for rid, runtime in (("s-one", "claude"), ("x-one", "codex")):
         rec, _ = registry.ensure(
-            project, runtime, rid, event="SessionStart", change=lambda r: r.update(state="running")
+            project, runtime, rid, event="SessionStart", change=lambda r: r.update({"state": "running"})
         )
         made[rec["alias"]] = rec
     assert set(made) == {"cc1", "cx1"}

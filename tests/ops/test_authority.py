@@ -23,6 +23,7 @@ import pytest
 from cocoplus.core import seal
 from cocoplus.core.errors import Refused
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import PermissionRequest, SessionRecord
 from cocoplus.ops import authority
 from cocoplus.ops import dispatch as dispatch_ops
 from cocoplus.ops import permissions as permissions_ops
@@ -45,11 +46,11 @@ def refusals(layout: Layout) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def two(project: Layout) -> dict[str, dict[str, Any]]:
+def two(project: Layout) -> dict[str, SessionRecord]:
     out = {}
     for rid in ("s-one", "s-two"):
         rec, _ = registry.ensure(
-            project, "claude", rid, event="SessionStart", change=lambda r: r.update(state="running")
+            project, "claude", rid, event="SessionStart", change=lambda r: r.update({"state": "running"})
         )
         out[rec["alias"]] = rec
     return out
@@ -116,7 +117,7 @@ def test_brain_allows_a_permission_only_within_brain_may_allow(project: Layout, 
     never adds a standing rule; may deny."""
     from tests.support.trusting import trust_project
 
-    def request(command: str) -> dict[str, Any]:
+    def request(command: str) -> PermissionRequest:
         return permissions.open_request(
             project, two["cc1"], runtime="claude", tool="Bash", tool_input={"command": command}, wait_s=60, worker=None
         )
@@ -212,7 +213,7 @@ def test_a_command_whose_ancestor_is_a_recorded_runtime_acts_as_a_worker(
     try:
         argv = wait_until(lambda: procinfo.argv_of(child.pid))  # its command line, once the kernel shows it
         proc = {"pid": child.pid, "start_ticks": procinfo.start_ticks(child.pid), "argv": argv}
-        registry.update(project, two["cc2"]["id"], lambda r: r.update(process=proc))
+        registry.update(project, two["cc2"]["id"], lambda r: r.update({"process": proc}))
         go.write_text("")
         code, err = json.loads(wait_until(lambda: out.exists() and out.read_text()))
     finally:

@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.ops import chat as chat_ops
 from cocoplus.ops import permissions as permissions_ops
 from cocoplus.ops import session as session_ops
@@ -429,7 +430,7 @@ def _drop_who(obj: Any) -> None:
 
 
 def _limited(layout: Layout, alias: str) -> None:
-    def change(r: dict[str, Any]) -> None:
+    def change(r: SessionRecord) -> None:
         limits.pause(r, {"reason": "rate limit"}, 300, 1_900_000_000.0)
 
     registry.update(layout, registry.resolve(layout, alias)["id"], change)
@@ -496,7 +497,7 @@ def three(tmp_path: Path) -> Any:
         ("codex", "22222222-bbbb-0002"),
         ("claude", "33333333-cccc-0003"),
     ):
-        registry.ensure(base, runtime, rid, event="SessionStart", change=lambda r: r.update(state="running"))
+        registry.ensure(base, runtime, rid, event="SessionStart", change=lambda r: r.update({"state": "running"}))
     seed_busy_worker(base)  # writes cocoplus.toml: first
     write_controller(base)
     FORECAST.update(install_history(base, time.time()))  # spend and tool calls at a known rate: the forecasts

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.install import hooks as install
 from cocoplus.runtimes import registry
 from cocoplus.session import killswitch, steering
@@ -54,7 +55,7 @@ def run_installed(
     )
 
 
-def sessions(project: Layout) -> list[dict[str, Any]]:
+def sessions(project: Layout) -> list[SessionRecord]:
     """The session records as cocoplus reads them (with their call logs)."""
     return sessions_registry.list_sessions(project)[0]
 

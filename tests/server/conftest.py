@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from tests.support.trusting import trust_project
 from tests.support.waiting import wait_until
 
@@ -48,7 +49,7 @@ def write_backend(layout: Layout, seconds: float = 1.0, fail: bool = False, gate
     trust_project(layout)  # the tests are about what the account does (docs/guides/configuration.md, "Trust")
 
 
-def add_sessions(layout: Layout) -> list[dict[str, Any]]:
+def add_sessions(layout: Layout) -> list[SessionRecord]:
     from cocoplus.session import registry
 
     out = []

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from tests.conftest import PASSWD_ENV
 from tests.server.conftest import Served, wait_until, write_backend
 from tests.support.trusting import trust_project
@@ -223,7 +224,7 @@ def test_page_end_to_end(served: Served, page: Any) -> None:
     expect(page.locator('#sessions tr[data-alias="gm1"]')).to_have_count(1)
     # An ended session is folded under "Ended" (the active states come from the API), shown when unfolded.
     gm1 = registry.resolve(lay, "gm1")
-    registry.update(lay, gm1["id"], lambda r: r.update(state="exited"))
+    registry.update(lay, gm1["id"], lambda r: r.update({"state": "exited"}))
     expect(page.locator('#sessions tr[data-alias="gm1"]')).to_have_count(0)
     expect(page.locator("#show-ended")).to_have_text("▸ Ended: 1 session (show)")
     page.click("#show-ended")
@@ -288,9 +289,10 @@ def test_charts_of_iterations_and_spend(served: Served, page: Any) -> None:
     now = clock.parse_iso(clock.iso()) or 0.0
     recs = {r["alias"]: r for r in registry.list_sessions(lay)[0]}
     for alias, started, calls in (("cc1", 50, 64), ("cx1", 40, 23)):
-        rec = dict(
-            recs[alias], started_at=clock.iso(now - started * 60), last_event_at=clock.iso(now - 60), tool_calls=calls
-        )
+        rec: SessionRecord = {
+            **recs[alias], "started_at": clock.iso(now - started * 60), "last_event_at": clock.iso(now - 60),
+            "tool_calls": calls,
+        }  # fmt: skip
         fsio.atomic_write_json(lay.session_record(rec["id"]), rec)
     spend = [("cc1", 45, 0.42), ("cx1", 35, 0.2), ("cc1", 30, 0.9), ("cx1", 20, 0.3), ("cc1", 10, 1.6)]
     for alias, ago, usd in spend:

@@ -19,6 +19,7 @@ import pytest
 
 from cocoplus.core import clock, fsio, jsonl
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.session import registry
 from cocoplus.supervision import signals
 from tests.server.conftest import Served, start_server, stop_server, write_backend
@@ -44,22 +45,22 @@ def api(served: Served, path: str) -> Any:
 
 def record(
     lay: Layout, n: int, *, start: float, seconds: float, calls: int, state: str, attention: str | None = None
-) -> dict[str, Any]:
+) -> SessionRecord:
     """Session n (cc<n+1>): started at `start`, its last event `seconds` later with `calls` tool calls."""
-    rec, _ = registry.ensure(lay, "claude", f"00000000-aaaa-bbbb-cccc-{n:012d}", event="SessionStart")
-    rec = dict(
-        rec,
-        state=state,
-        attention=attention,
-        started_at=clock.iso(start),
-        last_event_at=clock.iso(start + seconds),
-        tool_calls=calls,
-    )
+    made, _ = registry.ensure(lay, "claude", f"00000000-aaaa-bbbb-cccc-{n:012d}", event="SessionStart")
+    rec: SessionRecord = {
+        **made,
+        "state": state,
+        "attention": attention,
+        "started_at": clock.iso(start),
+        "last_event_at": clock.iso(start + seconds),
+        "tool_calls": calls,
+    }
     fsio.atomic_write_json(lay.session_record(rec["id"]), rec)
     return rec
 
 
-def spend(lay: Layout, rec: dict[str, Any], at: float, usd: float) -> None:
+def spend(lay: Layout, rec: SessionRecord, at: float, usd: float) -> None:
     row = {
         "ts": clock.iso(at),
         "kind": "usage",
@@ -135,7 +136,7 @@ def test_a_project_whose_sessions_all_ended(bare: Served, page: Any) -> None:
         spend(lay, recs[-1], start + seconds, 0.2 + n / 10)
     # cc4 asked a question, then its runtime exited: the question stays open.
     signals.ask_human(lay, "which schema, v1 or v2?", session="cc4")
-    registry.update(lay, recs[3]["id"], lambda r: r.update(state="exited"))
+    registry.update(lay, recs[3]["id"], lambda r: r.update({"state": "exited"}))
     given = {s["alias"]: s for s in api(bare, "/coding-sessions")["sessions"]}
     assert len(given) == 11 and not any(s["state"] in ("running", "paused", "idle") for s in given.values())
     assert (given["cc3"]["attention"], given["cc4"]["attention"]) == (None, "awaiting_decision")
@@ -378,7 +379,7 @@ def test_a_collision_is_listed_and_marks_both_rows_while_both_sessions_live(bare
     edits.record(lay, recs[2]["id"], ["src/app.py"], lay.project, lay.project)
     expect(listed).to_have_count(3)
     # cc1 ends: it collides with nobody any more.
-    registry.update(lay, recs[0]["id"], lambda r: r.update(state="exited"))
+    registry.update(lay, recs[0]["id"], lambda r: r.update({"state": "exited"}))
     expect(listed).to_have_text(["collision: cc2 and cc3 both changed src/app.py"])
     expect(page.locator("#sessions tr.collides")).to_have_count(2)
 

@@ -37,6 +37,7 @@ import pytest
 from cocoplus.core import clock, jsonl
 from cocoplus.core.errors import UsageError
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.notify import events as notify_events
 from cocoplus.notify import messages
 from cocoplus.ops import session as session_ops
@@ -102,7 +103,7 @@ def test_codex_names_the_thread_a_run_limited_without_hooks_resumes_from(tmp_pat
 # -- the hook ----------------------------------------------------------------------------------------
 
 
-def _session(layout: Layout) -> dict[str, Any]:
+def _session(layout: Layout) -> SessionRecord:
     recs, problems = registry.list_sessions(layout, settle=False)
     assert not problems and len(recs) == 1, (recs, problems)
     return recs[0]
@@ -167,7 +168,7 @@ def test_a_stop_failure_that_is_not_a_limit_still_makes_the_session_pending(proj
 
 def test_a_limit_again_soon_after_a_resume_backs_off_and_a_given_reset_is_no_estimate() -> None:
     now = 1_800_000_000.0
-    rec: dict[str, Any] = {"id": "cs_x", "state": "running", "worker": "w1"}
+    rec: SessionRecord = {"id": "cs_x", "state": "running", "worker": "w1"}
     first = limits.pause(rec, {"reason": "rate limit", "resets_at": None}, 60, now)
     assert (first["tries"], clock.parse_iso(first["resets_at"]), first["resume"]) == (0, now + 60, "watcher")
     rec["limit"].update(tries=1, resumed_at=clock.iso(now + 60))
@@ -234,7 +235,7 @@ def test_an_absurd_reset_or_retry_time_pauses_until_the_7_day_ceiling_and_says_s
     assert limits.CEILING_S == 7 * 86400
     at, said = limits.reset_from(given, now)
     assert at == now + limits.CEILING_S and said is not None and said.endswith(words), (case, said)
-    rec: dict[str, Any] = {"id": "cs_x", "state": "running", "worker": "w1"}
+    rec: SessionRecord = {"id": "cs_x", "state": "running", "worker": "w1"}
     limit = limits.pause(rec, dict(given, reason="rate limit"), 60, now)
     assert rec["state"] == "paused" and clock.parse_iso(limit["resets_at"]) == now + limits.CEILING_S
     assert limit["estimate"] is False and limit["clamped"] == said
@@ -252,7 +253,7 @@ def test_a_reset_or_wait_within_the_ceiling_is_kept_and_one_past_or_not_positive
                  {"resets_in": 0}, {"resets_in": -5}, {"resets_at": True}, {"resets_in": "598s"},
                  {"resets_in": 30, "since": clock.iso(now - 60)}):  # fmt: skip
         assert limits.reset_from(none, now) == (None, None), none
-        rec: dict[str, Any] = {"id": "cs_x", "state": "running"}
+        rec: SessionRecord = {"id": "cs_x", "state": "running"}
         limit = limits.pause(rec, dict(none, reason="rate limit"), 60, now)
         assert limit["estimate"] is True and limit["clamped"] is None
         assert clock.parse_iso(limit["resets_at"]) == now + 60
@@ -267,7 +268,7 @@ def test_gemini_s_message_with_a_wait_of_a_thousand_digits_is_clamped_not_a_cras
         message = f"You exceeded your current quota. Please retry in {wait}s."
         found = gemini.output_limit({"type": "result", "status": "error", "error": {"message": message}})
         assert found is not None
-        rec: dict[str, Any] = {"id": "cs_x", "state": "running", "worker": "w1"}
+        rec: SessionRecord = {"id": "cs_x", "state": "running", "worker": "w1"}
         now = time.time()
         limit = limits.pause(rec, found, 60, now)
         assert clock.parse_iso(limit["resets_at"]) == pytest.approx(now + limits.CEILING_S, abs=0.002)
@@ -283,11 +284,11 @@ def test_a_reset_no_system_can_show_reads_as_a_question_mark_not_an_error() -> N
 # -- the watcher's decision --------------------------------------------------------------------------
 
 
-def _paused(layout: Layout, resets_in: float, **limit: Any) -> dict[str, Any]:
+def _paused(layout: Layout, resets_in: float, **limit: Any) -> SessionRecord:
     rec, _ = registry.ensure(layout, "claude", "rid-1", event="StopFailure", info={"worker": "w1"})
     now = time.time()
 
-    def change(r: dict[str, Any]) -> None:
+    def change(r: SessionRecord) -> None:
         limits.pause(r, {"reason": "rate limit", "resets_at": None}, resets_in, now)
         r["limit"].update(limit)
 
@@ -353,7 +354,7 @@ def test_resume_at_reads_a_time_and_schedules_an_interactive_session(project: La
     with pytest.raises(UsageError, match="not paused by a rate or usage limit"):
         session_ops.resume_at(project, rec["alias"], "+5m")
 
-    def change(r: dict[str, Any]) -> None:
+    def change(r: SessionRecord) -> None:
         limits.pause(r, {"reason": "usage limit", "resets_at": None}, 60, now)
 
     registry.update(project, rec["id"], change)
@@ -408,7 +409,7 @@ def test_a_resumed_run_limited_again_told_by_its_hook_and_its_output_is_paused_o
     ))  # fmt: skip
     # The watcher resumed it (try 1) and the run met the limit again: its StopFailure hook paused it first.
     registry.update(project, rec["id"], lambda r: limits.pause(r, {"reason": "rate limit"}, 20))
-    registry.update(project, rec["id"], lambda r: r.update(state="running") or r["limit"].update(
+    registry.update(project, rec["id"], lambda r: r.update({"state": "running"}) or r["limit"].update(
         tries=1, resumed_at=clock.iso()))  # fmt: skip
     assert run_hook(project, "StopFailure", payload).code == 0
     told = registry.read_record(project, rec["id"])
@@ -430,7 +431,7 @@ def test_codex_and_gemini_headless_output_of_a_limit_is_recognised_from_the_real
     found = gm[-1]
     assert gm[:-1] == [None] * (len(gm) - 1) and found is not None
     assert (found["reason"], found["resets_in"]) == ("rate limit", 598.0)
-    rec: dict[str, Any] = {"state": "running"}
+    rec: SessionRecord = {"state": "running"}
     now = time.time()
     limit = limits.pause(rec, found, 300, now)
     assert limit["estimate"] is False and clock.parse_iso(limit["resets_at"]) == pytest.approx(now + 598, abs=0.002)

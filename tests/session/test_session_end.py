@@ -168,7 +168,7 @@ def test_a_live_runtime_keeps_its_session_running(project: Layout, runtime_procs
 def test_a_worker_session_is_left_to_its_worker(project: Layout, runtime_procs: Any) -> None:
     """The worker's runner records how its run ended (exit status and all): the listing does not guess."""
     rt = runtime_procs(project)
-    registry.update(project, CS, lambda r: r.update(worker="w1"))
+    registry.update(project, CS, lambda r: r.update({"worker": "w1"}))
     rt.kill()
     assert listed(project)["state"] == "running" and exit_signals(project) == []
 
@@ -208,7 +208,9 @@ def test_a_resume_cocoplus_started_keeps_the_session_alive(project: Layout, runt
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         registry.update(
-            project, CS, lambda r: r.update(resumed={"pid": other.pid, "start_ticks": procinfo.start_ticks(other.pid)})
+            project,
+            CS,
+            lambda r: r.update({"resumed": {"pid": other.pid, "start_ticks": procinfo.start_ticks(other.pid)}}),
         )
         rt.kill()
         assert listed(project)["state"] == "running"

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.session import registry
 from tests.support.trusting import trust_project
 from tests.support.waiting import wait_until
@@ -92,7 +93,7 @@ def signals_read_to(layout: Layout) -> int:
         return 0
 
 
-def watcher_has_processed_every_signal(layout: Layout, rec: dict[str, Any]) -> None:
+def watcher_has_processed_every_signal(layout: Layout, rec: SessionRecord) -> None:
     """Wait until the running watcher has read and classified every signal written so far.
 
     This is the proof that the watcher was alive and processing before a test

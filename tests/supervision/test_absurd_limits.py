@@ -28,6 +28,7 @@ import pytest
 
 from cocoplus.core import clock, jsonl
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.notify import events as notify_events
 from cocoplus.notify import messages
 from cocoplus.session import limits, procinfo, registry
@@ -77,7 +78,7 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, project: Layout) -> It
         watcher.stop(project)
 
 
-def _run_to_its_limit(layout: Layout, runtime: str) -> tuple[dict[str, Any], dict[str, Any], str]:
+def _run_to_its_limit(layout: Layout, runtime: str) -> tuple[dict[str, Any], SessionRecord, str]:
     """Launch a worker of `runtime`, record its session as its hook would, let it meet its limit; (its record once
     its runner has ended, its session, its runner's log)."""
     workers.launch(layout, runtime, "the parser", by="alice", alias="wk")

@@ -13,6 +13,7 @@ from typing import Any
 
 from cocoplus.core import jsonl
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.session import edits, registry
 from cocoplus.supervision import autonomy, collisions, scope, triggers
 from tests.hook.helpers import fixture, hook_env, run_hook
@@ -37,7 +38,7 @@ def edit(layout: Layout, sid: str, path: str, tree: str | None = None, tool: str
     assert r.code == 0, r
 
 
-def start(layout: Layout, sid: str, worker: str | None = None) -> dict[str, Any]:
+def start(layout: Layout, sid: str, worker: str | None = None) -> SessionRecord:
     """Session `sid` starts (`worker`: as that managed worker's runtime, below a runner its sealed record names)."""
     payload = fixture("claude-sessionstart-startup.json") | {"session_id": sid, "cwd": layout.project}
     below = None

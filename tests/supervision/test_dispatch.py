@@ -13,13 +13,14 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import pytest
 
 from cocoplus.core import fsio, jsonl, seal
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.ops import dispatch as dispatch_ops
 from cocoplus.ops import session as session_ops
 from cocoplus.ops import worker as worker_ops
@@ -47,7 +48,7 @@ def program(tmp_path: Path, code: int = 0, err: str = "") -> tuple[str, Path]:
     return str(path), out
 
 
-def session(layout: Layout, rid: str = "rid-1", **fields: Any) -> dict[str, Any]:
+def session(layout: Layout, rid: str = "rid-1", **fields: Unpack[SessionRecord]) -> SessionRecord:
     """A claude session record; its `process`, if given, recorded and sealed as its SessionStart hook does
     (tests/supervision/test_sealed_records.py has the real hook and the records it refuses)."""
     proc = fields.get("process")
@@ -56,7 +57,7 @@ def session(layout: Layout, rid: str = "rid-1", **fields: Any) -> dict[str, Any]
         program = [argv[0]] if argv and os.path.isabs(argv[0]) else None
         what = seal.session_fields(registry.cs_id_for(rid), "claude", rid, layout.project, program, argv)
         fields["process"] = {**proc, "program": program, "seal": seal.seal(what)}
-    rec, _ = registry.ensure(layout, "claude", rid, event="SessionStart", change=lambda r: r.update(**fields))
+    rec, _ = registry.ensure(layout, "claude", rid, event="SessionStart", change=lambda r: r.update(fields))
     return rec
 
 

@@ -33,6 +33,7 @@ from cocoplus import config as config_mod
 from cocoplus.core import clock, jsonl
 from cocoplus.core.errors import ConfigInvalid
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord, WorkerRecord
 from cocoplus.ops import view
 from cocoplus.session import handoff, killswitch, limits, registry, steering
 from cocoplus.supervision import resumes, workers
@@ -69,12 +70,12 @@ def _config(layout: Layout, text: str) -> None:
     Path(layout.project, "cocoplus.toml").write_text(text)
 
 
-def _paused(layout: Layout, resets_in: float, worker: str | None = "w1", **limit: Any) -> dict[str, Any]:
+def _paused(layout: Layout, resets_in: float, worker: str | None = "w1", **limit: Any) -> SessionRecord:
     info = {"worker": worker} if worker else {}
     rec, _ = registry.ensure(layout, "claude", f"rid-{worker}", event="StopFailure", info=info)
     now = time.time()
 
-    def change(r: dict[str, Any]) -> None:
+    def change(r: SessionRecord) -> None:
         limits.pause(r, {"reason": "rate limit", "resets_at": None}, resets_in, now)
         r["limit"].update(limit)
 
@@ -180,7 +181,7 @@ def test_a_worker_whose_runtime_keeps_no_session_starts_again_at_most_max_tries_
     assert ended is not None and ended["state"] == "exited" and "started again" in ended["exit_reason"]
 
     # After MAX_TRIES starts again, the next session that cannot be resumed is given up.
-    def another(i: int) -> dict[str, Any]:  # the session each new run's SessionStart hook records
+    def another(i: int) -> SessionRecord:  # the session each new run's SessionStart hook records
         rec, _ = registry.ensure(proj, "claude", f"rid-{i}", event="SessionStart", info={"worker": "w1"})
         return registry.update(proj, rec["id"], lambda r: limits.pause(r, {"reason": "rate limit"}, 60))
 
@@ -292,7 +293,7 @@ def test_workers_list_shows_the_runtimes_a_worker_ran_in(capsys: pytest.CaptureF
     from cocoplus.cli.commands import workers_cmd
 
     until = time.time() + 3600
-    rec = {"id": "w1", "state": "running", "runtime": "codex", "task": "t", "runtimes": [
+    rec: WorkerRecord = {"id": "w1", "state": "running", "runtime": "codex", "task": "t", "runtimes": [
         {"runtime": "claude"}, {"runtime": "codex", "reason": "rate limit", "until": clock.iso(until)}]}  # fmt: skip
     assert workers.runtimes_text(rec) == f"claude → codex (rate limit until {limits.hhmm(until)})"
     assert workers.runtimes_text({"runtime": "claude"}) is None

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
 
 from cocoplus.core import clock
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.ops import sessions as sessions_ops
 from cocoplus.session import registry
 from cocoplus.supervision import autonomy
@@ -25,12 +25,12 @@ from tests.supervision.conftest import Brain, rounds_started, triggers_of, watch
 from tests.support.waiting import wait_until
 
 
-def ended_earlier(layout: Layout, rid: str) -> dict[str, Any]:
+def ended_earlier(layout: Layout, rid: str) -> SessionRecord:
     """A session from before: its turn ended (pending), then it exited; both signals are in the log."""
     rec, _ = registry.ensure(layout, "claude", rid, event="SessionStart")
-    registry.update(layout, rec["id"], lambda r: r.update(attention="pending"))
+    registry.update(layout, rec["id"], lambda r: r.update({"attention": "pending"}))
     registry.append_signal(layout, rec, "attention", "pending", event="Stop")
-    registry.update(layout, rec["id"], lambda r: r.update(state="exited"))
+    registry.update(layout, rec["id"], lambda r: r.update({"state": "exited"}))
     registry.append_signal(layout, rec, "exit", "exited", event="SessionEnd")
     return rec
 
@@ -67,7 +67,7 @@ def test_the_session_supervise_is_typed_in_is_not_supervised(project: Layout) ->
         assert auto["started_from"] == typed_in["id"] and auto["enabled"]
         assert auto["scope"]["supervised"] == [worker["alias"]]  # not the session it was typed in
         # Its end closes nothing: it was never a supervised worker.
-        registry.update(project, typed_in["id"], lambda r: r.update(state="exited"))
+        registry.update(project, typed_in["id"], lambda r: r.update({"state": "exited"}))
         registry.append_signal(project, typed_in, "exit", "exited", event="SessionEnd")
         watcher_has_processed_every_signal(project, worker)
         assert autonomy.status(project)["autonomous"]["enabled"] is True
@@ -89,7 +89,7 @@ def test_a_headless_worker_may_not_start_supervision(project: Layout) -> None:
 def test_an_ended_session_is_exited_never_pending_in_every_door(project: Layout) -> None:
     rec = ended_earlier(project, "done-1")
     asked, _ = registry.ensure(project, "claude", "asked-1", event="SessionStart")
-    registry.update(project, asked["id"], lambda r: r.update(attention="awaiting_decision", state="exited"))
+    registry.update(project, asked["id"], lambda r: r.update({"attention": "awaiting_decision", "state": "exited"}))
     by_alias = {s["alias"]: s for s in sessions_ops.list_sessions(project)["sessions"]}
     assert (by_alias[rec["alias"]]["state"], by_alias[rec["alias"]]["attention"]) == ("exited", None)
     assert by_alias[asked["alias"]]["attention"] == "awaiting_decision"  # an open question stays open

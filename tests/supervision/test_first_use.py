@@ -21,6 +21,7 @@ import pytest
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.session import events, registry
 from cocoplus.supervision import autonomy, watcher
 from tests.conftest import assert_no_traceback
@@ -156,11 +157,11 @@ STALL_ENV = {
 }
 
 
-def _pending_since(project: Layout, rid: str, seconds_ago: float) -> dict[str, Any]:
+def _pending_since(project: Layout, rid: str, seconds_ago: float) -> SessionRecord:
     at = clock.iso(clock.parse_iso(clock.iso()) - seconds_ago)  # type: ignore[operator]
     rec, _ = registry.ensure(project, "claude", rid, event="SessionStart")
     return registry.update(
-        project, rec["id"], lambda r: r.update(state="running", attention="pending", attention_since=at)
+        project, rec["id"], lambda r: r.update({"state": "running", "attention": "pending", "attention_since": at})
     )
 
 

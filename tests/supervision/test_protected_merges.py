@@ -32,6 +32,7 @@ import pytest
 from cocoplus.core import jsonl
 from cocoplus.core.errors import Refused
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import WorkerRecord
 from cocoplus.ops import authority
 from cocoplus.ops import workers as ops
 from cocoplus.session.workspace import init
@@ -85,7 +86,7 @@ def worker_doing(layout: Layout, task: str, script: str) -> dict[str, Any]:
     (Path(layout.project).parent / f"{task}.sh").write_text(script)
     rec = workers.launch(layout, "claude", task, by="alice", worktree=True)
 
-    def ended() -> dict[str, Any] | None:
+    def ended() -> WorkerRecord | None:
         r = workers.read(layout, rec["id"])
         return r if r and r.get("state") not in ("queued", "running") else None
 

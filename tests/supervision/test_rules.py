@@ -59,7 +59,7 @@ def test_worker_exit_wakes_while_others_are_active_then_converges(project: Layou
     autonomy.enable(project, task_hint="t")
     assert classify(project, sig(sessions["cc1"], "exit", "exited")) == "trigger"
     for alias in ("cc1", "cc2", "cc3"):
-        registry.update(project, sessions[alias]["id"], lambda r: r.update(state="exited"))
+        registry.update(project, sessions[alias]["id"], lambda r: r.update({"state": "exited"}))
     # Only cx1 is still active: its exit is the last one.
     assert classify(project, sig(sessions["cx1"], "exit", "exited")) == "converge"
 
@@ -99,7 +99,7 @@ def test_scope_modes(project: Layout, sessions: dict) -> None:
 
 def test_invert_only_flips_visible_sessions(project: Layout, sessions: dict) -> None:
     scope.set_scope(project, "except", ["cc1"])
-    registry.update(project, sessions["cc3"]["id"], lambda r: r.update(state="exited"))
+    registry.update(project, sessions["cc3"]["id"], lambda r: r.update({"state": "exited"}))
     v = scope.set_scope(project, "invert")
     # cc3 is no longer visible (exited): untouched (still supervised, not in the visible list).
     assert sorted(v["supervised"]) == ["cc1"]
@@ -354,7 +354,7 @@ def test_restore_outside_the_ttl_closes_with_the_reason(project: Layout, session
 def test_restore_without_a_recoverable_worker_closes(project: Layout, sessions: dict) -> None:
     _held_by_old_supervisor(project, 10)
     for rec in sessions.values():
-        registry.update(project, rec["id"], lambda r: r.update(state="exited"))
+        registry.update(project, rec["id"], lambda r: r.update({"state": "exited"}))
     sup = watcher.Supervisor(project, environ={"JARVIS_SUPERVISION_RESTORE_TTL_S": "900"})
     assert sup.restore() == "closed: no recoverable worker"
     assert "no supervised worker is recoverable" in autonomy.status(project)["autonomous"]["finish_reason"]

@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from cocoplus.core import fsio, seal, userfiles
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.session import procinfo, registry, steering
 from cocoplus.supervision import workers
 from tests.conftest import Result, passwd_env_for, run_cli_subprocess
@@ -78,7 +79,7 @@ class Runtime:
 
     def start(
         self, layout: Layout, rid: str = RID, *, script: str | None = None, cwd: Path | None = None
-    ) -> dict[str, Any]:
+    ) -> SessionRecord:
         """Start a session as Claude Code would (its SessionStart hook runs); return the record the hook wrote."""
         transcript = self.dir / f"{rid}.jsonl"
         transcript.write_text("{}\n")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from cocoplus.core import clock
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.session import registry
 from cocoplus.supervision import autonomy, rounds
 from tests.supervision.conftest import (
@@ -24,11 +25,11 @@ from tests.supervision.conftest import (
 )
 
 
-def attention(layout: Layout, rec: dict, value: str) -> None:
+def attention(layout: Layout, rec: SessionRecord, value: str) -> None:
     registry.append_signal(layout, rec, "attention", value, event="Stop")
 
 
-def make_sessions(layout: Layout, n: int) -> list[dict]:
+def make_sessions(layout: Layout, n: int) -> list[SessionRecord]:
     return [registry.ensure(layout, "claude", f"burst-{i:02d}", event="SessionStart")[0] for i in range(n)]
 
 
@@ -126,7 +127,9 @@ def test_a_stall_is_detected_with_short_settings(project: Layout, watchers) -> N
     brain = Brain(project, quiet=0.2)
     rec, later = make_sessions(project, 2)
     old = clock.iso(time.time() - 30)
-    registry.update(project, rec["id"], lambda r: r.update(attention="awaiting_authorization", attention_since=old))
+    registry.update(
+        project, rec["id"], lambda r: r.update({"attention": "awaiting_authorization", "attention_since": old})
+    )
     autonomy.enable(project, task_hint="stall")
     env = {
         "JARVIS_SUPERVISION_STALL_WATCHDOG_INTERVAL_S": "0.3",
@@ -140,7 +143,7 @@ def test_a_stall_is_detected_with_short_settings(project: Layout, watchers) -> N
     # The cooldown keeps it to one. The proof that the watchdog went on checking meanwhile: a
     # second session that stalls 2 s from now is reported, alone.
     since = clock.iso(time.time() - 3)
-    registry.update(project, later["id"], lambda r: r.update(attention="pending", attention_since=since))
+    registry.update(project, later["id"], lambda r: r.update({"attention": "pending", "attention_since": since}))
     second = (later["alias"], "stall", "pending")
     started = round_with(project, second)
     assert [triggers_of(r) for r in started] == [[first], [second]]
@@ -156,7 +159,9 @@ def test_the_stall_watchdog_can_be_disabled(project: Layout, watchers) -> None:
     Brain(project, quiet=0.2)
     (rec,) = make_sessions(project, 1)
     registry.update(
-        project, rec["id"], lambda r: r.update(attention="pending", attention_since=clock.iso(time.time() - 3600))
+        project,
+        rec["id"],
+        lambda r: r.update({"attention": "pending", "attention_since": clock.iso(time.time() - 3600)}),
     )
     autonomy.enable(project)
     watchers(
@@ -181,7 +186,7 @@ def test_last_worker_exit_converges_and_closes(project: Layout, watchers) -> Non
     (rec,) = make_sessions(project, 1)
     autonomy.enable(project, task_hint="converge")
     watchers()
-    registry.update(project, rec["id"], lambda r: r.update(state="exited"))
+    registry.update(project, rec["id"], lambda r: r.update({"state": "exited"}))
     registry.append_signal(project, rec, "exit", "exited")
     wait_until(lambda: not autonomy.status(project)["autonomous"]["enabled"], timeout=20)
     assert autonomy.status(project)["autonomous"]["finish_reason"] == "converged"

@@ -16,12 +16,12 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from cocoplus.core import clock, fsio, jsonl
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.session import killswitch, procinfo, registry
 from cocoplus.session.workspace import init
 from cocoplus.supervision import dispatch, headless, triggers, workerrun, workers
@@ -212,7 +212,7 @@ def test_a_run_limited_before_any_hook_ran_is_paused_on_the_session_its_output_n
     assert headless.refused(proj, sess) is None
     wait_until(lambda: procinfo.alive(rec["pid"], rec["start_ticks"]) is False)
     assert dispatch.route(proj, sess)[0] == "resume"  # its run's process is gone
-    with_transcript = dict(sess, transcript_path=__file__)
+    with_transcript: SessionRecord = {**sess, "transcript_path": __file__}
     cmd, why = headless.plan(proj, with_transcript, "go on")
     assert cmd == [rec["command"][0], "exec", "resume", THREAD, "go on", "--json"], why
     assert [s["kind"] for s in jsonl.read_jsonl(proj.signals).records].count("limited") == 1
@@ -325,7 +325,7 @@ def test_a_queued_worker_killed_never_starts(proj: Layout) -> None:
     assert workers.read(proj, "w2")["pid"] is None  # type: ignore[index]
 
 
-def linked_session(layout: Layout, wid: str) -> dict[str, Any]:
+def linked_session(layout: Layout, wid: str) -> SessionRecord:
     """What the runtime's SessionStart hook records for a launched worker."""
     rec, _ = registry.ensure(layout, "claude", f"sess-{wid}", event="SessionStart", info={"worker": wid})
     return rec
@@ -413,7 +413,7 @@ def test_the_list_shows_the_session_and_its_attention(proj: Layout) -> None:
     assert json.loads(json.dumps(w)) == w
     # Its session ends, linked to the worker as the runner links it at the end of a run: the list says what
     # `sessions list` says, an ended session waits for nothing.
-    registry.update(proj, sess["id"], lambda r: r.update(state="exited"))
+    registry.update(proj, sess["id"], lambda r: r.update({"state": "exited"}))
     fsio.atomic_write_json(
         proj.worker_record("w1"), {**present(workers.read(proj, "w1")), "session": sess["id"], "session_alias": "cc1"}
     )

@@ -20,6 +20,7 @@ import pytest
 
 from cocoplus.core.errors import CocoplusError, Refused, UsageError
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import WorkerRecord
 from cocoplus.ops import authority
 from cocoplus.ops import workers as ops
 from cocoplus.session import killswitch, steering
@@ -76,7 +77,7 @@ def release(layout: Layout, task: str) -> None:
     (Path(layout.project).parent / f"{task}.gate").touch()
 
 
-def ended(layout: Layout, wid: str) -> dict[str, Any] | None:
+def ended(layout: Layout, wid: str) -> WorkerRecord | None:
     rec = workers.read(layout, wid)
     return rec if rec and rec.get("state") not in ("queued", "running") else None
 

@@ -24,10 +24,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Any
+from typing import Any, cast
 
 from cocoplus.core import clock, fsio, seal
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import WorkerRecord
 from cocoplus.session import procinfo, registry
 from cocoplus.supervision import headless, workers
 
@@ -39,16 +40,16 @@ def prefix(kind: str, state_dir: str, ident: str) -> list[str]:
     return [sys.executable, SCRIPT, kind, state_dir, ident, "--"]
 
 
-def sealed_worker(layout: Layout, wid: str, allow: list[str] | None = None, **fields: Any) -> dict[str, Any]:
+def sealed_worker(layout: Layout, wid: str, allow: list[str] | None = None, **fields: Any) -> WorkerRecord:
     """A running worker's record as `launch` writes it (its command a real program, its rules `allow`), sealed
     with this user's key; not yet bound to a runner."""
-    rec: dict[str, Any] = {
+    rec = cast(WorkerRecord, {
         "schema_version": 1, "id": wid, "runtime": "claude", "task": "a task", "alias": None, "by": "tester",
         "principal": "operator", "allow": list(allow or []), "created_at": clock.iso(), "state": "running",
         "command": ["/bin/true", "-p", "a task"], "runs": 1, "started_at": clock.iso(), "ended_at": None,
         "pid": None, "start_ticks": None, "exit": None, "reason": None, "killed_by": None, "session": None,
         "session_alias": None, "worktree": None, "headless": True, "runner": None, **fields,
-    }  # fmt: skip
+    })  # fmt: skip
     rec["seal"] = seal.seal_worker(rec, layout.project, wid)
     fsio.ensure_dir(layout.worker_dir(wid))
     fsio.atomic_write_json(layout.worker_record(wid), rec)
@@ -66,7 +67,7 @@ def main(argv: list[str]) -> int:
         assert rec is not None, f"no session record {ident}"
         info = {**procinfo.self_process(), "command": rest, "by": "tester"}
         vouched = headless.vouch_resumed(layout, ident, info, rec.get("runtime"))
-        registry.update(layout, ident, lambda r: r.update(resumed=vouched))
+        registry.update(layout, ident, lambda r: r.update({"resumed": vouched}))
     else:
         raise SystemExit(f"unknown kind {kind!r}")
     return subprocess.run(rest).returncode

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.session import registry
 
 NOW = clock.parse_iso("2026-11-29T12:00:00.000Z") or 0.0
@@ -26,20 +28,22 @@ SESSIONS = [
 ]
 
 
-def build(layout: Layout) -> dict[str, dict]:
-    made: dict[str, dict] = {}
-    spend_lines = []
+def build(layout: Layout) -> dict[str, SessionRecord]:
+    made: dict[str, SessionRecord] = {}
+    spend_lines: list[dict[str, Any]] = []
     for runtime, rid, state, attention, last_event, ago, calls, spend in SESSIONS:
         rec, _ = registry.ensure(layout, runtime, rid, event="SessionStart")
         rec.update(
-            state=state,
-            attention=attention,
-            attention_since=at(ago) if attention else None,
-            last_event=last_event,
-            last_event_at=at(ago),
-            updated_at=at(ago),
-            started_at=at(240 - len(made)),
-            tool_calls=calls,
+            {
+                "state": state,
+                "attention": attention,
+                "attention_since": at(ago) if attention else None,
+                "last_event": last_event,
+                "last_event_at": at(ago),
+                "updated_at": at(ago),
+                "started_at": at(240 - len(made)),
+                "tool_calls": calls,
+            }
         )
         fsio.atomic_write_json(layout.session_record(rec["id"]), rec)
         made[rec["alias"]] = rec

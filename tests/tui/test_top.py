@@ -15,6 +15,7 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable
 
 from cocoplus.core.paths import Layout
+from cocoplus.core.shapes import SessionRecord
 from cocoplus.session import registry
 from cocoplus.tui import app as top
 from cocoplus.tui import render
@@ -94,8 +95,8 @@ def with_long_ids(layout: Layout) -> None:
     for rid, state in zip(LONG, ("completed", "running"), strict=True):
         rec, _ = registry.ensure(layout, "claude", rid, event="SessionStart")
 
-        def change(r: dict[str, Any], st: str = state) -> None:
-            r.update(state=st, last_event="PostToolUseFailure", last_event_at=at(1))
+        def change(r: SessionRecord, st: str = state) -> None:
+            r.update({"state": st, "last_event": "PostToolUseFailure", "last_event_at": at(1)})
 
         registry.update(layout, rec["id"], change)
 
@@ -241,7 +242,7 @@ def test_an_unchanged_view_draws_nothing_again_and_ages_change_cell_by_cell(busy
             n = len(calls["update_cell"])
             app.redraw_ages()
             assert len(calls["update_cell"]) == n and calls["clear"] == []  # same text again: untouched
-            registry.update(busy, next(iter(changed)), lambda r: r.update(state="paused"))
+            registry.update(busy, next(iter(changed)), lambda r: r.update({"state": "paused"}))
             app.reload()
             await pilot.pause()
             assert len(calls["clear"]) == 1 and "paused" in {r[3] for r in table_rows(app)}
@@ -272,7 +273,9 @@ def test_the_charts_show_the_selected_session_and_small_counts_are_visible(busy:
     """A session that made 1, then 2, then 3 tool calls: a staircase from zero, not a flat line."""
     rec, _ = registry.ensure(busy, "claude", "s-small", event="SessionStart")
     registry.update(
-        busy, rec["id"], lambda r: r.update(started_at=at(40), last_event_at=at(10), tool_calls=3, state="running")
+        busy,
+        rec["id"],
+        lambda r: r.update({"started_at": at(40), "last_event_at": at(10), "tool_calls": 3, "state": "running"}),
     )
     with open(busy.steps, "a") as fh:
         fh.writelines(

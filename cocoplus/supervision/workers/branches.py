@@ -6,13 +6,16 @@ record.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cocoplus.core import clock
 from cocoplus.core.errors import UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.supervision import worktrees
 from cocoplus.supervision.workers.store import LIVE, alive, lock, read, records, resolve, write
+
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import WorkerRecord
 
 
 def note_commit(layout: Layout, wid: str, commit: str) -> None:
@@ -24,7 +27,7 @@ def note_commit(layout: Layout, wid: str, commit: str) -> None:
             write(layout, rec)
 
 
-def _ended(layout: Layout, rec: dict[str, Any], doing: str) -> None:
+def _ended(layout: Layout, rec: WorkerRecord, doing: str) -> None:
     if rec.get("state") in LIVE and (alive(rec) or rec.get("state") == "queued"):
         raise UsageError(
             f"workers {doing} {rec['id']}: the worker is still {rec['state']}; wait for it to end "
@@ -32,7 +35,7 @@ def _ended(layout: Layout, rec: dict[str, Any], doing: str) -> None:
         )
 
 
-def _keep_leftovers(layout: Layout, rec: dict[str, Any]) -> None:
+def _keep_leftovers(layout: Layout, rec: WorkerRecord) -> None:
     """What an ended worker left uncommitted, committed on its branch now if its runner could not (it died with
     its worker, or the commit failed): a merge or a clean never loses it."""
     commit = worktrees.commit_leftovers(rec)
@@ -40,7 +43,7 @@ def _keep_leftovers(layout: Layout, rec: dict[str, Any]) -> None:
         note_commit(layout, rec["id"], commit)
 
 
-def _note_tree(layout: Layout, wid: str, **fields: Any) -> dict[str, Any] | None:
+def _note_tree(layout: Layout, wid: str, **fields: Any) -> WorkerRecord | None:
     with lock(layout):
         rec = read(layout, wid)
         if rec is not None and isinstance(rec.get("worktree"), dict):

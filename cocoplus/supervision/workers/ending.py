@@ -7,15 +7,19 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import Any, NamedTuple
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, fsio, jsonl, seal, vocab
+from cocoplus.core import clock, jsonl, seal, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import limits, permissions, registry
 from cocoplus.supervision.workers.store import LIVE, alive, lock, read, records, session_of, write
+
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import SessionRecord, WorkerExit, WorkerRecord
 
 FROM_OUTPUT = "worker_output"  # `last_event` of a session its runner recorded from its output (no hook ran)
 
@@ -37,7 +41,7 @@ class End(NamedTuple):
     state: str  # `exited` or `failed`
     reason: str  # the record's reason: `told`, and how many tool calls were denied permission
     told: str  # the reason its session's end and the exit signal give
-    exit: dict[str, Any]  # `code` (None when a signal ended it), `signal` (`SIGTERM`, ...), `status` (in words)
+    exit: WorkerExit  # `code` (None when a signal ended it), `signal` (`SIGTERM`, ...), `status` (in words)
     killed_by: str | None  # who killed it (`workers kill`, the kill switch), when it was killed
     limit: dict[str, Any] | None  # the limit recorded on the worker (its session's pause; the one no session saw)
     wake: str | None  # `session`: its session ends, with an exit signal if it was live or the run failed;
@@ -48,7 +52,7 @@ def decide_end(
     code: int | None,
     why: str | None = None,
     *,
-    kill: dict[str, Any] | None = None,
+    kill: Mapping[str, Any] | None = None,
     paused: dict[str, Any] | None = None,
     limit: dict[str, Any] | None = None,
     session: bool = True,
@@ -69,7 +73,11 @@ def decide_end(
     """
     status = status_text(code)
     negative = code is not None and code < 0
-    ended = {"code": None if negative else code, "signal": status.split()[-1] if negative else None, "status": status}
+    ended: WorkerExit = {
+        "code": None if negative else code,
+        "signal": status.split()[-1] if negative else None,
+        "status": status,
+    }
     killed_by = None
     kept = None
     if kill:
@@ -99,7 +107,7 @@ def finish(
     left_behind: list[dict[str, Any]] | None = None,
     limit: dict[str, Any] | None = None,
     native: dict[str, Any] | None = None,
-) -> dict[str, Any] | None:
+) -> WorkerRecord | None:
     """Record how worker `wid`'s run ended (once, as `decide_end` decides); update its session and wake the brain
     on a failure.
 
@@ -136,7 +144,7 @@ def finish(
         if sess is not None and paused is None and limits.trying(sess) is not None:
             sess = _limit_over(layout, sess)
         if sess is not None:
-            rec.update(session=sess["id"], session_alias=sess.get("alias"))
+            rec.update({"session": sess["id"], "session_alias": sess.get("alias")})
             if rec.get("runtimes") and isinstance(rec["runtimes"][-1], dict):  # the run of its current runtime
                 rec["runtimes"][-1].update(session=sess["id"], session_alias=sess.get("alias"))
         denied = denied_calls(layout, rec)
@@ -159,7 +167,7 @@ def finish(
     return rec
 
 
-def denied_calls(layout: Layout, rec: dict[str, Any]) -> int:
+def denied_calls(layout: Layout, rec: WorkerRecord) -> int:
     """How many of this run's tool calls were refused permission: by cocoplus (a rule, an answer, the deadline,
     in the audit log) or by the runtime itself (Claude Code's `permission_denials` in its last result)."""
     ours = permissions.denied_count(layout, rec.get("session"), rec["id"], since=rec.get("started_at"))
@@ -190,7 +198,7 @@ def left_behind_ended(layout: Layout, wid: str, still: list[dict[str, Any]]) -> 
         write(layout, rec)
 
 
-def _failed_without_session(layout: Layout, rec: dict[str, Any], end: End) -> None:
+def _failed_without_session(layout: Layout, rec: WorkerRecord, end: End) -> None:
     """A run that failed before its runtime's SessionStart named a session (a rejected login, a flag its
     version does not know): no session record will ever say so, so its exit signal names the worker instead."""
     who = {"id": None, "alias": rec.get("alias") or rec["id"], "runtime": rec.get("runtime")}
@@ -201,13 +209,13 @@ def _failed_without_session(layout: Layout, rec: dict[str, Any], end: End) -> No
         pass  # the worker's record still says failed; `cocoplus workers list` shows it
 
 
-def _end_session(layout: Layout, rec: dict[str, Any], sess: dict[str, Any], end: End) -> None:
+def _end_session(layout: Layout, rec: WorkerRecord, sess: SessionRecord, end: End) -> None:
     """The session of a run that ended: `failed` if the run failed, `exited` otherwise; one exit signal."""
     failed = end.state == "failed"
     said = f"worker {rec['id']}: {end.told}"
     box: dict[str, bool] = {}
 
-    def change(r: dict[str, Any]) -> None:
+    def change(r: SessionRecord) -> None:
         box["was_active"] = r.get("state") in vocab.ACTIVE_STATES
         if limits.active(r) is not None:
             box["was_active"] = False  # paused by a limit: it stays paused, to be resumed at the reset
@@ -228,7 +236,7 @@ def _end_session(layout: Layout, rec: dict[str, Any], sess: dict[str, Any], end:
         registry.append_signal(layout, updated, "exit", end.state, detail=said, worker=rec["id"])
 
 
-def session_from_output(layout: Layout, rec: dict[str, Any], native: dict[str, Any]) -> dict[str, Any] | None:
+def session_from_output(layout: Layout, rec: WorkerRecord, native: dict[str, Any]) -> SessionRecord | None:
     """The session of a run whose hooks did not run (a `codex exec` whose project hooks were not reviewed), from
     the id its output named: recorded as a SessionStart hook would record it (the worker, where it runs, the
     transcript, the command line sealed for this user, record and project), with `last_event` FROM_OUTPUT (the
@@ -263,14 +271,14 @@ def session_from_output(layout: Layout, rec: dict[str, Any], native: dict[str, A
     return sess
 
 
-def _pause_session(layout: Layout, sess: dict[str, Any], limit: dict[str, Any]) -> dict[str, Any]:
+def _pause_session(layout: Layout, sess: SessionRecord, limit: dict[str, Any]) -> SessionRecord:
     """Pause the session by the limit its run's output reported (its hook did not: no StopFailure, or an older
     runtime); the `limited` signal as the hook would have sent it."""
     retry_s = float(config_mod.load_for(layout).get("workers.limit_retry_s"))
 
     box: dict[str, bool] = {}
 
-    def change(r: dict[str, Any]) -> None:
+    def change(r: SessionRecord) -> None:
         box["told"] = limits.active(r) is not None  # its hook paused it meanwhile: that pause and signal stand
         limits.pause(r, limit, retry_s)
 
@@ -292,10 +300,10 @@ def _pause_session(layout: Layout, sess: dict[str, Any], limit: dict[str, Any]) 
     return rec
 
 
-def _limit_over(layout: Layout, sess: dict[str, Any]) -> dict[str, Any]:
+def _limit_over(layout: Layout, sess: SessionRecord) -> SessionRecord:
     """A run resumed from a limit ended without meeting it again: the limit is over (the queue stops holding)."""
 
-    def change(r: dict[str, Any]) -> None:
+    def change(r: SessionRecord) -> None:
         if limits.trying(r) is not None:
             r["limit"] = None
 

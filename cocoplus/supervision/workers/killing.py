@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cocoplus.core import clock
 from cocoplus.core.errors import UsageError
@@ -15,6 +15,9 @@ from cocoplus.core.paths import Layout
 from cocoplus.session import procinfo
 from cocoplus.supervision.workers.ending import finish, left_behind_ended
 from cocoplus.supervision.workers.store import LIVE, alive, describe, lock, read, resolve, write
+
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import WorkerRecord
 
 KILL_GRACE_S = 5.0  # SIGTERM to the process group, then SIGKILL after this
 
@@ -31,10 +34,12 @@ def kill(layout: Layout, ref: str, by: str) -> dict[str, Any]:
         rec["kill_requested"] = {"by": by, "at": clock.iso()}
         if rec.get("state") == "queued":
             rec.update(
-                state="exited",
-                killed_by=by,
-                ended_at=clock.iso(),
-                reason=f"killed by {by} while queued (cocoplus workers kill)",
+                {
+                    "state": "exited",
+                    "killed_by": by,
+                    "ended_at": clock.iso(),
+                    "reason": f"killed by {by} while queued (cocoplus workers kill)",
+                }
             )
         write(layout, rec)
     if rec.get("state") == "queued":
@@ -65,7 +70,7 @@ def kill(layout: Layout, ref: str, by: str) -> dict[str, Any]:
     return describe(layout, _end_left_behind(layout, wid) or rec)
 
 
-def _end_left_behind(layout: Layout, wid: str) -> dict[str, Any] | None:
+def _end_left_behind(layout: Layout, wid: str) -> WorkerRecord | None:
     """After a kill: what the runtime left behind (its runner found and is ending it) is gone when kill returns.
 
     The runner records it when it records the end, and ends it; this covers a
@@ -90,7 +95,7 @@ def killpg(pgid: int, sig: int) -> None:
         pass
 
 
-def _signal_runner(rec: dict[str, Any]) -> None:
+def _signal_runner(rec: WorkerRecord) -> None:
     runner = rec.get("runner") or {}
     if procinfo.alive(runner.get("pid"), runner.get("start_ticks")) is True:
         try:

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cocoplus import config as config_mod
 from cocoplus.core import clock, fsio, proc, seal, vocab, worktreemark
@@ -35,6 +35,9 @@ from cocoplus.supervision.workers.store import (
     vouched_allow,
     write,
 )
+
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import SessionRecord, WorkerRecord
 
 MAX_TASK = 64 * 1024
 STARTED_WAIT_S = 5.0  # a launch waits this long to say whether its worker started or is queued
@@ -119,7 +122,7 @@ def launch(
             except CocoplusError:
                 shutil.rmtree(layout.worker_dir(wid), ignore_errors=True)
                 raise
-        rec: dict[str, Any] = {
+        rec: WorkerRecord = {
             "schema_version": SCHEMA_VERSION, "id": wid, "runtime": runtime, "task": task, "alias": alias,
             "model": model, "effort": effort, "by": by, "principal": principal, "allow": allow,
             "created_at": clock.iso(), "state": "queued",
@@ -168,7 +171,7 @@ def command(
     return [*cmd[:-1], *granted, cmd[-1]] if cmd[-1] == task else [*cmd, *granted]
 
 
-def _ready_for_next_run(rec: dict[str, Any], refused: str, gone_hint: str = "") -> str | None:
+def _ready_for_next_run(rec: WorkerRecord, refused: str, gone_hint: str = "") -> str | None:
     """The worktree worker `rec`'s next run works in (None: the project), once it is sure the worker is not running
     (`refused` says what is not done to a running one) and its worktree is still there."""
     wid = rec["id"]
@@ -180,7 +183,7 @@ def _ready_for_next_run(rec: dict[str, Any], refused: str, gone_hint: str = "") 
     return cwd
 
 
-def _queue_next_run(layout: Layout, rec: dict[str, Any], cmd: list[str], cwd: str | None, by: str) -> None:
+def _queue_next_run(layout: Layout, rec: WorkerRecord, cmd: list[str], cwd: str | None, by: str) -> None:
     """Record worker `rec`'s next run of `cmd` as queued, the last run's end cleared, sealed again as it was sealed
     (`update_sealed`); its runner starts it (under the caller's lock)."""
     update_sealed(
@@ -192,7 +195,7 @@ def _queue_next_run(layout: Layout, rec: dict[str, Any], cmd: list[str], cwd: st
     write(layout, rec)
 
 
-def bind_runner(layout: Layout, wid: str) -> dict[str, Any] | None:
+def bind_runner(layout: Layout, wid: str) -> WorkerRecord | None:
     """Called by worker `wid`'s runner as it takes its slot: bind the record to this process (`runner`, sealed
     again when its seal held) and record this process in this user's registry of agent processes
     (session/agents.py); the record, or None when there is none.  A registry that cannot be written is said on
@@ -221,9 +224,9 @@ def take_over(
     reason: str,
     until: str | None = None,
     estimate: bool = False,
-    from_session: dict[str, Any] | None = None,
+    from_session: SessionRecord | None = None,
     environ: dict[str, str] | None = None,
-) -> dict[str, Any]:
+) -> WorkerRecord:
     """Worker `wid`'s next run is a new session of `runtime`, started with `text` (the handoff): a failover from a
     runtime paused by its limit (supervision/resumes.py).  The record keeps every runtime it ran in, in
     `runtimes` (`runtime`, its `session`, and for each take-over `reason`, `until`, `by`, `from_session`)."""
@@ -248,7 +251,16 @@ def take_over(
             {"runtime": runtime, "since": now, "reason": reason, "until": until, "estimate": bool(estimate), "by": by,
              "from_session": prev.get("id"), "session": None, "session_alias": None}
         )  # fmt: skip
-        rec.update(runtime=runtime, model=None, effort=None, runtimes=history, session=None, session_alias=None)
+        rec.update(
+            {
+                "runtime": runtime,
+                "model": None,
+                "effort": None,
+                "runtimes": history,
+                "session": None,
+                "session_alias": None,
+            }
+        )
         _queue_next_run(layout, rec, cmd, cwd, by)
     start_runner(layout, wid, env)
     return read(layout, wid) or rec
@@ -260,8 +272,9 @@ def start_runner(layout: Layout, wid: str, env: dict[str, str]) -> subprocess.Po
     child_env = children.child_env(env)
     child_env[WORKER_ENV] = wid
     child_env[children.HEADLESS_ENV] = "1"  # its permission prompts reach whoever may answer them
-    if rec.get("alias"):
-        child_env[ALIAS_ENV] = rec["alias"]
+    alias = rec.get("alias")
+    if alias:
+        child_env[ALIAS_ENV] = alias
     if seal.worker_cwd(rec):  # its hooks fail closed if its worktree's marker is removed (core/worktreemark.py)
         child_env[worktreemark.ENV] = str(seal.worker_cwd(rec))
     fd = fsio.open_log(layout.worker_runner_log(wid))
@@ -297,12 +310,12 @@ def _end_unstarted(layout: Layout, wid: str, why: str) -> None:
     with lock(layout):
         cur = read(layout, wid)
         if cur is not None and cur.get("state") == "queued":
-            cur.update(state="failed", reason=why, ended_at=clock.iso())
+            cur.update({"state": "failed", "reason": why, "ended_at": clock.iso()})
             write(layout, cur)
 
 
 def resume(
-    layout: Layout, session: dict[str, Any], cmd: list[str], by: str, environ: dict[str, str] | None = None
+    layout: Layout, session: SessionRecord, cmd: list[str], by: str, environ: dict[str, str] | None = None
 ) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
     """Run `cmd` (dispatch's headless resume of the worker's session) as the worker's next run."""
     wid = session["worker"]
@@ -319,7 +332,7 @@ def resume(
                 "by": by, "from_session": rec.get("session"), "session": session["id"],
                 "session_alias": session.get("alias"),
             }]  # fmt: skip
-            rec.update(runtime=back, session=session["id"], session_alias=session.get("alias"))
+            rec.update({"runtime": back, "session": session["id"], "session_alias": session.get("alias")})
         _queue_next_run(layout, rec, cmd, cwd, by)
     child = start_runner(layout, wid, dict(os.environ if environ is None else environ))
     info = {
@@ -345,7 +358,7 @@ def claim(layout: Layout, wid: str, max_parallel: int) -> str:
         held = held_by(walls.get(str(me.get("runtime"))))
         if held is not None:  # its runtime is limited: it would only hit the same wall
             if me.get("held") != held or not me.get("waiting_since"):
-                me.update(held=held, waiting_since=me.get("waiting_since") or clock.iso())
+                me.update({"held": held, "waiting_since": me.get("waiting_since") or clock.iso()})
                 write(layout, me)
             return "wait"
         running = [r for r in recs if r.get("state") == "running"]
@@ -353,12 +366,13 @@ def claim(layout: Layout, wid: str, max_parallel: int) -> str:
         queued.sort(key=lambda r: (r.get("queued_at") or r.get("created_at") or "", number(r["id"])))
         if len(running) >= max_parallel or queued[0]["id"] != wid:
             if not me.get("waiting_since") or me.get("held"):
-                me.update(waiting_since=me.get("waiting_since") or clock.iso(), held=None)
+                me.update({"waiting_since": me.get("waiting_since") or clock.iso(), "held": None})
                 write(layout, me)
             return "wait"
         me.update(
-            state="running", started_at=clock.iso(), runs=int(me.get("runs") or 0) + 1, waiting_since=None, held=None
-        )
+            {"state": "running", "started_at": clock.iso(), "runs": int(me.get("runs") or 0) + 1, "waiting_since": None,
+             "held": None}
+        )  # fmt: skip
         write(layout, me)
         return "start"
 
@@ -386,5 +400,5 @@ def started(layout: Layout, wid: str, pid: int) -> None:
     with lock(layout):
         rec = read(layout, wid)
         if rec is not None:
-            rec.update(pid=pid, start_ticks=procinfo.start_ticks(pid), pgid=pid)
+            rec.update({"pid": pid, "start_ticks": procinfo.start_ticks(pid), "pgid": pid})
             write(layout, rec)

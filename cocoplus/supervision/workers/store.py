@@ -8,7 +8,7 @@ field seals it again, only where its seal held before (`update_sealed`; the pack
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cocoplus import config as config_mod
 from cocoplus.core import clock, fsio, seal, vocab
@@ -18,6 +18,11 @@ from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.runtimes import streams
 from cocoplus.session import limits, procinfo, registry
 
+if TYPE_CHECKING:
+    from typing import Unpack
+
+    from cocoplus.core.shapes import SessionRecord, WorkerRecord
+
 LOCK_TIMEOUT = 10.0
 LIVE = vocab.LIVE_WORKER_STATES
 
@@ -26,11 +31,12 @@ def lock(layout: Layout) -> Lock:
     return Lock(layout.lock("workers"), LOCK_TIMEOUT)
 
 
-def read(layout: Layout, wid: str) -> dict[str, Any] | None:
-    return fsio.read_json(layout.worker_record(wid))
+def read(layout: Layout, wid: str) -> WorkerRecord | None:
+    """Worker `wid`'s record, None if there is none; StateCorrupt if it cannot be read."""
+    return cast("WorkerRecord | None", fsio.read_json(layout.worker_record(wid)))  # as `launch` wrote it
 
 
-def write(layout: Layout, rec: dict[str, Any]) -> None:
+def write(layout: Layout, rec: WorkerRecord) -> None:
     rec["updated_at"] = clock.iso()
     fsio.atomic_write_json(layout.worker_record(rec["id"]), rec)
 
@@ -51,9 +57,9 @@ def ids(layout: Layout) -> list[str]:
     return sorted((n for n in names if n.startswith("w") and n[1:].isdigit() and is_valid_id(n)), key=number)
 
 
-def records(layout: Layout) -> tuple[list[dict[str, Any]], list[str]]:
+def records(layout: Layout) -> tuple[list[WorkerRecord], list[str]]:
     """Every worker record, oldest first, and one line per damaged one."""
-    out: list[dict[str, Any]] = []
+    out: list[WorkerRecord] = []
     problems: list[str] = []
     for wid in ids(layout):
         try:
@@ -66,7 +72,7 @@ def records(layout: Layout) -> tuple[list[dict[str, Any]], list[str]]:
     return out, problems
 
 
-def resolve(layout: Layout, ref: str) -> dict[str, Any]:
+def resolve(layout: Layout, ref: str) -> WorkerRecord:
     """A worker by its id (`w3`), its alias, or its session's alias, cs_ id or runtime id."""
     if isinstance(ref, str) and is_valid_id(ref) and ref.startswith("w") and ref[1:].isdigit():
         rec = read(layout, ref)
@@ -80,8 +86,9 @@ def resolve(layout: Layout, ref: str) -> dict[str, Any]:
         sess = registry.resolve(layout, ref)
     except CocoplusError:
         sess = None
-    if sess is not None and isinstance(sess.get("worker"), str):
-        rec = read(layout, sess["worker"])
+    wid = sess.get("worker") if sess is not None else None
+    if isinstance(wid, str):
+        rec = read(layout, wid)
         if rec is not None:
             return rec
     raise NotFound(
@@ -89,7 +96,7 @@ def resolve(layout: Layout, ref: str) -> dict[str, Any]:
     )
 
 
-def alive(rec: dict[str, Any]) -> bool:
+def alive(rec: WorkerRecord) -> bool:
     """Whether the worker's runner or its runtime process still runs."""
     runner = rec.get("runner") or {}
     if procinfo.alive(runner.get("pid"), runner.get("start_ticks")) is True:
@@ -97,13 +104,12 @@ def alive(rec: dict[str, Any]) -> bool:
     return procinfo.alive(rec.get("pid"), rec.get("start_ticks")) is True
 
 
-def session_of(
-    layout: Layout, rec: dict[str, Any], sessions: list[dict[str, Any]] | None = None
-) -> dict[str, Any] | None:
+def session_of(layout: Layout, rec: WorkerRecord, sessions: list[SessionRecord] | None = None) -> SessionRecord | None:
     """The session the worker's runtime registered (its SessionStart hook recorded `worker`)."""
-    if isinstance(rec.get("session"), str):
+    sid = rec.get("session")
+    if isinstance(sid, str):
         try:
-            found = registry.read_record(layout, rec["session"])
+            found = registry.read_record(layout, sid)
         except CocoplusError:
             found = None
         if found is not None:
@@ -124,7 +130,7 @@ def settings(layout: Layout, environ: dict[str, str] | None = None) -> tuple[int
     return int(cfg.get("workers.max_parallel")), int(cfg.get("workers.log_max_bytes"))
 
 
-def update_sealed(layout: Layout, rec: dict[str, Any], **fields: Any) -> str | None:
+def update_sealed(layout: Layout, rec: WorkerRecord, **fields: Unpack[WorkerRecord]) -> str | None:
     """Change `fields` of worker record `rec` and seal it again as it was sealed: over its grants too, or (sealed by
     an earlier release, `seal.LEGACY`) over its command alone, so that it still grants nothing.  A record whose
     seal did not hold before the change is not sealed now (its runner will not run it, and it grants nothing).
@@ -139,7 +145,7 @@ def update_sealed(layout: Layout, rec: dict[str, Any], **fields: Any) -> str | N
     return problem
 
 
-def vouched_allow(layout: Layout, rec: dict[str, Any]) -> list[str]:
+def vouched_allow(layout: Layout, rec: WorkerRecord) -> list[str]:
     """Worker `rec`'s own permission rules (`launch --allow`), when its seal covers them; else none."""
     if seal.worker_grant_problem(rec, layout.project, rec["id"]) is not None:
         return []
@@ -151,9 +157,9 @@ def vouched_allow(layout: Layout, rec: dict[str, Any]) -> list[str]:
 
 def describe(
     layout: Layout,
-    rec: dict[str, Any],
+    rec: WorkerRecord,
     *,
-    sessions: list[dict[str, Any]] | None = None,
+    sessions: list[SessionRecord] | None = None,
     max_parallel: int | None = None,
 ) -> dict[str, Any]:
     """A worker as the doors show it: its record plus its session's alias, state and attention."""
@@ -230,7 +236,7 @@ def last_report(layout: Layout, wid: str) -> str | None:
     return said[-1] if said else None
 
 
-def runtimes_text(rec: dict[str, Any]) -> str | None:
+def runtimes_text(rec: WorkerRecord) -> str | None:
     """The runtimes a worker ran in, as every door shows them: `claude → codex (rate limit until 15:00)` (with
     `, estimate` where the runtime gave no reset time); None for a worker that never changed runtime."""
     history = [r for r in rec.get("runtimes") or [] if isinstance(r, dict) and r.get("runtime")]
