@@ -370,7 +370,8 @@ def test_table_fields_are_checked_by_the_same_path_as_every_key(tmp_path, table,
         (
             '[notify]\nevents = ["stalled", "lunch"]\n',
             'cocoplus.toml: [notify] events: expected a list of "ask_human", "awaiting_authorization", "pending", '
-            '"stalled", "limited", "operator_stop", "budget_reserve", "budget_exhausted", "budget_stop", '
+            '"stalled", "limited", "failover", "hand_back", "request_expired", '
+            '"operator_stop", "budget_reserve", "budget_exhausted", "budget_stop", '
             '"budget_forecast", "iteration_cap", '
             '"loop_guard", "supervision_finished", "round_failed", "collision", got ["stalled", "lunch"]',
         ),

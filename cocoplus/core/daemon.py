@@ -96,3 +96,10 @@ class Background:
                 return {"stopped": True, "pid": pid}
             time.sleep(0.05)
         return {"stopped": False, "pid": pid, "why": f"still running after {timeout:g}s"}
+
+
+# The supervisor (`cocoplus supervision watcher run`): defined here so that whatever must know whether it runs (a
+# notification that says what follows a pause) can ask without importing the supervision code.
+SUPERVISOR = Background(
+    "supervisor", "supervisor", lambda lay: lay.supervisor_pid, ["supervisor", "run"], lambda lay: lay.supervisor_log
+)

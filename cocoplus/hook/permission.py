@@ -127,6 +127,9 @@ def _headless_permission(h: Hook, who: identity.Identity) -> dict[str, Any] | No
         except CocoplusError as exc:
             h.log(f"permission request not closed: {exc}")
             got = {"state": "expired", "reason": why}
+        if got.get("state") == "expired":  # its own event: the operator learns the default applied
+            alias = h.record.get("alias") if h.record is not None else None
+            h.step("permission_expired", request=req["id"], tool=req.get("tool"), reason=why, alias=alias)
     h.touch_session(done)
     req_id = req["id"]
     if got.get("state") == "allowed" and h.stop_sentence() is None:

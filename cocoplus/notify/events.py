@@ -62,10 +62,10 @@ def from_signal(rec: dict[str, Any]) -> dict[str, Any] | None:
             "collision", rec, path=rec.get("path"), other=rec.get("other_alias") or rec.get("other"),
             other_session=rec.get("other"),
         )  # fmt: skip
-    if kind == "limited":
+    if kind == "limited":  # (not the signal's message: what follows is said when the notification is sent)
         return _event(
             "limited", rec, reason=value, resets_at=rec.get("resets_at"), estimate=rec.get("estimate"),
-            clamped=rec.get("clamped"), resume=rec.get("resume"), detail=rec.get("message"),
+            clamped=rec.get("clamped"), resume=rec.get("resume"), runtime=rec.get("runtime"),
         )  # fmt: skip
     return None
 
@@ -105,6 +105,13 @@ def from_step(rec: dict[str, Any]) -> dict[str, Any] | None:
         return _event("iteration_cap", rec, consumed=rec.get("consumed"), cap=rec.get("cap"))
     if name == "loop_guard_stop":
         return _event("loop_guard", rec, tool=rec.get("tool"), repeats=rec.get("repeats"))
+    if name == "limit_failover":
+        return _event("failover", rec, worker=rec.get("worker"), to=rec.get("to"), reason=rec.get("reason"))
+    if name == "limit_hand_back":
+        return _event("hand_back", rec, worker=rec.get("worker"), **{"from": rec.get("from")})
+    if name == "permission_expired":
+        return _event("request_expired", rec, request=rec.get("request"), tool=rec.get("tool"),
+                      reason=rec.get("reason"))  # fmt: skip
     if name == "supervision_finished":
         return _event("supervision_finished", rec, summary=rec.get("summary"), reason=rec.get("reason"))
     return None

@@ -44,6 +44,21 @@ def project_name(layout: Layout) -> str:
     return os.path.basename(layout.project) or layout.project
 
 
+# What follows a pause the watcher resumes, as the notifier found it when it sent the message (`follows`).
+_THEN = {
+    "watcher": "; the watcher resumes it then",
+    "no_watcher": "; no watcher runs to resume it",
+}
+
+
+def _then(event: dict[str, Any]) -> str | None:
+    follows = event.get("follows")
+    if follows == "failover":
+        to = " or ".join(str(r) for r in event.get("failover_to") or []) or "another runtime"
+        return f"; its work moves to {to} (failover) if one is free, else the watcher resumes it then"
+    return _THEN.get(str(follows)) if follows else None
+
+
 def command(event: dict[str, Any]) -> str:
     """The command the human runs next (the first line they act on)."""
     kind = event["kind"]
@@ -56,8 +71,14 @@ def command(event: dict[str, Any]) -> str:
         return f"cocoplus session stop --session {who}  (or allow it where {who} runs)"
     if kind in ("stalled", "pending"):
         return f'cocoplus dispatch {who} "..."'
+    if kind == "limited" and event.get("resume") == "watcher" and event.get("follows") == "no_watcher":
+        return f"cocoplus session resume-at {who} HH:MM  (or start the watcher: cocoplus supervision watcher run)"
     if kind == "limited" and event.get("resume") == "watcher":
         return f"cocoplus session list  (or cocoplus session stop --session {who} to cancel the resume)"
+    if kind in ("failover", "hand_back"):
+        return "cocoplus workers list"
+    if kind == "request_expired":
+        return "cocoplus permissions log"
     if kind == "limited":
         return f"cocoplus session resume-at {who} HH:MM"
 
@@ -102,7 +123,13 @@ def headline(event: dict[str, Any]) -> str:
     if kind == "awaiting_authorization":
         return f"{who} waits for your authorization"
     if kind == "limited":
-        return f"{who} " + (limits.text(_limit_of(event)) or "paused by a limit")
+        return f"{who} " + (limits.text(_limit_of(event), then=_then(event)) or "paused by a limit")
+    if kind == "failover":
+        return f"{who}'s work goes on in {event.get('to') or 'another runtime'} (failover: {event.get('worker')})"
+    if kind == "hand_back":
+        return f"{who}'s work comes back from {event.get('from') or 'the other runtime'} (its limit has reset)"
+    if kind == "request_expired":
+        return f"{who}'s permission request {event.get('request') or ''} was denied at its deadline".replace("  ", " ")
     if kind == "pending":
         return f"{who} finished its turn and waits for an instruction"
     if kind == "operator_stop":

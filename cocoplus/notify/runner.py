@@ -36,7 +36,7 @@ from typing import Any
 
 from cocoplus import config as config_mod
 from cocoplus import trust as trust_mod
-from cocoplus.core import clock, fsio, jsonl, userfiles
+from cocoplus.core import clock, daemon, fsio, jsonl, userfiles
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import is_locked, try_lock
 from cocoplus.core.paths import Layout
@@ -85,6 +85,7 @@ class Notifier:
         self.session_values: dict[str, Any] | None = None  # the budgets the forecasts are measured against
         self.forecast_warn = 0.0
         self.next_forecast = 0.0
+        self.failover: tuple[list[str], float] = ([], 0.0)  # `[workers] failover` and `failover_after_s`
 
     # -- logging and configuration -------------------------------------------------------
     def log(self, message: str) -> None:
@@ -110,6 +111,22 @@ class Notifier:
         self.per_minute = int(cfg.get("notify.max_per_minute"))
         self.forecast_warn = float(cfg.get("notify.forecast_warn_s"))
         self.session_values = dict(cfg.values["session"])
+        self.failover = ([str(r) for r in cfg.get("workers.failover")], float(cfg.get("workers.failover_after_s")))
+
+    def what_follows(self, event: dict[str, Any], now: float) -> dict[str, Any]:
+        """A pause the watcher is to resume, as things stand when its notification is sent (`follows`): no watcher
+        runs to resume it, its work may move to another runtime first (`[workers] failover`, a reset over
+        `failover_after_s` away), or the watcher resumes it at the reset.  A failover that happens is its own event."""
+        if event.get("kind") != "limited" or event.get("resume") != "watcher":
+            return event
+        if daemon.SUPERVISOR.running_pid(self.layout) is None:
+            return {**event, "follows": "no_watcher"}
+        order = [r for r in self.failover[0] if r != event.get("runtime")]  # not the runtime that is paused
+        after_s = self.failover[1]
+        at = clock.parse_iso(event.get("resets_at"))
+        if order and at is not None and at - now > after_s:
+            return {**event, "follows": "failover", "failover_to": order}
+        return {**event, "follows": "watcher"}
 
     # -- reading the logs ----------------------------------------------------------------------
     def _paths(self) -> dict[str, str]:
@@ -260,7 +277,7 @@ class Notifier:
                         f"{why}"
                     )
                     continue
-                title, body = messages.render(self.layout, event)
+                title, body = messages.render(self.layout, self.what_follows(event, now))
                 msg, pushed_out = outbox.enqueue(state, event, title, body, list(self.urls), now)
                 self.log(f"queued message {msg['id']} {msg['nid']}: {title}")
                 for old in pushed_out:

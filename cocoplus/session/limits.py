@@ -177,8 +177,10 @@ def hhmm(at: float | None, now: float | None = None) -> str:
     )
 
 
-def text(limit: Mapping[str, Any] | None, now: float | None = None) -> str | None:
-    """`paused: rate limit, resets 15:00 (estimate)`, and what happens next; None without a limit."""
+def text(limit: Mapping[str, Any] | None, now: float | None = None, then: str | None = None) -> str | None:
+    """`paused: rate limit, resets 15:00 (estimate)`, and what happens next; None without a limit.  `then`: what
+    follows a pause the watcher resumes, when the caller knows better than the record (a notification asks whether
+    the watcher runs and whether a failover comes first: notify/runner.py)."""
     if not limit:
         return None
     at = clock.parse_iso(limit.get("resets_at"))
@@ -199,7 +201,8 @@ def text(limit: Mapping[str, Any] | None, now: float | None = None) -> str | Non
         words += f"; resume at {hhmm(resume_at, now)} ({limit['resume']})"
     elif limit.get("resume") == "watcher":
         tries = int(limit.get("tries") or 0)
-        words += "; resumed then by the watcher" + (f" (try {tries + 1} of {MAX_TRIES})" if tries else "")
+        words += then if then is not None else "; resumed then by the watcher"
+        words += f" (try {tries + 1} of {MAX_TRIES})" if tries and then is None else ""
     else:
         words += "; not resumed by itself (cocoplus session resume-at)"
     return words

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
+from cocoplus.notify import events as notify_events
 from cocoplus.session import holds, killswitch, procinfo, registry, steering, stops
 from cocoplus.supervision import actions, headless
 
@@ -208,6 +209,8 @@ def _acting(
         rec = registry.resolve(layout, ref)
         result = fn(rec)
     except CocoplusError as exc:
+        if rec is None and notify_events.operator_principal(principal or "operator"):
+            raise  # a person's mistyped target: their error, not an action of supervision
         try:
             target = rec or {"id": None, "alias": ref if isinstance(ref, str) else None}
             actions.record(layout, action, target, error=exc.message, by=by, principal=principal)

@@ -289,7 +289,13 @@ def hand_back(layout: Layout, rec: SessionRecord, limit: dict[str, Any], now: fl
     title = other.TITLE if other else str(over.get("to"))
     why = f"its {limit.get('reason') or 'rate limit'} has reset, so the work done meanwhile in {title} comes back"
     text = handoff.takeover(layout, wrec, title, mine.TITLE, why, last_report=workers.last_report(layout, wid))
-    return resume(layout, rec, limit, now, text)
+    out = resume(layout, rec, limit, now, text)
+    fields: dict[str, Any] = {"from": over.get("to"), "to": rec.get("runtime")}  # (`from` is a keyword)
+    events.log_step(
+        layout, "limit_hand_back", session=rec["id"], alias=rec.get("alias"), worker=wid, principal=PRINCIPAL,
+        **fields,
+    )  # fmt: skip
+    return out
 
 
 def resume(layout: Layout, rec: SessionRecord, limit: dict[str, Any], now: float, text: str | None = None) -> str:

@@ -36,8 +36,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from cocoplus import config as config_mod
 from cocoplus.chat import worker as chat_worker
-from cocoplus.core import clock, fsio, jsonl, vocab
-from cocoplus.core.daemon import Background
+from cocoplus.core import clock, daemon, fsio, jsonl, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import try_lock
 from cocoplus.core.paths import Layout
@@ -62,9 +61,7 @@ LIMITS_EVERY_S = 1.0  # how often sessions paused by a rate or usage limit are c
 
 
 # The supervisor as a background process (core/daemon.py): its lock, its pid file, `supervisor run`, its log.
-SUPERVISOR = Background(
-    "supervisor", "supervisor", lambda lay: lay.supervisor_pid, ["supervisor", "run"], lambda lay: lay.supervisor_log
-)
+SUPERVISOR = daemon.SUPERVISOR
 running_pid = SUPERVISOR.running_pid
 stop = SUPERVISOR.stop
 

@@ -153,7 +153,9 @@ def test_one_notification_per_event_kind_and_dead_targets_delay_nothing(project:
         hang.close()
 
     kinds = Counter(kind_of(b) for b in good.bodies())
-    assert kinds == Counter(vocab.NOTIFY_EVENTS), kinds
+    # A failover, a hand-back and an expired request come from the watcher's and a headless worker's own paths:
+    # tests/supervision/test_failover.py and tests/session/test_identity.py make them and read their events.
+    assert kinds == Counter(set(vocab.NOTIFY_EVENTS) - {"failover", "hand_back", "request_expired"}), kinds
     for body in good.bodies():
         alias, command = EXPECTED_COMMAND[kind_of(body)]
         assert body["title"].startswith("cocoplus proj: "), body

@@ -24,10 +24,12 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core import fsio, seal, userfiles
+from cocoplus.core import fsio, jsonl, seal, userfiles
 from cocoplus.core.errors import Refused
 from cocoplus.core.paths import Layout
 from cocoplus.mcp import server as mcp_server
+from cocoplus.notify import events as notify_events
+from cocoplus.notify import messages
 from cocoplus.ops import authority
 from cocoplus.ops import workers as workers_ops
 from cocoplus.session import agents, permissions, procinfo, registry
@@ -221,6 +223,10 @@ def test_a_session_dispatch_resumed_is_headless_only_by_its_sealed_record(proj: 
     r = run_hook(proj, "PermissionRequest", bash_call(proj, "touch y", sid="s-resumed"), below=below, timeout=60)
     told = (((r.json or {}).get("hookSpecificOutput") or {}).get("decision") or {}).get("message", "")
     assert "denied by default: no one answered within 1 s" in told, r  # held for an answer: headless
+    (step,) = [s for s in jsonl.read_jsonl(proj.steps).records if s.get("event") == "permission_expired"]
+    expired = notify_events.to_event("steps", step)  # the operator is told the default applied
+    assert expired is not None and expired["kind"] == "request_expired"
+    assert messages.headline(expired).endswith(f"permission request {step['request']} was denied at its deadline")
     rec = registry.read_record(proj, cs) or {}
     assert seal.resumed_problem(rec, proj.project) is None
     # The same record, its process changed by hand: the seal no longer holds, nothing is held.

@@ -204,7 +204,13 @@ def test_empty_or_unknown_is_refused(project: Layout) -> None:
         dispatch_ops.dispatch(project, "cc1", "  ", by="alice")
     with pytest.raises(CocoplusError, match="no session"):
         dispatch_ops.dispatch(project, "zz9", "x", by="alice")
-    assert actions.last(project) and actions.last(project)[-1]["error"]
+    assert actions.last(project) == []  # a person's mistyped target is their error, not an action of supervision
+    from cocoplus.supervision import dispatch as mod
+
+    with pytest.raises(CocoplusError, match="no session"):  # the brain's is its own failed action: recorded
+        mod.dispatch(project, "zz9", "x", "main brain", principal="brain")
+    (act,) = actions.last(project)
+    assert act["principal"] == "brain" and act["alias"] == "zz9" and "no session" in act["error"]
 
 
 # A stand-in for Claude Code that is not logged in: it prints what the real CLI printed then (recorded in

@@ -34,6 +34,8 @@ from cocoplus.core import clock, jsonl
 from cocoplus.core.errors import ConfigInvalid
 from cocoplus.core.paths import Layout
 from cocoplus.core.shapes import SessionRecord, WorkerRecord
+from cocoplus.notify import events as notify_events
+from cocoplus.notify import messages
 from cocoplus.ops import view
 from cocoplus.session import handoff, killswitch, limits, registry, steering
 from cocoplus.supervision import resumes, workers
@@ -287,6 +289,10 @@ def test_the_watcher_fails_a_limited_worker_over_to_codex_with_the_handoff_and_t
     assert [(a["principal"], a["result"]["to"]) for a in acts] == [("watcher", "codex")]
     steps = [s for s in jsonl.read_jsonl(proj.steps).records if s.get("event") == "limit_failover"]
     assert [(s["principal"], s["to"]) for s in steps] == [("watcher", "codex")]
+    # The operator is told of it as an event of its own (not as the pause's promise).
+    told = notify_events.to_event("steps", steps[0])
+    assert told is not None and told["kind"] == "failover"
+    assert messages.headline(told) == f"{rec['alias']}'s work goes on in codex (failover: w1)"
 
 
 def test_workers_list_shows_the_runtimes_a_worker_ran_in(capsys: pytest.CaptureFixture[str]) -> None:
@@ -351,4 +357,8 @@ def test_the_hand_back_resumes_the_first_session_with_the_handoff_of_what_was_do
     assert [(d[1], d[2]) for d in done] == [("hand_back", "try 1: resumed")]
     ((text, principal),) = sent
     assert principal == "watcher" and text.startswith("You are taking over cocoplus worker w1 from Codex CLI")
+    (step,) = [s for s in jsonl.read_jsonl(project.steps).records if s.get("event") == "limit_hand_back"]
+    told = notify_events.to_event("steps", step)
+    assert told is not None and told["kind"] == "hand_back" and told["from"] == "codex"
+    assert messages.headline(told) == f"{rec['alias']}'s work comes back from codex (its limit has reset)"
     assert PREDICATES.rstrip("\n") in text and "REPORT-9: codex wrote the grammar" in text
