@@ -114,6 +114,7 @@ def load(project_dir: str, environ: dict[str, str] | None = None) -> Config:
             continue
         values, tables = settings.check_document(_parse_toml(raw, shown), shown)
         if needs_trust:
+            _drop_user_only(cfg, path, shown, values)
             _hold_back_untrusted(cfg, project_dir, path, shown, raw, values, tables)
         _apply_file(cfg, path, values, tables)
         shown_last = shown
@@ -128,6 +129,49 @@ def load(project_dir: str, environ: dict[str, str] | None = None) -> Config:
         cfg.origins["session.iteration_warn_at"] = derived
     settings.check_relations(cfg.values, shown_last)
     return cfg
+
+
+def load_user() -> Config:
+    """The user's own configuration file alone (`~/.config/cocoplus/config.toml`) over the defaults, no project
+    and no environment: what a per-user process (`cocoplus inbox run`) reads, and the only place the keys that are
+    the user's alone (`Key.user_only`: `[inbox]`) come from.  Raises ConfigInvalid as `load` does."""
+    cfg = Config()
+    path = userfiles.config_file()
+    shown = userfiles.shown(path)
+    raw = _read_bytes(path, shown)
+    if raw is not None:
+        values, tables = settings.check_document(_parse_toml(raw, shown), shown)
+        _apply_file(cfg, path, values, tables)
+    return cfg
+
+
+def _drop_user_only(cfg: Config, path: str, shown: str, values: dict[str, dict[str, Any]]) -> None:
+    """Take the keys that are the user's alone (`[inbox]`: where pushes carrying answers go) out of a project file's
+    checked values (in place): a repository cannot add a destination, trusted or not.  Each is in `cfg.ignored`, and
+    said once."""
+    dropped = []
+    for section in list(values):
+        for name in list(values[section]):
+            key = keys.BY_DOTTED[f"{section}.{name}"]
+            if not key.user_only:
+                continue
+            value = values[section].pop(name)
+            label = f"[{section}] {name}"
+            cfg.ignored.append({"key": key.dotted, "label": label, "value": "(hidden)" if key.secret else value,
+                                "what": "is yours alone", "file": path, "reason": USER_ONLY_REASON})  # fmt: skip
+            dropped.append(label)
+        if not values[section]:
+            del values[section]
+    if dropped:
+        from cocoplus import trust  # deferred: only a project file naming such keys is said to
+
+        trust.notice(
+            f"cocoplus: note: {shown} names {', '.join(dropped)}, which are read from your own "
+            f"{userfiles.shown(userfiles.config_file())} only (a repository cannot add a destination): ignored"
+        )
+
+
+USER_ONLY_REASON = "names keys read from your own configuration file only"
 
 
 def load_for(layout: Layout, environ: dict[str, str] | None = None) -> Config:
@@ -168,6 +212,9 @@ def read_project_file(project_dir: str) -> tuple[str, bytes | None, list[dict[st
     if raw is None:
         return path, None, []
     values, tables = settings.check_document(_parse_toml(raw, CONFIG_FILE_NAME), CONFIG_FILE_NAME)
+    for section, body in values.items():
+        for name in [n for n in body if keys.BY_DOTTED[f"{section}.{n}"].user_only]:
+            del body[name]  # never in effect from a project file: trusting it changes nothing for them
     return path, raw, settings.needing_trust(values, tables)
 
 
@@ -274,7 +321,7 @@ def compile_for_hook(layout: Layout, cfg: Config | None = None) -> dict[str, Any
     stamp = hookconfig.stamps(layout.project)
     values = settings.defaults()
     for k in keys.KEYS:
-        if cfg.origins[k.dotted] == "file":
+        if cfg.origins[k.dotted] == "file" and not k.user_only:  # the user's channel secrets stay out of projects
             values[k.section][k.name] = cfg.values[k.section][k.name]
     explicit = sorted(k for k, o in cfg.origins.items() if o == "file")
     effective = {section: dict(body) for section, body in values.items()}
@@ -302,6 +349,9 @@ def example_toml() -> str:
     ]
     for section in keys.SECTIONS:
         lines.append("")
+        if any(k.user_only for k in keys.KEYS if k.section == section):
+            lines += _user_only_example(section)
+            continue
         lines.append(f"[{section}]")
         for k in keys.KEYS:
             if k.section != section:
@@ -325,6 +375,20 @@ def example_toml() -> str:
         lines += _EXAMPLES[table.section]
     lines.append("")
     return "\n".join(lines)
+
+
+def _user_only_example(section: str) -> list[str]:
+    """A section read from the user's own file only, commented out: it has no effect in a project's file."""
+    lines = [
+        f"# [{section}] is read from your own ~/.config/cocoplus/config.toml only, never from this file",
+        "# (a repository cannot add a destination). Its keys, with their defaults:",
+        f"# [{section}]",
+    ]
+    for k in keys.KEYS:
+        if k.section == section:
+            lines += [f"# {k.help}", f"# {k.expected()}; your own file only"]
+            lines.append(f"# {k.name} = {keytypes.toml_value(k.default)}")
+    return lines
 
 
 _EXAMPLES: dict[str, list[str]] = {

@@ -77,6 +77,19 @@ EXPECTED_DEFAULTS = {
     "workers.failover_return": False,
     "workers.worktree": False,
     "workers.worktree_dir": "",
+    "inbox.channels": [],
+    "inbox.ntfy_server": "https://ntfy.sh",
+    "inbox.ntfy_topic": "",
+    "inbox.ntfy_token": "",
+    "inbox.ntfy_reply_topic": "",
+    "inbox.ntfy_reply_token": "",
+    "inbox.telegram_token": "",
+    "inbox.telegram_chat": "",
+    "inbox.telegram_api": "https://api.telegram.org",
+    "inbox.presence_s": 120.0,
+    "inbox.presence_file": "",
+    "inbox.escalate_after_s": 60.0,
+    "inbox.page_url": "",
     "supervision.brain_may_merge": False,
     "permissions.allow": [],
     "permissions.deny": [],
@@ -378,7 +391,7 @@ def test_table_fields_are_checked_by_the_same_path_as_every_key(tmp_path, table,
         (
             "max_iterations = 5\n",
             'cocoplus.toml: "max_iterations" is outside any section; it belongs under [session] (sections: [session], '
-            "[hooks], [ctx], [chat], [supervision], [permissions], [notify], [fleet], [workers], [pricing], "
+            "[hooks], [ctx], [chat], [supervision], [permissions], [notify], [fleet], [workers], [inbox], [pricing], "
             "[accounts])",
         ),
     ],
@@ -513,6 +526,10 @@ def test_example_toml_is_valid_and_lists_every_key(tmp_path):
     trust_project(tmp_path)  # [ctx] command is in it
     cfg = config.load(str(tmp_path), environ={})
     for k in keys.KEYS:
+        if k.user_only:  # commented out: a project's file cannot set it
+            assert f"\n# {k.expected()}; your own file only\n# {k.name} = " in text
+            assert cfg.get(k.dotted) == k.default and cfg.origins[k.dotted] == "default"
+            continue
         # what it accepts (bounds included) and its variable, just above the key
         assert f"\n# {k.expected()}; environment {k.env}\n{k.name} = " in text
         assert cfg.get(k.dotted) == k.default

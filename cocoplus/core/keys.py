@@ -22,6 +22,12 @@ DAY = 86400.0
 WEEK = 7 * DAY
 MAX_COUNT = 1_000_000
 
+
+def _inbox(name: str, kind: str, default: Any, help: str, **rules: Any) -> Key:
+    """A key of `[inbox]`: the user's own file only, no environment variable."""
+    return Key("inbox", name, kind, default, help, user_only=True, env=False, **rules)
+
+
 KEYS: tuple[Key, ...] = (
     # [session]: the seed's keys and defaults, then cocoplus' own.
     Key(
@@ -502,6 +508,86 @@ KEYS: tuple[Key, ...] = (
         "",
         "where workers' git worktrees are made (relative to the project, or absolute); empty: .cocoplus/worktrees, "
         "which git ignores",
+    ),
+    # [inbox]: the phone channels of the decision inbox (`cocoplus inbox run`).  Where pushes carrying one-tap
+    # answers go is this user's alone: these keys are read from the user's own file only (user_only), never from a
+    # project's cocoplus.toml, trusted or not, and never from the environment.
+    _inbox(
+        "channels",
+        "argv",
+        [],
+        "the phone channels `cocoplus inbox run` pushes each open decision to, in order: the first that accepts it "
+        "carries it, the next one gets it when one does not accept within escalate_after_s; empty: no pushes",
+        choices=vocab.INBOX_CHANNELS,
+    ),
+    _inbox(
+        "ntfy_server",
+        "str",
+        "https://ntfy.sh",
+        "the ntfy server (ntfy.sh or one of your own); https:// unless it is on this machine",
+    ),  # fmt: skip
+    _inbox(
+        "ntfy_topic",
+        "str",
+        "",
+        "the ntfy topic the pushes go to (subscribe to it in the ntfy app); empty: an unguessable one is made and "
+        "kept, and `cocoplus inbox` shows it",
+    ),
+    _inbox(
+        "ntfy_token",
+        "str",
+        "",
+        "an ntfy access token (tk_...) for publishing, on a server with access control",
+        secret=True,
+    ),  # fmt: skip
+    _inbox(
+        "ntfy_reply_topic",
+        "str",
+        "",
+        "the ntfy topic the push's buttons post their answer to, which `cocoplus inbox run` subscribes to; empty: an "
+        "unguessable one is made and kept",
+    ),
+    _inbox(
+        "ntfy_reply_token",
+        "str",
+        "",
+        "an ntfy access token the buttons post with (it travels in every push: give it write access to the reply "
+        "topic only); empty: none",
+        secret=True,
+    ),
+    _inbox("telegram_token", "str", "", "the Telegram bot token BotFather gave your bot", secret=True),
+    _inbox("telegram_chat", "str", "", "the id of your chat with the bot (a number): only taps from it answer"),
+    _inbox("telegram_api", "str", "https://api.telegram.org", "the Telegram Bot API server"),
+    _inbox(
+        "presence_s",
+        "float",
+        120.0,
+        "no push while you are at the machine: a key pressed in `cocoplus top` or on the page (or presence_file "
+        "touched) within this many seconds; 0: always push",
+        minimum=0.0,
+        maximum=DAY,
+    ),
+    _inbox(
+        "presence_file",
+        "str",
+        "",
+        "a file whose modification time says you are at the machine (as Claude Code's CLAUDE_CLIENT_PRESENCE_FILE); "
+        "empty: none",
+    ),
+    _inbox(
+        "escalate_after_s",
+        "float",
+        60.0,
+        "a channel that has not accepted a decision's push within this many seconds hands it to the next channel",
+        minimum=1.0,
+        maximum=DAY,
+    ),
+    _inbox(
+        "page_url",
+        "str",
+        "",
+        "the base URL the push's Open button leads to (the decision page at <page_url>/inbox/d/<id>, e.g. the "
+        "address `cocoplus serve --public` gives); empty: no Open button",
     ),
 )
 

@@ -47,6 +47,8 @@ class Key:
         "names_program",
         "sends_data",
         "grants",
+        "user_only",
+        "secret",
     )
 
     def __init__(
@@ -67,11 +69,16 @@ class Key:
         names_program: bool = False,
         sends_data: bool = False,
         grants: bool = False,
+        user_only: bool = False,
+        secret: bool = False,
     ) -> None:
         """`env`: True for `COCOPLUS_<SECTION>_<KEY>`, a string for another name, False for none.
 
         `minimum` of an `argv` key is the least number of items; its `choices`, what each item may be.
         `required` / `required_when=(field, value)` apply to table fields.
+        `user_only`: read from the user's own configuration file only, never from a project's (trusted or not) and
+        never from the environment: where the phone channels' pushes go, which carry answers.  `secret`: shown as
+        set or not, never its value (`config show`).
         """
         if kind not in KINDS:
             raise ValueError(kind)
@@ -93,6 +100,10 @@ class Key:
         self.names_program = names_program
         self.sends_data = sends_data
         self.grants = grants  # grants authority (docs/authority.md): permission rules, what the brain may do
+        self.user_only = user_only
+        self.secret = secret
+        if user_only and env is True:
+            self.env = None  # a user-only key has no environment variable (a repository can set a hook's)
 
     @property
     def dotted(self) -> str:

@@ -96,6 +96,9 @@ NOTIFY_EVENTS = (
     "collision",
 )
 
+# The phone channels of the decision inbox (`[inbox] channels`), and the channel each records its answers under.
+INBOX_CHANNELS = ("ntfy", "telegram")
+
 # The bidi controls no untrusted text may carry to a person's screen (core.inert shows them as
 # `\u202e`, a TOML string escapes them): the Arabic letter mark, LRM and RLM, the embeddings and
 # overrides U+202A-U+202E, the isolates U+2066-U+2069.

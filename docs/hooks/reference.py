@@ -160,6 +160,7 @@ GUIDES = {
     "notify": ("notifications", "../guides/notifications.md"),
     "fleet": ("the fleet", "../guides/fleet.md"),
     "workers": ("managed workers", "../guides/workers.md"),
+    "inbox": ("answer from your phone", "../guides/phone.md"),
     "pricing": ("budgets", "../guides/budgets.md#cost-budget"),
     "accounts": ("the master-agent backends", "../backends.md"),
 }
@@ -177,7 +178,15 @@ def _key_block(key: Any, label: str, anchor: str, *, table_field: bool = False) 
     facts = [f"- **accepts** {key.expected()}"]
     if not table_field:
         facts.append(f"- **default** `{_toml(key.default)}`")
-        facts.append(f"- **environment** {'`' + key.env + '`' if key.env else 'none: set it in a file'}")
+        if getattr(key, "user_only", False):
+            facts.append(
+                "- **your file only**: read from your own `~/.config/cocoplus/config.toml`, never from a project's "
+                "`cocoplus.toml` (trusted or not) nor from the environment"
+            )
+        else:
+            facts.append(f"- **environment** {'`' + key.env + '`' if key.env else 'none: set it in a file'}")
+        if getattr(key, "secret", False):
+            facts.append("- **secret**: `config show` says only whether it is set")
     elif key.required:
         facts.append("- **required**")
     elif key.required_when:

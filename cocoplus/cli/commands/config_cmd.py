@@ -22,7 +22,7 @@ def show_data(cfg: Any) -> dict[str, Any]:
         "files": list(cfg.read),
         "values": {
             k.dotted: {
-                "value": cfg.get(k.dotted),
+                "value": shown_value(k, cfg.get(k.dotted)),
                 "origin": cfg.origins[k.dotted],
                 "file": cfg.files.get(k.dotted),
                 "needs_trust": k.needs_trust,
@@ -38,6 +38,13 @@ def show_data(cfg: Any) -> dict[str, Any]:
         "ignored": [_ignored(item) for item in cfg.ignored],
         "withheld": dict(cfg.withheld),
     }
+
+
+def shown_value(key: Any, value: Any) -> Any:
+    """A value as `config show` shows it: a secret (`Key.secret`: a channel's token) only as set or not."""
+    if key.secret and value:
+        return "(set, hidden)"
+    return value
 
 
 def _ignored(item: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -63,7 +70,7 @@ def render_text(cfg: Any, project: str) -> str:
         else "no configuration file, so every value is a default"
     )
     lines = [f"# effective cocoplus configuration ({read})"]
-    if cfg.ignored:
+    if cfg.trust.get("reason") and any(i.get("reason") != config_mod.USER_ONLY_REASON for i in cfg.ignored):
         lines.append(
             f"# {_shown(cfg.trust['file'], project)} {cfg.trust['reason']}: the values it sets that run a program or"
             " send data are ignored (marked below); `cocoplus trust` shows them and trusts the file"
@@ -77,14 +84,15 @@ def render_text(cfg: Any, project: str) -> str:
         if item is None:
             return ""
         value = keytypes.toml_value(item["value"])
-        return f"; IGNORED {_shown(item['file'], project)}: {item['label']} = {value} (not trusted)"
+        why = "yours alone" if item.get("reason") == config_mod.USER_ONLY_REASON else "not trusted"
+        return f"; IGNORED {_shown(item['file'], project)}: {item['label']} = {value} ({why})"
 
     for section in keys.SECTIONS:
         lines += ["", f"[{section}]"]
         for k in keys.KEYS:
             if k.section == section:
                 add(
-                    f"{k.name} = {keytypes.toml_value(cfg.get(k.dotted))}",
+                    f"{k.name} = {keytypes.toml_value(shown_value(k, cfg.get(k.dotted)))}",
                     origin_text(cfg, project, k.dotted) + ignored(k.dotted),
                 )
     for spec in keys.TABLES:
