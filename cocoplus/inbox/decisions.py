@@ -6,9 +6,13 @@ A decision is read from the record cocoplus already keeps for what waits
 * `permission`: a headless worker's permission request (`permissions/requests/`); approve or deny; denied at its
   deadline;
 * `question`: a worker's `ask_human` question (the master-agent conversation); answer (text) or leave;
-* `stop`: a stop the iteration cap, the cost budget or the loop guard made; resume or leave;
-* `paused`: a worker session paused by its runtime's usage limit; resume now, later (at the reset: the default) or
-  leave.
+* `stop`: a stop the iteration cap, the cost budget or the loop guard made; raise the cap it stopped on and
+  resume (the cap's and the budget's stops only), resume, or leave;
+* `paused`: a worker session paused by its runtime's usage limit; resume now, later (at the reset: the default),
+  in another runtime (a managed worker: the failover the watcher would make, now), or leave;
+* `stall`: a launched or supervised worker whose session is running but has been quiet longer than `[supervision]
+  stall_threshold_s` (no event at all, or its turn ended and nothing came); nudge it with a steer, stop it, or
+  leave it (the default).
 
 Each decision (`Decision`, a dict) holds its id, the project's state
 directory, the session or worker, the runtime, its kind, an inert one-line
@@ -31,14 +35,18 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 
 STATES = ("open", "resolved", "expired", "gone")
-KINDS = ("permission", "question", "stop", "paused")
+KINDS = ("permission", "question", "stop", "paused", "stall")
 ACTIONS = {
     "permission": ("approve", "deny"),
     "question": ("answer", "leave"),
-    "stop": ("resume", "leave"),
-    "paused": ("resume", "later", "leave"),
+    "stop": ("raise", "resume", "leave"),
+    "paused": ("resume", "later", "failover", "leave"),
+    "stall": ("nudge", "stop", "leave"),
 }
-DEFAULTS = {"permission": "deny", "question": "leave", "stop": "leave", "paused": "later"}
+DEFAULTS = {"permission": "deny", "question": "leave", "stop": "leave", "paused": "later", "stall": "leave"}
+# The actions that need words the operator types (`decide ... --text`, or the decision page): a one-tap answer
+# cannot carry them, so a push never shows them as buttons.
+TEXT_ACTIONS = ("answer",)
 SUMMARY_MAX = 160
 _PERMISSION_STATES = {"pending": "open", "allowed": "resolved", "denied": "resolved", "expired": "expired",
                       "gone": "gone"}  # fmt: skip
@@ -160,15 +168,22 @@ def _stops(layout: Layout) -> list[Decision]:
                              "the cost budget")  # fmt: skip
         target = info.get("alias") or session or "the project"
         ident = f"s_{info.get('id') or (session or 'project')}"
+        source = str(info.get("source") or "")
+        capped = source in RAISES and who == "budget"
         out.append(
             _base(
                 layout, "stop", ident, session=session, alias=info.get("alias"), worker=None,
                 runtime=info.get("runtime"), summary=_line(f"{what} stopped {target}: {info.get('reason') or ''}"),
                 detail=inert.text(str(info.get("reason") or "")), created_at=info.get("created_at"),
-                stopped_by=who,
+                stopped_by=who, source=source or None,
+                actions=[a for a in ACTIONS["stop"] if a != "raise" or capped],
             )
         )  # fmt: skip
     return out
+
+
+# What `raise` raises, by the stop's source: the iteration cap (a new count against it) or the cost budget.
+RAISES = {"iteration-budget": "the iteration cap", "cost-budget": "the cost budget"}
 
 
 # -- sessions paused by a usage limit --------------------------------------------------------------------------
@@ -187,18 +202,70 @@ def _paused(layout: Layout) -> list[Decision]:
         if r.get("state") != "paused" or not isinstance(limit, dict):
             continue
         text = limits.text(limit)
+        # In another runtime: a managed worker's work, once (a worker that failed over goes on elsewhere already).
+        elsewhere = isinstance(r.get("worker"), str) and not limit.get("failover")
         out.append(
             _base(
                 layout, "paused", f"l_{r['id']}", session=r["id"], alias=r.get("alias"), worker=r.get("worker"),
                 runtime=r.get("runtime"), summary=_line(f"{r.get('alias') or r['id']} is {text}"),
                 detail=inert.text(text or ""), deadline=limit.get("resume_at") or limit.get("resets_at"),
                 created_at=limit.get("since"),
+                actions=[a for a in ACTIONS["paused"] if a != "failover" or elsewhere],
             )
         )  # fmt: skip
     return out
 
 
-READERS = (_permissions, _questions, _stops, _paused)
+# -- stalls --------------------------------------------------------------------------------------------------------
+
+STALL_ATTENTION = (None, "pending")  # awaiting authorization or a decision are decisions of their own
+
+
+def _stalls(layout: Layout, now: float | None = None) -> list[Decision]:
+    """Launched or supervised workers whose session runs but has said nothing for `[supervision]
+    stall_threshold_s`: no event at all (a hung tool, a model that does not answer), or its turn ended and no next
+    instruction came.  One decision per quiet spell: its id names when the spell began."""
+    from cocoplus import config as config_mod  # deferred: only the inbox reads the stall threshold
+    from cocoplus.session import registry  # deferred: as config_mod
+    from cocoplus.supervision import autonomy  # deferred: as config_mod
+    from cocoplus.supervision.scope import supervised  # deferred: as config_mod
+
+    try:
+        threshold = float(config_mod.load_for(layout, environ={}).get("supervision.stall_threshold_s"))
+        records, _problems = registry.list_sessions(layout)
+    except CocoplusError:
+        return []
+    if threshold <= 0:
+        return []
+    doc = autonomy.read(layout)
+    watched = bool((doc.get("autonomous") or {}).get("enabled"))
+    wall = clock.parse_iso(clock.iso()) if now is None else now
+    out = []
+    for r in records:
+        attention = r.get("attention")
+        if r.get("state") != "running" or attention not in STALL_ATTENTION:
+            continue
+        if not (isinstance(r.get("worker"), str) or (watched and supervised(doc, str(r["id"])))):
+            continue  # a person's own session that waits is theirs, not a stall
+        since = clock.parse_iso(r.get("attention_since") if attention else r.get("last_event_at"))
+        if since is None or wall is None or wall - since < threshold:
+            continue
+        who = r.get("alias") or r["id"]
+        what = "its turn ended and no instruction came" if attention == "pending" else "no event from it"
+        quiet = clock.age_text(wall - since)
+        summary = _line(f"{who} seems stalled: {what} for {quiet}")
+        detail = inert.text(f"{who} ({r.get('runtime')}) runs, but {what} for {quiet} (threshold {threshold:g} s)")
+        out.append(
+            _base(
+                layout, "stall", f"t_{r['id']}_{int(since)}", session=r["id"], alias=r.get("alias"),
+                worker=r.get("worker"), runtime=r.get("runtime"), summary=summary, detail=detail,
+                created_at=clock.iso(since + threshold),
+            )
+        )  # fmt: skip
+    return out
+
+
+READERS = (_permissions, _questions, _stops, _paused, _stalls)
 
 
 def left(layout: Layout) -> dict[str, dict[str, Any]]:

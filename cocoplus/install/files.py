@@ -141,3 +141,33 @@ def toml_table(table: str, key: str, body: dict[str, Any]) -> str:
 
     emit([table, key], body)
     return "\n".join(lines) + "\n"
+
+
+def set_toml_key(text: str, table: str, key: str, value: Any) -> str:
+    """`text` with `key = value` set in its `[table]` (replacing the key's line there, or added below the header;
+    the table is appended when there is none), everything else as it was.  The caller reads the result back with
+    tomllib before writing it: a layout this edit does not handle (the key in a dotted or inline form) shows there."""
+    nl = "\r\n" if "\r\n" in text else "\n"
+    line = f"{_key(key)} = {_value(value)}{nl}"
+    assign = re.compile(rf"^\s*({re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')\s*=")
+    out: list[str] = []
+    current: str | None = None
+    done = False
+    for raw in text.splitlines(keepends=True):
+        m = _HEADER.match(raw)
+        if m:
+            current = "".join(m.group(1).split())
+            out.append(raw if raw.endswith(("\n", "\r")) else raw + nl)
+            if current == table and not done:
+                out.append(line)
+                done = True
+            continue
+        if current == table and assign.match(raw):
+            continue  # the old value: the new one is below the header
+        out.append(raw)
+    body = "".join(out)
+    if not done:
+        if body and not body.endswith(("\n", "\r")):
+            body += nl
+        body += (nl if body.strip() else "") + f"[{table}]{nl}{line}"
+    return body

@@ -156,19 +156,79 @@ def _act(
         out = dispatch_ops.answer(layout, str(d["session"]), str(text), by, principal=who)
         out["message"] = f"{d['id']} answered: it reaches {d.get('alias') or d['session']} like a dispatch"
         return out
+    if d["kind"] == "stop":
+        return _stop(layout, d, action, text, who, by)
+    if d["kind"] == "stall":
+        return _stall(layout, d, action, text, who, by)
     from cocoplus.ops import session as session_ops  # deferred: as permissions_ops
 
-    if d["kind"] == "stop":
-        if d.get("session"):
-            out = session_ops.resume_session(layout, str(d["session"]), by, principal=who)
-        else:
-            out = session_ops.resume(layout, by, principal=who)
-        out["message"] = f"{d['id']} resumed: the stop {d.get('stopped_by')} made is lifted"
-        return out
     # paused
     if action == "later":
         decisions.leave(layout, d, by, channel)
         return {"already_decided": False, "message": f"{d['id']}: resumed at its reset, as it would be"}
+    if action == "failover":
+        from cocoplus.ops import workers as workers_ops  # deferred: as permissions_ops
+
+        out = workers_ops.failover(layout, str(d["session"]), by, principal=who)
+        out["message"] = f"{d['id']}: {out['message']}"
+        return out
     out = session_ops.resume_at(layout, str(d["session"]), "+0s", by, principal=who)
     out["message"] = f"{d['id']}: {d.get('alias') or d['session']} is resumed now ({clock.iso()})"
+    return out
+
+
+NUDGE = (
+    "You have been quiet for a while. Say where you are (report_progress), or ask for help (ask_human) if you are "
+    "stuck; then carry on."
+)
+
+
+def _stop(layout: Layout, d: dict[str, Any], action: str, text: str | None, who: Principal, by: str) -> dict[str, Any]:
+    """Resume after a stop the budgets or the loop guard made; `raise` first raises what it stopped on: the iteration
+    cap's count starts again (another cap's worth of tool calls), the cost limit doubles (or becomes `text`, in
+    USD)."""
+    from cocoplus.ops import session as session_ops  # deferred: only an answer of this kind needs it
+
+    raised: dict[str, Any] | None = None
+    recount = action == "raise" and d.get("source") != "cost-budget"
+    if action == "raise" and not recount:
+        from cocoplus.ops import budget as budget_ops  # deferred: as session_ops
+
+        raised = budget_ops.raise_limit(layout, _amount(text) if text else None, by, principal=who)
+    if d.get("session"):
+        out = session_ops.resume_session(layout, str(d["session"]), by, principal=who)
+        if recount:
+            from cocoplus.session import iteration  # deferred: as session_ops
+
+            out["budget_reset"] = iteration.reset(layout)
+    else:
+        out = session_ops.resume(layout, by, reset_budget=recount, principal=who)
+    how = ""
+    if raised is not None:
+        how = f"; the cost limit is now ${raised['limit']:.2f} (was ${raised['previous']:.2f}, {raised['file']})"
+        out["raised"] = raised
+    elif recount:
+        how = "; the iteration count starts again against its cap"
+    out["message"] = f"{d['id']} resumed: the stop {d.get('stopped_by')} made is lifted{how}"
+    return out
+
+
+def _amount(text: str) -> float:
+    try:
+        return float(text.strip().lstrip("$"))
+    except ValueError:
+        raise UsageError(f"decide ... raise --text: the new cost limit in USD (a number), not {text!r}") from None
+
+
+def _stall(layout: Layout, d: dict[str, Any], action: str, text: str | None, who: Principal, by: str) -> dict[str, Any]:
+    """A stalled worker: nudged with a steer (`text`, or a standard nudge), or stopped (its session only)."""
+    from cocoplus.ops import session as session_ops  # deferred: only an answer of this kind needs it
+
+    session = str(d["session"])
+    if action == "stop":
+        out = session_ops.stop_session(layout, session, "stopped from the inbox: it seemed stalled", by, principal=who)
+        out["message"] = f"{d['id']}: {d.get('alias') or session} is stopped"
+        return out
+    out = session_ops.steer_session(layout, session, (text or "").strip() or NUDGE, by, principal=who)
+    out["message"] = f"{d['id']}: {d.get('alias') or session} is nudged (a steer it gets at its next turn or prompt)"
     return out

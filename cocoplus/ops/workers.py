@@ -167,3 +167,31 @@ def clean(
     lines += [f"worker {r['worker']}: {r['state']}, its worktree is kept" for r in out["running"]]
     out["message"] = "\n".join(lines) or "no ended worker has a worktree"
     return out
+
+
+def failover(layout: Layout, session: str, by: str | None = None, principal: Principal | None = None) -> dict[str, Any]:
+    """A managed worker paused by its runtime's usage limit continues in another runtime now: the failover the
+    watcher makes when the reset is over `[workers] failover_after_s` away (the first runtime of `[workers]
+    failover` on PATH and not limited), whenever the reset is.  The inbox's "resume in another runtime"."""
+    import time  # deferred: as supervision
+
+    from cocoplus.core.errors import UsageError  # deferred: as supervision
+    from cocoplus.session import limits, registry  # deferred: as supervision
+    from cocoplus.supervision import resumes  # deferred: the CLI imports every ops module at start
+
+    who, name = authority.acting(principal, "launch", f"failover {session}", layout, by)
+    rec = registry.resolve(layout, session)
+    limit = limits.active(rec)
+    if limit is None:
+        raise UsageError(f"{rec.get('alias') or rec['id']} is not paused by a limit: there is nothing to fail over")
+    now = time.time()
+    plan = resumes.plan(layout, registry.list_sessions(layout)[0], now)
+    target = resumes.operator_target(rec, limit, plan)
+    if target is None:
+        order = ", ".join(plan["order"]) or "none"
+        raise UsageError(
+            f"{rec.get('alias') or rec['id']}: no other runtime to continue in ([workers] failover: {order}; on "
+            f"PATH and not limited: {', '.join(sorted(set(plan['on_path']) - set(plan['walls']))) or 'none'})"
+        )
+    message = resumes.fail_over(layout, rec, limit, now, plan, target=target, by=name, principal=who.word)
+    return {"session": rec["id"], "worker": rec.get("worker"), "to": target, "message": message}

@@ -229,10 +229,36 @@ def last_steer(layout: Layout, rec: SessionRecord) -> str | None:
     return None
 
 
-def fail_over(layout: Layout, rec: SessionRecord, limit: dict[str, Any], now: float, failover: dict[str, Any]) -> str:
-    """The worker's work goes on in the failover runtime (`failover_target`): a new run of the same worker with the
-    handoff; the paused session notes it (`failover` on its limit) and waits for the reset."""
-    target = failover_target(rec, limit, now, failover)
+def operator_target(rec: SessionRecord, limit: dict[str, Any], failover: dict[str, Any]) -> str | None:
+    """The runtime a managed worker paused by `limit` continues in when the operator asks for it now (the inbox's
+    "in another runtime"): the first of `[workers] failover` (not its own runtime, not one tried already) on PATH and
+    not limited, whenever its reset is; None when there is none, or its work goes on elsewhere already."""
+    if not isinstance(rec.get("worker"), str) or limit.get("failover") or rec["worker"] in failover.get("busy", ()):
+        return None
+    tried = limit.get("failover_failed") or {}
+    for runtime in failover.get("order") or ():
+        if runtime == rec.get("runtime") or runtime in tried:
+            continue
+        if runtime in failover.get("on_path", ()) and runtime not in failover.get("walls", {}):
+            return str(runtime)
+    return None
+
+
+def fail_over(
+    layout: Layout,
+    rec: SessionRecord,
+    limit: dict[str, Any],
+    now: float,
+    failover: dict[str, Any],
+    *,
+    target: str | None = None,
+    by: str = FAILOVER_BY,
+    principal: str = PRINCIPAL,
+) -> str:
+    """The worker's work goes on in the failover runtime (`target`, by default `failover_target`): a new run of the
+    same worker with the handoff; the paused session notes it (`failover` on its limit) and waits for the reset.
+    `by` and `principal`: who decided it (the watcher, or the operator from the inbox)."""
+    target = target or failover_target(rec, limit, now, failover)
     if target is None:
         return "no runtime to fail over to any more"
     wid = str(rec["worker"])
@@ -245,7 +271,11 @@ def fail_over(layout: Layout, rec: SessionRecord, limit: dict[str, Any], now: fl
     why = (
         f"{src.TITLE} was stopped by its {reason}, which resets {limits.hhmm(at, now)}"
         + (" (an estimate)" if limit.get("estimate") else "")
-        + f", over {float(failover.get('after_s') or 0):g} s away"
+        + (
+            f", over {float(failover.get('after_s') or 0):g} s away"
+            if principal == PRINCIPAL
+            else f", and {by} asked for its work to go on in {dst.TITLE} now"
+        )
     )
     text = handoff.takeover(
         layout, wrec, src.TITLE, dst.TITLE, why, last_report=workers.last_report(layout, wid),
@@ -256,23 +286,23 @@ def fail_over(layout: Layout, rec: SessionRecord, limit: dict[str, Any], now: fl
     _note(layout, rec["id"], failover={"to": target, "worker": wid, "at": clock.iso(now), "return": back})
     try:
         done = workers.take_over(
-            layout, wid, target, text, by=FAILOVER_BY, reason=reason, until=limit.get("resets_at"),
+            layout, wid, target, text, by=by, reason=reason, until=limit.get("resets_at"),
             estimate=bool(limit.get("estimate")), from_session=rec,
         )  # fmt: skip
     except CocoplusError as exc:
         failed = dict(limit.get("failover_failed") or {}, **{target: exc.message})
         _note(layout, rec["id"], failover=None, failover_failed=failed)
-        actions.record(layout, "failover", rec, error=exc.message, by=FAILOVER_BY, principal=PRINCIPAL)
+        actions.record(layout, "failover", rec, error=exc.message, by=by, principal=principal)
         raise
     message = f"{wid} continues in {target}: {workers.runtimes_text(done)}" + (
         "; handed back at the reset" if back else ""
     )
     events.log_step(
         layout, "limit_failover", session=rec["id"], alias=rec.get("alias"), worker=wid, to=target,
-        principal=PRINCIPAL,
+        principal=principal,
     )  # fmt: skip
     actions.record(
-        layout, "failover", rec, by=FAILOVER_BY, principal=PRINCIPAL,
+        layout, "failover", rec, by=by, principal=principal,
         result={"worker": wid, "from": rec.get("runtime"), "to": target, "why": why, "message": message},
     )  # fmt: skip
     return message
