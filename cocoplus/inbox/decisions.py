@@ -92,7 +92,7 @@ def _permissions(layout: Layout) -> list[Decision]:
                 worker=r.get("worker"), runtime=r.get("runtime"), agent=r.get("agent"), summary=_line(summary),
                 detail=inert.text(detail), deadline=r.get("deadline"), state=state, protected=touched,
                 resolved_by=r.get("by") if state == "resolved" else None, channel=r.get("channel"),
-                resolved_at=r.get("decided_at"), created_at=r.get("created_at"),
+                resolved_at=r.get("decided_at"), created_at=r.get("created_at"), outcome=r.get("state"),
             )
         )  # fmt: skip
     return out

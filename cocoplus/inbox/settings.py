@@ -65,7 +65,7 @@ class Settings:
 
 
 def topics_file() -> str:
-    return os.path.join(store.directory(), "topics.json")
+    return store.topics_file()
 
 
 def _made_topics(want: tuple[str, ...]) -> dict[str, str]:

@@ -8,7 +8,9 @@ database's home): never inside a repository, never a live token.
   refused, escalated, followed up);
 * `devices.json`: paired devices (the hash of each device's token, its name, when paired, revoked or not);
 * `presence`: touched by `top` and the page while the operator is at the machine (no push then);
-* `run.lock`, `run.json`: the one `cocoplus inbox run` of this user.
+* `run.lock`, `run.json`: the one `cocoplus inbox run` of this user; `run.log`, its output when started
+  detached; `pushes.json`, what it pushed where (never a token);
+* `topics.json`: the ntfy topics made for this user when none are configured (inbox/settings.py).
 
 Standard library only.
 """
@@ -52,6 +54,21 @@ def run_lock() -> str:
 
 def run_file() -> str:
     return _path("run.json")
+
+
+def topics_file() -> str:
+    return _path("topics.json")
+
+
+def log_file() -> str:
+    """What `cocoplus inbox run` says when it was started detached."""
+    return _path("run.log")
+
+
+def pushes_file() -> str:
+    """What `cocoplus inbox run` pushed (decision, channel, message id; never a token) and where its reply
+    streams stopped, so a restart neither pushes a decision twice nor loses a tap."""
+    return _path("pushes.json")
 
 
 # -- handles ---------------------------------------------------------------------------------------------------

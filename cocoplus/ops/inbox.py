@@ -61,22 +61,11 @@ def inbox(layout: Layout | None = None, state: str | None = "open") -> dict[str,
 
 
 def service_status() -> dict[str, Any]:
-    """Whether this user's `cocoplus inbox run` runs (and what to run when it does not)."""
-    from cocoplus.inbox import store  # deferred: as in projects
-    from cocoplus.session import procinfo  # deferred: as store
+    """Whether this user's `cocoplus inbox run` runs (and what to run when it does not), the channels configured,
+    the topics to subscribe to, and the delivery ledger's recent failures (inbox/runner.py)."""
+    from cocoplus.inbox import runner  # deferred: as in projects
 
-    try:
-        from cocoplus.core import fsio  # deferred: as store
-
-        doc = fsio.read_json(store.run_file())
-    except CocoplusError:
-        doc = None
-    running = isinstance(doc, dict) and procinfo.alive(doc.get("pid"), doc.get("start_ticks")) is True
-    return {
-        "running": running, "pid": doc.get("pid") if running and isinstance(doc, dict) else None,
-        "note": None if running else "the inbox's process does not run: nothing reaches your phone; start it with "
-        "`cocoplus inbox run`",
-    }  # fmt: skip
+    return runner.status()
 
 
 def find(ident: str, layout: Layout | None = None) -> tuple[Layout, dict[str, Any]]:

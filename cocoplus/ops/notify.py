@@ -72,6 +72,8 @@ def status(layout: Layout, last: int = RECENT) -> dict[str, Any]:
     `recent`: the last `last` deliveries tried (oldest first; `notify/deliveries.jsonl`), each with `ts`, `nid`,
     `kind`, `title`, `target`, `url` (None for a target no longer configured), `ok` and `error`.
     """
+    from cocoplus.inbox import runner as inbox_runner  # deferred: only the status reads the phone's service
+
     cfg = config_mod.load_for(layout)
     urls = cfg.get("notify.urls")
     problems = []
@@ -124,6 +126,7 @@ def status(layout: Layout, last: int = RECENT) -> dict[str, Any]:
         "recent": recent,
         "cursors": state.get("cursors"),
         "problems": problems,
+        "inbox": inbox_runner.status(),
     }
 
 

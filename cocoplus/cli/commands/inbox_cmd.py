@@ -8,6 +8,7 @@ import typer
 
 from cocoplus.cli import output
 from cocoplus.cli.commands import JsonFlag, optional_layout
+from cocoplus.core.errors import CocoplusError
 from cocoplus.ops import inbox as ops
 
 
@@ -25,10 +26,26 @@ def render_inbox(result: dict[str, Any]) -> None:
                 ("DEFAULT AT", True)]  # fmt: skip
         for text in output.table(cols, rows, output.terminal_width()):
             output.line(text)
-    service = result.get("service") or {}
+    render_service(result.get("service") or {})
+    output.problems(result.get("problems") or [])
+
+
+def render_service(service: dict[str, Any]) -> None:
+    """The inbox process's state: running or what to run, where to subscribe, the recent delivery failures."""
+    from cocoplus.inbox import runner  # deferred: only a listing shows the service
+
+    if service.get("running"):
+        output.line(f"the inbox's process runs (pid {service.get('pid')}): pushes go to "
+                    f"{', '.join(service.get('channels') or []) or 'no channel'}")  # fmt: skip
+    subscribe = runner.subscribe_line(service.get("settings"))
+    if subscribe:
+        output.line(subscribe)
     if service.get("note"):
         output.problems([service["note"]], label="note")
-    output.problems(result.get("problems") or [])
+    if service.get("problem"):
+        output.problems([service["problem"]])
+    if service.get("failures"):
+        output.problems(service["failures"], label="delivery failed")
 
 
 def _project(d: dict[str, Any]) -> str:
@@ -56,11 +73,43 @@ def decide(
     output.show(result, json_out, lambda r: output.line(r["message"]))
 
 
+def run() -> None:
+    """Run this user's inbox process in the foreground: push each open decision to your phone channels and apply
+    the taps that come back (one per user; `cocoplus launch`, the watcher and `cocoplus serve` start it detached)."""
+    from cocoplus.inbox import runner, settings  # deferred: only the process reads the channels' settings
+    from cocoplus.ops import inbox_service  # deferred: as settings
+
+    configured = settings.read()
+    if not configured.configured:
+        raise CocoplusError(
+            f"{configured.shown()['file']}: no [inbox] channels are configured, so there is nothing to push to",
+            hint='set `channels = ["ntfy"]` under [inbox] there (docs/guides/phone.md)',
+        )
+    channels, problems = settings.channels(configured)
+    for line in problems:
+        output.problems([line])
+    if not channels:
+        raise CocoplusError("no [inbox] channel can be used (see above)")
+    subscribe = runner.subscribe_line(configured.shown())
+    output.line(f"cocoplus inbox run: pushing to {', '.join(c.channel for c in channels)}")
+    if subscribe:
+        output.line(subscribe)
+    inbox_service.serve(configured, channels, say=_say)
+
+
+def _say(text: str) -> None:
+    import sys  # deferred: only the long-running process flushes each line (its log is a file)
+
+    output.line(text)
+    sys.stdout.flush()
+
+
 def register(app: typer.Typer) -> None:
     group = typer.Typer(
         help="Everything waiting for you in all your projects: permission requests, questions, stops, paused workers.",
         invoke_without_command=True,
     )
     group.callback()(inbox)
+    group.command("run")(run)
     app.add_typer(group, name="inbox")
     app.command("decide")(decide)

@@ -78,6 +78,18 @@ def render_status(rep: dict[str, Any]) -> None:
             gave_up = "; given up" if d.get("gave_up") else ""
             output.line(head, ": ", ("failed", output.ALERT), f" ({d.get('error')}){gave_up}")
     output.problems(rep["problems"])
+    render_inbox(rep.get("inbox") or {})
+
+
+def render_inbox(service: dict[str, Any]) -> None:
+    """The phone channels' service (`cocoplus inbox run`): running or what to run, and its recent failures."""
+    if service.get("running"):
+        output.line(f"phone: the inbox's process runs (pid {service.get('pid')}), pushing to "
+                    f"{', '.join(service.get('channels') or []) or 'no channel'}")  # fmt: skip
+    elif service.get("channels"):
+        output.line("phone: ", ("not running", output.ALERT), f": {service.get('note')}")
+    for line in service.get("failures") or []:
+        output.line("  phone: ", ("delivery failed", output.ALERT), f": {line}")
 
 
 def status(
