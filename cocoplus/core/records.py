@@ -196,7 +196,7 @@ def parse_stop(data: bytes | None) -> AgentStop:
     except (UnicodeDecodeError, ValueError, RecursionError):
         obj = None
     if isinstance(obj, dict):
-        for k in ("operator", "reason", "created_at", "principal", "id"):
+        for k in ("operator", "reason", "created_at", "principal", "id", "source"):
             v = obj.get(k)
             if isinstance(v, str) and v:
                 info[k] = v[:500]

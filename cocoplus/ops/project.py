@@ -116,7 +116,19 @@ def doctor(layout: Layout) -> dict[str, Any]:
     result["user_files"] = user_file_notes()
     result["rules"] = rule_notes()
     result["file_events"] = supervision_ops.file_events(layout)
+    result["inbox"] = inbox_notes()
     return result
+
+
+def inbox_notes() -> list[str]:
+    """Whether this user's `cocoplus inbox run` runs when phone channels are configured, and its recent delivery
+    failures (never dropped silently)."""
+    from cocoplus.inbox import runner  # deferred: only doctor asks about the phone's service
+
+    st = runner.status()
+    lines = [st["note"]] if st["note"] and st["channels"] else []
+    lines += [f"[inbox] {st['problem']}"] if st.get("problem") else []
+    return lines + [f"phone delivery failed: {f}" for f in st["failures"]]
 
 
 def rule_notes() -> list[str]:

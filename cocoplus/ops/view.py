@@ -338,10 +338,21 @@ def snapshot(layout: Layout, now: float | None = None, chat_limit: int = 6, live
             "watcher": watcher,
             "last_round": _last_round(layout, watcher, problems),
         },
+        "phone": _phone(),
         "chat": _chat(layout, chat_limit, problems),
         "forecast": forecast(layout, now, problems, log=log, sessions=records),
         "problems": problems,
     }
+
+
+def _phone() -> dict[str, Any]:
+    """This user's `cocoplus inbox run` (the phone channels): running, the channels configured, what to run when it
+    does not, how many recent deliveries failed."""
+    from cocoplus.inbox import runner  # deferred: only the snapshot asks about the phone's service
+
+    st = runner.status()
+    return {"running": st["running"], "channels": st["channels"], "note": st["note"] if st["channels"] else None,
+            "failures": len(st["failures"])}  # fmt: skip
 
 
 # -- read when `top` is asked to act ---------------------------------------------------------------

@@ -48,6 +48,7 @@ def launch(
         allow=allow,
         worktree=worktree,
     )
+    _start_inbox(rec)
     alias = rec.get("alias")
     named = f"worker {rec['id']}" + (f" ({alias})" if alias and alias != rec["id"] else "")
     tree = rec.get("worktree")
@@ -195,3 +196,13 @@ def failover(layout: Layout, session: str, by: str | None = None, principal: Pri
         )
     message = resumes.fail_over(layout, rec, limit, now, plan, target=target, by=name, principal=who.word)
     return {"session": rec["id"], "worker": rec.get("worker"), "to": target, "message": message}
+
+
+def _start_inbox(rec: dict[str, Any]) -> None:
+    """A launched worker may ask: this user's `cocoplus inbox run` is started when phone channels are configured and
+    it does not run (`inbox` in the record when it was)."""
+    from cocoplus.inbox import runner  # deferred: only a launch starts the phone's service
+
+    started = runner.ensure_running()
+    if started is not None:
+        rec["inbox"] = started

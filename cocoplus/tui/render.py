@@ -181,11 +181,22 @@ def supervision_line(snap: dict[str, Any]) -> str:
         watcher = "no watcher (rounds wait)"
     else:
         watcher = "no watcher"
+    watcher += phone_text(snap.get("phone") or {})
     if not sup.get("enabled"):
         why = f" ({_f(sup['finish_reason'])})" if sup.get("finish_reason") else ""
         return f"supervision off{why} · {watcher}"
     goal = f" · goal: {_f(sup['task_hint'])}" if sup.get("task_hint") else ""
     return f"supervision on · turns {_f(sup.get('turns_used'))}/{_f(sup.get('max_turns'))} · {watcher}{goal}"
+
+
+def phone_text(phone: dict[str, Any]) -> str:
+    """The phone channels' service, when channels are configured: " · phone: ntfy" or what to run."""
+    if not phone.get("channels"):
+        return ""
+    failed = f", {phone['failures']} failed" if phone.get("failures") else ""
+    if phone.get("running"):
+        return f" · phone: {_f(', '.join(phone['channels']))}{failed}"
+    return f" · phone: not running (`cocoplus inbox run`){failed}"
 
 
 def collision_lines(snap: dict[str, Any], limit: int = 3) -> list[str]:

@@ -80,6 +80,7 @@ def render_doctor(result: dict[str, Any]) -> None:
     output.problems(result.get("grants") or [], label="note")
     output.problems(result.get("user_files") or [], label="note")
     output.problems(result.get("rules") or [], label="problem")
+    output.problems(result.get("inbox") or [], label="note")
 
 
 def render_file_events(fe: dict[str, Any]) -> None:

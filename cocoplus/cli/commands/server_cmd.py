@@ -16,7 +16,10 @@ def serve(
     ] = False,
 ) -> None:
     """Serve the REST API, server-sent events and the web page on 127.0.0.1 (writes need the printed token)."""
+    from cocoplus.inbox import runner  # deferred: only serve starts the phone's service
     from cocoplus.server.run import serve as run_server  # deferred: heavy (FastAPI, uvicorn), only for this command
+
+    runner.ensure_running()  # this user's `cocoplus inbox run`, when phone channels are configured
 
     raise typer.Exit(run_server(layout(), port, open_browser=open_browser))
 

@@ -204,7 +204,11 @@ def supervise(
 def supervisor_run(
     polling: Annotated[bool, typer.Option("--polling", help="Poll instead of using inotify.")] = False,
 ) -> None:
-    """Run the watcher in the foreground (one per project)."""
+    """Run the watcher in the foreground (one per project); it starts this user's `cocoplus inbox run` when phone
+    channels are configured and it does not run."""
+    from cocoplus.inbox import runner  # deferred: only the watcher's process starts the phone's service
+
+    runner.ensure_running()
     raise typer.Exit(watcher.Supervisor(layout(), polling=polling or None).run())
 
 
