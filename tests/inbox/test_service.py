@@ -318,3 +318,28 @@ def test_a_projects_file_cannot_send_tokens_anywhere(
             )
         ntfy.wait_for_messages(TOPIC, 1, timeout=30)
         assert all(not m.get("actions") for m in theirs.messages(TOPIC))
+
+
+def test_doors_say_it_does_not_run_and_a_starter_starts_it_once(
+    project: Layout, ntfy: NtfyStub, cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cocoplus.inbox import runner
+
+    r = cli("doctor", cwd=project.project)
+    assert "inbox run" not in r.out + r.err  # no channel configured: nothing to say
+    user_config(ntfy)
+    for argv in (("doctor",), ("inbox",), ("notify", "status")):
+        r = cli(*argv, cwd=project.project)
+        assert "does not run" in r.out + r.err and "cocoplus inbox run" in r.out + r.err, (argv, r)
+    monkeypatch.setenv("PYTHONPATH", env()["PYTHONPATH"])
+    started = runner.ensure_running()
+    assert started is not None
+    try:
+        doc = wait_until(runner.running, timeout=60)
+        assert doc["pid"] == started["pid"]
+        assert runner.ensure_running() is None  # it runs: nothing more is started
+        r = cli("inbox", cwd=project.project)
+        assert f"runs (pid {started['pid']})" in r.out and f"subscribe to the topic {TOPIC}" in r.out, r
+    finally:
+        os.kill(started["pid"], signal.SIGTERM)
+        wait_until(lambda: runner.running() is None, timeout=60)
