@@ -32,9 +32,13 @@ def write(layout: Layout, text: str) -> None:
         fh.write(text)
 
 
-def quiet(rec: dict[str, Any], layout: Layout, since: str) -> None:
+def quiet(rec: Any, layout: Layout, since: str) -> None:
     """No event from the session since `since` (its hooks set the time of its last one)."""
-    registry.update(layout, rec["id"], lambda r: r.update(last_event_at=since))
+
+    def change(r: Any) -> None:
+        r["last_event_at"] = since
+
+    registry.update(layout, rec["id"], change)
 
 
 def test_a_quiet_worker_is_a_stall_nudged_with_a_steer(project: Layout) -> None:
