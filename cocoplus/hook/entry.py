@@ -28,7 +28,7 @@ POSIX-only: its locks are `fcntl` locks) and no `from __future__`.
 import posix
 import sys
 
-from cocoplus.hook import parse_timeout
+from cocoplus.hook import COUNT_BEFORE_CALL, parse_timeout
 from cocoplus.runtimes import registry
 
 TYPE_CHECKING = False
@@ -262,12 +262,20 @@ def main(
         adapter = registry.get(runtime) if runtime is not None and registry.known(runtime) else None
         kind = registry.kind(adapter, event) if adapter is not None else registry.kind_any(event)
         state, guards, problem = places(env, adapter)
+        data = None
         if kind == "pre_tool" and state is not None and problem is None and _nothing_stopped(state, guards):
-            if adapter is None or not _worker(env):
+            if adapter is not None and _worker(env):
+                data = read_stdin() if stdin_bytes is None else stdin_bytes
+                if _guard(adapter, event, data, state, env):
+                    return 0  # refused: it writes a protected path (the answer is written)
+            if COUNT_BEFORE_CALL not in rest:
                 return 0  # the hot path: no kill switch and no session stopped anywhere, nothing to say
+            if _counted(state, runtime, env, parse_timeout(timeout)):
+                return 0  # counted before the call, with nothing to say
+            # The count has something to say (the cap, the warn threshold, PROGRESS.md's lines, a busy or
+            # damaged count): the runner counts it with everything that follows.
+        if data is None:
             data = read_stdin() if stdin_bytes is None else stdin_bytes
-            return _guard(adapter, event, data, state, env)
-        data = read_stdin() if stdin_bytes is None else stdin_bytes
         import os  # deferred: see the module docstring
 
         from cocoplus.hook import runner  # deferred: the fast path (nothing to do) never loads the runner
@@ -288,25 +296,52 @@ def _worker(environ: "Environ | Mapping[str, str]") -> bool:
     return bool(environ.get("COCOPLUS_WORKER") or environ.get("COCOPLUS_HEADLESS"))
 
 
-def _guard(adapter: "Adapter", event: str, data: bytes, state: str, environ: "Environ | Mapping[str, str]") -> int:
-    """A launched worker's pre-tool call with nothing stopped: refused when it writes a protected path that its
-    runtime would let through without asking (hook/guard.py); otherwise nothing to say."""
+def _counted(
+    state: str, runtime: "str | None", environ: "Environ | Mapping[str, str]", timeout: "float | None"
+) -> bool:
+    """Count this pre-tool call (`COUNT_BEFORE_CALL`) when the count has nothing to say; False: nothing was counted,
+    the runner counts it (`iteration.count`'s `plain_only`), and so it does for a runtime running another's hooks
+    (its own may be wired too: the runner's `step_aside`)."""
+    from cocoplus.core.paths import Layout  # deferred: only a runtime whose post-tool hooks run in the background
+    from cocoplus.session import iteration, values  # deferred: as Layout
+
+    layout = Layout(state)
+    if isinstance(environ, Environ):  # the configuration asks whether a variable overrides a key: a mapping
+        environ = {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
+                   for k, v in posix.environ.items()}  # fmt: skip
+    if runtime is None or not registry.known(runtime) or registry.resolve(runtime, environ)[1] is not None:
+        return False
+    got, problem = values.for_hook(layout, environ)
+    if problem is not None:
+        return False  # the runner says it in the hook log
+    s = got["session"]
+    wait = min(float(got["hooks"]["lock_timeout_s"]), timeout or 5.0)
+    out = iteration.count(
+        layout, s["max_iterations"], s["iteration_warn_at"], timeout=wait, sync_progress=False,
+        progress_every=iteration.PROGRESS_EVERY, before_call=True, plain_only=True,
+    )  # fmt: skip
+    return out.plain()
+
+
+def _guard(adapter: "Adapter", event: str, data: bytes, state: str, environ: "Environ | Mapping[str, str]") -> bool:
+    """A launched worker's pre-tool call with nothing stopped: refused (True, its answer written) when it writes a
+    protected path that its runtime would let through without asking (hook/guard.py)."""
     from cocoplus.core import jsonfast  # deferred: only a worker's tool call is read here
     from cocoplus.hook import guard  # deferred: as jsonfast
 
     try:
         payload = jsonfast.loads(data.decode("utf-8", "surrogateescape")) if data.strip() else {}
     except ValueError:
-        return 0  # what the runtime sent is not JSON: the runtime's own checks stand (nothing is stopped)
+        return False  # what the runtime sent is not JSON: the runtime's own checks stand (nothing is stopped)
     if not isinstance(payload, dict):
-        return 0
+        return False
     reason = guard.refusal(adapter, payload, state, environ)
     if reason is None:
-        return 0
+        return False
     answer = adapter.refuse_tool(event, reason)
     sys.stdout.write(jsonfast.dumps(answer))
     sys.stdout.flush()
-    return 0
+    return True
 
 
 def _nothing_stopped(state: str, guards: "list[str]") -> bool:

@@ -30,6 +30,7 @@ from cocoplus.core import clock, fsio, jsonfast
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Budget, set_process_budget
 from cocoplus.core.paths import Layout, walk_up
+from cocoplus.hook import COUNT_BEFORE_CALL
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import killswitch, registry, stops
@@ -372,14 +373,62 @@ def log_line(layout: Layout, message: str) -> None:
 
 def on_pre_tool(h: Hook) -> Answer:
     reason = h.stop_sentence()
-    return (None if reason is None else h.adapter.deny_tool(h.event_name, reason)), 0
+    if reason is not None:
+        return h.adapter.deny_tool(h.event_name, reason), 0
+    from cocoplus.hook import guard  # deferred: as in the entry, only a worker's call is checked
+
+    if guard.marked(h.environ) and (refused := guard.refusal(h.adapter, h.payload, h.layout.root, h.environ)):
+        return h.adapter.refuse_tool(h.event_name, refused), 0
+    if COUNT_BEFORE_CALL in h.rest:
+        return _count_before_call(h), 0
+    return None, 0
+
+
+def _count_before_call(h: Hook) -> dict[str, Any] | None:
+    """This call counted before it runs (the runtime's post-tool hooks run in the background): refused once the
+    cap is reached, so no more calls run than it allows; the call that reaches it runs, and the agent is stopped
+    for the next; the warn threshold's checkpoint note comes with the call that reaches it."""
+    s = h.values["session"]
+    from cocoplus.session import iteration  # deferred: only tool calls are counted
+
+    out = iteration.count(
+        h.layout, s["max_iterations"], s["iteration_warn_at"], timeout=h.timeout,
+        progress_every=iteration.PROGRESS_EVERY, before_call=True,
+    )  # fmt: skip
+    for problem in out.problems:
+        h.log(problem)
+    from cocoplus.hook import tripped  # deferred: only a call whose count has something to say gets here
+
+    if out.corrupt is not None:
+        return h.adapter.deny_tool(h.event_name, tripped.budget_damaged(h, out.corrupt, answer=False))
+    if out.failed_closed is not None:
+        reason = f"cocoplus: this tool call could not be counted ({out.failed_closed}); the agent is stopped"
+        return h.adapter.deny_tool(h.event_name, reason)
+    if out.refused and out.budget is None:  # not known to be under the cap (its lock stayed busy): not run
+        return h.adapter.refuse_tool(
+            h.event_name, "cocoplus: this tool call could not be counted before it runs (the count stayed busy); "
+            "run it again",
+        )  # fmt: skip
+    return tripped.budget_before_call(h, out)
 
 
 def on_post_tool(h: Hook) -> Answer:
     s = h.values["session"]
+    counted = COUNT_BEFORE_CALL in h.rest  # counted by the pre-tool hook: this one runs in the background
     if h.kind == "post_tool_failure" and not s["count_failed_tools"]:
+        if counted:
+            from cocoplus.session import iteration  # deferred: only a failed call counted before it ran
+
+            try:
+                iteration.uncount(h.layout, timeout=h.timeout)
+            except CocoplusError as exc:
+                h.log(f"a failed call counted before it ran stays counted: {exc}")
         h.touch_session()
         return None, 0
+    if counted:  # the count and the cap were the pre-tool hook's; the rest is this call's record
+        repeated = _loop_guard(h, s["loop_guard_repeats"], already_stopping=False)
+        _record_edits(h)
+        return answers.merge(repeated), 0
     parts: list[dict[str, Any] | None] = []
     from cocoplus.session import iteration  # deferred: only tool calls are counted
 

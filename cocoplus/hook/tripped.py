@@ -20,8 +20,9 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from cocoplus.session.iteration import Outcome
 
 
-def budget_damaged(h: Hook, c: StateCorrupt) -> dict[str, Any] | None:
-    """The iteration budget cannot be trusted: the agent is stopped (fail closed) until the operator resumes it."""
+def budget_damaged(h: Hook, c: StateCorrupt, answer: bool = True) -> Any:
+    """The iteration budget cannot be trusted: the agent is stopped (fail closed) until the operator resumes it.
+    The runtime's answer (`answer=False`: the reason, for the caller's own answer)."""
     reason = (
         f"cocoplus: {h.layout.rel(c.path)} is damaged ({c.cause}); the damaged copy was kept at "
         f"{h.layout.rel(c.kept_at) if c.kept_at else 'its place'}. The agent is stopped because the iteration "
@@ -30,8 +31,41 @@ def budget_damaged(h: Hook, c: StateCorrupt) -> dict[str, Any] | None:
     h.stop_agent(reason, source="iteration-budget", state="paused")
     h.step("iteration_budget_damaged", path=h.layout.rel(c.path), cause=c.cause, kept_at=c.kept_at)
     h.log(reason)
-    answer: dict[str, Any] | None = h.adapter.halt(h.event_name, reason, reason)
-    return answer
+    if not answer:
+        return reason
+    halted: dict[str, Any] | None = h.adapter.halt(h.event_name, reason, reason)
+    return halted
+
+
+def budget_before_call(h: Hook, out: Outcome) -> dict[str, Any] | None:
+    """A count made before the call: refused at the cap (the agent is stopped, the call denied); the call that
+    reaches the cap runs, and the agent is stopped for the next; once, the warn threshold's checkpoint note."""
+    b = out.budget
+    if b is None:
+        return None
+    if out.capped:
+        reason = iteration.exhausted_reason(b)
+        h.stop_agent(reason, source="iteration-budget", state="exited")
+        if out.capped_now:
+            h.step("iteration_cap", consumed=b["consumed"], cap=b["cap"], final_budget_state=_final_budget(h, b))
+        if out.refused:
+            said = f"cocoplus: {reason}; the operator can continue with `cocoplus session resume --reset-budget`"
+            denied: dict[str, Any] | None = h.adapter.deny_tool(h.event_name, said)
+            return denied
+        last = (
+            f"cocoplus: this is the last tool call the iteration cap allows ({b['consumed']} of {b['cap']}): stop "
+            "here and summarise progress in .cocoplus/session/PROGRESS.md."
+        )
+        noted: dict[str, Any] | None = h.adapter.add_context(h.event_name, last)
+        return noted
+    if out.warned_now:
+        h.step(
+            "checkpoint_requested", reason="iteration warn threshold", consumed=b["consumed"], cap=b["cap"],
+            warn_at=b["warn_at"],
+        )  # fmt: skip
+        told: dict[str, Any] | None = h.adapter.add_context(h.event_name, iteration.checkpoint_note(b))
+        return told
+    return None
 
 
 def budget_reached(h: Hook, out: Outcome) -> dict[str, Any] | None:

@@ -74,19 +74,26 @@ def hook_script() -> str:
     return os.path.join(os.path.dirname(here), "hook", "__main__.py")
 
 
-def hook_args(runtime: str, event: str, timeout_s: int | None = None) -> str:
-    """`<Event> --runtime R [--timeout N]`: what every form passes the hook (N: the timeout it was installed with)."""
+def hook_args(runtime: str, event: str, timeout_s: int | None = None, flags: tuple[str, ...] = ()) -> str:
+    """`<Event> --runtime R [--timeout N] [FLAGS]`: what every form passes the hook (N: the timeout it was installed
+    with; FLAGS: how it was wired, `COUNT_BEFORE_CALL`)."""
     args = f"{shlex.quote(event)} --runtime {runtime}"
-    return args if timeout_s is None else f"{args} --timeout {int(timeout_s)}"
+    args = args if timeout_s is None else f"{args} --timeout {int(timeout_s)}"
+    return " ".join([args, *flags])
 
 
 def direct(
-    runtime: str, event: str, python: str | None = None, hook: str | None = None, timeout_s: int | None = None
+    runtime: str,
+    event: str,
+    python: str | None = None,
+    hook: str | None = None,
+    timeout_s: int | None = None,
+    flags: tuple[str, ...] = (),
 ) -> str:
     """The direct command, with this installation's interpreter and hook script (or the ones given)."""
     py = python or sys.executable
     return " ".join(
-        [shlex.quote(py), *HOOK_FLAGS, shlex.quote(hook or hook_script()), hook_args(runtime, event, timeout_s)]
+        [shlex.quote(py), *HOOK_FLAGS, shlex.quote(hook or hook_script()), hook_args(runtime, event, timeout_s, flags)]
     )
 
 
@@ -142,7 +149,13 @@ def _missing(kind: str, title: str, project_env: tuple[str, ...]) -> str:
 
 
 def hook_launcher(
-    runtime: str, event: str, kind: str, title: str, project_env: tuple[str, ...], timeout_s: int | None = None
+    runtime: str,
+    event: str,
+    kind: str,
+    title: str,
+    project_env: tuple[str, ...],
+    timeout_s: int | None = None,
+    flags: tuple[str, ...] = (),
 ) -> str:
     """The launcher command for one event: the same text on every machine.
 
@@ -150,12 +163,12 @@ def hook_launcher(
     PATH if it is not the project's own file; a command in no cocoplus project does nothing; with no
     cocoplus at all the kill switch still holds before a tool.
     """
-    args = hook_args(runtime, event, timeout_s)
-    flags = " ".join(HOOK_FLAGS)
+    args = hook_args(runtime, event, timeout_s, flags)
+    python_flags = " ".join(HOOK_FLAGS)
     return (
         _SOURCE
         + '[ -x "$cocoplus_python" ] && [ -r "$cocoplus_hook" ] && '
-        + f'exec "$cocoplus_python" {flags} "$cocoplus_hook" {args}; '
+        + f'exec "$cocoplus_python" {python_flags} "$cocoplus_hook" {args}; '
         + _project_search(project_env)
         + '[ -n "$cocoplus_d" ] || exit 0; '
         + _cocoplus_on_path()

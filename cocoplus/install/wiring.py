@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cocoplus.hook import timeouts
+from cocoplus.hook import COUNT_BEFORE_CALL, timeouts
 from cocoplus.install import launcher
 from cocoplus.runtimes import registry
 
@@ -35,13 +35,24 @@ if TYPE_CHECKING:
 FORMS = ("direct", "launcher")
 
 
+# The tool-call events that count before the call where the runtime runs its post-tool hooks in the background.
+COUNTED_KINDS = ("pre_tool", "post_tool", "post_tool_failure")
+
+
+def flags(adapter: Adapter, kind: str) -> tuple[str, ...]:
+    """How one event's hook is wired: `COUNT_BEFORE_CALL` on the tool-call events of a runtime whose post-tool hooks
+    run in the background (`POST_TOOL_ASYNC`)."""
+    return (COUNT_BEFORE_CALL,) if adapter.POST_TOOL_ASYNC and kind in COUNTED_KINDS else ()
+
+
 def command(adapter: Adapter, event: str, kind: str, form: str, timeout_s: int | None = None) -> str:
     """The command that runs cocoplus' hook for `event`, in the given form, telling it its timeout."""
+    wired = flags(adapter, kind)
     if form == "direct":
-        return launcher.direct(adapter.NAME, event, timeout_s=timeout_s)
+        return launcher.direct(adapter.NAME, event, timeout_s=timeout_s, flags=wired)
     if form == "launcher":
         return launcher.hook_launcher(
-            adapter.NAME, event, kind, adapter.TITLE, adapter.PROJECT_ENV, timeout_s=timeout_s
+            adapter.NAME, event, kind, adapter.TITLE, adapter.PROJECT_ENV, timeout_s=timeout_s, flags=wired
         )
     raise ValueError(f"unknown command form {form!r}: {FORMS}")
 

@@ -160,6 +160,5 @@ def test_per_session_actions_are_recorded_for_the_brain(two: Layout) -> None:
         ("steer_session", "cc1", True),
         ("stop_session", "cc2", True),
         ("resume_session", "cc2", True),
-        ("stop_session", "cc9", False),
-    ]
+    ]  # (a person's mistyped target, cc9, is their error: no action of supervision)
     assert all(r["by"] == "tester" and r["round"] is None and r["schema_version"] == 1 for r in records)

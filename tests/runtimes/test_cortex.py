@@ -163,6 +163,10 @@ def test_claude_hooks_alone_under_cortex_act_as_cortex(project: Layout) -> None:
     """Only .claude wired: under Cortex Code those hooks do the work, as Cortex (ct1, its dialect)."""
     install.install("claude", project.project)
     env = cortex_env(project)
+    # Claude Code's entries count each call before it runs (its post-tool hooks run in the background): so they do
+    # under Cortex Code, which runs them, and the post-tool hook counts nothing more.
+    r = run_installed(project, "claude", "PreToolUse", payload("cortex-pretooluse-bash.json", project), env)
+    assert (r.returncode, r.stdout) == (0, b"")
     r = run_installed(project, "claude", "PostToolUse", payload("cortex-posttooluse-bash.json", project), env)
     assert (r.returncode, r.stdout) == (0, b"")
     assert consumed(project) == 1
@@ -173,10 +177,11 @@ def test_real_claude_code_is_not_taken_for_cortex(both_wired: Layout) -> None:
     """Claude Code itself (no CORTEX_ variables) runs only the .claude hooks, which act as Claude."""
     project = both_wired
     env = hook_env(None, CLAUDE_PROJECT_DIR=project.project)
-    r = run_installed(
-        project, "claude", "PostToolUse", payload("cortex-posttooluse-bash.json", project, tool_name="Bash"), env
-    )
-    assert r.returncode == 0 and consumed(project) == 1
+    for event in ("PreToolUse", "PostToolUse"):  # counted before the call (Claude Code's entries)
+        name = "cortex-pretooluse-bash.json" if event == "PreToolUse" else "cortex-posttooluse-bash.json"
+        r = run_installed(project, "claude", event, payload(name, project, tool_name="Bash"), env)
+        assert r.returncode == 0
+    assert consumed(project) == 1
     assert [(s["runtime"], s["alias"]) for s in sessions(project)] == [("claude", "cc1")]
 
 

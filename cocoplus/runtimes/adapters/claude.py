@@ -78,6 +78,10 @@ HOOKS_FILE = (".claude", "settings.json")
 LOCAL_HOOKS_FILE = (".claude", "settings.local.json")
 HOOK_FILES_READ = (HOOKS_FILE, LOCAL_HOOKS_FILE)
 GROUPED = True
+# PostToolUse and PostToolUseFailure run in the background (`"async": true`): the agent does not wait for them, and
+# PreToolUse counts each call before it runs, so the cap stays exact (docs/architecture/hook-call.md).
+POST_TOOL_ASYNC = True
+_ASYNC_EVENTS = ("PostToolUse", "PostToolUseFailure")
 SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = (".claude", "commands")
 
@@ -93,7 +97,10 @@ def hook_timeout(event: str, timeout_s: int) -> int:
 
 
 def hook_entry(command: str, event: str, timeout_s: int) -> "dict[str, Any]":
-    return {"type": "command", "command": command, "timeout": hook_timeout(event, timeout_s)}
+    entry: dict[str, Any] = {"type": "command", "command": command, "timeout": hook_timeout(event, timeout_s)}
+    if event in _ASYNC_EVENTS:
+        entry["async"] = True
+    return entry
 
 
 def entry_timeout(handler: "Mapping[str, Any]") -> "float | None":

@@ -75,6 +75,7 @@ REPO_SETTINGS = (".codex/hooks.json", ".codex/config.toml")
 HOOKS_FILE = (".codex", "hooks.json")
 HOOK_FILES_READ = (HOOKS_FILE,)
 GROUPED = True
+POST_TOOL_ASYNC = False  # its post-tool hooks are waited for: they count each call
 LOCAL_HOOKS_FILE = None  # no per-user project file: the committed hooks are the launcher (install/launcher.py)
 SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = None

@@ -102,6 +102,7 @@ REPO_SETTINGS = (".cursor/hooks.json", ".cursor/mcp.json")
 HOOKS_FILE = (".cursor", "hooks.json")
 HOOK_FILES_READ = (HOOKS_FILE,)
 GROUPED = False
+POST_TOOL_ASYNC = False  # its post-tool hooks are waited for: they count each call
 LOCAL_HOOKS_FILE = None  # no per-user project file: the committed hooks are the launcher (install/launcher.py)
 SETTINGS_DEFAULTS: "dict[str, Any]" = {"version": 1}
 SLASH_COMMAND_DIR = None
