@@ -103,7 +103,12 @@ ENTRIES: tuple[Entry, ...] = (
         "Headless workers' pending permission requests and the log of decisions.",
     ),
     Entry("budget", "budget_cmd", "session", "Cost budget: measured spend, its state, and costs added by hand."),
-    Entry("serve", "server_cmd", "session", "Serve the web page, the REST API and server-sent events on 127.0.0.1."),
+    Entry(
+        "serve",
+        "server_cmd",
+        "session",
+        "Serve the web page, the decision page, the REST API and server-sent events on 127.0.0.1 (or --public URL).",
+    ),
     # supervision
     Entry(
         "supervise",

@@ -7,6 +7,9 @@ database's home): never inside a repository, never a live token.
 * `ledger.jsonl`: the delivery ledger (for each decision and channel: sent, accepted by the server, answered,
   refused, escalated, followed up);
 * `devices.json`: paired devices (the hash of each device's token, its name, when paired, revoked or not);
+* `pairing/<sha256>.json`: a pairing link's one-time code, as its hash, until it is used or expires
+  (`inbox/devices.py`);
+* `page.json`: the decision page's base URL while `cocoplus serve --public URL` runs (`page_url`);
 * `presence`: touched by `top` and the page while the operator is at the machine (no push then);
 * `run.lock`, `run.json`: the one `cocoplus inbox run` of this user; `run.log`, its output when started
   detached; `pushes.json`, what it pushed where (never a token);
@@ -69,6 +72,14 @@ def pushes_file() -> str:
     """What `cocoplus inbox run` pushed (decision, channel, message id; never a token) and where its reply
     streams stopped, so a restart neither pushes a decision twice nor loses a tap."""
     return _path("pushes.json")
+
+
+def pairing_dir() -> str:
+    return _path("pairing")
+
+
+def page_file() -> str:
+    return _path("page.json")
 
 
 # -- handles ---------------------------------------------------------------------------------------------------
@@ -134,6 +145,17 @@ def spend(digest: str, expires: float, what: dict[str, Any]) -> dict[str, Any] |
         os.close(fd)
     fsio.fsync_dir(folder)
     return None
+
+
+def spent(digest: str) -> dict[str, Any] | None:
+    """What the first use of a token recorded (its `digest`), or None when it was not used (or is forgotten)."""
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        return None
+    try:
+        doc = fsio.read_json(os.path.join(_path("used"), digest))
+    except CocoplusError:
+        return {"at": None}
+    return doc
 
 
 def prune_used(now: float | None = None) -> int:
@@ -203,3 +225,50 @@ def touch_presence() -> None:
     fd = os.open(presence_file(), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     os.close(fd)
     os.utime(presence_file())
+
+
+# -- the decision page's address --------------------------------------------------------------------------------
+
+
+def write_page(url: str, insecure_http: bool, project: str) -> dict[str, Any]:
+    """Record the decision page's base URL (`cocoplus serve --public URL`, this process) for the inbox's pushes."""
+    from cocoplus.session import procinfo  # deferred: only a public server records itself
+
+    doc = {"url": url, "insecure_http": insecure_http, "project": project, "started_at": clock.iso(),
+           **procinfo.self_process()}  # fmt: skip
+    fsio.ensure_dir(directory())
+    fsio.atomic_write_json(page_file(), doc)
+    return doc
+
+
+def clear_page() -> None:
+    """Forget the page's address at the server's exit, unless another server recorded its own since."""
+    try:
+        doc = fsio.read_json(page_file())
+    except CocoplusError:
+        return
+    if isinstance(doc, dict) and doc.get("pid") == os.getpid():
+        try:
+            os.unlink(page_file())
+        except OSError:
+            pass
+
+
+def page_url() -> str | None:
+    """The decision page's base URL (no trailing slash) while a `cocoplus serve --public URL` of this user runs,
+    else None.  Never a plain-http address of another machine unless that server was told so (`--insecure-http`):
+    links built on it carry tokens.  A push's "Open" is `<base>/inbox/d/<id>`, a direct link `<base>/inbox/t/<token>`.
+    """
+    from cocoplus.inbox import site  # deferred: only a link's maker asks
+    from cocoplus.session import procinfo  # deferred: as site
+
+    try:
+        doc = fsio.read_json(page_file())
+    except CocoplusError:
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("url"), str):
+        return None
+    if procinfo.alive(doc.get("pid"), doc.get("start_ticks")) is not True:
+        return None
+    url = str(doc["url"])
+    return url if site.link_safe(url, insecure_ok=doc.get("insecure_http") is True) else None

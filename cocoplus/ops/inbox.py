@@ -97,24 +97,29 @@ def decide(
     channel: str = "cli",
     layout: Layout | None = None,
     principal: Principal | None = None,
+    always: bool = False,
 ) -> dict[str, Any]:
     """Answer decision `ident` with `action` (one of its `actions`); `text`: the answer to a question, or the reason
-    a denial gives.  The first answer wins: a decision already resolved says by whom, through which channel and
-    when (`already_decided`), and a request whose hook ended is `gone`."""
+    a denial gives; `always` (a permission's approve only): also remember its rule, with `approve --always`'s limits
+    (never for a request that writes a protected path).  The first answer wins: a decision already resolved says by
+    whom, through which channel and when (`already_decided`), and a request whose hook ended is `gone`."""
     if channel not in CHANNELS:
         raise UsageError(f"channel must be one of {', '.join(CHANNELS)}")
     lay, d = find(ident, layout)
     who, by = authority.acting(principal, "decide", f"decide {ident}", lay)
     if action not in d["actions"]:
         raise UsageError(f"{ident} ({d['kind']}) takes {', '.join(d['actions'])}, not {action!r}")
+    if always and (d["kind"], action) != ("permission", "approve"):
+        raise UsageError(f"{ident}: only a permission request's approve can be `always`")
     if d["state"] != "open":
-        return _already(d)
-    out = _act(lay, d, action, text, who, by, channel)
+        return already(d)
+    out = _act(lay, d, action, text, who, by, channel, always)
     out.update(decision=ident, kind=d["kind"], action=action, channel=channel, project=lay.project)
     return out
 
 
-def _already(d: dict[str, Any]) -> dict[str, Any]:
+def already(d: dict[str, Any]) -> dict[str, Any]:
+    """What an answer to a decision no longer open is told: who resolved it, through which channel, when."""
     by = d.get("resolved_by") or ("its deadline" if d["state"] == "expired" else "nobody")
     via = f" via {d['channel']}" if d.get("channel") else ""
     at = f" at {d['resolved_at']}" if d.get("resolved_at") else ""
@@ -126,7 +131,8 @@ def _already(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def _act(
-    layout: Layout, d: dict[str, Any], action: str, text: str | None, who: Principal, by: str, channel: str
+    layout: Layout, d: dict[str, Any], action: str, text: str | None, who: Principal, by: str, channel: str,
+    always: bool = False,
 ) -> dict[str, Any]:
     from cocoplus.ops import permissions as permissions_ops  # deferred: only an answer of this kind needs it
 
@@ -135,7 +141,7 @@ def _act(
         return {"already_decided": False, "message": f"{d['id']} left as it is ({d['summary']})"}
     if d["kind"] == "permission":
         if action == "approve":
-            return permissions_ops.approve(layout, d["id"], principal=who, channel=channel)
+            return permissions_ops.approve(layout, d["id"], always=always, principal=who, channel=channel)
         return permissions_ops.deny(layout, d["id"], reason=text, principal=who, channel=channel)
     if d["kind"] == "question":
         if not (text or "").strip():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cocoplus.core import inert
 from cocoplus.core.paths import Layout
 from cocoplus.ops import authority
 from cocoplus.ops.authority import Principal
@@ -69,6 +70,36 @@ def list_workers(layout: Layout) -> dict[str, Any]:
     from cocoplus.supervision import workers  # deferred: the CLI imports every ops module at start
 
     return workers.listing(layout)
+
+
+def state_text(w: dict[str, Any]) -> str:
+    """A worker's state as `workers list` and the decision page show it: why a queued one is held, until when a
+    paused one waits."""
+    if w.get("paused"):
+        return inert.line(w["paused"])
+    state = str(w["state"]) + (" (stale)" if w.get("stale") else "")
+    held = w.get("held") if w["state"] == "queued" else None
+    return f"{state} ({inert.line(held.get('reason'))})" if isinstance(held, dict) and held.get("reason") else state
+
+
+def ended_text(w: dict[str, Any]) -> str:
+    """How a worker ended, as `workers list` shows it (empty while it runs): its exit, who killed it, the tool
+    calls refused to it, and what it left behind."""
+    ended = str((w.get("exit") or {}).get("status") or "")
+    if w.get("killed_by"):
+        ended = f"killed by {w['killed_by']}"
+    if w.get("denied"):
+        ended = f"{ended or '-'}; {w['denied']} denied"
+    left = [p for p in w.get("left_behind") or [] if isinstance(p, dict)]
+    if left:
+        gone = all(p.get("ended") for p in left)
+        ended = f"{ended or '-'}; left {len(left)} behind ({'ended' if gone else 'ending'})"
+    return ended
+
+
+def runtime_text(w: dict[str, Any]) -> str:
+    """Its runtime, with each failover (`claude → codex (rate limit until 15:00)`)."""
+    return inert.line(w.get("runtimes_text") or w["runtime"])
 
 
 def logs(layout: Layout, worker: str, offset: int | None = None, raw: bool = False) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from cocoplus.core.errors import (
 )
 from cocoplus.core.paths import Layout
 from cocoplus.fleet.options import FleetUnreachable
+from cocoplus.inbox import site
 from cocoplus.server import events as events_mod
 from cocoplus.server import mcp_http
 from cocoplus.server.routes import ROUTERS
@@ -103,9 +104,10 @@ def create_app(
 ) -> Any:
     """The ASGI application: FastAPI routes behind the Host/Origin/token guard, and MCP at `/mcp`.
 
-    Whoever holds the token is the operator (docs/authority.md): every change is made with that principal.
-    `public_url` is the address of a server reachable from outside (`cocoplus serve --public URL`); such a
-    server never serves `/mcp` (`mcp_http.serves_mcp`).
+    Whoever holds the token, or a paired device, is the operator (docs/authority.md): every change is made with
+    that principal.  `public_url` is the address of a server reachable from outside (`cocoplus serve --public
+    URL`): its Host and Origin are accepted, every read but the pages' files needs a credential
+    (server/security.py), and it never serves `/mcp` (`mcp_http.serves_mcp`).
     """
     hub = hub or events_mod.Hub(layout)
     srv = ServerState(layout, hub, port)
@@ -130,8 +132,9 @@ def create_app(
         version=__version__,
         description=(
             "Supervision, agent sessions, operator controls and the master-agent conversation of one project, "
-            "over the same files the `cocoplus` CLI uses. Loopback only; every request that changes state needs "
-            "`Authorization: Bearer <token>` (printed by `cocoplus serve`, stored in .cocoplus/server-token)."
+            "over the same files the `cocoplus` CLI uses. Loopback unless `cocoplus serve --public URL`; every request "
+            "that changes state needs `Authorization: Bearer <token>` (printed by `cocoplus serve`, stored in "
+            ".cocoplus/server-token); the inbox's routes also take a paired device's cookie (`cocoplus inbox pair`)."
         ),
         docs_url=None,
         redoc_url=None,
@@ -144,7 +147,7 @@ def create_app(
     app.state.mcp = mcp
     _handle_errors(app, layout)
     app.add_middleware(KeptReads, srv=srv)  # the kept read routes' good answers, before any routing
-    return Guard(app, port=port, token=token)
+    return Guard(app, port=port, token=token, public=site.parse(public_url) if public_url else None)
 
 
 def _handle_errors(app: FastAPI, layout: Layout) -> None:

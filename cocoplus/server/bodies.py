@@ -276,3 +276,56 @@ class RetryBody(_Body):
         json_schema_extra=_says(pattern=ID_PATTERN),
         description="Default: the last failed task.",
     )
+
+
+# The actions a decision of the inbox takes (inbox/decisions.py ACTIONS: each kind takes some of them).
+DECISION_ACTIONS = ("approve", "deny", "answer", "leave", "resume", "later")
+DecisionId = Annotated[
+    str,
+    Path(
+        min_length=1, max_length=MAX_ID, pattern=ID_PATTERN,
+        description="The decision's id, as `cocoplus inbox` shows it (p_…, q_…, s_…, l_…).",
+    ),
+]  # fmt: skip
+StateDir = Annotated[
+    str,
+    Field(
+        min_length=1, max_length=4096,
+        description="The project's state directory (`state_dir`, as GET /api/v1/inbox lists the projects).",
+    ),
+]  # fmt: skip
+
+
+class DecideBody(_Body):
+    action: Literal[DECISION_ACTIONS] = Field(  # type: ignore[valid-type]
+        ..., description="One of the decision's `actions` (approve, deny, answer, leave, resume, later)."
+    )
+    text: str | None = Field(
+        None, max_length=64 * 1024, description="The answer to a question, or the reason a denial gives."
+    )
+    always: bool = Field(
+        False,
+        description="With a permission request's approve: also remember its rule for this project (never for one "
+        "that writes a protected path).",
+    )
+
+
+class DecisionSteerBody(_Body):
+    text: str = Field(
+        ...,
+        min_length=1,
+        max_length=64 * 1024,
+        json_schema_extra=_says(pattern=NOT_BLANK),
+        description="Injected once into the session's next turn (`session steer --session`).",
+    )
+
+
+class WorkerStopBody(_Body):
+    project: StateDir
+    worker: str = Field(
+        ..., min_length=1, max_length=MAX_ID, json_schema_extra=_says(pattern=ID_PATTERN), description="Its id (w1)."
+    )
+
+
+class PanicBody(_Body):
+    project: StateDir

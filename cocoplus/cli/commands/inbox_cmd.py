@@ -1,13 +1,18 @@
-"""`cocoplus inbox` and `cocoplus decide ID ACTION`: the decisions waiting for the operator in all their projects."""
+"""`cocoplus inbox`, `cocoplus decide ID ACTION`, `cocoplus inbox run`, `cocoplus inbox pair` and `cocoplus inbox
+devices`: the decisions waiting for the operator in all their projects, the process that pushes them to the phone,
+and the phone that answers them on the decision page."""
 
 from __future__ import annotations
 
+import io
+import sys
 from typing import Annotated, Any
 
 import typer
 
 from cocoplus.cli import output
 from cocoplus.cli.commands import JsonFlag, optional_layout
+from cocoplus.core import inert
 from cocoplus.core.errors import CocoplusError
 from cocoplus.ops import inbox as ops
 
@@ -104,6 +109,56 @@ def _say(text: str) -> None:
     sys.stdout.flush()
 
 
+def render_pair(result: dict[str, Any]) -> None:
+    import segno  # deferred: only pairing draws a QR code
+
+    buf = io.StringIO()
+    segno.make(result["link"], error="m").terminal(out=buf, compact=True, border=2)
+    sys.stdout.write(buf.getvalue())
+    output.line(f"Scan it with your phone, or open this link on it (once, until {result['expires_at']}):")
+    output.line(result["link"])
+    output.line(f"The phone is then paired as \u201c{result['name']}\u201d; `cocoplus inbox devices` lists devices.")
+
+
+def pair(
+    name: Annotated[str, typer.Option("--name", help="What to call the device in `cocoplus inbox devices`.")] = "phone",
+    json_out: JsonFlag = False,
+) -> None:
+    """Pair your phone with the decision page: a QR code and a one-time link (10 minutes) that give it a device
+    token; needs `cocoplus serve --public URL` running."""
+    from cocoplus.ops import devices as devices_ops  # deferred: only pairing needs it
+
+    output.show(devices_ops.pair(name), json_out, render_pair)
+
+
+def render_devices(result: dict[str, Any]) -> None:
+    found = result.get("devices") or []
+    if result.get("device"):
+        output.line(result["message"])
+        return
+    if not found:
+        output.line("no device is paired (`cocoplus inbox pair` pairs one)")
+        return
+    rows = [[d["id"], inert.line(d.get("name") or "-"), d.get("paired_at") or "-",
+             f"revoked {d['revoked_at']}" if d.get("revoked_at") else "paired"] for d in found]  # fmt: skip
+    for text in output.table([("ID", True), ("NAME", False), ("PAIRED AT", True), ("STATE", True)], rows,
+                             output.terminal_width()):  # fmt: skip
+        output.line(text)
+
+
+def devices(
+    revoke: Annotated[
+        str | None, typer.Option("--revoke", help="Revoke this device (its id): its next request is refused.")
+    ] = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """The devices paired with the decision page; --revoke ID takes one's access away at once."""
+    from cocoplus.ops import devices as devices_ops  # deferred: as pair
+
+    result = devices_ops.revoke(revoke) if revoke else devices_ops.listing()
+    output.show(result, json_out, render_devices)
+
+
 def register(app: typer.Typer) -> None:
     group = typer.Typer(
         help="Everything waiting for you in all your projects: permission requests, questions, stops, paused workers.",
@@ -111,5 +166,7 @@ def register(app: typer.Typer) -> None:
     )
     group.callback()(inbox)
     group.command("run")(run)
+    group.command("pair")(pair)
+    group.command("devices")(devices)
     app.add_typer(group, name="inbox")
     app.command("decide")(decide)

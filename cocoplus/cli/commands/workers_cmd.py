@@ -69,21 +69,12 @@ def render_list(result: dict[str, Any]) -> None:
     if workers:
         rows = []
         for w in workers:
-            ended = (w.get("exit") or {}).get("status") or ""
-            if w.get("killed_by"):
-                ended = f"killed by {w['killed_by']}"
-            if w.get("denied"):
-                ended = f"{ended or '-'}; {w['denied']} denied"
-            left = [p for p in w.get("left_behind") or [] if isinstance(p, dict)]
-            if left:
-                gone = all(p.get("ended") for p in left)
-                ended = f"{ended or '-'}; left {len(left)} behind ({'ended' if gone else 'ending'})"
-            state = _state(w)
             session = w.get("session_alias") or w.get("alias") or "-"
             pid = str(w.get("pid") or "-")
             task = (w.get("task") or "")[:60]
-            runtime = inert.line(w.get("runtimes_text") or w["runtime"])  # "claude → codex (rate limit until 15:00)"
-            rows.append([w["id"], state, session, w.get("attention") or "-", runtime, pid, ended or "-", task])
+            runtime = ops.runtime_text(w)  # "claude → codex (rate limit until 15:00)"
+            rows.append([w["id"], ops.state_text(w), session, w.get("attention") or "-", runtime, pid,
+                         ops.ended_text(w) or "-", task])  # fmt: skip
         cols = [
             ("ID", True),
             ("STATE", True),
@@ -101,15 +92,6 @@ def render_list(result: dict[str, Any]) -> None:
         for text in output.table(cols, rows, output.terminal_width()):
             output.line(text)
     output.problems(result.get("problems") or [])
-
-
-def _state(w: dict[str, Any]) -> str:
-    """A worker's state as the list shows it: why a queued one is held, until when a paused one waits."""
-    if w.get("paused"):
-        return inert.line(w["paused"])
-    state = w["state"] + (" (stale)" if w.get("stale") else "")
-    held = w.get("held") if w["state"] == "queued" else None
-    return f"{state} ({inert.line(held.get('reason'))})" if isinstance(held, dict) and held.get("reason") else state
 
 
 def _branch(tree: Any) -> str:

@@ -8,17 +8,32 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from cocoplus.server.routes import chat, events, fleet, meta, page, permissions, session, sessions, supervision, workers
+from cocoplus.server.routes import (
+    chat,
+    events,
+    fleet,
+    inbox,
+    inbox_links,
+    meta,
+    page,
+    permissions,
+    session,
+    sessions,
+    supervision,
+    workers,
+)
 
 ROUTERS: tuple[APIRouter, ...] = (
     supervision.router,
     sessions.router,
     workers.router,
     permissions.router,
+    inbox.router,
     session.router,
     chat.router,
     fleet.router,
     meta.router,
     events.router,
     page.router,
+    inbox_links.router,
 )

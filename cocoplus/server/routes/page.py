@@ -24,3 +24,4 @@ router.get("/", include_in_schema=False)(_static("index.html", "text/html; chars
 router.get("/app.js", include_in_schema=False)(_static("app.js", "text/javascript; charset=utf-8"))
 router.get("/app.css", include_in_schema=False)(_static("app.css", "text/css; charset=utf-8"))
 router.get("/uplot.min.js", include_in_schema=False)(_static("uplot.min.js", "text/javascript; charset=utf-8"))
+router.get("/inert.js", include_in_schema=False)(_static("inert.js", "text/javascript; charset=utf-8"))
