@@ -131,7 +131,13 @@ def already(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def _act(
-    layout: Layout, d: dict[str, Any], action: str, text: str | None, who: Principal, by: str, channel: str,
+    layout: Layout,
+    d: dict[str, Any],
+    action: str,
+    text: str | None,
+    who: Principal,
+    by: str,
+    channel: str,
     always: bool = False,
 ) -> dict[str, Any]:
     from cocoplus.ops import permissions as permissions_ops  # deferred: only an answer of this kind needs it

@@ -195,7 +195,7 @@ def post_link(token: str, request: Request) -> Response:
         LIMITER.note()
     if got["status"] == "open":
         return RedirectResponse(f"/inbox/d/{quote(str(got['decision']))}", status_code=303)
-    shown = {k: got[k] for k in ("status", "http", "message", "decision", "action") if k in got}
+    shown: dict[str, Any] = {k: got[k] for k in ("status", "http", "message", "decision", "action") if k in got}
     if got["status"] == "tampered":
         return _json_or(request, shown, _refused(403))
     title = {"ok": "Done", "used": "Link used", "already": "Already resolved", "expired": "This link has expired"}
