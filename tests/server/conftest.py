@@ -156,7 +156,7 @@ def start_server(layout: Layout, *extra: str, timeout: float = 30.0, env: dict[s
 
     def up() -> bool:
         try:
-            return httpx.get(url + "api/v1/session-os/main-brain/autonomous", timeout=2).status_code == 200
+            return httpx.get(url + "api/v1/meta", timeout=2).status_code == 200  # readable with --public too
         except httpx.HTTPError:
             return False
 

@@ -31,14 +31,13 @@ function showTokenBanner() { $("token-banner").hidden = !!token(); }
 class ApiError extends Error {
   constructor(status, message) { super(message); this.status = status; }
 }
-// `auth`: send the token on a read too (the fleet view needs it).
+// `auth`: the read needs the token (the fleet view); the token is sent whenever the page has it.
 async function call(method, path, body, auth) {
   const headers = { "Accept": "application/json" };
   const opts = { method, headers, cache: "no-store", credentials: "omit" };
-  if (method !== "GET" || auth) {
-    const t = token();
-    if (t) headers["Authorization"] = "Bearer " + t;
-  }
+  // The token goes with reads too: a server with --public answers no read without it (server/security.py).
+  const t = token();
+  if (t) headers["Authorization"] = "Bearer " + t;
   if (method !== "GET") {
     if (body !== undefined) {
       headers["Content-Type"] = "application/json";
@@ -652,9 +651,40 @@ async function loadFleet() {
 }
 setInterval(() => act(loadFleet), FLEET_EVERY_MS);
 
+// -- the inbox and the workers (GET /api/v1/inbox needs the token; the decision page /inbox is the full view) ----
+const INBOX_EVERY_MS = 5000;
+async function loadInbox() {
+  if (!token()) {
+    show($("inbox-service"), "the open decisions and the workers need the server's token");
+    $("inbox-rows").replaceChildren();
+    $("worker-rows").replaceChildren();
+    return;
+  }
+  const data = await call("GET", "/inbox", undefined, true);
+  const svc = data.service || {};
+  show($("inbox-service"), svc.running ? `cocoplus inbox run is running (pid ${svc.pid})` : (svc.note || "inbox: –"));
+  const answer = (d, action) => act(async () => {
+    await call("POST", `/inbox/decisions/${encodeURIComponent(d.id)}`, { action });
+    await loadInbox();
+  });
+  $("inbox-rows").replaceChildren(...(data.decisions || []).map((d) => el("li", { "data-id": d.id },
+    el("a", { href: `/inbox/d/${encodeURIComponent(d.id)}` }, d.summary), " ",
+    el("span", { class: "muted" }, `${d.kind} · ${String(d.project || "").split("/").pop()}`), " ",
+    ...(d.actions.includes("approve") ? [
+      el("button", { type: "button", "data-action": "approve", onclick: () => answer(d, "approve") }, "Allow"), " ",
+      el("button", { type: "button", class: "danger", "data-action": "deny", onclick: () => answer(d, "deny") }, "Deny")] : []))));
+  if (!(data.decisions || []).length) $("inbox-rows").replaceChildren(el("li", { class: "muted" }, "nothing waits for you"));
+  const workers = data.workers || [];
+  $("worker-rows").replaceChildren(...workers.map((w) => el("tr", { "data-worker": w.id },
+    el("td", {}, w.id), el("td", {}, w.state_text), el("td", {}, w.runtime_text), el("td", {}, w.project),
+    el("td", {}, w.ended_text || "–"))));
+  $("workers-empty").hidden = workers.length > 0;
+}
+setInterval(() => act(loadInbox), INBOX_EVERY_MS);
+
 // -- live updates --------------------------------------------------------------------------------
 async function loadAll() {
-  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadHistory), act(loadFleet)]);
+  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadHistory), act(loadFleet), act(loadInbox)]);
 }
 // The indicator says "connecting…" until the event stream first opens, "live" while it is open,
 // "reconnecting" once an open stream is lost and "offline" when it could not be opened (the browser
@@ -724,6 +754,7 @@ function wire() {
     $("token-input").value = "";
     showTokenBanner();
     act(loadFleet);
+    act(loadInbox);
   });
 }
 
