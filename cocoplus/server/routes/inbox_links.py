@@ -105,15 +105,17 @@ def _e(value: Any) -> str:
 
 
 def page(title: str, body: str, status: int = 200) -> HTMLResponse:
-    """A short page of its own (no script): the link's answer, or its button."""
+    """A short page of its own (no script): the link's answer, or its button.  Its referrer policy is
+    `same-origin`, not the server's `no-referrer`: under that a browser posts the button's form with `Origin: null`,
+    which the Origin check refuses; the address (with its token) still goes to no other site."""
     doc = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<meta name="referrer" content="no-referrer"><title>{_e(title)} · cocoplus</title>'
+        f'<meta name="referrer" content="same-origin"><title>{_e(title)} · cocoplus</title>'
         '<link rel="stylesheet" href="/inbox.css"></head>'
         f'<body class="link"><main class="card"><h1>{_e(title)}</h1>{body}</main></body></html>'
     )
-    return HTMLResponse(doc, status_code=status, headers={"content-security-policy": LINK_CSP})
+    return HTMLResponse(doc, status_code=status, headers={"content-security-policy": LINK_CSP, "referrer-policy": "same-origin"})
 
 
 def _p(text: str, cls: str | None = None) -> str:
