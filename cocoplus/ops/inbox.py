@@ -114,6 +114,11 @@ def decide(
     if d["state"] != "open":
         return already(d)
     out = _act(lay, d, action, text, who, by, channel, always)
+    if out.get("already_decided"):
+        # Another answer came first, between the look above and this one: say whose, as for one seen resolved.
+        now = decisions.find(lay, ident)
+        if now is not None and now["state"] != "open":
+            out = {**out, **already(now)}
     out.update(decision=ident, kind=d["kind"], action=action, channel=channel, project=lay.project)
     return out
 

@@ -326,6 +326,37 @@ def test_public_plain_http_to_a_lan_address_needs_the_explicit_flag(two_projects
     assert "Traceback" not in r.stderr and store.page_url() is None
 
 
+def waiting_hooks(beta: Layout, first: int, n: int) -> list[tuple[str, subprocess.Popen[bytes]]]:
+    """`n` headless workers' permission requests in project beta, each one's real hook waiting (as the
+    `waiting_request` fixture's): [(request id, hook)]."""
+    from tests.hook.helpers import hook_argv, hook_env
+    from tests.support import vouched
+
+    hooks = []
+    for i in range(first, first + n):
+        wid = f"w{i}"
+        vouched.sealed_worker(beta, wid, allow=[])
+        argv = [*vouched.prefix("worker", beta.root, wid), *hook_argv("PermissionRequest", "claude", "--timeout", "120")]
+        payload = {
+            "session_id": f"s-{wid}", "hook_event_name": "PermissionRequest", "cwd": beta.project,
+            "permission_mode": "default", "tool_name": "Bash", "tool_input": {"command": f"make deploy-{i}"},
+        }  # fmt: skip
+        child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 cwd=beta.project, env=hook_env(beta, COCOPLUS_WORKER=wid))  # fmt: skip
+        assert child.stdin is not None
+        child.stdin.write(json.dumps(payload).encode())
+        child.stdin.close()
+        hooks.append((wid, child))
+
+    def ids() -> list[str] | None:
+        found = {r.get("worker"): r["id"] for r in permissions.requests(beta)}
+        got = [found.get(wid) for wid, _ in hooks]
+        return [str(g) for g in got] if all(got) else None
+
+    got = wait_until(ids, timeout=120)
+    return [(rid, child) for rid, (_cmd, child) in zip(got, hooks)]
+
+
 RACER = """
 import json, sys
 from cocoplus.ops import answer
@@ -338,53 +369,56 @@ def test_a_hundred_races_of_a_phone_approve_and_a_page_deny_resolve_each_once(
     public: tuple[Served, str],
     two_projects: tuple[Layout, Layout],  # noqa: F811 - the fixture
 ) -> None:
-    """Each race: a stop decision (its resume is the phone's approve here: a token from another process) against
-    the page's leave (POST with the server's token).  Exactly one wins; the other is told."""
+    """Each race: a waiting permission request, approved by the phone (its token, tapped in another process) and
+    denied on the page (POST with the server's token) at once.  Exactly one wins, the hook gets that answer, and
+    the other is told it was already resolved."""
     import threading
 
-    from cocoplus.ops import inbox as inbox_ops
-
     served, url = public
-    alpha = two_projects[0]
+    beta = two_projects[1]
+    with open(os.path.join(beta.project, "cocoplus.toml"), "w") as fh:
+        fh.write("[permissions]\nwait_s = 120\n")
     racer = subprocess.Popen([sys.executable, "-c", RACER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert racer.stdin is not None and racer.stdout is not None
     wins = {"phone": 0, "page": 0}
     try:
         with via(url) as c:
-            for i in range(100):
-                killswitch.auto_stop(alpha, f"the iteration cap is reached ({i})", source="iteration-budget")
-                d = next(x for x in inbox_ops.inbox(alpha)["decisions"] if x["kind"] == "stop")
-                token = tokens.make(store.handle_of(alpha.root, d["id"]), "resume", time.time() + 600)
-                box: dict[str, Any] = {}
-                go = threading.Event()
+            for batch in range(10):
+                for rid, hook in waiting_hooks(beta, 1 + batch * 10, 10):
+                    token = tokens.make(store.handle_of(beta.root, rid), "approve", time.time() + 600)
+                    box: dict[str, Any] = {}
+                    go = threading.Event()
 
-                def page_deny(ident: str = d["id"]) -> None:
-                    go.wait()
-                    box["page"] = c.post(f"/api/v1/inbox/decisions/{ident}", json={"action": "leave"},
-                                         headers={**served.auth, "Origin": url})  # fmt: skip
+                    def page_deny(ident: str = rid) -> None:
+                        go.wait()
+                        box["page"] = c.post(f"/api/v1/inbox/decisions/{ident}", json={"action": "deny"},
+                                             headers={**served.auth, "Origin": url})  # fmt: skip
 
-                t = threading.Thread(target=page_deny)
-                t.start()
-                go.set()
-                racer.stdin.write(token + "\n")
-                racer.stdin.flush()
-                phone_out = json.loads(racer.stdout.readline())
-                t.join(timeout=60)
-                page_resp = box["page"]
-                phone_won = phone_out["http"] == 200
-                page_won = page_resp.status_code == 200
-                assert phone_won != page_won, (i, phone_out, page_resp.status_code, page_resp.text)
-                if phone_won:
-                    wins["phone"] += 1
-                    assert page_resp.status_code == 409 and "phone:ntfy" in page_resp.json()["error"], page_resp.text
-                else:
-                    wins["page"] += 1
-                    assert phone_out["http"] == 409 and "via page" in phone_out["message"], phone_out
-                resolved = [x for x in inbox_ops.inbox(alpha, state=None)["decisions"] if x["id"] == d["id"]]
-                assert len(resolved) == 1 and resolved[0]["state"] != "open", resolved
-                if killswitch.read_stop(alpha) is not None:
-                    killswitch.resume(alpha, "tester")
+                    t = threading.Thread(target=page_deny)
+                    t.start()
+                    go.set()
+                    racer.stdin.write(token + "\n")
+                    racer.stdin.flush()
+                    phone_out = json.loads(racer.stdout.readline())
+                    t.join(timeout=60)
+                    page_resp = box["page"]
+                    phone_won, page_won = phone_out["http"] == 200, page_resp.status_code == 200
+                    assert phone_won != page_won, (rid, phone_out, page_resp.status_code, page_resp.text)
+                    hook.wait(timeout=60)
+                    assert hook.stdout is not None
+                    behavior = json.loads(hook.stdout.read())["hookSpecificOutput"]["decision"]["behavior"]
+                    decided = permissions.read_request(beta, rid)
+                    assert decided is not None
+                    if phone_won:
+                        wins["phone"] += 1
+                        assert page_resp.status_code == 409 and "via phone:ntfy" in page_resp.json()["error"]
+                        assert (behavior, decided["channel"]) == ("allow", "phone:ntfy"), decided
+                    else:
+                        wins["page"] += 1
+                        assert phone_out["http"] == 409 and "via page" in phone_out["message"], phone_out
+                        assert (behavior, decided["channel"]) == ("deny", "page"), decided
     finally:
         racer.stdin.close()
         racer.wait(timeout=30)
     print(f"races won: {wins}")
+    assert sum(wins.values()) == 100
