@@ -7,7 +7,6 @@ every request carries the public Host and Origin, as through `tailscale serve`. 
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import socket
@@ -47,7 +46,7 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def public(two_projects: tuple[Layout, Layout]) -> Iterator[tuple[Served, str]]:  # noqa: F811 - the fixture
+def public(two_projects: tuple[Layout, Layout]) -> Iterator[tuple[Served, str]]:
     """`cocoplus serve --public http://<tailnet name>:<port>` in project alpha; (the server, its public URL)."""
     port = free_port()
     url = f"http://{HOST}:{port}"
@@ -129,13 +128,13 @@ def phone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 def shot(pg: Any, name: str) -> None:
     DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(DOCS_IMAGES / f"inbox-{name}.png"), full_page=True)
+    pg.screenshot(path=str(DOCS_IMAGES / f"inbox-{name}.png"))  # the phone's screen, as seen
 
 
 def test_a_paired_phone_answers_a_question_approves_always_and_stops_a_worker(
     public: tuple[Served, str],
-    two_projects: tuple[Layout, Layout],  # noqa: F811 - the fixture
-    waiting_request: tuple[Layout, subprocess.Popen[bytes]],  # noqa: F811 - the fixture
+    two_projects: tuple[Layout, Layout],
+    waiting_request: tuple[Layout, subprocess.Popen[bytes]],
     phone: Any,
 ) -> None:
     from playwright.sync_api import expect
@@ -215,8 +214,8 @@ def test_a_paired_phone_answers_a_question_approves_always_and_stops_a_worker(
 
 def test_a_paired_phone_stops_a_worker_and_the_whole_project(
     public: tuple[Served, str],
-    two_projects: tuple[Layout, Layout],  # noqa: F811 - the fixture
-    waiting_request: tuple[Layout, subprocess.Popen[bytes]],  # noqa: F811 - the fixture
+    two_projects: tuple[Layout, Layout],
+    waiting_request: tuple[Layout, subprocess.Popen[bytes]],
     phone: Any,
 ) -> None:
     from playwright.sync_api import expect
@@ -252,8 +251,8 @@ def test_a_paired_phone_stops_a_worker_and_the_whole_project(
 
 def test_direct_links_act_once_on_post_only(
     public: tuple[Served, str],
-    waiting_request: tuple[Layout, subprocess.Popen[bytes]],  # noqa: F811 - the fixture
-    two_projects: tuple[Layout, Layout],  # noqa: F811 - the fixture
+    waiting_request: tuple[Layout, subprocess.Popen[bytes]],
+    two_projects: tuple[Layout, Layout],
 ) -> None:
     served, url = public
     beta, hook = waiting_request
@@ -270,7 +269,7 @@ def test_direct_links_act_once_on_post_only(
         # A GET (a chat app's link preview) shows the decision and its button, and does nothing.
         for _ in range(3):
             page = c.get(f"/inbox/t/{approve}")
-            assert page.status_code == 200 and "make deploy" in page.text and "<form method=\"post\">" in page.text
+            assert page.status_code == 200 and "make deploy" in page.text and '<form method="post">' in page.text
         assert permissions.read_request(beta, req["id"])["state"] == "pending"  # type: ignore[index]
         # A token for decision A used as a credential for decision B: refused, B untouched.
         assert c.post(f"/api/v1/inbox/decisions/{stop_id}", json={"action": "resume"},
@@ -317,7 +316,7 @@ def test_direct_links_act_once_on_post_only(
         assert late.status_code == 409 and "via page" in late.json()["error"]
 
 
-def test_public_plain_http_to_a_lan_address_needs_the_explicit_flag(two_projects: tuple[Layout, Layout]) -> None:  # noqa: F811
+def test_public_plain_http_to_a_lan_address_needs_the_explicit_flag(two_projects: tuple[Layout, Layout]) -> None:
     r = subprocess.run([sys.executable, "-m", "cocoplus", "serve", "--public", "http://192.168.7.23:8080"],
                        cwd=two_projects[0].project, capture_output=True, text=True, timeout=60,
                        env={**os.environ, "COCOPLUS_DIR": two_projects[0].root})  # fmt: skip
@@ -336,7 +335,8 @@ def waiting_hooks(beta: Layout, first: int, n: int) -> list[tuple[str, subproces
     for i in range(first, first + n):
         wid = f"w{i}"
         vouched.sealed_worker(beta, wid, allow=[])
-        argv = [*vouched.prefix("worker", beta.root, wid), *hook_argv("PermissionRequest", "claude", "--timeout", "120")]
+        hook = hook_argv("PermissionRequest", "claude", "--timeout", "120")
+        argv = [*vouched.prefix("worker", beta.root, wid), *hook]
         payload = {
             "session_id": f"s-{wid}", "hook_event_name": "PermissionRequest", "cwd": beta.project,
             "permission_mode": "default", "tool_name": "Bash", "tool_input": {"command": f"make deploy-{i}"},
@@ -367,7 +367,7 @@ for line in sys.stdin:
 
 def test_a_hundred_races_of_a_phone_approve_and_a_page_deny_resolve_each_once(
     public: tuple[Served, str],
-    two_projects: tuple[Layout, Layout],  # noqa: F811 - the fixture
+    two_projects: tuple[Layout, Layout],
 ) -> None:
     """Each race: a waiting permission request, approved by the phone (its token, tapped in another process) and
     denied on the page (POST with the server's token) at once.  Exactly one wins, the hook gets that answer, and

@@ -115,7 +115,8 @@ def page(title: str, body: str, status: int = 200) -> HTMLResponse:
         '<link rel="stylesheet" href="/inbox.css"></head>'
         f'<body class="link"><main class="card"><h1>{_e(title)}</h1>{body}</main></body></html>'
     )
-    return HTMLResponse(doc, status_code=status, headers={"content-security-policy": LINK_CSP, "referrer-policy": "same-origin"})
+    headers = {"content-security-policy": LINK_CSP, "referrer-policy": "same-origin"}
+    return HTMLResponse(doc, status_code=status, headers=headers)
 
 
 def _p(text: str, cls: str | None = None) -> str:
