@@ -72,6 +72,16 @@ ONE_DOOR = {
         "GET",
         "/api/v1/fleet",
     ),  # the page's fleet card: `fleet status` needs a server (tests/fleet), this project has none
+    # The decision page's routes (every project of this user, not this one): tests/inbox/test_page.py drives them
+    # from a phone; they call what `inbox`, `decide`, `session steer --session`, `workers kill` and `session stop` call.
+    ("GET", "/api/v1/inbox"),
+    ("GET", "/api/v1/inbox/decisions/{ident}"),
+    ("POST", "/api/v1/inbox/decisions/{ident}"),
+    ("POST", "/api/v1/inbox/decisions/{ident}/steer"),
+    ("POST", "/api/v1/inbox/decisions/{ident}/stop"),
+    ("POST", "/api/v1/inbox/workers/stop"),
+    ("POST", "/api/v1/inbox/panic"),
+    ("POST", "/api/v1/inbox/presence"),  # the page's presence: `top` touches the same file
 }
 
 
