@@ -32,7 +32,12 @@ def dispatch(
 
 
 def answer(
-    layout: Layout, session: str, text: str, by: str | None = None, principal: Principal | None = None
+    layout: Layout,
+    session: str,
+    text: str,
+    by: str | None = None,
+    principal: Principal | None = None,
+    channel: str | None = None,
 ) -> dict[str, Any]:
     """Answer the session's last ask-human question; it reaches the worker like a dispatch (`machine/project/alias`:
     on that machine, where the question was asked, through the fleet)."""
@@ -41,4 +46,4 @@ def answer(
         return fleet_ops.on_session(layout, "answer", target, {"text": text}, name, authority.acting_as(who))
     from cocoplus.supervision import dispatch as mod  # deferred: the CLI imports every ops module at start
 
-    return mod.answer(layout, session, text, name, principal=who.word)
+    return mod.answer(layout, session, text, name, principal=who.word, channel=channel)

@@ -159,7 +159,7 @@ def _act(
             raise UsageError(f"decide {d['id']} answer: give the answer with --text")
         from cocoplus.ops import dispatch as dispatch_ops  # deferred: as permissions_ops
 
-        out = dispatch_ops.answer(layout, str(d["session"]), str(text), by, principal=who)
+        out = dispatch_ops.answer(layout, str(d["session"]), str(text), by, principal=who, channel=channel)
         out["message"] = f"{d['id']} answered: it reaches {d.get('alias') or d['session']} like a dispatch"
         return out
     if d["kind"] == "stop":

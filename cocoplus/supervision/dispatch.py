@@ -275,9 +275,16 @@ def last_question(layout: Layout, cs_id: str) -> dict[str, Any] | None:
 
 
 def answer(
-    layout: Layout, ref: str, text: str, by: str, environ: dict[str, str] | None = None, principal: str | None = None
+    layout: Layout,
+    ref: str,
+    text: str,
+    by: str,
+    environ: dict[str, str] | None = None,
+    principal: str | None = None,
+    channel: str | None = None,
 ) -> dict[str, Any]:
-    """`cocoplus answer ID TEXT`: answer the session's last question; it reaches the worker like a dispatch."""
+    """`cocoplus answer ID TEXT`: answer the session's last question; it reaches the worker like a dispatch.
+    `channel`: the inbox's door it came through (`cli`, `page`, …), kept with the answer."""
     from cocoplus.chat import store  # deferred: only an answer writes to the conversation
 
     _check_text(text, "the answer")
@@ -304,6 +311,7 @@ def answer(
         out["answer"] = store.append_message(
             layout, store.DEFAULT_CONVERSATION, role, text, answer_to=q["id"], session=rec["id"],
             session_alias=rec.get("alias"), route=out["route"], by=by, principal=principal or "operator",
+            **({"channel": channel} if channel else {}),
         )  # fmt: skip
         out["question"] = {k: q.get(k) for k in ("id", "text", "ts")}
         out["question_id"] = q["id"]

@@ -112,8 +112,12 @@ def phone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         device = {k: v for k, v in pw.devices["Pixel 7"].items() if k != "default_browser_type"}
         errors: list[str] = []
 
-        def new() -> Any:
-            ctx = browser.new_context(**device)
+        def new(desktop: bool = False) -> Any:
+            ctx = (
+                browser.new_context(viewport={"width": 1280, "height": 900})
+                if desktop
+                else browser.new_context(**device)
+            )
             pg = ctx.new_page()
             pg.set_default_timeout(20000)
             pg.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -182,7 +186,7 @@ def test_a_paired_phone_answers_a_question_approves_always_and_stops_a_worker(
     pg.fill("#d-answer-text", "the staging one, never prod")
     shot(pg, "question")
     pg.click("#d-answer-btn")
-    expect(pg.locator("#d-resolved")).to_contain_text("resolved by")  # a question's answer keeps no channel yet
+    expect(pg.locator("#d-resolved")).to_contain_text("via page")
     assert registry.resolve(alpha, "cc1")["attention"] is None
     said = [m for m in jsonl.read_jsonl(alpha.ledger("master-agent")).records if m.get("answer_to")]
     assert [(m["answer_to"], m["text"]) for m in said] == [(asked["message"]["id"], "the staging one, never prod")]
@@ -247,6 +251,42 @@ def test_a_paired_phone_stops_a_worker_and_the_whole_project(
     button.click()
     wait_until(lambda: killswitch.read_stop(alpha) is not None, timeout=30)
     assert "panic button" in json.dumps(killswitch.read_stop(alpha))
+
+
+@pytest.fixture
+def local(two_projects: tuple[Layout, Layout]) -> Iterator[Served]:
+    """`cocoplus serve` (loopback only) in project alpha, started before the phone fixture changes the environment."""
+    served = start_server(two_projects[0])
+    yield served
+    stop_server(served)
+
+
+def test_the_local_page_allows_a_waiting_request_and_lists_the_workers(
+    local: Served,
+    two_projects: tuple[Layout, Layout],
+    waiting_request: tuple[Layout, subprocess.Popen[bytes]],
+    phone: Any,
+) -> None:
+    """The server's main page (loopback, with its token) shows every project's open decisions with allow and deny,
+    and the workers as `workers list` shows them."""
+    from playwright.sync_api import expect
+
+    beta = two_projects[1]  # the server runs in alpha: beta's request and worker are listed as well
+    _beta, hook = waiting_request
+    req = permissions.requests(beta)[0]
+    served = local
+    pg = phone(desktop=True)
+    pg.goto(f"{served.url}/#token={served.token}")
+    row = pg.locator(f'#inbox-rows li[data-id="{req["id"]}"]')
+    expect(row).to_contain_text("make deploy")
+    expect(pg.locator('#worker-rows tr[data-worker="w1"]')).to_contain_text("running")
+    row.locator('button[data-action="approve"]').click()
+    hook.wait(timeout=60)
+    assert hook.stdout is not None
+    assert json.loads(hook.stdout.read())["hookSpecificOutput"]["decision"]["behavior"] == "allow"
+    decided = permissions.read_request(beta, req["id"])
+    assert decided is not None and (decided["channel"], decided["principal"]) == ("page", "operator")
+    expect(pg.locator("#inbox-rows")).to_contain_text("nothing waits for you")
 
 
 def test_direct_links_act_once_on_post_only(
