@@ -681,6 +681,14 @@ async function loadInbox() {
   $("workers-empty").hidden = workers.length > 0;
 }
 setInterval(() => act(loadInbox), INBOX_EVERY_MS);
+// A key or a click here: you are at a screen, so the inbox pushes nothing to your phone for a while.
+let lastPresence = 0;
+function presence() {
+  if (!token() || Date.now() - lastPresence < 10000) return;
+  lastPresence = Date.now();
+  call("POST", "/inbox/presence").catch(() => {});
+}
+for (const kind of ["keydown", "pointerdown"]) document.addEventListener(kind, presence, { passive: true });
 
 // -- live updates --------------------------------------------------------------------------------
 async function loadAll() {
