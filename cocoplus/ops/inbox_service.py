@@ -227,7 +227,8 @@ class Service:
             index += 1
         ch = self.channels[index]
         t["tried"] = now
-        sent = ch.send(push_for(d, self.settings.page_url, now))
+        # Open leads to `[inbox] page_url` when set, else to a running `cocoplus serve --public URL`'s page.
+        sent = ch.send(push_for(d, self.settings.page_url or store.page_url() or "", now))
         if sent.accepted:
             t["carried"].append({"channel": ch.channel, "message_id": sent.message_id, "title": d["id"]})
             t["waiting"] = False
