@@ -107,7 +107,7 @@ ENTRIES: tuple[Entry, ...] = (
         "serve",
         "server_cmd",
         "session",
-        "Serve the web page, the decision page, the REST API and server-sent events on 127.0.0.1 (or --public URL).",
+        "Serve the web page and the decision page, the REST API and its event stream.",
     ),
     # supervision
     Entry(
