@@ -33,7 +33,8 @@ from tests.support.waiting import wait_until
 
 CHROMIUM = "/usr/bin/chromium"
 HOST = "pixel-box.tail1234.ts.net"
-DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "inbox"
+DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"  # with COCOPLUS_DOCS_IMAGES=1 only
 
 pytestmark = pytest.mark.timeout(300)
 ENV: dict[str, str] = {}  # the environment of this user's cocoplus commands, as the server has it
@@ -131,8 +132,12 @@ def phone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 def shot(pg: Any, name: str) -> None:
-    DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(DOCS_IMAGES / f"inbox-{name}.png"))  # the phone's screen, as seen
+    """The phone's screen, as seen, under test-output/; the docs' copies are written again only when asked
+    (`COCOPLUS_DOCS_IMAGES=1`), so a test run leaves the checkout as it was."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(SHOTS / f"inbox-{name}.png"))
+    if os.environ.get("COCOPLUS_DOCS_IMAGES") == "1":
+        pg.screenshot(path=str(DOCS_IMAGES / f"inbox-{name}.png"))
 
 
 def test_a_paired_phone_answers_a_question_approves_always_and_stops_a_worker(
