@@ -40,7 +40,8 @@ def answer(
     channel: str | None = None,
 ) -> dict[str, Any]:
     """Answer the session's last ask-human question; it reaches the worker like a dispatch (`machine/project/alias`:
-    on that machine, where the question was asked, through the fleet)."""
+    on that machine, where the question was asked, through the fleet).  `channel`: the inbox's door it came
+    through, recorded with the answer (the inbox shows it)."""
     who, name = authority.acting(principal, "dispatch", f"answer {session}", layout, by)
     if (target := fleet_ops.session_target(session)) is not None:
         return fleet_ops.on_session(layout, "answer", target, {"text": text}, name, authority.acting_as(who))

@@ -112,8 +112,11 @@ def test_a_question_is_answered_and_leaving_a_stop_resolves_it(two_projects: tup
     alpha = two_projects[0]
     session(alpha, state="running", process=live_process())
     asked = worker_ops.ask_human(alpha, "which database?", session="cc1")
-    out = inbox_ops.decide(f"q_{asked['message']['id']}", "answer", text="the staging one", layout=alpha)
+    out = inbox_ops.decide(f"q_{asked['message']['id']}", "answer", text="the staging one", layout=alpha,
+                           channel="page")  # fmt: skip
     assert out["route"] and "reaches cc1" in out["message"]
+    answered = inbox_ops.find(f"q_{asked['message']['id']}", alpha)[1]
+    assert (answered["state"], answered["channel"]) == ("resolved", "page")  # the door it came through is kept
     killswitch.auto_stop(alpha, "the runaway-loop guard saw the same call 6 times", source="loop-guard")
     stop = next(d for d in inbox_ops.inbox()["decisions"] if d["kind"] == "stop")
     assert stop["stopped_by"] == "loop-guard"
