@@ -2,7 +2,14 @@
 
 * One per user: it holds the flock on `run.lock` and writes `run.json` (pid, start ticks); a second one exits
   saying the first runs (`AlreadyRunning`).
-* It scans every project of this user (`ops.inbox.projects`, the per-user registry) every `poll_s` seconds.  Each
+* It scans every project of this user (`ops.inbox.projects`, the per-user registry) every `poll_s` seconds, and at
+  once when a place where decisions appear changes: every `fast_s` seconds it looks at a few paths per project (the
+  permission requests' directory, the conversation's ledger a question is appended to, the stops, `AGENT_STOP`,
+  what was left) with one `stat` each, so a request is pushed within about `fast_s` rather than `poll_s`.  A stat
+  rather than inotify: one process serves every project of this user, and a watchdog observer per project would
+  take an inotify instance per directory from the user's small shared limit (fs.inotify.max_user_instances); a few
+  stats per project ten times a second cost next to nothing.  A change the stat misses (two within the file
+  system's timestamp granularity) is found by the next full scan.  Each
   decision that is open, not yet pushed, while the operator is not at the machine (`store.present`) gets one push
   on the first of `[inbox] channels`: Approve · Deny · Open (ntfy shows at most three), each answer a signed
   single-use token (`tokens.make`) that only the push carries; the text says the deadline and the default in local
@@ -34,11 +41,13 @@ from typing import Any
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError
+from cocoplus.core.paths import Layout
 from cocoplus.inbox import decisions, store, tokens
 from cocoplus.inbox.channels.common import ANSWER, OPEN, Action, Channel, Listener, Push, Tap
 from cocoplus.inbox.settings import Settings
 
 POLL_S = 1.0
+FAST_S = 0.1  # how often the places where decisions appear are looked at (a stat each)
 RETRY_S = 5.0  # a channel that did not accept is tried again this often until it escalates
 TOKEN_TTL_S = 24 * 3600.0  # a decision without a deadline: its buttons work for a day (the page for longer)
 DONE_KEEP_S = 7 * 24 * 3600.0
@@ -109,11 +118,14 @@ class Service:
         channels: list[Channel],
         *,
         poll_s: float = POLL_S,
+        fast_s: float = FAST_S,
         say: Callable[[str], None] = print,
     ) -> None:
         self.settings = settings
         self.channels = channels
         self.poll_s = poll_s
+        self.fast_s = fast_s
+        self.watched: list[str] = []  # where decisions appear, in every project of the last scan
         self.say = say
         self.stop = threading.Event()
         self.taps: queue.Queue[Tap] = queue.Queue()
@@ -174,13 +186,29 @@ class Service:
         from cocoplus.ops import inbox as inbox_ops  # deferred: as in _apply
 
         found: dict[str, dict[str, Any]] = {}
+        watched: list[str] = []
         for lay in inbox_ops.projects():
+            watched += _where_decisions_appear(lay)
             try:
                 for d in decisions.collect(lay, state=None):
                     found[_key(d)] = d
             except CocoplusError:
                 continue
+        self.watched = watched
         return found
+
+    def marks(self) -> tuple[tuple[int, int, int] | None, ...]:
+        """What the places where decisions appear look like now (mtime, size, inode; None for a missing one): a
+        scan is due when this changes."""
+        out: list[tuple[int, int, int] | None] = []
+        for path in self.watched:
+            try:
+                st = os.stat(path)
+            except OSError:
+                out.append(None)
+                continue
+            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+        return tuple(out)
 
     def tick(self, now: float | None = None) -> None:
         now = time.time() if now is None else now
@@ -260,15 +288,18 @@ class Service:
         self._listen()
         try:
             last = 0.0
+            seen: tuple[tuple[int, int, int] | None, ...] = ()
             while not self.stop.is_set():
-                wait = max(0.0, self.poll_s - (time.monotonic() - last))
+                wait = max(0.0, min(self.fast_s, self.poll_s - (time.monotonic() - last)))
                 try:
                     tap = self.taps.get(timeout=wait)
                 except queue.Empty:
                     tap = None
                 if tap is not None:
                     self._apply(tap)
-                if tap is not None or time.monotonic() - last >= self.poll_s:
+                marks = self.marks()  # taken before the scan: a change during it brings another
+                if tap is not None or marks != seen or time.monotonic() - last >= self.poll_s:
+                    seen = marks
                     last = time.monotonic()
                     try:
                         self.tick()
@@ -278,6 +309,14 @@ class Service:
             for listener in self.listeners:
                 listener.stop()
             self._save()
+
+
+def _where_decisions_appear(lay: Layout) -> list[str]:
+    """The paths of project `lay` whose change may mean a new or settled decision (see the module's docstring)."""
+    from cocoplus.chat.store import DEFAULT_CONVERSATION  # deferred: as in Service.scan
+
+    return [lay.permission_requests_dir, lay.ledger(DEFAULT_CONVERSATION), lay.session_stops_dir, lay.agent_stop,
+            lay.inbox_left]  # fmt: skip
 
 
 def serve(settings: Settings, channels: list[Channel], say: Callable[[str], None] = print) -> None:

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -343,3 +344,33 @@ def test_doors_say_it_does_not_run_and_a_starter_starts_it_once(
     finally:
         os.kill(started["pid"], signal.SIGTERM)
         wait_until(lambda: runner.running() is None, timeout=60)
+
+
+def test_a_new_request_is_pushed_at_once_not_at_the_next_full_scan(
+    project: Layout, ntfy: NtfyStub, kill_children: list[subprocess.Popen[bytes]]
+) -> None:
+    """The service looks at where decisions appear between its full scans: with the next full scan an hour away, a
+    new permission request is still pushed."""
+    from cocoplus.inbox import settings as settings_mod
+    from cocoplus.ops import inbox_service
+
+    user_config(ntfy)
+    configured = settings_mod.read()
+    channels, problems = settings_mod.channels(configured)
+    assert channels and not problems
+    service = inbox_service.Service(configured, channels, poll_s=3600.0, say=lambda _line: None)
+    runs = threading.Thread(target=service.run, daemon=True)
+    runs.start()
+    try:
+        wait_until(lambda: service.watched, timeout=30)  # its first full scan is over: the next is an hour away
+        child = ask(project)
+        kill_children.append(child)
+        req = permissions.requests(project)[0]
+        push = ntfy.wait_for_messages(TOPIC, 1, timeout=30)[0]
+        assert req["id"] in push["title"]
+        ntfy.tap(push, "Deny")
+        assert behavior(child) == "deny"
+    finally:
+        service.stop.set()
+        runs.join(30)
+    assert not runs.is_alive()
