@@ -152,9 +152,10 @@ class Service:
         for key in old:
             del tracked[key]
         for listener in self.listeners:
-            last = getattr(listener, "last_id", None)
-            if last:
-                self.state["ntfy_since"] = last
+            position = getattr(listener, "position", None)
+            where = position() if callable(position) else None
+            if where:  # also before any tap was heard: the time it first listened, so a tap made while down is read
+                self.state["ntfy_since"] = where
         fsio.ensure_dir(store.directory())
         fsio.atomic_write_json(store.pushes_file(), self.state)
 

@@ -374,3 +374,50 @@ def test_a_new_request_is_pushed_at_once_not_at_the_next_full_scan(
         service.stop.set()
         runs.join(30)
     assert not runs.is_alive()
+
+
+def test_a_tap_posted_while_the_service_is_down_is_applied_once_when_it_is_back(
+    project: Layout, ntfy: NtfyStub, start: Callable[[], Service], kill_children: list[subprocess.Popen[bytes]]
+) -> None:
+    """Where the reply stream stopped (ntfy's `since=`) is kept across a restart, also before any tap was heard."""
+    user_config(ntfy)
+    first = start()
+    wait_until(lambda: ntfy.open_streams == 1, timeout=30)
+    child = ask(project)
+    kill_children.append(child)
+    req = permissions.requests(project)[0]
+    push = ntfy.wait_for_messages(TOPIC, 1, timeout=30)[0]
+    first.stop()
+    assert first.proc.returncode == 0, first.output()
+    wait_until(lambda: ntfy.open_streams == 0, timeout=30)
+    status, _ = ntfy.tap(push, "Approve")  # the phone's tap reaches the server; nobody listens
+    assert status == 200 and permissions.read_request(project, req["id"])["state"] == "pending"  # type: ignore[index]
+    start()
+    assert behavior(child) == "allow"
+    wait_until(lambda: [m for m in ntfy.messages(TOPIC) if m.get("sequence_id") == push["id"]], timeout=30)
+    # Applied once: one answer, no refusal of a second reading, and the since= the service came back with.
+    assert len(ledger("answered", req["id"])) == 1 and not ledger("refused", req["id"])
+    assert [s.since for s in ntfy.subscriptions][-1], [s.since for s in ntfy.subscriptions]
+    assert len(ntfy.messages(TOPIC)) == 2  # pushed once (not again after the restart), followed up once
+
+
+def test_a_tap_while_down_after_an_earlier_one_is_applied_too(
+    project: Layout, ntfy: NtfyStub, start: Callable[[], Service], kill_children: list[subprocess.Popen[bytes]]
+) -> None:
+    """With a tap heard before the restart, the service resumes after that tap's message: the later one only."""
+    user_config(ntfy)
+    first = start()
+    one = ask(project, command="make one")
+    kill_children.append(one)
+    push = ntfy.wait_for_messages(TOPIC, 1, timeout=30)[0]
+    ntfy.tap(push, "Deny")
+    assert behavior(one) == "deny"
+    wait_until(lambda: len(ntfy.messages(TOPIC)) == 2, timeout=30)  # its follow-up
+    two = ask(project, command="make two")
+    kill_children.append(two)
+    second = ntfy.wait_for_messages(TOPIC, 3, timeout=30)[2]
+    first.stop()
+    ntfy.tap(second, "Approve")
+    start()
+    assert behavior(two) == "allow"
+    assert len(ledger("answered")) == 2 and not ledger("refused")

@@ -15,7 +15,8 @@ no port of the operator's machine is opened).
   `on_tap` as a Tap, and after a dropped stream, a refusal or silence longer than `idle` seconds (ntfy sends a
   keepalive every 45 s by default) connects again after a back-off, resuming with `since=` the last message id
   seen (or, before any, the time it first connected), so a tap made while the stream was down still arrives.
-  `last_id` is that id, for a caller that keeps it across restarts and passes it back as `since`.
+  `position()` is where to resume (that id, or that time), for a caller that keeps it across restarts and passes
+  it back as `since`.
 
 Why ntfy's JSON publish over the standard library's http.client, not apprise's ntfy plugin (apprise has had ntfy
 actions, `actions=`, since 1.9.6, caronc/apprise#1436; `[notify] urls` keeps using it):
@@ -229,6 +230,11 @@ class NtfyListener(Listener):
         if self._first_connect is not None:
             return str(self._first_connect)  # nothing heard yet: whatever came since the first connection
         return None
+
+    def position(self) -> str | None:
+        """Where a later subscription (after a restart) resumes so that no tap is lost: as `since` for the next
+        connection (the last message id heard, else the `since` given, else the time of the first connection)."""
+        return self._since()
 
     def _serve(self) -> None:
         ntfy = self.ntfy
