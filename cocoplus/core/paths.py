@@ -485,8 +485,9 @@ class Layout:
 
     @property
     def inbox_left(self) -> str:
-        """Decisions the operator answered by leaving them as they are (`cocoplus decide ID leave`): the inbox shows
-        them resolved (cocoplus/inbox/decisions.py)."""
+        """The operator's answers through the inbox (`cocoplus decide`, a tap, the page: the action, who, through
+        which channel), including leaving a decision as it is: the inbox shows them resolved, also once their source
+        is gone, such as a stop lifted (cocoplus/inbox/decisions.py)."""
         return self._p("inbox", "left.jsonl")
 
     @property

@@ -204,12 +204,15 @@ def _paused(layout: Layout) -> list[Decision]:
         text = limits.text(limit)
         # In another runtime: a managed worker's work, once (a worker that failed over goes on elsewhere already).
         elsewhere = isinstance(r.get("worker"), str) and not limit.get("failover")
+        # One decision per pause: its id names when the limit was met (an answer to one pause is not to the next).
+        at = clock.parse_iso(limit.get("at"))
         out.append(
             _base(
-                layout, "paused", f"l_{r['id']}", session=r["id"], alias=r.get("alias"), worker=r.get("worker"),
+                layout, "paused", f"l_{r['id']}" + (f"_{int(at)}" if at is not None else ""), session=r["id"],
+                alias=r.get("alias"), worker=r.get("worker"),
                 runtime=r.get("runtime"), summary=_line(f"{r.get('alias') or r['id']} is {text}"),
                 detail=inert.text(text or ""), deadline=limit.get("resume_at") or limit.get("resets_at"),
-                created_at=limit.get("since"),
+                created_at=limit.get("at"),
                 actions=[a for a in ACTIONS["paused"] if a != "failover" or elsewhere],
             )
         )  # fmt: skip
@@ -269,7 +272,10 @@ READERS = (_permissions, _questions, _stops, _paused, _stalls)
 
 
 def left(layout: Layout) -> dict[str, dict[str, Any]]:
-    """The decisions the operator left as they were (`decide ID leave`), by id: who, through which channel, when."""
+    """The decisions the operator answered through the inbox (`decide`, a tap, the page), by id: the action, who,
+    through which channel, when.  `leave` makes a decision resolved with nothing else changed; every other answer
+    is kept too, so a decision whose source is gone once answered (a stop lifted, a stall nudged) is still known as
+    answered, by whom and how (`collect`)."""
     from cocoplus.core import jsonl  # deferred: only a listing reads what was left
 
     try:
@@ -279,14 +285,29 @@ def left(layout: Layout) -> dict[str, dict[str, Any]]:
     return {str(r.get("decision")): r for r in records if r.get("decision")}
 
 
-def leave(layout: Layout, d: Decision, by: str, channel: str) -> dict[str, Any]:
-    """Record that the operator leaves decision `d` as it is: it is resolved, and nothing else changes."""
+def leave(layout: Layout, d: Decision, by: str, channel: str, action: str = "leave") -> dict[str, Any]:
+    """Record the operator's answer `action` to decision `d` (by default: leave it as it is, which changes nothing
+    else): from now on it is resolved."""
     from cocoplus.core import fsio, jsonl  # deferred: only an answer writes what was left
 
-    entry = {"ts": clock.iso(), "decision": d["id"], "kind": d["kind"], "by": by, "channel": channel}
+    entry = {"ts": clock.iso(), "decision": d["id"], "kind": d["kind"], "action": action, "by": by,
+             "channel": channel}  # fmt: skip
     fsio.ensure_dir(os.path.dirname(layout.inbox_left))
     jsonl.append_jsonl(layout.inbox_left, entry, layout.lock("inbox-left"))
     return entry
+
+
+def _answered(layout: Layout, r: Mapping[str, Any]) -> Decision | None:
+    """An answered decision whose source is gone (a stop lifted, a pause resumed, a stall nudged or stopped), as the
+    inbox's record of the answer keeps it."""
+    kind = str(r.get("kind"))
+    if kind not in KINDS:
+        return None
+    return _base(
+        layout, kind, str(r["decision"]), summary=f"{kind} {r['decision']}", detail="", state="resolved",
+        resolved_by=r.get("by"), channel=r.get("channel"), resolved_at=r.get("ts"), created_at=r.get("ts"),
+        outcome=r.get("action"),
+    )  # fmt: skip
 
 
 def collect(layout: Layout, state: str | None = "open") -> list[Decision]:
@@ -302,7 +323,9 @@ def collect(layout: Layout, state: str | None = "open") -> list[Decision]:
         if d["state"] == "open" and d["id"] in gone_by:
             r = gone_by[d["id"]]
             d.update(state="resolved", resolved_by=r.get("by"), channel=r.get("channel"), resolved_at=r.get("ts"),
-                     left=True)  # fmt: skip
+                     left=r.get("action", "leave") == "leave", outcome=d.get("outcome") or r.get("action"))  # fmt: skip
+    found = {d["id"] for d in out}
+    out += [a for r in gone_by.values() if r["decision"] not in found and (a := _answered(layout, r)) is not None]
     if state is not None:
         out = [d for d in out if d["state"] == state]
     return sorted(out, key=lambda d: str(d.get("created_at") or ""))

@@ -107,18 +107,20 @@ def decide(
         raise UsageError(f"channel must be one of {', '.join(CHANNELS)}")
     lay, d = find(ident, layout)
     who, by = authority.acting(principal, "decide", f"decide {ident}", lay)
+    if d["state"] != "open":
+        return already(d)
     if action not in d["actions"]:
         raise UsageError(f"{ident} ({d['kind']}) takes {', '.join(d['actions'])}, not {action!r}")
     if always and (d["kind"], action) != ("permission", "approve"):
         raise UsageError(f"{ident}: only a permission request's approve can be `always`")
-    if d["state"] != "open":
-        return already(d)
     out = _act(lay, d, action, text, who, by, channel, always)
     if out.get("already_decided"):
         # Another answer came first, between the look above and this one: say whose, as for one seen resolved.
         now = decisions.find(lay, ident)
         if now is not None and now["state"] != "open":
             out = {**out, **already(now)}
+    elif action not in ("leave", "later"):  # those record themselves; every answer is kept (decisions.left)
+        decisions.leave(lay, d, by, channel, action=action)
     out.update(decision=ident, kind=d["kind"], action=action, channel=channel, project=lay.project)
     return out
 
@@ -170,7 +172,7 @@ def _act(
 
     # paused
     if action == "later":
-        decisions.leave(layout, d, by, channel)
+        decisions.leave(layout, d, by, channel, action="later")
         return {"already_decided": False, "message": f"{d['id']}: resumed at its reset, as it would be"}
     if action == "failover":
         from cocoplus.ops import workers as workers_ops  # deferred: as permissions_ops

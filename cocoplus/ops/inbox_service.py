@@ -55,6 +55,11 @@ LABELS = {"approve": "Approve", "deny": "Deny", "resume": "Resume", "leave": "Le
           "raise": "Raise cap", "failover": "Elsewhere", "nudge": "Nudge", "stop": "Stop"}  # fmt: skip
 WILL = {"deny": "denies", "leave": "leaves it as it is", "later": "resumes at its reset"}
 DID = {"deny": "denied", "leave": "left as it was", "later": "resumed at its reset"}
+# What a settled decision's follow-up says was done: the source's own outcome, or the answer the inbox recorded.
+DONE = {"allowed": "allowed", "denied": "denied", "approve": "allowed", "deny": "denied", "answer": "answered",
+        "resume": "resumed", "raise": "cap raised and resumed", "failover": "moved to another runtime",
+        "nudge": "nudged", "stop": "stopped", "leave": "left as it was",
+        "later": "left to resume at its reset"}  # fmt: skip
 WHERE = {"cli": "at the terminal", "top": "in cocoplus top", "page": "on the decision page",
          "phone:ntfy": "from ntfy", "phone:telegram": "from Telegram"}  # fmt: skip
 
@@ -103,7 +108,7 @@ def outcome_text(d: dict[str, Any] | None) -> str:
     default = str(d.get("default"))
     if d.get("state") == "expired":
         return f"{DID.get(default, default)} at its deadline"
-    what = {"allowed": "allowed", "denied": "denied"}.get(str(d.get("outcome")), "answered")
+    what = DONE.get(str(d.get("outcome")), "answered")
     who = d.get("resolved_by") or "someone"
     where = WHERE.get(str(d.get("channel")), f"via {d.get('channel')}" if d.get("channel") else "")
     return f"resolved: {what} by {who} {where}".rstrip()

@@ -421,3 +421,24 @@ def test_a_tap_while_down_after_an_earlier_one_is_applied_too(
     start()
     assert behavior(two) == "allow"
     assert len(ledger("answered")) == 2 and not ledger("refused")
+
+
+def test_a_stop_resumed_from_the_phone_is_followed_up_with_what_was_done(
+    project: Layout, ntfy: NtfyStub, start: Callable[[], Service]
+) -> None:
+    """A stop's record is gone once it is lifted: the follow-up still says who resumed it and how, not "gone"."""
+    from cocoplus.session import killswitch
+
+    user_config(ntfy)
+    start()
+    killswitch.create_stop(project, "cocoplus", "the cost limit ($5.00) is reached", source="cost-budget")
+    push = ntfy.wait_for_messages(TOPIC, 1, timeout=30)[0]
+    assert [a["label"] for a in push["actions"]] == ["Raise cap", "Resume", "Open"]
+    ntfy.tap(push, "Resume")
+    follow = wait_until(lambda: [m for m in ntfy.messages(TOPIC) if m.get("sequence_id") == push["id"]], timeout=30)
+    assert follow[0]["message"] == "resolved: resumed by tester from ntfy", follow
+    assert killswitch.read_stop(project) is None
+    # Another button of the same push, tapped later: the first answer stands, and the ledger says so.
+    ntfy.tap(push, "Raise cap")
+    wait_until(lambda: [e for e in ledger("refused") if e.get("why") == "already resolved"], timeout=30)
+    assert not ledger("failed")
