@@ -4,7 +4,11 @@ Built with Textual, which `cocoplus top` alone imports.  Everything shown
 comes from `ops.view` (read only); the view re-reads when a file under
 `.cocoplus/` changes (watchdog, through `cocoplus.watching`; debounced to
 a tenth of a second), every few seconds in case an event was missed, and
-re-draws the ages every second.  It writes nothing until a key asks; every
+re-draws the ages every second.  While it runs and its terminal has the
+focus (where the terminal says), and at every key, it touches this user's
+presence file (`inbox.store.touch_presence`, at most every PRESENCE_EVERY_S
+seconds): the inbox pushes nothing to the phone while the operator watches.
+In the project it writes nothing until a key asks; every
 key acts through the same operation as the CLI (`cocoplus/ops/`), as the
 person at the terminal (`ops.authority.caller`: the operator, or inside an
 agent's session that worker, whose keys are refused as its commands are).
@@ -48,6 +52,7 @@ from cocoplus.core import clock, inert
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.cost import live
+from cocoplus.inbox import store as presence
 from cocoplus.ops import authority, view
 from cocoplus.ops import dispatch as dispatch_ops
 from cocoplus.ops import permissions as permissions_ops
@@ -60,6 +65,7 @@ if TYPE_CHECKING:
     pass
 
 RELOAD_EVERY_S = 5.0
+PRESENCE_EVERY_S = 10.0  # well within [inbox] presence_s (120 s by default): one small write per period
 DEBOUNCE_S = 0.1
 MAX_SAMPLES = 240
 OPERATOR_REASON = "stopped from cocoplus top"
@@ -127,6 +133,7 @@ class TopApp(App[None]):
         self._shown_rows: list[tuple[str, list[str]]] | None = None
         self._shown_ages: dict[str, str] = {}
         self._drawn: dict[str, Any] = {}  # widget id -> what it shows
+        self._present_at = -PRESENCE_EVERY_S  # when this user's presence file was last touched (monotonic)
 
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -154,6 +161,8 @@ class TopApp(App[None]):
             self._watch.start()
         self.set_interval(1.0, self.redraw_ages)
         self.set_interval(RELOAD_EVERY_S, self.reload)
+        self.present()
+        self.set_interval(PRESENCE_EVERY_S, self.present)
 
     def on_unmount(self) -> None:
         if self._watch is not None:
@@ -162,6 +171,21 @@ class TopApp(App[None]):
     def on_resize(self) -> None:
         if self.snap is not None:
             self.draw()
+
+    # -- presence ----------------------------------------------------------------------------------
+    def present(self, key: bool = False) -> None:
+        """Say the operator is at the machine (no push to the phone meanwhile): from the timer while the terminal
+        has the focus, or at a key; at most once per PRESENCE_EVERY_S seconds."""
+        if not (key or self.app_focus) or time.monotonic() - self._present_at < PRESENCE_EVERY_S:
+            return
+        self._present_at = time.monotonic()
+        try:
+            presence.touch_presence()
+        except (OSError, CocoplusError):
+            pass  # a presence file that cannot be written means pushes are not held: nothing is lost
+
+    def on_key(self) -> None:
+        self.present(key=True)
 
     # -- data --------------------------------------------------------------------------------------
     def _file_changed(self, path: str) -> None:

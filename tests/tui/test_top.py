@@ -350,3 +350,28 @@ def test_many_collisions_are_summed_up_on_the_last_line() -> None:
         "collision: cc1 and cc2 both changed f1.py",
         "and 3 more collisions (`cocoplus session list` lists them)",
     ]
+
+
+def test_top_says_the_operator_is_at_the_machine_while_it_runs_with_the_focus(busy: Layout) -> None:
+    """The inbox holds pushes back while `top` runs: it touches this user's presence file (inbox/store.py)."""
+    from cocoplus.inbox import store
+
+    assert not store.present(60)
+
+    def away() -> None:
+        old = time.time() - 3600
+        os.utime(store.presence_file(), (old, old))
+
+    async def body(app: top.TopApp, pilot: Any) -> None:
+        await until(pilot, lambda: store.present(60))
+        # The terminal loses the focus: the timer no longer says so.
+        away()
+        app.app_focus = False
+        app._present_at = -top.PRESENCE_EVERY_S
+        app.present()
+        assert not store.present(60)
+        await pilot.press("down")  # a key does
+        assert store.present(60)
+
+    drive(busy, body)
+    assert not os.path.islink(store.presence_file())
