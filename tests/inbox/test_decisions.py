@@ -12,6 +12,7 @@ import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,13 +44,22 @@ def two_projects(tmp_path: Path) -> tuple[Layout, Layout]:
 def waiting_request(two_projects: tuple[Layout, Layout]) -> Iterator[tuple[Layout, subprocess.Popen[bytes]]]:
     """A headless worker's permission request in project beta, its real hook waiting for the answer."""
     beta = two_projects[1]
+    child = ask_permission(beta, {})
+    yield beta, child
+    if child.poll() is None:
+        child.kill()
+        child.wait()
+
+
+def ask_permission(beta: Layout, extra: dict[str, Any]) -> subprocess.Popen[bytes]:
+    """Worker w1's real PermissionRequest hook in `beta` (payload fields `extra` added), waiting for an answer."""
     with open(os.path.join(beta.project, "cocoplus.toml"), "w") as fh:
         fh.write("[permissions]\nwait_s = 60\n")
     vouched.sealed_worker(beta, "w1", allow=[])
     argv = [*vouched.prefix("worker", beta.root, "w1"), *hook_argv("PermissionRequest", "claude", "--timeout", "90")]
     payload = {
         "session_id": "s-beta", "hook_event_name": "PermissionRequest", "cwd": beta.project,
-        "permission_mode": "default", "tool_name": "Bash", "tool_input": {"command": "make deploy"},
+        "permission_mode": "default", "tool_name": "Bash", "tool_input": {"command": "make deploy"}, **extra,
     }  # fmt: skip
     child = subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=beta.project,
@@ -59,8 +69,22 @@ def waiting_request(two_projects: tuple[Layout, Layout]) -> Iterator[tuple[Layou
     child.stdin.write(json.dumps(payload).encode())
     child.stdin.close()
     wait_until(lambda: permissions.requests(beta), timeout=30)
-    yield beta, child
-    if child.poll() is None:
+    return child
+
+
+def test_a_request_from_a_workers_own_subagent_shows_under_its_worker(
+    two_projects: tuple[Layout, Layout], cli: Callable[..., Result]
+) -> None:
+    """Claude Code's payload names the subagent that asks (`agent_id`, `agent_type`): the request is its worker's."""
+    beta = two_projects[1]
+    child = ask_permission(beta, {"agent_id": "a7f3", "agent_type": "Explore"})
+    try:
+        (req,) = [d for d in inbox_ops.inbox()["decisions"] if d["kind"] == "permission"]
+        assert (req["worker"], req["agent"]) == ("w1", "Explore"), req
+        shown = cli("inbox", cwd=beta.project).out
+        line = next(ln for ln in shown.splitlines() if req["id"] in ln)
+        assert "cc1 w1/Explore" in line, shown
+    finally:
         child.kill()
         child.wait()
 

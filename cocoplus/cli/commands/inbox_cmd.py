@@ -17,15 +17,18 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.ops import inbox as ops
 
 
+def who(d: dict[str, Any]) -> str:
+    """Who waits: the session's alias, its worker, and the worker's own subagent that asks (`cc1 w1/Explore`)."""
+    worker = f"{d['worker']}/{d['agent']}" if d.get("worker") and d.get("agent") else d.get("worker")
+    words = [str(w) for w in (d.get("alias"), worker) if w]
+    return inert.line(" ".join(dict.fromkeys(words))) if words else "-"
+
+
 def render_inbox(result: dict[str, Any]) -> None:
     found = result["decisions"]
     if not found:
         output.line("nothing is waiting for you")
-    rows = [
-        [d["id"], d["kind"], _project(d), d.get("alias") or d.get("worker") or "-", d["summary"],
-         d.get("deadline") or "-"]
-        for d in found
-    ]  # fmt: skip
+    rows = [[d["id"], d["kind"], _project(d), who(d), d["summary"], d.get("deadline") or "-"] for d in found]
     if rows:
         cols = [("ID", True), ("KIND", True), ("PROJECT", True), ("WHO", True), ("WAITS FOR", False),
                 ("DEFAULT AT", True)]  # fmt: skip
