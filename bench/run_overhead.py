@@ -50,6 +50,8 @@ def project(base: str, name: str, cocoplus: list[str] | None, env: dict[str, str
         setup = {k: v for k, v in env.items() if not k.startswith(("CLAUDE_", "ANTHROPIC_"))}
         for args in (["init"], ["install", "claude"]):
             subprocess.run([*cocoplus, *args], cwd=path, env=setup, check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(path, "cocoplus.toml"), "w") as fh:  # every run's calls count: room for them all
+            fh.write("[session]\nmax_iterations = 1000000\n")
     return path
 
 

@@ -6,9 +6,9 @@ events; tripped.py what a tool call that trips a guard answers; timeouts.py how 
 (entry.py) and the installer's reading of written commands (timeouts.py) share it without a cycle.
 """
 
-# The flag `install` writes into the tool-call hooks of a runtime whose post-tool hooks run in the background
-# (Claude Code's `"async": true`): the pre-tool hook counts each call before it runs, the post-tool hooks count
-# nothing (docs/architecture/hook-call.md, "Counting before the call").
+# The flag `install` writes into the tool-call hooks of a runtime whose pre-tool hook counts each call before it runs
+# and does the post-tool hook's work (Claude Code): its post-tool hooks count nothing (docs/architecture/hook-call.md,
+# "Counting before the call").
 COUNT_BEFORE_CALL = "--count-before-call"
 
 

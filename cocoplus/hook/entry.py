@@ -270,10 +270,8 @@ def main(
                     return 0  # refused: it writes a protected path (the answer is written)
             if COUNT_BEFORE_CALL not in rest:
                 return 0  # the hot path: no kill switch and no session stopped anywhere, nothing to say
-            if _counted(state, runtime, env, parse_timeout(timeout)):
-                return 0  # counted before the call, with nothing to say
-            # The count has something to say (the cap, the warn threshold, PROGRESS.md's lines, a busy or
-            # damaged count): the runner counts it with everything that follows.
+            # Counted before the call (a runtime that runs no post-tool hook for cocoplus): the runner counts it
+            # and keeps the session's record.
         if data is None:
             data = read_stdin() if stdin_bytes is None else stdin_bytes
         import os  # deferred: see the module docstring
@@ -294,33 +292,6 @@ def main(
 def _worker(environ: "Environ | Mapping[str, str]") -> bool:
     """Whether the environment marks a worker cocoplus launched (hook/guard.py: it only makes the check stricter)."""
     return bool(environ.get("COCOPLUS_WORKER") or environ.get("COCOPLUS_HEADLESS"))
-
-
-def _counted(
-    state: str, runtime: "str | None", environ: "Environ | Mapping[str, str]", timeout: "float | None"
-) -> bool:
-    """Count this pre-tool call (`COUNT_BEFORE_CALL`) when the count has nothing to say; False: nothing was counted,
-    the runner counts it (`iteration.count`'s `plain_only`), and so it does for a runtime running another's hooks
-    (its own may be wired too: the runner's `step_aside`)."""
-    from cocoplus.core.paths import Layout  # deferred: only a runtime whose post-tool hooks run in the background
-    from cocoplus.session import iteration, values  # deferred: as Layout
-
-    layout = Layout(state)
-    if isinstance(environ, Environ):  # the configuration asks whether a variable overrides a key: a mapping
-        environ = {k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
-                   for k, v in posix.environ.items()}  # fmt: skip
-    if runtime is None or not registry.known(runtime) or registry.resolve(runtime, environ)[1] is not None:
-        return False
-    got, problem = values.for_hook(layout, environ)
-    if problem is not None:
-        return False  # the runner says it in the hook log
-    s = got["session"]
-    wait = min(float(got["hooks"]["lock_timeout_s"]), timeout or 5.0)
-    out = iteration.count(
-        layout, s["max_iterations"], s["iteration_warn_at"], timeout=wait, sync_progress=False,
-        progress_every=iteration.PROGRESS_EVERY, before_call=True, plain_only=True,
-    )  # fmt: skip
-    return out.plain()
 
 
 def _guard(adapter: "Adapter", event: str, data: bytes, state: str, environ: "Environ | Mapping[str, str]") -> bool:

@@ -379,15 +379,24 @@ def on_pre_tool(h: Hook) -> Answer:
 
     if guard.marked(h.environ) and (refused := guard.refusal(h.adapter, h.payload, h.layout.root, h.environ)):
         return h.adapter.refuse_tool(h.event_name, refused), 0
-    if COUNT_BEFORE_CALL in h.rest:
-        return _count_before_call(h), 0
-    return None, 0
+    if COUNT_BEFORE_CALL not in h.rest:
+        return None, 0
+    # Counted before the call, with what the post-tool hook does elsewhere: the call log and its loop guard, the
+    # session's record, the files an edit names.
+    counted, runs = _count_before_call(h)
+    if not runs:
+        return counted, 0
+    repeated = _loop_guard(h, h.values["session"]["loop_guard_repeats"], already_stopping=False)
+    if repeated is not None and (reason := h.stop_sentence()) is not None:  # the loop guard stopped it: not run
+        return h.adapter.deny_tool(h.event_name, reason), 0
+    _record_edits(h, before=True)
+    return answers.merge(counted, repeated), 0
 
 
-def _count_before_call(h: Hook) -> dict[str, Any] | None:
-    """This call counted before it runs (the runtime's post-tool hooks run in the background): refused once the
-    cap is reached, so no more calls run than it allows; the call that reaches it runs, and the agent is stopped
-    for the next; the warn threshold's checkpoint note comes with the call that reaches it."""
+def _count_before_call(h: Hook) -> tuple[dict[str, Any] | None, bool]:
+    """This call counted before it runs: refused once the cap is reached, so no more calls run than it allows;
+    the call that reaches it runs, and the agent is stopped for the next; the warn threshold's checkpoint note
+    comes with the call that reaches it.  (The answer, whether the call runs.)"""
     s = h.values["session"]
     from cocoplus.session import iteration  # deferred: only tool calls are counted
 
@@ -400,35 +409,32 @@ def _count_before_call(h: Hook) -> dict[str, Any] | None:
     from cocoplus.hook import tripped  # deferred: only a call whose count has something to say gets here
 
     if out.corrupt is not None:
-        return h.adapter.deny_tool(h.event_name, tripped.budget_damaged(h, out.corrupt, answer=False))
+        return h.adapter.deny_tool(h.event_name, tripped.budget_damaged(h, out.corrupt, answer=False)), False
     if out.failed_closed is not None:
         reason = f"cocoplus: this tool call could not be counted ({out.failed_closed}); the agent is stopped"
-        return h.adapter.deny_tool(h.event_name, reason)
+        return h.adapter.deny_tool(h.event_name, reason), False
     if out.refused and out.budget is None:  # not known to be under the cap (its lock stayed busy): not run
         return h.adapter.refuse_tool(
             h.event_name, "cocoplus: this tool call could not be counted before it runs (the count stayed busy); "
             "run it again",
-        )  # fmt: skip
-    return tripped.budget_before_call(h, out)
+        ), False  # fmt: skip
+    return tripped.budget_before_call(h, out), not out.refused
 
 
 def on_post_tool(h: Hook) -> Answer:
     s = h.values["session"]
-    counted = COUNT_BEFORE_CALL in h.rest  # counted by the pre-tool hook: this one runs in the background
-    if h.kind == "post_tool_failure" and not s["count_failed_tools"]:
-        if counted:
+    if COUNT_BEFORE_CALL in h.rest:  # the pre-tool hook counted the call and kept its record
+        if h.kind == "post_tool_failure" and not s["count_failed_tools"]:
             from cocoplus.session import iteration  # deferred: only a failed call counted before it ran
 
             try:
                 iteration.uncount(h.layout, timeout=h.timeout)
             except CocoplusError as exc:
                 h.log(f"a failed call counted before it ran stays counted: {exc}")
+        return None, 0
+    if h.kind == "post_tool_failure" and not s["count_failed_tools"]:
         h.touch_session()
         return None, 0
-    if counted:  # the count and the cap were the pre-tool hook's; the rest is this call's record
-        repeated = _loop_guard(h, s["loop_guard_repeats"], already_stopping=False)
-        _record_edits(h)
-        return answers.merge(repeated), 0
     parts: list[dict[str, Any] | None] = []
     from cocoplus.session import iteration  # deferred: only tool calls are counted
 
@@ -459,9 +465,10 @@ def on_post_tool(h: Hook) -> Answer:
     return answers.merge(*parts), 0
 
 
-def _record_edits(h: Hook) -> None:
-    """The files this tool call changed, appended to the session's edits (the watcher compares them)."""
-    if h.kind != "post_tool":
+def _record_edits(h: Hook, before: bool = False) -> None:
+    """The files this tool call changed (`before`: is about to change), appended to the session's edits (the
+    watcher compares them)."""
+    if h.kind != "post_tool" and not before:
         return  # a tool that failed changed nothing to speak of
     paths = h.adapter.edited_paths(h.payload)
     sid = h.session_id

@@ -286,6 +286,9 @@ def doctor(layout: Layout) -> dict[str, Any]:
             wired.append(event)
             if ours != [wiring.command(adapter, event, kind, form_for(adapter), expected[event])] or stray:
                 stale.append(event)
+        # An entry of ours for an event install no longer wires (Claude Code's PostToolUse, before its pre-tool hook
+        # counted the calls): outdated until `install` runs again.
+        stale += sorted(e for e in hooks if hooks[e] and e not in expected and e not in stale)
         info["plugin"] = bundles.plugin_active(runtime)
         info["timeouts"] = timeout_notes(
             adapter, {e: min(t) for e, t in installed.items() if e in wired}, expected, parts

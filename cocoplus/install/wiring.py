@@ -35,14 +35,14 @@ if TYPE_CHECKING:
 FORMS = ("direct", "launcher")
 
 
-# The tool-call events that count before the call where the runtime runs its post-tool hooks in the background.
+# The tool-call events that say so where the pre-tool hook counts each call before it runs.
 COUNTED_KINDS = ("pre_tool", "post_tool", "post_tool_failure")
 
 
 def flags(adapter: Adapter, kind: str) -> tuple[str, ...]:
-    """How one event's hook is wired: `COUNT_BEFORE_CALL` on the tool-call events of a runtime whose post-tool hooks
-    run in the background (`POST_TOOL_ASYNC`)."""
-    return (COUNT_BEFORE_CALL,) if adapter.POST_TOOL_ASYNC and kind in COUNTED_KINDS else ()
+    """How one event's hook is wired: `COUNT_BEFORE_CALL` on the tool-call events of a runtime whose pre-tool hook
+    counts each call (`COUNTS_BEFORE_CALL`)."""
+    return (COUNT_BEFORE_CALL,) if adapter.COUNTS_BEFORE_CALL and kind in COUNTED_KINDS else ()
 
 
 def command(adapter: Adapter, event: str, kind: str, form: str, timeout_s: int | None = None) -> str:

@@ -122,9 +122,9 @@ class Adapter(Protocol):
         """Whether its hooks are matcher groups (else a flat list of handlers)."""
 
     @property
-    def POST_TOOL_ASYNC(self) -> bool:
-        """Whether its post-tool hooks run in the background (`hook_entry` says so): each tool call is then counted
-        by the pre-tool hook, before it runs (hook/__init__.py `COUNT_BEFORE_CALL`)."""
+    def COUNTS_BEFORE_CALL(self) -> bool:
+        """Whether its pre-tool hook counts each call before it runs and does the post-tool hook's work (no
+        post-tool hook is installed; hook/__init__.py `COUNT_BEFORE_CALL`)."""
 
     @property
     def SETTINGS_DEFAULTS(self) -> dict[str, Any]:

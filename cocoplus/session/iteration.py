@@ -36,7 +36,6 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
 class Outcome:
     __slots__ = (
         "budget", "warned_now", "capped", "capped_now", "spooled", "corrupt", "failed_closed", "problems", "refused",
-        "declined",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -49,14 +48,6 @@ class Outcome:
         self.failed_closed: str | None = None  # the increment could not be kept: AGENT_STOP was created; why
         self.problems: list[str] = []  # what went wrong on the way, for the caller's log
         self.refused = False  # counted before the call: the cap was reached already, so this call must not run
-        self.declined = False  # `plain_only`: the count would have had something to say; nothing was counted
-
-    def plain(self) -> bool:
-        """Counted, and nothing to say: no cap, no warning, nothing damaged, spooled or failed."""
-        return not (
-            self.declined or self.refused or self.capped or self.warned_now or self.spooled or self.problems
-            or self.corrupt is not None or self.failed_closed is not None
-        )  # fmt: skip
 
 
 # The count's rate marks (`rate_marks`: `[[epoch seconds, count], ...]`, oldest first): one at most every
@@ -143,16 +134,13 @@ def count(
     progress_every: int = 1,
     budget: Budget | None = None,
     before_call: bool = False,
-    plain_only: bool = False,
 ) -> Outcome:
     """Count one tool call, exactly once. Never raises for a busy lock or a full disk.
 
-    `before_call`: counted by the pre-tool hook, before the call runs (where the runtime runs its post-tool hooks
-    in the background: hook-call.md, "Counting before the call"): a call that finds the cap reached already is
-    not counted and must not run (`refused`), so no more calls run than the cap allows.  `plain_only` (with
-    `before_call`, the hook's fast path): count only when the count has nothing to say (`Outcome.plain`: no cap,
-    no warning, no PROGRESS.md lines due, nothing spooled or damaged); otherwise count nothing and say
-    `declined`, and the caller counts again with everything that follows.
+    `before_call`: counted by the pre-tool hook, before the call runs (hook-call.md, "Counting before the
+    call"): a call that finds the cap reached already is not counted and must not run (`refused`), so no more
+    calls run than the cap allows; a lock that stays busy refuses the call too (an increment spooled then could
+    pass the cap).
 
     PROGRESS.md's Iteration Budget lines follow the count (`sync_progress`) at
     every `progress_every`-th call, and always at the first, at the warn
@@ -174,9 +162,6 @@ def count(
     try:
         lock.acquire()
     except CocoplusError as exc:  # busy past the budget, or the lock file cannot be made
-        if plain_only:
-            out.declined = True
-            return out
         if before_call:  # not known to be under the cap: the call does not run (nothing counted, nothing stopped)
             out.refused = True
             out.problems.append(f"not counted before the call: {exc}")
@@ -184,9 +169,7 @@ def count(
         _keep(layout, out, str(exc))
     else:
         try:
-            _count_locked(layout, cap, warn_at, out, before_call, progress_every if plain_only else 0)
-            if out.declined:
-                return out
+            _count_locked(layout, cap, warn_at, out, before_call)
             if sync_progress and out.budget is not None and _lines_due(out, progress_every):
                 # Still under the count's lock, so PROGRESS.md's lines change in count order;
                 # a busy progress lock is handled here and never touches the count again.
@@ -238,21 +221,15 @@ def checkpoint_note(doc: dict[str, Any]) -> str:
     )
 
 
-def _current(layout: Layout, out: Outcome, plain: bool) -> dict[str, Any] | None:
+def _current(layout: Layout, out: Outcome) -> dict[str, Any] | None:
     """The count as it is (None: none yet); a damaged one set aside (`out.corrupt`), or one set aside earlier and not
-    reset; `plain`: anything but a readable count declines."""
+    reset."""
     try:
         current = read(layout)
     except StateCorrupt as exc:
-        if plain:
-            out.declined = True
-            return None
         kept = fsio.quarantine(layout.iteration_budget)
         out.corrupt = StateCorrupt(exc.path, exc.cause, kept)
         _keep(layout, out, "the count is damaged")
-        return None
-    if current is None and plain:
-        out.declined = True  # the first count (or one after a damaged file): the runner counts it
         return None
     if current is None:
         earlier = damaged_since_reset(layout)
@@ -266,22 +243,10 @@ def _current(layout: Layout, out: Outcome, plain: bool) -> dict[str, Any] | None
     return current
 
 
-def _says_something(doc: dict[str, Any], every: int) -> bool:
-    """Whether a count (just made) has something to say: the cap, the warn threshold, PROGRESS.md's lines due."""
-    n, cap, warn_at = doc["consumed"], doc["cap"], doc["warn_at"]
-    return (not doc["warned"] and 0 < warn_at < cap and n >= warn_at) or n >= cap or n <= 1 or n % every == 0
-
-
-def _count_locked(
-    layout: Layout, cap: int, warn_at: int, out: Outcome, before_call: bool = False, plain_every: int = 0
-) -> None:
-    """The count under its lock.  `plain_every` > 0: `count`'s `plain_only`, with its `progress_every`."""
+def _count_locked(layout: Layout, cap: int, warn_at: int, out: Outcome, before_call: bool = False) -> None:
     spooled_incs = _drain_spool(layout)
-    if plain_every and spooled_incs:
-        out.declined = True
-        return
-    current = _current(layout, out, bool(plain_every))
-    if out.declined or out.corrupt is not None:
+    current = _current(layout, out)
+    if out.corrupt is not None:
         return
     cap = max(1, min(cap, MAX_COUNT))  # a written count must pass its own validation
     warn_at = max(0, min(warn_at, MAX_COUNT))
@@ -293,14 +258,8 @@ def _count_locked(
         out.refused = out.capped = True
         out.capped_now = not doc["stopped"]
         doc["stopped"] = True
-        if plain_every:
-            out.declined = True
-            return
     else:
         doc["consumed"] = min(MAX_COUNT, doc["consumed"] + 1 + len(spooled_incs))
-    if plain_every and _says_something(doc, plain_every):
-        out.declined = True  # something to say or PROGRESS.md lines due: nothing is written here
-        return
     warned_now = not out.refused and not doc["warned"] and 0 < warn_at < cap and doc["consumed"] >= warn_at
     if warned_now:
         doc["warned"] = True

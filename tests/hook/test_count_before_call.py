@@ -47,10 +47,11 @@ def context(answer: dict[str, Any] | None) -> str:
     return str(((answer or {}).get("hookSpecificOutput") or {}).get("additionalContext") or "")
 
 
-def test_install_claude_counts_before_the_call_and_runs_its_post_tool_hooks_in_the_background() -> None:
+def test_install_claude_counts_before_the_call_and_installs_no_post_tool_hook() -> None:
     adapter = registry.get("claude")
     wired = wiring.hooks(adapter, "direct", 10)
-    for event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
+    assert "PostToolUse" not in wired
+    for event in ("PreToolUse", "PostToolUseFailure"):  # a failed call's take-back runs in the background
         (handler,) = wired[event][0]["hooks"]
         assert handler["command"].endswith(" " + COUNT_BEFORE_CALL), handler
         assert handler.get("async") is (event != "PreToolUse" or None), handler
@@ -134,3 +135,46 @@ def test_a_damaged_count_stops_the_agent_before_the_call(project: Layout) -> Non
     assert decision(r.json) == "deny" and (r.json or {}).get("continue") is False, r
     assert "is damaged" in r.out and os.path.exists(project.agent_stop)
     assert decision(pre(project, 3)) == "deny"  # stopped: every later call too
+
+
+def test_the_loop_guard_counts_before_the_call_and_stops_the_repeat_that_reaches_twice_its_limit(
+    project: Layout,
+) -> None:
+    Path(project.config).write_text("[session]\nloop_guard_repeats = 2\n")
+    same = fixture("claude-pretooluse-bash.json") | {"session_id": SID, "tool_input": {"command": "make test"}}
+    got = [run_hook(project, "PreToolUse", same, "claude", COUNT_BEFORE_CALL).json for _ in range(4)]
+    assert [decision(a) for a in got] == [None, None, None, "deny"], got
+    assert "repeating yourself" in context(got[1])
+    assert (got[3] or {}).get("continue") is False and "runaway loop" in json.dumps(got[3])
+    assert consumed(project) == 4 and os.path.exists(project.agent_stop)  # the fourth was counted, then refused
+    steps = [json.loads(x)["event"] for x in Path(project.steps).read_text().splitlines()]
+    assert steps.count("loop_guard_stop") == 1
+
+
+def test_an_edit_names_its_file_before_it_runs(project: Layout) -> None:
+    edit = fixture("claude-pretooluse-write.json") | {"session_id": SID}
+    edit["tool_input"] = {**edit["tool_input"], "file_path": f"{project.project}/src/app.py"}
+    assert run_hook(project, "PreToolUse", edit, "claude", COUNT_BEFORE_CALL).code == 0
+    logged = Path(project.session_edits(sessions.cs_id_for(SID))).read_text()
+    assert logged.rstrip("\n").endswith('src/app.py"'), logged  # what the watcher compares for collisions
+
+
+def test_an_install_from_before_keeps_counting_after_the_call_and_doctor_says_it_is_outdated(project: Layout) -> None:
+    from cocoplus.install import hooks as install
+    from tests.conftest import run_cli_subprocess
+
+    install.install("claude", project.project)
+    path = Path(project.project, ".claude", "settings.local.json")
+    doc = json.loads(path.read_text())
+    old = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"].replace(" " + COUNT_BEFORE_CALL, "")
+    doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"] = old  # as an earlier release wrote them
+    doc["hooks"]["PostToolUse"] = [{"matcher": "*", "hooks": [{"type": "command", "command": old.replace(
+        "PreToolUse", "PostToolUse"), "timeout": 10}]}]  # fmt: skip
+    path.write_text(json.dumps(doc))
+    # Those commands as they are: PostToolUse counts, PreToolUse does not.
+    assert run_hook(project, "PreToolUse", call(1)).json is None
+    assert run_hook(project, "PostToolUse", call(1, "PostToolUse")).code == 0
+    assert consumed(project) == 1
+    r = run_cli_subprocess("doctor", "--json", cwd=project.project, env={"COCOPLUS_DIR": project.root})
+    outdated = json.loads(r.out)["runtimes"]["claude"]["outdated"]
+    assert "PreToolUse" in outdated and "PostToolUse" in outdated, outdated

@@ -215,13 +215,13 @@ def test_doctor_reports_wired_missing_outdated_and_fired(project: Layout, cli) -
     path = settings_path(project, "claude")
     doc = json.loads(path.read_text())
     del doc["hooks"]["Stop"]
-    doc["hooks"]["PostToolUse"][0]["hooks"][0]["command"] = (
-        "/gone/python -S /gone/cocoplus/hook/__main__.py PostToolUse --runtime claude"
+    doc["hooks"]["PostToolUseFailure"][0]["hooks"][0]["command"] = (
+        "/gone/python -S /gone/cocoplus/hook/__main__.py PostToolUseFailure --runtime claude"
     )
     path.write_text(json.dumps(doc))
     rep = json.loads(cli("doctor", "--json", cwd=project.project).out)["runtimes"]
     c = rep["claude"]
-    assert c["wired"] and "Stop" in c["missing"] and "PostToolUse" in c["outdated"] and not c["fired"]
+    assert c["wired"] and "Stop" in c["missing"] and "PostToolUseFailure" in c["outdated"] and not c["fired"]
     assert c["upgrade_available"] and any("/gone/python" in p and "does not exist" in p for p in c["problems"])
     assert c["mcp_registered"] is True
     assert rep["codex"]["wired"] is False
@@ -230,7 +230,7 @@ def test_doctor_reports_wired_missing_outdated_and_fired(project: Layout, cli) -
     assert rep["claude"]["fired"] and rep["claude"]["sessions_seen"] == 1
     code, out, err = cli("doctor", cwd=project.project)
     assert (
-        "outdated PostToolUse" in out
+        "outdated PostToolUseFailure" in out
         and "not wired (run `cocoplus install codex`, or install its cocoplus plugin)" in out
     )
     assert "an upgrade of the hooks is available (run `cocoplus install claude`)" in out

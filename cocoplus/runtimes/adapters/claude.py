@@ -23,7 +23,7 @@ ALIAS_PREFIX = "cc"
 
 EVENTS = (
     ("PreToolUse", "pre_tool", "*"),
-    ("PostToolUse", "post_tool", "*"),
+    ("PostToolUse", "post_tool", None),  # not installed: PreToolUse does its work (COUNTS_BEFORE_CALL)
     ("PostToolUseFailure", "post_tool_failure", "*"),
     ("UserPromptSubmit", "prompt", ""),
     ("SessionStart", "session_start", ""),
@@ -78,10 +78,12 @@ HOOKS_FILE = (".claude", "settings.json")
 LOCAL_HOOKS_FILE = (".claude", "settings.local.json")
 HOOK_FILES_READ = (HOOKS_FILE, LOCAL_HOOKS_FILE)
 GROUPED = True
-# PostToolUse and PostToolUseFailure run in the background (`"async": true`): the agent does not wait for them, and
-# PreToolUse counts each call before it runs, so the cap stays exact (docs/architecture/hook-call.md).
-POST_TOOL_ASYNC = True
-_ASYNC_EVENTS = ("PostToolUse", "PostToolUseFailure")
+# Claude Code spends as long again on each hook it starts as the hook itself takes, whether it waits for it or not
+# (docs/architecture/hook-call.md): so PreToolUse does the post-tool hook's work too, before the call (the count, the
+# cap, the call log and its loop guard, the session's record, the files an edit names), and PostToolUse is not
+# installed; PostToolUseFailure, which runs only for a failed call, runs in the background (`"async": true`).
+COUNTS_BEFORE_CALL = True
+_ASYNC_EVENTS = ("PostToolUseFailure",)
 SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = (".claude", "commands")
 

@@ -121,7 +121,7 @@ HOOKS_FILE = (".cortex", "settings.json")
 LOCAL_HOOKS_FILE = (".cortex", "settings.local.json")
 HOOK_FILES_READ = (HOOKS_FILE, LOCAL_HOOKS_FILE)
 GROUPED = True
-POST_TOOL_ASYNC = False  # its post-tool hooks are waited for: they count each call
+COUNTS_BEFORE_CALL = False  # its post-tool hook counts each call
 SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = None
 
