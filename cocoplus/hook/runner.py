@@ -1,17 +1,17 @@
 """What each hook event does, for every runtime: the steps from the entry to an answer, the kill switch first
-(`decide_order`), the `Hook` every handler gets, and the handlers of the events around every tool call (pre-tool,
-post-tool).
+(`decide_order`), and the `Hook` every handler gets.
 
 Called by `cocoplus.hook.entry` once it knows there is work.  What differs
 between runtimes (how an answer is written, where the session id is) comes
 from the runtime's adapter (`cocoplus.runtimes.adapters`).  The other
 events' handlers live in their own modules, imported only when their event
-is handled (`HANDLERS`): `prompt` (prompts), `start` (session start), `turns`
-(turn end, session end, notifications), `permission` (permission requests);
-and what a tool call answers when one of cocoplus' own guards trips is in
-`tripped`, imported only then.  They get the `Hook` (defined here) as their
-argument and import nothing from this module but its type, so the tool-call
-events load one hook module besides the entry.  Standard library only.  The
+is handled (`HANDLERS`): `tools` (the events around every tool call: the
+kill switch, the count and its cap, the loop guard), `prompt` (prompts),
+`start` (session start), `turns` (turn end, session end, notifications),
+`permission` (permission requests); and what a tool call answers when one of
+cocoplus' own guards trips is in `tripped`, imported only then.  They get the
+`Hook` (defined here) as their argument and import nothing from this module
+but its type, so the tool-call events load two hook modules besides the entry.  Standard library only.  The
 failure policy (reference/hooks-protocols.md 6.2): the kill switch is
 checked before anything that can fail; any of cocoplus' own failures is
 logged to `.cocoplus/logs/hook.log` as one line and lets the tool run, except
@@ -30,7 +30,6 @@ from cocoplus.core import clock, fsio, jsonfast
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Budget, set_process_budget
 from cocoplus.core.paths import Layout, walk_up
-from cocoplus.hook import COUNT_BEFORE_CALL
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import killswitch, registry, stops
@@ -371,158 +370,6 @@ def log_line(layout: Layout, message: str) -> None:
 # -- the tool-call handlers ------------------------------------------------------------------
 
 
-def on_pre_tool(h: Hook) -> Answer:
-    reason = h.stop_sentence()
-    if reason is not None:
-        return h.adapter.deny_tool(h.event_name, reason), 0
-    from cocoplus.hook import guard  # deferred: as in the entry, only a worker's call is checked
-
-    if guard.marked(h.environ) and (refused := guard.refusal(h.adapter, h.payload, h.layout.root, h.environ)):
-        return h.adapter.refuse_tool(h.event_name, refused), 0
-    if COUNT_BEFORE_CALL not in h.rest:
-        return None, 0
-    # Counted before the call, with what the post-tool hook does elsewhere: the call log and its loop guard, the
-    # session's record, the files an edit names.
-    counted, runs = _count_before_call(h)
-    if not runs:
-        return counted, 0
-    repeated = _loop_guard(h, h.values["session"]["loop_guard_repeats"], already_stopping=False)
-    if repeated is not None and (reason := h.stop_sentence()) is not None:  # the loop guard stopped it: not run
-        return h.adapter.deny_tool(h.event_name, reason), 0
-    _record_edits(h, before=True)
-    return answers.merge(counted, repeated), 0
-
-
-def _count_before_call(h: Hook) -> tuple[dict[str, Any] | None, bool]:
-    """This call counted before it runs: refused once the cap is reached, so no more calls run than it allows;
-    the call that reaches it runs, and the agent is stopped for the next; the warn threshold's checkpoint note
-    comes with the call that reaches it.  (The answer, whether the call runs.)"""
-    s = h.values["session"]
-    from cocoplus.session import iteration  # deferred: only tool calls are counted
-
-    out = iteration.count(
-        h.layout, s["max_iterations"], s["iteration_warn_at"], timeout=h.timeout,
-        progress_every=iteration.PROGRESS_EVERY, before_call=True,
-    )  # fmt: skip
-    for problem in out.problems:
-        h.log(problem)
-    from cocoplus.hook import tripped  # deferred: only a call whose count has something to say gets here
-
-    if out.corrupt is not None:
-        return h.adapter.deny_tool(h.event_name, tripped.budget_damaged(h, out.corrupt, answer=False)), False
-    if out.failed_closed is not None:
-        reason = f"cocoplus: this tool call could not be counted ({out.failed_closed}); the agent is stopped"
-        return h.adapter.deny_tool(h.event_name, reason), False
-    if out.refused and out.budget is None:  # not known to be under the cap (its lock stayed busy): not run
-        return h.adapter.refuse_tool(
-            h.event_name, "cocoplus: this tool call could not be counted before it runs (the count stayed busy); "
-            "run it again",
-        ), False  # fmt: skip
-    return tripped.budget_before_call(h, out), not out.refused
-
-
-def on_post_tool(h: Hook) -> Answer:
-    s = h.values["session"]
-    if COUNT_BEFORE_CALL in h.rest:  # the pre-tool hook counted the call and kept its record
-        if h.kind == "post_tool_failure" and not s["count_failed_tools"]:
-            from cocoplus.session import iteration  # deferred: only a failed call counted before it ran
-
-            try:
-                iteration.uncount(h.layout, timeout=h.timeout)
-            except CocoplusError as exc:
-                h.log(f"a failed call counted before it ran stays counted: {exc}")
-        return None, 0
-    if h.kind == "post_tool_failure" and not s["count_failed_tools"]:
-        h.touch_session()
-        return None, 0
-    parts: list[dict[str, Any] | None] = []
-    from cocoplus.session import iteration  # deferred: only tool calls are counted
-
-    out = iteration.count(
-        h.layout,
-        s["max_iterations"],
-        s["iteration_warn_at"],
-        timeout=h.timeout,
-        progress_every=iteration.PROGRESS_EVERY,
-    )
-    if out.corrupt is not None:
-        from cocoplus.hook import tripped  # deferred: only a tool call that trips a guard
-
-        return tripped.budget_damaged(h, out.corrupt), 0
-    for problem in out.problems:
-        h.log(problem)
-    if out.failed_closed is not None:
-        reason = f"cocoplus: this tool call could not be counted ({out.failed_closed}); the agent is stopped"
-        return h.adapter.halt(h.event_name, reason, reason), 0
-    if (out.capped or out.warned_now) and out.budget is not None:
-        from cocoplus.hook import tripped  # deferred: only a tool call that trips a guard
-
-        parts.append(tripped.budget_reached(h, out))
-    elif (sentence := h.stop_sentence()) is not None:
-        parts.append(h.adapter.halt(h.event_name, sentence, sentence))
-    parts.append(_loop_guard(h, s["loop_guard_repeats"], already_stopping=out.capped))
-    _record_edits(h)
-    return answers.merge(*parts), 0
-
-
-def _record_edits(h: Hook, before: bool = False) -> None:
-    """The files this tool call changed (`before`: is about to change), appended to the session's edits (the
-    watcher compares them)."""
-    if h.kind != "post_tool" and not before:
-        return  # a tool that failed changed nothing to speak of
-    paths = h.adapter.edited_paths(h.payload)
-    sid = h.session_id
-    if not paths or sid is None:
-        return
-    from cocoplus.session import edits  # deferred: only an edit or write tool records its files
-
-    try:
-        edits.record_call(h.layout, registry.cs_id_for(sid), paths, h.adapter, h.payload, h.environ)
-    except CocoplusError as exc:
-        h.log(f"edited files not recorded: {exc}")
-
-
-def _loop_guard(h: Hook, repeats: int, already_stopping: bool) -> dict[str, Any] | None:
-    """The call appended to the session's call log and counted on its record; the run of equal calls it ends
-    answered by `tripped.repeated` once it reaches `repeats`."""
-    fp = registry.fingerprint(h.payload)
-    sid = h.session_id
-    cs = registry.cs_id_for(sid) if sid else None
-    logged: tuple[int, int] | None = None  # (calls in the log, the run of equal calls at its end)
-    if cs is not None:
-        try:
-            calls, last = registry.record_call(h.layout, cs, fp, tail=max(2 * repeats, 1))
-        except CocoplusError as exc:
-            h.log(f"tool call not appended to the session's call log: {exc}")
-        else:
-            run = 0
-            for prior in reversed(last):
-                if prior != fp:
-                    break
-                run += 1
-            logged = (calls, run)
-    seen: dict[str, int] = {} if logged is None else {"count": logged[1]}
-
-    def change(rec: SessionRecord) -> None:
-        seen["count"] = registry.count_call(rec, fp, logged, h.event_name, str(h.payload.get("tool_name") or ""))
-
-    rec = None
-    if logged is not None and cs is not None:
-        try:
-            rec = registry.read_record(h.layout, cs)
-        except CocoplusError:
-            rec = None
-    if rec is not None and logged is not None and logged[0] != 1 and not registry.record_due(rec):
-        h.record = rec  # appended: nothing else to change in the record
-    else:
-        h.touch_session(change)
-    if repeats <= 0 or already_stopping or seen.get("count", 0) < repeats:
-        return None
-    from cocoplus.hook import tripped  # deferred: only a call repeated `repeats` times or more
-
-    return tripped.repeated(h, seen["count"], repeats)
-
-
 def on_other(h: Hook) -> Answer:
     if h.kind == "other":
         h.log(f"event {h.event!r} is not one cocoplus handles; nothing done")
@@ -533,9 +380,9 @@ def on_other(h: Hook) -> Answer:
 # Per kind of event, the module (in cocoplus.hook) and the function that handle it: a module other than this one is
 # imported only when its event is handled (`handler`), so the events around every tool call load none of them.
 HANDLERS = {
-    "pre_tool": ("runner", "on_pre_tool"),
-    "post_tool": ("runner", "on_post_tool"),
-    "post_tool_failure": ("runner", "on_post_tool"),
+    "pre_tool": ("tools", "on_pre_tool"),
+    "post_tool": ("tools", "on_post_tool"),
+    "post_tool_failure": ("tools", "on_post_tool"),
     "prompt": ("prompt", "on_prompt"),
     "session_start": ("start", "on_session_start"),
     "stop": ("turns", "on_stop"),
@@ -551,6 +398,10 @@ HANDLERS = {
 def handler(kind: str) -> Any:
     """The function that handles events of `kind` (see `HANDLERS`), its module imported now."""
     home, name = HANDLERS.get(kind, HANDLERS["other"])
+    if home == "tools":
+        from cocoplus.hook import tools  # deferred: only the events around a tool call load their handlers
+
+        return getattr(tools, name)
     if home == "start":
         from cocoplus.hook import start  # deferred: only a session start loads its handler
 

@@ -137,16 +137,17 @@ def test_a_damaged_count_stops_the_agent_before_the_call(project: Layout) -> Non
     assert decision(pre(project, 3)) == "deny"  # stopped: every later call too
 
 
-def test_the_loop_guard_counts_before_the_call_and_stops_the_repeat_that_reaches_twice_its_limit(
+def test_the_loop_guard_sees_each_call_before_it_runs_and_stops_the_agent_after_twice_its_limit(
     project: Layout,
 ) -> None:
     Path(project.config).write_text("[session]\nloop_guard_repeats = 2\n")
     same = fixture("claude-pretooluse-bash.json") | {"session_id": SID, "tool_input": {"command": "make test"}}
-    got = [run_hook(project, "PreToolUse", same, "claude", COUNT_BEFORE_CALL).json for _ in range(4)]
-    assert [decision(a) for a in got] == [None, None, None, "deny"], got
+    got = [run_hook(project, "PreToolUse", same, "claude", COUNT_BEFORE_CALL).json for _ in range(5)]
+    assert [decision(a) for a in got] == [None, None, None, None, "deny"], got
     assert "repeating yourself" in context(got[1])
-    assert (got[3] or {}).get("continue") is False and "runaway loop" in json.dumps(got[3])
-    assert consumed(project) == 4 and os.path.exists(project.agent_stop)  # the fourth was counted, then refused
+    assert "runaway loop" in context(got[3]) and "last one that runs" in context(got[3])  # as after the call
+    assert (got[4] or {}).get("continue") is False
+    assert consumed(project) == 4 and os.path.exists(project.agent_stop)  # the fifth is refused by the stop
     steps = [json.loads(x)["event"] for x in Path(project.steps).read_text().splitlines()]
     assert steps.count("loop_guard_stop") == 1
 

@@ -1,0 +1,176 @@
+"""The events around every tool call: the pre-tool hook (the kill switch, a worker's protected paths, and where
+the runtime runs no post-tool hook for cocoplus, the count before the call with its cap, the call log and its loop
+guard, the session's record and the files an edit names) and the post-tool hooks (the same, after the call, for the
+runtimes that wait for them).  What the counting before the call is, and why: docs/architecture/hook-call.md.
+
+Loaded by the runner for the tool-call events.  Standard library only.
+"""
+
+from __future__ import annotations
+
+from cocoplus.core.errors import CocoplusError
+from cocoplus.hook import COUNT_BEFORE_CALL
+from cocoplus.runtimes import answers
+from cocoplus.session import registry
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from typing import Any
+
+    from cocoplus.core.shapes import SessionRecord
+    from cocoplus.hook.runner import Answer, Hook  # only a type: the runner imports this module
+
+
+def on_pre_tool(h: Hook) -> Answer:
+    reason = h.stop_sentence()
+    if reason is not None:
+        return h.adapter.deny_tool(h.event_name, reason), 0
+    from cocoplus.hook import guard  # deferred: as in the entry, only a worker's call is checked
+
+    if guard.marked(h.environ) and (refused := guard.refusal(h.adapter, h.payload, h.layout.root, h.environ)):
+        return h.adapter.refuse_tool(h.event_name, refused), 0
+    if COUNT_BEFORE_CALL not in h.rest:
+        return None, 0
+    # Counted before the call, with what the post-tool hook does elsewhere: the call log and its loop guard, the
+    # session's record, the files an edit names.
+    counted, runs = _count_before_call(h)
+    if not runs:
+        return counted, 0
+    repeated = _loop_guard(h, h.values["session"]["loop_guard_repeats"], already_stopping=False)
+    if repeated is not None and (reason := h.stop_sentence()) is not None:
+        # The loop guard's stop, as after the call elsewhere: this repeat runs, and the agent is stopped for the next.
+        repeated = h.adapter.add_context(h.event_name, f"{reason} This call is the last one that runs.")
+    _record_edits(h, before=True)
+    return answers.merge(counted, repeated), 0
+
+
+def _count_before_call(h: Hook) -> tuple[dict[str, Any] | None, bool]:
+    """This call counted before it runs: refused once the cap is reached, so no more calls run than it allows;
+    the call that reaches it runs, and the agent is stopped for the next; the warn threshold's checkpoint note
+    comes with the call that reaches it.  (The answer, whether the call runs.)"""
+    s = h.values["session"]
+    from cocoplus.session import iteration  # deferred: only tool calls are counted
+
+    out = iteration.count(
+        h.layout, s["max_iterations"], s["iteration_warn_at"], timeout=h.timeout,
+        progress_every=iteration.PROGRESS_EVERY, before_call=True,
+    )  # fmt: skip
+    for problem in out.problems:
+        h.log(problem)
+    if not (out.corrupt or out.failed_closed or out.refused or out.capped or out.warned_now):
+        return None, True  # the usual call: counted, nothing to say
+    from cocoplus.hook import tripped  # deferred: only a call whose count has something to say gets here
+
+    if out.corrupt is not None:
+        return h.adapter.deny_tool(h.event_name, tripped.budget_damaged(h, out.corrupt, answer=False)), False
+    if out.failed_closed is not None:
+        reason = f"cocoplus: this tool call could not be counted ({out.failed_closed}); the agent is stopped"
+        return h.adapter.deny_tool(h.event_name, reason), False
+    if out.refused and out.budget is None:  # not known to be under the cap (its lock stayed busy): not run
+        return h.adapter.refuse_tool(
+            h.event_name, "cocoplus: this tool call could not be counted before it runs (the count stayed busy); "
+            "run it again",
+        ), False  # fmt: skip
+    return tripped.budget_before_call(h, out), not out.refused
+
+
+def on_post_tool(h: Hook) -> Answer:
+    s = h.values["session"]
+    if COUNT_BEFORE_CALL in h.rest:  # the pre-tool hook counted the call and kept its record
+        if h.kind == "post_tool_failure" and not s["count_failed_tools"]:
+            from cocoplus.session import iteration  # deferred: only a failed call counted before it ran
+
+            try:
+                iteration.uncount(h.layout, timeout=h.timeout)
+            except CocoplusError as exc:
+                h.log(f"a failed call counted before it ran stays counted: {exc}")
+        return None, 0
+    if h.kind == "post_tool_failure" and not s["count_failed_tools"]:
+        h.touch_session()
+        return None, 0
+    parts: list[dict[str, Any] | None] = []
+    from cocoplus.session import iteration  # deferred: only tool calls are counted
+
+    out = iteration.count(
+        h.layout,
+        s["max_iterations"],
+        s["iteration_warn_at"],
+        timeout=h.timeout,
+        progress_every=iteration.PROGRESS_EVERY,
+    )
+    if out.corrupt is not None:
+        from cocoplus.hook import tripped  # deferred: only a tool call that trips a guard
+
+        return tripped.budget_damaged(h, out.corrupt), 0
+    for problem in out.problems:
+        h.log(problem)
+    if out.failed_closed is not None:
+        reason = f"cocoplus: this tool call could not be counted ({out.failed_closed}); the agent is stopped"
+        return h.adapter.halt(h.event_name, reason, reason), 0
+    if (out.capped or out.warned_now) and out.budget is not None:
+        from cocoplus.hook import tripped  # deferred: only a tool call that trips a guard
+
+        parts.append(tripped.budget_reached(h, out))
+    elif (sentence := h.stop_sentence()) is not None:
+        parts.append(h.adapter.halt(h.event_name, sentence, sentence))
+    parts.append(_loop_guard(h, s["loop_guard_repeats"], already_stopping=out.capped))
+    _record_edits(h)
+    return answers.merge(*parts), 0
+
+
+def _record_edits(h: Hook, before: bool = False) -> None:
+    """The files this tool call changed (`before`: is about to change), appended to the session's edits (the
+    watcher compares them)."""
+    if h.kind != "post_tool" and not before:
+        return  # a tool that failed changed nothing to speak of
+    paths = h.adapter.edited_paths(h.payload)
+    sid = h.session_id
+    if not paths or sid is None:
+        return
+    from cocoplus.session import edits  # deferred: only an edit or write tool records its files
+
+    try:
+        edits.record_call(h.layout, registry.cs_id_for(sid), paths, h.adapter, h.payload, h.environ)
+    except CocoplusError as exc:
+        h.log(f"edited files not recorded: {exc}")
+
+
+def _loop_guard(h: Hook, repeats: int, already_stopping: bool) -> dict[str, Any] | None:
+    """The call appended to the session's call log and counted on its record; the run of equal calls it ends
+    answered by `tripped.repeated` once it reaches `repeats`."""
+    fp = registry.fingerprint(h.payload)
+    sid = h.session_id
+    cs = registry.cs_id_for(sid) if sid else None
+    logged: tuple[int, int] | None = None  # (calls in the log, the run of equal calls at its end)
+    if cs is not None:
+        try:
+            calls, last = registry.record_call(h.layout, cs, fp, tail=max(2 * repeats, 1))
+        except CocoplusError as exc:
+            h.log(f"tool call not appended to the session's call log: {exc}")
+        else:
+            run = 0
+            for prior in reversed(last):
+                if prior != fp:
+                    break
+                run += 1
+            logged = (calls, run)
+    seen: dict[str, int] = {} if logged is None else {"count": logged[1]}
+
+    def change(rec: SessionRecord) -> None:
+        seen["count"] = registry.count_call(rec, fp, logged, h.event_name, str(h.payload.get("tool_name") or ""))
+
+    rec = None
+    if logged is not None and cs is not None:
+        try:
+            rec = registry.read_record(h.layout, cs)
+        except CocoplusError:
+            rec = None
+    if rec is not None and logged is not None and logged[0] != 1 and not registry.record_due(rec):
+        h.record = rec  # appended: nothing else to change in the record
+    else:
+        h.touch_session(change)
+    if repeats <= 0 or already_stopping or seen.get("count", 0) < repeats:
+        return None
+    from cocoplus.hook import tripped  # deferred: only a call repeated `repeats` times or more
+
+    return tripped.repeated(h, seen["count"], repeats)
