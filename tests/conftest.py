@@ -87,6 +87,36 @@ def pytest_configure(config: pytest.Config) -> None:
         )
 
 
+# The marks that make a test slow by themselves (pyproject's `slow` marker says the rule): a real agent CLI, a
+# real nats-server cluster.
+SLOW_BY_MARK = ("e2e", "nats")
+# The fixtures that make a test slow wherever it is: a real Chromium (tests/server/test_browser.py's `page`).
+SLOW_FIXTURES = {"page": "tests.server.test_browser"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The fast lane's rule: a test is `slow` when it is marked so, or e2e or nats, or uses a real browser.
+
+    So a new test lands in the right lane by what it drives, not by a list someone must keep.
+    """
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            continue
+        if any(item.get_closest_marker(name) is not None for name in SLOW_BY_MARK) or _uses_slow_fixture(item):
+            item.add_marker(pytest.mark.slow)
+
+
+def _uses_slow_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    for name, module in SLOW_FIXTURES.items():
+        defs = info.name2fixturedefs.get(name, ())
+        if any(getattr(d.func, "__module__", None) == module for d in defs):
+            return True
+    return False
+
+
 def _scrub(env: dict[str, str] | os._Environ[str]) -> list[str]:
     return [name for name in env if name.startswith(ENV_PREFIXES)]
 
