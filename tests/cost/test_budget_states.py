@@ -13,7 +13,8 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.cost import enforce, spend
 from cocoplus.session import killswitch
-from tests.hook.helpers import fixture, run_hook
+from tests.hook.helpers import fixture
+from tests.support.hookdriver import run_hook_here
 from tests.support.typed import present
 
 
@@ -56,7 +57,7 @@ def test_thresholds_apply_at_boundaries_only(limited: Layout) -> None:
     spend.add_cost(limited, 0.10)  # 1.00: exhausted at the next boundary, not before
     enforce.boundary(limited, v, source="status", enforce=False)
     assert state(limited) == "reserve" and not killswitch.stop_present(limited)
-    hook = run_hook(limited, "Stop", fixture("claude-stop.json"))
+    hook = run_hook_here(limited, "Stop", fixture("claude-stop.json"))
     assert hook.code == 0 and state(limited) == "exhausted" and killswitch.stop_present(limited)
     assert json.load(open(limited.status))["state"] == "exited"
     assert [(c["from"], c["to"]) for c in steps(limited, "budget_state_changed")] == [
@@ -75,9 +76,9 @@ def test_reserve_refuses_a_new_stage_and_tells_the_agent_once(limited: Layout) -
     assert len(steps(limited, "budget_state_changed")) == 1
     assert steps(limited, "stage_refused")[0]["stage"] == "deploy"
     # The next prompt is told that only wrap-up work remains, once.
-    r = run_hook(limited, "UserPromptSubmit", fixture("claude-userpromptsubmit.json"))
+    r = run_hook_here(limited, "UserPromptSubmit", fixture("claude-userpromptsubmit.json"))
     assert "only wrap-up work remains" in present(r.json)["hookSpecificOutput"]["additionalContext"]
-    again = run_hook(limited, "UserPromptSubmit", fixture("claude-userpromptsubmit.json"))
+    again = run_hook_here(limited, "UserPromptSubmit", fixture("claude-userpromptsubmit.json"))
     assert again.out == ""
     # A wrap-up stage may still start.
     enforce.stage_start(limited, "handoff", v, wrap_up=True)
@@ -120,7 +121,7 @@ def test_no_limit_measures_but_stays_normal(project: Layout) -> None:
 
 def test_turn_end_is_a_boundary(limited: Layout) -> None:
     spend.add_cost(limited, 1.2)
-    r = run_hook(limited, "Stop", fixture("claude-stop.json"))
+    r = run_hook_here(limited, "Stop", fixture("claude-stop.json"))
     assert r.code == 0
     assert state(limited) == "exhausted" and killswitch.stop_present(limited)
     assert "cost budget exhausted" in present(r.json)["systemMessage"]
@@ -130,7 +131,7 @@ def test_turn_end_is_not_a_boundary_when_configured_off(limited: Layout) -> None
     with open(limited.config, "a") as fh:
         fh.write("stop_is_boundary = false\n")
     spend.add_cost(limited, 1.2)
-    run_hook(limited, "Stop", fixture("claude-stop.json"))
+    run_hook_here(limited, "Stop", fixture("claude-stop.json"))
     assert state(limited) == "normal" and not killswitch.stop_present(limited)
     assert json.load(open(limited.budget_state))["spent"] == pytest.approx(1.2)  # still measured
 
@@ -138,7 +139,7 @@ def test_turn_end_is_not_a_boundary_when_configured_off(limited: Layout) -> None
 def test_turn_end_inside_a_stage_does_not_interrupt_it(limited: Layout) -> None:
     enforce.stage_start(limited, "long", values(limited))
     spend.add_cost(limited, 1.2)
-    run_hook(limited, "Stop", fixture("claude-stop.json"))
+    run_hook_here(limited, "Stop", fixture("claude-stop.json"))
     assert state(limited) == "normal" and not killswitch.stop_present(limited)
 
 
@@ -188,7 +189,7 @@ def test_a_turn_end_without_a_price_table_defers_usage_and_loses_none(project: L
     t = tmp_path / "t.jsonl"
     t.write_text(assistant_line("claude-haiku-4-5", "m1", "r1", 1000, 1000) + "\n")
     os.unlink(project.price_table)
-    r = run_hook(project, "Stop", {**fixture("claude-stop.json"), "transcript_path": str(t)})
+    r = run_hook_here(project, "Stop", {**fixture("claude-stop.json"), "transcript_path": str(t)})
     assert (r.code, r.out) == (0, "")
     assert not os.path.exists(project.spend_log) and not killswitch.stop_present(project)
     assert "left for the next cocoplus command" in open(project.hook_log).read()
@@ -207,7 +208,7 @@ def test_a_turn_end_without_a_price_table_stops_an_agent_under_a_limit(limited: 
     config.compile_for_hook(limited)
     if os.path.exists(limited.price_table):
         os.unlink(limited.price_table)
-    r = run_hook(limited, "Stop", {**fixture("claude-stop.json"), "transcript_path": str(t)})
+    r = run_hook_here(limited, "Stop", {**fixture("claude-stop.json"), "transcript_path": str(t)})
     assert r.code == 0 and "price-table.json is missing" in present(r.json)["systemMessage"]
     assert (
         killswitch.stop_present(limited)
@@ -229,9 +230,9 @@ def test_a_budget_stop_at_a_turn_end_sets_the_sessions_record_too(limited: Layou
     t.write_text(assistant_line("claude-haiku-4-5", "m1", "r1", 1000, 300_000) + "\n")  # $1.50 at $5/MTok out
     config.compile_for_hook(limited)
     project_ops.prices_for_hooks(limited)
-    assert run_hook(limited, "SessionStart", {**start, "transcript_path": str(t)}).code == 0
+    assert run_hook_here(limited, "SessionStart", {**start, "transcript_path": str(t)}).code == 0
     assert registry.resolve(limited, "cc1")["state"] == "running"
-    r = run_hook(
+    r = run_hook_here(
         limited, "Stop", {**fixture("claude-stop.json"), "session_id": start["session_id"], "transcript_path": str(t)}
     )
     assert r.code == 0 and "cost budget exhausted" in present(r.json)["systemMessage"]

@@ -1,7 +1,7 @@
 """The hook records the files each session's tools change, for every runtime, from its own PostToolUse payload.
 
-Each case runs the installed hook as the runtime does, with the runtime's
-fixture (made to name a file in the test's project), and reads
+Each case runs the hook's entry point as the installed command does (in this process:
+tests/support/hookdriver.py), with the runtime's fixture (made to name a file in the test's project), and reads
 `sessions/<cs>.edits`: one line per changed file, relative to the session's
 tree (the project its runtime names, else its working directory).  Reads,
 failed tools and plain shell commands record nothing.
@@ -18,7 +18,8 @@ import pytest
 
 from cocoplus.core.paths import Layout
 from cocoplus.session import edits, registry
-from tests.hook.helpers import fixture, hook_env, run_hook
+from tests.hook.helpers import fixture, hook_env
+from tests.support.hookdriver import run_hook_here
 
 PATCH = (
     "*** Begin Patch\n*** Update File: src/app.py\n@@\n-a\n+b\n*** Add File: docs/new.md\n+hello\n"
@@ -122,7 +123,7 @@ def _session(payload: dict[str, Any]) -> str:
 @pytest.mark.parametrize("case", CASES)
 def test_each_runtimes_post_tool_payload_records_the_files_it_changed(project: Layout, case: str) -> None:
     _name, runtime, event, payload, want = next(c for c in cases(project.project) if c[0] == case)
-    r = run_hook(project, event, payload, runtime, cwd=project.project)
+    r = run_hook_here(project, event, payload, runtime, cwd=project.project)
     assert r.code == 0, r
     assert _recorded(project, _session(payload)) == want, r
     log = Path(project.hook_log).read_text() if os.path.exists(project.hook_log) else ""
@@ -140,22 +141,22 @@ def test_paths_are_relative_to_the_sessions_own_tree_so_two_worktrees_agree(proj
     inside["session_id"] = "in-tree"
     env = hook_env(None, CLAUDE_PROJECT_DIR=str(tree))
     top = hook_env(None, CLAUDE_PROJECT_DIR=project.project)
-    assert run_hook(project, "PostToolUse", main, cwd=project.project, env=top).code == 0
-    assert run_hook(project, "PostToolUse", inside, cwd=str(tree / "src"), env=env).code == 0
+    assert run_hook_here(project, "PostToolUse", main, cwd=project.project, env=top).code == 0
+    assert run_hook_here(project, "PostToolUse", inside, cwd=str(tree / "src"), env=env).code == 0
     assert _recorded(project, "in-main") == _recorded(project, "in-tree") == ["src/app.py"]
 
 
 def test_a_failed_edit_records_nothing(project: Layout) -> None:
     payload = _claude(project.project, "Edit", file_path=f"{project.project}/a.py", old_string="a", new_string="b")
     payload.update(hook_event_name="PostToolUseFailure", error="String to replace not found")
-    assert run_hook(project, "PostToolUseFailure", payload, cwd=project.project).code == 0
+    assert run_hook_here(project, "PostToolUseFailure", payload, cwd=project.project).code == 0
     assert _recorded(project, payload["session_id"]) == []
 
 
 def test_each_edit_is_one_appended_line_per_file(project: Layout) -> None:
     payload = _claude(project.project, "Write", file_path=f"{project.project}/a.py", content="x")
     for _ in range(3):
-        assert run_hook(project, "PostToolUse", payload, cwd=project.project).code == 0
+        assert run_hook_here(project, "PostToolUse", payload, cwd=project.project).code == 0
     assert _recorded(project, payload["session_id"]) == ["a.py"] * 3
 
 
@@ -189,6 +190,8 @@ def test_a_session_started_in_a_subdirectory_of_a_checkout_agrees_with_one_at_it
     for sid, where, path in runs:
         payload = _claude(str(where), "Write", file_path=str(path), content="x")
         payload["session_id"] = sid
-        r = run_hook(project, "PostToolUse", payload, cwd=str(where), env=hook_env(None, CLAUDE_PROJECT_DIR=str(where)))
+        r = run_hook_here(
+            project, "PostToolUse", payload, cwd=str(where), env=hook_env(None, CLAUDE_PROJECT_DIR=str(where))
+        )
         assert r.code == 0, r
     assert [_recorded(project, sid) for sid, _w, _p in runs] == [["pkg/mod.py"]] * 3

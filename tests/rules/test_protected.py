@@ -1,5 +1,5 @@
 """Protected paths: declared once per adapter, one union in cocoplus/rules/protected.py, the PreToolUse check
-of a launched worker's file tools (cocoplus/hook/guard.py) run as the installed hook runs, and which
+of a launched worker's file tools (cocoplus/hook/guard.py) run by the hook's entry point as the installed command runs it (in this process), and which
 repository-relative paths (a worker's branch) are protected."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import pytest
 from cocoplus.core.paths import Layout
 from cocoplus.rules import protected
 from cocoplus.runtimes import registry
-from tests.hook.helpers import hook_env, run_hook
+from tests.hook.helpers import hook_env
+from tests.support.hookdriver import run_hook_here
 
 
 def test_the_union_is_the_adapters_declarations() -> None:
@@ -90,7 +91,7 @@ def _pre(layout: Layout, tool: str, tool_input: dict[str, object], runtime: str 
     event = {"claude": "PreToolUse", "codex": "PreToolUse", "gemini": "BeforeTool"}[runtime]
     if runtime == "gemini":
         payload["hook_event_name"] = "BeforeTool"
-    return run_hook(layout, event, payload, runtime, cwd=layout.project, env=hook_env(layout, **env))
+    return run_hook_here(layout, event, payload, runtime, cwd=layout.project, env=hook_env(layout, **env))
 
 
 def test_a_worker_writing_through_a_link_into_claude_is_refused_when_claude_would_not_ask(
@@ -121,7 +122,7 @@ def test_accept_edits_mode_is_refused_at_once(worker_project: Layout) -> None:
         "permission_mode": "acceptEdits", "tool_name": "Edit",
         "tool_input": {"file_path": target, "old_string": "a", "new_string": "b"},
     }  # fmt: skip
-    r = run_hook(worker_project, "PreToolUse", payload, "claude", cwd=worker_project.project,
+    r = run_hook_here(worker_project, "PreToolUse", payload, "claude", cwd=worker_project.project,
                  env=hook_env(worker_project, COCOPLUS_HEADLESS="1"))  # fmt: skip
     assert r.json is not None and r.json["hookSpecificOutput"]["permissionDecision"] == "deny", r
 

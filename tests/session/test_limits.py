@@ -44,7 +44,8 @@ from cocoplus.ops import session as session_ops
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import killswitch, limits, registry
 from cocoplus.supervision import resumes
-from tests.hook.helpers import fixture, run_hook
+from tests.hook.helpers import fixture
+from tests.support.hookdriver import run_hook_here
 
 STREAMS = Path(__file__).resolve().parent.parent / "fixtures" / "runtime-streams"
 
@@ -120,7 +121,7 @@ def test_a_rate_limited_stop_failure_pauses_the_session_with_an_estimate_and_ses
     payload = fixture("claude-stopfailure-rate-limit.json")
     registry.ensure(project, "claude", payload["session_id"], event="SessionStart", info={"worker": "w1"})
     before = time.time()
-    r = run_hook(project, "StopFailure", payload)
+    r = run_hook_here(project, "StopFailure", payload)
     assert (r.code, r.out) == (0, ""), r
     rec = _session(project)
     limit = rec["limit"]
@@ -137,7 +138,7 @@ def test_a_rate_limited_stop_failure_pauses_the_session_with_an_estimate_and_ses
         "hook_event_name": "SessionEnd",
         "reason": "other",
     }
-    assert run_hook(project, "SessionEnd", end).code == 0
+    assert run_hook_here(project, "SessionEnd", end).code == 0
     rec = _session(project)
     assert rec["state"] == "paused" and rec["limit"] == limit
     assert [s["kind"] for s in _signals(project)] == ["limited"]
@@ -145,11 +146,11 @@ def test_a_rate_limited_stop_failure_pauses_the_session_with_an_estimate_and_ses
 
 def test_an_interactive_session_limited_then_quit_ends_and_resume_at_can_still_bring_it_back(project: Layout) -> None:
     payload = fixture("claude-stopfailure-rate-limit.json")
-    assert run_hook(project, "StopFailure", payload).code == 0
+    assert run_hook_here(project, "StopFailure", payload).code == 0
     rec = _session(project)
     assert rec["state"] == "paused" and rec["limit"]["resume"] is None  # nobody resumes it behind the person's back
     end = {k: payload[k] for k in ("session_id", "transcript_path", "cwd")} | {"hook_event_name": "SessionEnd"}
-    assert run_hook(project, "SessionEnd", end).code == 0
+    assert run_hook_here(project, "SessionEnd", end).code == 0
     assert _session(project)["state"] == "exited"  # quit: it is not kept active (supervision may converge)
     out = session_ops.resume_at(project, rec["alias"], "+5m")
     after = _session(project)
@@ -158,7 +159,7 @@ def test_an_interactive_session_limited_then_quit_ends_and_resume_at_can_still_b
 
 def test_a_stop_failure_that_is_not_a_limit_still_makes_the_session_pending(project: Layout) -> None:
     payload = dict(fixture("claude-stopfailure-rate-limit.json"), error="overloaded")
-    assert run_hook(project, "StopFailure", payload).code == 0
+    assert run_hook_here(project, "StopFailure", payload).code == 0
     rec = _session(project)
     assert (rec["state"], rec["attention"], rec.get("limit")) == ("running", "pending", None)
 
@@ -411,7 +412,7 @@ def test_a_resumed_run_limited_again_told_by_its_hook_and_its_output_is_paused_o
     registry.update(project, rec["id"], lambda r: limits.pause(r, {"reason": "rate limit"}, 20))
     registry.update(project, rec["id"], lambda r: r.update({"state": "running"}) or r["limit"].update(
         tries=1, resumed_at=clock.iso()))  # fmt: skip
-    assert run_hook(project, "StopFailure", payload).code == 0
+    assert run_hook_here(project, "StopFailure", payload).code == 0
     told = registry.read_record(project, rec["id"])
     assert told is not None and (told["state"], told["limit"]["tries"]) == ("paused", 1)
     # Then its run ends and its output says the same: the pause stands as the hook made it, told once.
