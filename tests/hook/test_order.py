@@ -1,7 +1,8 @@
 """The order of one hook event's steps (`runner.decide_order`): the kill switch before anything that can fail.
 
 A pure function of what is known before anything is read, so the whole table is checked here, in process; what each
-step does is checked through the installed hook command elsewhere (test_failure_policy.py, test_session_controls.py).
+step does is checked elsewhere: through the installed hook command (test_failure_policy.py, test_fixtures.py) and
+through its entry point in process (test_session_controls.py).
 """
 
 from __future__ import annotations
