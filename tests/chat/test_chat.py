@@ -95,6 +95,7 @@ def test_send_returns_before_a_slow_backend_answers(chat_project: Layout, cli_su
     assert reply[0]["task"] == task_id and task["reply_message"] == reply[0]["id"]
 
 
+@pytest.mark.slow
 def test_chat_log_shows_thinking_then_the_reply(chat_project: Layout, cli_subprocess, tmp_path: Path) -> None:
     p = chat_project
     gate = tmp_path / "gate"
@@ -108,6 +109,7 @@ def test_chat_log_shows_thinking_then_the_reply(chat_project: Layout, cli_subpro
     assert "master agent: reply" in r.out and "thinking" not in r.out
 
 
+@pytest.mark.slow
 def test_killing_the_worker_mid_task_fails_the_task_and_retry_replies(chat_project: Layout, cli_subprocess) -> None:
     p = chat_project
     sleeper(p, 30)
@@ -296,6 +298,7 @@ def test_claude_backend_runs_the_real_cli_with_the_overridden_model(chat_project
         assert "what is next?" in stub.all_text()
 
 
+@pytest.mark.slow
 def test_openai_backend_sends_the_model_and_reasoning_effort(
     chat_project: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -334,6 +337,7 @@ def test_openai_backend_without_its_key_fails_readably(chat_project: Layout) -> 
     assert t["state"] == "failed" and "NO_SUCH_KEY_VAR" in t["error"]
 
 
+@pytest.mark.slow
 def test_only_one_worker_runs(chat_project: Layout) -> None:
     p = chat_project
     sleeper(p, 3)

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import typer
 from typer.main import get_command
 
@@ -82,6 +83,7 @@ def _modules_loaded(*args: str, cwd: str | None = None) -> list[str]:
     return [m for m in loaded if m.rpartition(".")[2] in table.modules()]  # the table's modules (not their helpers)
 
 
+@pytest.mark.slow
 def test_help_imports_no_command_module_and_a_command_imports_only_its_own(tmp_path) -> None:
     assert _modules_loaded("--help") == []
     subprocess.run([sys.executable, "-m", "cocoplus", "init"], cwd=tmp_path, check=True, capture_output=True)
@@ -115,6 +117,7 @@ print("\\nHEAVY", __import__("json").dumps(sorted(m for m in ("pydantic", "typer
 """
 
 
+@pytest.mark.slow
 def test_the_commands_bench_cli_times_load_no_pydantic(tmp_path) -> None:
     """typer coerces any parameter value that is not a bool through pydantic: the root's `--dir` is taken off the
     command line before parsing and absent flags default to False, so `--help`, `session status` and `sessions
@@ -137,6 +140,7 @@ def test_the_commands_bench_cli_times_load_no_pydantic(tmp_path) -> None:
     assert "pydantic" in heavy("session", "check")  # the probe sees pydantic where it is loaded
 
 
+@pytest.mark.slow
 def test_the_twins_are_one_command_each_and_the_names_spec_keeps_still_work(tmp_path) -> None:
     """`session list` and `supervision watcher ...` are the names `--help` shows; `sessions list` and `supervisor
     ...` (SPEC's names) answer the same and are hidden from the listing."""

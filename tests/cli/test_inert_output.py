@@ -74,6 +74,7 @@ def said(project: Layout) -> Layout:
     return project
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "shown"),
     [
@@ -104,6 +105,7 @@ def test_worker_and_steer_text_is_printed_inert(said: Layout, argv: tuple[str, .
     assert "evil.example" not in text  # the hyperlink's hidden target
 
 
+@pytest.mark.slow
 def test_a_table_cell_stays_on_its_line(said: Layout) -> None:
     code, out, _err = run(said, "sessions", "list")
     lines = out.decode().splitlines()
@@ -111,6 +113,7 @@ def test_a_table_cell_stays_on_its_line(said: Layout) -> None:
     assert lines[2].startswith("cc2 ") and "fake row" in lines[2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv", [("sessions", "list", "--json"), ("session", "status", "--json"), ("chat", "log", "--json")]
 )
@@ -126,6 +129,7 @@ def test_json_output_carries_the_text_as_it_was_written_with_no_raw_control(
     assert json.dumps(wanted, ensure_ascii=False)[1:-1] in dumped  # the data itself is unchanged
 
 
+@pytest.mark.slow
 def test_a_workers_transcript_is_inert(project: Layout) -> None:
     """What a worker's runtime printed (its model's text, a tool's output, stderr) is shown inert, in the
     transcript and with --raw, and each tool result stays on its line."""

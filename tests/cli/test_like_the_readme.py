@@ -171,6 +171,7 @@ def test_status_and_the_page_show_a_changed_cap_at_once(project):
     assert page["iteration_budget"]["cap"] == 50 and page["iteration_budget"]["remaining"] == 47
 
 
+@pytest.mark.slow
 def test_resume_reset_budget_starts_again_against_the_cap_cocoplus_toml_sets(project):
     """Counted against the default cap (200), then cocoplus.toml sets 5: the reset says 0 of 5 and where 5 comes from,
     status says the same, and the hooks count against it, naming it in what they tell the agent."""
@@ -353,6 +354,7 @@ def test_resume_with_nothing_stopped_says_so_and_changes_nothing(project):
 # -- init inside a project -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_init_inside_a_project_refuses_unless_nested(project):
     sub = Path(project.project) / "services" / "api"
     sub.mkdir(parents=True)
@@ -381,6 +383,7 @@ def test_init_inside_a_project_refuses_unless_nested(project):
 # -- --dir errors name --dir ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_dir_errors_name_the_dir_flag(tmp_path):
     missing = tmp_path / "nonexistent"
     r = run_cli_subprocess("--dir", str(missing), "session", "status", cwd=tmp_path)

@@ -79,6 +79,7 @@ def test_acceptance_flow(cli, project_dir):
     assert events == ["steer_queued", "stop", "resume"]
 
 
+@pytest.mark.slow
 def test_acceptance_flow_in_real_processes(project_dir):
     def run(*args, **kw):
         r = run_cli_subprocess(*args, cwd=project_dir, **kw)

@@ -111,6 +111,7 @@ def test_the_default_script_is_posix_sh():
     assert "/supervise" in script("sh", "cocoplus")  # defined through eval, for bash and zsh only
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(CONSOLE_SCRIPT), reason="console script not installed")
 @pytest.mark.parametrize("shell", ["dash", "zsh", "fish"])
 def test_shell_init_from_the_console_script_works(project, shell):
@@ -177,6 +178,7 @@ def test_shell_functions_pass_arguments_through(cli, tmp_path):
     ]
 
 
+@pytest.mark.slow
 @needs_bash
 @pytest.mark.skipif(not os.path.exists(CONSOLE_SCRIPT), reason="console script not installed")
 def test_shell_init_from_the_console_script_works_in_bash(project, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -36,6 +37,7 @@ class Stream(io.StringIO):
         return self.tty
 
 
+@pytest.mark.slow
 @given(pieces=PIECES)
 def test_styled_text_is_written_as_rich_wrote_it(pieces: list[tuple[str, str]]) -> None:
     from rich.console import Console

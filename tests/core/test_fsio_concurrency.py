@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from cocoplus.core import fsio, jsonl
 from tests.core import workers
 
@@ -55,6 +57,7 @@ def test_readers_see_old_or_new_never_a_mix(tmp_path):
     assert leftovers(str(tmp_path)) == []
 
 
+@pytest.mark.slow
 def test_locked_update_counts_every_increment(tmp_path):
     path = str(tmp_path / "iteration-budget.json")
     lock = str(tmp_path / "locks" / "iteration-budget.lock")
@@ -68,6 +71,7 @@ def test_locked_update_counts_every_increment(tmp_path):
     assert os.path.exists(lock), "lock files are never deleted"
 
 
+@pytest.mark.slow
 def test_concurrent_appends_are_whole_lines(tmp_path):
     path = str(tmp_path / "steps.jsonl")
     lock = str(tmp_path / "locks" / "steps.lock")

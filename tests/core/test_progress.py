@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -122,6 +123,7 @@ def test_template_has_every_section_and_budget_lines():
     assert progress.budget_values(doc) == {"Cap": "200", "Consumed": "0", "Warn At": "160"}
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(handoff_text(), budget_values)
 def test_set_budget_changes_only_owned_lines(text, values):
@@ -176,6 +178,7 @@ def test_set_budget_changes_only_owned_lines(text, values):
             assert between.strip("\r\n") == fence
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(handoff_text(), budget_values)
 def test_set_budget_is_idempotent(text, values):

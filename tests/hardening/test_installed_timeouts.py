@@ -116,6 +116,7 @@ def turn_end(adapter: Adapter) -> str:
 HOLDERS = [a.NAME for a in registry.ordered() if any(k == "stop" and m is not None for _e, k, m in a.EVENTS)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runtime", HOLDERS)
 def test_a_hold_raised_after_install_ends_inside_the_installed_timeout(project: Layout, cli: Any, runtime: str) -> None:
     adapter = registry.get(runtime)
@@ -159,6 +160,7 @@ def test_a_hold_raised_after_install_ends_inside_the_installed_timeout(project: 
     assert info["timeouts"] == [] and not info["outdated"] and not info["upgrade_available"]
 
 
+@pytest.mark.slow
 def test_a_permission_wait_raised_after_install_ends_inside_the_installed_timeout(project: Layout, cli: Any) -> None:
     configure(project, "[hooks]\ntimeout_s = 4\n[permissions]\nwait_s = 2\n")
     assert cli("install", "claude", cwd=project.project).code == 0

@@ -42,6 +42,7 @@ def test_a_held_progress_lock_neither_doubles_the_count_nor_blames_the_budget_lo
     assert "- Consumed: 2" in open(project.progress).read()
 
 
+@pytest.mark.slow
 def test_every_lock_held_by_a_stopped_process_one_budget_bounds_all_waits(project):
     """What PostToolUse, UserPromptSubmit and SessionStart do, in one process, with every lock held."""
     steering.steer(project, "look at the tests")

@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 
+import pytest
+
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry, steering
 from tests.hook.helpers import fixture, hook_argv, hook_env, run_hook
@@ -40,6 +42,7 @@ def _race(
     return out
 
 
+@pytest.mark.slow
 def test_64_concurrent_post_tool_use_hooks_count_64(project: Layout) -> None:
     base = fixture("claude-posttooluse-bash.json")
     payloads = [{**base, "tool_input": {"command": f"echo {i}"}, "tool_use_id": f"toolu_{i}"} for i in range(64)]
@@ -61,6 +64,7 @@ def test_64_concurrent_post_tool_use_hooks_count_64(project: Layout) -> None:
     assert os.path.getsize(project.session_calls(rec["id"])) == 64 * registry.CALL_WIDTH
 
 
+@pytest.mark.slow
 def test_64_concurrent_hooks_across_the_cap_stop_exactly_once(project: Layout) -> None:
     with open(project.config, "w") as fh:
         fh.write("[session]\nmax_iterations = 40\niteration_warn_at = 30\n")

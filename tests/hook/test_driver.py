@@ -55,6 +55,7 @@ def _said(r: HookRun, layout: Layout) -> tuple[int, str, bool]:
     return r.code, _TIME.sub("<time>", r.out.replace(layout.project, "<project>")), "Traceback" in r.err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stopped", [False, True], ids=["running", "stopped"])
 @pytest.mark.parametrize(("name", "event", "runtime"), CASES)
 def test_the_driver_answers_as_the_command_does(

@@ -92,6 +92,7 @@ def raw(project: Layout, tmp_path: Path) -> Any:
     r.close()
 
 
+@pytest.mark.slow
 def test_before_a_version_is_negotiated_an_error_for_no_request_has_no_id(raw: Raw) -> None:
     raw.send(b"not json")
     assert raw.answer() == {
@@ -100,6 +101,7 @@ def test_before_a_version_is_negotiated_an_error_for_no_request_has_no_id(raw: R
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "version, has_id", [("2025-11-25", False), ("2025-06-18", True), ("2025-03-26", True), ("2024-11-05", True)]
 )
@@ -115,6 +117,7 @@ def test_an_error_for_no_request_follows_the_negotiated_version(raw: Raw, versio
     assert raw.answer()["id"] == "m"
 
 
+@pytest.mark.slow
 def test_an_unknown_tool_or_prompt_is_invalid_params_and_stderr_stays_quiet(raw: Raw) -> None:
     raw.initialize("2025-11-25")
     raw.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "no_such_tool", "arguments": {}}})

@@ -81,6 +81,7 @@ def server(project: Layout) -> Any:
     s.close()
 
 
+@pytest.mark.slow
 def test_a_lone_surrogate_in_arguments_gets_an_error_with_the_request_id(server: Server) -> None:
     # Written by hand: json.dumps would escape the escape.
     server.send_raw(
@@ -90,24 +91,28 @@ def test_a_lone_surrogate_in_arguments_gets_an_error_with_the_request_id(server:
     assert got["id"] == 2 and got["error"]["code"] == -32602, got
 
 
+@pytest.mark.slow
 def test_a_truncated_line_gets_a_parse_error_with_id_null(server: Server) -> None:
     server.send_raw(b'{"jsonrpc":"2.0","id":3,"method":"tools/li')
     got = server.answer()
     assert got == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": got["error"]["message"]}}, got
 
 
+@pytest.mark.slow
 def test_garbage_bytes_get_a_parse_error(server: Server) -> None:
     server.send_raw(b"\xff\xfe not json at all")
     got = server.answer()
     assert got["id"] is None and got["error"]["code"] == -32700, got
 
 
+@pytest.mark.slow
 def test_an_object_that_is_not_a_request_gets_an_error(server: Server) -> None:
     server.send_raw(b'{"id": 7, "no": "method"}')
     got = server.answer()
     assert got["id"] == 7 and got["error"]["code"] == -32600, got
 
 
+@pytest.mark.slow
 def test_the_server_keeps_answering_after_bad_lines(server: Server) -> None:
     server.send_raw(b'{"jsonrpc":"2.0","id":3,"method":"tools/li')
     server.answer()
@@ -215,6 +220,7 @@ class RawBeside:
             return await self.raw_answers.receive()
 
 
+@pytest.mark.slow
 def test_a_real_client_session_keeps_working_between_bad_lines(
     project: Layout, sessions: dict[str, Any], tmp_path: Any
 ) -> None:

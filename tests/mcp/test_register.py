@@ -145,6 +145,7 @@ def test_a_damaged_config_is_reported_and_left_alone(project: Layout, cli: Calla
     assert (root / ".codex" / "config.toml").read_text() == "model = \n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["project", "subdirectory"])
 def test_the_registered_command_starts_a_working_server(project: Layout, cli: Callable[..., Any], where: str) -> None:
     """Run exactly what .mcp.json says, in the session's directory: the server finds the project from there,

@@ -56,6 +56,7 @@ def state_json(layout: Layout) -> dict[str, Any]:
     return json.loads(Path(layout.supervision_state).read_text())
 
 
+@pytest.mark.slow
 def test_tools_by_role_with_the_seed_parameters(project: Layout) -> None:
     seen: dict[str, dict[str, Any]] = {}
 
@@ -96,6 +97,7 @@ def test_tools_by_role_with_the_seed_parameters(project: Layout) -> None:
     assert seen["all"]["supervision_status"].annotations.read_only_hint is True
 
 
+@pytest.mark.slow
 def test_brain_tools_change_the_state_files_like_the_cli(project: Layout, sessions: dict[str, Any]) -> None:
     cc1, cx1 = sessions["cc1"], sessions["cx1"]
     write_controller(project)
@@ -177,6 +179,7 @@ def test_brain_tools_change_the_state_files_like_the_cli(project: Layout, sessio
     assert steps.count("supervision_scope") == 3
 
 
+@pytest.mark.slow
 def test_enable_again_resets_turns_used(project: Layout, sessions: dict[str, Any]) -> None:
     from cocoplus.supervision import autonomy
 
@@ -194,6 +197,7 @@ def test_enable_again_resets_turns_used(project: Layout, sessions: dict[str, Any
     assert out["change"] == {"goal": "kept", "previous_goal": "first", "was_enabled": True, "turns_reset_from": 5}
 
 
+@pytest.mark.slow
 def test_worker_tools_write_signals_ledger_and_attention(project: Layout, sessions: dict[str, Any]) -> None:
     cc1 = sessions["cc1"]
     Path(project.progress).write_text(
@@ -234,6 +238,7 @@ def test_worker_tools_write_signals_ledger_and_attention(project: Layout, sessio
     assert "HANDOFF-3c1" in out["context"]["context"] and out["context"]["alias"] == "cx1"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("var", "value"),
     [("COCOPLUS_SESSION", "cc1"), ("CLAUDE_CODE_SESSION_ID", "s-one")],
@@ -251,6 +256,7 @@ def test_worker_session_from_the_environment(project: Layout, sessions: dict[str
     assert [(s["alias"], s["value"]) for s in jsonl(project.signals)] == [("cc1", "blocked"), ("cx1", "completed")]
 
 
+@pytest.mark.slow
 def test_errors_are_tool_errors_and_change_nothing(project: Layout, sessions: dict[str, Any]) -> None:
     write_controller(project)
 
@@ -304,6 +310,7 @@ def test_errors_are_tool_errors_and_change_nothing(project: Layout, sessions: di
     assert store.messages(project, store.DEFAULT_CONVERSATION).records == []
 
 
+@pytest.mark.slow
 def test_without_a_project_the_tools_say_so_and_the_server_stays_up(tmp_path: Path) -> None:
     async def scenario(c: Client) -> list[str]:
         return [await c.error("supervision_status"), await c.error("report_progress", status="working", session="cc1")]

@@ -38,6 +38,7 @@ def forecasts(listener: Listener) -> list[dict]:
     return [b for b in listener.bodies() if kind_of(b) == "budget_forecast"]
 
 
+@pytest.mark.slow
 def test_exhaustion_forecast_within_the_window_is_told_once_per_budget(project: Layout, listener: Listener) -> None:
     now = time.time()
     times = install_history(project, now)

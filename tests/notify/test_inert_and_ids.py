@@ -12,6 +12,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cocoplus.core import jsonl, vocab
 from cocoplus.core.paths import Layout
 from cocoplus.notify import events, outbox
@@ -54,6 +56,7 @@ def ask_line(layout: Layout) -> tuple[int, dict[str, Any]]:
     raise AssertionError(log.records)
 
 
+@pytest.mark.slow
 def test_a_question_full_of_control_sequences_arrives_as_inert_text(project: Layout) -> None:
     text_target, html_target = Listener(), Listener()
     start_sessions(project, 1)
@@ -99,6 +102,7 @@ def test_a_question_full_of_control_sequences_arrives_as_inert_text(project: Lay
     assert control_bytes(html["message"], allow_newline=False) == []
 
 
+@pytest.mark.slow
 def test_a_delivery_cut_off_by_a_crash_arrives_again_with_the_same_id(project: Layout) -> None:
     """SIGKILL while the target holds its answer: the target has the message, the notifier has not
     recorded it. The restarted notifier sends it again (at least once, never lost) with the same id, so

@@ -62,6 +62,7 @@ def listener():
     got.close()
 
 
+@pytest.mark.slow
 def test_a_restart_neither_loses_nor_repeats(project: Layout, listener: Listener) -> None:
     start_sessions(project, 2)
     env = {"COCOPLUS_NOTIFY_URLS": listener.url()}
@@ -90,6 +91,7 @@ def test_a_restart_neither_loses_nor_repeats(project: Layout, listener: Listener
     assert got == [("ask_human", "cc1"), ("ask_human", "cc2"), ("awaiting_authorization", "cc1")]
 
 
+@pytest.mark.slow
 def test_rate_limit_holds_messages_back_without_dropping_them(project: Layout, listener: Listener) -> None:
     start_sessions(project, 4)
     env = {"COCOPLUS_NOTIFY_URLS": listener.url(), "COCOPLUS_NOTIFY_MAX_PER_MINUTE": "2"}
@@ -144,6 +146,7 @@ def test_a_failing_target_backs_off_and_others_are_unaffected() -> None:
     assert gave_up and "gave up message 1" in gave_up and state["outbox"] == []
 
 
+@pytest.mark.slow
 def test_notify_test_reports_each_target(project: Layout, listener: Listener) -> None:
     env = {"COCOPLUS_DIR": project.root, "COCOPLUS_NOTIFY_URLS": f"{listener.url()} {closed_port_url()}"}
     r = run_cli_subprocess("notify", "test", cwd=project.project, env=env)

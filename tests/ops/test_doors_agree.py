@@ -550,6 +550,7 @@ def rest_door(client: Any, step: Step) -> Any:
     return r.json()
 
 
+@pytest.mark.slow
 def test_the_cli_rest_and_mcp_doors_answer_alike(three: list[Layout], cli: Any) -> None:
     from fastapi.testclient import TestClient
 

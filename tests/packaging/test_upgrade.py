@@ -173,6 +173,7 @@ def test_doctor_offers_the_upgrade_and_install_does_it_in_place(tmp_path: Path, 
         assert denied(run(doctor._commands(doc["hooks"][PRE[runtime]])[0], p, pre(runtime, p))), runtime
 
 
+@pytest.mark.slow
 def test_a_previous_release_turn_end_hook_holds_within_the_timeout_written_beside_it(tmp_path: Path, cli) -> None:
     """Its command carries no `--timeout`: the hook reads the one written beside it (10 s) and fits the hold in it."""
     p = old_project(tmp_path / "proj")

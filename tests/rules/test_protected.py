@@ -1,6 +1,6 @@
 """Protected paths: declared once per adapter, one union in cocoplus/rules/protected.py, the PreToolUse check
-of a launched worker's file tools (cocoplus/hook/guard.py) run by the hook's entry point as the installed command runs it (in this process), and which
-repository-relative paths (a worker's branch) are protected."""
+of a launched worker's file tools (cocoplus/hook/guard.py) run by the hook's entry point as the installed command
+runs it (in this process), and which repository-relative paths (a worker's branch) are protected."""
 
 from __future__ import annotations
 

@@ -374,6 +374,7 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> list[Answer]:
     return d.answers
 
 
+@pytest.mark.slow
 def test_every_answer_is_one_codex_accepts_for_its_event(answers: list[Answer]) -> None:
     refused = [
         (

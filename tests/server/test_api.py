@@ -491,6 +491,7 @@ def test_send_returns_at_once_then_the_reply_lands(client: Any, sproject: Layout
     assert [m["id"] for m in log["messages"]] == [m["id"] for m in view["messages"]]
 
 
+@pytest.mark.slow
 def test_failure_and_retry(client: Any, sproject: Layout) -> None:
     write_backend(sproject, 0.1, fail=True)
     r = client.post(f"{CONV}/messages", json={"text": "hello"}, headers=AUTH)
@@ -521,6 +522,7 @@ def test_send_without_a_controller_fails_visibly(client: Any, sproject: Layout) 
     assert client.get(CONV).json()["failed"]["error"].startswith("no controller account")
 
 
+@pytest.mark.slow
 def test_conversation_details_and_overrides(client: Any, sproject: Layout, cli: Any) -> None:
     d = client.get(CONV).json()
     assert d["conversation"] == "master-agent"
@@ -655,6 +657,7 @@ def test_openapi_lists_every_endpoint(client: Any) -> None:
     assert "security" not in paths[AUTO]["get"]
 
 
+@pytest.mark.slow
 def test_the_page_and_its_assets(client: Any) -> None:
     html = client.get("/")
     assert html.status_code == 200 and html.headers["content-type"].startswith("text/html")

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import httpx
+import pytest
 
 from cocoplus.core.paths import Layout
 from cocoplus.server.cache import Cache
@@ -24,6 +25,7 @@ def get(served: Served, route: str) -> httpx.Response:
     return r
 
 
+@pytest.mark.slow
 def test_a_read_is_answered_from_memory_until_the_cli_changes_something(served: Served) -> None:
     for route in ROUTES:
         first = get(served, route)
@@ -45,6 +47,7 @@ def test_a_read_is_answered_from_memory_until_the_cli_changes_something(served: 
     assert get(served, "/api/v1/session").headers["X-Cocoplus-Cache"] == "hit"
 
 
+@pytest.mark.slow
 def test_a_tool_call_appended_by_the_hook_reaches_the_session_list(served: Served) -> None:
     """A tool call after the first is only appended to the session's call log (no directory changes): the file
     event invalidates the list."""

@@ -77,6 +77,7 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     stop_background(layout)
 
 
+@pytest.mark.slow
 def test_the_server_publishes_this_description(fuzzed: Served) -> None:
     assert httpx.get(fuzzed.url + "/api/v1/openapi.json").json() == SPEC
 
@@ -96,6 +97,7 @@ def test_every_check_runs() -> None:
     assert CONFIG.seed == SEED and CONFIG.has_explicit_seed
 
 
+@pytest.mark.slow
 @schema.parametrize()
 @settings(
     max_examples=MAX_EXAMPLES, suppress_health_check=list(HealthCheck), deadline=None, derandomize=True, database=None

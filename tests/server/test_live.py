@@ -96,6 +96,7 @@ def listening_addresses(port: int) -> set[str]:
     return found
 
 
+@pytest.mark.slow
 def test_serve_prints_the_address_and_keeps_the_token_private(sproject: Layout) -> None:
     s = start_server(sproject)
     try:
@@ -117,6 +118,7 @@ def test_serve_prints_the_address_and_keeps_the_token_private(sproject: Layout) 
     assert not os.path.exists(sproject.server_token)  # removed at shutdown
 
 
+@pytest.mark.slow
 def test_host_and_origin_through_uvicorn(served: Served) -> None:
     u = served.url
     with httpx.Client() as c:
@@ -136,6 +138,7 @@ def test_host_and_origin_through_uvicorn(served: Served) -> None:
         assert os.path.exists(served.layout.agent_stop)
 
 
+@pytest.mark.slow
 def test_port_in_use_is_one_line(sproject: Layout) -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -157,6 +160,7 @@ def test_port_in_use_is_one_line(sproject: Layout) -> None:
     assert_no_traceback(r.stdout, r.stderr)
 
 
+@pytest.mark.slow
 def test_events_for_api_cli_and_hook_changes(served: Served) -> None:
     from cocoplus.session import registry
     from cocoplus.supervision import rounds
@@ -217,6 +221,7 @@ def test_events_for_api_cli_and_hook_changes(served: Served) -> None:
         ev.close()
 
 
+@pytest.mark.slow
 def test_events_survive_a_burst_and_the_server_stops_with_a_client_connected(sproject: Layout) -> None:
     s = start_server(sproject)
     ev = EventReader(s.url)
@@ -255,6 +260,7 @@ def test_listening_socket_is_tcp_nodelay() -> None:
         sock.close()
 
 
+@pytest.mark.slow
 def test_open_starts_a_browser_on_the_page_and_sigterm_cleans_up(sproject: Layout, tmp_path: Any) -> None:
     got = tmp_path / "opened.txt"
     browser = tmp_path / "browser.sh"

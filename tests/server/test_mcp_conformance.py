@@ -120,6 +120,7 @@ def test_every_scenario_of_the_suite_is_accounted_for() -> None:
     assert listed == set(classified), (sorted(listed - set(classified)), sorted(set(classified) - listed))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", PASS)
 def test_scenario_passes(target: tuple[Served, TokenProxy], scenario: str, tmp_path: Path) -> None:
     served, proxy = target
@@ -132,6 +133,7 @@ def test_scenario_passes(target: tuple[Served, TokenProxy], scenario: str, tmp_p
     assert "Traceback" not in "".join(served.lines)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", sorted(UNKNOWN_TOOL))
 def test_a_scenario_calling_a_tool_cocoplus_does_not_have_gets_invalid_params(
     target: tuple[Served, TokenProxy], scenario: str, tmp_path: Path

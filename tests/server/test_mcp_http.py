@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from fastapi.testclient import TestClient
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -60,6 +61,7 @@ async def names(s: ClientSession) -> set[str]:
     return {t.name for t in (await s.list_tools()).tools}
 
 
+@pytest.mark.slow
 def test_mcp_needs_the_token_and_this_servers_host(served: Served) -> None:
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
     for method, headers in (("POST", JSON_SSE), ("GET", {"Accept": "text/event-stream"}), ("DELETE", {})):
@@ -72,6 +74,7 @@ def test_mcp_needs_the_token_and_this_servers_host(served: Served) -> None:
     assert "mcp:" in "".join(served.lines) and f"{served.url}/mcp" in "".join(served.lines)
 
 
+@pytest.mark.slow
 def test_roles_are_those_of_cocoplus_mcp(served: Served) -> None:
     tools, role = session(served, names)
     assert (tools, role) == (WORKER_TOOLS, "worker")
@@ -89,6 +92,7 @@ def test_roles_are_those_of_cocoplus_mcp(served: Served) -> None:
     assert r.status_code == 400 and "role must be one of" in r.json()["error"]["message"], r.text
 
 
+@pytest.mark.slow
 def test_a_session_opened_as_the_brain_is_unknown_without_the_capability(served: Served) -> None:
     brain = {**served.auth, **JSON_SSE, "Cocoplus-Mcp-Role": "brain", "Cocoplus-Mcp-Token": seal.capability() or ""}
     init = {
@@ -109,6 +113,7 @@ def test_a_session_opened_as_the_brain_is_unknown_without_the_capability(served:
     assert listed.status_code == 200 and "dispatch" in listed.text, listed.text
 
 
+@pytest.mark.slow
 def test_the_tools_act_on_the_servers_project_as_their_role(sproject: Layout) -> None:
     # No runtime's environment reaches an HTTP server: a worker tool names its session, or is told to.
     served = start_server(sproject)
@@ -139,6 +144,7 @@ def test_the_tools_act_on_the_servers_project_as_their_role(sproject: Layout) ->
         stop_server(served)
 
 
+@pytest.mark.slow
 def test_errors_follow_the_negotiated_version_over_http(served: Served) -> None:
     headers = {**served.auth, **JSON_SSE}
     r = httpx.post(served.url + "/mcp", headers=headers, content=b"not json")

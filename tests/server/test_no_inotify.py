@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cocoplus.core.paths import Layout
 from tests.server.test_live import EventReader
 from tests.support import no_inotify
@@ -15,6 +17,7 @@ from tests.support.waiting import wait_until
 WHY = "the inotify instance limit is reached (fs.inotify.max_user_instances)"
 
 
+@pytest.mark.slow
 def test_the_server_polls_when_the_users_inotify_instances_are_used_up(sproject: Layout, tmp_path: Path) -> None:
     no_inotify.skip_unless_possible()
     env = dict(no_inotify.env_for(sproject.root), PYTHONUNBUFFERED="1")

@@ -157,6 +157,7 @@ def test_a_worker_that_adds_bash_to_its_own_record_gets_no_rule_from_it(
     assert "workers/w1/worker.json: ignored" in doctor and "grants nothing" in doctor, doctor
 
 
+@pytest.mark.slow
 def test_a_record_sealed_before_the_seal_covered_grants_runs_asks_and_doctor_says_so(proj: Layout) -> None:
     """An upgrade with a worker running: its record (sealed over its command alone) still names the worker,
     headless, but grants no rules; its request waits for an answer, and doctor says why."""
@@ -240,6 +241,7 @@ def test_a_session_dispatch_resumed_is_headless_only_by_its_sealed_record(proj: 
 # -- this user's files, whatever HOME and XDG_* say ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_hook_reads_this_users_rules_and_key_not_those_home_and_xdg_name(proj: Layout, tmp_path: Path) -> None:
     """A repository points HOME and XDG_CONFIG_HOME into itself, where it planted a seal key, "always" rules
     allowing everything, and a worker record sealed with that key: the hook reads the user's own key and rules
@@ -280,6 +282,7 @@ def test_the_hook_reads_this_users_rules_and_key_not_those_home_and_xdg_name(pro
 # -- a worker's shell, in another project of the same user -----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_workers_shell_with_a_clean_environment_cannot_approve_in_another_project(
     proj: Layout, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -320,6 +323,7 @@ def test_a_workers_shell_with_a_clean_environment_cannot_approve_in_another_proj
             waiting.kill()
 
 
+@pytest.mark.slow
 def test_this_users_projects_are_listed_from_the_registry(tmp_path: Path) -> None:
     made = []
     for name in ("one", "two"):
@@ -352,6 +356,7 @@ def below_a_worker(layout: Layout, code: str, *args: str) -> str:
     return r.stdout.strip()
 
 
+@pytest.mark.slow
 def test_a_process_cocoplus_starts_as_its_watcher_below_a_runner_acts_as_the_watcher(proj: Layout) -> None:
     """The runner vouches for its child (a one-time token, sealed); the child claims it and acts as `watcher`, not
     as the worker whose runner it descends from.  Without the token, or with a used or forged one, it is the

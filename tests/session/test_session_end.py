@@ -158,6 +158,7 @@ def test_a_session_end_hook_and_a_reader_racing_leave_one_exit_signal(project: L
     assert len(exit_signals(project)) == 1
 
 
+@pytest.mark.slow
 def test_a_live_runtime_keeps_its_session_running(project: Layout, runtime_procs: Any) -> None:
     runtime_procs(project)
     for _ in range(3):

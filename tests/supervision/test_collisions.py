@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cocoplus.core import jsonl
 from cocoplus.core.paths import Layout
 from cocoplus.core.shapes import SessionRecord
@@ -56,6 +58,7 @@ def signals(layout: Layout) -> list[dict[str, Any]]:
     return [s for s in jsonl.read_jsonl(layout.signals).records if s["kind"] == "collision"]
 
 
+@pytest.mark.slow
 def test_two_sessions_that_changed_the_same_path_collide_once(project: Layout) -> None:
     one, two = start(project, "s-one", worker="w1"), start(project, "s-two", worker="w2")
     edit(project, "s-one", "src/app.py")
@@ -158,6 +161,7 @@ def test_a_collision_wakes_the_brain_and_is_in_its_round_prompt(project: Layout)
     assert rec["id"] in records
 
 
+@pytest.mark.slow
 def test_a_running_watcher_signals_a_collision_once_and_wakes_the_brain_once(project: Layout) -> None:
     brain = Brain(project, quiet=0.3, max_wait=5)
     one = start(project, "s-one")
@@ -224,6 +228,7 @@ def test_what_a_rotated_edits_file_set_aside_still_counts(project: Layout) -> No
     assert edits.Reader().edited(project, rec["id"]) == {"early.py", "late-in-old.py", "after.py"}
 
 
+@pytest.mark.slow
 def test_the_operator_is_notified_of_a_collision_once(project: Layout) -> None:
     """A real watcher with its notifier, apprise delivering to a local listener: one message, naming both sessions
     and the file, with the command to run; the same collision again sends nothing more."""

@@ -222,6 +222,7 @@ sys.exit(1)
 """
 
 
+@pytest.mark.slow
 def test_a_resume_that_fails_says_why_in_the_runtimes_words_at_every_door(project: Layout, tmp_path: Path) -> None:
     """The CLI, the REST route and the brain's MCP tool each answer with the runtime's own reason; the CLI exits 1;
     the instruction is queued each time (nothing acknowledged is lost)."""

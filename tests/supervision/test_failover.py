@@ -168,6 +168,7 @@ def test_after_the_failover_it_waits_for_the_reset_then_ends_or_is_handed_back(p
     assert after is not None and after["state"] == "exited" and "went on in codex" in after["exit_reason"]
 
 
+@pytest.mark.slow
 def test_a_worker_whose_runtime_keeps_no_session_starts_again_at_most_max_tries_times(proj: Layout) -> None:
     workers.launch(proj, "claude", "Write the parser.", by="alice", alias="parser")
     wait_until(lambda: (workers.read(proj, "w1") or {}).get("state") == "exited", timeout=60)

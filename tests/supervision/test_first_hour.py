@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from cocoplus.core import clock
 from cocoplus.core.paths import Layout
 from cocoplus.core.shapes import SessionRecord
@@ -35,6 +37,7 @@ def ended_earlier(layout: Layout, rid: str) -> SessionRecord:
     return rec
 
 
+@pytest.mark.slow
 def test_signals_from_before_supervision_are_history_not_triggers(project: Layout, watchers) -> None:
     Brain(project, quiet=0.2)
     earlier = [ended_earlier(project, f"earlier-{i}") for i in range(3)]
@@ -53,6 +56,7 @@ def test_signals_from_before_supervision_are_history_not_triggers(project: Layou
     assert all(e["alias"] not in json.dumps(got[0]["triggers"]) for e in earlier)
 
 
+@pytest.mark.slow
 def test_the_session_supervise_is_typed_in_is_not_supervised(project: Layout) -> None:
     from tests.support.controller import write_controller
 
@@ -118,6 +122,7 @@ def test_the_brains_prompt_lists_ended_sessions_apart_from_the_supervised(projec
     assert f"- {old['alias']}" not in supervised and f"- {old['alias']}" in ended
 
 
+@pytest.mark.slow
 def test_sessions_list_says_supervised_only_of_what_supervision_status_calls_supervised_now(project: Layout) -> None:
     old = ended_earlier(project, "old-2")
     live, _ = registry.ensure(project, "claude", "live-3", event="SessionStart")

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cocoplus.core.paths import Layout
 from cocoplus.session import registry
 from cocoplus.supervision import autonomy
@@ -25,6 +27,7 @@ from tests.support import no_inotify
 WHY = "the inotify instance limit is reached (fs.inotify.max_user_instances)"
 
 
+@pytest.mark.slow
 def test_the_watcher_polls_when_the_users_inotify_instances_are_used_up(project: Layout, tmp_path: Path) -> None:
     no_inotify.skip_unless_possible()
     system_limit = no_inotify.system_limit()

@@ -118,6 +118,7 @@ def refusals(layout: Layout) -> list[dict[str, Any]]:
     return [r for r in jsonl.read_jsonl(layout.authority_log).records if r.get("outcome") == "refused"]
 
 
+@pytest.mark.slow
 def test_a_branch_adding_a_session_start_hook_is_the_operators_to_merge_and_the_brain_is_refused(
     proj: Layout,
 ) -> None:

@@ -145,6 +145,7 @@ def assert_not_run(layout: Layout, doc: dict[str, Any], marker: Path, *why: str)
 # -- a record the real hook sealed ------------------------------------------------------------
 
 
+@pytest.mark.slow
 @needs_node
 def test_a_session_the_real_hook_recorded_resumes_from_its_sealed_command_line(project: Layout, tmp_path: Path) -> None:
     rt = Runtime(tmp_path / "runtime")
@@ -166,6 +167,7 @@ def test_a_session_the_real_hook_recorded_resumes_from_its_sealed_command_line(p
     assert "the first task" not in got["argv"]
 
 
+@pytest.mark.slow
 @needs_node
 def test_a_program_named_relatively_is_resolved_when_it_is_recorded_not_from_the_project(
     project: Layout, tmp_path: Path
@@ -197,6 +199,7 @@ def test_a_bare_command_is_found_in_absolute_path_directories_only(
 # -- records that are not run -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @needs_node
 def test_a_copy_of_a_sealed_record_in_another_project_is_refused(
     project: Layout, tmp_path: Path, cli_subprocess: Any
@@ -216,6 +219,7 @@ def test_a_copy_of_a_sealed_record_in_another_project_is_refused(
     wait_until(rt.resumed.exists)
 
 
+@pytest.mark.slow
 @needs_node
 @pytest.mark.parametrize(
     "change",
@@ -260,6 +264,7 @@ def committed_session(project: Path, argv: list[str], process: dict[str, Any]) -
     }  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("forged", ["no seal", "a made-up seal", "another user's seal"])
 def test_a_cloned_repository_with_a_committed_session_record_runs_nothing(
     tmp_path: Path, cli_subprocess: Any, forged: str
@@ -363,6 +368,7 @@ def test_a_damaged_key_is_refused() -> None:
         seal.key()
 
 
+@pytest.mark.slow
 @needs_node
 def test_a_session_start_whose_key_cannot_be_used_records_no_seal_and_says_so(project: Layout, tmp_path: Path) -> None:
     seal.key(create=True)

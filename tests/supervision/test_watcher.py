@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from cocoplus.core import clock
 from cocoplus.core.paths import Layout
 from cocoplus.core.shapes import SessionRecord
@@ -41,6 +43,7 @@ def round_with(layout: Layout, trigger: tuple) -> list[dict]:
     )
 
 
+@pytest.mark.slow
 def test_a_burst_of_100_signals_from_20_sessions_is_one_round(project: Layout, watchers) -> None:
     brain = Brain(project, sleep=0.0, quiet=3.0)
     recs = make_sessions(project, 20)
@@ -69,6 +72,7 @@ def test_a_burst_of_100_signals_from_20_sessions_is_one_round(project: Layout, w
     assert w.proc.poll() is None
 
 
+@pytest.mark.slow
 def test_a_signal_during_a_running_round_causes_exactly_one_follow_up(project: Layout, watchers) -> None:
     brain = Brain(project, quiet=0.3, gated=True)
     recs = make_sessions(project, 3)
@@ -123,6 +127,7 @@ def test_excluded_sessions_and_off_supervision_do_not_wake(project: Layout, watc
     assert [triggers_of(r) for r in started] == [[(recs[0]["alias"], "report_progress", "needs_review")]]
 
 
+@pytest.mark.slow
 def test_a_stall_is_detected_with_short_settings(project: Layout, watchers) -> None:
     brain = Brain(project, quiet=0.2)
     rec, later = make_sessions(project, 2)

@@ -172,6 +172,7 @@ def test_the_kill_switch_ends_a_run_whose_hooks_are_not_running(proj: Layout, mo
     assert "hooks recorded no session" in Path(proj.worker_runner_log("w1")).read_text()
 
 
+@pytest.mark.slow
 def test_a_run_whose_hooks_record_no_session_in_its_start_up_grace_is_ended_too(proj: Layout) -> None:
     workers.launch(proj, "claude", "silent", by="alice")  # Claude Code's hooks run: its session is awaited
     wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid"))
@@ -231,6 +232,7 @@ def test_the_kill_switch_ends_a_run_whose_session_only_its_output_named(proj: La
     assert done["killed_by"] == workerrun.STOPPED_BY, done
 
 
+@pytest.mark.slow
 def test_the_kill_switch_leaves_a_run_whose_hooks_run_to_them(proj: Layout) -> None:
     workers.launch(proj, "claude", "hooked", by="alice")
     wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid"))
@@ -255,6 +257,7 @@ def gone(pid: int, ticks: int | None) -> bool:
     return procinfo.alive(pid, ticks) is False
 
 
+@pytest.mark.slow
 def test_a_daemon_the_runtime_leaves_behind_holds_no_slot_and_is_ended(
     proj: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -422,6 +425,7 @@ def test_the_list_shows_the_session_and_its_attention(proj: Layout) -> None:
     assert (w["session_state"], w["attention"]) == ("exited", None) == (s["state"], s["attention"])
 
 
+@pytest.mark.slow
 def test_the_commands_launch_list_follow_and_kill(proj: Layout) -> None:
     import subprocess
     import sys
@@ -452,6 +456,7 @@ def test_the_commands_launch_list_follow_and_kill(proj: Layout) -> None:
     assert bad.code == 1 and bad.err.startswith("cocoplus: error: no worker 'w9'") and len(bad.err.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_logs_follow_shows_the_transcript_of_a_stream_that_arrives_cut_mid_line(
     proj: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -502,6 +507,7 @@ def test_logs_follow_shows_the_transcript_of_a_stream_that_arrives_cut_mid_line(
     assert bad.code == 2 and "--effort 'max': choose one of low, medium, high" in bad.err and "Traceback" not in bad.err
 
 
+@pytest.mark.slow
 def test_a_worker_that_fails_before_its_session_starts_wakes_the_brain(
     proj: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -125,6 +125,7 @@ def test_a_worker_in_a_worktree_edits_its_own_checkout_and_what_it_left_is_commi
     assert (workers.read(proj, "w1") or {})["worktree"]["merged"]["commit"] == merged["commit"]
 
 
+@pytest.mark.slow
 def test_two_workers_editing_one_file_the_second_merge_stops_on_the_conflict_and_leaves_gits_state(
     proj: Layout,
 ) -> None:
@@ -204,6 +205,7 @@ def denied(run: Any) -> str | None:
     return out.get("permissionDecisionReason") if out.get("permissionDecision") == "deny" else None
 
 
+@pytest.mark.slow
 def test_the_main_projects_stop_governs_a_worktree_and_a_removed_or_damaged_marker_fails_closed(
     proj: Layout, tmp_path: Path
 ) -> None:
@@ -279,6 +281,7 @@ def test_a_marker_a_repository_brings_along_is_refused(proj: Layout, tmp_path: P
     assert "whose worktree is not this one" in reason
 
 
+@pytest.mark.slow
 def test_clean_removes_ended_workers_worktrees_and_keeps_unmerged_branches(proj: Layout) -> None:
     launch_and_end(proj, "to-merge", alias="merged")
     launch_and_end(proj, "to-keep", alias="kept")
@@ -329,6 +332,7 @@ def _trust(layout: Layout) -> None:
     trust_project(layout)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("polling", [False, True])
 def test_the_watchers_never_watch_the_worktrees_but_see_a_directory_made_later(proj: Layout, polling: bool) -> None:
     """The file observer every watcher uses (supervisor, server, relay, top) on `.cocoplus/`: a worker's edits in
@@ -360,6 +364,7 @@ def test_the_watchers_never_watch_the_worktrees_but_see_a_directory_made_later(p
     assert not [p for p in seen if p.startswith("worktrees")], seen
 
 
+@pytest.mark.slow
 def test_what_a_worker_whose_runner_died_left_is_committed_before_a_merge_or_a_clean(proj: Layout) -> None:
     """Its runner could not commit (it died with its worker: the record says failed): the merge commits first."""
     rec = launch_and_end(proj, "committed-by-runner")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from cocoplus.chat import store
 from tests.conftest import assert_no_traceback
 from tests.support.waiting import wait_until
@@ -22,6 +24,7 @@ def finished(clone: Clone, task_id: str) -> dict:
     return wait_until(lambda: (t := chat_task(clone, task_id))["state"] in ("succeeded", "failed") and t, timeout=30)
 
 
+@pytest.mark.slow
 def test_untrusted_clone_runs_nothing_until_trusted_and_again_after_an_edit(clone: Clone) -> None:
     # Untrusted: every door works as if the program-naming keys were absent.
     r = clone.cli("session", "status")

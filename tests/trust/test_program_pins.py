@@ -64,6 +64,7 @@ def proj(tmp_path: Path) -> Project:
     return Project(tmp_path / "proj", '[ctx]\ncommand = "./tools/ctx.sh"\n')
 
 
+@pytest.mark.slow
 def test_a_changed_program_is_no_longer_trusted_until_it_is_trusted_again(proj: Project) -> None:
     first = proj.sha()
     r = proj.cli("trust", "--yes", "--json")
@@ -113,6 +114,7 @@ def test_a_changed_program_is_no_longer_trusted_until_it_is_trusted_again(proj: 
     assert entry["programs"] == {"tools/ctx.sh": second}
 
 
+@pytest.mark.slow
 def test_a_program_that_went_missing_or_appeared_is_a_change(proj: Project) -> None:
     first = proj.sha()
     assert proj.cli("trust", "--yes").code == 0
@@ -131,6 +133,7 @@ def test_a_program_that_went_missing_or_appeared_is_a_change(proj: Project) -> N
     assert f"tools/ctx.sh: sha256 missing -> {proj.sha()}" in proj.cli("trust", "--show").out
 
 
+@pytest.mark.slow
 def test_an_entry_trusted_before_programs_were_pinned_needs_trust_again(proj: Project) -> None:
     assert proj.cli("trust", "--yes").code == 0
     path = Path(userfiles.trust_file())
@@ -146,6 +149,7 @@ def test_an_entry_trusted_before_programs_were_pinned_needs_trust_again(proj: Pr
     assert proj.ran() == ["v1"]
 
 
+@pytest.mark.slow
 def test_trust_refuses_a_program_that_changed_while_it_was_shown(proj: Project) -> None:
     shown = trust_ops.show(str(proj.root))
     proj.write_ctx("v2")

@@ -46,6 +46,7 @@ def notes(err: str) -> list[str]:
     return [line for line in err.splitlines() if "cocoplus trust" in line]
 
 
+@pytest.mark.slow
 def test_the_user_file_needs_no_trust_and_the_project_file_wins_for_other_keys(clone: Clone, tmp_path: Path) -> None:
     script, marker = user_program(tmp_path, "my-ctx")
     user = user_config(f'[session]\nmax_iterations = 7\nbudget_limit = 3.5\n[ctx]\ncommand = "{script}"\n')
@@ -89,6 +90,7 @@ def test_the_user_file_needs_no_trust_and_the_project_file_wins_for_other_keys(c
     assert vals["ctx.command"]["value"] == "tools/cortex" and vals["ctx.command"]["file"] == str(clone.config)
 
 
+@pytest.mark.slow
 def test_the_environment_needs_no_trust(clone: Clone, tmp_path: Path) -> None:
     script, marker = user_program(tmp_path, "env-ctx")
     r = clone.cli("session", "progress", env={"COCOPLUS_CTX_COMMAND": str(script)})
@@ -96,6 +98,7 @@ def test_the_environment_needs_no_trust(clone: Clone, tmp_path: Path) -> None:
     assert marker.exists() and not clone.ctx_ran()
 
 
+@pytest.mark.slow
 def test_the_record_is_kept_in_the_user_config_dir_by_path_and_hash(clone: Clone) -> None:
     before = sorted(p.relative_to(clone.root) for p in clone.root.rglob("*") if ".git" not in p.parts)
     r = clone.cli("trust", "--yes", "--json")
@@ -115,6 +118,7 @@ def test_the_record_is_kept_in_the_user_config_dir_by_path_and_hash(clone: Clone
     assert not any("trusted" in p.name for p in after)
 
 
+@pytest.mark.slow
 def test_trust_show_changes_nothing_and_trust_without_a_terminal_needs_yes(clone: Clone) -> None:
     r = clone.cli("trust", "--show")
     assert r.code == 0, r.err
@@ -131,6 +135,7 @@ def test_trust_show_changes_nothing_and_trust_without_a_terminal_needs_yes(clone
     assert not clone.ctx_ran() and len(notes(r.err)) == 1
 
 
+@pytest.mark.slow
 def test_revoke_withdraws_the_trust(clone: Clone) -> None:
     assert clone.cli("trust", "--yes").code == 0
     clone.cli("session", "status")
@@ -145,6 +150,7 @@ def test_revoke_withdraws_the_trust(clone: Clone) -> None:
     assert r.code == 0 and "was not trusted" in r.out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["garbage", "world-writable"])
 def test_a_record_that_cannot_be_used_trusts_nothing(clone: Clone, damage: str) -> None:
     assert clone.cli("trust", "--yes").code == 0

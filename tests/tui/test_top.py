@@ -121,6 +121,7 @@ def test_no_alias_or_state_is_cut_and_at_120_columns_no_id(busy: Layout, size: t
     drive(busy, body, size=size)
 
 
+@pytest.mark.slow
 def test_stop_and_resume_the_whole_project_from_the_keyboard(busy: Layout) -> None:
     stop = Path(busy.agent_stop)
 
@@ -142,6 +143,7 @@ def test_stop_and_resume_the_whole_project_from_the_keyboard(busy: Layout) -> No
     drive(busy, body)
 
 
+@pytest.mark.slow
 def test_steering_every_agent_from_the_keyboard(busy: Layout) -> None:
     async def body(app: top.TopApp, pilot: Any) -> None:
         await pilot.press("T")
@@ -192,6 +194,7 @@ def tree(root: str) -> dict[str, tuple[int, int]]:
     return out
 
 
+@pytest.mark.slow
 def test_it_writes_nothing_it_was_not_asked_to(busy: Layout) -> None:
     before = tree(busy.project)
 

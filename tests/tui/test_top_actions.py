@@ -56,6 +56,7 @@ def blocked(layout: Layout, runtime_id: str) -> str | None:
     return None if out is None else str(out["hookSpecificOutput"]["permissionDecisionReason"])
 
 
+@pytest.mark.slow
 def test_s_stops_only_the_selected_session_and_r_resumes_it_after_asking(busy: Layout) -> None:
     stop_file = Path(busy.session_stop(sid(busy, "cc2")))
 
@@ -94,6 +95,7 @@ def test_s_stops_only_the_selected_session_and_r_resumes_it_after_asking(busy: L
     drive(busy, body)
 
 
+@pytest.mark.slow
 def test_t_steers_the_selected_session_only(busy: Layout) -> None:
     async def body(app: top.TopApp, pilot: Any) -> None:
         await select(app, pilot, "cc1")
@@ -114,6 +116,7 @@ def test_t_steers_the_selected_session_only(busy: Layout) -> None:
     drive(busy, body)
 
 
+@pytest.mark.slow
 def test_d_dispatches_to_the_selected_session(busy: Layout) -> None:
     async def body(app: top.TopApp, pilot: Any) -> None:
         await select(app, pilot, "cc1")
@@ -137,6 +140,7 @@ def test_d_dispatches_to_the_selected_session(busy: Layout) -> None:
     drive(busy, body)
 
 
+@pytest.mark.slow
 def test_a_answers_the_selected_sessions_question(busy: Layout) -> None:
     asked = signals.ask_human(busy, "Tabs or spaces in the new parser?", session="cc1")
     question = asked["message"]
@@ -187,6 +191,7 @@ def decision(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
     return dict(json.loads(out)["hookSpecificOutput"]["decision"])
 
 
+@pytest.mark.slow
 def test_p_allows_or_denies_the_selected_sessions_permission_request(busy: Layout) -> None:
     cc1 = sid(busy, "cc1")
 

@@ -7,6 +7,8 @@ import json
 from functools import partial
 from typing import Any
 
+import pytest
+
 from cocoplus.core import fsio, vocab
 from cocoplus.core.paths import Layout
 from cocoplus.ops import session as session_ops
@@ -83,6 +85,7 @@ def test_untrusted_text_is_shown_inert_and_never_read_as_markup(busy: Layout) ->
     drive(busy, body, size=(120, 30))
 
 
+@pytest.mark.slow
 def test_a_toast_is_inert_and_not_markup(busy: Layout) -> None:
     async def body(app: top.TopApp, pilot: Any) -> None:
         app.say(f"could not read {MARKUP} {NASTY}", "error")

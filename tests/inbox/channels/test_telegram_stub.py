@@ -183,6 +183,7 @@ def test_long_polling_waits_for_a_tap_and_allowed_updates_is_remembered(bot):
     assert api(bot, "getUpdates", {"offset": offset})[1]["result"] == []
 
 
+@pytest.mark.slow
 def test_a_second_consumer_ends_the_waiting_poll_with_409(bot):
     # Telegram allows one getUpdates consumer per bot token: the Bot API server answers the poll that was waiting
     # with 409 and this description when another one starts to wait (Client.cpp, abort_long_poll).
