@@ -50,14 +50,20 @@ def write_backend(layout: Layout, seconds: float = 1.0, fail: bool = False, gate
 
 
 def add_sessions(layout: Layout) -> list[SessionRecord]:
+    from cocoplus.core import clock
     from cocoplus.session import registry
 
-    out = []
+    out: list[SessionRecord] = []
     for runtime, rid in (
         ("claude", "11111111-aaaa-bbbb-cccc-000000000001"),
         ("codex", "22222222-aaaa-bbbb-cccc-000000000002"),
         ("claude", "33333333-aaaa-bbbb-cccc-000000000003"),
     ):
+        # Lists sort by start time (to the millisecond), then alias: each session starts in a millisecond of its
+        # own, so the order is the order they started in however fast the files are written.
+        if out:
+            last = out[-1]["started_at"]
+            wait_until(lambda: clock.iso() > last, interval=0.001)
         rec, _ = registry.ensure(layout, runtime, rid, event="SessionStart")
         out.append(rec)
     return out
