@@ -136,6 +136,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
 
 
+# The tests this run collected and then left out (`-m`, `-k`, `--deselect`): tests/test_lanes.py reads their marks.
+DESELECTED = pytest.StashKey[list[pytest.Item]]()
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    if items:
+        config = items[0].config
+        config.stash.setdefault(DESELECTED, []).extend(items)
+
+
 def _uses_slow_fixture(item: pytest.Item) -> bool:
     info = getattr(item, "_fixtureinfo", None)
     if info is None:

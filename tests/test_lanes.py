@@ -3,7 +3,8 @@
 Every test of the kill switch, the authority model, the rule engine, the
 tiers, the fences and the documentation build runs in it: a `slow` mark on
 any of them, by hand or by tests/conftest.py's rule, fails here.  And the rule
-itself holds: e2e, nats and real-browser tests are slow.
+itself holds: e2e, nats and real-browser tests are slow.  Run within either lane or the whole suite, it reads the
+run's own collection; run alone, it collects those files in a pytest process of its own.
 """
 
 from __future__ import annotations
@@ -11,6 +12,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+
+import pytest
+
+from tests.conftest import DESELECTED
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -60,10 +65,19 @@ def lanes(*paths: str) -> dict[str, str]:
     return {nodeid: lane for _, lane, nodeid in found}
 
 
-def test_the_rules_that_matter_most_stay_in_the_fast_lane_and_the_rule_holds() -> None:
+def lanes_here(request: pytest.FixtureRequest) -> dict[str, str] | None:
+    """The lanes of this run's own collection (what ran and what was left out), if it collected every file named
+    here (the whole suite, or either lane); else None."""
+    items = [*request.session.items, *request.config.stash.get(DESELECTED, [])]
+    lane = {i.nodeid: "slow" if i.get_closest_marker("slow") is not None else "fast" for i in items}
+    files = {nodeid.partition("::")[0] for nodeid in lane}
+    return lane if all(path in files for path in (*FAST, *SLOW_BY_RULE)) else None
+
+
+def test_the_rules_that_matter_most_stay_in_the_fast_lane_and_the_rule_holds(request: pytest.FixtureRequest) -> None:
     for path in SLOW_BY_RULE:
         assert os.path.exists(os.path.join(ROOT, path)), path
-    lane = lanes(*FAST, *SLOW_BY_RULE)
+    lane = lanes_here(request) or lanes(*FAST, *SLOW_BY_RULE)
     for path in FAST:
         mine = {n: v for n, v in lane.items() if n.startswith(path + "::")}
         assert mine, f"{path}: no test collected"
