@@ -11,6 +11,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.hook import COUNT_BEFORE_CALL
@@ -88,6 +90,7 @@ def test_the_call_that_reaches_the_cap_runs_and_none_after_it(project: Layout) -
     assert steps.count("iteration_cap") == 1 and steps.count("checkpoint_requested") == 1
 
 
+@pytest.mark.slow
 def test_64_racing_calls_across_the_cap_let_exactly_the_cap_run(project: Layout) -> None:
     Path(project.config).write_text("[session]\nmax_iterations = 40\niteration_warn_at = 30\n")
     procs = [

@@ -36,7 +36,7 @@ HOST = "pixel-box.tail1234.ts.net"
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "inbox"
 DOCS_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"  # with COCOPLUS_DOCS_IMAGES=1 only
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]  # a real Chromium and a real server in each
 ENV: dict[str, str] = {}  # the environment of this user's cocoplus commands, as the server has it
 
 

@@ -205,6 +205,7 @@ def test_a_request_is_pushed_once_and_approve_from_the_phone_lets_the_tool_run(
                     assert token.encode() not in fh.read(), path
 
 
+@pytest.mark.slow
 def test_nobody_taps_the_default_applies_at_the_deadline_and_the_push_says_so(
     project: Layout, ntfy: NtfyStub, start: Callable[[], Service], kill_children: list[subprocess.Popen[bytes]]
 ) -> None:
