@@ -81,6 +81,73 @@ def run(cmd: str, stdin: bytes, env: dict[str, str], cwd: str) -> float:
     return time.perf_counter() - t
 
 
+def import_times(cmd: str, stdin: bytes, env: dict[str, str], cwd: str) -> dict[str, int]:
+    """One run of the hook with the interpreter's import profile on: each module it imported, with the
+    microseconds its own import took (not counting the modules it imported in turn).  The installed command runs
+    its interpreter with `-E`, so the profile is switched on with `-X importtime` after the interpreter."""
+    argv = shlex.split(cmd)
+    r = subprocess.run(
+        [argv[0], "-X", "importtime", *argv[1:]],
+        input=stdin,
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        check=False,
+    )
+    out: dict[str, int] = {}
+    for line in r.stderr.decode("utf-8", "replace").splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        own, _cumulative, module = line[len("import time:") :].split("|", 2)
+        out[module.strip()] = int(own)
+    return out
+
+
+# Where a module's import time is counted, by its name (the first prefix that fits; else the top-level package).
+GROUPS = (
+    "cocoplus.hook", "cocoplus.rules", "cocoplus.session", "cocoplus.core", "cocoplus.runtimes", "cocoplus",
+    "tree_sitter",
+)  # fmt: skip
+
+
+def print_import_times(name: str, runs: list[dict[str, int]]) -> None:
+    """What a case's hook imported: how many modules, the median total, per group and the costliest modules."""
+    if not runs:
+        return
+    modules = sorted({m for r in runs for m in r})
+    med = {m: statistics.median(r.get(m, 0) for r in runs) for m in modules}
+    groups: dict[str, float] = {}
+    for m, us in med.items():
+        top = m.split(".")[0]
+        group = next((g for g in GROUPS if m == g or m.startswith(g + ".")), top if top != m else "stdlib")
+        groups[group] = groups.get(group, 0.0) + us
+    total = statistics.median(sum(r.values()) for r in runs)
+    print(f"{name}: {len(modules)} modules, {total / 1000:.2f} ms of imports (median of {len(runs)} runs)")
+    for group, us in sorted(groups.items(), key=lambda kv: -kv[1]):
+        print(f"  {group:<28}{us / 1000:>7.2f} ms")
+    print(
+        "  costliest: " + ", ".join(f"{m} {us / 1000:.2f}" for m, us in sorted(med.items(), key=lambda kv: -kv[1])[:12])
+    )
+
+
+def read_json(path: str) -> dict[str, object]:
+    try:
+        with open(path) as fh:
+            got = json.load(fh)
+    except FileNotFoundError:
+        return {}
+    return got if isinstance(got, dict) else {}
+
+
+def read_lines(path: str) -> list[str]:
+    try:
+        with open(path) as fh:
+            return fh.read().splitlines()
+    except FileNotFoundError:
+        return []
+
+
 def sync_latency(directory: str, n: int = 20) -> float:
     """Median ms of one durable replace (write, fsync, rename, fsync the directory) in `directory`."""
     path = os.path.join(directory, ".sync-probe")
@@ -125,9 +192,10 @@ def assistant_line(i: int) -> str:
     )
 
 
-def payload(event: str, i: int, transcript: str, project: str, edit: bool = False) -> bytes:
+def payload(event: str, i: int, transcript: str, project: str, edit: bool = False, chain: bool = False) -> bytes:
     """Round `i`'s payload for `event`, as Claude Code sends it (a new tool call each round; with `edit`, an Edit
-    of a file in the project, which the hook records in the session's edits)."""
+    of a file in the project, which the hook records in the session's edits; with `chain`, a command only the shell
+    parser can read: two commands joined by `&&`, each covered by the worker's rule)."""
     base = {
         "session_id": SESSION,
         "transcript_path": transcript,
@@ -136,7 +204,8 @@ def payload(event: str, i: int, transcript: str, project: str, edit: bool = Fals
         "hook_event_name": event,
     }
     if event in ("PreToolUse", "PostToolUse", "PermissionRequest"):
-        base.update(tool_name="Bash", tool_input={"command": f"echo {i}"}, tool_use_id=f"toolu_{i}")
+        command = f"echo {i} && echo done" if chain else f"echo {i}"
+        base.update(tool_name="Bash", tool_input={"command": command}, tool_use_id=f"toolu_{i}")
     if event in ("PostToolUse", "PreToolUse") and edit:
         path = os.path.join(project, "src", f"module_{i % 7}.py")
         base.update(
@@ -235,6 +304,14 @@ def bench() -> int:
         help="the per-user command or the committed launcher",
     )
     ap.add_argument("--cocoplus", default=None, help="the cocoplus executable to bench (default: this interpreter's)")
+    ap.add_argument(
+        "--case", action="append", default=[], help="only the cases whose name contains this (repeatable; any case)"
+    )
+    ap.add_argument(
+        "--importtime",
+        action="store_true",
+        help="instead of timing, run each case's hook with `-X importtime` and print what it imports (medians)",
+    )
     args = ap.parse_args()
 
     project = tempfile.mkdtemp(prefix="cocoplus-bench-", dir=args.where)
@@ -304,49 +381,64 @@ def bench() -> int:
         ("PreToolUse (in a worktree)", "PreToolUse", None, None),
         ("PreToolUse (worker's Edit)", "PreToolUse", "edit", 1.2),
         ("PermissionRequest (rule)", "PermissionRequest", None, 2.0),
+        ("PermissionRequest (rule, chain)", "PermissionRequest", "chain", 2.0),
         ("PostToolUse", "PostToolUse", None, 2.0),
         ("PostToolUse (Edit recorded)", "PostToolUse", "edit", 2.0),
         ("Stop (new usage to price)", "Stop", None, 3.0),
     ]
+    if args.case:
+        cases = [c for c in cases if any(want.lower() in c[0].lower() for want in args.case)]
+        if not cases:
+            ap.error(f"no case matches {args.case}")
+
+    def prepare(i: int, name: str, event: str, stopped: str | None) -> tuple[str, bytes, dict[str, str], str]:
+        """Set the project up for round `i` of a case; the hook command, its payload, environment and directory."""
+        if stopped == "all":
+            with open(stop_path, "w") as fh:
+                fh.write('{"operator": "bench", "reason": "bench"}')
+        elif os.path.exists(stop_path):
+            os.unlink(stop_path)
+        if stopped == "other":
+            os.makedirs(stops_dir, exist_ok=True)
+            with open(other_stop, "w") as fh:
+                fh.write('{"session": "cs_another-session", "operator": "bench", "reason": "bench"}')
+        elif os.path.exists(stops_dir):
+            os.unlink(other_stop)
+            os.rmdir(stops_dir)
+        if event == "Stop":
+            with open(transcript, "a") as fh:
+                fh.write(assistant_line(i) + "\n")
+        data = payload(event, i, transcript, project, edit=stopped == "edit", chain=stopped == "chain")
+        hook_env = worker_env if event == "PermissionRequest" or (event == "PreToolUse" and stopped == "edit") else env
+        if "worktree" in name:
+            return commands[event], data, tree_env, tree
+        return commands[event], data, hook_env, project
+
     times: dict[str, list[float]] = {c[0]: [] for c in cases}
     floors: dict[str, list[float]] = {c[0]: [] for c in cases}
+    imports: dict[str, list[dict[str, int]]] = {c[0]: [] for c in cases}
     for _ in range(5):  # warm caches
         run(floor, b"", env, project)
     for i in range(args.rounds):
         for name, event, stopped, _target in cases:
-            if stopped == "all":
-                with open(stop_path, "w") as fh:
-                    fh.write('{"operator": "bench", "reason": "bench"}')
-            elif os.path.exists(stop_path):
-                os.unlink(stop_path)
-            if stopped == "other":
-                os.makedirs(stops_dir, exist_ok=True)
-                with open(other_stop, "w") as fh:
-                    fh.write('{"session": "cs_another-session", "operator": "bench", "reason": "bench"}')
-            elif os.path.exists(stops_dir):
-                os.unlink(other_stop)
-                os.rmdir(stops_dir)
-            if event == "Stop":
-                with open(transcript, "a") as fh:
-                    fh.write(assistant_line(i) + "\n")
-            data = payload(event, i, transcript, project, edit=stopped == "edit")
-            hook_env = (
-                worker_env if event == "PermissionRequest" or (event == "PreToolUse" and stopped == "edit") else env
-            )
-            where = project
-            if "worktree" in name:
-                hook_env, where = tree_env, tree
-            if i % 2:
+            cmd, data, hook_env, where = prepare(i, name, event, stopped)
+            if args.importtime:
+                imports[name].append(import_times(cmd, data, hook_env, where))
+            elif i % 2:
                 floors[name].append(run(floor, data, env, project))
-                times[name].append(run(commands[event], data, hook_env, where))
+                times[name].append(run(cmd, data, hook_env, where))
             else:
-                times[name].append(run(commands[event], data, hook_env, where))
+                times[name].append(run(cmd, data, hook_env, where))
                 floors[name].append(run(floor, data, env, project))
     if os.path.exists(stop_path):
         os.unlink(stop_path)
     if os.path.exists(stops_dir):
         os.unlink(other_stop)
         os.rmdir(stops_dir)
+    if args.importtime:
+        for name, *_rest in cases:
+            print_import_times(name, imports[name])
+        return 0
 
     rows = []
     for name, _event, _stopped, target in cases:
@@ -364,18 +456,26 @@ def bench() -> int:
             }
         )
     cocodir = os.path.join(project, ".cocoplus")
-    with open(os.path.join(cocodir, "session", "iteration-budget.json")) as fh:
-        consumed = json.load(fh)["consumed"]
-    with open(os.path.join(cocodir, "cost", "spend.jsonl")) as fh:
-        priced = [json.loads(x) for x in fh if '"msg_bench_' in x]
+    consumed = read_json(os.path.join(cocodir, "session", "iteration-budget.json")).get("consumed", 0)
+    priced = [json.loads(x) for x in read_lines(os.path.join(cocodir, "cost", "spend.jsonl")) if '"msg_bench_' in x]
     priced_ok = sum(1 for r in priced if r.get("usd") is not None)
-    with open(os.path.join(cocodir, "permissions", "decisions.jsonl")) as fh:
-        allowed = sum(
-            1 for x in fh if '"behavior":"allowed"' in x.replace(" ", "") and '"how":"rule"' in x.replace(" ", "")
-        )
+    allowed = sum(
+        1
+        for x in read_lines(os.path.join(cocodir, "permissions", "decisions.jsonl"))
+        if '"behavior":"allowed"' in x.replace(" ", "") and '"how":"rule"' in x.replace(" ", "")
+    )
+    # What each selected case leaves behind, per round: PostToolUse counts its call, Stop prices its usage, a
+    # permission request is allowed by the rule (and logged), an Edit is recorded.
+    names = [c[0] for c in cases]
+    expect = {
+        "consumed": sum(c[1] == "PostToolUse" for c in cases) * args.rounds,
+        "priced": sum(c[1] == "Stop" for c in cases) * args.rounds,
+        "allowed": sum(c[1] == "PermissionRequest" for c in cases) * args.rounds,
+        "edits": ("PostToolUse (Edit recorded)" in names) * args.rounds,
+    }
     checks = {
         "post_tool_use_counted": consumed, "stop_usage_priced": priced_ok, "permissions_allowed_by_rule": allowed,
-        "edits_recorded": edits_recorded(cocodir), "expected": args.rounds, "durable_write_ms": round(sync_ms, 2),
+        "edits_recorded": edits_recorded(cocodir), "expected": expect, "durable_write_ms": round(sync_ms, 2),
     }  # fmt: skip
     if args.json:
         print(
@@ -404,15 +504,15 @@ def bench() -> int:
             verdict = "" if r["target"] is None else ("ok" if r["ok"] else "OVER")
             print(f"{r['event']:<28}{r['hook_ms']:>9.2f}{r['floor_ms']:>10.2f}{r['ratio']:>7.2f}{target:>8} {verdict}")
         print(
-            f"PostToolUse calls counted: {consumed} (expected {2 * args.rounds}); Stop usage records priced: "
-            f"{priced_ok}; permission requests allowed by the rule: {allowed}; Edits recorded: "
-            f"{checks['edits_recorded']} (expected {args.rounds} each)"
+            f"PostToolUse calls counted: {consumed} (expected {expect['consumed']}); Stop usage records priced: "
+            f"{priced_ok} (expected {expect['priced']}); permission requests allowed by the rule: {allowed} (expected "
+            f"{expect['allowed']}); Edits recorded: {checks['edits_recorded']} (expected {expect['edits']})"
         )
         print(f"one durable file replace on this file system: {sync_ms:.2f} ms ({project})")
     edits = checks["edits_recorded"]
     ok = (
-        all(r["ok"] for r in rows) and consumed == 2 * args.rounds and priced_ok == args.rounds
-        and allowed == args.rounds and edits == args.rounds
+        all(r["ok"] for r in rows) and consumed == expect["consumed"] and priced_ok == expect["priced"]
+        and allowed == expect["allowed"] and edits == expect["edits"]
     )  # fmt: skip
     return 0 if ok else 1
 
