@@ -14,7 +14,9 @@ it has work:
   path taken before every single tool call;
 * everything else is handled by `cocoplus.hook.runner`, told the timeout
   the command was installed with (`--timeout N`: its runtime kills the hook
-  after N seconds), within which it ends every wait.
+  after N seconds), within which it ends every wait; in the hook's own
+  process, the runner and what it imports are read straight from their
+  cached byte code (`cocoplus.hook.loader`).
 
 Exit codes follow the runtimes' hook contract, not the CLI's: 0 with JSON
 (or nothing) on stdout; 2 only as a deliberate block.  No traceback ever
@@ -48,6 +50,9 @@ WORKTREE_MARKER = "/WORKTREE"
 LOGS_DIR = "/logs"
 HOOK_LOG = "/logs/hook.log"
 _APPEND = posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT | posix.O_NOFOLLOW | posix.O_CLOEXEC
+# Whether this is the hook's own process (`script`), not a caller of `main`: only it imports the rest of cocoplus
+# through the hook's own finder (hook/loader.py).
+OWN_PROCESS = False
 
 
 def isdir(path: str) -> bool:
@@ -276,6 +281,16 @@ def main(
             data = read_stdin() if stdin_bytes is None else stdin_bytes
         import os  # deferred: see the module docstring
 
+        if OWN_PROCESS:
+            import gc  # deferred: built into the interpreter; see below
+
+            # A hook lives for milliseconds and makes next to no cyclic garbage, but the collector's passes over
+            # the objects its imports create cost it more than some of its work: off until a long wait
+            # (hook/timeouts.py `before_wait` turns it back on).
+            gc.disable()
+            from cocoplus.hook import loader  # deferred: only what follows imports enough modules for it to pay
+
+            loader.install()
         from cocoplus.hook import runner  # deferred: the fast path (nothing to do) never loads the runner
 
         env_now = os.environ if environ is None else environ
@@ -337,6 +352,8 @@ def script() -> None:
     module's whole fast path) has nothing left to do.  Flush stdout and
     stderr, and `_exit`.
     """
+    global OWN_PROCESS
+    OWN_PROCESS = True
     try:
         code = main()
     except SystemExit as exc:

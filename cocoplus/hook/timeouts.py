@@ -23,9 +23,11 @@ supervisor), and after it the work left gets a hook's own lock budget again
 or a command without `--timeout`.
 
 Standard library only; at module level it imports only the registry and the
-lock, which every hook process that gets here has loaded already.
+lock, which every hook process that gets here has loaded already (and `gc`,
+built into the interpreter).
 """
 
+import gc
 import time
 
 from cocoplus.core.errors import CocoplusError
@@ -147,7 +149,10 @@ def wait_for(h: "Hook", wanted_s: float, key: str) -> float:
 
 
 def before_wait(h: "Hook") -> None:
-    """Run the callbacks waiting for the answer now (the signal that wakes the supervisor), before the wait."""
+    """Run the callbacks waiting for the answer now (the signal that wakes the supervisor), before the wait; and
+    turn the garbage collector back on, which the hook's own process keeps off while it starts (hook/entry.py):
+    a wait may last minutes."""
+    gc.enable()
     pending, h.after = h.after, []
     for fn in pending:
         try:

@@ -1,0 +1,136 @@
+"""How a hook process imports cocoplus' own modules past the fast path: straight from their cached byte code.
+
+The standard import of one small module costs a hook more than the module's
+own code: the path finder tries four file names in the package's directory,
+builds a spec from the file's location, then the source loader finds, reads
+and checks the cached byte code, all of it in Python.  A hook past the fast
+path imports forty-odd of cocoplus' modules (the permission event about
+fifty), and that machinery was a third of what the event cost beyond the
+interpreter's own start.
+
+`install()` puts a finder first in `sys.meta_path` for the modules below the
+`cocoplus` package: one `stat` of the source, one read of its cached byte
+code beside it (`__pycache__/NAME.<tag>.pyc`), checked as the standard loader
+checks it (the interpreter's magic number, a timestamp-based cache whose
+recorded modification time and size are the source's).  When anything does
+not hold (no cache yet, a stale or hash-based one, a package directory or a
+namespace, `-O`, a cache prefix), it answers nothing and the standard finders
+import the module as they always do, writing its cache.  The module is then
+what the standard import would have made: the same `__file__`, `__cached__`,
+`__path__` for a package, and the same code.
+
+Only the hook's own process installs it (`entry.script`, past the fast path:
+the events around every tool call import too few modules for it to pay).
+Standard library only, and no module of it that the interpreter has not
+loaded already.
+"""
+
+import posix
+import sys
+from marshal import loads
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path: annotations are strings
+    from collections.abc import Sequence
+    from types import ModuleType
+    from typing import Any
+
+# The interpreter's own import machinery, loaded before any module (nothing to import).
+_bootstrap = sys.modules["_frozen_importlib"]
+_external = sys.modules["_frozen_importlib_external"]
+PREFIX = "cocoplus."
+HEADER = 16  # magic number, flags, source modification time, source size
+
+
+class Finder:
+    """A `sys.meta_path` finder (and loader) for `cocoplus.*` modules with a current timestamp-based cache.
+
+    Which file a name means is decided as the standard path finder decides it, from one listing of each package
+    directory: a package directory (with its `__init__.py`) before an extension module, an extension module before
+    a source file.  Only a package or a source file with a current cache is imported here."""
+
+    def __init__(self) -> None:
+        self.magic = _external.MAGIC_NUMBER
+        self.tag = sys.implementation.cache_tag
+        self.extensions = tuple(_external.EXTENSION_SUFFIXES)
+        self.listed: dict[str, set[str]] = {}
+
+    def names(self, directory: "str") -> "set[str]":
+        """The names in `directory` (none when it cannot be listed), listed once."""
+        names = self.listed.get(directory)
+        if names is None:
+            try:
+                names = set(posix.listdir(directory))
+            except (OSError, ValueError):
+                names = set()
+            self.listed[directory] = names
+        return names
+
+    def find_spec(self, name: "str", path: "Sequence[str] | None" = None, target: "Any" = None) -> "Any":
+        if path is None or len(path) != 1 or not name.startswith(PREFIX):
+            return None
+        directory = path[0]
+        leaf = name.rpartition(".")[2]
+        names = self.names(directory)
+        if leaf in names:  # a package (or a namespace, or something else: the standard finders decide those)
+            directory = f"{directory}/{leaf}"
+            names, leaf = self.names(directory), "__init__"
+            if "__init__.py" not in names:
+                return None
+        if f"{leaf}.py" not in names or any(leaf + suffix in names for suffix in self.extensions):
+            return None
+        source = f"{directory}/{leaf}.py"
+        cached = f"{directory}/__pycache__/{leaf}.{self.tag}.pyc"
+        data = self.current(source, cached)
+        if data is None:
+            return None
+        package = leaf == "__init__"
+        spec = _bootstrap.ModuleSpec(name, self, origin=source, loader_state=data, is_package=package)
+        spec.has_location = True
+        spec.cached = cached
+        if package:
+            spec.submodule_search_locations.append(directory)
+        return spec
+
+    def current(self, source: "str", cached: "str") -> "bytes | None":
+        """The cached byte code of `source`, when it is current (as the standard loader checks it); else None."""
+        try:
+            st = posix.stat(source)
+            fd = posix.open(cached, posix.O_RDONLY | posix.O_CLOEXEC)
+        except (OSError, ValueError):
+            return None
+        chunks = []
+        try:
+            while chunk := posix.read(fd, 1 << 20):
+                chunks.append(chunk)
+        except OSError:
+            return None
+        finally:
+            posix.close(fd)
+        data = b"".join(chunks)
+        if (
+            len(data) < HEADER
+            or data[:4] != self.magic
+            or data[4:8] != b"\0\0\0\0"  # timestamp-based (a hash-based cache is left to the standard loader)
+            or int.from_bytes(data[8:12], "little") != int(st.st_mtime) & 0xFFFFFFFF
+            or int.from_bytes(data[12:16], "little") != st.st_size & 0xFFFFFFFF
+        ):
+            return None
+        return data
+
+    def create_module(self, spec: "Any") -> "None":
+        return None  # the default module
+
+    def exec_module(self, module: "ModuleType") -> "None":
+        spec: Any = module.__spec__  # the spec find_spec gave
+        data, spec.loader_state = spec.loader_state, None
+        exec(loads(memoryview(data)[HEADER:]), module.__dict__)
+
+
+def install() -> "None":
+    """Put the finder first in `sys.meta_path`, unless the byte code this interpreter reads lives elsewhere (`-O`,
+    a cache prefix) or it is there already."""
+    if sys.flags.optimize or sys.pycache_prefix is not None:
+        return
+    if not any(isinstance(f, Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, Finder())
