@@ -133,14 +133,15 @@ def inbox_notes() -> list[str]:
 
 def rule_notes() -> list[str]:
     """What is wrong with the permission rules' machinery here: a shell parser that cannot be loaded makes every
-    shell command of a headless worker wait for an answer (no rule can allow one)."""
+    shell command of a headless worker that is more than plain words wait for an answer (no rule can allow one)."""
     from cocoplus.rules import parser  # deferred: only doctor asks whether the parser loads
 
     why = parser.available()
     if why is None:
         return []
-    return [f"{why}: no permission rule can allow a shell command, so each one waits for an answer; reinstall "
-            "cocoplus (its tree-sitter and tree-sitter-bash dependencies)"]  # fmt: skip
+    return [f"{why}: no permission rule can allow a shell command that is more than plain words (`&&`, quotes, "
+            "`$`, a redirection, ...), so each one waits for an answer; reinstall cocoplus (its tree-sitter and "
+            "tree-sitter-bash dependencies)"]  # fmt: skip
 
 
 def user_file_notes() -> list[str]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 
 from cocoplus.core import userfiles
-from cocoplus.rules import parser, paths, shell
+from cocoplus.rules import Unavailable, paths, shell
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -282,7 +282,7 @@ def _nested(script: str | None, out: list[Invocation], depth: int) -> None:
         return
     try:
         parsed = shell.parse(script)
-    except parser.Unavailable:
+    except Unavailable:
         parsed = None
     if parsed is None:
         out.append(Invocation(None, [], [script]))

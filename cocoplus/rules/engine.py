@@ -295,7 +295,7 @@ def _ordinal(i: int, n: int) -> str:
 def _bash(
     command: str, allow: Sequence[Rule], deny: Sequence[Rule], project: str, cwd: str, root: str, tree: str | None
 ) -> Decision:
-    from cocoplus.rules import parser, shell  # deferred: only a shell command is parsed
+    from cocoplus.rules import Unavailable, shell  # deferred: only a shell command is parsed
 
     shell_deny = [r for r in deny if _names(r.tool, "Bash") and not r.bare]
     flat = " ".join(command.split())
@@ -304,8 +304,8 @@ def _bash(
             return Decision("deny", f"{r.text} covers the command", r.text, r.where)
     try:
         script = shell.parse(command)
-    except parser.Unavailable as exc:
-        return Decision("ask", f"{exc}: no rule can allow a shell command")
+    except Unavailable as exc:
+        return Decision("ask", f"{exc}: no rule can allow a shell command that is more than plain words")
     if script is None:
         return Decision("ask", "the shell parser cannot read all of this command: no rule allows it")
     if not script.parts:
@@ -577,11 +577,11 @@ def rules_for(tool: str, tool_input: Any) -> list[str]:
     if value is None:
         return [tool]
     if tool == "Bash":
-        from cocoplus.rules import parser, shell  # deferred: as in _bash
+        from cocoplus.rules import Unavailable, shell  # deferred: as in _bash
 
         try:
             script = shell.parse(value)
-        except parser.Unavailable:
+        except Unavailable:
             script = None
         if script is not None and script.parts:
             return list(dict.fromkeys(f"Bash({p.text})" for p in script.parts))

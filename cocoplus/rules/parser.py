@@ -1,6 +1,7 @@
 """The bash parser (tree-sitter's bash grammar), loaded on first use and never at import.
 
-The permission event is the only hook event that parses a command; PreToolUse
+The permission event is the only hook event that parses a command, and only
+one that is more than plain words (`shell.plain` reads those); PreToolUse
 never imports this module.  The two extension modules are loaded straight from
 their files (`_fast_load`): the packages' `__init__` would import `typing`,
 `importlib.resources` and `re`, about four times what parsing costs; the
@@ -17,14 +18,11 @@ from __future__ import annotations
 import os
 import sys
 
+from cocoplus.rules import Unavailable
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
-
-
-class Unavailable(Exception):
-    """The shell parser cannot be loaded here (not installed, or a binding that does not load)."""
-
 
 _PARSER: Any = None
 

@@ -12,13 +12,19 @@ or a construct this module does not know) is `None`: no rule allows it.
 `Script.unchecked` says what in the command cannot be checked before it runs
 (a nested command, a variable in braces, a subshell, `&`, ...): no narrow rule
 allows that (rules/engine.py).  The parser itself is loaded on first use, by
-`rules/parser.py`; `parse` raises its `Unavailable` when it cannot be had.
+`rules/parser.py`; `parse` raises its `Unavailable` (`cocoplus.rules.Unavailable`)
+when it cannot be had.
+
+A command that is only plain words (`pytest -q tests/unit`, `git status`:
+letters, digits and `-_./:,+@%^=`, separated by spaces or tabs, its first
+word a program's name and no reserved word) is read without the parser (`plain`),
+into exactly the `Script` the parser makes of it: loading the parser costs
+the permission hook more than the rest of its rule check.
+tests/rules/test_plain.py holds the two equal over generated commands.
 Standard library only besides the parser.
 """
 
 from __future__ import annotations
-
-from cocoplus.rules import parser
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -180,10 +186,54 @@ def _is_fd(value: str) -> bool:
 
 # -- reading a command -------------------------------------------------------------------------------
 
+# What a plain command's words are made of (`plain`): nothing the shell reads as more than the character itself.
+PLAIN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:,+@%^=")
+# A plain command's first word, the program: fewer still (the grammar reads `x%`, `x@` or `a+:` there otherwise).
+PROGRAM_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./")
+# First words that are not a program's name to the parser: the shell's reserved words, and the declarations and
+# `unset` (a statement of their own in the grammar).
+NOT_A_PROGRAM = frozenset(
+    {
+        "!", "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for", "function", "if", "in", "select",
+        "then", "time", "until", "while", "declare", "typeset", "export", "readonly", "local", "unset", "unsetenv",
+    }
+)  # fmt: skip
+
 
 def parse(command: str) -> Script | None:
     """The simple commands and redirections of `command`; None when the parser cannot read all of it.
-    `Unavailable` when there is no parser."""
+    `Unavailable` when there is no parser and the command is more than plain words (`plain`)."""
+    script = plain(command)
+    return script if script is not None else parsed(command)
+
+
+def plain(command: str) -> Script | None:
+    """`command` read without the parser when it is plain words: `PLAIN_CHARS` separated by spaces or tabs, no
+    word starting with `=`, the first of `PROGRAM_CHARS` (so no assignment), not starting with `-` and not in
+    `NOT_A_PROGRAM`.  The `Script` the parser makes of such a command: one simple command whose words are their
+    own values.  None for any other command."""
+    for c in command:
+        if c not in PLAIN_CHARS and c != " " and c != "\t":
+            return None
+    words = command.split()
+    if not words or words[0][0] == "-" or words[0] in NOT_A_PROGRAM:
+        return None
+    for c in words[0]:
+        if c not in PROGRAM_CHARS:
+            return None
+    for w in words:
+        if w[0] == "=":
+            return None
+    part = Part("command", "chain")
+    part.words = [Word(w, w) for w in words]
+    part.span = command.strip(" \t")
+    return Script(command, [part])
+
+
+def parsed(command: str) -> Script | None:
+    """`command` as the parser reads it (`parse`, for a command that is more than plain words)."""
+    from cocoplus.rules import parser  # deferred: a plain command needs no parser (loading it costs the most)
+
     p = parser.parser()
     data = command.encode("utf-8", "surrogatepass")
     try:

@@ -339,9 +339,11 @@ def registry_cs(adapter: Any, payload: dict[str, Any]) -> str:
     return sessions.cs_id_for(adapter.session_id(payload))
 
 
-def test_a_headless_permission_request_parses_its_command_with_nothing_heavy(compiled: Layout) -> None:
+@pytest.mark.parametrize("command", ["git push origin main", "git push origin main && git status"])
+def test_a_headless_permission_request_parses_its_command_with_nothing_heavy(compiled: Layout, command: str) -> None:
     """The permission event is the one that loads the shell parser (cocoplus/rules/shell.py): its two extension
-    modules straight from their files, with no `re`, `typing` or `enum` either."""
+    modules straight from their files, with no `re`, `typing` or `enum` either; and only for a command that is more
+    than plain words (`shell.plain` reads those without it)."""
     with open(compiled.config, "a") as fh:
         fh.write('[permissions]\nallow = ["Bash(git *)"]\n')
     from tests.support.trusting import trust_project
@@ -349,6 +351,7 @@ def test_a_headless_permission_request_parses_its_command_with_nothing_heavy(com
     trust_project(compiled)
     config.compile_for_hook(compiled)
     payload = payload_for("claude", "PermissionRequest", "permission", compiled, None)
+    payload["tool_input"] = {"command": command}
     data = json.dumps(payload)
     # A headless session: one `dispatch` resumed, below its sealed `resumed` process.
     sid = registry.get("claude").session_id(payload)
@@ -367,7 +370,12 @@ def test_a_headless_permission_request_parses_its_command_with_nothing_heavy(com
     assert {"cocoplus.rules.engine", "cocoplus.rules.shell", "cocoplus.rules.commands"} <= mods
     assert not (_top(mods) & HEAVY) and not (NOT_ON_TOOL_EVENTS & mods), sorted(mods)
     outside = {m for m in mods if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "cocoplus"}
-    assert outside == {"tree_sitter._binding"}, outside  # the parser's extension module alone, not its package
+    if "&&" in command:
+        assert outside == {"tree_sitter._binding"}, outside  # the parser's extension module alone, not its package
+        assert "cocoplus.rules.parser" in mods
+    else:
+        assert outside == set(), outside  # plain words: read without the parser
+        assert "cocoplus.rules.parser" not in mods
 
 
 def test_a_workers_edit_before_the_tool_loads_no_rule_engine(compiled: Layout) -> None:

@@ -302,5 +302,8 @@ def test_doctor_says_when_the_shell_parser_cannot_be_loaded(monkeypatch: pytest.
     monkeypatch.setattr(loader, "_ordinary_load", fails)
     [note] = project_ops.rule_notes()
     assert "cannot be loaded" in note and "each one waits for an answer" in note
-    d = engine.decide("Bash", {"command": "ls"}, allow=engine.rules_of(["Bash"], "a"), deny=(), project="/tmp")
+    d = engine.decide("Bash", {"command": "ls && ls"}, allow=engine.rules_of(["Bash"], "a"), deny=(), project="/tmp")
     assert d.behavior == "ask" and "cannot be loaded" in d.why
+    # A command of plain words is read without the parser, into what the parser reads (tests/rules/test_plain.py).
+    d = engine.decide("Bash", {"command": "ls"}, allow=engine.rules_of(["Bash"], "a"), deny=(), project="/tmp")
+    assert d.behavior == "allow", d
