@@ -37,17 +37,30 @@ CAPABILITY_ENV = "COCOPLUS_MCP_TOKEN"
 SEAL_KEY_NAME = "seal.key"
 
 
+# The last answer of the password database (`home`): the lookup asked, the user id, the home.
+_LOOKED_UP: tuple[object, int, str] | None = None
+
+
 def home() -> str:
     """This user's home directory as the password database names it, never `$HOME` (a repository can set a
     hook's environment: Claude Code's `.claude/settings.json` `env`, Gemini CLI's project `.env`).  `$HOME` only
-    where the database has no entry for this user."""
+    where the database has no entry for this user.  Asked once a process (a permission hook names this user's
+    files half a dozen times, and each lookup reads the database), again if the user id or the lookup changes."""
+    global _LOOKED_UP
     import pwd  # deferred: built into the interpreter, and only asked where a user file is named
 
+    uid = os.getuid()
+    last = _LOOKED_UP
+    if last is not None and last[0] is pwd.getpwuid and last[1] == uid:
+        return last[2]
     try:
-        found = pwd.getpwuid(os.getuid()).pw_dir
+        found = pwd.getpwuid(uid).pw_dir
     except KeyError:
         found = ""
-    return found if os.path.isabs(found) else os.path.expanduser("~")
+    if not os.path.isabs(found):
+        return os.path.expanduser("~")  # not kept: `$HOME` may change
+    _LOOKED_UP = (pwd.getpwuid, uid, found)
+    return found
 
 
 def directory() -> str:

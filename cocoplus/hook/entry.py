@@ -291,6 +291,7 @@ def main(
             from cocoplus.hook import loader  # deferred: only what follows imports enough modules for it to pay
 
             loader.install()
+            loader.preload(loader.RUNNER)
         from cocoplus.hook import runner  # deferred: the fast path (nothing to do) never loads the runner
 
         env_now = os.environ if environ is None else environ

@@ -19,6 +19,16 @@ import the module as they always do, writing its cache.  The module is then
 what the standard import would have made: the same `__file__`, `__cached__`,
 `__path__` for a package, and the same code.
 
+`preload(names)` goes further for the modules a step is known to import
+(`RUNNER`: the runner and everything it imports; `IDENTITY` and `RULES`: what
+a permission request asks who it is for, and what decides it by the rules):
+each is made and run here in turn, in an order where every module comes after
+the ones it imports, with none of the import machinery's locking and search
+around it, which costs about as much again as the finder.  What a module
+then imports is found loaded; a name the finder leaves to the standard import
+is imported the standard way.  tests/hook/test_loader.py holds the lists to
+what the events really import, and to that order.
+
 Only the hook's own process installs it (`entry.script`, past the fast path:
 the events around every tool call import too few modules for it to pay).
 Standard library only, and no module of it that the interpreter has not
@@ -40,6 +50,22 @@ _bootstrap = sys.modules["_frozen_importlib"]
 _external = sys.modules["_frozen_importlib_external"]
 PREFIX = "cocoplus."
 HEADER = 16  # magic number, flags, source modification time, source size
+
+# What a step imports that the fast path has not, each module after the ones it imports (`preload`).
+# The runner and its imports: every event past the fast path (hook/entry.py).
+RUNNER = (
+    "cocoplus.core", "cocoplus.core.clock", "cocoplus.core.jsonfast", "cocoplus.core.errors", "cocoplus.core.roots",
+    "cocoplus.core.lock", "cocoplus.core.fsio", "cocoplus.core.paths", "cocoplus.session", "cocoplus.core.vocab",
+    "cocoplus.core.records", "cocoplus.session.killswitch", "cocoplus.session.registry", "cocoplus.hook.runner",
+)  # fmt: skip
+# Who a permission request is for (hook/permission.py, for a runtime that asks through the hook).
+IDENTITY = ("cocoplus.core.userfiles", "cocoplus.core.seal", "cocoplus.session.procinfo", "cocoplus.session.identity")
+# What decides a headless request by the rules (hook/permission.py); the shell parser only when a command needs it.
+RULES = (
+    "cocoplus.core.jsonl", "cocoplus.rules", "cocoplus.rules.engine", "cocoplus.session.permissions",
+    "cocoplus.core.hookconfig", "cocoplus.session.values", "cocoplus.rules.shell", "cocoplus.rules.paths",
+    "cocoplus.rules.protected", "cocoplus.rules.commands",
+)  # fmt: skip
 
 
 class Finder:
@@ -132,5 +158,46 @@ def install() -> "None":
     a cache prefix) or it is there already."""
     if sys.flags.optimize or sys.pycache_prefix is not None:
         return
-    if not any(isinstance(f, Finder) for f in sys.meta_path):
+    if _installed() is None:
         sys.meta_path.insert(0, Finder())
+
+
+def _installed() -> "Finder | None":
+    return next((f for f in sys.meta_path if isinstance(f, Finder)), None)
+
+
+def preload(names: "Sequence[str]") -> "None":
+    """Import the modules `names`, in this order, as the finder would, without the import machinery around it
+    (each must come after the modules it imports, its package first).  Nothing without the finder installed (a
+    process other than the hook's own); a module imported already is left as it is; one the finder leaves to the
+    standard import is imported the standard way."""
+    finder = _installed()
+    if finder is None:
+        return
+    modules = sys.modules
+    for name in names:
+        if name in modules:
+            continue
+        parent_name, _, leaf = name.rpartition(".")
+        parent = modules.get(parent_name)
+        spec = finder.find_spec(name, getattr(parent, "__path__", None))
+        if spec is None:
+            __import__(name)
+            continue
+        module: Any = type(sys)(name)
+        module.__spec__ = spec
+        module.__loader__ = finder
+        module.__file__ = spec.origin
+        module.__cached__ = spec.cached
+        if spec.submodule_search_locations is None:
+            module.__package__ = parent_name
+        else:
+            module.__package__ = name
+            module.__path__ = spec.submodule_search_locations
+        modules[name] = module
+        try:
+            finder.exec_module(module)
+        except BaseException:
+            modules.pop(name, None)
+            raise
+        setattr(parent, leaf, modules[name])

@@ -7,6 +7,7 @@ Loaded by the runner only for a permission request.  Standard library only.
 from __future__ import annotations
 
 from cocoplus.core.errors import CocoplusError
+from cocoplus.hook import loader
 from cocoplus.session import registry
 
 TYPE_CHECKING = False
@@ -28,6 +29,7 @@ def on_permission(h: Hook) -> Answer:
     if not h.adapter.ASKS_PERMISSION:
         h.touch_session(lambda r: h.attention(r, "awaiting_authorization"))
         return None, 0
+    loader.preload(loader.IDENTITY)  # in the hook's own process, straight from their cached byte code
     from cocoplus.session import identity  # deferred: only a permission request asks who it is for
 
     who = identity.of_hook(h.layout, h.environ)
@@ -49,6 +51,7 @@ def _agent(payload: dict[str, Any]) -> str | None:
 
 
 def _headless_permission(h: Hook, who: identity.Identity) -> dict[str, Any] | None:
+    loader.preload(loader.RULES)  # as IDENTITY
     from cocoplus.session import permissions  # deferred: only a headless worker's permission request decides here
 
     name = str(h.payload.get("tool_name") or "")

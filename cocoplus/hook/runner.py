@@ -32,7 +32,7 @@ from cocoplus.core.lock import Budget, set_process_budget
 from cocoplus.core.paths import Layout, walk_up
 from cocoplus.runtimes import answers
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import killswitch, registry, stops
+from cocoplus.session import killswitch, registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -310,8 +310,14 @@ class Hook:
         The session comes from the payload, else from the runtime's session variables in the hook's environment.
         An event that names no session cannot be matched to a session stop: its tool runs (AGENT_STOP is what
         stops every session), and the hook log says so."""
-        if stops.any_present(layout) is False:
+        try:  # `stops.any_present`, without importing it while no session is stopped anywhere (the usual case)
+            os.lstat(layout.session_stops_dir)
+        except FileNotFoundError:
             return None
+        except OSError:
+            pass  # cannot tell: looked into below
+        from cocoplus.session import stops  # deferred: only when a session stop may exist
+
         sid = self.session_id or next((v for v in (self.environ.get(n) for n in self.adapter.SESSION_ENV) if v), None)
         if sid is None:
             self.log("a session stop exists but this event names no session, so it cannot apply here; the tool runs")

@@ -9,6 +9,7 @@ standard path finder.
 
 from __future__ import annotations
 
+import ast
 import compileall
 import gc
 import importlib.machinery
@@ -27,6 +28,7 @@ from cocoplus.core.paths import Layout
 from cocoplus.hook import loader, timeouts
 from cocoplus.install.hooks import hook_script
 from tests.hook.helpers import hook_env
+from tests.support import vouched
 
 # Runs the hook script as `python -S script` would (its `script()` included), then reports, for every cocoplus
 # module, who loaded it and from where, whether the collector is on, and a marker a test may plant in the runner.
@@ -69,12 +71,34 @@ POST_TOOL = {
 }
 
 
-def probe(layout: Layout, script: str, event: str = "PostToolUse", payload: dict[str, Any] | None = None) -> Any:
+def probe(
+    layout: Layout,
+    script: str,
+    event: str = "PostToolUse",
+    payload: dict[str, Any] | None = None,
+    below: list[str] | None = None,
+    **env: str,
+) -> Any:
+    """Run the hook script under PROBE (below `below`, as tests/support/vouched.py's), and what PROBE saw; its
+    answer on stdout is `out`."""
     r = subprocess.run(
-        [sys.executable, "-E", "-S", "-c", PROBE, script, event, "--runtime", "claude"],
+        [
+            *(below or []),
+            sys.executable,
+            "-E",
+            "-S",
+            "-c",
+            PROBE,
+            script,
+            event,
+            "--runtime",
+            "claude",
+            "--timeout",
+            "30",
+        ],
         input=json.dumps({**(payload or POST_TOOL), "cwd": layout.project}).encode(),
         capture_output=True,
-        env=hook_env(None, CLAUDE_PROJECT_DIR=layout.project),
+        env=hook_env(None, CLAUDE_PROJECT_DIR=layout.project, **env),
         cwd=layout.project,
         timeout=60,
     )
@@ -82,31 +106,116 @@ def probe(layout: Layout, script: str, event: str = "PostToolUse", payload: dict
     assert lines, r.stderr.decode()
     got = json.loads(lines[-1][len("PROBE ") :])
     assert got["code"] == 0, r.stderr.decode()
+    got["out"] = r.stdout.decode()
     return got
 
 
-def test_the_hook_imports_cocoplus_past_the_fast_path_as_the_standard_import_would(project: Layout) -> None:
-    """Every module the finder imported has the attributes the standard path finder and source loader give it,
-    and the collector is off in the hook's own process."""
-    got = probe(project, hook_script())
-    mods = got["modules"]
+# What the fast path imports, before the hook's own importer is installed (for a Claude Code hook).
+FAST = {
+    "cocoplus", "cocoplus.hook", "cocoplus.hook.entry", "cocoplus.runtimes", "cocoplus.runtimes.registry",
+    "cocoplus.runtimes.adapters", "cocoplus.runtimes.answers", "cocoplus.runtimes.adapters.claude",
+}  # fmt: skip
+
+
+def permission(layout: Layout, command: str) -> Any:
+    """A launched worker's permission request for `command`, decided by its `launch --allow` rule, under PROBE."""
+    vouched.sealed_worker(layout, "w1", allow=["Bash(echo *)"])
+    payload = {
+        "session_id": "s-loader", "hook_event_name": "PermissionRequest", "tool_name": "Bash",
+        "tool_input": {"command": command},
+    }  # fmt: skip
+    below = vouched.prefix("worker", layout.root, "w1")
+    got = probe(layout, hook_script(), "PermissionRequest", payload, below, COCOPLUS_WORKER="w1")
+    assert json.loads(got["out"])["hookSpecificOutput"]["decision"]["behavior"] == "allow", got["out"]
+    return got
+
+
+def as_the_standard_import_would(mods: dict[str, Any]) -> dict[str, Any]:
+    """The modules the hook's importer made, each checked against the standard path finder's spec for it."""
     ours = {n: m for n, m in mods.items() if m["loader"] == "Finder"}
-    assert {"cocoplus.hook.runner", "cocoplus.core", "cocoplus.session.iteration"} <= set(ours), sorted(mods)
-    # The fast path's own modules came before the finder: the standard loader's.
-    assert mods["cocoplus.hook.entry"]["loader"] == "SourceFileLoader"
-    assert mods["cocoplus.hook.loader"]["loader"] == "SourceFileLoader"
     for name, m in ours.items():
-        standard = importlib.machinery.PathFinder.find_spec(name, [os.path.dirname(mods[name]["file"])])
-        if m["path"] is not None:  # a package: its spec is its directory's
-            parent = os.path.dirname(os.path.dirname(m["file"]))
-            standard = importlib.machinery.PathFinder.find_spec(name, [parent])
+        where = os.path.dirname(m["file"])
+        if m["path"] is not None:  # a package: found in the directory above its own
+            where = os.path.dirname(where)
+        standard = importlib.machinery.PathFinder.find_spec(name, [where])
         assert standard is not None, name
         assert m["file"] == m["origin"] == standard.origin, name
         assert m["cached"] == m["spec_cached"] == standard.cached, name
         assert m["path"] == standard.submodule_search_locations, name
         assert m["package"] == standard.parent, name
         assert not m["loader_state"], name  # the byte code read is not kept once the module ran
+    return ours
+
+
+def test_the_hook_imports_cocoplus_past_the_fast_path_as_the_standard_import_would(project: Layout) -> None:
+    """Every module the hook's importer imported (found, or preloaded) has the attributes the standard path finder
+    and source loader give it, and the collector is off in the hook's own process."""
+    got = probe(project, hook_script())
+    mods = got["modules"]
+    ours = as_the_standard_import_would(mods)
+    assert {"cocoplus.hook.runner", "cocoplus.core", "cocoplus.session.iteration"} <= set(ours), sorted(mods)
+    assert set(loader.RUNNER) <= set(ours)
+    # The fast path's own modules came before the finder: the standard loader's.
+    assert {n for n, m in mods.items() if m["loader"] != "Finder"} == FAST | {"cocoplus.hook.loader"}
     assert got["gc"] is False
+    got = permission(project, "echo 1 && echo 2")
+    assert set(loader.IDENTITY) | set(loader.RULES) <= set(as_the_standard_import_would(got["modules"]))
+
+
+@pytest.mark.parametrize("command", ["echo 1", "echo 1 && echo 2"])
+def test_the_preloaded_modules_are_what_a_permission_request_decided_by_a_rule_imports(
+    project: Layout, command: str
+) -> None:
+    """No more and no fewer: the shell parser besides only for a command that needs it."""
+    got = permission(project, command)
+    loaded = set(got["modules"])
+    expected = FAST | {"cocoplus.hook.loader", "cocoplus.hook.permission"} | {*loader.RUNNER, *loader.IDENTITY}
+    expected |= set(loader.RULES) | ({"cocoplus.rules.parser"} if "&&" in command else set())
+    assert loaded == expected, (sorted(loaded - expected), sorted(expected - loaded))
+
+
+def _module_imports(name: str) -> set[str]:
+    """The cocoplus modules `name` imports when it runs (its module-level imports, not those for type checking)."""
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and spec.origin is not None
+    tree = ast.parse(Path(spec.origin).read_text())
+    out: set[str] = set()
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+                continue
+            if isinstance(node, ast.Import):
+                out.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                out.add(node.module)
+                found = importlib.util.find_spec(node.module) if node.module.startswith("cocoplus") else None
+                if found is not None and found.submodule_search_locations is not None:  # a package's modules
+                    out.update(
+                        f"{node.module}.{a.name}"
+                        for a in node.names
+                        if importlib.util.find_spec(f"{node.module}.{a.name}") is not None
+                    )
+            elif isinstance(node, ast.If):
+                visit(node.body + node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body])
+
+    visit(tree.body)
+    parents = {".".join(m.split(".")[:i]) for m in out for i in range(1, m.count(".") + 1)}
+    return {m for m in out | parents if m == "cocoplus" or m.startswith("cocoplus.")}
+
+
+def test_each_preloaded_module_comes_after_the_modules_it_imports() -> None:
+    """The lists are preloaded in turn (the runner's; past the permission handler's import, who the request is for;
+    then the rules'): every cocoplus module one imports at its top is loaded by then, so it is found loaded rather
+    than imported through the machinery the preload saves."""
+    ready = set(FAST) | {"cocoplus.hook.loader"}
+    for names in (loader.RUNNER, ("cocoplus.hook.permission",), loader.IDENTITY, loader.RULES):
+        for name in names:
+            missing = _module_imports(name) - ready - {name}
+            assert not missing, f"{name} imports {sorted(missing)} before they are preloaded"
+            ready.add(name)
 
 
 def _copy_of_the_package(tmp_path: Path) -> Path:
