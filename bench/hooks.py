@@ -18,8 +18,9 @@ Targets (SPEC section 10):
   PreToolUse with no stop anywhere     <= 1.2x  (before every tool call)
   PostToolUse, UserPromptSubmit        <= 2x   (PostToolUse twice: a Bash call, and an Edit whose file is recorded)
   Stop with new usage to price         <= 3x   (a new assistant message in the transcript every round)
-  PermissionRequest answered by a rule <= 2x   (a launched worker's `launch --allow` rule covers the call; the
-                                               shell parser is loaded and the command parsed)
+  PermissionRequest answered by a rule <= 2x   (a launched worker's `launch --allow` rule covers the call: a
+                                               command of plain words, read without the shell parser, and a
+                                               chain that the parser is loaded to read)
   PreToolUse of a launched worker's Edit <= 1.2x (its target resolved and checked against the protected paths)
 PreToolUse with AGENT_STOP, PreToolUse while another session is stopped
 (`session stop --session`: the hook then reads the payload to see whose
@@ -42,7 +43,14 @@ and of its directory), so its time includes the disk's sync latency:
 example a tmpfs, to see the hook's own cost), and the report prints the
 sync latency measured there.
 
-    python bench/hooks.py [--rounds N] [--where DIR] [--form direct|launcher] [--cocoplus PATH] [--json]
+`--case NAME` (repeatable) runs only the cases whose name contains NAME
+(`--case Permission`: the two permission requests, one whose command is
+plain words and one only the shell parser reads); `--importtime` runs each
+selected case's hook once a round with the interpreter's import profile and
+prints what it imported instead of timings.
+
+    python bench/hooks.py [--rounds N] [--where DIR] [--form direct|launcher] [--cocoplus PATH] [--case NAME]...
+                          [--importtime] [--json]
 """
 
 from __future__ import annotations
@@ -310,7 +318,8 @@ def bench() -> int:
     ap.add_argument(
         "--importtime",
         action="store_true",
-        help="instead of timing, run each case's hook with `-X importtime` and print what it imports (medians)",
+        help="instead of timing, run each case's hook with `-X importtime` and print what it imports (medians; the "
+        "modules the hook preloads, cocoplus/hook/loader.py, bypass the import machinery and are not listed)",
     )
     args = ap.parse_args()
 
