@@ -73,7 +73,7 @@ any_commands = st.one_of(
 )
 
 
-@settings(max_examples=1500, derandomize=True)
+@settings(max_examples=1000, derandomize=True)
 @given(any_commands)
 def test_a_command_read_without_the_parser_is_what_the_parser_reads(command: str) -> None:
     fast = shell.plain(command)
