@@ -348,7 +348,9 @@ def bench() -> int:
     with open(os.path.join(project, ".claude", "settings.local.json")) as fh:
         settings = json.load(fh)
     events = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "SessionStart", "Stop", "PermissionRequest")
-    commands = {ev: settings["hooks"][ev][0]["hooks"][0]["command"] for ev in events}
+    # An event this cocoplus does not install for Claude Code (PostToolUse, since PreToolUse counts the call) has no
+    # command: its cases are left out, and said so.
+    commands = {ev: settings["hooks"][ev][0]["hooks"][0]["command"] for ev in events if ev in settings["hooks"]}
     python = shlex.split(commands["PreToolUse"])[0]  # the interpreter the installed hook starts
     if args.form == "launcher":
         plugin = subprocess.run(
@@ -356,7 +358,7 @@ def bench() -> int:
         ).stdout.strip()
         with open(os.path.join(plugin, "cocoplus", "hooks", "hooks.json")) as fh:
             shared = json.load(fh)
-        commands = {ev: shared["hooks"][ev][0]["hooks"][0]["command"] for ev in events}
+        commands = {ev: shared["hooks"][ev][0]["hooks"][0]["command"] for ev in events if ev in shared["hooks"]}
     floor = f"{shlex.quote(python)} -S -c pass"
 
     transcript = os.path.join(home, "transcript.jsonl")
@@ -395,6 +397,10 @@ def bench() -> int:
         ("PostToolUse (Edit recorded)", "PostToolUse", "edit", 2.0),
         ("Stop (new usage to price)", "Stop", None, 3.0),
     ]
+    for name, event, *_rest in cases:
+        if event not in commands:
+            print(f"{name}: not installed by this cocoplus; left out")
+    cases = [c for c in cases if c[1] in commands]
     if args.case:
         cases = [c for c in cases if any(want.lower() in c[0].lower() for want in args.case)]
         if not cases:

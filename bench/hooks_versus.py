@@ -77,8 +77,8 @@ class Install:
             if os.path.exists(path):
                 with open(path) as fh:
                     hooks = json.load(fh).get("hooks")
-                if hooks:
-                    return {ev: hooks[ev][0]["hooks"][0]["command"] for ev in EVENTS}
+                if hooks:  # an event this installation does not install (PostToolUse, lately) is left out
+                    return {ev: hooks[ev][0]["hooks"][0]["command"] for ev in EVENTS if ev in hooks}
         raise SystemExit(f"{self.name}: `install claude` wrote no hooks under {self.project}/.claude")
 
 
@@ -91,13 +91,17 @@ def main() -> int:
 
     installs = [Install("baseline", [args.baseline]), Install("this", [sys.executable, "-m", "cocoplus"])]
     floor = f"{shlex.quote(sys.executable)} -S -c pass"
+    events = [ev for ev in EVENTS if all(ev in inst.commands for inst in installs)]  # the events both install
+    for ev in EVENTS:
+        if ev not in events:
+            print(f"{ev}: not installed by both; left out")
     times: dict[tuple[str, str], list[float]] = {
         (ev, who): [] for ev in EVENTS for who in ("floor", "baseline", "this")
     }
     for _ in range(5):  # warm caches
         run(floor, b"", installs[1].env, installs[1].project)
     for i in range(args.rounds):
-        for event in EVENTS:
+        for event in events:
             if event == "Stop":
                 for inst in installs:
                     with open(inst.transcript, "a") as fh:
@@ -117,7 +121,7 @@ def main() -> int:
                         )
                     )
     rows = []
-    for event in EVENTS:
+    for event in events:
         f, b, t = (statistics.median(times[(event, who)]) * 1000 for who in ("floor", "baseline", "this"))
         rows.append(
             {
@@ -143,8 +147,8 @@ def main() -> int:
             )
         )
         return 0
-    print(f"baseline: {installs[0].commands['PostToolUse']}")
-    print(f"this:     {installs[1].commands['PostToolUse']}")
+    print(f"baseline: {installs[0].commands['PreToolUse']}")
+    print(f"this:     {installs[1].commands['PreToolUse']}")
     print(f"median of {args.rounds} interleaved runs each; ratios to `python -S -c pass`")
     print(f"{'event':<18}{'floor ms':>9}{'baseline':>10}{'this':>8}{'baseline x':>12}{'this x':>8}")
     for r in rows:
