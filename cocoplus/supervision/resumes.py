@@ -380,13 +380,20 @@ def restart(layout: Layout, rec: SessionRecord, said: str) -> str:
         layout, w, title, title, f"its session could not be resumed: {kept}",
         last_report=workers.last_report(layout, wid), last_steer=last_steer(layout, rec),
     )  # fmt: skip
-    workers.take_over(layout, wid, runtime, text, by=RESTART_BY, reason=RESTARTED, from_session=rec)
 
     def note(r: SessionRecord) -> None:  # its failed resume ended it (`failed`, one exit signal): say what follows
         r["exit_reason"] = f"{r.get('exit_reason') or kept}; its work started again in a new session"
 
+    # Ended before the new run is queued: a session still paused by its runtime's limit would hold that run (the
+    # queue starts no worker of a limited runtime) until the limit's estimated reset.
     registry.update(layout, rec["id"], note)
     end(layout, rec, "end", f"{kept}; its work started again in a new session")  # (if it is still paused)
+    try:
+        workers.take_over(layout, wid, runtime, text, by=RESTART_BY, reason=RESTARTED, from_session=rec)
+    except CocoplusError as exc:
+        said_then = f"{kept}; not started again: {exc.message}"
+        registry.update(layout, rec["id"], lambda r: r.update({"exit_reason": said_then}))
+        raise
     message = f"{kept}: {wid} starts again in a new session, with the handoff"
     actions.record(
         layout, "restart", rec, by=RESTART_BY, principal=PRINCIPAL, result={"worker": wid, "message": message}

@@ -221,7 +221,7 @@ def test_with_every_lock_held_each_event_answers_inside_a_timeout_shorter_than_t
     assert cli("install", "claude", cwd=project.project).code == 0
     configure(project, "[hooks]\ntimeout_s = 60\nlock_timeout_s = 60\n[supervision]\nhold_turn_end_s = 0\n")
     events = {
-        "PostToolUse": "claude-posttooluse-bash.json",
+        "PreToolUse": "claude-pretooluse-bash.json",  # it counts the call (no PostToolUse is installed)
         "UserPromptSubmit": "claude-userpromptsubmit.json",
         "SessionStart": "claude-sessionstart-startup.json",
         "Stop": "claude-stop.json",
