@@ -15,7 +15,10 @@ for example the `cocoplus` of a `pipx install` or `uv tool install` of the
 wheel: its interpreter is the floor.
 
 Targets (SPEC section 10):
-  PreToolUse with no stop anywhere     <= 1.2x  (before every tool call)
+  PreToolUse with no stop anywhere     <= 1.2x  (before every tool call: the check alone, as Codex, Gemini CLI,
+                                               Cursor and Cortex Code run it)
+  PreToolUse that counts the call      <= 2x   (Claude Code's, `--count-before-call`: it does PostToolUse's work
+                                               before the call, and no PostToolUse runs; docs/architecture/hook-call.md)
   PostToolUse, UserPromptSubmit        <= 2x   (PostToolUse twice: a Bash call, and an Edit whose file is recorded)
   Stop with new usage to price         <= 3x   (a new assistant message in the transcript every round)
   PermissionRequest answered by a rule <= 2x   (a launched worker's `launch --allow` rule covers the call: a
@@ -387,6 +390,7 @@ def bench() -> int:
         ("SessionStart", "SessionStart", None, None),
         ("UserPromptSubmit", "UserPromptSubmit", None, 2.0),
         ("PreToolUse (no stop)", "PreToolUse", None, 1.2),
+        ("PreToolUse (counts the call)", "PreToolUse", None, 2.0),
         ("PreToolUse (AGENT_STOP)", "PreToolUse", "all", None),
         ("PreToolUse (other stopped)", "PreToolUse", "other", None),
         ("PreToolUse (in a worktree)", "PreToolUse", None, None),
@@ -425,9 +429,12 @@ def bench() -> int:
                 fh.write(assistant_line(i) + "\n")
         data = payload(event, i, transcript, project, edit=stopped == "edit", chain=stopped == "chain")
         hook_env = worker_env if event == "PermissionRequest" or (event == "PreToolUse" and stopped == "edit") else env
+        command = commands[event]
+        if event == "PreToolUse" and "counts the call" not in name:  # the check alone, as for the other runtimes
+            command = command.replace(" --count-before-call", "")
         if "worktree" in name:
-            return commands[event], data, tree_env, tree
-        return commands[event], data, hook_env, project
+            return command, data, tree_env, tree
+        return command, data, hook_env, project
 
     times: dict[str, list[float]] = {c[0]: [] for c in cases}
     floors: dict[str, list[float]] = {c[0]: [] for c in cases}
