@@ -61,7 +61,8 @@ def _mark(doc: dict[str, Any], now: float) -> None:
     if not isinstance(marks, list):
         marks = []
     last = marks[-1] if marks and isinstance(marks[-1], list) and len(marks[-1]) == 2 else None
-    if last is None or not isinstance(last[0], (int, float)) or not 0 <= now - last[0] < MARK_EVERY_S:
+    # (a mark is kept to the millisecond, rounded: a count within the same millisecond may read as a hair before it)
+    if last is None or not isinstance(last[0], (int, float)) or not -0.001 <= now - last[0] < MARK_EVERY_S:
         marks.append([round(now, 3), doc["consumed"]])
         doc["rate_marks"] = marks[-MARKS_KEPT:]
 

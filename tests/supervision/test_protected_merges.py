@@ -90,7 +90,11 @@ def worker_doing(layout: Layout, task: str, script: str) -> dict[str, Any]:
         r = workers.read(layout, rec["id"])
         return r if r and r.get("state") not in ("queued", "running") else None
 
-    done = wait_until(ended, timeout=60)
+    try:
+        done = wait_until(ended, timeout=120)
+    except AssertionError:  # say where it stood: its record and its runner's log
+        log = Path(layout.worker_runner_log(rec["id"]))
+        raise AssertionError(f"{workers.read(layout, rec['id'])}\n{log.read_text() if log.exists() else ''}") from None
     assert done["state"] == "exited", done
     return done
 
