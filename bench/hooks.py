@@ -486,11 +486,11 @@ def bench() -> int:
         for x in read_lines(os.path.join(cocodir, "permissions", "decisions.jsonl"))
         if '"behavior":"allowed"' in x.replace(" ", "") and '"how":"rule"' in x.replace(" ", "")
     )
-    # What each selected case leaves behind, per round: PostToolUse counts its call, Stop prices its usage, a
-    # permission request is allowed by the rule (and logged), an Edit is recorded.
+    # What each selected case leaves behind, per round: PostToolUse (or a PreToolUse that counts the call) counts
+    # its call, Stop prices its usage, a permission request is allowed by the rule (and logged), an Edit is recorded.
     names = [c[0] for c in cases]
     expect = {
-        "consumed": sum(c[1] == "PostToolUse" for c in cases) * args.rounds,
+        "consumed": sum(c[1] == "PostToolUse" or "counts the call" in c[0] for c in cases) * args.rounds,
         "priced": sum(c[1] == "Stop" for c in cases) * args.rounds,
         "allowed": sum(c[1] == "PermissionRequest" for c in cases) * args.rounds,
         "edits": ("PostToolUse (Edit recorded)" in names) * args.rounds,
@@ -526,7 +526,7 @@ def bench() -> int:
             verdict = "" if r["target"] is None else ("ok" if r["ok"] else "OVER")
             print(f"{r['event']:<28}{r['hook_ms']:>9.2f}{r['floor_ms']:>10.2f}{r['ratio']:>7.2f}{target:>8} {verdict}")
         print(
-            f"PostToolUse calls counted: {consumed} (expected {expect['consumed']}); Stop usage records priced: "
+            f"tool calls counted: {consumed} (expected {expect['consumed']}); Stop usage records priced: "
             f"{priced_ok} (expected {expect['priced']}); permission requests allowed by the rule: {allowed} (expected "
             f"{expect['allowed']}); Edits recorded: {checks['edits_recorded']} (expected {expect['edits']})"
         )
