@@ -40,6 +40,7 @@ class SessionRecord(TypedDict, total=False):
     last_signal: Any  # the last attention change: kind, value, message, ts (or None)
     tool_calls: int
     calls_base: int  # the calls counted before its call log began (`registry.record_call`)
+    calls_log: int  # which file that call log is (its inode): another one is a log begun again
     streak: dict[str, Any]  # the loop guard's: the last call's fingerprint and how often it came in a row
     exit_reason: Any  # why it ended, in words (None while it runs)
     # Where it runs, from its SessionStart (or its worker's output, `workers.session_from_output`).

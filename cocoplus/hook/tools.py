@@ -154,10 +154,13 @@ def _loop_guard(h: Hook, repeats: int, already_stopping: bool) -> dict[str, Any]
                     break
                 run += 1
             logged = (calls, run)
+    log_id = registry.calls_log_id(h.layout, cs) if logged is not None and cs is not None else None
     seen: dict[str, int] = {} if logged is None else {"count": logged[1]}
 
     def change(rec: SessionRecord) -> None:
-        seen["count"] = registry.count_call(rec, fp, logged, h.event_name, str(h.payload.get("tool_name") or ""))
+        seen["count"] = registry.count_call(
+            rec, fp, logged, h.event_name, str(h.payload.get("tool_name") or ""), log_id
+        )
 
     rec = None
     if logged is not None and cs is not None:

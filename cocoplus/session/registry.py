@@ -93,6 +93,14 @@ def _with_calls(layout: Layout, rec: SessionRecord) -> SessionRecord:
     return rec
 
 
+def calls_log_id(layout: Layout, cs_id: str) -> int | None:
+    """The session's call log's file (its inode), or None where it cannot be told."""
+    try:
+        return os.lstat(layout.session_calls(cs_id)).st_ino
+    except (OSError, ValueError, CocoplusError):
+        return None
+
+
 def record_call(layout: Layout, cs_id: str, fingerprint: str, tail: int = 0) -> tuple[int, list[str]]:
     """Append this tool call to the session's call log: (how many lines it holds now, the last `tail` fingerprints).
 
@@ -142,11 +150,15 @@ def fingerprint(payload: dict[str, Any]) -> str:
     return f"{int.from_bytes(raw, 'little') % _M61:016x}{min(len(raw), 0xFFFFFFFF):08x}"
 
 
-def count_call(rec: SessionRecord, fp: str, logged: tuple[int, int] | None, event: str, tool: str) -> int:
+def count_call(
+    rec: SessionRecord, fp: str, logged: tuple[int, int] | None, event: str, tool: str, log_id: int | None = None
+) -> int:
     """What one tool call changes in the session's record; the run of equal calls it ends (the loop guard's count).
 
     `logged` is (the call log's length after this call, the run of equal calls at its end), from `record_call`;
-    None when the call could not be appended: the record then counts the call itself, and its streak the run."""
+    None when the call could not be appended: the record then counts the call itself, and its streak the run.
+    `log_id` names the call log's file (`calls_log_id`): another file than the record knows is a log begun again.
+    Hooks racing take the record's lock in any order, so the count only grows with the longest log seen."""
     calls = None if logged is None else logged[0]
     set_attention(rec, None)
     if rec.get("state") not in ("running",):
@@ -154,11 +166,17 @@ def count_call(rec: SessionRecord, fp: str, logged: tuple[int, int] | None, even
     if calls is None:
         rec["tool_calls"] = int(rec.get("tool_calls") or 0) + 1
     else:
+        known = rec.get("calls_log")
         if "calls_base" not in rec:  # the record counted the calls before the log began
             rec["calls_base"] = int(rec.get("tool_calls") or 0)
-        elif calls == 1:  # the log was begun again: what the record had counted is the base
-            rec["calls_base"] = max(int(rec.get("tool_calls") or 0) - 1, 0)
-        rec["tool_calls"] = int(rec["calls_base"]) + calls
+            rec["tool_calls"] = int(rec["calls_base"]) + calls
+        elif log_id is not None and known is not None and known != log_id:  # the log was begun again (another file)
+            rec["calls_base"] = int(rec.get("tool_calls") or 0)
+            rec["tool_calls"] = int(rec["calls_base"]) + calls
+        else:  # (a call that appended earlier may take the lock after one that appended later)
+            rec["tool_calls"] = max(int(rec.get("tool_calls") or 0), int(rec["calls_base"]) + calls)
+        if log_id is not None:
+            rec["calls_log"] = log_id
     rec["last_tool_event"] = event
     if rec.get("continuations"):
         rec["continuations"] = 0  # a tool call ends a run of turn-end continuations (as Claude Code counts them)

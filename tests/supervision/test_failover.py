@@ -255,7 +255,7 @@ def test_the_watcher_fails_a_limited_worker_over_to_codex_with_the_handoff_and_t
     Path(proj.context).write_text(CONTEXT)
     _config(proj, '[workers]\nfailover = ["codex"]\nfailover_after_s = 60\nlimit_retry_s = 3600\n')
     workers.launch(proj, "claude", "Write the parser.", by="alice", alias="parser")
-    wait_until(lambda: (workers.read(proj, "w1") or {}).get("state") == "exited", timeout=60)
+    wait_until(lambda: (workers.read(proj, "w1") or {}).get("state") == "exited", timeout=120)
     # Its session, paused by a limit an hour away (as its StopFailure hook records it).
     rec, _ = registry.ensure(proj, "claude", "rid-parser", event="SessionStart", info={"worker": "w1"})
     now = time.time()
