@@ -387,7 +387,10 @@ class TopApp(App[None]):
         return next((s for s in (self.snap or {}).get("sessions") or [] if s["id"] == sid), None)
 
     def on_data_table_row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
-        self._draw_charts(self.size.width or 80)
+        try:
+            self._draw_charts(self.size.width or 80)
+        except NoMatches:
+            return  # a highlight handled while the view closes: its widgets are gone
 
     def say(self, message: str, severity: SeverityLevel = "information") -> None:
         """A toast: its text is inert and never read as markup (an error can quote a file's contents)."""
