@@ -43,29 +43,18 @@ def budget_before_call(h: Hook, out: Outcome) -> dict[str, Any] | None:
     b = out.budget
     if b is None:
         return None
-    if out.capped:
-        reason = iteration.exhausted_reason(b)
-        h.stop_agent(reason, source="iteration-budget", state="exited")
-        if out.capped_now:
-            h.step("iteration_cap", consumed=b["consumed"], cap=b["cap"], final_budget_state=_final_budget(h, b))
-        if out.refused:
-            said = f"cocoplus: {reason}; the operator can continue with `cocoplus session resume --reset-budget`"
-            denied: dict[str, Any] | None = h.adapter.deny_tool(h.event_name, said)
-            return denied
-        last = (
-            f"cocoplus: this is the last tool call the iteration cap allows ({b['consumed']} of {b['cap']}): stop "
-            "here and summarise progress in .cocoplus/session/PROGRESS.md."
-        )
-        noted: dict[str, Any] | None = h.adapter.add_context(h.event_name, last)
-        return noted
-    if out.warned_now:
-        h.step(
-            "checkpoint_requested", reason="iteration warn threshold", consumed=b["consumed"], cap=b["cap"],
-            warn_at=b["warn_at"],
-        )  # fmt: skip
-        told: dict[str, Any] | None = h.adapter.add_context(h.event_name, iteration.checkpoint_note(b))
-        return told
-    return None
+    if not out.capped:
+        return _checkpoint(h, b) if out.warned_now else None
+    said = _stop_at_cap(h, out, b)
+    if out.refused:
+        denied: dict[str, Any] | None = h.adapter.deny_tool(h.event_name, said)
+        return denied
+    last = (
+        f"cocoplus: this is the last tool call the iteration cap allows ({b['consumed']} of {b['cap']}): stop "
+        "here and summarise progress in .cocoplus/session/PROGRESS.md."
+    )
+    noted: dict[str, Any] | None = h.adapter.add_context(h.event_name, last)
+    return noted
 
 
 def budget_reached(h: Hook, out: Outcome) -> dict[str, Any] | None:
@@ -73,24 +62,28 @@ def budget_reached(h: Hook, out: Outcome) -> dict[str, Any] | None:
     b = out.budget
     if b is None:
         return None
-    if out.capped:
-        reason = iteration.exhausted_reason(b)
-        h.stop_agent(reason, source="iteration-budget", state="exited")
-        if out.capped_now:
-            h.step("iteration_cap", consumed=b["consumed"], cap=b["cap"], final_budget_state=_final_budget(h, b))
-        halted: dict[str, Any] | None = h.adapter.halt(
-            h.event_name,
-            f"cocoplus: {reason}; the operator can continue with `cocoplus session resume --reset-budget`",
-            "Iteration cap reached: stop here and summarise progress in .cocoplus/session/PROGRESS.md.",
-        )
-        return halted
-    h.step(
-        "checkpoint_requested",
-        reason="iteration warn threshold",
-        consumed=b["consumed"],
-        cap=b["cap"],
-        warn_at=b["warn_at"],
+    if not out.capped:
+        return _checkpoint(h, b)
+    said = _stop_at_cap(h, out, b)
+    halted: dict[str, Any] | None = h.adapter.halt(
+        h.event_name, said, "Iteration cap reached: stop here and summarise progress in .cocoplus/session/PROGRESS.md."
     )
+    return halted
+
+
+def _stop_at_cap(h: Hook, out: Outcome, b: dict[str, Any]) -> str:
+    """The agent stopped at the cap (the step recorded once, by the call that reached it); what it is told."""
+    reason = iteration.exhausted_reason(b)
+    h.stop_agent(reason, source="iteration-budget", state="exited")
+    if out.capped_now:
+        h.step("iteration_cap", consumed=b["consumed"], cap=b["cap"], final_budget_state=_final_budget(h, b))
+    return f"cocoplus: {reason}; the operator can continue with `cocoplus session resume --reset-budget`"
+
+
+def _checkpoint(h: Hook, b: dict[str, Any]) -> dict[str, Any] | None:
+    """The warn threshold, once: a checkpoint request in the steps, and the agent told to checkpoint."""
+    h.step("checkpoint_requested", reason="iteration warn threshold", consumed=b["consumed"], cap=b["cap"],
+           warn_at=b["warn_at"])  # fmt: skip
     noted: dict[str, Any] | None = h.adapter.add_context(h.event_name, iteration.checkpoint_note(b))
     return noted
 
