@@ -50,10 +50,14 @@ sync latency measured there.
 (`--case Permission`: the two permission requests, one whose command is
 plain words and one only the shell parser reads); `--importtime` runs each
 selected case's hook once a round with the interpreter's import profile and
-prints what it imported instead of timings.
+prints what it imported instead of timings; `--instructions` counts the
+instructions each selected case's hook and the floor execute under valgrind's
+callgrind (median of the rounds asked for, 5 is plenty: the count does not
+depend on what else the machine is doing, unlike the time, so it settles a
+ratio close to its target on a busy machine).
 
     python bench/hooks.py [--rounds N] [--where DIR] [--form direct|launcher] [--cocoplus PATH] [--case NAME]...
-                          [--importtime] [--json]
+                          [--importtime | --instructions] [--json]
 """
 
 from __future__ import annotations
@@ -90,6 +94,24 @@ def run(cmd: str, stdin: bytes, env: dict[str, str], cwd: str) -> float:
         check=False,
     )
     return time.perf_counter() - t
+
+
+def instructions(cmd: str, stdin: bytes, env: dict[str, str], cwd: str) -> int:
+    """The instructions one run of `cmd` executes, counted by valgrind's callgrind (the command's own process, not
+    the `sh` that runs it for a runtime)."""
+    r = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *shlex.split(cmd)],
+        input=stdin,
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        check=False,
+    )
+    for line in r.stderr.decode("utf-8", "replace").splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1].strip())
+    raise SystemExit(f"valgrind counted nothing for {cmd!r}: {r.stderr.decode('utf-8', 'replace')[-300:]}")
 
 
 def import_times(cmd: str, stdin: bytes, env: dict[str, str], cwd: str) -> dict[str, int]:
@@ -324,6 +346,11 @@ def bench() -> int:
         help="instead of timing, run each case's hook with `-X importtime` and print what it imports (medians; the "
         "modules the hook preloads, cocoplus/hook/loader.py, bypass the import machinery and are not listed)",
     )
+    ap.add_argument(
+        "--instructions",
+        action="store_true",
+        help="instead of timing, count each case's and the floor's instructions with valgrind's callgrind (medians)",
+    )
     args = ap.parse_args()
 
     project = tempfile.mkdtemp(prefix="cocoplus-bench-", dir=args.where)
@@ -439,6 +466,8 @@ def bench() -> int:
     times: dict[str, list[float]] = {c[0]: [] for c in cases}
     floors: dict[str, list[float]] = {c[0]: [] for c in cases}
     imports: dict[str, list[dict[str, int]]] = {c[0]: [] for c in cases}
+    counts: dict[str, list[int]] = {c[0]: [] for c in cases}
+    floor_counts: list[int] = []
     for _ in range(5):  # warm caches
         run(floor, b"", env, project)
     for i in range(args.rounds):
@@ -446,6 +475,8 @@ def bench() -> int:
             cmd, data, hook_env, where = prepare(i, name, event, stopped)
             if args.importtime:
                 imports[name].append(import_times(cmd, data, hook_env, where))
+            elif args.instructions:
+                counts[name].append(instructions(cmd, data, hook_env, where))
             elif i % 2:
                 floors[name].append(run(floor, data, env, project))
                 times[name].append(run(cmd, data, hook_env, where))
@@ -460,6 +491,20 @@ def bench() -> int:
     if args.importtime:
         for name, *_rest in cases:
             print_import_times(name, imports[name])
+        return 0
+    if args.instructions:
+        for _ in range(args.rounds):
+            floor_counts.append(instructions(floor, b"", env, project))
+        base = statistics.median(floor_counts)
+        print(
+            f"instructions (callgrind), median of {args.rounds}: the floor `{os.path.basename(python)} -S -c pass` "
+            f"{base / 1e6:.1f}M"
+        )
+        print(f"{'event':<34}{'hook':>9}{'ratio':>7}{'target':>8}")
+        for name, _event, _stopped, target in cases:
+            got = statistics.median(counts[name])
+            shown = f"{target:.1f}x" if target is not None else "-"
+            print(f"{name:<34}{got / 1e6:>8.1f}M{got / base:>7.2f}{shown:>8}")
         return 0
 
     rows = []
