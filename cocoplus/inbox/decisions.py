@@ -197,11 +197,12 @@ def _paused(layout: Layout) -> list[Decision]:
     except CocoplusError:
         return []
     out = []
+    watching = limits.watcher_check(layout)  # asked once, only if a session is paused
     for r in records:
         limit = r.get("limit")
         if r.get("state") != "paused" or not isinstance(limit, dict):
             continue
-        text = limits.text(limit)
+        text = limits.text(limit, watcher=watching(), who=r.get("alias") or r["id"])
         # In another runtime: a managed worker's work, once (a worker that failed over goes on elsewhere already).
         elsewhere = isinstance(r.get("worker"), str) and not limit.get("failover")
         # One decision per pause: its id names when the limit was met (an answer to one pause is not to the next).

@@ -50,6 +50,7 @@ def list_sessions(layout: Layout, now: float | None = None) -> dict[str, Any]:
     clashes = collisions.current(layout, records)
     colliding = edits.by_session(clashes)
     items = []
+    watching = limits.watcher_check(layout)  # asked once, only if a session is paused
     for r in records:
         item = {k: r.get(k) for k in FIELDS}
         item["collides"] = colliding.get(r["id"], [])
@@ -68,7 +69,7 @@ def list_sessions(layout: Layout, now: float | None = None) -> dict[str, Any]:
         item["steer_pending"] = os.path.lexists(layout.session_steer(r["id"]))
         limit = limits.active(r)  # paused by its runtime's rate or usage limit: until when, estimated or not
         item["limit"] = dict(limit) if limit else None
-        item["paused"] = limits.text(limit, now) if limit else None
+        item["paused"] = limits.text(limit, now, watcher=watching(), who=r.get("alias") or r["id"]) if limit else None
         if doc is not None:
             item["excluded"] = not scope.supervised(doc, r["id"])
         last = clock.parse_iso(r.get("last_event_at") or r.get("updated_at"))

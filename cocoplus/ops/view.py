@@ -278,6 +278,7 @@ def snapshot(layout: Layout, now: float | None = None, chat_limit: int = 6, live
     colliding = edits.by_session(clashes)
     moved = _failovers(layout, records, problems)
     sessions = []
+    watching = limits.watcher_check(layout)  # asked once, only if a session is paused
     for r in records:
         last = clock.parse_iso(r.get("last_event_at") or r.get("updated_at"))
         spend = per.get(r["id"])
@@ -304,7 +305,7 @@ def snapshot(layout: Layout, now: float | None = None, chat_limit: int = 6, live
                 "excluded": None if sup_doc is None else not scope.supervised(sup_doc, r["id"]),
                 "collides": colliding.get(r["id"], []),
                 # Paused by its runtime's rate or usage limit (session/limits.py): the state in words.
-                "paused": limits.text(limits.active(r), now),
+                "paused": limits.text(limits.active(r), now, watcher=watching(), who=r.get("alias") or r["id"]),
                 # Its worker changed runtime (a failover): "claude → codex (rate limit until 15:00)".
                 "failover": moved.get(str(r.get("worker"))),
             }

@@ -339,6 +339,7 @@ def steer_part(layout: Layout) -> dict[str, Any]:
 def sessions_part(layout: Layout) -> dict[str, Any]:
     """Agent-runtime sessions the hooks recorded; a damaged record is a problem naming its file."""
     records, problems = registry.list_sessions(layout)
+    watching = rate_limits.watcher_check(layout)  # asked once, only if a session is paused
     return {
         "path": layout.rel(layout.sessions_dir),
         "count": len(records),
@@ -346,7 +347,11 @@ def sessions_part(layout: Layout) -> dict[str, Any]:
         "needs_attention": sum(1 for r in records if r.get("attention")),
         # Paused by their runtime's rate or usage limit (session/limits.py): until when, and what happens then.
         "paused": [
-            {"alias": r.get("alias") or r["id"], "limit": limit, "text": rate_limits.text(limit)}
+            {
+                "alias": r.get("alias") or r["id"],
+                "limit": limit,
+                "text": rate_limits.text(limit, watcher=watching(), who=r.get("alias") or r["id"]),
+            }
             for r in records
             if (limit := rate_limits.active(r)) is not None
         ],

@@ -39,9 +39,10 @@ from cocoplus.core import clock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any
 
+    from cocoplus.core.paths import Layout
     from cocoplus.core.shapes import SessionRecord
 
 MAX_TRIES = 8  # resumes at the reset before the watcher gives up
@@ -177,10 +178,26 @@ def hhmm(at: float | None, now: float | None = None) -> str:
     )
 
 
-def text(limit: Mapping[str, Any] | None, now: float | None = None, then: str | None = None) -> str | None:
+# What a screen says of a pause the watcher is to resume when no watcher runs (after a reboot killed the worker's
+# runner, say): nothing will resume it, and the commands that would.
+NO_WATCHER = (
+    "; nothing will resume it: no watcher runs (start one: cocoplus supervisor run; or cocoplus session resume-at "
+    "{who} HH:MM)"
+)
+
+
+def text(
+    limit: Mapping[str, Any] | None,
+    now: float | None = None,
+    then: str | None = None,
+    watcher: bool | None = None,
+    who: str = "SESSION",
+) -> str | None:
     """`paused: rate limit, resets 15:00 (estimate)`, and what happens next; None without a limit.  `then`: what
     follows a pause the watcher resumes, when the caller knows better than the record (a notification asks whether
-    the watcher runs and whether a failover comes first: notify/runner.py)."""
+    the watcher runs and whether a failover comes first: notify/runner.py).  `watcher`: whether the project's
+    watcher runs (`watcher_runs`), where the caller asked; False says that nothing will resume the pause, with the
+    commands that would (`who`: the session's alias)."""
     if not limit:
         return None
     at = clock.parse_iso(limit.get("resets_at"))
@@ -199,6 +216,8 @@ def text(limit: Mapping[str, Any] | None, now: float | None = None, then: str | 
     resume_at = clock.parse_iso(limit.get("resume_at"))
     if limit.get("resume") and resume_at is not None:
         words += f"; resume at {hhmm(resume_at, now)} ({limit['resume']})"
+    elif limit.get("resume") == "watcher" and then is None and watcher is False:
+        words += NO_WATCHER.format(who=who)
     elif limit.get("resume") == "watcher":
         tries = int(limit.get("tries") or 0)
         words += then if then is not None else "; resumed then by the watcher"
@@ -206,6 +225,25 @@ def text(limit: Mapping[str, Any] | None, now: float | None = None, then: str | 
     else:
         words += "; not resumed by itself (cocoplus session resume-at)"
     return words
+
+
+def watcher_runs(layout: Layout) -> bool:
+    """Whether the project's watcher (which resumes a pause at its reset) runs now."""
+    from cocoplus.core import daemon  # deferred: only a screen that shows a pause asks
+
+    return daemon.SUPERVISOR.running_pid(layout) is not None
+
+
+def watcher_check(layout: Layout) -> Callable[[], bool]:
+    """`watcher_runs(layout)`, asked once, when first called: for a screen of many sessions, few of them paused."""
+    known: list[bool] = []
+
+    def check() -> bool:
+        if not known:
+            known.append(watcher_runs(layout))
+        return known[0]
+
+    return check
 
 
 def trying(rec: Mapping[str, Any], now: float | None = None) -> dict[str, Any] | None:

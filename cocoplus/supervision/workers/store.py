@@ -173,7 +173,11 @@ def describe(
     )  # as sessions list shows it: an ended session waits for nothing
     limit = limits.active(sess)  # its session is paused by its runtime's limit: the doors say until when
     out["limit"] = dict(limit) if limit else rec.get("limit")  # else the limit its last run ended by, if any
-    out["paused"] = limits.text(limit) if limit else None
+    out["paused"] = (
+        limits.text(limit, watcher=limits.watcher_runs(layout), who=str(out["session_alias"] or rec["id"]))
+        if limit
+        else None
+    )
     out["log"] = layout.rel(layout.worker_log(rec["id"]))
     out["runtimes_text"] = runtimes_text(rec)
     if rec.get("state") in LIVE and not alive(rec) and rec.get("runner"):
