@@ -126,6 +126,7 @@ class WorkerRecord(TypedDict, total=False):
     state: str  # vocab.WORKER_STATES
     command: list[str]
     headless: bool
+    unsupervised: bool  # `launch --unsupervised`: started where its runtime runs no cocoplus hooks for it
     seal: str  # core/seal.py: over its id, project, command and what it grants
     runner: Any  # the runner process it is bound to: pid, start_ticks, host, pidns (or None)
     worktree: Any  # its git worktree: path, cwd, branch, base, and what became of it (supervision/worktrees.py)

@@ -230,6 +230,36 @@ def stop_warnings(layout: Layout) -> list[str]:
         return []
 
 
+# What a launched worker gives up when it runs without its runtime's cocoplus hooks (`launch --unsupervised`).
+UNSUPERVISED_GIVES_UP = (
+    "no kill switch at its tool calls (its runner still ends it once AGENT_STOP exists), no steer, no iteration cap, "
+    "no permission routing or rules, no session record, no cost or loop guard"
+)
+
+
+def launch_problem(layout: Layout, runtime: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """Why `runtime` would not run this project's cocoplus hooks for a launched worker (None: it will), with the
+    fix: they are not written, not current, or name what is not there; for a runtime that runs a project's hooks
+    only once a person reviewed them (Codex), the project is not trusted in its configuration, or hooks other than
+    cocoplus' own are there (cocoplus skips the runtime's review only for its own: the adapter's `launch_argv`)."""
+    adapter = registry.get(runtime)
+    project = layout.project
+    fix = f"run `cocoplus install {runtime}` here"
+    info = doctor(layout)["runtimes"].get(runtime) or {}
+    if info.get("error"):
+        return f"{info['error']}; fix it, then {fix}"
+    if not info.get("wired"):
+        return f"its cocoplus hooks are not installed in this project; {fix}"
+    if info.get("missing"):
+        return f"its cocoplus hooks for {', '.join(info['missing'])} are missing in this project; {fix}"
+    for problem in hook_problems(project):
+        if problem["runtime"] == runtime and problem["reaches"] is False:
+            return str(problem["text"])
+    if adapter.HOOKS_NEED_REVIEW:
+        return adapter.hooks_unreviewed(project, dict(os.environ if environ is None else environ), is_ours)
+    return None
+
+
 def doctor(layout: Layout) -> dict[str, Any]:
     """Which runtimes are wired, whether the entries are current, what is wrong with them,
     and whether hooks have fired."""

@@ -23,10 +23,13 @@ def launch(
     principal: Principal | None = None,
     allow: list[str] | None = None,
     worktree: bool | None = None,
+    unsupervised: bool = False,
 ) -> dict[str, Any]:
     """A headless worker on `task` in the project (queued while `[workers] max_parallel` run); its record.
     `allow`: permission rules for this worker (`launch --allow`); only the operator grants them.
-    `worktree` (default `[workers] worktree`): in a git worktree of its own, on branch `cocoplus/<alias or id>`."""
+    `worktree` (default `[workers] worktree`): in a git worktree of its own, on branch `cocoplus/<alias or id>`.
+    Refused where the runtime will not run this project's cocoplus hooks for it, with the fix; `unsupervised`
+    (the operator's alone) starts it anyway, and the message says what it gives up."""
     from cocoplus.supervision import workers  # deferred: the CLI imports every ops module at start
 
     who, name = authority.acting(principal, "launch", f"launch {runtime}", layout, by)
@@ -35,6 +38,13 @@ def launch(
             who,
             "approve",
             f"launch --allow: granting a worker permissions is for the operator, not {who.shown()}",
+            layout,
+        )
+    if unsupervised and who.kind != "operator":
+        authority.refuse(
+            who,
+            "launch",
+            f"launch --unsupervised: a worker outside cocoplus' hooks is for the operator, not {who.shown()}",
             layout,
         )
     rec = workers.launch(
@@ -48,6 +58,7 @@ def launch(
         principal=who.word,
         allow=allow,
         worktree=worktree,
+        unsupervised=unsupervised,
     )
     _start_inbox(rec)
     alias = rec.get("alias")
@@ -62,6 +73,10 @@ def launch(
         rec["message"] = f"{named} started{where}: {rec['runtime']}, output in {rec['log']}"
     else:
         rec["message"] = f"{named} {rec['state']}: {rec.get('reason') or 'see its log'} ({rec['log']})"
+    if rec.get("unsupervised"):
+        from cocoplus.install import doctor  # deferred: only an unsupervised launch says what it gives up
+
+        rec["message"] += f"; unsupervised: {doctor.UNSUPERVISED_GIVES_UP}"
     return rec
 
 

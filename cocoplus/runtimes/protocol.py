@@ -14,7 +14,7 @@ every adapter has every member.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 
@@ -255,6 +255,11 @@ class Adapter(Protocol):
         """Whether its headless run may skip the project's hooks until a person reviewed them in the runtime
         itself (then a launched run with no session recorded is taken to run unhooked: the kill switch ends it at
         once, supervision/workerrun.py)."""
+
+    def hooks_unreviewed(self, project: str, environ: Mapping[str, str], ours: Callable[[Any], bool]) -> str | None:
+        """For a runtime whose headless run skips a project's hooks until a person reviewed them
+        (HOOKS_NEED_REVIEW): why a launched worker would run without cocoplus' hooks, with the fix, or None when
+        they will run (`ours`: whether a hook command is cocoplus' own).  None for every other runtime."""
 
     @property
     def NO_SESSION_WORDS(self) -> tuple[str, ...]:

@@ -251,9 +251,11 @@ def _run(layout: Layout, wid: str, rec: WorkerRecord, stopping: dict[str, Any], 
 
 def stop_guard(layout: Layout, wid: str, ended: threading.Event, runtime: Any) -> None:
     """End the run if the kill switch is on while its runtime's hooks have recorded no session for it: at once
-    for a runtime that may skip the project's hooks (`HOOKS_NEED_REVIEW`), else once STARTUP_GRACE_S have
-    passed (its SessionStart hook records the session while it starts; then its hooks block its tools)."""
+    for a runtime that may skip the project's hooks (`HOOKS_NEED_REVIEW`) or a worker launched `--unsupervised`,
+    else once STARTUP_GRACE_S have passed (its SessionStart hook records the session while it starts; then its
+    hooks block its tools)."""
     unhooked = runtimes.known(runtime) and runtimes.get(runtime).HOOKS_NEED_REVIEW
+    unhooked = unhooked or bool((workers.read(layout, wid) or {}).get("unsupervised"))  # `launch --unsupervised`
     started = time.monotonic()
     while not ended.wait(STOP_POLL_S):
         if not killswitch.stop_present(layout):

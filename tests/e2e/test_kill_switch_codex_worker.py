@@ -1,8 +1,10 @@
-"""The kill switch over a launched Codex worker whose project hooks were never reviewed, with the real Codex CLI.
+"""The kill switch over a launched Codex worker whose hooks do not run, with the real Codex CLI.
 
 `codex exec` runs a project's hooks only once someone reviewed them in Codex
-(`/hooks`), so a launched Codex worker may run with no cocoplus hook at all:
-nothing records its session and nothing blocks its tools.  Its runner holds
+(`/hooks`). `launch` skips that review only where the hooks are cocoplus' own
+and refuses otherwise; `launch --unsupervised` starts the worker anyway, with
+no cocoplus hook at all: nothing records its session and nothing blocks its
+tools.  Its runner holds
 the kill switch over it instead: once `session stop` has created AGENT_STOP,
 the run is ended as `workers kill` would end it (the tool's own `sleep` too),
 and the worker is recorded killed by the kill switch.  The model's next
@@ -50,7 +52,6 @@ def running_with(marker: str) -> list[int]:
 
 def test_a_stop_ends_a_codex_worker_whose_hooks_do_not_run(proj: Project) -> None:
     p = proj
-    p.cocoplus("install", "codex")
     started = p.project / "tool-started"
     marker = f"{started}-{os.getpid()}"  # in the tool's command line (its pid may be of another pid namespace)
     script = [
@@ -60,7 +61,7 @@ def test_a_stop_ends_a_codex_worker_whose_hooks_do_not_run(proj: Project) -> Non
     with ResponsesStub(script) as stub:
         home = codex_home(p, stub)
         env = p.env(PATH=path_with("codex"), CODEX_HOME=str(home), STUB_API_KEY="sk-test-local")
-        cli_json(p, env, "launch", "codex", "Work on the next item.", "--alias", "cwork")
+        cli_json(p, env, "launch", "codex", "Work on the next item.", "--alias", "cwork", "--unsupervised")
         wait_until(lambda: started.exists() or worker(p, env, "w1")["state"] not in ("queued", "running"), timeout=180)
         w = worker(p, env, "w1")
         assert w["state"] == "running" and started.exists(), w

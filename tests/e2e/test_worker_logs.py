@@ -100,6 +100,7 @@ def proj(e2e_project: Project) -> Iterator[Project]:
 def test_workers_logs_is_a_transcript_of_each_runtimes_stream(proj: Project, runtime: str) -> None:
     p = proj
     make_stub, make_env, options, failing_call, why, shell = RUNTIMES[runtime]
+    p.cocoplus("install", runtime)  # `launch` refuses a runtime that would run no cocoplus hook
     with make_stub() as stub:
         env = make_env(p, stub, f"{os.path.dirname(runtime_bin(runtime))}{os.pathsep}{os.environ['PATH']}")
         launched = json.loads(

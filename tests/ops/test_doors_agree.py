@@ -45,6 +45,7 @@ from tests.server.conftest import AUTH, PORT, TOKEN, stop_background
 from tests.supervision.workers_support import stop_workers
 from tests.support.controller import write_controller
 from tests.support.trusting import trust_project
+from tests.support.wired import hooks_installed
 
 pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
 
@@ -510,6 +511,7 @@ def three(tmp_path: Path) -> Any:
         registry.ensure(base, runtime, rid, event="SessionStart", change=lambda r: r.update({"state": "running"}))
     seed_busy_worker(base)  # writes cocoplus.toml: first
     write_controller(base)
+    hooks_installed(base)  # `launch` refuses a runtime that would run no cocoplus hook
     FORECAST.update(install_history(base, time.time()))  # spend and tool calls at a known rate: the forecasts
     copies = [project_copy(base, tmp_path / name / "shop") for name in ("cli", "rest", "mcp")]
     for lay in copies:

@@ -40,6 +40,7 @@ from tests.hook.helpers import fixture, hook_argv, hook_env, run_hook
 from tests.supervision.workers_support import stop_workers
 from tests.support import vouched
 from tests.support.waiting import wait_until
+from tests.support.wired import hooks_installed
 
 # The stand-in runtime: what $FAKE_STEP says, then it ends.
 #   edit:    the worker rewrites its own record, adding "Bash" to its rules (as any program it runs could);
@@ -82,6 +83,7 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Layout]:
     monkeypatch.setenv("FAKE_DIR", str(tmp_path))
     monkeypatch.setenv("FAKE_PY", sys.executable)
     monkeypatch.setenv("FAKE_HOOK", shlex.join(hook_argv("PermissionRequest", "claude")))
+    hooks_installed(layout, "claude")  # launch refuses a runtime that would run no cocoplus hook
     yield layout
     stop_workers(layout)
 

@@ -35,6 +35,7 @@ from cocoplus.session import limits, procinfo, registry
 from cocoplus.supervision import watcher, workers
 from tests.supervision.workers_support import stop_workers
 from tests.support.waiting import wait_until
+from tests.support.wired import hooks_installed
 
 STREAMS = Path(__file__).resolve().parent.parent / "fixtures" / "runtime-streams"
 ABSURD = "100000000000000000000"  # 10^20 s
@@ -71,6 +72,7 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, project: Layout) -> It
         script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_DIR", str(tmp_path))
+    hooks_installed(project, "claude", "codex", "gemini")  # launch refuses a runtime that would run no cocoplus hook
     yield project
     (tmp_path / "go").touch()
     stop_workers(project)

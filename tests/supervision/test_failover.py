@@ -41,6 +41,7 @@ from cocoplus.session import handoff, killswitch, limits, registry, steering
 from cocoplus.supervision import resumes, workers
 from tests.supervision.workers_support import stop_workers
 from tests.support.waiting import wait_until
+from tests.support.wired import hooks_installed
 
 PREDICATES = "ENV.db=postgres 16 (not 15!)\nRULE.style=keep `ruff format` quiet; no   tabs\nTASK.parser=half done\n"
 CONTEXT = "# Context\n\n" + PREDICATES + "# OLD.gone=commented out\n"
@@ -64,6 +65,7 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, project: Layout) -> It
         script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_DIR", str(tmp_path))
+    hooks_installed(project, "claude", "codex")  # launch refuses a runtime that would run no cocoplus hook
     yield project
     stop_workers(project)
 

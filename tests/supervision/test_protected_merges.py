@@ -40,6 +40,7 @@ from cocoplus.supervision import workers
 from tests.supervision.workers_support import stop_workers
 from tests.support.trusting import trust_project
 from tests.support.waiting import wait_until
+from tests.support.wired import hooks_installed
 
 FAKE = """#!/bin/sh
 # Stand-in runtime: runs $FAKE_DIR/<task>.sh in the directory it runs in (its worktree), then ends.
@@ -77,6 +78,7 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Layout]:
     for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    hooks_installed(layout, "claude")  # launch refuses a runtime that would run no cocoplus hook
     yield layout
     stop_workers(layout)
 
@@ -151,7 +153,8 @@ def test_a_branch_adding_a_session_start_hook_is_the_operators_to_merge_and_the_
     )
     # Nothing was merged: the same HEAD, no merge in progress, no hook in the project, the record says not merged.
     assert head(proj) == before and not Path(proj.project, ".git", "MERGE_HEAD").exists()
-    assert not Path(proj.project, ".claude").exists() and Path(proj.project, "shared.txt").read_text() == "base\n"
+    assert not Path(proj.project, ".claude", "settings.json").exists()
+    assert Path(proj.project, "shared.txt").read_text() == "base\n"
     assert "merged" not in ((workers.read(proj, wid) or {}).get("worktree") or {})
     logged = refusals(proj)
     assert [(x["principal"], x["action"], x.get("target")) for x in logged] == [("brain", "merge", wid)]

@@ -35,6 +35,7 @@ from cocoplus.supervision import workers
 from tests.conftest import Result, passwd_env_for, run_cli_subprocess
 from tests.hook.helpers import hook_argv, hook_env
 from tests.support.waiting import wait_until
+from tests.support.wired import hooks_installed
 from tests.trust.conftest import git
 
 NODE = shutil.which("node")
@@ -443,6 +444,7 @@ def test_a_worker_record_whose_command_is_not_sealed_here_is_never_started(
 
 
 def test_a_launch_with_a_key_others_can_read_fails_before_anything_is_written(project: Layout) -> None:
+    hooks_installed(project)
     seal.key(create=True)
     Path(userfiles.seal_key_file()).chmod(0o644)
     with pytest.raises(seal.KeyUnusable, match="can be read or written by others"):

@@ -22,12 +22,14 @@ import pytest
 from cocoplus.core import clock, fsio, jsonl
 from cocoplus.core.paths import Layout
 from cocoplus.core.shapes import SessionRecord
+from cocoplus.runtimes.adapters import codex
 from cocoplus.session import killswitch, procinfo, registry
 from cocoplus.session.workspace import init
 from cocoplus.supervision import dispatch, headless, triggers, workerrun, workers
 from tests.supervision.workers_support import stop_workers
 from tests.support.typed import present
 from tests.support.waiting import wait_until
+from tests.support.wired import hooks_installed
 
 FAKE = """#!/bin/sh
 # Stand-in runtime for the worker tests: $FAKE_DIR/<task>.gate releases it.
@@ -68,6 +70,7 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Layout]:
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_DIR", str(tmp_path))
+    hooks_installed(layout, "claude")  # launch refuses a runtime that would run no cocoplus hook
     yield layout
     for gate in [*tmp_path.glob("*.child"), *tmp_path.glob("*.daemon")]:
         for pid in gate.read_text().split()[1:]:
@@ -155,10 +158,12 @@ def test_kill_stops_the_process_group_and_says_who(proj: Layout, monkeypatch: py
 def test_the_kill_switch_ends_a_run_whose_hooks_are_not_running(proj: Layout, monkeypatch: pytest.MonkeyPatch) -> None:
     # As a launched `codex exec` in a project whose hooks nobody reviewed: it runs, and no hook records a session.
     bindir = Path(shutil.which("claude") or "").parent
-    (bindir / "codex").write_text('#!/bin/sh\nexec claude -p "$3"\n')  # codex exec --json TASK, as the stand-in
+    (bindir / "codex").write_text(
+        '#!/bin/sh\nfor a; do t=$a; done; exec claude -p "$t"\n'
+    )  # codex exec --json [flags] TASK, as the stand-in
     (bindir / "codex").chmod(0o755)
     monkeypatch.setenv("FAKE_CHILD", "1")
-    workers.launch(proj, "codex", "unhooked", by="alice")
+    workers.launch(proj, "codex", "unhooked", by="alice", unsupervised=True)
     child_file = Path(proj.project).parent / "unhooked.child"
     grandchild = int(wait_until(lambda: child_file.exists() and len(f := child_file.read_text().split()) == 2 and f)[1])
     rec = wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid") and r)
@@ -186,7 +191,7 @@ def test_a_run_whose_hooks_record_no_session_in_its_start_up_grace_is_ended_too(
     assert ran >= workerrun.STARTUP_GRACE_S - 0.5  # not before its hooks had their chance to record its session
 
 
-CODEX = '#!/bin/sh\nexec claude -p "$3"\n'  # codex exec --json TASK, as the stand-in
+CODEX = '#!/bin/sh\nfor a; do t=$a; done; exec claude -p "$t"\n'  # codex exec --json [flags] TASK, as the stand-in
 THREAD = "01a235df-660b-7823-b699-5cc3287db900"
 
 
@@ -199,7 +204,7 @@ def codex_stand_in() -> None:
 def test_a_run_limited_before_any_hook_ran_is_paused_on_the_session_its_output_named(proj: Layout) -> None:
     # A launched `codex exec` whose hooks nobody reviewed, stopped by a limit: its runner names the thread.
     codex_stand_in()
-    workers.launch(proj, "codex", "limited", by="alice", alias="cparser")
+    workers.launch(proj, "codex", "limited", by="alice", alias="cparser", unsupervised=True)
     rec = wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid") and r)
     found = {"reason": "rate limit", "resets_at": None, "detail": "exceeded retry limit, last status: 429"}
     done = workers.finish(proj, "w1", 1, limit=found, native={"id": THREAD, "transcript_path": "/x/rollout.jsonl"})
@@ -215,14 +220,14 @@ def test_a_run_limited_before_any_hook_ran_is_paused_on_the_session_its_output_n
     assert dispatch.route(proj, sess)[0] == "resume"  # its run's process is gone
     with_transcript: SessionRecord = {**sess, "transcript_path": __file__}
     cmd, why = headless.plan(proj, with_transcript, "go on")
-    assert cmd == [rec["command"][0], "exec", "resume", THREAD, "go on", "--json"], why
+    assert cmd == [rec["command"][0], "exec", "resume", THREAD, "go on", "--json", codex.BYPASS_REVIEW], why
     assert [s["kind"] for s in jsonl.read_jsonl(proj.signals).records].count("limited") == 1
 
 
 def test_the_kill_switch_ends_a_run_whose_session_only_its_output_named(proj: Layout) -> None:
     # A resumed Codex thread whose hooks still do not run: a session is recorded, but no hook blocks its tools.
     codex_stand_in()
-    workers.launch(proj, "codex", "resumed", by="alice")
+    workers.launch(proj, "codex", "resumed", by="alice", unsupervised=True)
     rec = wait_until(lambda: (r := workers.read(proj, "w1")) and r.get("pid") and r)
     assert workers.session_from_output(proj, rec, {"id": THREAD}) is not None
     killswitch.stop(proj, "carol", "everything stops")

@@ -30,6 +30,7 @@ from tests.hook.helpers import hook_env, run_hook
 from tests.supervision.workers_support import stop_workers
 from tests.support import vouched
 from tests.support.waiting import wait_until
+from tests.support.wired import hooks_installed
 
 FAKE = """#!/bin/sh
 task="$2"
@@ -69,6 +70,7 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Layout]:
     for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no git identity: cocoplus commits as itself
+    hooks_installed(layout, "claude")  # launch refuses a runtime that would run no cocoplus hook
     yield layout
     stop_workers(layout)
 
@@ -102,7 +104,8 @@ def test_a_worker_in_a_worktree_edits_its_own_checkout_and_what_it_left_is_commi
     tree = rec["worktree"]
     assert tree["path"] == os.path.join(proj.root, "worktrees", "one") and tree["cwd"] == tree["path"]
     assert (tree["branch"], tree["base"]) == ("cocoplus/one", head)
-    assert tree["copied"] == []  # nothing installed for the runtime: nothing to copy
+    # What `install claude` wrote that git does not carry, copied so that its hooks run there.
+    assert sorted(tree["copied"]) == [".claude/settings.local.json", ".mcp.json"]
     release(proj, "edit-one")
     done = wait_until(lambda: ended(proj, "w1"), timeout=60)
     assert done["state"] == "exited" and done["worktree"]["committed"]["commit"]
@@ -116,7 +119,8 @@ def test_a_worker_in_a_worktree_edits_its_own_checkout_and_what_it_left_is_commi
     assert "worker w1 (one)" in log and "Task: edit-one" in log
     shown = git(proj.project, "show", "--name-only", "--format=", "cocoplus/one").stdout.split()
     assert shown == ["shared.txt"]
-    assert git(tree["path"], "status", "--porcelain").stdout == ""
+    # Nothing left uncommitted but the setup copied in for its runtime (not the worker's to commit).
+    assert git(tree["path"], "status", "--porcelain", "--ignored=no").stdout.split() == ["??", ".mcp.json"]
     d = ops.diff(proj, "one")
     assert d["files"] == ["shared.txt"] and "+edit-one" in d["diff"] and d["base"] == head
     merged = ops.merge(proj, "w1", principal=authority.operator())

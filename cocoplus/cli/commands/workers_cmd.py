@@ -47,6 +47,14 @@ def launch(
             "(default: [workers] worktree); `workers merge` brings its work back.",
         ),
     ] = None,
+    unsupervised: Annotated[
+        bool,
+        typer.Option(
+            "--unsupervised",
+            help="Start it even where its runtime will not run this project's cocoplus hooks (launch refuses that "
+            "otherwise): no kill switch at its tool calls, no steer, cap, rules or session record.",
+        ),
+    ] = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Start a headless worker (claude -p, codex exec, gemini -p) in the project, detached from this terminal;
@@ -54,7 +62,15 @@ def launch(
     [permissions] allow and --allow give; anything else it asks for waits for `cocoplus approve` (Claude Code)."""
     output.show(
         ops.launch(
-            layout(), runtime, task, alias=alias, model=model, effort=effort, allow=list(allow or []), worktree=worktree
+            layout(),
+            runtime,
+            task,
+            alias=alias,
+            model=model,
+            effort=effort,
+            allow=list(allow or []),
+            worktree=worktree,
+            unsupervised=unsupervised,
         ),
         json_out,
         render_one,

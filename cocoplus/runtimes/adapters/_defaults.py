@@ -39,6 +39,10 @@ def recognise(environ: "Mapping[str, str]") -> bool:
     return False
 
 
+def hooks_unreviewed(project: str, environ: "Mapping[str, str]", ours: "Any") -> "str | None":
+    return None
+
+
 def settings_notes(settings: "Mapping[str, Any]") -> "list[str]":
     return []
 

@@ -208,8 +208,68 @@ def resume_argv(
 
 
 def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
+    """`codex exec --json`, skipping Codex's review of the project's hooks: `launch` starts a worker only where
+    those hooks are cocoplus' own, as `cocoplus install codex` wrote them (`hooks_unreviewed`)."""
     extra = [*(["-m", model] if model else []), *(["-c", f'model_reasoning_effort="{effort}"'] if effort else [])]
-    return [*program, "exec", "--json", *extra, task]
+    return [*program, "exec", "--json", BYPASS_REVIEW, *extra, task]
+
+
+# Codex runs a project's hooks only once a person reviewed them in `/hooks` (per hash, kept where cocoplus cannot
+# read it), or with this flag, which skips the review for every hook it loads.
+BYPASS_REVIEW = "--dangerously-bypass-hook-trust"
+
+
+def hooks_unreviewed(project: str, environ: "Mapping[str, str]", ours: "Any") -> "str | None":
+    """Why a launched `codex exec` would not run cocoplus' hooks in `project`, or None: Codex loads a project's hooks
+    only in a project its configuration trusts, and `launch` skips Codex's review of them (BYPASS_REVIEW) only
+    where every hook the project gives Codex is cocoplus' own (`ours`), in `.codex/hooks.json`, none in
+    `.codex/config.toml`."""
+    import json  # deferred: only `launch` asks
+    import os  # deferred: likewise
+    import tomllib  # deferred: likewise
+
+    home = environ.get("HOME") or os.path.expanduser("~")
+    config = os.path.join(environ.get("CODEX_HOME") or os.path.join(home, ".codex"), "config.toml")
+    try:
+        with open(config, "rb") as fh:
+            projects = tomllib.load(fh).get("projects")
+    except (OSError, tomllib.TOMLDecodeError):
+        projects = None
+    real = os.path.realpath(project)
+    trusted = isinstance(projects, dict) and any(
+        isinstance(v, dict) and v.get("trust_level") == "trusted" and os.path.realpath(str(k)) == real
+        for k, v in projects.items()
+    )
+    if not trusted:
+        return (
+            f"Codex loads this project's hooks only in a project it trusts: add "
+            f'[projects."{project}"] trust_level = "trusted" to {config}'
+        )
+    try:
+        with open(os.path.join(project, *HOOKS_FILE), encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        doc = {}
+    hooks = doc.get("hooks") if isinstance(doc, dict) else None
+    for entries in (hooks or {}).values() if isinstance(hooks, dict) else ():
+        for entry in entries if isinstance(entries, list) else []:
+            for h in entry.get("hooks", []) if isinstance(entry, dict) else []:
+                if isinstance(h, dict) and not ours(h.get("command")):
+                    return (
+                        f"{os.path.join(*HOOKS_FILE)} holds hooks that are not cocoplus' own ({h.get('command')!r}): "
+                        "cocoplus skips Codex's review only for its own hooks; remove them, or review them in Codex "
+                        "and launch with --unsupervised"
+                    )
+    try:
+        with open(os.path.join(project, ".codex", "config.toml"), "rb") as fh:
+            if "hooks" in tomllib.load(fh):
+                return (
+                    ".codex/config.toml has a [hooks] table: cocoplus skips Codex's review only for its own hooks "
+                    "(.codex/hooks.json); move them out, or launch with --unsupervised"
+                )
+    except (OSError, tomllib.TOMLDecodeError):
+        pass
+    return None
 
 
 def controller_argv(

@@ -31,6 +31,7 @@ from cocoplus.runtimes.adapters._defaults import (  # what Cortex Code does not 
     continue_cap,
     controller_argv,
     controller_reply,
+    hooks_unreviewed,
     launch_argv,
     limit_of,
     output_limit,

@@ -27,6 +27,7 @@ from cocoplus.runtimes.adapters._defaults import (  # what Cursor does not do: i
     controller_argv,
     controller_reply,
     deny_permission,
+    hooks_unreviewed,
     launch_argv,
     limit_of,
     notice,

@@ -8,6 +8,7 @@ from the chat recording (`tokens` per gemini message).
 """
 
 from cocoplus.runtimes import answers
+from cocoplus.runtimes.adapters._defaults import hooks_unreviewed  # it runs a project's hooks without a review
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path

@@ -88,8 +88,12 @@ def launch(
     principal: str = "operator",
     allow: list[str] | None = None,
     worktree: bool | None = None,
+    unsupervised: bool = False,
 ) -> dict[str, Any]:
     """Start a headless worker on `task` (queued if `max_parallel` run already); the worker's record.
+
+    Refused, before anything is written, where `runtime` will not run this project's cocoplus hooks for the worker
+    (install/doctor.py `launch_problem`), unless `unsupervised`: then it runs without them, recorded so.
 
     `allow`: permission rules for this worker alone (`launch --allow`), beside `[permissions] allow`; the runtime
     gets them as its own settings where it has such (the adapter's `permission_argv`), and cocoplus' permission
@@ -100,6 +104,14 @@ def launch(
     for rule in allow:
         permissions.parse_rule(rule)
     env = dict(os.environ if environ is None else environ)
+    if not unsupervised:
+        from cocoplus.install import doctor  # deferred: only a launch asks whether the hooks will run
+
+        problem = doctor.launch_problem(layout, runtime, env)
+        if problem is not None:
+            raise CocoplusError(
+                f"cannot launch {runtime}: {problem}; or launch it --unsupervised ({doctor.UNSUPERVISED_GIVES_UP})"
+            )
     cmd = command(layout, runtime, task, model, effort, allow, env)
     max_parallel, _ = settings(layout, environ)  # a bad cocoplus.toml is an error now, not in the runner
     cfg = config_mod.load_for(layout, environ)
@@ -128,7 +140,7 @@ def launch(
             "created_at": clock.iso(), "state": "queued",
             "command": cmd, "runs": 0, "started_at": None, "ended_at": None, "pid": None, "start_ticks": None,
             "exit": None, "reason": None, "killed_by": None, "session": None, "session_alias": None,
-            "worktree": tree, "headless": True, "runner": None,
+            "worktree": tree, "headless": True, "runner": None, "unsupervised": unsupervised,
         }  # fmt: skip
         rec["seal"] = seal.seal_worker(rec, layout.project, wid)
         write(layout, rec)
