@@ -79,104 +79,114 @@ def hook_problems(project: str, environ: dict[str, str] | None = None) -> list[d
     (a command naming an interpreter or a script that is not there).
     """
     out: list[dict[str, Any]] = []
-    pointer: dict[str, Any] | None = None
-    on_path = shutil.which("cocoplus") is not None
+    pointer = _Pointer(project, environ)
     for adapter in registry.ordered():
         runtime = adapter.NAME
-        fix = f"run `cocoplus install {runtime}` here"
         for rel in adapter.HOOK_FILES_READ:
-            path = os.path.join(project, *rel)
             name = os.path.join(*rel)
             try:
-                settings = files.load_json(path)
+                settings = files.load_json(os.path.join(project, *rel))
             except CocoplusError:
                 continue
             commands = [c for c in _commands_in(settings) if is_ours(c) and _runtime_of(c) in (runtime, None)]
             seen: set[Any] = set()
             for c in commands:
                 d = describe(c)
+                found: list[tuple[str, bool, str]] = []
                 if d["form"] == "direct":
-                    for key, what in (("python", "interpreter"), ("hook", "hook script")):
-                        if not os.path.exists(d[key]) and (key, d[key]) not in seen:
-                            seen.add((key, d[key]))
-                            out.append(
-                                {
-                                    "runtime": runtime,
-                                    "file": name,
-                                    "problem": f"missing {what}",
-                                    "reaches": False,
-                                    "text": (
-                                        f"{adapter.TITLE} hooks in {name} run {d[key]}, which does not exist on this "
-                                        f"machine: they fail, and a stop does not reach the agent; {fix}"
-                                    ),
-                                }
-                            )
-                    if d["dir"] and not _same_project(d["dir"], project) and ("dir", d["dir"]) not in seen:
-                        seen.add(("dir", d["dir"]))
+                    found = _direct_problems(adapter, project, tuple(rel), d, pointer)
+                elif d["form"] == "launcher":
+                    found = _launcher_problems(adapter, name, pointer)
+                for problem, reaches, text in found:
+                    if (problem, text) not in seen:
+                        seen.add((problem, text))
                         out.append(
-                            {
-                                "runtime": runtime,
-                                "file": name,
-                                "problem": "other project",
-                                "reaches": True,
-                                "text": (
-                                    f"{adapter.TITLE} hooks in {name} were written for another project ({d['dir']}, "
-                                    f"--dir); they guard the project the agent works in, but {fix} to rewrite them"
-                                ),
-                            }
+                            {"runtime": runtime, "file": name, "problem": problem, "reaches": reaches, "text": text}
                         )
-                    local = adapter.LOCAL_HOOKS_FILE
-                    if (not local or tuple(rel) != tuple(local)) and ("shared", name) not in seen:
-                        seen.add(("shared", name))
-                        cure = (
-                            f"it moves them to {os.path.join(*local)}"
-                            if local
-                            else "it writes commands that work on every machine"
-                        )
-                        out.append(
-                            {
-                                "runtime": runtime,
-                                "file": name,
-                                "problem": "paths in a committed file",
-                                "reaches": True,
-                                "text": (
-                                    f"{name} holds hook commands with paths on this machine, in a file teams commit; "
-                                    f"{fix}: {cure}"
-                                ),
-                            }
-                        )
-                elif d["form"] == "launcher" and "pointer" not in seen:
-                    seen.add("pointer")
-                    if pointer is None:
-                        pointer = launcher.read_pointer(environ)
-                    if not pointer["exists"] and not on_path:
-                        out.append(
-                            {
-                                "runtime": runtime,
-                                "file": name,
-                                "problem": "no cocoplus for this user",
-                                "reaches": True,
-                                "text": (
-                                    f"{adapter.TITLE} hooks in {name} find no cocoplus for this user "
-                                    f"({pointer['path']} is missing and `cocoplus` is not on PATH): only the kill "
-                                    "switch holds; run `cocoplus install` (any runtime)"
-                                ),
-                            }
-                        )
-                    elif pointer["problems"]:
-                        out.append(
-                            {
-                                "runtime": runtime,
-                                "file": name,
-                                "problem": "pointer broken",
-                                "reaches": True,
-                                "text": (
-                                    f"{adapter.TITLE} hooks in {name} run this user's cocoplus through "
-                                    f"{pointer['path']}: {pointer['problems'][0]}; run `cocoplus install` (any "
-                                    "runtime) to point it here"
-                                ),
-                            }
-                        )
+    return out
+
+
+class _Pointer:
+    """The pointer this project's launchers source, read once: the project's own, else this user's."""
+
+    def __init__(self, project: str, environ: dict[str, str] | None) -> None:
+        self.project = project
+        self.environ = environ
+        self.pinned_path = launcher.project_pointer_path(project)
+        self._info: dict[str, Any] | None = None
+        self.on_path = shutil.which("cocoplus") is not None
+
+    def info(self) -> dict[str, Any]:
+        if self._info is None:
+            own = os.path.lexists(self.pinned_path)
+            self._info = launcher.read_pointer(self.environ, path=self.pinned_path if own else None)
+            self._info["pinned"] = own
+        return self._info
+
+
+def _direct_problems(
+    adapter: Adapter, project: str, rel: tuple[str, ...], d: dict[str, Any], pointer: _Pointer
+) -> list[tuple[str, bool, str]]:
+    """(problem, reaches, text) of one direct-form command."""
+    name = os.path.join(*rel)
+    fix = f"run `cocoplus install {adapter.NAME}` here"
+    out: list[tuple[str, bool, str]] = []
+    for key, what in (("python", "interpreter"), ("hook", "hook script")):
+        if not os.path.exists(d[key]):
+            out.append((
+                f"missing {what}", False,
+                f"{adapter.TITLE} hooks in {name} run {d[key]}, which does not exist on this machine: they fail, "
+                f"and a stop does not reach the agent; {fix}",
+            ))  # fmt: skip
+    if d["dir"] and not _same_project(d["dir"], project):
+        out.append((
+            "other project", True,
+            f"{adapter.TITLE} hooks in {name} were written for another project ({d['dir']}, --dir); they guard the "
+            f"project the agent works in, but {fix} to rewrite them",
+        ))  # fmt: skip
+    local = adapter.LOCAL_HOOKS_FILE
+    if not local or rel != tuple(local):
+        cure = f"it moves them to {os.path.join(*local)}" if local else "it writes commands that work on every machine"
+        out.append((
+            "paths in a committed file", True,
+            f"{name} holds hook commands with paths on this machine, in a file teams commit; {fix}: {cure}",
+        ))  # fmt: skip
+    info = pointer.info()
+    installed = os.path.exists(d["python"]) and os.path.exists(d["hook"])  # else the problem is that, said above
+    if installed and info["pinned"] and (info.get("python"), info.get("hook")) != (d["python"], d["hook"]):
+        out.append((
+            "two installations", True,
+            f"{adapter.TITLE} hooks in {name} run the cocoplus of {d['python']}, but this project's other hooks run "
+            f"the one of {info.get('python')} ({pointer.pinned_path}); run `cocoplus install` for each runtime here "
+            "with one of them",
+        ))  # fmt: skip
+    return out
+
+
+def _launcher_problems(adapter: Adapter, name: str, pointer: _Pointer) -> list[tuple[str, bool, str]]:
+    """(problem, reaches, text) of the launchers in one file: which cocoplus they run, if any."""
+    info = pointer.info()
+    out: list[tuple[str, bool, str]] = []
+    if not info["pinned"]:
+        out.append((
+            "not pinned", True,
+            f"{adapter.TITLE} hooks in {name} run whichever cocoplus this user's pointer names "
+            f"({info.get('python') or 'none'}), which the next `cocoplus install` of another installation may "
+            f"switch, not the one that wired this project; run `cocoplus install {adapter.NAME}` here with the "
+            "cocoplus these hooks are to run",
+        ))  # fmt: skip
+    if not info["exists"] and not pointer.on_path:
+        out.append((
+            "no cocoplus for this user", True,
+            f"{adapter.TITLE} hooks in {name} find no cocoplus for this user ({info['path']} is missing and "
+            "`cocoplus` is not on PATH): only the kill switch holds; run `cocoplus install` (any runtime)",
+        ))  # fmt: skip
+    elif info["problems"]:
+        out.append((
+            "pointer broken", True,
+            f"{adapter.TITLE} hooks in {name} run cocoplus through {info['path']}: {info['problems'][0]}; run "
+            f"`cocoplus install {adapter.NAME}` here to point them at this cocoplus",
+        ))  # fmt: skip
     return out
 
 
@@ -229,6 +239,9 @@ def stop_warnings(layout: Layout) -> list[str]:
     except (CocoplusError, OSError):
         return []
 
+
+# The hook problems `doctor` exits non-zero for.
+FAILING = ("not pinned", "two installations", "pointer broken", "missing interpreter", "missing hook script")
 
 # What a launched worker gives up when it runs without its runtime's cocoplus hooks (`launch --unsupervised`).
 UNSUPERVISED_GIVES_UP = (
@@ -348,6 +361,11 @@ def doctor(layout: Layout) -> dict[str, Any]:
         )
         out["runtimes"][runtime] = info
     out["pointer"] = launcher.read_pointer()
+    pinned = launcher.project_pointer_path(project)
+    out["project_pointer"] = launcher.read_pointer(path=pinned) if os.path.lexists(pinned) else None
+    # What makes `doctor` exit non-zero: hooks that run another cocoplus than the one that wired the project, or
+    # none (a pointer or interpreter that is gone).
+    out["failed"] = [p["text"] for p in found if p["problem"] in FAILING]
     out["cocoplus_on_path"] = shutil.which("cocoplus")
     out["hook_log"] = layout.rel(layout.hook_log) if os.path.exists(layout.hook_log) else None
     out["checked_at"] = clock.iso()

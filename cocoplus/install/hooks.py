@@ -255,9 +255,12 @@ def install(
         if mcp.get("changed"):
             changes.append(f"MCP server: registered in {mcp_rel}")
             written.append(mcp["path"])
-    pointer = launcher.write_pointer(environ)
+    pinned = launcher.write_project_pointer(project)
+    if pinned["changed"]:
+        changes.append(f"this project's hooks now run this cocoplus ({pinned['path']})")
+    pointer = launcher.write_pointer(environ, only_if_unusable=True)  # the fallback, for projects not pinned
     if pointer["changed"]:
-        changes.append(f"this user's hooks now run this cocoplus ({pointer['path']})")
+        changes.append(f"this user's other hooks now run this cocoplus ({pointer['path']})")
     gitignore = os.path.join(project, STATE_DIR_NAME, ".gitignore")
     if os.path.exists(gitignore):
         commit.append(os.path.relpath(gitignore, project))
@@ -270,7 +273,7 @@ def install(
         "changed": bool(changes),
         "commit": commit,
         "do_not_commit": local,
-        "pointer": pointer["path"],
+        "pointer": pinned["path"],
         "todo": notes
         + adapter.todo(project)
         + adapter.settings_notes(settings)

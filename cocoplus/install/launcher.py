@@ -8,15 +8,20 @@
 * **launcher**: a few lines of POSIX shell, the same on every machine, for
   the files a team commits (`.codex/hooks.json`, `.gemini/settings.json`,
   `.cursor/hooks.json`) and for the agent plugins and extensions.  It
-  sources this user's pointer file, `~/.local/share/cocoplus/hook.sh`,
-  which `cocoplus install` writes and which names the interpreter and the
-  hook script of the cocoplus this user installed, and execs them: one
-  file read more than the direct form, in the shell the runtime starts
-  anyway.  Without a pointer it runs `cocoplus hook` from PATH (slower,
-  still correct).  With no cocoplus at all it keeps the kill switch: before
-  a tool, an `AGENT_STOP` in the project's `.cocoplus/` (or a `.cocoplus/`
-  it cannot search) blocks the tool with exit 2 and one line on stderr;
-  every other event passes.
+  sources the project's pointer file, `~/.local/state/cocoplus/pointers<the
+  project's path>/hook.sh`, which `cocoplus install RUNTIME` writes for that
+  project and which names the interpreter and the hook script of the
+  cocoplus that wired it, and execs them: one file read more than the direct
+  form, in the shell the runtime starts anyway.  So two installations of one
+  user (pipx and a checkout) each run the hooks of the projects they wired.
+  A project with no pointer of its own (wired by an older cocoplus, or a
+  plugin's hooks in a project never wired) falls back to this user's
+  pointer, `~/.local/share/cocoplus/hook.sh`, which the last `cocoplus
+  install` wrote. Without a pointer it runs `cocoplus hook` from PATH
+  (slower, still correct).  With no cocoplus at all it keeps the kill
+  switch: before a tool, an `AGENT_STOP` in the project's `.cocoplus/` (or a
+  `.cocoplus/` it cannot search) blocks the tool with exit 2 and one line on
+  stderr; every other event passes.
 
 The runtimes run a hook command with `sh -c` (Claude Code) or `bash -c`
 (Codex, Gemini CLI), so the launcher is plain POSIX shell with no `sh -c`
@@ -56,9 +61,34 @@ _HOME = (
     'case "$cocoplus_h" in /*) ;; *) cocoplus_h=;; esac; '
 )
 POINTER_SH = f'"$cocoplus_h/{POINTER_REL}"'
+# A project's own pointer: under the same home, at the project's real path below this directory (the shell finds
+# it walking up from the runtime's project variables and its working directory, with no program to run).
+PROJECT_POINTERS_REL = ".local/state/cocoplus/pointers"
+POINTER_NAME = "hook.sh"
 # Text every launcher carries: how install, uninstall and doctor recognise one as cocoplus' own.
 LAUNCHER_MARK = "/cocoplus/hook.sh"
-_SOURCE = _HOME + f'cocoplus_p={POINTER_SH}; [ -n "$cocoplus_h" ] && [ -r "$cocoplus_p" ] && . "$cocoplus_p"; '
+
+
+def _source(project_env: tuple[str, ...] = ()) -> str:
+    """Shell that sources the project's pointer (the nearest above the runtime's project variables, then the
+    working directory), else this user's; nothing without a home from the password database."""
+    starts = " ".join([*(f'"${name}"' for name in project_env), '"$PWD"'])
+    return (
+        _HOME
+        + 'cocoplus_p=; if [ -n "$cocoplus_h" ]; then '
+        + f"for cocoplus_s in {starts}; do "
+        # Only an absolute path with no `.` or `..` in it: a project variable is the repository's to set, and a
+        # `..` would lead the look-up out of this user's directory to a file the repository planted.
+        + 'case "$cocoplus_s" in /*) ;; *) continue;; esac; '
+        + 'case "$cocoplus_s" in */.|*/./*|*/..|*/../*) continue;; esac; '
+        + 'while [ -n "$cocoplus_s" ]; do '
+        + f'if [ -r "$cocoplus_h/{PROJECT_POINTERS_REL}$cocoplus_s/{POINTER_NAME}" ]; then '
+        + f'cocoplus_p="$cocoplus_h/{PROJECT_POINTERS_REL}$cocoplus_s/{POINTER_NAME}"; break 2; fi; '
+        + "cocoplus_s=${cocoplus_s%/*}; done; done; "
+        + f'[ -n "$cocoplus_p" ] || cocoplus_p={POINTER_SH}; [ -r "$cocoplus_p" ] && . "$cocoplus_p"; fi; '
+    )
+
+
 INSTALL_HINT = "pipx install cocoplus (or uv tool install cocoplus), then cocoplus install"
 # The interpreter's own variables a repository could set to run its code (PYTHONPATH, a user site with
 # .pth files, another home): the launcher drops them before a `cocoplus` console script starts.
@@ -159,14 +189,15 @@ def hook_launcher(
 ) -> str:
     """The launcher command for one event: the same text on every machine.
 
-    This user's pointer (found under the home directory the password database names), else `cocoplus` on
+    The project's pointer, else this user's (both under the home directory the password database names), else
+    `cocoplus` on
     PATH if it is not the project's own file; a command in no cocoplus project does nothing; with no
     cocoplus at all the kill switch still holds before a tool.
     """
     args = hook_args(runtime, event, timeout_s, flags)
     python_flags = " ".join(HOOK_FLAGS)
     return (
-        _SOURCE
+        _source(project_env)
         + '[ -x "$cocoplus_python" ] && [ -r "$cocoplus_hook" ] && '
         + f'exec "$cocoplus_python" {python_flags} "$cocoplus_hook" {args}; '
         + _project_search(project_env)
@@ -183,7 +214,7 @@ def program_launcher(*args: str) -> str:
     it is not the project's own file."""
     words = " ".join(shlex.quote(a) for a in args)
     return (
-        _SOURCE
+        _source()
         + f'[ -x "$cocoplus_python" ] && exec "$cocoplus_python" -E -P -m cocoplus {words}; '
         + _cocoplus_on_path()
         + f'[ -n "$cocoplus_c" ] && exec "$cocoplus_c" {words}; '
@@ -213,11 +244,35 @@ def pointer_text(python: str | None = None, hook: str | None = None) -> str:
     )
 
 
-def write_pointer(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Point this user's hooks at this installation: `{"path", "changed", "previous"}`."""
+def project_pointer_path(project: str) -> str:
+    """The pointer of `project` (its real path) under this user's home, as the launcher finds it."""
+    return os.path.join(userfiles.home(), PROJECT_POINTERS_REL + os.path.realpath(project), POINTER_NAME)
+
+
+def write_project_pointer(project: str) -> dict[str, Any]:
+    """Point `project`'s launchers at this installation: `{"path", "changed", "previous"}`.  Written at the
+    project's real path and, where the path it is named by differs (a symbolic link on the way), there too."""
+    out: dict[str, Any] = {"path": project_pointer_path(project), "changed": False, "previous": None}
+    text = pointer_text()
+    named = os.path.join(userfiles.home(), PROJECT_POINTERS_REL + os.path.abspath(project), POINTER_NAME)
+    for path in dict.fromkeys([out["path"], named]):
+        current = files.read_text(path) if os.path.lexists(path) else None
+        if current != text:
+            if path == out["path"]:
+                out.update(changed=True, previous=parse_pointer(current) if current else None)
+            files.write_text(path, text)
+    return out
+
+
+def write_pointer(environ: Mapping[str, str] | None = None, only_if_unusable: bool = False) -> dict[str, Any]:
+    """Point this user's hooks at this installation: `{"path", "changed", "previous"}`.  `only_if_unusable`: leave
+    a pointer that names an existing cocoplus as it is (another installation's: `cocoplus install RUNTIME` pins its
+    project with a pointer of its own and never switches this user's other projects)."""
     path = pointer_path(environ)
     text = pointer_text()
     current = files.read_text(path) if os.path.lexists(path) else None
+    if only_if_unusable and current is not None and not read_pointer(environ)["problems"]:
+        return {"path": path, "changed": False, "previous": None}
     if current == text:
         return {"path": path, "changed": False, "previous": None}
     previous = parse_pointer(current) if current else None
@@ -240,10 +295,10 @@ def parse_pointer(text: str) -> dict[str, str]:
     return out
 
 
-def read_pointer(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The pointer as doctor reports it: path, exists, python, hook, problems,
+def read_pointer(environ: Mapping[str, str] | None = None, path: str | None = None) -> dict[str, Any]:
+    """The pointer (this user's, or the one at `path`) as doctor reports it: path, exists, python, hook, problems,
     and whether it names this installation."""
-    path = pointer_path(environ)
+    path = path or pointer_path(environ)
     info: dict[str, Any] = {"path": path, "exists": os.path.lexists(path), "python": None, "hook": None, "problems": []}
     if not info["exists"]:
         info["this_installation"] = False

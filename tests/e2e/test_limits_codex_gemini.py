@@ -194,7 +194,7 @@ def codex_env(p: Project, stub: ResponsesStub) -> dict[str, str]:
     return p.env(PATH=path_with("codex"), CODEX_HOME=str(home), STUB_API_KEY="sk-test-local")
 
 
-def test_a_rate_limited_codex_worker_without_trusted_hooks_is_paused_and_resumed_from_its_thread(
+def test_a_rate_limited_codex_worker_is_paused_and_resumed_from_its_thread(
     proj: Project,
 ) -> None:
     p = proj
@@ -207,8 +207,8 @@ def test_a_rate_limited_codex_worker_without_trusted_hooks_is_paused_and_resumed
         watcher = Watcher(layout, env)
         try:
             cli_json(p, env, "launch", "codex", "Write the parser.", "--alias", "cparser")
-            # `codex exec` runs project hooks only once reviewed (`/hooks`): no hook recorded a session, so the
-            # runner records it from the thread its output named; Codex passes no reset on: an estimate.
+            # Its hooks run (launch skips Codex's review for cocoplus' own) and end its session at the failed turn;
+            # the runner pauses it from the limit its output named. Codex passes no reset on: an estimate.
             s = wait_until(lambda: paused(p, env, "cparser"), timeout=180)
             limit = s["limit"]
             assert limit["estimate"] is True and limit["reason"] == "rate limit" and limit["resume"] == "watcher"

@@ -84,6 +84,7 @@ def test_without_cocoplus_the_launcher_still_keeps_the_kill_switch(
 ) -> None:
     runtimes.install(runtime, project.project)
     os.unlink(launcher.pointer_path())  # a teammate who pulled the files but has no cocoplus
+    os.unlink(launcher.project_pointer_path(project.project))
     doc = json.loads(Path(project.project, *registry.get(runtime).HOOKS_FILE).read_text())
     command = doctor._commands(doc["hooks"][PRE[runtime]])[0]
     bare = "/usr/bin:/bin"  # no cocoplus on it

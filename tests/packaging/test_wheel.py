@@ -121,4 +121,4 @@ def test_the_wheel_installs_as_a_tool_whose_hooks_run(dist: Path, tmp_path: Path
         r = subprocess.run(["sh", "-c", command], cwd=project, env=env, input=payload, capture_output=True, text=True)
         assert '"deny"' in r.stdout and "wheel" in r.stdout, r.stdout + r.stderr
     r = subprocess.run([exe, "doctor"], cwd=project, env=env, capture_output=True, text=True)
-    assert r.returncode == 0 and "your hooks and plugins run this cocoplus" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "this project's hooks run this cocoplus" in r.stdout, r.stdout + r.stderr

@@ -70,9 +70,13 @@ def render_doctor(result: dict[str, Any]) -> None:
         for text in info.get("timeouts") or []:
             output.line(f"        timeouts: {text}")
     pointer = result["pointer"]
+    pinned = result.get("project_pointer")
+    if pinned and not pinned["problems"]:
+        which = "this cocoplus" if pinned["this_installation"] else f"the cocoplus of {pinned['python']}"
+        output.line(f"this project's hooks run {which} ({pinned['path']})")
     if pointer["exists"] and not pointer["problems"]:
         which = "this cocoplus" if pointer["this_installation"] else f"the cocoplus of {pointer['python']}"
-        output.line(f"your hooks and plugins run {which} ({pointer['path']})")
+        output.line(f"your other hooks and plugins run {which} ({pointer['path']})")
     render_file_events(result.get("file_events") or {})
     output.problems([p["text"] for p in result["hook_problems"]])
     output.problems(result["problems"])
@@ -147,9 +151,11 @@ def register(app: typer.Typer) -> None:
 
     @app.command("doctor")
     def doctor(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
-        """Report which runtimes are wired to cocoplus, what is wrong with their hooks, and whether they fired."""
+        """Report which runtimes are wired to cocoplus, what is wrong with their hooks, and whether they fired.
+        Exits 1 where this project's hooks run another cocoplus than the one that wired it, or none."""
         result = project_ops.doctor(layout())
         output.show(result, json_out, render_doctor)
+        raise typer.Exit(1 if result.get("failed") else 0)
 
     plugin = typer.Typer(
         help="cocoplus as a Claude Code plugin, a Gemini CLI extension, a Codex or Cortex Code plugin.",

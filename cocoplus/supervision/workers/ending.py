@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 FROM_OUTPUT = "worker_output"  # `last_event` of a session its runner recorded from its output (no hook ran)
 
 
+# The states a session's own hooks end it in; a run ended by a limit pauses it from there.
+ENDED = ("exited", "failed")
+
+
 def status_text(code: int | None) -> str:
     if code is None:
         return "exit status unknown"
@@ -136,7 +140,8 @@ def finish(
             sess is not None
             and limit is not None
             and not killed
-            and sess.get("state") in vocab.ACTIVE_STATES
+            # (a run's own hooks may have ended its session as the runtime gave up, Codex's at its failed turn)
+            and (sess.get("state") in vocab.ACTIVE_STATES or (sess.get("worker") == wid and sess.get("state") in ENDED))
             and limits.active(sess) is None  # (its hook said so already: one pause, one `limited` signal)
         ):
             sess = _pause_session(layout, sess, limit)
