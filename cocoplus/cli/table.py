@@ -71,6 +71,12 @@ ENTRIES: tuple[Entry, ...] = (
         "Live terminal view of the sessions, supervision and the kill switch, acting on the selected session.",
     ),
     Entry(
+        "summary",
+        "summary_cmd",
+        "session",
+        "What the night did: each worker's task, how it ended and why, its cost, its changes, and what still waits.",
+    ),
+    Entry(
         "dispatch",
         "dispatch_cmd",
         "session",

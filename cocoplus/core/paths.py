@@ -325,6 +325,11 @@ class Layout:
         return self._p("supervision", "rounds.jsonl")
 
     @property
+    def night_summary(self) -> str:
+        """When the last `summary` notification for the end of all workers was logged (ops/summary.py)."""
+        return self._p("supervision", "night-summary.json")
+
+    @property
     def current_round(self) -> str:
         """The supervision round in progress, if any."""
         return self._p("supervision", "round.json")

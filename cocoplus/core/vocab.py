@@ -94,6 +94,7 @@ NOTIFY_EVENTS = (
     "supervision_finished",
     "round_failed",
     "collision",
+    "summary",
 )
 
 # The phone channels of the decision inbox (`[inbox] channels`), and the channel each records its answers under.

@@ -16,7 +16,8 @@ Three logs, each read from a saved byte offset (see outbox.py):
   otherwise (`budget_stop`, `budget_unpriced_stop`, a damaged budget state
   that stopped it), the iteration cap (`iteration_cap`) or the loop guard
   (`loop_guard_stop`) stopping an agent, supervision finishing
-  (`supervision_finished`), a budget forecast to run out within `[notify]
+  (`supervision_finished`) and the summary logged then, or when the last
+  running worker ends while supervision is off (`night_summary`), a budget forecast to run out within `[notify]
   forecast_warn_s` (`budget_forecast`, written by the notifier itself:
   runner.py);
 * `supervision/rounds.jsonl`: a round that finished `failed`.
@@ -114,6 +115,11 @@ def from_step(rec: dict[str, Any]) -> dict[str, Any] | None:
                       reason=rec.get("reason"))  # fmt: skip
     if name == "supervision_finished":
         return _event("supervision_finished", rec, summary=rec.get("summary"), reason=rec.get("reason"))
+    if name == "night_summary":
+        return _event(
+            "summary", rec, why=rec.get("why"), workers=rec.get("workers"), spent=rec.get("spent"),
+            waiting=rec.get("waiting"), lines=rec.get("lines"),
+        )  # fmt: skip
     return None
 
 

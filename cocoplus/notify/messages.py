@@ -104,6 +104,8 @@ def command(event: dict[str, Any]) -> str:
         return "cocoplus session resume"
     if kind == "supervision_finished":
         return "cocoplus chat log"
+    if kind == "summary":
+        return "cocoplus summary"
     if kind == "collision":
         return (
             f"cocoplus session stop --session {who}  (or dispatch it to wait for {event.get('other') or 'the other'})"
@@ -170,6 +172,11 @@ def headline(event: dict[str, Any]) -> str:
         )
     if kind == "supervision_finished":
         return "supervision finished"
+    if kind == "summary":
+        return (
+            f"summary: {event.get('workers')} worker(s), {_money(event.get('spent'))} spent, "
+            f"{event.get('waiting') or 0} waiting for you"
+        )
     if kind == "collision":
         return f"{who} and {event.get('other') or 'another session'} both changed {event.get('path') or 'a file'}"
     if kind == "round_failed":
@@ -198,6 +205,9 @@ def render(layout: Layout, event: dict[str, Any]) -> tuple[str, str]:
         lines.append(f"Reason: {_short(event['reason'])}")
     if event.get("line"):
         lines.append(f"Forecast: {_short(event['line'])}")
+    if event["kind"] == "summary":
+        lines.append(f"Why now: {_short(event.get('why'))}")
+        lines += [_short(x) for x in event.get("lines") or [] if isinstance(x, str)][:12]
     lines.append(f"Run: cd {shlex.quote(layout.project)} && {command(event)}")
     lines.append(f"Event: {event['kind']}" + (f" at {event['ts']}" if event.get("ts") else ""))
     return title, "\n".join(inert.line(x) for x in lines)

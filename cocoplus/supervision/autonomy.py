@@ -146,6 +146,12 @@ def finish(layout: Layout, summary: str | None = None, reason: str = "finished b
     update(layout, change)
     if was.get("enabled"):
         events.log_step(layout, "supervision_finished", summary=summary, reason=reason)
+        from cocoplus.supervision import summary as night  # deferred: only a finish that ends supervision logs it
+
+        try:
+            night.log_summary(layout, f"supervision finished ({reason or 'by request'})")
+        except CocoplusError as exc:  # a record it cannot read: the finish stands, the summary is left out
+            events.log_step(layout, "night_summary_failed", error=str(exc))
     return status(layout)
 
 

@@ -246,6 +246,7 @@ def _run(layout: Layout, wid: str, rec: WorkerRecord, stopping: dict[str, Any], 
     if (done or {}).get("limit") and (done or {}).get("session"):
         resume_at_reset(layout, done or {})
     say(f"ended: {(done or {}).get('state')} ({workers.status_text(code)})")
+    night_summary(layout, wid)
     return code if code >= 0 else 128 - code
 
 
@@ -319,6 +320,17 @@ def resume_at_reset(layout: Layout, done: WorkerRecord) -> None:
         say(f"paused by a limit, but the watcher that resumes it could not start: {exc}")
         return
     say(f"paused by a limit: the watcher (pid {pid}) resumes it at the reset")
+
+
+def night_summary(layout: Layout, wid: str) -> None:
+    """The last running worker ended with supervision off: the morning's summary, as a notification."""
+    from cocoplus.supervision import autonomy, summary  # deferred: only the end of a run asks
+
+    try:
+        if summary.after_worker_end(layout, wid, supervised=autonomy.is_enabled(layout)):
+            say("the last running worker: the summary is logged for the notifier")
+    except CocoplusError as exc:
+        say(f"the summary not logged: {exc}")
 
 
 def keep_work(layout: Layout, wid: str, out: Output) -> None:

@@ -36,6 +36,7 @@ EXPECTED_COMMAND = {
     "budget_stop": (None, "cocoplus budget status; raise [session] budget_limit, then cocoplus session resume"),
     "budget_forecast": (None, "cocoplus session status; raise [session] max_iterations, or checkpoint the work"),
     "supervision_finished": (None, "cocoplus chat log"),
+    "summary": (None, "cocoplus summary"),
     "round_failed": (None, "cocoplus chat retry"),
     "collision": ("cc5", "cocoplus session stop --session cc5"),
 }
@@ -130,7 +131,7 @@ def test_one_notification_per_event_kind_and_dead_targets_delay_nothing(project:
         cocoplus(project, "session", "resume", "--yes")  # without raising the limit: the next boundary stops it again
         r = run_cli_subprocess("stage", "start", "more", cwd=project.project, env={"COCOPLUS_DIR": project.root})
         assert r.code == 1 and "refused: cost budget exhausted" in r.err, r
-        others = set(EXPECTED_COMMAND) - {"supervision_finished", "budget_forecast"}
+        others = set(EXPECTED_COMMAND) - {"supervision_finished", "summary", "budget_forecast"}
         wait_until(lambda: others <= {kind_of(b) for b in good.bodies()}, timeout=60)
         # Forecasts now warn: the iteration cap is told once (the cost budget is exhausted). A warning needs a rate
         # measured over ten minutes at least (forecast.WARN_MIN_SPAN_S): the count's first mark is moved back 15.
@@ -143,7 +144,7 @@ def test_one_notification_per_event_kind_and_dead_targets_delay_nothing(project:
         trust_project(project)
         wait_until(lambda: "budget_forecast" in {kind_of(b) for b in good.bodies()}, timeout=60)
         cocoplus(project, "supervision", "finish", "--summary", "all done")
-        wait_until(lambda: "supervision_finished" in {kind_of(b) for b in good.bodies()}, timeout=30)
+        wait_until(lambda: {"supervision_finished", "summary"} <= {kind_of(b) for b in good.bodies()}, timeout=30)
         wait_until(lambda: notifier_caught_up(project, target_id(good.url())), timeout=30)
         log = Path(project.notify_log).read_text()
     finally:

@@ -34,6 +34,7 @@ from cocoplus.core.shapes import SessionRecord
 from cocoplus.ops import chat as chat_ops
 from cocoplus.ops import permissions as permissions_ops
 from cocoplus.ops import session as session_ops
+from cocoplus.ops import summary as summary_ops
 from cocoplus.ops import supervision as supervision_ops
 from cocoplus.ops import worker as worker_ops
 from cocoplus.ops import workers as workers_ops
@@ -324,6 +325,7 @@ STEPS = [
     Step(
         "workers.list", cli=["workers", "list"], rest=("GET", "/api/v1/workers", None), apply=workers_ops.list_workers
     ),
+    Step("summary", cli=["summary"], rest=("GET", "/api/v1/summary", None), apply=lambda lay: summary_ops.summary(lay)),
     Step(
         "workers.kill",
         cli=["workers", "kill", "parser"],

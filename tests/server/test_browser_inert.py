@@ -78,3 +78,26 @@ def test_the_pages_rule_is_the_rule_of_core_inert(served: Served, page: Any) -> 
     ]
     got = page.evaluate("(s) => s.map(inert)", json.loads(json.dumps(samples)))
     assert got == [inert.text(s) for s in samples]
+
+
+def test_the_summary_card_tells_a_workers_story_as_inert_text(served: Served, page: Any) -> None:
+    """The page's summary card (GET /api/v1/summary, `cocoplus summary`): a worker's task, end and cost."""
+    from playwright.sync_api import expect
+
+    from cocoplus.core import clock
+
+    lay: Layout = served.layout
+    fsio.ensure_dir(lay.worker_dir("w1"))
+    fsio.atomic_write_json(lay.worker_record("w1"), {
+        "schema_version": 1, "id": "w1", "runtime": "claude", "task": f"T {HTML} {NASTY}", "alias": "parser",
+        "state": "exited", "created_at": clock.iso(), "ended_at": clock.iso(), "exit": {"code": 0},
+        "reason": "ended", "command": ["claude"], "runs": 1,
+    })  # fmt: skip
+    page.goto(f"{served.url}/#token={served.token}")
+    row = page.locator('#summary-rows tr[data-worker="w1"]')
+    expect(row).to_contain_text("w1 (parser)")
+    expect(page.locator("#summary-total")).to_contain_text("1 worker(s), $")
+    assert f"T {HTML} {SHOWN}"[:100] in row.inner_text() and "exited" in row.inner_text()  # (cut at 160)
+    assert page.locator("#summary-rows img").count() == 0 and page.evaluate("() => window.pwned") is None
+    shot(page, "31-summary-card")
+    assert page.errors == []

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path
+from fastapi import APIRouter, Body, Path, Query
 
+from cocoplus.ops import summary as summary_ops
 from cocoplus.ops import workers as workers_ops
 from cocoplus.server.bodies import MAX_ID, KillBody, LaunchBody
 from cocoplus.server.routes.base import ERRORS, WRITE, Srv, kept
@@ -44,3 +45,12 @@ def post_worker_kill(
 ) -> dict[str, Any]:
     """`cocoplus workers kill ID`: its process group stopped; the record says `exited` and who killed it."""
     return workers_ops.kill(srv.layout, worker_id, body.operator if body else None, principal=srv.operator)
+
+
+@router.get("/api/v1/summary", responses=ERRORS)
+def get_summary(
+    srv: Srv, since: Annotated[str, Query(max_length=16, description="How far back: 12h, 90m, 2d.")] = "12h"
+) -> dict[str, Any]:
+    """`cocoplus summary [--since DURATION]`: each worker's task, how it ended and why, its cost, its changes,
+    and what still waits for the operator."""
+    return summary_ops.summary(srv.layout, summary_ops.parse_since(since))

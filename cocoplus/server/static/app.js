@@ -690,9 +690,29 @@ function presence() {
 }
 for (const kind of ["keydown", "pointerdown"]) document.addEventListener(kind, presence, { passive: true });
 
+// -- the summary (GET /api/v1/summary: `cocoplus summary`, the last 12 hours) --------------------------------
+const SUMMARY_EVERY_MS = 30000;
+async function loadSummary() {
+  const data = await call("GET", "/summary");
+  const stories = data.workers || [];
+  const waiting = (data.waiting || []).length + stories.reduce((n, s) => n + (s.waiting || []).length, 0);
+  show($("summary-total"), `${stories.length} worker(s), $${Number(data.spent_usd || 0).toFixed(2)} spent, ${waiting} waiting for you`);
+  $("summary-rows").replaceChildren(...stories.map((s) => {
+    const ch = s.changed || {};
+    const merged = ch.merged === null || ch.merged === undefined ? "" : (ch.merged ? ", merged" : ", not merged");
+    return el("tr", { "data-worker": s.worker },
+      el("td", {}, s.alias && s.alias !== s.worker ? `${s.worker} (${s.alias})` : s.worker),
+      el("td", {}, s.asked), el("td", {}, s.ended),
+      el("td", {}, `$${Number(s.cost_usd || 0).toFixed(2)} · ${s.tool_calls} calls`),
+      el("td", {}, `${ch.stat || "?"} (${ch.where || "?"}${merged})`),
+      el("td", {}, (s.waiting || []).map((d) => d.summary || d.kind).join("; ") || "–"));
+  }));
+}
+setInterval(() => act(loadSummary), SUMMARY_EVERY_MS);
+
 // -- live updates --------------------------------------------------------------------------------
 async function loadAll() {
-  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadHistory), act(loadFleet), act(loadInbox)]);
+  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadHistory), act(loadFleet), act(loadInbox), act(loadSummary)]);
 }
 // The indicator says "connecting…" until the event stream first opens, "live" while it is open,
 // "reconnecting" once an open stream is lost and "offline" when it could not be opened (the browser
