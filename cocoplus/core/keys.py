@@ -41,6 +41,17 @@ KEYS: tuple[Key, ...] = (
     ),
     Key(
         "session",
+        "project_max_iterations",
+        "int",
+        0,
+        "the project's ceiling: tool calls counted by all its sessions together before every one is stopped "
+        "(AGENT_STOP), whatever is live; 0 means none (while several sessions are live, max_iterations applies "
+        "to each session's own count)",
+        minimum=0,
+        maximum=MAX_COUNT,
+    ),
+    Key(
+        "session",
         "iteration_warn_at",
         "int",
         160,

@@ -172,6 +172,16 @@ class Layout:
         """What the runner process that waits for a slot and watches the worker says about itself."""
         return os.path.join(self.worker_dir(worker_id), "runner.log")
 
+    def worker_calls(self, worker_id: str) -> str:
+        """The worker's tool calls, one fixed-width line each, where its runtime's events name no session (the
+        loop guard's streak; a session's own are in `session_calls`)."""
+        return os.path.join(self.worker_dir(worker_id), "calls")
+
+    def worker_stop(self, worker_id: str) -> str:
+        """Why cocoplus ended the worker's run itself (its loop guard or its cap, where its runtime's events name no
+        session): principal, reason, at.  Written by the hook that stops it, read when its run ends."""
+        return os.path.join(self.worker_dir(worker_id), "stopped.json")
+
     def worker_worktree_key(self, worker_id: str) -> str:
         """The device and inode of the worker's worktree's `.cocoplus`: what makes its marker hold
         (core/worktreemark.py)."""

@@ -43,6 +43,8 @@ class SessionRecord(TypedDict, total=False):
     calls_log: int  # which file that call log is (its inode): another one is a log begun again
     streak: dict[str, Any]  # the loop guard's: the last call's fingerprint and how often it came in a row
     exit_reason: Any  # why it ended, in words (None while it runs)
+    stopped_by: Any  # the stop cocoplus made for it alone: principal, reason, at, stop (or None)
+    budget_base: int  # its `tool_calls` when the iteration budget was last reset (its own count starts there)
     # Where it runs, from its SessionStart (or its worker's output, `workers.session_from_output`).
     cwd: str
     transcript_path: str
@@ -144,6 +146,7 @@ class WorkerRecord(TypedDict, total=False):
     exit: Any  # WorkerExit (or None before a run ends)
     reason: Any  # how its last run ended, in words (None before it ends)
     killed_by: str | None
+    stopped_by: Any  # the stop that ended its last run: principal, scope (session, worker, project), reason, at
     kill_requested: Any  # who asked `workers kill` for it, and when: by, at (or None)
     denied: int
     left_behind: Any  # what its runtime left running: a list of pid, command, ended (or None)

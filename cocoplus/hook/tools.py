@@ -8,6 +8,8 @@ Loaded by the runner for the tool-call events.  Standard library only.
 
 from __future__ import annotations
 
+import os
+
 from cocoplus.core.errors import CocoplusError
 from cocoplus.hook import COUNT_BEFORE_CALL
 from cocoplus.runtimes import answers
@@ -15,6 +17,7 @@ from cocoplus.session import registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Callable
     from typing import Any
 
     from cocoplus.core.shapes import SessionRecord
@@ -53,11 +56,12 @@ def _count_before_call(h: Hook) -> tuple[dict[str, Any] | None, bool]:
 
     out = iteration.count(
         h.layout, s["max_iterations"], s["iteration_warn_at"], timeout=h.timeout,
-        progress_every=iteration.PROGRESS_EVERY, before_call=True,
+        progress_every=iteration.PROGRESS_EVERY, before_call=True, shared=_shared(h),
+        ceiling=s["project_max_iterations"],
     )  # fmt: skip
     for problem in out.problems:
         h.log(problem)
-    if not (out.corrupt or out.failed_closed or out.refused or out.capped or out.warned_now):
+    if not (out.corrupt or out.failed_closed or out.refused or out.capped or out.warned_now or out.shared):
         return None, True  # the usual call: counted, nothing to say
     from cocoplus.hook import tripped  # deferred: only a call whose count has something to say gets here
 
@@ -71,6 +75,8 @@ def _count_before_call(h: Hook) -> tuple[dict[str, Any] | None, bool]:
             h.event_name, "cocoplus: this tool call could not be counted before it runs (the count stayed busy); "
             "run it again",
         ), False  # fmt: skip
+    if out.shared and not out.capped:  # several sessions are live: the cap is this session's own count's
+        return tripped.session_cap(h, out, _own_count(h) + 1, before=True)
     return tripped.budget_before_call(h, out), not out.refused
 
 
@@ -97,6 +103,8 @@ def on_post_tool(h: Hook) -> Answer:
         s["iteration_warn_at"],
         timeout=h.timeout,
         progress_every=iteration.PROGRESS_EVERY,
+        shared=_shared(h),
+        ceiling=s["project_max_iterations"],
     )
     if out.corrupt is not None:
         from cocoplus.hook import tripped  # deferred: only a tool call that trips a guard
@@ -107,15 +115,67 @@ def on_post_tool(h: Hook) -> Answer:
     if out.failed_closed is not None:
         reason = f"cocoplus: this tool call could not be counted ({out.failed_closed}); the agent is stopped"
         return h.adapter.halt(h.event_name, reason, reason), 0
-    if (out.capped or out.warned_now) and out.budget is not None:
+    capped = out.capped
+    if out.shared and not out.capped and out.budget is not None:  # several live: this session's own count's cap
+        from cocoplus.hook import tripped  # deferred: only a count past the cap, with several sessions live
+
+        answer, _runs = tripped.session_cap(h, out, _own_count(h) + 1, before=False)
+        capped = answer is not None and h.stop_sentence() is not None
+        parts.append(answer)
+    elif (out.capped or out.warned_now) and out.budget is not None:
         from cocoplus.hook import tripped  # deferred: only a tool call that trips a guard
 
         parts.append(tripped.budget_reached(h, out))
     elif (sentence := h.stop_sentence()) is not None:
         parts.append(h.adapter.halt(h.event_name, sentence, sentence))
-    parts.append(_loop_guard(h, s["loop_guard_repeats"], already_stopping=out.capped))
+    parts.append(_loop_guard(h, s["loop_guard_repeats"], already_stopping=capped))
     _record_edits(h)
     return answers.merge(*parts), 0
+
+
+def _shared(h: Hook) -> Callable[[bool], bool]:
+    """What the count asks once it reaches the cap: whether the cap is each session's now.  It is while another
+    session is live (its recorded process runs), and for a session left alone after that (`was`) whose own
+    count can be told; otherwise the project's count has the cap, as the seed's contract says."""
+
+    def shared(was: bool) -> bool:
+        sid = h.session_id
+        cs = registry.cs_id_for(sid) if sid else None
+        if cs is None and _worker_calls(h) is None:
+            return False  # nothing of its own to count: the project's count decides
+        return bool(registry.others_live(h.layout, cs)) or was
+
+    return shared
+
+
+def _own_count(h: Hook) -> int:
+    """This session's own count before this call (`registry.own_count`), or its worker's where the event names
+    no session."""
+    sid = h.session_id
+    if sid is None:
+        path = _worker_calls(h)
+        try:
+            return os.lstat(path).st_size // registry.CALL_WIDTH if path else 0
+        except OSError:
+            return 0
+    try:
+        rec = registry.read_record(h.layout, registry.cs_id_for(sid))
+    except CocoplusError:
+        rec = None
+    return registry.own_count(rec) if rec is not None else 0
+
+
+def _worker_calls(h: Hook) -> str | None:
+    """The call log of the managed worker the environment names (`COCOPLUS_WORKER`), for an event that names no
+    session; None where it names none.  (A name alone, not vouched for: it keys a count, and a stop made by it
+    is checked then, `Hook.stop_own`.)"""
+    wid = h.environ.get("COCOPLUS_WORKER")
+    if not wid:
+        return None
+    try:
+        return h.layout.worker_calls(wid)
+    except CocoplusError:  # not a valid worker id
+        return None
 
 
 def _record_edits(h: Hook, before: bool = False) -> None:
@@ -142,9 +202,10 @@ def _loop_guard(h: Hook, repeats: int, already_stopping: bool) -> dict[str, Any]
     sid = h.session_id
     cs = registry.cs_id_for(sid) if sid else None
     logged: tuple[int, int] | None = None  # (calls in the log, the run of equal calls at its end)
-    if cs is not None:
+    log = h.layout.session_calls(cs) if cs is not None else _worker_calls(h)
+    if log is not None:
         try:
-            calls, last = registry.record_call(h.layout, cs, fp, tail=max(2 * repeats, 1))
+            calls, last = registry.append_call(log, fp, tail=max(2 * repeats, 1))
         except CocoplusError as exc:
             h.log(f"tool call not appended to the session's call log: {exc}")
         else:

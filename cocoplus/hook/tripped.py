@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from cocoplus.core import fsio
 from cocoplus.core.errors import CocoplusError, StateCorrupt
-from cocoplus.session import iteration
+from cocoplus.session import iteration, registry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -73,11 +73,54 @@ def budget_reached(h: Hook, out: Outcome) -> dict[str, Any] | None:
 
 def _stop_at_cap(h: Hook, out: Outcome, b: dict[str, Any]) -> str:
     """The agent stopped at the cap (the step recorded once, by the call that reached it); what it is told."""
-    reason = iteration.exhausted_reason(b)
+    reason = iteration.exhausted_reason(b, int(h.values["session"]["project_max_iterations"]) if out.ceiling else 0)
     h.stop_agent(reason, source="iteration-budget", state="exited")
     if out.capped_now:
         h.step("iteration_cap", consumed=b["consumed"], cap=b["cap"], final_budget_state=_final_budget(h, b))
     return f"cocoplus: {reason}; the operator can continue with `cocoplus session resume --reset-budget`"
+
+
+def session_cap(h: Hook, out: Outcome, n: int, before: bool) -> tuple[dict[str, Any] | None, bool]:
+    """While several sessions are live (`out.shared`): this session's own count, `n` with this call, held to the
+    cap.  Under it, the warn threshold's checkpoint note once; at it, this session alone is stopped (a session
+    stop by `budget`, with a clean handoff) while others are live, or, alone again, as the seed's contract says
+    (AGENT_STOP with the final budget state).  Before the call, the call past the cap is refused and the one
+    reaching it runs.  (The answer, whether the call runs.)"""
+    b = out.budget
+    if b is None:
+        return None, True
+    cap, warn_at = int(b["cap"]), int(b["warn_at"])
+    if n < cap:
+        if 0 < warn_at == n:
+            h.step("checkpoint_requested", reason="iteration warn threshold (this session)", consumed=n, cap=cap,
+                   warn_at=warn_at)  # fmt: skip
+            return h.adapter.add_context(h.event_name, iteration.checkpoint_note({**b, "consumed": n})), True
+        return None, True
+    sid = h.session_id
+    cs = registry.cs_id_for(sid) if sid else None
+    rec = h.record if h.record is not None and h.record.get("id") == cs else None
+    alias = str((rec or {}).get("alias") or cs or "this session")
+    handoff = "stop here and summarise progress in .cocoplus/session/PROGRESS.md (Done, In Progress, Next, Notes)"
+    if registry.others_live(h.layout, cs):
+        reason = iteration.session_exhausted_reason(cap, alias)
+        made, then = h.stop_own(reason, principal="budget", source="iteration-budget")
+        if made:
+            h.step("iteration_cap", consumed=n, cap=cap, scope="session", alias=alias)
+        said = f"cocoplus: {reason}; {then}"
+    else:  # alone: the seed's stop, AGENT_STOP with the final budget state
+        reason = iteration.exhausted_reason(b)
+        if h.stop_agent(reason, source="iteration-budget", state="exited"):
+            h.step("iteration_cap", consumed=b["consumed"], cap=cap, session_consumed=n,
+                   final_budget_state=_final_budget(h, b))  # fmt: skip
+        said = f"cocoplus: {reason}; the operator can continue with `cocoplus session resume --reset-budget`"
+    if before and n > cap:
+        denied: dict[str, Any] | None = h.adapter.deny_tool(h.event_name, said)
+        return denied, False
+    if before:
+        last = f"cocoplus: this is the last tool call the iteration cap allows this session ({cap} of {cap}): {handoff}"
+        return h.adapter.add_context(h.event_name, last + "."), True
+    halted: dict[str, Any] | None = h.adapter.halt(h.event_name, said, f"Iteration cap reached: {handoff}.")
+    return halted, True
 
 
 def _checkpoint(h: Hook, b: dict[str, Any]) -> dict[str, Any] | None:
@@ -105,13 +148,11 @@ def repeated(h: Hook, count: int, repeats: int) -> dict[str, Any] | None:
     tool = str(h.payload.get("tool_name") or "tool")
     if count >= 2 * repeats:
         reason = f"runaway loop: the same {tool} call with the same input ran {count} times in a row"
-        if h.stop_agent(reason, source="loop-guard", state="exited"):
+        made, then = h.stop_own(reason, principal="loop-guard", source="loop-guard")
+        if made:
             h.step("loop_guard_stop", tool=tool, repeats=count)
-        halted: dict[str, Any] | None = h.adapter.halt(
-            h.event_name,
-            f"cocoplus: {reason}; the operator can continue with `cocoplus session resume`",
-            f"Stopped: {reason}.",
-        )
+        said = f"cocoplus: {reason}; {then}"
+        halted: dict[str, Any] | None = h.adapter.halt(h.event_name, said, f"Stopped: {reason}.")
         return halted
     if count != repeats:
         return None

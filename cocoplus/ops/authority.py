@@ -19,7 +19,10 @@ Principals (`vocab.PRINCIPALS`, plus `fleet:<machine>`):
   Workers report: report_progress, notify_blocked, ask_human,
   request_context, and read-only views.
 * **budget**, **loop-guard**, **watcher**: cocoplus itself (the iteration
-  and cost budgets, the runaway-loop guard, the supervision watcher).
+  and cost budgets, the runaway-loop guard, the supervision watcher).  The
+  loop guard and the iteration cap stop the session that trips them (a
+  session stop) and the project only where nothing narrower can be stopped
+  or the seed's contract says so (one live session at the cap).
 * **fleet:<machine>**: a command another machine of the fleet sent, with
   the operator's authority there; `<machine>` is the NATS user it came from
   (its subject's last token, which only that user may publish on), never
@@ -116,7 +119,8 @@ RULES: dict[str, tuple[str, ...]] = {
     "read": EVERYONE,  # status, lists, logs, views
     "report": ("operator", "brain", "worker"),  # report_progress, notify_blocked, ask_human, request_context
     "stop": ("operator", "brain", "budget", "loop-guard", "fleet"),  # the project's kill switch
-    "stop_session": ("operator", "brain", "fleet"),
+    # one session's stop; cocoplus' own guards stop the session that trips them (its loop, its own count at the cap)
+    "stop_session": ("operator", "brain", "budget", "loop-guard", "fleet"),
     "resume": ("operator", "brain", "watcher", "fleet"),  # and only a stop it may lift (may_lift)
     "resume_session": ("operator", "brain", "watcher", "fleet"),
     "steer": ("operator", "brain", "fleet"),

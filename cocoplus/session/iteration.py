@@ -30,12 +30,14 @@ from cocoplus.session import killswitch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Callable
     from typing import Any
 
 
 class Outcome:
     __slots__ = (
         "budget", "warned_now", "capped", "capped_now", "spooled", "corrupt", "failed_closed", "problems", "refused",
+        "shared", "ceiling",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -48,6 +50,10 @@ class Outcome:
         self.failed_closed: str | None = None  # the increment could not be kept: AGENT_STOP was created; why
         self.problems: list[str] = []  # what went wrong on the way, for the caller's log
         self.refused = False  # counted before the call: the cap was reached already, so this call must not run
+        # Several sessions are live (`shared`): the cap applies to each session's own count, not to the project's
+        # (the caller checks the session's); the project's count is held only to `[session] project_max_iterations`.
+        self.shared = False
+        self.ceiling = False  # what capped the count is `[session] project_max_iterations`, not the cap
 
 
 # The count's rate marks (`rate_marks`: `[[epoch seconds, count], ...]`, oldest first): one at most every
@@ -135,6 +141,8 @@ def count(
     progress_every: int = 1,
     budget: Budget | None = None,
     before_call: bool = False,
+    shared: Callable[[bool], bool] | None = None,
+    ceiling: int = 0,
 ) -> Outcome:
     """Count one tool call, exactly once. Never raises for a busy lock or a full disk.
 
@@ -142,6 +150,11 @@ def count(
     call"): a call that finds the cap reached already is not counted and must not run (`refused`), so no more
     calls run than the cap allows; a lock that stays busy refuses the call too (an increment spooled then could
     pass the cap).
+
+    `shared(was_shared)`: asked, under the count's lock and only once the count reaches the cap, whether the cap
+    is each session's now (several sessions are live; `was_shared`: it was at an earlier call): then the project's
+    count goes on (`outcome.shared`) and the caller holds the session's own count to the cap.  `ceiling`
+    (`[session] project_max_iterations`, 0: none) caps the project's count whatever is live (`outcome.ceiling`).
 
     PROGRESS.md's Iteration Budget lines follow the count (`sync_progress`) at
     every `progress_every`-th call, and always at the first, at the warn
@@ -170,7 +183,7 @@ def count(
         _keep(layout, out, str(exc))
     else:
         try:
-            _count_locked(layout, cap, warn_at, out, before_call)
+            _count_locked(layout, cap, warn_at, out, before_call, shared, ceiling)
             if sync_progress and out.budget is not None and _lines_due(out, progress_every):
                 # Still under the count's lock, so PROGRESS.md's lines change in count order;
                 # a busy progress lock is handled here and never touches the count again.
@@ -206,11 +219,25 @@ def sync_lines(layout: Layout, *, timeout: float = DEFAULT_TIMEOUT, budget: Budg
         return doc is not None and sync_progress_file(layout, doc, timeout=timeout, budget=budget)
 
 
-def exhausted_reason(doc: dict[str, Any]) -> str:
+def exhausted_reason(doc: dict[str, Any], ceiling: int = 0) -> str:
     """Why the agent is stopped at the cap; the same words for the kill switch and the status, however
-    many calls came after the stop (they are counted, never shown as a count past the cap)."""
+    many calls came after the stop (they are counted, never shown as a count past the cap).  `ceiling`: the
+    project's ceiling stopped it (`[session] project_max_iterations`)."""
+    if ceiling > 0:
+        return (
+            f"iteration budget exhausted: {ceiling} of {ceiling} tool calls used by the project's sessions together "
+            "([session] project_max_iterations)"
+        )
     cap = doc["cap"]
     return f"iteration budget exhausted: {cap} of {cap} tool calls used (cap {cap}, [session] max_iterations)"
+
+
+def session_exhausted_reason(cap: int, alias: str) -> str:
+    """Why one session is stopped at the cap while others are live (its own count reached it)."""
+    return (
+        f"iteration budget exhausted for session {alias}: {cap} of {cap} of its own tool calls used (cap {cap}, "
+        "[session] max_iterations, per session while several are live)"
+    )
 
 
 def checkpoint_note(doc: dict[str, Any]) -> str:
@@ -244,7 +271,15 @@ def _current(layout: Layout, out: Outcome) -> dict[str, Any] | None:
     return current
 
 
-def _count_locked(layout: Layout, cap: int, warn_at: int, out: Outcome, before_call: bool = False) -> None:
+def _count_locked(
+    layout: Layout,
+    cap: int,
+    warn_at: int,
+    out: Outcome,
+    before_call: bool = False,
+    shared: Callable[[bool], bool] | None = None,
+    ceiling: int = 0,
+) -> None:
     spooled_incs = _drain_spool(layout)
     current = _current(layout, out)
     if out.corrupt is not None:
@@ -254,6 +289,8 @@ def _count_locked(layout: Layout, cap: int, warn_at: int, out: Outcome, before_c
     doc = current if current is not None else new_iteration_budget(cap, warn_at)
     doc["cap"] = cap
     doc["warn_at"] = warn_at
+    limit = _limit(doc, cap, len(spooled_incs) + (0 if before_call else 1), out, shared, ceiling)
+    cap = limit
     if before_call and doc["consumed"] + len(spooled_incs) >= cap:  # the cap is reached: this call does not run
         doc["consumed"] = min(MAX_COUNT, doc["consumed"] + len(spooled_incs))  # (what was spooled, folded in)
         out.refused = out.capped = True
@@ -290,6 +327,22 @@ def _count_locked(layout: Layout, cap: int, warn_at: int, out: Outcome, before_c
     out.warned_now = warned_now
     out.capped = capped
     out.capped_now = capped_now
+
+
+def _limit(
+    doc: dict[str, Any], cap: int, adding: int, out: Outcome, shared: Callable[[bool], bool] | None, ceiling: int
+) -> int:
+    """What the project's count is held to at this call: the cap, or while several sessions are live (`shared`,
+    asked only once the count reaches the cap) nothing but the ceiling (`[session] project_max_iterations`)."""
+    limit = cap
+    if not doc["stopped"] and doc["consumed"] + adding >= cap and shared is not None:
+        if shared(bool(doc.get("shared"))):
+            doc["shared"] = out.shared = True
+            limit = MAX_COUNT + 1
+    if 0 < ceiling <= MAX_COUNT and ceiling < limit:
+        limit = ceiling
+        out.ceiling = doc["consumed"] + adding >= ceiling
+    return limit
 
 
 PROGRESS_EVERY = 10  # the hook's `progress_every`: PROGRESS.md's budget lines are written at every tenth call

@@ -109,8 +109,13 @@ def record_call(layout: Layout, cs_id: str, fingerprint: str, tail: int = 0) -> 
     loss may cost its last lines, so the loop guard counts a streak anew and the count shows a few calls fewer;
     what stops work is kept durably elsewhere (the iteration budget, session/iteration.py; stops).
     """
+    return append_call(layout.session_calls(cs_id), fingerprint, tail)
+
+
+def append_call(path: str, fingerprint: str, tail: int = 0) -> tuple[int, list[str]]:
+    """`record_call` into the call log `path` (a session's, or a worker's whose runtime names no session)."""
     line = (fingerprint[:24].ljust(24, "0") + "\n").encode("ascii")
-    count, last = fsio.append_fixed(layout.session_calls(cs_id), line, tail, durable=False)
+    count, last = fsio.append_fixed(path, line, tail, durable=False)
     return count, [
         last[i : i + 24].decode("ascii", "replace") for i in range(0, len(last) - CALL_WIDTH + 1, CALL_WIDTH)
     ]
@@ -197,6 +202,45 @@ def record_due(rec: SessionRecord) -> bool:
         return True
     at = clock.parse_iso(rec.get("updated_at"))
     return at is None or time.time() - at >= RECORD_REFRESH_S
+
+
+def live(rec: Mapping[str, Any]) -> bool:
+    """Whether the session is live: its recorded process (pid and start ticks, on this machine and in this pid
+    namespace) still runs.  A record that is merely `running`, or whose process cannot be told here, is not."""
+    proc = rec.get("process")
+    if not isinstance(proc, dict) or not isinstance(proc.get("start_ticks"), int):
+        return False
+    from cocoplus.session import procinfo  # deferred: only a count at the cap asks which sessions are live
+
+    where = procinfo.here()
+    if any(proc.get(k) is not None and proc.get(k) != where[k] for k in ("host", "pidns")):
+        return False
+    return procinfo.alive(proc.get("pid"), proc["start_ticks"]) is True
+
+
+def others_live(layout: Layout, cs_id: str | None) -> list[SessionRecord]:
+    """The live sessions (`live`) other than `cs_id`, in no order; a record that cannot be read is left out."""
+    try:
+        names = os.listdir(layout.sessions_dir)
+    except OSError:
+        return []
+    out: list[SessionRecord] = []
+    for name in names:
+        if not (name.startswith("cs_") and name.endswith(".json")) or name[:-5] == cs_id:
+            continue
+        try:
+            rec = fsio.read_json(os.path.join(layout.sessions_dir, name))
+        except CocoplusError:
+            continue
+        if isinstance(rec, dict) and live(rec):
+            out.append(rec)  # type: ignore[arg-type]  # a session record (only its process is read)
+    return out
+
+
+def own_count(rec: Mapping[str, Any]) -> int:
+    """The tool calls a session has made since the iteration budget was last reset (`budget_base`): its own count,
+    which its cap applies to while other sessions are live (session/iteration.py)."""
+    return max(0, int(rec.get("tool_calls") or 0) - int(rec.get("budget_base") or 0))
 
 
 def _read_index(layout: Layout) -> dict[str, Any]:

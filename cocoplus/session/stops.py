@@ -148,6 +148,31 @@ def stop(
     }
 
 
+def auto_stop(
+    layout: Layout,
+    rec: SessionRecord,
+    reason: str,
+    *,
+    principal: str,
+    timeout: float = DEFAULT_TIMEOUT,
+    budget: Budget | None = None,
+) -> SessionStop | None:
+    """A stop cocoplus makes itself for this session alone (`principal` `loop-guard` or `budget`): made unless the
+    session is stopped already (an operator's own stop is never replaced); the stop made, or None."""
+    cs = rec["id"]
+    doc: SessionStop = {
+        "schema_version": SCHEMA_VERSION, "id": new_stop_id(), "principal": principal, "session": cs,
+        "alias": rec.get("alias"), "runtime": rec.get("runtime"), "runtime_session_id": rec.get("runtime_session_id"),
+        "operator": "cocoplus", "reason": reason, "created_at": clock.iso(),
+    }  # fmt: skip
+    with Lock(layout.lock("session-stops"), timeout, budget):
+        if read(layout, cs) is not None:
+            return None
+        fsio.ensure_dir(layout.session_stops_dir)
+        fsio.atomic_write_json(layout.session_stop(cs), doc)
+    return doc
+
+
 def resume(
     layout: Layout,
     rec: SessionRecord,

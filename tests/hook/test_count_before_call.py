@@ -150,9 +150,14 @@ def test_the_loop_guard_sees_each_call_before_it_runs_and_stops_the_agent_after_
     assert "repeating yourself" in context(got[1])
     assert "runaway loop" in context(got[3]) and "last one that runs" in context(got[3])  # as after the call
     assert (got[4] or {}).get("continue") is False
-    assert consumed(project) == 4 and os.path.exists(project.agent_stop)  # the fifth is refused by the stop
+    # The fifth is refused by the stop: the session's own, never the project's (other sessions go on).
+    assert consumed(project) == 4 and not os.path.exists(project.agent_stop)
+    stop = json.loads(Path(project.session_stop(sessions.cs_id_for(SID))).read_text())
+    assert stop["principal"] == "loop-guard" and "4 times in a row" in stop["reason"]
     steps = [json.loads(x)["event"] for x in Path(project.steps).read_text().splitlines()]
     assert steps.count("loop_guard_stop") == 1
+    other = same | {"session_id": "sess-count-2"}
+    assert decision(run_hook(project, "PreToolUse", other, "claude", COUNT_BEFORE_CALL).json) is None
 
 
 def test_an_edit_names_its_file_before_it_runs(project: Layout) -> None:

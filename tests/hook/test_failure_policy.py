@@ -12,7 +12,7 @@ import filelock
 import pytest
 
 from cocoplus.core.paths import Layout
-from cocoplus.session import killswitch, steering
+from cocoplus.session import killswitch, registry, steering, stops
 from tests.hook.helpers import fixture, hook_env, run_hook
 from tests.support.typed import present
 
@@ -223,9 +223,15 @@ def test_loop_guard_asks_for_a_checkpoint_then_stops(project: Layout) -> None:
     assert outs[3:5] == ["", ""]
     final = json.loads(outs[5])
     assert final["continue"] is False and "runaway loop" in final["stopReason"]
-    assert json.loads(open(project.agent_stop).read())["source"] == "loop-guard"
+    assert "session resume --session cc1" in final["stopReason"]
+    # The session that loops is stopped, not the project.
+    assert not os.path.exists(project.agent_stop)
+    rec = present(registry.read_record(project, registry.cs_id_for(str(payload["session_id"]))))
+    assert rec["state"] == "exited" and rec["stopped_by"]["principal"] == "loop-guard"
+    stop = present(stops.read(project, rec["id"]))
+    assert stop["principal"] == "loop-guard" and "6 times in a row" in stop["reason"]
     # A different input breaks the streak.
-    killswitch.resume(project, "tester")
+    stops.resume(project, rec, "tester")
     other = run_hook(project, "PostToolUse", {**payload, "tool_input": {"command": "different"}}, env=env)
     assert other.out == ""
 

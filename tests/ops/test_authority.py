@@ -280,6 +280,24 @@ def test_cocoplus_own_stops_name_their_principal(project: Layout) -> None:
     assert authority.lift_refusal(OPERATOR, killswitch.read_stop(project)) is None
 
 
+def test_cocoplus_own_guards_may_stop_one_session(project: Layout) -> None:
+    """loop-guard, budget: they may make a session stop (the session that trips them); the stop names them; the
+    brain may not lift it, the operator may, and the project is not stopped by it."""
+    for kind in ("loop-guard", "budget"):
+        assert authority.allowed(authority.Principal(kind), "stop_session")
+        assert authority.allowed(authority.Principal(kind), "stop")  # the seed's contract: one live session's cap
+        assert not authority.allowed(authority.Principal(kind), "resume_session")
+    rec, _ = registry.ensure(project, "claude", "loop-1", event="SessionStart")
+    made = present(stops.auto_stop(project, rec, "runaway loop", principal="loop-guard"))
+    assert made["principal"] == "loop-guard" and made["operator"] == "cocoplus"
+    assert stops.auto_stop(project, rec, "again", principal="budget") is None  # the first stop is kept
+    assert not os.path.lexists(project.agent_stop)
+    with pytest.raises(Refused, match="runaway-loop guard: only the operator"):
+        session_ops.resume_session(project, str(rec["alias"]), principal=authority.BRAIN)
+    out = session_ops.resume_session(project, str(rec["alias"]), principal=OPERATOR)
+    assert out["resumed"] is True and out["removed"]["principal"] == "loop-guard"
+
+
 def test_every_cli_command_has_an_action() -> None:
     """Every command the CLI offers is in the authority table (an unlisted one would be the operator's alone)."""
     from cocoplus.cli.app import command_tree
