@@ -98,11 +98,19 @@ def state_text(w: dict[str, Any]) -> str:
 
 
 def ended_text(w: dict[str, Any]) -> str:
-    """How a worker ended, as `workers list` shows it (empty while it runs): its exit, who killed it, the tool
-    calls refused to it, and what it left behind."""
+    """How a worker ended, as `workers list` shows it (empty while it runs): why (who killed it; the loop guard,
+    its iteration cap, an operator's or a budget stop; its runtime's limit) and its exit, the tool calls refused
+    to it, and what it left behind."""
+    from cocoplus.supervision.workers import ending  # deferred: the CLI imports every ops module at start
+
     ended = str((w.get("exit") or {}).get("status") or "")
+    stopped, limit = w.get("stopped_by"), w.get("limit")
     if w.get("killed_by"):
         ended = f"killed by {w['killed_by']}"
+    elif isinstance(stopped, dict):
+        ended = f"{ending.stopped_text(stopped)}; {ended or 'exit status unknown'}"
+    elif isinstance(limit, dict) and ended:
+        ended = f"stopped by its runtime's {inert.line(str(limit.get('reason') or 'limit'))}; {ended}"
     if w.get("denied"):
         ended = f"{ended or '-'}; {w['denied']} denied"
     left = [p for p in w.get("left_behind") or [] if isinstance(p, dict)]

@@ -289,7 +289,7 @@ def _count_locked(
     doc = current if current is not None else new_iteration_budget(cap, warn_at)
     doc["cap"] = cap
     doc["warn_at"] = warn_at
-    limit = _limit(doc, cap, len(spooled_incs) + (0 if before_call else 1), out, shared, ceiling)
+    limit = _limit(doc, cap, len(spooled_incs) + 1, out, shared, ceiling)  # (this call reaching the cap asks too)
     cap = limit
     if before_call and doc["consumed"] + len(spooled_incs) >= cap:  # the cap is reached: this call does not run
         doc["consumed"] = min(MAX_COUNT, doc["consumed"] + len(spooled_incs))  # (what was spooled, folded in)

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, jsonl, seal, vocab
+from cocoplus.core import clock, fsio, jsonl, seal, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import limits, permissions, registry
+from cocoplus.session import killswitch, limits, permissions, registry, stops
 from cocoplus.supervision.workers.store import LIVE, alive, lock, read, records, session_of, write
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ def decide_end(
     session: bool = True,
     denied: int = 0,
     now: float | None = None,
+    stopped: Mapping[str, Any] | None = None,
 ) -> End:
     """How a run ends, from what is known of it; reads and writes nothing.
 
@@ -69,7 +70,9 @@ def decide_end(
     watcher says ended it (else the exit status says it).  `kill`: the kill request on its record (`workers kill`,
     or the kill switch ending a run whose hooks are not running).  `paused`: the limit its session is paused by now.
     `limit`: the limit its output reported.  `session`: whether it has a session.  `denied`: how many of its tool
-    calls were refused permission.  `now`: the time the limit's reset is told against.
+    calls were refused permission.  `now`: the time the limit's reset is told against.  `stopped`: the stop that
+    ended it (`stopped_by`): one of its session or of the worker alone is how it ended (`exited`, whatever its exit
+    status: a guard's stop is never a failure); the project's AGENT_STOP is only said beside it.
 
     A kill wins (`exited`, killed by whom); then a pause by a limit (`exited`, with the limit, to be resumed at the
     reset); then a limit with no session to resume (`failed`: nothing comes back); then exit code 0 (`exited`);
@@ -89,6 +92,8 @@ def decide_end(
         reason = f"killed by {killed_by} (cocoplus workers kill; {status})"
     elif paused is not None:
         state, reason, kept = "exited", f"{limits.text(paused, now)} ({status})", paused
+    elif stopped is not None and stopped.get("scope") in ("session", "worker"):
+        state, reason = "exited", f"{stopped_text(stopped)}: {stopped.get('reason') or 'no reason given'} ({status})"
     elif limit is not None and not session:  # no session to resume (its hooks never ran): nothing comes back
         cause = f"stopped by its runtime's {limit.get('reason') or 'rate limit'} before a session was recorded"
         state, reason, kept = "failed", f"{cause}, so it is not resumed ({status})", dict(limit)
@@ -101,6 +106,60 @@ def decide_end(
         reason = f"{reason}; {denied} tool call(s) were denied permission"
     wake = "session" if session else "worker" if state == "failed" else None
     return End(state, reason, told, ended, killed_by, kept, wake)
+
+
+STOPPED_BY = {"loop-guard": "the loop guard", "operator": "the operator", "brain": "the main brain",
+              "watcher": "the watcher"}  # fmt: skip
+
+
+def stopped_text(stopped: Mapping[str, Any]) -> str:
+    """Who stopped a run, in words: `stopped by the loop guard`, `stopped at its iteration cap`, `stopped by the
+    operator (AGENT_STOP)`."""
+    who = str(stopped.get("principal") or "operator")
+    project = stopped.get("scope") == "project"
+    if who == "budget":
+        words = "stopped by a budget stop" if project else "stopped at its iteration cap"
+    elif who.startswith(vocab.FLEET_PRINCIPAL_PREFIX):
+        words = f"stopped by machine {who[len(vocab.FLEET_PRINCIPAL_PREFIX) :]} of the fleet"
+    else:
+        words = f"stopped by {STOPPED_BY.get(who, who)}"
+    return f"{words} (AGENT_STOP)" if project else words
+
+
+def stopped_by(layout: Layout, rec: WorkerRecord, sess: SessionRecord | None) -> dict[str, Any] | None:
+    """The stop its run ended under, newest first where it applies: one the hook made for the worker alone (its
+    runtime named no session; `Layout.worker_stop`, taken here), its session's own stop, the project's
+    AGENT_STOP; None if none was made since the run started."""
+    since = str(rec.get("started_at") or "")
+    path = layout.worker_stop(rec["id"])
+    try:
+        doc = fsio.read_json(path)
+    except CocoplusError:
+        doc = None
+    if isinstance(doc, dict):
+        try:
+            os.unlink(path)  # read once: a later run of the worker starts without it
+        except OSError:
+            pass
+        if str(doc.get("at") or "") >= since:
+            return {"principal": doc.get("principal"), "scope": "worker", "reason": doc.get("reason"),
+                    "at": doc.get("at")}  # fmt: skip
+    if sess is not None:
+        try:
+            stop = stops.read(layout, sess["id"])
+        except CocoplusError:
+            stop = None
+        if stop is not None and str(stop.get("created_at") or "") >= since:
+            return {"principal": stop.get("principal"), "scope": "session", "reason": stop.get("reason"),
+                    "at": stop.get("created_at"), "stop": stop.get("id")}  # fmt: skip
+    try:
+        agent = killswitch.read_stop(layout)
+    except CocoplusError:
+        agent = None
+    if agent and str(agent.get("created_at") or "") >= since:
+        return {"principal": agent.get("principal"), "scope": "project", "reason": agent.get("reason"),
+                "at": agent.get("created_at"), "stop": agent.get("id")}  # fmt: skip
+    return None
 
 
 def finish(
@@ -153,7 +212,11 @@ def finish(
             if rec.get("runtimes") and isinstance(rec["runtimes"][-1], dict):  # the run of its current runtime
                 rec["runtimes"][-1].update(session=sess["id"], session_alias=sess.get("alias"))
         denied = denied_calls(layout, rec)
-        end = decide_end(code, why, kill=killed, paused=paused, limit=limit, session=sess is not None, denied=denied)
+        stop = None if killed else stopped_by(layout, rec, sess)
+        end = decide_end(
+            code, why, kill=killed, paused=paused, limit=limit, session=sess is not None, denied=denied, stopped=stop
+        )
+        rec["stopped_by"] = stop
         rec["exit"] = end.exit
         rec["ended_at"] = clock.iso()
         rec["state"] = end.state
