@@ -232,6 +232,7 @@ class SessionStop(Stop, total=False):
     alias: str | None
     runtime: str | None
     runtime_session_id: str | None
+    source: str  # a stop cocoplus made itself: iteration-budget, loop-guard (`stops.auto_stop`)
     present: bool | None  # None: whether it exists cannot be known (it stops all the same)
     unknown: str
     damaged: str  # its content cannot be read (it stops all the same)

@@ -115,6 +115,7 @@ class Hook:
         self._values: dict[str, dict[str, Any]] | None = None
         self.after: list[Any] = []  # callbacks run once the answer reached stdout
         self.record: SessionRecord | None = None
+        self.stopped: str | None = None  # what cocoplus' own stop of this call stopped: session, worker, project
         self._installed = installed  # the command's --timeout (None: an older command, see installed_s)
         self.started = STARTED  # when this process began (the waits of the handlers end in time from it)
 
@@ -344,20 +345,23 @@ class Hook:
         call made the stop, what follows it in the agent's words.)"""
         sid = self.session_id or next((v for v in (self.environ.get(n) for n in self.adapter.SESSION_ENV) if v), None)
         if sid is not None:
-            made = self._stop_session(registry.cs_id_for(sid), reason, principal)
+            made = self._stop_session(registry.cs_id_for(sid), reason, principal, source)
             if made is not None:
+                self.stopped = "session"
                 return made
         else:
             from cocoplus.session import identity  # deferred: only a stop of a call that names no session asks
 
             who = identity.of_hook(self.layout, self.environ)
             if who.worker is not None and who.record is not None:
+                self.stopped = "worker"
                 return self._stop_worker(who.worker, who.record, reason, principal)
             self.log("this event names no session and no managed worker runs it: the project is stopped")
+        self.stopped = "project"
         made_all = self.stop_agent(reason, source=source, state=state)
         return made_all, "the operator can continue with `cocoplus session resume`"
 
-    def _stop_session(self, cs: str, reason: str, principal: str) -> tuple[bool, str] | None:
+    def _stop_session(self, cs: str, reason: str, principal: str, source: str) -> tuple[bool, str] | None:
         """A stop of session `cs` alone by `principal`, said on its record (`stopped_by`); None if it cannot be
         made (the caller stops the project instead)."""
         from cocoplus.session import stops  # deferred: only a guard that trips stops a session
@@ -370,12 +374,15 @@ class Hook:
                 rec = None
         target: SessionRecord = rec if rec is not None else {"id": cs, "runtime": self.runtime}
         try:
-            made = stops.auto_stop(self.layout, target, reason, principal=principal, timeout=self.timeout)
+            made = stops.auto_stop(
+                self.layout, target, reason, principal=principal, source=source, timeout=self.timeout
+            )
         except CocoplusError as exc:
             self.log(f"could not stop this session alone ({exc}): the project is stopped instead")
             return None
         who = target.get("alias") or cs
-        then = f"the operator can continue with `cocoplus session resume --session {who}`; the other sessions go on"
+        again = "`cocoplus session resume --reset-budget`, then " if principal == "budget" else ""
+        then = f"the operator can continue with {again}`cocoplus session resume --session {who}`; the others go on"
         if made is None:
             return False, then
         at = made["created_at"]

@@ -105,7 +105,7 @@ def session_cap(h: Hook, out: Outcome, n: int, before: bool) -> tuple[dict[str, 
         reason = iteration.session_exhausted_reason(cap, alias)
         made, then = h.stop_own(reason, principal="budget", source="iteration-budget")
         if made:
-            h.step("iteration_cap", consumed=n, cap=cap, scope="session", alias=alias)
+            h.step("iteration_cap", consumed=n, cap=cap, scope=_scope(h), alias=alias)
         said = f"cocoplus: {reason}; {then}"
     else:  # alone: the seed's stop, AGENT_STOP with the final budget state
         reason = iteration.exhausted_reason(b)
@@ -121,6 +121,20 @@ def session_cap(h: Hook, out: Outcome, n: int, before: bool) -> tuple[dict[str, 
         return h.adapter.add_context(h.event_name, last + "."), True
     halted: dict[str, Any] | None = h.adapter.halt(h.event_name, said, f"Iteration cap reached: {handoff}.")
     return halted, True
+
+
+def _scope(h: Hook) -> str:
+    """What cocoplus' own stop of this call stopped (`Hook.stop_own`): `session`, `worker` or `project`."""
+    return h.stopped or "project"
+
+
+def _alias(h: Hook) -> str | None:
+    rec = h.record
+    sid = h.session_id
+    if rec is not None and sid is not None and rec.get("id") == registry.cs_id_for(sid):
+        alias = rec.get("alias")
+        return alias if isinstance(alias, str) else None
+    return None
 
 
 def _checkpoint(h: Hook, b: dict[str, Any]) -> dict[str, Any] | None:
@@ -150,7 +164,7 @@ def repeated(h: Hook, count: int, repeats: int) -> dict[str, Any] | None:
         reason = f"runaway loop: the same {tool} call with the same input ran {count} times in a row"
         made, then = h.stop_own(reason, principal="loop-guard", source="loop-guard")
         if made:
-            h.step("loop_guard_stop", tool=tool, repeats=count)
+            h.step("loop_guard_stop", tool=tool, repeats=count, scope=_scope(h), alias=_alias(h))
         said = f"cocoplus: {reason}; {then}"
         halted: dict[str, Any] | None = h.adapter.halt(h.event_name, said, f"Stopped: {reason}.")
         return halted

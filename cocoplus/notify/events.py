@@ -103,9 +103,9 @@ def from_step(rec: dict[str, Any]) -> dict[str, Any] | None:
             used=rec.get("used"), limit=rec.get("limit"), line=rec.get("line"),
         )  # fmt: skip
     if name == "iteration_cap":
-        return _event("iteration_cap", rec, consumed=rec.get("consumed"), cap=rec.get("cap"))
+        return _event("iteration_cap", rec, consumed=rec.get("consumed"), cap=rec.get("cap"), scope=rec.get("scope"))
     if name == "loop_guard_stop":
-        return _event("loop_guard", rec, tool=rec.get("tool"), repeats=rec.get("repeats"))
+        return _event("loop_guard", rec, tool=rec.get("tool"), repeats=rec.get("repeats"), scope=rec.get("scope"))
     if name == "limit_failover":
         return _event("failover", rec, worker=rec.get("worker"), to=rec.get("to"), reason=rec.get("reason"))
     if name == "limit_hand_back":

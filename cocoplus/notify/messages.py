@@ -98,8 +98,15 @@ def command(event: dict[str, Any]) -> str:
         return "cocoplus session status; raise [session] max_iterations, or checkpoint the work"
     if kind == "budget_forecast":
         return "cocoplus budget status; raise [session] budget_limit, or wrap the work up"
+    alone = event.get("scope") == "session"  # cocoplus stopped that session alone; the others go on
+    if kind == "iteration_cap" and alone:
+        return f"cocoplus session resume --reset-budget; cocoplus session resume --session {who}"
     if kind == "iteration_cap":
         return "cocoplus session resume --reset-budget"
+    if kind == "loop_guard" and alone:
+        return f"cocoplus session resume --session {who}"
+    if kind == "loop_guard" and event.get("scope") == "worker":
+        return "cocoplus workers list  (its run was ended: its runtime names no session to stop alone)"
     if kind == "loop_guard":
         return "cocoplus session resume"
     if kind == "supervision_finished":

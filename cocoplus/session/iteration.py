@@ -392,11 +392,33 @@ def reset(layout: Layout, *, budget: Budget | None = None) -> dict[str, Any]:
             os.unlink(path)
         except FileNotFoundError:
             pass
+    _rebase_sessions(layout, budget)
     try:
         sync_progress_file(layout, doc, budget=budget)
     except CocoplusError:
         pass  # PROGRESS.md's lines follow at the next count
     return doc
+
+
+def _rebase_sessions(layout: Layout, budget: Budget | None) -> None:
+    """Each session's own count starts again with the project's (`budget_base`: its calls so far)."""
+    from cocoplus.session import registry  # deferred: only a reset changes the session records
+
+    try:
+        names = os.listdir(layout.sessions_dir)
+    except OSError:
+        return
+    for name in names:
+        if not (name.startswith("cs_") and name.endswith(".json")):
+            continue
+
+        def change(r: Any) -> None:
+            r["budget_base"] = int(r.get("tool_calls") or 0)
+
+        try:
+            registry.update(layout, name[:-5], change, budget=budget)
+        except CocoplusError:
+            continue  # (a record that cannot be read keeps its count; `session status` shows it)
 
 
 def _fresh(layout: Layout) -> dict[str, Any]:

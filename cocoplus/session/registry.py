@@ -219,11 +219,24 @@ def live(rec: Mapping[str, Any]) -> bool:
 
 
 def others_live(layout: Layout, cs_id: str | None) -> list[SessionRecord]:
-    """The live sessions (`live`) other than `cs_id`, in no order; a record that cannot be read is left out."""
+    """The live sessions (`live`) run by another process than `cs_id`'s, in no order; a record that cannot be read
+    is left out.  A runtime's process runs one session at a time (a new one after `/clear` replaces the last): a
+    session recorded with the same process as `cs_id`'s (else as this hook's runtime) is not another."""
     try:
         names = os.listdir(layout.sessions_dir)
     except OSError:
         return []
+    mine: Any = None
+    if cs_id is not None:
+        try:
+            mine = (fsio.read_json(layout.session_record(cs_id)) or {}).get("process")
+        except CocoplusError:
+            mine = None
+    if not isinstance(mine, dict):
+        from cocoplus.session import procinfo  # deferred: as in `live`
+
+        mine = procinfo.runtime_process()
+    own = (mine.get("pid"), mine.get("start_ticks"))
     out: list[SessionRecord] = []
     for name in names:
         if not (name.startswith("cs_") and name.endswith(".json")) or name[:-5] == cs_id:
@@ -232,7 +245,9 @@ def others_live(layout: Layout, cs_id: str | None) -> list[SessionRecord]:
             rec = fsio.read_json(os.path.join(layout.sessions_dir, name))
         except CocoplusError:
             continue
-        if isinstance(rec, dict) and live(rec):
+        if not isinstance(rec, dict) or not isinstance(proc := rec.get("process"), dict):
+            continue
+        if (proc.get("pid"), proc.get("start_ticks")) != own and live(rec):
             out.append(rec)  # type: ignore[arg-type]  # a session record (only its process is read)
     return out
 

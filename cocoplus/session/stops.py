@@ -154,6 +154,7 @@ def auto_stop(
     reason: str,
     *,
     principal: str,
+    source: str,
     timeout: float = DEFAULT_TIMEOUT,
     budget: Budget | None = None,
 ) -> SessionStop | None:
@@ -163,7 +164,7 @@ def auto_stop(
     doc: SessionStop = {
         "schema_version": SCHEMA_VERSION, "id": new_stop_id(), "principal": principal, "session": cs,
         "alias": rec.get("alias"), "runtime": rec.get("runtime"), "runtime_session_id": rec.get("runtime_session_id"),
-        "operator": "cocoplus", "reason": reason, "created_at": clock.iso(),
+        "operator": "cocoplus", "reason": reason, "created_at": clock.iso(), "source": source,
     }  # fmt: skip
     with Lock(layout.lock("session-stops"), timeout, budget):
         if read(layout, cs) is not None:

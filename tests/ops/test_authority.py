@@ -288,9 +288,11 @@ def test_cocoplus_own_guards_may_stop_one_session(project: Layout) -> None:
         assert authority.allowed(authority.Principal(kind), "stop")  # the seed's contract: one live session's cap
         assert not authority.allowed(authority.Principal(kind), "resume_session")
     rec, _ = registry.ensure(project, "claude", "loop-1", event="SessionStart")
-    made = present(stops.auto_stop(project, rec, "runaway loop", principal="loop-guard"))
+    made = present(stops.auto_stop(project, rec, "runaway loop", principal="loop-guard", source="loop-guard"))
     assert made["principal"] == "loop-guard" and made["operator"] == "cocoplus"
-    assert stops.auto_stop(project, rec, "again", principal="budget") is None  # the first stop is kept
+    assert (
+        stops.auto_stop(project, rec, "again", principal="budget", source="iteration-budget") is None
+    )  # the first stop is kept
     assert not os.path.lexists(project.agent_stop)
     with pytest.raises(Refused, match="runaway-loop guard: only the operator"):
         session_ops.resume_session(project, str(rec["alias"]), principal=authority.BRAIN)
