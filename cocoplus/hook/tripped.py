@@ -99,6 +99,11 @@ def session_cap(h: Hook, out: Outcome, n: int, before: bool) -> tuple[dict[str, 
     sid = h.session_id
     cs = registry.cs_id_for(sid) if sid else None
     rec = h.record if h.record is not None and h.record.get("id") == cs else None
+    if rec is None and cs is not None:
+        try:
+            rec = registry.read_record(h.layout, cs)
+        except CocoplusError:
+            rec = None
     alias = str((rec or {}).get("alias") or cs or "this session")
     handoff = "stop here and summarise progress in .cocoplus/session/PROGRESS.md (Done, In Progress, Next, Notes)"
     if registry.others_live(h.layout, cs):

@@ -29,7 +29,7 @@ EXPECTED_COMMAND = {
     "limited": ("cc5", "cocoplus session resume-at cc5 HH:MM"),
     "operator_stop": ("cc3", "cocoplus session resume --session cc3"),
     "stalled": ("cc1", 'cocoplus answer cc1 "..."'),
-    "loop_guard": ("cc3", "cocoplus session resume"),
+    "loop_guard": ("cc3", "cocoplus session resume --session cc3"),  # its own stop: the others go on
     "iteration_cap": ("cc4", "cocoplus session resume --reset-budget"),
     "budget_reserve": (None, "cocoplus budget status"),
     "budget_exhausted": (None, "cocoplus budget status"),
