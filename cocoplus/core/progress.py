@@ -16,6 +16,9 @@ HANDOFF_SECTIONS = ("Done", "In Progress", "Next", "Notes")
 BUDGET_SECTION = "Iteration Budget"
 BUDGET_LABELS = ("Cap", "Consumed", "Warn At")
 COST_LABEL = "Cost"
+# Each session's own count, which the cap applies to while several sessions are live (session/iteration.py).
+SESSIONS_LABEL = "Sessions"
+OWNED_LABELS = (*BUDGET_LABELS, COST_LABEL, SESSIONS_LABEL)
 
 
 class Section:
@@ -223,7 +226,7 @@ def _owned_label(line: str) -> tuple[str, str] | None:
     if not sep:
         return None
     name = label.strip().strip("*").strip()
-    for owned in (*BUDGET_LABELS, COST_LABEL):
+    for owned in OWNED_LABELS:
         if name.lower() == owned.lower():
             return owned, prefix
     return None
@@ -264,7 +267,7 @@ def set_budget(text: str, values: dict[str, str]) -> str:
             base += fence + nl
         if base and not base.endswith(nl + nl) and base.strip():
             base += nl
-        order = [k for k in (*BUDGET_LABELS, COST_LABEL) if k in values]
+        order = [k for k in OWNED_LABELS if k in values]
         block = f"## {BUDGET_SECTION}{nl}" + "".join(f"- {k}: {values[k]}{nl}" for k in order)
         return base + block
     lines = split_lines(sec.body)
@@ -281,7 +284,7 @@ def set_budget(text: str, values: dict[str, str]) -> str:
             ending = line[len(line.rstrip("\r\n")) :] or nl
             indent = line[: len(line) - len(line.lstrip())]
             lines[i] = f"{indent}{prefix or '- '}{label}: {values[label]}{ending}"
-    missing = [k for k in (*BUDGET_LABELS, COST_LABEL) if k in values and k not in seen]
+    missing = [k for k in OWNED_LABELS if k in values and k not in seen]
     if missing:
         new = [f"- {k}: {values[k]}{nl}" for k in missing]
         if last_owned == -1:

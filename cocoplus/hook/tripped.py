@@ -111,6 +111,8 @@ def session_cap(h: Hook, out: Outcome, n: int, before: bool) -> tuple[dict[str, 
         made, then = h.stop_own(reason, principal="budget", source="iteration-budget")
         if made:
             h.step("iteration_cap", consumed=n, cap=cap, scope=_scope(h), alias=alias)
+            # The handoff the next session reads has each session's count, this call's included (once it is logged).
+            h.after.append(lambda: iteration.sync_lines(h.layout, timeout=h.timeout))
         said = f"cocoplus: {reason}; {then}"
     else:  # alone: the seed's stop, AGENT_STOP with the final budget state
         reason = iteration.exhausted_reason(b)

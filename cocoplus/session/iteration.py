@@ -188,7 +188,8 @@ def count(
                 # Still under the count's lock, so PROGRESS.md's lines change in count order;
                 # a busy progress lock is handled here and never touches the count again.
                 try:
-                    sync_progress_file(layout, out.budget, timeout=timeout, budget=budget)
+                    several = bool(out.budget.get("shared"))  # (each session's count is read only then)
+                    sync_progress_file(layout, out.budget, timeout=timeout, budget=budget, sessions=several)
                 except CocoplusError as exc:
                     out.problems.append(f"PROGRESS.md budget lines not updated: {exc}")
         finally:
@@ -216,7 +217,7 @@ def sync_lines(layout: Layout, *, timeout: float = DEFAULT_TIMEOUT, budget: Budg
     lock, so they never go back); whether it wrote.  CocoplusError if the count cannot be read."""
     with Lock(layout.lock("iteration-budget"), timeout, budget):
         doc = read(layout)
-        return doc is not None and sync_progress_file(layout, doc, timeout=timeout, budget=budget)
+        return doc is not None and sync_progress_file(layout, doc, timeout=timeout, budget=budget, sessions=True)
 
 
 def exhausted_reason(doc: dict[str, Any], ceiling: int = 0) -> str:
@@ -394,7 +395,7 @@ def reset(layout: Layout, *, budget: Budget | None = None) -> dict[str, Any]:
             pass
     _rebase_sessions(layout, budget)
     try:
-        sync_progress_file(layout, doc, budget=budget)
+        sync_progress_file(layout, doc, budget=budget, sessions=True)
     except CocoplusError:
         pass  # PROGRESS.md's lines follow at the next count
     return doc
@@ -437,6 +438,26 @@ def budget_lines(doc: dict[str, Any]) -> dict[str, str]:
     return {"Cap": str(doc["cap"]), "Consumed": str(doc["consumed"]), "Warn At": str(doc["warn_at"])}
 
 
+SESSIONS_SHOWN = 12  # PROGRESS.md's Sessions line names this many sessions at most (the most calls first)
+
+
+def sessions_line(layout: Layout) -> str | None:
+    """Each session's own count for PROGRESS.md (`cc1 12, cx1 40 (live)`), the most calls first; None if no session
+    has counted a call since the last reset."""
+    from cocoplus.session import registry  # deferred: only a sync that shows the sessions reads their records
+
+    records, _problems = registry.list_sessions(layout, settle=False)
+    counted = sorted(
+        ((registry.own_count(r), str(r.get("alias") or r["id"]), registry.live(r)) for r in records),
+        key=lambda t: (-t[0], t[1]),
+    )
+    shown = [f"{alias} {n}" + (" (live)" if live else "") for n, alias, live in counted if n > 0]
+    if not shown:
+        return None
+    more = f", and {len(shown) - SESSIONS_SHOWN} more" if len(shown) > SESSIONS_SHOWN else ""
+    return ", ".join(shown[:SESSIONS_SHOWN]) + more
+
+
 def sync_progress_file(
     layout: Layout,
     doc: dict[str, Any],
@@ -444,8 +465,10 @@ def sync_progress_file(
     *,
     timeout: float = DEFAULT_TIMEOUT,
     budget: Budget | None = None,
+    sessions: bool = False,
 ) -> bool:
-    """Set PROGRESS.md's Iteration Budget lines, leaving every other byte as it was.
+    """Set PROGRESS.md's Iteration Budget lines, leaving every other byte as it was; with `sessions`, the Sessions
+    line too (each session's own count: `sessions_line`).
 
     Does nothing if PROGRESS.md does not exist.  If the file changes while
     we compute (the agent is editing it), we start again from its new
@@ -454,6 +477,8 @@ def sync_progress_file(
     from cocoplus.core import progress  # deferred: most counted calls leave PROGRESS.md alone (PROGRESS_EVERY)
 
     values = budget_lines(doc)
+    if sessions and os.path.lexists(layout.progress) and (line := sessions_line(layout)) is not None:
+        values["Sessions"] = line
     if extra:
         values.update(extra)
     return update_progress(layout, lambda text: progress.set_budget(text, values), timeout=timeout, budget=budget)

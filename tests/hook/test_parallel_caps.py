@@ -123,6 +123,9 @@ def test_with_several_live_each_session_has_its_own_cap_and_alone_again_the_seed
     assert present(registry.read_record(project, "cs_b"))["stopped_by"]["scope"] == "session"
     doc = present(iteration.read(project))
     assert (doc["consumed"], doc["cap"], doc["stopped"], doc["shared"]) == (5, 3, False, True)
+    # PROGRESS.md's Iteration Budget section has both: the project's count, and each session's own.
+    text = Path(project.progress).read_text()
+    assert "- Cap: 3\n- Consumed: 5\n" in text and "- Sessions: cx2 3 (live), cx1 2 (live)\n" in text, text
     # b's runtime ends: a is alone; its own count (2) is under the cap, so its next call is its last, and the stop
     # is the seed's (AGENT_STOP with the final budget state), not a session stop.
     runtimes.end("b")
