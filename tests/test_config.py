@@ -18,6 +18,7 @@ from tests.support.typed import present
 # The seed's [session] defaults, and cocoplus' own for the other sections.
 EXPECTED_DEFAULTS = {
     "session.max_iterations": 200,
+    "session.project_max_iterations": 0,
     "session.iteration_warn_at": 160,
     "session.budget_limit": 0.0,
     "session.budget_reserve_fraction": 0.10,

@@ -35,7 +35,8 @@ KEYS: tuple[Key, ...] = (
         "max_iterations",
         "int",
         200,
-        "iteration cap: tool calls counted by PostToolUse before the agent is stopped",
+        "iteration cap: tool calls counted by PostToolUse before the agent is stopped (while several sessions are "
+        "live, each session's own calls: the one reaching it is stopped alone)",
         minimum=1,
         maximum=MAX_COUNT,
     ),
