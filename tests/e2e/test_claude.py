@@ -169,7 +169,10 @@ def test_loop_guard_stops_an_agent_repeating_one_bash_command(claude_project: Pr
         # After the third identical call the model was told it is repeating itself.
         assert "repeating yourself" in stub.all_text()
     assert calls.read_text().split() == ["again"] * 6  # stopped at twice the threshold
-    stop = p.read_json("AGENT_STOP")
-    assert stop["source"] == "loop-guard" and "6 times in a row" in stop["reason"]
+    # Its own session is stopped, not the project (other sessions would go on).
+    assert not (p.root / "AGENT_STOP").exists()
+    (stop_file,) = (p.root / "session-stops").glob("cs_*.json")
+    stop = json.loads(stop_file.read_text())
+    assert stop["principal"] == "loop-guard" and "6 times in a row" in stop["reason"]
     events = [s["event"] for s in p.steps()]
     assert events.count("checkpoint_requested") == 1 and events.count("loop_guard_stop") == 1
