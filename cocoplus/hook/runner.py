@@ -115,7 +115,7 @@ class Hook:
         self._values: dict[str, dict[str, Any]] | None = None
         self.after: list[Any] = []  # callbacks run once the answer reached stdout
         self.record: SessionRecord | None = None
-        self.stopped: str | None = None  # what cocoplus' own stop of this call stopped: session, worker, project
+        self.stopped: str | None = None  # what cocoplus' own stop of this call stopped (`tripped.stop_own`)
         self._installed = installed  # the command's --timeout (None: an older command, see installed_s)
         self.started = STARTED  # when this process began (the waits of the handlers end in time from it)
 
@@ -337,85 +337,6 @@ class Hook:
         self.touch_session(lambda r: r.update({"state": state, "exit_reason": reason}))  # the stopped session says so
         return bool(result["created"])
 
-    def stop_own(self, reason: str, *, principal: str, source: str, state: str = "exited") -> tuple[bool, str]:
-        """Stop what this call belongs to and nothing more, as cocoplus (`principal` `loop-guard` or `budget`): its
-        session (a session stop: the other sessions go on); where the event names no session (docs/guides/
-        budgets.md, "Where an event names no session"), the managed worker cocoplus vouches this hook runs for (its
-        run is ended: its process group, once the answer is out); else the project (AGENT_STOP).  (Whether this
-        call made the stop, what follows it in the agent's words.)"""
-        sid = self.session_id or next((v for v in (self.environ.get(n) for n in self.adapter.SESSION_ENV) if v), None)
-        if sid is not None:
-            made = self._stop_session(registry.cs_id_for(sid), reason, principal, source)
-            if made is not None:
-                self.stopped = "session"
-                return made
-        else:
-            from cocoplus.session import identity  # deferred: only a stop of a call that names no session asks
-
-            who = identity.of_hook(self.layout, self.environ)
-            if who.worker is not None and who.record is not None:
-                self.stopped = "worker"
-                return self._stop_worker(who.worker, who.record, reason, principal)
-            self.log("this event names no session and no managed worker runs it: the project is stopped")
-        self.stopped = "project"
-        made_all = self.stop_agent(reason, source=source, state=state)
-        return made_all, "the operator can continue with `cocoplus session resume`"
-
-    def _stop_session(self, cs: str, reason: str, principal: str, source: str) -> tuple[bool, str] | None:
-        """A stop of session `cs` alone by `principal`, said on its record (`stopped_by`); None if it cannot be
-        made (the caller stops the project instead)."""
-        from cocoplus.session import stops  # deferred: only a guard that trips stops a session
-
-        rec: SessionRecord | None = self.record if self.record is not None and self.record.get("id") == cs else None
-        if rec is None:
-            try:
-                rec = registry.read_record(self.layout, cs)
-            except CocoplusError:
-                rec = None
-        target: SessionRecord = rec if rec is not None else {"id": cs, "runtime": self.runtime}
-        try:
-            made = stops.auto_stop(
-                self.layout, target, reason, principal=principal, source=source, timeout=self.timeout
-            )
-        except CocoplusError as exc:
-            self.log(f"could not stop this session alone ({exc}): the project is stopped instead")
-            return None
-        who = target.get("alias") or cs
-        again = "`cocoplus session resume --reset-budget`, then " if principal == "budget" else ""
-        then = f"the operator can continue with {again}`cocoplus session resume --session {who}`; the others go on"
-        if made is None:
-            return False, then
-        at = made["created_at"]
-        by = {"principal": principal, "scope": "session", "reason": reason, "at": at, "stop": made["id"]}
-
-        def change(r: SessionRecord) -> None:
-            r.update({"state": "exited", "exit_reason": reason, "stopped_by": by})
-
-        try:
-            self.record = registry.update(self.layout, cs, change, timeout=self.timeout)
-        except CocoplusError as exc:  # (no record yet: the stop itself is what stops it)
-            self.log(f"session record not updated with its stop: {exc}")
-        self.step("session_stop", stopped=cs, alias=target.get("alias"), operator="cocoplus", principal=principal,
-                  reason=reason, stop_id=made["id"])  # fmt: skip
-        return True, then
-
-    def _stop_worker(self, wid: str, rec: Any, reason: str, principal: str) -> tuple[bool, str]:
-        """End the run of managed worker `wid`, whose runtime's event names no session: why, where its run's end
-        reads it (`Layout.worker_stop`), and its process group ended once this hook has answered."""
-        path = self.layout.worker_stop(wid)
-        made = not os.path.lexists(path)
-        if made:
-            doc = {"principal": principal, "scope": "worker", "reason": reason, "at": clock.iso()}
-            try:
-                fsio.atomic_write_json(path, doc)
-            except CocoplusError as exc:
-                self.log(f"why worker {wid} was stopped not recorded: {exc}")
-            self.step("worker_stop", worker=wid, principal=principal, reason=reason)
-        pid, ticks, group = rec.get("pid"), rec.get("start_ticks"), rec.get("pgid")
-        if isinstance(group, int) and group > 1:
-            self.after.append(lambda: _end_group(group, pid, ticks))
-        return made, f"worker {wid}'s run is ended (its runtime names no session to stop alone); the others go on"
-
     def attention(
         self, rec: SessionRecord, attention: str | None, detail: str | None = None, request: str | None = None
     ) -> None:
@@ -424,19 +345,6 @@ class Hook:
         detail = detail or (said[:300] if said else None)
         if registry.attend(rec, attention, detail):
             self.after.append(lambda: self.signal("attention", attention, detail=detail, request=request))
-
-
-def _end_group(group: int, pid: Any, ticks: Any) -> None:
-    """SIGTERM to a worker's process group (this hook's own, usually), while its runtime is the process recorded."""
-    from cocoplus.session import procinfo  # deferred: only a worker stopped without a session ends its group
-
-    if procinfo.alive(pid, ticks) is True:
-        import signal  # deferred: as above
-
-        try:
-            os.killpg(group, signal.SIGTERM)
-        except OSError:
-            pass
 
 
 def decide_order(kind: str, runtime_known: bool, state_known: bool, problem: bool) -> list[Step]:

@@ -139,18 +139,22 @@ def _shared(h: Hook) -> Callable[[bool], bool]:
     count can be told; otherwise the project's count has the cap, as the seed's contract says."""
 
     def shared(was: bool) -> bool:
+        from cocoplus.session import sharing  # deferred: only a count that reaches the cap asks
+
         sid = h.session_id
         cs = registry.cs_id_for(sid) if sid else None
         if cs is None and _worker_calls(h) is None:
             return False  # nothing of its own to count: the project's count decides
-        return bool(registry.others_live(h.layout, cs)) or was
+        return bool(sharing.others_live(h.layout, cs)) or was
 
     return shared
 
 
 def _own_count(h: Hook) -> int:
-    """This session's own count before this call (`registry.own_count`), or its worker's where the event names
+    """This session's own count before this call (`sharing.own_count`), or its worker's where the event names
     no session."""
+    from cocoplus.session import sharing  # deferred: only a count past the cap, with several sessions live
+
     sid = h.session_id
     if sid is None:
         path = _worker_calls(h)
@@ -162,13 +166,13 @@ def _own_count(h: Hook) -> int:
         rec = registry.read_record(h.layout, registry.cs_id_for(sid))
     except CocoplusError:
         rec = None
-    return registry.own_count(rec) if rec is not None else 0
+    return sharing.own_count(rec) if rec is not None else 0
 
 
 def _worker_calls(h: Hook) -> str | None:
     """The call log of the managed worker the environment names (`COCOPLUS_WORKER`), for an event that names no
     session; None where it names none.  (A name alone, not vouched for: it keys a count, and a stop made by it
-    is checked then, `Hook.stop_own`.)"""
+    is checked then, `tripped.stop_own`.)"""
     wid = h.environ.get("COCOPLUS_WORKER")
     if not wid:
         return None

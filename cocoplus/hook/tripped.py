@@ -8,14 +8,18 @@ loads nothing of it.  Standard library only.
 
 from __future__ import annotations
 
-from cocoplus.core import fsio
+import os
+import signal
+
+from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError, StateCorrupt
-from cocoplus.session import iteration, registry
+from cocoplus.session import iteration, procinfo, registry, sharing, stops
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from typing import Any
 
+    from cocoplus.core.shapes import SessionRecord
     from cocoplus.hook.runner import Hook  # only a type: the runner imports this module
     from cocoplus.session.iteration import Outcome
 
@@ -106,9 +110,9 @@ def session_cap(h: Hook, out: Outcome, n: int, before: bool) -> tuple[dict[str, 
             rec = None
     alias = str((rec or {}).get("alias") or cs or "this session")
     handoff = "stop here and summarise progress in .cocoplus/session/PROGRESS.md (Done, In Progress, Next, Notes)"
-    if registry.others_live(h.layout, cs):
-        reason = iteration.session_exhausted_reason(cap, alias)
-        made, then = h.stop_own(reason, principal="budget", source="iteration-budget")
+    if sharing.others_live(h.layout, cs):
+        reason = sharing.session_exhausted_reason(cap, alias)
+        made, then = stop_own(h, reason, principal="budget", source="iteration-budget")
         if made:
             h.step("iteration_cap", consumed=n, cap=cap, scope=_scope(h), alias=alias)
             # The handoff the next session reads has each session's count, this call's included (once it is logged).
@@ -131,7 +135,7 @@ def session_cap(h: Hook, out: Outcome, n: int, before: bool) -> tuple[dict[str, 
 
 
 def _scope(h: Hook) -> str:
-    """What cocoplus' own stop of this call stopped (`Hook.stop_own`): `session`, `worker` or `project`."""
+    """What cocoplus' own stop of this call stopped (`stop_own`): `session`, `worker` or `project`."""
     return h.stopped or "project"
 
 
@@ -163,13 +167,103 @@ def _final_budget(h: Hook, iteration_doc: dict[str, Any]) -> dict[str, Any]:
     return final
 
 
+# -- what cocoplus' own guards stop --------------------------------------------------------------------------------
+
+
+def stop_own(h: Hook, reason: str, *, principal: str, source: str, state: str = "exited") -> tuple[bool, str]:
+    """Stop what this call belongs to and nothing more, as cocoplus (`principal` `loop-guard` or `budget`): its
+    session (a session stop: the other sessions go on); where the event names no session (docs/guides/
+    budgets.md, "Where an event names no session"), the managed worker cocoplus vouches this hook runs for (its
+    run is ended: its process group, once the answer is out); else the project (AGENT_STOP).  (Whether this
+    call made the stop, what follows it in the agent's words.)"""
+    sid = h.session_id or next((v for v in (h.environ.get(n) for n in h.adapter.SESSION_ENV) if v), None)
+    if sid is not None:
+        made = _stop_session(h, registry.cs_id_for(sid), reason, principal, source)
+        if made is not None:
+            h.stopped = "session"
+            return made
+    else:
+        from cocoplus.session import identity  # deferred: it loads the seal's hashing; only a call naming no session
+
+        who = identity.of_hook(h.layout, h.environ)
+        if who.worker is not None and who.record is not None:
+            h.stopped = "worker"
+            return _stop_worker(h, who.worker, who.record, reason, principal)
+        h.log("this event names no session and no managed worker runs it: the project is stopped")
+    h.stopped = "project"
+    made_all = h.stop_agent(reason, source=source, state=state)
+    return made_all, "the operator can continue with `cocoplus session resume`"
+
+
+def _stop_session(h: Hook, cs: str, reason: str, principal: str, source: str) -> tuple[bool, str] | None:
+    """A stop of session `cs` alone by `principal`, said on its record (`stopped_by`); None if it cannot be
+    made (the caller stops the project instead)."""
+    rec: SessionRecord | None = h.record if h.record is not None and h.record.get("id") == cs else None
+    if rec is None:
+        try:
+            rec = registry.read_record(h.layout, cs)
+        except CocoplusError:
+            rec = None
+    target: SessionRecord = rec if rec is not None else {"id": cs, "runtime": h.runtime}
+    try:
+        made = stops.auto_stop(h.layout, target, reason, principal=principal, source=source, timeout=h.timeout)
+    except CocoplusError as exc:
+        h.log(f"could not stop this session alone ({exc}): the project is stopped instead")
+        return None
+    who = target.get("alias") or cs
+    again = "`cocoplus session resume --reset-budget`, then " if principal == "budget" else ""
+    then = f"the operator can continue with {again}`cocoplus session resume --session {who}`; the others go on"
+    if made is None:
+        return False, then
+    at = made["created_at"]
+    by = {"principal": principal, "scope": "session", "reason": reason, "at": at, "stop": made["id"]}
+
+    def change(r: SessionRecord) -> None:
+        r.update({"state": "exited", "exit_reason": reason, "stopped_by": by})
+
+    try:
+        h.record = registry.update(h.layout, cs, change, timeout=h.timeout)
+    except CocoplusError as exc:  # (no record yet: the stop itself is what stops it)
+        h.log(f"session record not updated with its stop: {exc}")
+    h.step("session_stop", stopped=cs, alias=target.get("alias"), operator="cocoplus", principal=principal,
+              reason=reason, stop_id=made["id"])  # fmt: skip
+    return True, then
+
+
+def _stop_worker(h: Hook, wid: str, rec: Any, reason: str, principal: str) -> tuple[bool, str]:
+    """End the run of managed worker `wid`, whose runtime's event names no session: why, where its run's end
+    reads it (`Layout.worker_stop`), and its process group ended once this hook has answered."""
+    path = h.layout.worker_stop(wid)
+    made = not os.path.lexists(path)
+    if made:
+        doc = {"principal": principal, "scope": "worker", "reason": reason, "at": clock.iso()}
+        try:
+            fsio.atomic_write_json(path, doc)
+        except CocoplusError as exc:
+            h.log(f"why worker {wid} was stopped not recorded: {exc}")
+        h.step("worker_stop", worker=wid, principal=principal, reason=reason)
+    pid, ticks, group = rec.get("pid"), rec.get("start_ticks"), rec.get("pgid")
+    if isinstance(group, int) and group > 1:
+        h.after.append(lambda: _end_group(group, pid, ticks))
+    return made, f"worker {wid}'s run is ended (its runtime names no session to stop alone); the others go on"
+
+
+def _end_group(group: int, pid: Any, ticks: Any) -> None:
+    """SIGTERM to a worker's process group (this hook's own, usually), while its runtime is the process recorded."""
+    if procinfo.alive(pid, ticks) is True:
+        try:
+            os.killpg(group, signal.SIGTERM)
+        except OSError:
+            pass
+
+
 def repeated(h: Hook, count: int, repeats: int) -> dict[str, Any] | None:
     """The same call with the same input `count` times in a row: a checkpoint request at `repeats`, a stop at twice
     that."""
     tool = str(h.payload.get("tool_name") or "tool")
     if count >= 2 * repeats:
         reason = f"runaway loop: the same {tool} call with the same input ran {count} times in a row"
-        made, then = h.stop_own(reason, principal="loop-guard", source="loop-guard")
+        made, then = stop_own(h, reason, principal="loop-guard", source="loop-guard")
         if made:
             h.step("loop_guard_stop", tool=tool, repeats=count, scope=_scope(h), alias=_alias(h))
         said = f"cocoplus: {reason}; {then}"

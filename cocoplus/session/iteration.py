@@ -233,14 +233,6 @@ def exhausted_reason(doc: dict[str, Any], ceiling: int = 0) -> str:
     return f"iteration budget exhausted: {cap} of {cap} tool calls used (cap {cap}, [session] max_iterations)"
 
 
-def session_exhausted_reason(cap: int, alias: str) -> str:
-    """Why one session is stopped at the cap while others are live (its own count reached it)."""
-    return (
-        f"iteration budget exhausted for session {alias}: {cap} of {cap} of its own tool calls used (cap {cap}, "
-        "[session] max_iterations, per session while several are live)"
-    )
-
-
 def checkpoint_note(doc: dict[str, Any]) -> str:
     """What the agent is told at the warn threshold."""
     return (
@@ -393,33 +385,14 @@ def reset(layout: Layout, *, budget: Budget | None = None) -> dict[str, Any]:
             os.unlink(path)
         except FileNotFoundError:
             pass
-    _rebase_sessions(layout, budget)
+    from cocoplus.session import sharing  # deferred: only a reset changes the session records
+
+    sharing.rebase(layout, budget)
     try:
         sync_progress_file(layout, doc, budget=budget, sessions=True)
     except CocoplusError:
         pass  # PROGRESS.md's lines follow at the next count
     return doc
-
-
-def _rebase_sessions(layout: Layout, budget: Budget | None) -> None:
-    """Each session's own count starts again with the project's (`budget_base`: its calls so far)."""
-    from cocoplus.session import registry  # deferred: only a reset changes the session records
-
-    try:
-        names = os.listdir(layout.sessions_dir)
-    except OSError:
-        return
-    for name in names:
-        if not (name.startswith("cs_") and name.endswith(".json")):
-            continue
-
-        def change(r: Any) -> None:
-            r["budget_base"] = int(r.get("tool_calls") or 0)
-
-        try:
-            registry.update(layout, name[:-5], change, budget=budget)
-        except CocoplusError:
-            continue  # (a record that cannot be read keeps its count; `session status` shows it)
 
 
 def _fresh(layout: Layout) -> dict[str, Any]:
@@ -438,26 +411,6 @@ def budget_lines(doc: dict[str, Any]) -> dict[str, str]:
     return {"Cap": str(doc["cap"]), "Consumed": str(doc["consumed"]), "Warn At": str(doc["warn_at"])}
 
 
-SESSIONS_SHOWN = 12  # PROGRESS.md's Sessions line names this many sessions at most (the most calls first)
-
-
-def sessions_line(layout: Layout) -> str | None:
-    """Each session's own count for PROGRESS.md (`cc1 12, cx1 40 (live)`), the most calls first; None if no session
-    has counted a call since the last reset."""
-    from cocoplus.session import registry  # deferred: only a sync that shows the sessions reads their records
-
-    records, _problems = registry.list_sessions(layout, settle=False)
-    counted = sorted(
-        ((registry.own_count(r), str(r.get("alias") or r["id"]), registry.live(r)) for r in records),
-        key=lambda t: (-t[0], t[1]),
-    )
-    shown = [f"{alias} {n}" + (" (live)" if live else "") for n, alias, live in counted if n > 0]
-    if not shown:
-        return None
-    more = f", and {len(shown) - SESSIONS_SHOWN} more" if len(shown) > SESSIONS_SHOWN else ""
-    return ", ".join(shown[:SESSIONS_SHOWN]) + more
-
-
 def sync_progress_file(
     layout: Layout,
     doc: dict[str, Any],
@@ -468,7 +421,7 @@ def sync_progress_file(
     sessions: bool = False,
 ) -> bool:
     """Set PROGRESS.md's Iteration Budget lines, leaving every other byte as it was; with `sessions`, the Sessions
-    line too (each session's own count: `sessions_line`).
+    line too (each session's own count: `sharing.sessions_line`).
 
     Does nothing if PROGRESS.md does not exist.  If the file changes while
     we compute (the agent is editing it), we start again from its new
@@ -477,8 +430,11 @@ def sync_progress_file(
     from cocoplus.core import progress  # deferred: most counted calls leave PROGRESS.md alone (PROGRESS_EVERY)
 
     values = budget_lines(doc)
-    if sessions and os.path.lexists(layout.progress) and (line := sessions_line(layout)) is not None:
-        values["Sessions"] = line
+    if sessions and os.path.lexists(layout.progress):
+        from cocoplus.session import sharing  # deferred: only a sync that shows the sessions reads their records
+
+        if (line := sharing.sessions_line(layout)) is not None:
+            values["Sessions"] = line
     if extra:
         values.update(extra)
     return update_progress(layout, lambda text: progress.set_budget(text, values), timeout=timeout, budget=budget)

@@ -204,60 +204,6 @@ def record_due(rec: SessionRecord) -> bool:
     return at is None or time.time() - at >= RECORD_REFRESH_S
 
 
-def live(rec: Mapping[str, Any]) -> bool:
-    """Whether the session is live: its recorded process (pid and start ticks, on this machine and in this pid
-    namespace) still runs.  A record that is merely `running`, or whose process cannot be told here, is not."""
-    proc = rec.get("process")
-    if not isinstance(proc, dict) or not isinstance(proc.get("start_ticks"), int):
-        return False
-    from cocoplus.session import procinfo  # deferred: only a count at the cap asks which sessions are live
-
-    where = procinfo.here()
-    if any(proc.get(k) is not None and proc.get(k) != where[k] for k in ("host", "pidns")):
-        return False
-    return procinfo.alive(proc.get("pid"), proc["start_ticks"]) is True
-
-
-def others_live(layout: Layout, cs_id: str | None) -> list[SessionRecord]:
-    """The live sessions (`live`) run by another process than `cs_id`'s, in no order; a record that cannot be read
-    is left out.  A runtime's process runs one session at a time (a new one after `/clear` replaces the last): a
-    session recorded with the same process as `cs_id`'s (else as this hook's runtime) is not another."""
-    try:
-        names = os.listdir(layout.sessions_dir)
-    except OSError:
-        return []
-    mine: Any = None
-    if cs_id is not None:
-        try:
-            mine = (fsio.read_json(layout.session_record(cs_id)) or {}).get("process")
-        except CocoplusError:
-            mine = None
-    if not isinstance(mine, dict):
-        from cocoplus.session import procinfo  # deferred: as in `live`
-
-        mine = procinfo.runtime_process()
-    own = (mine.get("pid"), mine.get("start_ticks"))
-    out: list[SessionRecord] = []
-    for name in names:
-        if not (name.startswith("cs_") and name.endswith(".json")) or name[:-5] == cs_id:
-            continue
-        try:
-            rec = fsio.read_json(os.path.join(layout.sessions_dir, name))
-        except CocoplusError:
-            continue
-        if not isinstance(rec, dict) or not isinstance(proc := rec.get("process"), dict):
-            continue
-        if (proc.get("pid"), proc.get("start_ticks")) != own and live(rec):
-            out.append(rec)  # type: ignore[arg-type]  # a session record (only its process is read)
-    return out
-
-
-def own_count(rec: Mapping[str, Any]) -> int:
-    """The tool calls a session has made since the iteration budget was last reset (`budget_base`): its own count,
-    which its cap applies to while other sessions are live (session/iteration.py)."""
-    return max(0, int(rec.get("tool_calls") or 0) - int(rec.get("budget_base") or 0))
-
-
 def _read_index(layout: Layout) -> dict[str, Any]:
     try:
         obj = fsio.read_json(layout.sessions_index)

@@ -19,7 +19,7 @@ import pytest
 
 from cocoplus.core.paths import Layout
 from cocoplus.hook import COUNT_BEFORE_CALL
-from cocoplus.session import iteration, procinfo, registry, stops
+from cocoplus.session import iteration, procinfo, registry, sharing, stops
 from tests.conftest import run_cli_subprocess
 from tests.hook.helpers import fixture, run_hook
 from tests.support.typed import present
@@ -181,5 +181,5 @@ def test_a_reset_starts_each_session_s_own_count_again(project: Layout, runtimes
     out = run_cli_subprocess("session", "resume", "--session", "cx1", "--yes", cwd=project.project, env=env)
     assert out.code == 0, out
     rec = present(registry.read_record(project, "cs_r"))
-    assert registry.own_count(rec) == 0 and rec["budget_base"] == 2
+    assert sharing.own_count(rec) == 0 and rec["budget_base"] == 2
     assert not halted(post(project, "r", 2))  # its own count starts again: 1 of 2

@@ -22,7 +22,7 @@ import pytest
 
 from cocoplus.core.paths import Layout
 from cocoplus.hook import COUNT_BEFORE_CALL
-from cocoplus.session import iteration, registry, stops
+from cocoplus.session import iteration, registry, sharing, stops
 from cocoplus.session.workspace import init
 from cocoplus.supervision import workers
 from tests.conftest import run_cli_subprocess
@@ -198,7 +198,7 @@ def test_with_several_workers_live_the_one_that_reaches_the_cap_is_stopped_and_t
     assert [x.split()[0] for x in lines] == ["ran"] * 6 + ["denied"], lines
     assert "last tool call the iteration cap allows this session" in lines[5] and "PROGRESS.md" in lines[5]
     sess = present(registry.read_record(proj, capped["session"]))
-    assert registry.own_count(sess) == 6 and sess["stopped_by"]["principal"] == "budget"
+    assert sharing.own_count(sess) == 6 and sess["stopped_by"]["principal"] == "budget"
     doc = present(iteration.read(proj))
     assert doc["consumed"] == 9 and doc["cap"] == 6 and doc["stopped"] is False and doc["shared"] is True
     # The survivor, alone now, has made 3 calls of its own: its next 2 run, and it ends as it would have.
