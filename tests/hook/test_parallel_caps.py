@@ -183,3 +183,18 @@ def test_a_reset_starts_each_session_s_own_count_again(project: Layout, runtimes
     rec = present(registry.read_record(project, "cs_r"))
     assert sharing.own_count(rec) == 0 and rec["budget_base"] == 2
     assert not halted(post(project, "r", 2))  # its own count starts again: 1 of 2
+
+
+def test_an_event_that_names_no_session_outside_a_worker_stops_the_project_at_the_cap(
+    project: Layout, runtimes: Runtimes
+) -> None:
+    """Nothing narrower than the project can be stopped for it (no session, no managed worker): the seed's stop,
+    whatever else is live."""
+    config(project, "max_iterations = 2\n")
+    runtimes.start("live-other")
+    bare = {k: v for k, v in fixture("codex-posttooluse-bash.json").items() if k != "session_id"}
+    answers = [run_hook(project, "PostToolUse", bare | {"tool_input": {"command": f"echo {n}"}}, "codex").json
+               for n in range(2)]  # fmt: skip
+    assert [halted(a or {}) for a in answers] == [False, True]
+    assert json.loads(Path(project.agent_stop).read_text())["principal"] == "budget"
+    assert not os.path.isdir(project.session_stops_dir)
