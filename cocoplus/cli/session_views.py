@@ -68,6 +68,11 @@ def iteration_text(ib: dict[str, Any]) -> Styled:
         if not ib.get("cap"):
             return Styled("not started")
         return Styled(f"not started: 0 of {ib['cap']} tool calls used ({cap}; checkpoint at {ib['warn_at']})")
+    if ib.get("shared") and not ib["stopped"]:  # several sessions were live at the cap: each has its own
+        return Styled(
+            f"{ib['consumed']} tool calls used by the project's sessions together; the cap is each session's own "
+            f"count since several were live at it ({cap}; PROGRESS.md's Sessions line has each one's)"
+        )
     shown = min(ib["consumed"], ib["cap"])
     text = f"{shown} of {ib['cap']} tool calls used, {ib['remaining']} left ({cap}; checkpoint at {ib['warn_at']})"
     flags = []

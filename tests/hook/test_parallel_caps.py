@@ -198,3 +198,16 @@ def test_an_event_that_names_no_session_outside_a_worker_stops_the_project_at_th
     assert [halted(a or {}) for a in answers] == [False, True]
     assert json.loads(Path(project.agent_stop).read_text())["principal"] == "budget"
     assert not os.path.isdir(project.session_stops_dir)
+
+
+def test_session_status_says_the_cap_is_each_session_s_once_shared(project: Layout, runtimes: Runtimes) -> None:
+    config(project, "max_iterations = 2\n")
+    for sid in ("t", "u"):
+        runtimes.start(sid)
+    for n in range(2):
+        post(project, "t", n)
+        post(project, "u", n)
+    out = run_cli_subprocess("session", "status", cwd=project.project, env={"COCOPLUS_DIR": project.root})
+    assert out.code == 0, out
+    assert "4 tool calls used by the project's sessions together; the cap is each session's own count" in out.out
+    assert "cap reached" not in out.out
