@@ -30,6 +30,7 @@ from tests.hook.helpers import hook_argv
 from tests.supervision.workers_support import stop_workers
 from tests.support.typed import present
 from tests.support.waiting import wait_until
+from tests.support.wired import hooks_installed
 
 STANDIN = """#!{python}
 import json, os, subprocess, sys, time
@@ -102,6 +103,7 @@ def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Layout]:
     monkeypatch.setenv("FAKE_DIR", str(tmp_path))
     monkeypatch.setenv("FAKE_HOOK_ARGV", json.dumps(hook_argv("EVENT", "claude")))
     monkeypatch.setenv("COCOPLUS_DIR", layout.root)
+    hooks_installed(layout, "claude")  # launch refuses a runtime that would run no cocoplus hook
     yield layout
     stop_workers(layout)
 
