@@ -116,6 +116,10 @@ class Hook:
         self.after: list[Any] = []  # callbacks run once the answer reached stdout
         self.record: SessionRecord | None = None
         self.stopped: str | None = None  # what cocoplus' own stop of this call stopped (`tripped.stop_own`)
+        # While the cap is each session's: this call in its call log, and its own count with it, both taken under
+        # the count's lock (`tools._shared`), so that a session's racing calls are counted in order.
+        self.logged_call: tuple[int, list[str]] | None = None
+        self.own: int | None = None
         self._installed = installed  # the command's --timeout (None: an older command, see installed_s)
         self.started = STARTED  # when this process began (the waits of the handlers end in time from it)
 

@@ -76,7 +76,7 @@ def _count_before_call(h: Hook) -> tuple[dict[str, Any] | None, bool]:
             "run it again",
         ), False  # fmt: skip
     if out.shared and not out.capped:  # several sessions are live: the cap is this session's own count's
-        return tripped.session_cap(h, out, _own_count(h) + 1, before=True)
+        return tripped.session_cap(h, out, _own_count(h), before=True)
     return tripped.budget_before_call(h, out), not out.refused
 
 
@@ -119,7 +119,7 @@ def on_post_tool(h: Hook) -> Answer:
     if out.shared and not out.capped and out.budget is not None:  # several live: this session's own count's cap
         from cocoplus.hook import tripped  # deferred: only a count past the cap, with several sessions live
 
-        answer, _runs = tripped.session_cap(h, out, _own_count(h) + 1, before=False)
+        answer, _runs = tripped.session_cap(h, out, _own_count(h), before=False)
         capped = answer is not None and h.stop_sentence() is not None
         parts.append(answer)
     elif (out.capped or out.warned_now) and out.budget is not None:
@@ -143,30 +143,51 @@ def _shared(h: Hook) -> Callable[[bool], bool]:
 
         sid = h.session_id
         cs = registry.cs_id_for(sid) if sid else None
-        if cs is None and _worker_calls(h) is None:
+        log = h.layout.session_calls(cs) if cs is not None else _worker_calls(h)
+        if log is None:
             return False  # nothing of its own to count: the project's count decides
-        return bool(sharing.others_live(h.layout, cs)) or was
+        if not (sharing.others_live(h.layout, cs) or was):
+            return False
+        # Each session's own count decides: this call goes into its log now, under the count's lock, and its own
+        # count is read with it (the loop guard takes this append as its own).
+        repeats = int(h.values["session"]["loop_guard_repeats"])
+        try:
+            h.logged_call = registry.append_call(log, registry.fingerprint(h.payload), tail=max(2 * repeats, 1))
+        except CocoplusError as exc:
+            h.log(f"tool call not appended to the session's call log: {exc}")
+            return True
+        if cs is None:
+            h.own = h.logged_call[0]
+        else:
+            try:
+                rec = registry.read_record(h.layout, cs)
+            except CocoplusError:
+                rec = None
+            h.own = sharing.own_count(rec) if rec is not None else h.logged_call[0]
+        return True
 
     return shared
 
 
 def _own_count(h: Hook) -> int:
-    """This session's own count before this call (`sharing.own_count`), or its worker's where the event names
-    no session."""
+    """This session's own count with this call (`sharing.own_count`), or its worker's where the event names no
+    session: as taken under the count's lock (`_shared`), else (its call log could not be appended) read now."""
+    if h.own is not None:
+        return h.own
     from cocoplus.session import sharing  # deferred: only a count past the cap, with several sessions live
 
     sid = h.session_id
     if sid is None:
         path = _worker_calls(h)
         try:
-            return os.lstat(path).st_size // registry.CALL_WIDTH if path else 0
+            return (os.lstat(path).st_size // registry.CALL_WIDTH if path else 0) + 1
         except OSError:
-            return 0
+            return 1
     try:
         rec = registry.read_record(h.layout, registry.cs_id_for(sid))
     except CocoplusError:
         rec = None
-    return sharing.own_count(rec) if rec is not None else 0
+    return (sharing.own_count(rec) if rec is not None else 0) + 1
 
 
 def _worker_calls(h: Hook) -> str | None:
@@ -208,8 +229,8 @@ def _loop_guard(h: Hook, repeats: int, already_stopping: bool) -> dict[str, Any]
     logged: tuple[int, int] | None = None  # (calls in the log, the run of equal calls at its end)
     log = h.layout.session_calls(cs) if cs is not None else _worker_calls(h)
     if log is not None:
-        try:
-            calls, last = registry.append_call(log, fp, tail=max(2 * repeats, 1))
+        try:  # (appended already where the count took it under its lock)
+            calls, last = h.logged_call or registry.append_call(log, fp, tail=max(2 * repeats, 1))
         except CocoplusError as exc:
             h.log(f"tool call not appended to the session's call log: {exc}")
         else:

@@ -211,3 +211,49 @@ def test_session_status_says_the_cap_is_each_session_s_once_shared(project: Layo
     assert out.code == 0, out
     assert "4 tool calls used by the project's sessions together; the cap is each session's own count" in out.out
     assert "cap reached" not in out.out
+
+
+def test_two_live_sessions_racing_each_run_exactly_their_own_cap(project: Layout, runtimes: Runtimes) -> None:
+    """Two sessions' calls race (each session's own calls one after the other, as a runtime makes them, the two
+    sessions at once): the project's count is exact, and each session runs exactly the cap, whichever reaches
+    the project's cap first; neither stops the other, and the project is not stopped."""
+    import threading  # (only this test races)
+
+    config(project, "max_iterations = 8\n")
+    for sid in ("racer-a", "racer-b"):
+        runtimes.start(sid)
+    got: dict[str, list[bool]] = {"racer-a": [], "racer-b": []}
+
+    def run(sid: str) -> None:
+        for n in range(12):
+            got[sid].append(denied(pre(project, sid, n)))
+
+    threads = [threading.Thread(target=run, args=(sid,)) for sid in got]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    for sid, answers in got.items():
+        assert answers == [False] * 8 + [True] * 4, (sid, answers)
+        assert present(stops.read(project, registry.cs_id_for(sid)))["principal"] == "budget"
+    assert present(iteration.read(project))["consumed"] == 16
+    assert not os.path.lexists(project.agent_stop)
+
+
+def test_one_session_s_parallel_calls_racing_past_its_own_cap_run_exactly_the_cap(
+    project: Layout, runtimes: Runtimes
+) -> None:
+    """A runtime's parallel tool calls race for the session's last calls: each is counted in the session's own log
+    under the count's lock, so exactly the cap run, however many race."""
+    from concurrent.futures import ThreadPoolExecutor  # (only this test races one session's calls)
+
+    config(project, "max_iterations = 4\n")
+    for sid in ("busy", "other"):
+        runtimes.start(sid)
+    for n in range(4):  # the project's count reaches the cap: from now on it is each session's own
+        pre(project, "other", n)
+    with ThreadPoolExecutor(10) as pool:
+        answers = list(pool.map(lambda n: denied(pre(project, "busy", 100 + n)), range(10)))
+    assert sorted(answers) == [False] * 4 + [True] * 6, answers
+    assert sharing.own_count(present(registry.read_record(project, "cs_busy"))) == 10  # all counted, 4 ran
+    assert not os.path.lexists(project.agent_stop)
