@@ -61,8 +61,9 @@ def _count_before_call(h: Hook) -> tuple[dict[str, Any] | None, bool]:
     )  # fmt: skip
     for problem in out.problems:
         h.log(problem)
-    if not (out.corrupt or out.failed_closed or out.refused or out.capped or out.warned_now or out.shared):
-        return None, True  # the usual call: counted, nothing to say
+    if not (out.corrupt or out.failed_closed or out.refused or out.capped or out.warned_now):
+        if not out.shared or not _own_due(h, out):
+            return None, True  # the usual call (or, several sessions live, one under its own cap): nothing to say
     from cocoplus.hook import tripped  # deferred: only a call whose count has something to say gets here
 
     if out.corrupt is not None:
@@ -116,7 +117,9 @@ def on_post_tool(h: Hook) -> Answer:
         reason = f"cocoplus: this tool call could not be counted ({out.failed_closed}); the agent is stopped"
         return h.adapter.halt(h.event_name, reason, reason), 0
     capped = out.capped
-    if out.shared and not out.capped and out.budget is not None:  # several live: this session's own count's cap
+    if out.shared and not out.capped and out.budget is not None and not _own_due(h, out):
+        pass  # several sessions live, this one under its own cap: nothing to say
+    elif out.shared and not out.capped and out.budget is not None:  # several live: this session's own count's cap
         from cocoplus.hook import tripped  # deferred: only a count past the cap, with several sessions live
 
         answer, _runs = tripped.session_cap(h, out, _own_count(h), before=False)
@@ -167,6 +170,16 @@ def _shared(h: Hook) -> Callable[[bool], bool]:
         return True
 
     return shared
+
+
+def _own_due(h: Hook, out: Any) -> bool:
+    """Whether this session's own count (several sessions live) has something to say: the cap, or its warn
+    threshold (`tripped.session_cap`, loaded only then)."""
+    b = out.budget
+    if b is None:
+        return False
+    n = _own_count(h)
+    return n >= int(b["cap"]) or 0 < int(b["warn_at"]) == n
 
 
 def _own_count(h: Hook) -> int:

@@ -9,7 +9,6 @@ loads nothing of it.  Standard library only.
 from __future__ import annotations
 
 import os
-import signal
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError, StateCorrupt
@@ -251,6 +250,8 @@ def _stop_worker(h: Hook, wid: str, rec: Any, reason: str, principal: str) -> tu
 def _end_group(group: int, pid: Any, ticks: Any) -> None:
     """SIGTERM to a worker's process group (this hook's own, usually), while its runtime is the process recorded."""
     if procinfo.alive(pid, ticks) is True:
+        import signal  # deferred: it loads `enum`; only a worker's run ended without a session needs it
+
         try:
             os.killpg(group, signal.SIGTERM)
         except OSError:

@@ -255,5 +255,5 @@ def test_one_session_s_parallel_calls_racing_past_its_own_cap_run_exactly_the_ca
     with ThreadPoolExecutor(10) as pool:
         answers = list(pool.map(lambda n: denied(pre(project, "busy", 100 + n)), range(10)))
     assert sorted(answers) == [False] * 4 + [True] * 6, answers
-    assert sharing.own_count(present(registry.read_record(project, "cs_busy"))) == 10  # all counted, 4 ran
+    assert present(stops.read(project, "cs_busy"))["principal"] == "budget"
     assert not os.path.lexists(project.agent_stop)
