@@ -167,6 +167,9 @@ def test_a_worker_whose_loop_guard_fires_leaves_a_second_live_worker_running(
         assert loop["exit"]["signal"] == "SIGTERM", loop
         assert not os.path.exists(proj.worker_stop("w2"))  # read once, when the run ended
     assert "w2" in listed(proj) and "stopped by the loop guard" in listed(proj)
+    # The morning's summary tells it the same way.
+    summary = run_cli_subprocess("summary", cwd=proj.project)
+    assert summary.code == 0 and "stopped by the loop guard: runaway loop" in summary.out, summary
     # The other worker's next calls run, and it ends as it would have.
     before = len(calls(proj, "steady-1"))
     release(proj, "steady-1")
