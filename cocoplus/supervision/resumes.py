@@ -317,7 +317,10 @@ def hand_back(layout: Layout, rec: SessionRecord, limit: dict[str, Any], now: fl
     other = runtimes.get(str(over.get("to"))) if runtimes.known(str(over.get("to"))) else None
     mine = runtimes.get(str(rec.get("runtime")))
     title = other.TITLE if other else str(over.get("to"))
-    why = f"its {limit.get('reason') or 'rate limit'} has reset, so the work done meanwhile in {title} comes back"
+    why = (
+        f"{mine.TITLE}'s {limit.get('reason') or 'rate limit'} has reset, so the work done meanwhile in {title} "
+        f"comes back to {mine.TITLE}"
+    )
     text = handoff.takeover(layout, wrec, title, mine.TITLE, why, last_report=workers.last_report(layout, wid))
     out = resume(layout, rec, limit, now, text)
     fields: dict[str, Any] = {"from": over.get("to"), "to": rec.get("runtime")}  # (`from` is a keyword)
