@@ -49,7 +49,8 @@ def render_status(st: dict[str, Any]) -> None:
         only = f" (only {_who(sc['only'])})" if sc.get("only") else ""
         output.line(
             f"scope: {sc.get('mode')}{only}; excluded: {_who(sc.get('excluded', [])) or 'none'}; "
-            f"supervised now: {', '.join(sc.get('supervised', [])) or 'none'}"
+            "supervised now: "
+            + ((", ".join(sc.get("supervised", [])) or "none") if auto.get("enabled") else "none (supervision is off)")
         )
     if sup is not None:
         if sup.get("running"):
