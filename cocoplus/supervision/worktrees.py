@@ -238,6 +238,10 @@ def of(rec: WorkerRecord) -> dict[str, Any]:
     return tree
 
 
+def branch_exists(layout: Layout, branch: str) -> bool:
+    return git(layout.project, "rev-parse", "--verify", "-q", f"refs/heads/{branch}").returncode == 0
+
+
 def protected(layout: Layout, rec: WorkerRecord, span: str) -> list[str]:
     """The protected paths among the files `span` of the worker's branch changes: added, edited, deleted, and both
     ends of a rename (a rename away from `.claude/settings.json` changes what runs too)."""
@@ -317,7 +321,7 @@ def remove(layout: Layout, rec: WorkerRecord, force: bool = False) -> dict[str, 
             )
     git(layout.project, "worktree", "prune")
     out["removed"] = True
-    exists = git(layout.project, "rev-parse", "--verify", "-q", f"refs/heads/{tree['branch']}").returncode == 0
+    exists = branch_exists(layout, tree["branch"])
     merged = exists and git(layout.project, "merge-base", "--is-ancestor", tree["branch"], "HEAD").returncode == 0
     if exists and (merged or force):
         r = git(layout.project, "branch", "-D", tree["branch"])
