@@ -278,10 +278,12 @@ def doctor(layout: Layout) -> dict[str, Any]:
     and whether hooks have fired."""
     project = layout.project
     records, problems = sessions.list_sessions(layout)
-    problems = list(problems) + _config_problems(layout)
+    broken = _config_problems(layout)
+    problems = list(problems) + broken
     found = hook_problems(project)
     parts = configured(project)
     out: dict[str, Any] = {"project": project, "runtimes": {}, "problems": problems, "hook_problems": found}
+    out["config"] = {"ok": not broken, "error": broken[0] if broken else None}  # `doctor` exits 1 when not ok
     for adapter in registry.ordered():
         runtime = adapter.NAME
         path = settings_path(adapter, project)

@@ -293,7 +293,7 @@ def answer(
         q = last_question(layout, rec["id"])
         if q is None:
             who = rec.get("alias") or rec["id"]
-            raise UsageError(
+            raise CocoplusError(
                 f"{who} has asked no question (a worker asks with `cocoplus ask-human`); "
                 f"use `cocoplus dispatch {who} ...`"
             )

@@ -468,7 +468,7 @@ def schedule(layout: Layout, ref: str, when: str, by: str, principal: str = "ope
     limit = rec.get("limit")
     ended = rec.get("state") == "exited" and isinstance(limit, dict) and not limit.get("cancelled")
     if limits.active(rec) is None and not ended:  # (an interactive session limited, then quit, can still be)
-        raise UsageError(
+        raise CocoplusError(
             f"{who} is not paused by a rate or usage limit (it is {rec.get('state')}): nothing to resume at a time",
             hint=f'`cocoplus dispatch {who} "..."` gives it its next piece of work now',
         )

@@ -192,7 +192,7 @@ def test_answer_reaches_the_worker_and_the_conversation_shows_it_against_the_que
 
 def test_answer_without_a_question_fails_and_is_recorded(project: Layout) -> None:
     session(project)
-    with pytest.raises(UsageError, match="has asked no question"):
+    with pytest.raises(CocoplusError, match="has asked no question"):
         dispatch_ops.answer(project, "cc1", "yes", by="alice")
     (act,) = action_records(project)
     assert act["action"] == "answer_worker" and "no question" in act["error"] and act["result"] is None

@@ -178,7 +178,7 @@ def test_a_worktree_that_cannot_be_made_is_one_line_and_nothing_is_made(proj: La
         git(project, "branch", "cocoplus/taken")
         why = "the branch cocoplus/taken exists already"
     before = branches(proj) if case != "not-git" else []
-    with pytest.raises(UsageError) as err:
+    with pytest.raises(CocoplusError) as err:
         workers.launch(proj, "claude", "never", by="alice", alias="taken", worktree=True)
     assert why in str(err.value) and "\n" not in str(err.value)
     assert workers.ids(proj) == [] and not os.path.exists(proj.worktrees_dir)

@@ -152,10 +152,15 @@ def register(app: typer.Typer) -> None:
     @app.command("doctor")
     def doctor(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
         """Report which runtimes are wired to cocoplus, what is wrong with their hooks, and whether they fired.
-        Exits 1 where this project's hooks run another cocoplus than the one that wired it, or none."""
+        Exits 1 where this project's hooks run another cocoplus than the one that wired it, or none, and when the
+        configuration (cocoplus.toml, or your config.toml) does not load."""
         result = project_ops.doctor(layout())
+        broken = (result.get("config") or {}).get("error")
+        if broken and not json_out:  # the error first, then everything that still answers
+            output.error_line(broken, "`cocoplus config show` checks the file")
+            result["problems"] = [p for p in result["problems"] if p != broken]
         output.show(result, json_out, render_doctor)
-        raise typer.Exit(1 if result.get("failed") else 0)
+        raise typer.Exit(1 if result.get("failed") or broken else 0)
 
     plugin = typer.Typer(
         help="cocoplus as a Claude Code plugin, a Gemini CLI extension, a Codex or Cortex Code plugin.",
