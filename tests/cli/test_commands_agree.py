@@ -13,7 +13,7 @@ from tests.support.waiting import wait_until
 
 
 def _running(layout: Layout, rid: str) -> None:
-    registry.ensure(layout, "claude", rid, event="SessionStart", change=lambda r: r.update(state="running"))
+    registry.ensure(layout, "claude", rid, event="SessionStart", change=lambda r: r.__setitem__("state", "running"))
 
 
 # -- `supervised yes` only while supervision is on ------------------------------------------------------------

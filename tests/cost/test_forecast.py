@@ -29,8 +29,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from cocoplus.core import clock, fsio
 from cocoplus.core.paths import Layout
 from cocoplus.cost import forecast

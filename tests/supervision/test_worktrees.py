@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core.errors import CocoplusError, Refused, UsageError
+from cocoplus.core.errors import CocoplusError, Refused
 from cocoplus.core.paths import Layout
 from cocoplus.core.shapes import WorkerRecord
 from cocoplus.ops import authority
@@ -318,9 +318,9 @@ def test_clean_removes_ended_workers_worktrees_and_keeps_unmerged_branches(proj:
             f"cocoplus: error: worker {wid}: its worktree and its branch cocoplus/{alias} were removed by "
             f"`workers clean` at {when}; there is nothing left to diff, merge or clean"
         )
-        for verb in ("diff", "merge", "clean"):
-            code, out, err = cli("workers", verb, alias, cwd=proj.project)
-            assert (code, out, err.splitlines()) == (1, "", [line]), (verb, err)
+        for word in ("diff", "merge", "clean"):
+            code, out, err = cli("workers", word, alias, cwd=proj.project)
+            assert (code, out, err.splitlines()) == (1, "", [line]), (word, err)
     release(proj, "still-running")
     wait_until(lambda: ended(proj, running["id"]), timeout=60)
     ops.clean(proj, principal=authority.operator())
