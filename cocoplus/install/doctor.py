@@ -347,6 +347,7 @@ def doctor(layout: Layout) -> dict[str, Any]:
             )
         info["mcp_registered"] = mcp_config.registered(adapter, project)
         info["mcp_current"] = mcp_config.current(adapter, project)
+        info["mcp_approved"] = mcp_config.approved(adapter, project)  # None: the runtime has no such setting
         mine = [r for r in records if r.get("runtime") == runtime]
         last = max((r.get("last_event_at") or "" for r in mine), default="") or None
         info.update(

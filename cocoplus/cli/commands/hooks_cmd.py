@@ -73,6 +73,11 @@ def render_doctor(result: dict[str, Any]) -> None:
                 notes.append("outdated " + ", ".join(info["outdated"]))
             if info.get("mcp_registered") is False:
                 notes.append("MCP server not registered")
+            elif info.get("mcp_approved") is False:
+                notes.append(
+                    f"MCP server not approved for you (`cocoplus install {name}` approves install's own entry; "
+                    "otherwise the runtime asks)"
+                )
             if info.get("upgrade_available"):
                 notes.append(f"an upgrade of the hooks is available (run `cocoplus install {name}`)")
             output.line(f"{name:7} wired; {fired}" + (f"; {'; '.join(notes)}" if notes else ""))
