@@ -102,7 +102,7 @@ STATE: dict[str, tuple[tuple[str, ...], str, str]] = {
     "chat setup": (("command", "--", "true"), "empty", NO_PROJECT),
     "workflow start": (("r1",), "empty", NO_PROJECT),
     "workflow end": (("r1",), "empty", NO_PROJECT),
-    "launch": (("claude", "task", "--worktree"), "git-less", "is not in a git repository"),
+    "launch": (("claude", "task"), "project", "cannot launch claude: its cocoplus hooks are not installed"),
     "workers list": ((), "empty", NO_PROJECT),
     "workers logs": (("w1",), "project", "w1"),
     "workers kill": (("w1",), "project", "w1"),
@@ -135,6 +135,12 @@ STATE: dict[str, tuple[tuple[str, ...], str, str]] = {
     "stage start": (("s",), "empty", NO_PROJECT),
     "stage end": (("s",), "empty", NO_PROJECT),
 }
+
+# More state errors, each of which exited 2 once: (arguments, where, words).
+MORE_STATE: list[tuple[tuple[str, ...], str, str]] = [
+    (("launch", "claude", "task", "--worktree", "--unsupervised"), "git-less", "is not in a git repository"),
+    (("workers", "clean", "w1"), "project", "w1"),
+]
 
 # Commands with no state a person can get wrong, or whose exit codes belong to another protocol.
 NO_STATE_ERROR = {
@@ -220,6 +226,12 @@ def test_a_state_error_exits_1(cli, tmp_path: Path, leaf: str) -> None:
     cwd = where(kind, tmp_path)
     code, out, err = cli(*leaf.split(), *args, cwd=cwd, stdin="")
     one_error(code, out, err, 1, words, report=leaf in REPORT_TOO)
+
+
+@pytest.mark.parametrize(("args", "kind", "words"), MORE_STATE, ids=[" ".join(u[0]) for u in MORE_STATE])
+def test_more_state_errors_exit_1(cli, tmp_path: Path, args: tuple[str, ...], kind: str, words: str) -> None:
+    code, out, err = cli(*args, cwd=where(kind, tmp_path))
+    one_error(code, out, err, 1, words)
 
 
 @pytest.mark.parametrize(("args", "kind", "words"), USAGE, ids=[" ".join(u[0]) for u in USAGE])
