@@ -1,8 +1,10 @@
 """The real Claude Code, interactive on a pseudo-terminal: after `cocoplus install claude` it starts cocoplus's MCP
 server without asking "New MCP server found in this project" (whose default answer, "Continue without using this
-MCP server", leaves the worker tools off); the folder's trust dialog is still asked, and answered as install says.
-With a `.mcp.json` entry install did not write, install approves nothing, Claude Code asks, and the answer install
-names turns the server on.  The model is never reached: the test reads Claude Code's own screens (`/mcp`)."""
+MCP server", leaves the worker tools off).  With a `.mcp.json` entry install did not write, install approves nothing,
+Claude Code asks, and the answer install names turns the server on.  The folder's trust dialog, which install says
+to answer "Yes, I trust this folder", is recorded as answered in the test's home (as Claude Code records it), so the
+test presses keys only at the MCP question.  The model is never reached: the test reads Claude Code's own screens
+(`/mcp`)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from tests.support.runtimes import runtime_bin
 pytestmark = pytest.mark.e2e
 
 ANSI = re.compile(r"\x1b\[[0-9;?<>=]*[a-zA-Z~]|\x1b\][^\x07]*\x07|\x1b[()][AB0]|\x1b[=>]")
-DOWN, UP, ENTER = b"\x1b[B", b"\x1b[A", b"\r"
+UP, ENTER = b"\x1b[A", b"\r"
 TRUST = "Yes,Itrustthisfolder"
 MCP_DIALOG = "NewMCPserverfoundinthisproject:cocoplus"
 READY = "shift+tabtocycle"
@@ -83,6 +85,16 @@ class Terminal:
             os.write(self.master, k)
             self.read(0.4)
 
+    def settle(self, quiet: float = 1.5, timeout: float = 30) -> None:
+        """Read until the screen has been still for `quiet` seconds: a menu listens for keys once it is drawn
+        (on a busy machine, a key pressed earlier is lost)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            before = len(self.shown)
+            self.read(quiet)
+            if len(self.shown) == before:
+                return
+
     def close(self) -> None:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, 9)
@@ -91,7 +103,8 @@ class Terminal:
 
 
 def onboarded(p: Project) -> None:
-    """A home where Claude Code's first-run screens (theme, login, the API key) were answered already."""
+    """A home where Claude Code's first-run screens (theme, login, the API key) were answered already, and the
+    project's folder trusted ("Yes, I trust this folder", the answer install gives: Claude Code records it there)."""
     (p.home / ".claude.json").write_text(
         json.dumps(
             {
@@ -99,19 +112,18 @@ def onboarded(p: Project) -> None:
                 "lastOnboardingVersion": "2.1.328",
                 "theme": "dark",
                 "customApiKeyResponses": {"approved": ["sk-test-local"], "rejected": []},
+                "projects": {str(p.project): {"hasTrustDialogAccepted": True}},
             }
         )
     )
 
 
-def start(p: Project) -> tuple[Terminal, int]:
-    """Claude Code started in the project, its folder trusted as install says (the second answer); and where on
-    the screen its answer begins."""
+def start(p: Project) -> Terminal:
+    """Claude Code started in the project (its folder trusted already, `onboarded`)."""
     term = Terminal(p)
-    term.wait_for(TRUST)
-    mark = len(term.seen())
-    term.keys(DOWN, ENTER)
-    return term, mark
+    term.wait_for("ClaudeCodev", MCP_DIALOG, TRUST)
+    assert TRUST not in term.seen(), "the folder's trust was asked again"
+    return term
 
 
 def servers(term: Terminal) -> str:
@@ -131,9 +143,9 @@ def test_after_install_claude_code_uses_cocoplus_without_the_dialog(e2e_project:
     assert "approved for you in .claude/settings.local.json (enabledMcpjsonServers)" in out, out
     assert 'answer "Yes, I trust this folder"' in out, out  # the question Claude Code still asks, and its answer
     onboarded(p)
-    term, mark = start(p)
+    term = start(p)
     try:
-        assert term.wait_for(MCP_DIALOG, READY, since=mark) == READY  # no dialog: straight to the prompt
+        assert term.wait_for(MCP_DIALOG, READY) == READY  # no dialog: straight to the prompt
         assert servers(term) == CONNECTED
         assert MCP_DIALOG not in term.seen()
     finally:
@@ -154,9 +166,10 @@ def test_an_entry_install_did_not_write_is_asked_about_and_the_answer_install_na
     out = p.cocoplus("install", "claude").stdout
     assert "withdrawn" in out and 'answer "Use this MCP server"' in out, out
     onboarded(p)
-    term, mark = start(p)
+    term = start(p)
     try:
-        assert term.wait_for(MCP_DIALOG, READY, since=mark) == MCP_DIALOG
+        assert term.wait_for(MCP_DIALOG, READY) == MCP_DIALOG
+        term.settle()
         mark = len(term.seen())
         term.keys(UP, UP, ENTER)  # "Use this MCP server", the first of its three answers
         term.wait_for(READY, since=mark)
