@@ -79,6 +79,7 @@ STATE: dict[str, tuple[tuple[str, ...], str, str]] = {
     "budget status": ((), "empty", NO_PROJECT),
     "budget add-cost": (("1",), "empty", NO_PROJECT),
     "serve": ((), "empty", NO_PROJECT),
+    "summary": ((), "empty", NO_PROJECT),
     "supervise": (("--again",), "project", "supervise --again: there is no last goal"),
     "supervision enable": ((), "empty", NO_PROJECT),
     "supervision finish": ((), "empty", NO_PROJECT),
