@@ -101,7 +101,7 @@ def retry(layout: Layout, conversation: str = store.DEFAULT_CONVERSATION, task_i
         check_id(task_id, "task id")
         target = store.read_task(layout, conversation, task_id)
         if target["state"] != "failed":
-            raise UsageError(f"task {task_id} is {target['state']}, not failed")
+            raise CocoplusError(f"task {task_id} is {target['state']}, not failed")
 
     def requeue(doc: dict[str, Any]) -> None:
         doc["state"] = "queued"

@@ -251,9 +251,10 @@ def render_sessions(result: dict[str, Any]) -> None:
     if not records:
         output.line("no agent sessions recorded yet (hooks record them; see `cocoplus doctor`)")
     else:
-        # "yes" for a session supervision watches now (active and in its scope: `supervised now` of supervision
-        # status), "no (excluded)" for one outside its scope, "-" for one that has ended (it wakes nobody).
-        now = set((result.get("scope") or {}).get("supervised") or [])
+        # "yes" for a session supervision watches now (it is on, and the session is active and in its scope:
+        # `supervised now` of supervision status), "no (excluded)" for one outside its scope, "-" for one that has
+        # ended or while supervision is off (it wakes nobody).
+        now = set((result.get("scope") or {}).get("supervised") or []) if result.get("supervision_on") else set()
         marks = {
             r.get("id"): "yes"
             if (r.get("alias") or r.get("id")) in now

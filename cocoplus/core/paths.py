@@ -427,6 +427,12 @@ class Layout:
         return self._p("fleet", "commands.jsonl")
 
     @property
+    def mcp_approvals(self) -> str:
+        """The runtimes' per-user approvals of cocoplus' project MCP server that `install` added (so that `uninstall`
+        removes only those): `{runtime: {"file", "key", "created"}}`."""
+        return self._p("mcp-approvals.json")
+
+    @property
     def fleet_sent(self) -> str:
         """Every fleet command sent from this project, appended: when it was sent, then what each target answered."""
         return self._p("fleet", "sent.jsonl")

@@ -166,13 +166,18 @@ def new_stop_id() -> str:
 
 
 def render_stop(
-    operator: str, reason: str, created_at: str | None = None, source: str = "operator", principal: str | None = None
+    operator: str,
+    reason: str,
+    created_at: str | None = None,
+    source: str = "operator",
+    principal: str | None = None,
+    stop_id: str | None = None,
 ) -> AgentStop:
     """An AGENT_STOP body: who (`principal`, one of vocab.PRINCIPALS or `fleet:<machine>`; `operator` is the
-    name shown), why, when, and its id."""
+    name shown), why, when, and its id (`stop_id`: the one its sender chose, a fleet stop's)."""
     return {
         "schema_version": SCHEMA_VERSION,
-        "id": new_stop_id(),
+        "id": stop_id or new_stop_id(),
         "principal": principal or _SOURCE_PRINCIPALS.get(source, "operator"),
         "operator": operator,
         "reason": reason,

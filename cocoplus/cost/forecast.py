@@ -47,6 +47,26 @@ if TYPE_CHECKING:
     from cocoplus.core.shapes import SessionRecord
 
 WINDOW_S = 3600.0
+# A forecast is made only from this much: a couple of calls a few seconds apart is no pace of work ("990.371
+# calls/h" from two calls).  The iteration cap needs both, the cost budget the span.  Below it the line says what
+# there is so far.
+FORECAST_MIN_CALLS = 10
+FORECAST_MIN_SPAN_S = 600.0
+RATE_DIGITS = 2
+
+
+def rate(per_h: float) -> float:
+    """A rate as every door shows it: at most two significant digits (`990.371` is `990`, `4.125` is `4.1`,
+    `1234` is `1200`): the one rounding of every forecast's rate (`rate_text` says it)."""
+    if not _num(per_h) or per_h == 0:
+        return 0.0
+    return float(round(per_h, RATE_DIGITS - 1 - math.floor(math.log10(abs(per_h)))))
+
+
+def rate_text(per_h: float) -> str:
+    """`rate(per_h)` in words: `990`, `4.1`, `0.35`, `1200000` (never an exponent)."""
+    r = rate(per_h)
+    return f"{r:.0f}" if abs(r) >= 10 else f"{r:g}"
 
 
 def _num(x: Any) -> bool:
@@ -110,7 +130,7 @@ def cost(
         "exhausted": None,
         "why": None,
     }
-    rate = None
+    per_s = None
     end = None
     if not usage:
         out["why"] = "no rate: the spend log has no timed usage yet"
@@ -128,9 +148,14 @@ def cost(
                 out["why"] = "one measurement so far: no rate yet"
             elif spent_in <= 0:
                 out["why"] = f"nothing spent in the last {_span(window_s)} of measured spend"
+            elif end - start < FORECAST_MIN_SPAN_S:
+                out["why"] = (
+                    f"spend measured over {_span(round(end - start))} so far: a forecast needs "
+                    f"{_span(FORECAST_MIN_SPAN_S)} at least"
+                )
             else:
-                rate = spent_in / (end - start)
-                out["rate_per_h"] = round(rate * 3600, 6)
+                per_s = spent_in / (end - start)
+                out["rate_per_h"] = rate(per_s * 3600)
                 out["since"] = clock.iso(start)
     if limit <= 0:
         out["why"] = out["why"] or "no limit set ([session] budget_limit = 0)"
@@ -138,8 +163,8 @@ def cost(
     if enforcement == "off":
         out["why"] = "not enforced ([session] budget_enforcement = off)"
         return out
-    out["reserve"] = _eta(series, spent, limit * (1 - fraction), end, rate)
-    out["exhausted"] = _eta(series, spent, limit, end, rate)
+    out["reserve"] = _eta(series, spent, limit * (1 - fraction), end, per_s)
+    out["exhausted"] = _eta(series, spent, limit, end, per_s)
     return out
 
 
@@ -180,10 +205,16 @@ def iterations(doc: dict[str, Any] | None, cap: int, now: float, *, window_s: fl
     if consumed <= n0:
         out["why"] = f"no tool call in the last {_span(window_s)}"
         return out
-    rate = (consumed - n0) / (end - t0)
-    out["rate_per_h"] = round(rate * 3600, 3)
+    if consumed - n0 < FORECAST_MIN_CALLS or end - t0 < FORECAST_MIN_SPAN_S:
+        out["why"] = (
+            f"{consumed - n0} tool call(s) over {_span(round(end - t0))} so far: a forecast needs at least "
+            f"{FORECAST_MIN_CALLS} over {_span(FORECAST_MIN_SPAN_S)}"
+        )
+        return out
+    per_s = (consumed - n0) / (end - t0)
+    out["rate_per_h"] = rate(per_s * 3600)
     out["since"] = clock.iso(t0)
-    out["cap_at"] = _eta([], consumed, cap, end, rate)
+    out["cap_at"] = _eta([], consumed, cap, end, per_s)
     return out
 
 
@@ -277,10 +308,11 @@ def lines(fc: dict[str, Any], now: float, *, relative: bool = False) -> list[str
     span = _span(float(fc.get("window_s") or WINDOW_S))
     out = []
     c = fc["cost"]
-    rate = f"${c['rate_per_h']:.2f}/h, the rate of the last {span} of measured spend" if c.get("rate_per_h") else None
+    per_h = f"${rate_text(c['rate_per_h'])}/h" if c.get("rate_per_h") else None
+    said = f"{per_h}, the rate of the last {span} of measured spend" if per_h else None
     if c.get("limit") is None or c.get("reserve") is None and c.get("exhausted") is None:
         why = c.get("why") or "no rate yet"
-        out.append(f"cost budget: no forecast ({why})" + (f"; spending ${c['rate_per_h']:.2f}/h" if rate else ""))
+        out.append(f"cost budget: no forecast ({why})" + (f"; spending {per_h}" if per_h else ""))
     else:
         parts = []
         res, exh = c.get("reserve"), c.get("exhausted")
@@ -294,8 +326,8 @@ def lines(fc: dict[str, Any], now: float, *, relative: bool = False) -> list[str
             if exh:
                 parts.append(f"exhausted at {when(exh['at'], now)}{rel(exh['at'])}")
         text = "cost budget: " + ", ".join(parts)
-        if rate and not (exh and exh["reached"]):
-            text += f" (at {rate})"
+        if said and not (exh and exh["reached"]):
+            text += f" (at {said})"
         elif not (exh and exh["reached"]) and c.get("why"):
             text += f"; no forecast of the rest ({c['why']})"
         out.append(text)
@@ -306,7 +338,7 @@ def lines(fc: dict[str, Any], now: float, *, relative: bool = False) -> list[str
     elif cap_at:
         out.append(
             f"iteration cap: {it['cap']} tool calls reached at {when(cap_at['at'], now)}{rel(cap_at['at'])} "
-            f"(at {it['rate_per_h']:g} calls/h, the rate of the last {span}; {it['consumed']} used)"
+            f"(at {rate_text(it['rate_per_h'])} calls/h, the rate of the last {span}; {it['consumed']} used)"
         )
     else:
         out.append(

@@ -25,13 +25,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from nats.errors import Error as NatsError
 from nats.js import api
 from nats.js.errors import NotFoundError, ServiceUnavailableError
 
+from cocoplus.core import clock
 from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.fleet import commands, naming
 from cocoplus.fleet.connect import Connection, connect
@@ -304,6 +305,29 @@ def named_stop(entry: dict[str, Any], target: naming.Target) -> tuple[dict[str, 
     return {k: stop.get(k) for k in ("id", "principal", "operator", "reason", "created_at")}, None, False
 
 
+def own_stop(entry: dict[str, Any], mine: Mapping[str, Any] | None, machine: str) -> dict[str, Any] | None:
+    """The stop this machine sent the target itself (`{"stop_id", "sent_at", "acknowledged", "operator", "reason"}`,
+    from this project's record of what it sent) when the target's last reported state cannot say whether it
+    arrived: it was never acknowledged, or the state is older than it (both during a partition); as `named_stop`
+    gives a stop, or None.  Naming it is safe: the target lifts only the stop with that id, and a fleet stop that
+    found another stop there kept that one (relay/apply.py), so someone else's stop is never lifted by it."""
+    if not mine or not isinstance(mine.get("stop_id"), str):
+        return None
+    sent = clock.parse_iso(mine.get("sent_at"))
+    state_at = entry.get("state_at")
+    stale = sent is None or not isinstance(state_at, (int, float)) or state_at < sent
+    if mine.get("acknowledged") and not stale:
+        return None  # the state it reported since says whether that stop is still there, and which stop is
+    return {
+        "id": mine["stop_id"],
+        "principal": f"fleet:{machine}",
+        "operator": mine.get("operator"),
+        "reason": mine.get("reason"),
+        "created_at": mine.get("sent_at"),
+        "sent_from_here": True,
+    }
+
+
 async def send(
     opts: FleetOptions,
     type_: str,
@@ -315,9 +339,14 @@ async def send(
     on_chosen: Callable[[str, list[naming.Target]], None] | None = None,
     confirm: Callable[[list[dict[str, Any]]], bool] | None = None,
     acting: str = "operator",
+    own_stops: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """One operator action (`acting="brain"`: the main brain's) to its targets; the answer of each, and who has
     not answered.
+
+    `own_stops`: for a resume, the stops this machine sent itself, by target (`{"stop_id", "sent_at", "operator",
+    "reason"}`); one the target has not been heard from since (a partition) is the stop the resume names, where
+    the target's last reported state could not know it (`own_stop`).
 
     `confirm(rows)` is shown what is about to be sent (for a resume, each target's stop) and returns
     whether to send it; `on_chosen(batch, targets)` is called once the targets are known, before anything
@@ -340,6 +369,9 @@ async def send(
             stop, why, not_stopped = (None, None, False)
             if type_ == "resume" and "stop_id" not in these:
                 stop, why, not_stopped = named_stop(entry, t)
+                mine = own_stop(entry, (own_stops or {}).get(str(t)), opts.machine)
+                if mine is not None and (stop is None or stop.get("id") != mine["id"]):
+                    stop, why, not_stopped = mine, None, False
                 if stop is not None:
                     these["stop_id"] = stop["id"]
             cmd = commands.make(batch, n, type_, t, these, operator, opts.machine, acting)

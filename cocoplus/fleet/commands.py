@@ -60,6 +60,12 @@ def new_batch_id() -> str:
     return f"fc_{int(time.time() * 1000):x}{secrets.token_hex(4)}"
 
 
+def stop_id_of(command_id: str) -> str:
+    """The id of the stop a fleet `stop` command makes where it lands: its sender knows it from the moment it sends
+    it, so a `resume` it sends before hearing that the stop arrived (a partition) can name it."""
+    return f"stop_{command_id}"
+
+
 def operator_label(cmd: dict[str, Any]) -> str:
     """Who a command came from, as written into AGENT_STOP and steps.jsonl: `alice on m2 (fleet)`, the machine
     being the sender the server checked (`sender`, set on receipt), never what the body says."""

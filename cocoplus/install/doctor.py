@@ -278,10 +278,12 @@ def doctor(layout: Layout) -> dict[str, Any]:
     and whether hooks have fired."""
     project = layout.project
     records, problems = sessions.list_sessions(layout)
-    problems = list(problems) + _config_problems(layout)
+    broken = _config_problems(layout)
+    problems = list(problems) + broken
     found = hook_problems(project)
     parts = configured(project)
     out: dict[str, Any] = {"project": project, "runtimes": {}, "problems": problems, "hook_problems": found}
+    out["config"] = {"ok": not broken, "error": broken[0] if broken else None}  # `doctor` exits 1 when not ok
     for adapter in registry.ordered():
         runtime = adapter.NAME
         path = settings_path(adapter, project)
@@ -345,6 +347,7 @@ def doctor(layout: Layout) -> dict[str, Any]:
             )
         info["mcp_registered"] = mcp_config.registered(adapter, project)
         info["mcp_current"] = mcp_config.current(adapter, project)
+        info["mcp_approved"] = mcp_config.approved(adapter, project)  # None: the runtime has no such setting
         mine = [r for r in records if r.get("runtime") == runtime]
         last = max((r.get("last_event_at") or "" for r in mine), default="") or None
         info.update(

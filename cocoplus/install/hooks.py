@@ -33,7 +33,7 @@ from typing import Any
 from cocoplus import config
 from cocoplus.core import fsio, keys
 from cocoplus.core.errors import CocoplusError, ConfigInvalid, UsageError
-from cocoplus.core.paths import STATE_DIR_NAME
+from cocoplus.core.paths import STATE_DIR_NAME, Layout
 from cocoplus.hook import timeouts
 from cocoplus.install import files, launcher, mcp_config, wiring
 from cocoplus.runtimes import registry
@@ -255,6 +255,15 @@ def install(
         if mcp.get("changed"):
             changes.append(f"MCP server: registered in {mcp_rel}")
             written.append(mcp["path"])
+        ok = mcp_config.approve(adapter, project, Layout(os.path.join(project, STATE_DIR_NAME)))
+        if ok is not None:
+            where = f"{os.path.relpath(ok['path'], project)} ({adapter.MCP_APPROVAL})"
+            if ok["approved"] and ok["changed"]:
+                changes.append(f"MCP server: approved for you in {where}, so {adapter.TITLE} does not ask")
+            elif ok["changed"]:
+                changes.append(f"MCP server: the approval in {where} withdrawn ({ok['why']})")
+            if not ok["approved"]:
+                notes.append(f"{ok['why']}, so it is not approved for you: {ok['asks']}")
     pinned = launcher.write_project_pointer(project)
     if pinned["changed"]:
         changes.append(f"this project's hooks now run this cocoplus ({pinned['path']})")
@@ -392,6 +401,9 @@ def uninstall(runtime: str, project: str) -> dict[str, Any]:
             os.unlink(cmd_path)
             changes.append("/supervise slash command: removed")
             _remove_empty_dirs(project, cmd_path)
+    ok = mcp_config.unapprove(adapter, project, Layout(os.path.join(project, STATE_DIR_NAME)))
+    if ok and ok["changed"]:
+        changes.append(f"MCP server: the approval install added to {os.path.relpath(ok['path'], project)} removed")
     mcp = mcp_config.uninstall(adapter, project)
     if mcp and mcp.get("changed"):
         changes.append("MCP server: removed")

@@ -20,7 +20,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from cocoplus.core import fsio
 from cocoplus.core.errors import CocoplusError
+from cocoplus.core.paths import Layout
 from cocoplus.install import files, wiring
 
 TYPE_CHECKING = False
@@ -185,5 +187,123 @@ def registered(adapter: Adapter, project: str) -> bool | None:
         return False
     try:
         return NAME in _FORMATS[adapter.MCP_FORMAT][2](path)
+    except CocoplusError:
+        return False
+
+
+# -- the runtime's own approval of the server (Claude Code's `enabledMcpjsonServers`) -----------------------------
+
+
+def _approval_file(adapter: Adapter, project: str) -> str | None:
+    if adapter.MCP_APPROVAL is None or adapter.LOCAL_HOOKS_FILE is None or adapter.MCP_FORMAT != "json":
+        return None
+    return os.path.join(project, *adapter.LOCAL_HOOKS_FILE)
+
+
+def _ours_exactly(adapter: Adapter, project: str) -> str | None:
+    """Why the MCP file's `cocoplus` entry is not exactly the one `install` writes (None when it is): a server the
+    runtime is told to use without asking must be cocoplus's own command, with nothing added (an `env`, another
+    command) by whoever wrote the file."""
+    path = config_path(adapter, project)
+    assert path is not None
+    rel = os.path.relpath(path, project)
+    try:
+        have = _json_servers(path).get(NAME) if os.path.exists(path) else None
+    except CocoplusError as exc:
+        return str(exc)
+    want = entry(adapter, project)
+    if have is None:
+        return f"{rel} has no {NAME} entry"
+    if have == want:
+        return None
+    if isinstance(have, dict) and all(have.get(k) == v for k, v in want.items()):
+        return f"{rel}'s {NAME} entry carries what install does not write ({', '.join(sorted(set(have) - set(want)))})"
+    return f"{rel}'s {NAME} entry is not the one install writes"
+
+
+def _records(layout: Layout) -> dict[str, Any]:
+    return fsio.read_json(layout.mcp_approvals) or {}
+
+
+def _save_records(layout: Layout, records: dict[str, Any]) -> None:
+    if records:
+        fsio.atomic_write_json(layout.mcp_approvals, records)
+    elif os.path.lexists(layout.mcp_approvals):
+        os.unlink(layout.mcp_approvals)
+
+
+def _names(path: str, settings: dict[str, Any], key: str) -> list[str] | None:
+    listed = settings.get(key)
+    if listed is None:
+        return None
+    if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
+        raise CocoplusError(f'{path}: "{key}" is not a list of server names; fix it by hand')
+    return list(listed)
+
+
+def approve(adapter: Adapter, project: str, layout: Layout) -> dict[str, Any] | None:
+    """Approve cocoplus's server in the runtime's per-user project settings (never the committed file, never the
+    user's global settings), only while the MCP file's entry is exactly the one `install` writes; an approval
+    `install` added earlier for an entry that has changed since is withdrawn.  `{"approved", "changed", "why",
+    "asks"}`; None where the runtime has no such setting."""
+    path = _approval_file(adapter, project)
+    if path is None:
+        return None
+    key = str(adapter.MCP_APPROVAL)
+    records = _records(layout)
+    got = records.get(adapter.NAME)
+    mine: dict[str, Any] | None = got if isinstance(got, dict) else None
+    why = _ours_exactly(adapter, project)
+    settings = files.load_json(path)
+    listed = _names(path, settings, key)
+    if why is not None:
+        withdrawn = mine is not None and _withdraw(path, settings, key, mine)
+        if mine:
+            records.pop(adapter.NAME, None)
+            _save_records(layout, records)
+        return {"approved": False, "changed": withdrawn, "why": why, "asks": adapter.MCP_ASKS, "path": path}
+    if listed is not None and NAME in listed:
+        return {"approved": True, "changed": False, "why": None, "asks": None, "path": path}
+    settings[key] = [*(listed or []), NAME]
+    files.write_json(path, settings)
+    records[adapter.NAME] = {"file": os.path.relpath(path, project), "key": key, "created": listed is None}
+    _save_records(layout, records)
+    return {"approved": True, "changed": True, "why": None, "asks": None, "path": path}
+
+
+def _withdraw(path: str, settings: dict[str, Any], key: str, mine: dict[str, Any]) -> bool:
+    listed = _names(path, settings, key)
+    if not listed or NAME not in listed:
+        return False
+    left = [n for n in listed if n != NAME]
+    if left or not mine.get("created"):
+        settings[key] = left
+    else:
+        settings.pop(key, None)
+    files.write_json(path, settings)
+    return True
+
+
+def unapprove(adapter: Adapter, project: str, layout: Layout) -> dict[str, Any] | None:
+    """Withdraw the approval `approve` added, and only it (one the user wrote stays): `{"changed", "path"}`."""
+    path = _approval_file(adapter, project)
+    if path is None:
+        return None
+    records = _records(layout)
+    mine = records.pop(adapter.NAME, None)
+    if not mine:
+        return {"changed": False, "path": path}
+    changed = os.path.exists(path) and _withdraw(path, files.load_json(path), str(adapter.MCP_APPROVAL), mine)
+    _save_records(layout, records)
+    return {"changed": changed, "path": path}
+
+
+def approved(adapter: Adapter, project: str) -> bool | None:
+    """Whether the runtime's per-user project settings approve cocoplus's server (None: it has no such setting)."""
+    path = _approval_file(adapter, project)
+    if path is None:
+        return None
+    try:
+        return NAME in (_names(path, files.load_json(path), str(adapter.MCP_APPROVAL)) or [])
     except CocoplusError:
         return False

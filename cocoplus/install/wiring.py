@@ -102,8 +102,9 @@ def mcp_server(adapter: Adapter) -> dict[str, Any]:
 
 SUPERVISE_DESCRIPTION = "Turn on cocoplus autonomous supervision with a goal and run the first round"
 SUPERVISE_AFTER = (
-    "Supervision is on with the goal above (see the output). Summarise for the user what cocoplus reported: "
-    "turns used and left, and the sessions being watched. Ask the user before any irreversible action."
+    "Summarise for the user what cocoplus reported above: whether supervision is on, its goal, turns used and left, "
+    "and the sessions being watched. With no goal given, nothing was changed: say so, and how to start it as the "
+    "output says. Ask the user before any irreversible action."
 )
 
 

@@ -109,7 +109,7 @@ def from_step(rec: dict[str, Any]) -> dict[str, Any] | None:
     if name == "limit_failover":
         return _event("failover", rec, worker=rec.get("worker"), to=rec.get("to"), reason=rec.get("reason"))
     if name == "limit_hand_back":
-        return _event("hand_back", rec, worker=rec.get("worker"), **{"from": rec.get("from")})
+        return _event("hand_back", rec, worker=rec.get("worker"), **{"from": rec.get("from"), "to": rec.get("to")})
     if name == "permission_expired":
         return _event("request_expired", rec, request=rec.get("request"), tool=rec.get("tool"),
                       reason=rec.get("reason"))  # fmt: skip

@@ -136,7 +136,8 @@ def headline(event: dict[str, Any]) -> str:
     if kind == "failover":
         return f"{who}'s work goes on in {event.get('to') or 'another runtime'} (failover: {event.get('worker')})"
     if kind == "hand_back":
-        return f"{who}'s work comes back from {event.get('from') or 'the other runtime'} (its limit has reset)"
+        back = f" to {event['to']} ({event['to']}'s limit has reset)" if event.get("to") else " (its limit has reset)"
+        return f"{who}'s work comes back from {event.get('from') or 'the other runtime'}{back}"
     if kind == "request_expired":
         return f"{who}'s permission request {event.get('request') or ''} was denied at its deadline".replace("  ", " ")
     if kind == "pending":

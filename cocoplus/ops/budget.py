@@ -93,10 +93,10 @@ def raise_limit(
     cfg = config_mod.load_for(layout)
     origin = cfg.origins.get("session.budget_limit", "default")
     if origin.startswith("env "):
-        raise UsageError(f"[session] budget_limit comes from the environment ({origin[4:]}): raise it there")
+        raise CocoplusError(f"[session] budget_limit comes from the environment ({origin[4:]}): raise it there")
     old = float(cfg.get("session.budget_limit"))
     if old <= 0:
-        raise UsageError("no cost limit is set ([session] budget_limit = 0): there is nothing to raise")
+        raise CocoplusError("no cost limit is set ([session] budget_limit = 0): there is nothing to raise")
     new = round(float(usd), 6) if usd is not None else round(old * 2, 6)
     if not old < new <= 1_000_000.0:
         raise UsageError(f"the new cost limit must be above ${old:.2f} (and at most $1000000), not ${new:g}")

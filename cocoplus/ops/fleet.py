@@ -29,7 +29,7 @@ from cocoplus.core import clock, fsio, jsonl
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import STATE_DIR_NAME, Layout
 from cocoplus.core.records import SCHEMA_VERSION
-from cocoplus.fleet import naming, options, process
+from cocoplus.fleet import commands, naming, options, process
 from cocoplus.ops import operator_name
 
 # cocoplus.fleet.client loads nats-py (about 0.15 s): it is imported by the
@@ -119,6 +119,45 @@ def log_sent(layout: Layout, rec: dict[str, Any]) -> None:
     )
 
 
+def own_stops(layout: Layout) -> dict[str, dict[str, Any]]:
+    """The fleet stops this project sent, by target, that no resume it sent since has named: `{"stop_id",
+    "sent_at", "acknowledged", "operator", "reason"}` (from `fleet/sent.jsonl`; a stop's id is its command's,
+    fleet/commands.py `stop_id_of`)."""
+    out: dict[str, dict[str, Any]] = {}
+    by_id: dict[str, str] = {}
+    for rec in jsonl.read_jsonl(layout.fleet_sent).records:
+        batch, phase, type_ = rec.get("batch"), rec.get("phase"), rec.get("type")
+        if not isinstance(batch, str):
+            continue
+        if phase == "sent" and type_ == "stop":
+            given = rec.get("args")
+            args: dict[str, Any] = given if isinstance(given, dict) else {}
+            for n, target in enumerate(rec.get("targets") or [], 1):
+                sid = commands.stop_id_of(f"{batch}.{n}")
+                out[str(target)] = {
+                    "stop_id": sid,
+                    "sent_at": rec.get("ts"),
+                    "acknowledged": False,
+                    "operator": rec.get("operator"),
+                    "reason": args.get("reason"),
+                }
+                by_id[sid] = str(target)
+        elif phase == "answered":
+            for row in rec.get("targets") or []:
+                if not isinstance(row, dict):
+                    continue
+                if type_ == "stop" and row.get("acknowledged"):
+                    sid = commands.stop_id_of(str(row.get("id")))
+                    if by_id.get(sid) in out and out[by_id[sid]]["stop_id"] == sid:
+                        out[by_id[sid]]["acknowledged"] = True
+                elif type_ == "resume" and row.get("sent"):
+                    named = (row.get("stop") or {}).get("id") if isinstance(row.get("stop"), dict) else None
+                    target = str(row.get("target"))
+                    if target in out and out[target]["stop_id"] == named:
+                        del out[target]  # resumed by this project: nothing of its own left to name
+    return out
+
+
 ANSWER_KEEP = (
     "id",
     "target",
@@ -165,8 +204,21 @@ def _send(
                 },
             )
 
+    mine = own_stops(local) if local is not None and type_ == "resume" else None
     res = client.run(
-        client.send(opts, type_, parsed, every, args, by, wait_s, on_chosen=sent, confirm=confirm, acting=acting)
+        client.send(
+            opts,
+            type_,
+            parsed,
+            every,
+            args,
+            by,
+            wait_s,
+            on_chosen=sent,
+            confirm=confirm,
+            acting=acting,
+            own_stops=mine,
+        )  # fmt: skip
     )
     if local is not None:
         answers = [{k: r.get(k) for k in ANSWER_KEEP} for r in res["targets"]]

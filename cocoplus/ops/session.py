@@ -57,15 +57,17 @@ def stop(
     reason: str = "stopped by operator",
     operator: str | None = None,
     principal: Principal | None = None,
+    stop_id: str | None = None,
+    keep_existing: bool = False,
 ) -> dict[str, Any]:
     """`session stop`: create AGENT_STOP; every agent tool call is denied until `resume`.
 
     `problems` also says where installed hooks do not guard this project as
     written (a missing interpreter, another project's `--dir`); `carried_by`
-    which runtimes' hooks will read the stop.
+    which runtimes' hooks will read the stop.  `stop_id` and `keep_existing`: a fleet stop's (killswitch.stop).
     """
     who, by = authority.acting(principal, "stop", "session stop", layout, operator)
-    result = killswitch.stop(layout, by, reason, principal=who.word)
+    result = killswitch.stop(layout, by, reason, principal=who.word, stop_id=stop_id, keep_existing=keep_existing)
     return _carried(layout, result)
 
 
@@ -75,8 +77,11 @@ def stop_session(
     reason: str = "stopped by operator",
     operator: str | None = None,
     principal: Principal | None = None,
+    stop_id: str | None = None,
+    keep_existing: bool = False,
 ) -> dict[str, Any]:
-    """`session stop --session ID`: that session's tools only (here, or on another machine: `m/p/alias`)."""
+    """`session stop --session ID`: that session's tools only (here, or on another machine: `m/p/alias`);
+    `stop_id` and `keep_existing`: a fleet stop's (stops.stop)."""
     who, by = authority.acting(principal, "stop_session", f"session stop --session {session}", layout, operator)
     from cocoplus.ops import fleet as fleet_ops  # deferred: only a per-session command loads the fleet
 
@@ -84,7 +89,12 @@ def stop_session(
         return fleet_ops.on_session(layout, "stop", target, {"reason": reason}, by, authority.acting_as(who))
     from cocoplus.supervision import dispatch  # deferred: the CLI's session commands need not load supervision
 
-    return _carried(layout, dispatch.stop_session(layout, session, reason, by, principal=who.word))
+    return _carried(
+        layout,
+        dispatch.stop_session(
+            layout, session, reason, by, principal=who.word, stop_id=stop_id, keep_existing=keep_existing
+        ),
+    )
 
 
 def _carried(layout: Layout, result: dict[str, Any]) -> dict[str, Any]:

@@ -34,7 +34,7 @@ def list_sessions(layout: Layout, now: float | None = None) -> dict[str, Any]:
     steer for it alone is pending (`steer_pending`) and what it `collides` on (a path another live session changed
     too: `[{"path", "with", "session"}]`), the rate or usage limit it is paused by (`limit`, and
     `paused` in words: "paused: rate limit, resets 15:00 (estimate)"); plus every collision (`collisions`), the
-    supervision scope and problems reading the records."""
+    supervision scope, whether supervision is on (`supervision_on`) and problems reading the records."""
     problems: list[str] = []
     records, bad = registry.list_sessions(layout)
     problems.extend(bad)
@@ -78,6 +78,8 @@ def list_sessions(layout: Layout, now: float | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"sessions": items, "collisions": clashes, "problems": problems}
     if doc is not None:
         out["scope"] = scope.view(layout, doc)
+        # a session in the scope is supervised only while supervision is on
+        out["supervision_on"] = bool((doc.get("autonomous") or {}).get("enabled"))
     return out
 
 

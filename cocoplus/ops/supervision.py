@@ -16,7 +16,7 @@ from typing import Any
 from cocoplus import config as config_mod
 from cocoplus.chat import backends
 from cocoplus.core import vocab
-from cocoplus.core.errors import CocoplusError
+from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.ops import authority, fleet
 from cocoplus.ops.authority import Principal
@@ -137,13 +137,33 @@ def rounds_view(layout: Layout, limit: int = 20) -> dict[str, Any]:
 
 
 def supervise(
-    layout: Layout, goal: str | None, max_turns: int | None = None, principal: Principal | None = None
+    layout: Layout,
+    goal: str | None,
+    max_turns: int | None = None,
+    principal: Principal | None = None,
+    again: bool = False,
 ) -> dict[str, Any]:
     """/supervise GOAL: enable with GOAL, make sure the watcher runs (and the fleet relay, with a fleet),
-    run one round now.
+    run one round now; `again` (`supervise --again`): the same with the last goal.  With neither (a bare
+    `supervise` or `/supervise`) it changes nothing: the current supervision (`unchanged`, and `hint`: how to
+    start it, or restart it).
 
     Typed in an agent's session (`/supervise` in Claude Code or Gemini CLI), it only starts supervision: that
     session is neither the brain nor a supervised worker (`started_from`), and its end closes nothing."""
+    if goal is not None and again:
+        raise UsageError("supervise: give a GOAL or --again (the last goal), not both")
+    if goal is None and not again:
+        if max_turns is not None:
+            raise UsageError("supervise --max-turns: give a GOAL, or --again to restart with the last goal")
+        return {**status(layout), "unchanged": True, "hint": _how_to_supervise(layout)}
+    if again:
+        last = (autonomy.read(layout).get("autonomous") or {}).get("task_hint") or ""
+        if not last:
+            raise CocoplusError(
+                "supervise --again: there is no last goal (supervision was never started with one)",
+                hint='`cocoplus supervise "GOAL"` starts it (`/supervise GOAL` in an agent session)',
+            )
+        goal = last
     who, _by = authority.acting(principal, "supervise_start", "supervise", layout)
     require_controller(layout)
     out = watcher.supervise(layout, goal, max_turns, started_from=_calling_session(layout, who))
@@ -153,6 +173,22 @@ def supervise(
     if relay is not None:
         out["relay"] = relay
     return {**out, **rounds.last_round(layout)}
+
+
+def _how_to_supervise(layout: Layout) -> str:
+    """What a bare `supervise` says under the current supervision: how to start it, restart it or change it."""
+    auto = autonomy.read(layout).get("autonomous") or {}
+    if auto.get("enabled"):
+        return (
+            'nothing changed: `cocoplus supervise "GOAL"` replaces the goal (turns start again from 0), '
+            "`cocoplus supervision finish` turns supervision off"
+        )
+    if auto.get("task_hint"):
+        return (
+            "nothing changed: `cocoplus supervise --again` restarts supervision with the last goal, "
+            '`cocoplus supervise "GOAL"` with a new one'
+        )
+    return 'supervision was never on: `cocoplus supervise "GOAL"` starts it (`/supervise GOAL` in an agent session)'
 
 
 def _calling_session(layout: Layout, who: Principal) -> str | None:

@@ -230,7 +230,7 @@ def failover(layout: Layout, session: str, by: str | None = None, principal: Pri
     failover` on PATH and not limited), whenever the reset is.  The inbox's "resume in another runtime"."""
     import time  # deferred: as supervision
 
-    from cocoplus.core.errors import UsageError  # deferred: as supervision
+    from cocoplus.core.errors import CocoplusError  # deferred: as supervision
     from cocoplus.session import limits, registry  # deferred: as supervision
     from cocoplus.supervision import resumes  # deferred: the CLI imports every ops module at start
 
@@ -238,13 +238,13 @@ def failover(layout: Layout, session: str, by: str | None = None, principal: Pri
     rec = registry.resolve(layout, session)
     limit = limits.active(rec)
     if limit is None:
-        raise UsageError(f"{rec.get('alias') or rec['id']} is not paused by a limit: there is nothing to fail over")
+        raise CocoplusError(f"{rec.get('alias') or rec['id']} is not paused by a limit: there is nothing to fail over")
     now = time.time()
     plan = resumes.plan(layout, registry.list_sessions(layout)[0], now)
     target = resumes.operator_target(rec, limit, plan)
     if target is None:
         order = ", ".join(plan["order"]) or "none"
-        raise UsageError(
+        raise CocoplusError(
             f"{rec.get('alias') or rec['id']}: no other runtime to continue in ([workers] failover: {order}; on "
             f"PATH and not limited: {', '.join(sorted(set(plan['on_path']) - set(plan['walls']))) or 'none'})"
         )

@@ -34,7 +34,7 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import DEFAULT_TIMEOUT, Lock
 from cocoplus.core.paths import Layout
 from cocoplus.core.records import SCHEMA_VERSION
-from cocoplus.fleet.commands import TYPES, Rejected, operator_label
+from cocoplus.fleet.commands import TYPES, Rejected, operator_label, stop_id_of
 from cocoplus.ops import authority
 from cocoplus.ops import dispatch as ops_dispatch
 from cocoplus.ops import session as ops_session
@@ -61,22 +61,39 @@ def _session(cmd: dict[str, Any]) -> str | None:
 def _stop(layout: Layout, cmd: dict[str, Any]) -> dict[str, Any]:
     reason = str(cmd["args"].get("reason") or "stopped from the fleet")
     session = _session(cmd)
+    # The stop's id is the command's (its sender can name it at once), and a stop already there is kept: a resume
+    # of this stop never lifts one someone else made.
+    own = stop_id_of(str(cmd["id"]))
     if session is not None:  # that session's tools only, as `session stop --session`
-        out = ops_session.stop_session(layout, session, reason, operator=operator_label(cmd), principal=principal(cmd))
+        out = ops_session.stop_session(
+            layout, session, reason, operator=operator_label(cmd), principal=principal(cmd), stop_id=own,
+            keep_existing=True,
+        )  # fmt: skip
         who = out.get("alias") or out.get("session")
+        kept = bool(out.get("kept_existing"))
+        there = out.get("stop") or {}
         return {
             "stopped": bool(out.get("stopped")),
             "session": out.get("session"),
             "alias": out.get("alias"),
-            "message": f"{who} stopped: its tools are blocked, other sessions carry on",
+            "stop_id": there.get("id"),
+            "kept_existing": kept,
+            "message": (
+                f"{who} was stopped already (by {there.get('operator') or 'someone'}): that stop is kept"
+                if kept
+                else f"{who} stopped: its tools are blocked, other sessions carry on"
+            ),
             "reason": reason,
             "project_stopped": bool(out.get("project_stopped")),
             "problems": list(out.get("problems") or []),
         }
-    out = ops_session.stop(layout, reason=reason, operator=operator_label(cmd), principal=principal(cmd))
+    out = ops_session.stop(
+        layout, reason=reason, operator=operator_label(cmd), principal=principal(cmd), stop_id=own, keep_existing=True
+    )
     stop = out.get("stop") or {}
     return {
         "kill_switch": True,
+        "stop_id": stop.get("id"),
         "kept_existing": bool(out.get("kept_existing")),
         "operator": stop.get("operator"),
         "reason": stop.get("reason"),

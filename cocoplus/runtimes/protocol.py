@@ -170,6 +170,17 @@ class Adapter(Protocol):
     def mcp_entry(self, command: str, args: list[str]) -> dict[str, Any]:
         """cocoplus's MCP server as an entry of that file."""
 
+    @property
+    def MCP_APPROVAL(self) -> str | None:
+        """The key of LOCAL_HOOKS_FILE (a list of server names) that approves a server of the project's MCP file, so
+        the runtime does not ask whether to use it; None where the runtime has none.  `install` adds cocoplus to it
+        only while the MCP file's entry is the one `install` writes."""
+
+    @property
+    def MCP_ASKS(self) -> str | None:
+        """What the runtime asks before it uses the project's MCP server when it is not approved, and the answer that
+        turns cocoplus's tools on (`install` says it then); None if it does not ask."""
+
     # -- its hook dialect: each returns the JSON object to print, or None ----------------------------------
     @property
     def ADDS_CONTEXT(self) -> bool:

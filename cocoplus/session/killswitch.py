@@ -310,8 +310,14 @@ def stop(
     principal: str = "operator",
     timeout: float = DEFAULT_TIMEOUT,
     budget: Budget | None = None,
+    stop_id: str | None = None,
+    keep_existing: bool = False,
 ) -> dict[str, Any]:
     """`session stop`: AGENT_STOP, a steps event, status `paused`, together under the kill-switch lock.
+
+    `stop_id`: the stop's id, chosen by its sender (a fleet stop's, so that a resume the same machine sends can
+    name it before it has heard that it arrived); `keep_existing`: an AGENT_STOP already there is kept, not
+    replaced (a fleet stop never replaces a stop, so a resume of it never lifts someone else's).
 
     Once AGENT_STOP exists the agent is stopped, so a damaged steps.jsonl
     or status file is reported in `problems` rather than failing the stop;
@@ -321,20 +327,21 @@ def stop(
     `replaced` is the stop this one replaced (None if there was none).
     """
     problems: list[str] = []
-    doc = render_stop(operator, reason, source="operator", principal=principal)
+    doc = render_stop(operator, reason, source="operator", principal=principal, stop_id=stop_id)
     lock = Lock(layout.kill_switch_lock, timeout, budget)
     busy = _take(lock)
     if busy is None:
         try:
             previous = read_stop(layout)
-            created, content = _create(layout, doc, True, problems)
-            _secondary(
-                problems, _events().log_step, layout, "stop", operator=operator, principal=principal, reason=reason,
-                stop_id=doc["id"], budget=budget,
-            )  # fmt: skip
-            _secondary(
-                problems, _status().set_state, layout, "paused", f"stopped by {operator}: {reason}", budget=budget
-            )
+            created, content = _create(layout, doc, not keep_existing, problems)
+            if created:
+                _secondary(
+                    problems, _events().log_step, layout, "stop", operator=operator, principal=principal,
+                    reason=reason, stop_id=doc["id"], budget=budget,
+                )  # fmt: skip
+                _secondary(
+                    problems, _status().set_state, layout, "paused", f"stopped by {operator}: {reason}", budget=budget
+                )
         finally:
             lock.release()
     else:

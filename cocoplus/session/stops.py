@@ -106,14 +106,17 @@ def stop(
     *,
     principal: str = "operator",
     budget: Budget | None = None,
+    stop_id: str | None = None,
+    keep_existing: bool = False,
 ) -> dict[str, Any]:
-    """Stop one session's tools (replacing an earlier stop of the same session)."""
+    """Stop one session's tools (replacing an earlier stop of the same session, unless `keep_existing`: a fleet
+    stop keeps it, as `killswitch.stop` does).  `stop_id`: the id its sender chose."""
     if not reason.strip():
         raise CocoplusError("stop: the reason is empty")
     cs = rec["id"]
     doc: SessionStop = {
         "schema_version": SCHEMA_VERSION,
-        "id": new_stop_id(),
+        "id": stop_id or new_stop_id(),
         "principal": principal,
         "session": cs,
         "alias": rec.get("alias"),
@@ -126,6 +129,17 @@ def stop(
     problems: list[str] = []
     with Lock(layout.lock("session-stops"), DEFAULT_TIMEOUT, budget):
         previous = read(layout, cs)
+        if keep_existing and previous is not None:
+            return {
+                "stopped": True,
+                "session": cs,
+                "alias": rec.get("alias"),
+                "stop": previous,
+                "replaced": None,
+                "kept_existing": True,
+                "project_stopped": os.path.lexists(layout.agent_stop),
+                "problems": problems,
+            }
         fsio.ensure_dir(layout.session_stops_dir)
         fsio.atomic_write_json(layout.session_stop(cs), doc)
     from cocoplus.session import events  # deferred: the hooks read stops, only a stop writes one

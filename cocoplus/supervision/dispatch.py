@@ -293,7 +293,7 @@ def answer(
         q = last_question(layout, rec["id"])
         if q is None:
             who = rec.get("alias") or rec["id"]
-            raise UsageError(
+            raise CocoplusError(
                 f"{who} has asked no question (a worker asks with `cocoplus ask-human`); "
                 f"use `cocoplus dispatch {who} ...`"
             )
@@ -356,12 +356,23 @@ def steer_session(layout: Layout, ref: str, text: str, by: str, principal: str |
     return _acting(layout, "steer_session", ref, by, run, principal)
 
 
-def stop_session(layout: Layout, ref: str, reason: str, by: str, principal: str = "operator") -> dict[str, Any]:
-    """`session stop --session ID`: block that session's tools only (AGENT_STOP is untouched)."""
+def stop_session(
+    layout: Layout,
+    ref: str,
+    reason: str,
+    by: str,
+    principal: str = "operator",
+    stop_id: str | None = None,
+    keep_existing: bool = False,
+) -> dict[str, Any]:
+    """`session stop --session ID`: block that session's tools only (AGENT_STOP is untouched); `stop_id` and
+    `keep_existing` as `stops.stop`'s (a fleet stop's)."""
     _check_text(reason, "the reason")
-    return _acting(
-        layout, "stop_session", ref, by, lambda rec: stops.stop(layout, rec, by, reason, principal=principal), principal
-    )
+
+    def run(rec: SessionRecord) -> dict[str, Any]:
+        return stops.stop(layout, rec, by, reason, principal=principal, stop_id=stop_id, keep_existing=keep_existing)
+
+    return _acting(layout, "stop_session", ref, by, run, principal)
 
 
 def resume_session(

@@ -317,7 +317,10 @@ def hand_back(layout: Layout, rec: SessionRecord, limit: dict[str, Any], now: fl
     other = runtimes.get(str(over.get("to"))) if runtimes.known(str(over.get("to"))) else None
     mine = runtimes.get(str(rec.get("runtime")))
     title = other.TITLE if other else str(over.get("to"))
-    why = f"its {limit.get('reason') or 'rate limit'} has reset, so the work done meanwhile in {title} comes back"
+    why = (
+        f"{mine.TITLE}'s {limit.get('reason') or 'rate limit'} has reset, so the work done meanwhile in {title} "
+        f"comes back to {mine.TITLE}"
+    )
     text = handoff.takeover(layout, wrec, title, mine.TITLE, why, last_report=workers.last_report(layout, wid))
     out = resume(layout, rec, limit, now, text)
     fields: dict[str, Any] = {"from": over.get("to"), "to": rec.get("runtime")}  # (`from` is a keyword)
@@ -465,7 +468,7 @@ def schedule(layout: Layout, ref: str, when: str, by: str, principal: str = "ope
     limit = rec.get("limit")
     ended = rec.get("state") == "exited" and isinstance(limit, dict) and not limit.get("cancelled")
     if limits.active(rec) is None and not ended:  # (an interactive session limited, then quit, can still be)
-        raise UsageError(
+        raise CocoplusError(
             f"{who} is not paused by a rate or usage limit (it is {rec.get('state')}): nothing to resume at a time",
             hint=f'`cocoplus dispatch {who} "..."` gives it its next piece of work now',
         )

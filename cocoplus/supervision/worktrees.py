@@ -106,17 +106,17 @@ def base_dir(layout: Layout, environ: dict[str, str] | None = None) -> str:
 
 
 def check(layout: Layout, name: str, environ: dict[str, str] | None = None) -> dict[str, str]:
-    """What `create` will make for `name`, once the project can have it; UsageError in one line if it cannot."""
+    """What `create` will make for `name`, once the project can have it; one line (a state error) if it cannot."""
     project = layout.project
     r = git(project, "rev-parse", "--show-toplevel", "--show-prefix")
     if r.returncode != 0:
-        raise UsageError(f"launch --worktree: {project} is not in a git repository ({said(r)})")
+        raise CocoplusError(f"launch --worktree: {project} is not in a git repository ({said(r)})")
     top, prefix = (r.stdout.splitlines() + ["", ""])[:2]
     if git(project, "rev-parse", "--verify", "-q", "HEAD^{commit}").returncode != 0:
-        raise UsageError(f"launch --worktree: {top} has no commit yet: commit once, then launch")
+        raise CocoplusError(f"launch --worktree: {top} has no commit yet: commit once, then launch")
     staged = git(project, "diff", "--cached", "--quiet")
     if staged.returncode != 0:
-        raise UsageError(
+        raise CocoplusError(
             f"launch --worktree: {top} has staged changes (a dirty index): commit or unstage them first, "
             "so the worker starts from HEAD as it is"
         )
@@ -124,13 +124,13 @@ def check(layout: Layout, name: str, environ: dict[str, str] | None = None) -> d
     if git(project, "check-ref-format", "--branch", branch).returncode != 0:
         raise UsageError(f"launch --worktree: {branch} is not a valid branch name")
     if git(project, "rev-parse", "--verify", "-q", f"refs/heads/{branch}").returncode == 0:
-        raise UsageError(
+        raise CocoplusError(
             f"launch --worktree: the branch {branch} exists already (an earlier worker's?): "
             f"`cocoplus workers clean --force` or `git branch -D {branch}`, or launch with another --alias"
         )
     path = os.path.join(base_dir(layout, environ), name)
     if os.path.lexists(path):
-        raise UsageError(f"launch --worktree: {path} exists already: remove it or launch with another --alias")
+        raise CocoplusError(f"launch --worktree: {path} exists already: remove it or launch with another --alias")
     head = git(project, "rev-parse", "HEAD").stdout.strip()
     return {"path": path, "cwd": os.path.join(path, prefix) if prefix else path, "branch": branch, "base": head}
 
@@ -231,11 +231,15 @@ def commit_leftovers(rec: WorkerRecord) -> str | None:
 
 
 def of(rec: WorkerRecord) -> dict[str, Any]:
-    """The worker's worktree as its record keeps it; UsageError if it was launched without one."""
+    """The worker's worktree as its record keeps it; a state error if it was launched without one."""
     tree = rec.get("worktree")
     if not isinstance(tree, dict) or not isinstance(tree.get("branch"), str):
-        raise UsageError(f"worker {rec['id']} runs in the project itself, not in a worktree (launch --worktree)")
+        raise CocoplusError(f"worker {rec['id']} runs in the project itself, not in a worktree (launch --worktree)")
     return tree
+
+
+def branch_exists(layout: Layout, branch: str) -> bool:
+    return git(layout.project, "rev-parse", "--verify", "-q", f"refs/heads/{branch}").returncode == 0
 
 
 def protected(layout: Layout, rec: WorkerRecord, span: str) -> list[str]:
@@ -317,7 +321,7 @@ def remove(layout: Layout, rec: WorkerRecord, force: bool = False) -> dict[str, 
             )
     git(layout.project, "worktree", "prune")
     out["removed"] = True
-    exists = git(layout.project, "rev-parse", "--verify", "-q", f"refs/heads/{tree['branch']}").returncode == 0
+    exists = branch_exists(layout, tree["branch"])
     merged = exists and git(layout.project, "merge-base", "--is-ancestor", tree["branch"], "HEAD").returncode == 0
     if exists and (merged or force):
         r = git(layout.project, "branch", "-D", tree["branch"])

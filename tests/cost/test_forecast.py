@@ -6,7 +6,7 @@ are paused by a usage limit.  The expected times below are computed by hand from
 
 Spend (UTC, 2026-11-30): usage $0.50 at 09:00, $1.00 at 09:40, a manual $2.00 at 09:50, then usage $0.75 at
 10:10, $0.75 at 10:25, $1.00 at 10:40, $0.50 at 10:55 and $1.00 at 11:00: $7.50 spent.  The last hour of
-measured spend, 10:00 to 11:00, holds $4.00 of usage: $4.00/h.
+measured spend, 10:00 to 11:00, holds $4.00 of usage: $4/h.
 
 * limit $10, reserve 10%: reserve at $9.00, $1.50 away: 22.5 min after 11:00, 11:22:30; exhausted $2.50
   away: 37.5 min, 11:37:30.
@@ -28,8 +28,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.paths import Layout
@@ -91,7 +89,7 @@ def test_reserve_exhaustion_cap_and_resets_from_the_recorded_history() -> None:
     ]
     assert fc["lines"] == [
         "cost budget: reserve from 11:22 UTC, exhausted at 11:37 UTC "
-        "(at $4.00/h, the rate of the last 60 min of measured spend)",
+        "(at $4/h, the rate of the last 60 min of measured spend)",
         "iteration cap: 200 tool calls reached at 11:30 UTC (at 100 calls/h, the rate of the last 60 min; 150 used)",
         "claude limited by a usage limit: resets at 12:30 UTC (an estimate) (cc1, cc2)",
         "gemini limited by a rate limit: resets at 11:45 UTC (an estimate) (gm1)",
@@ -102,7 +100,7 @@ def test_reserve_exhaustion_cap_and_resets_from_the_recorded_history() -> None:
     assert later["cost"] == c and later["iterations"] == it
     assert forecast.lines(fc, NOW, relative=True)[:2] == [
         "cost budget: reserve from 11:22 UTC (in 18 min), exhausted at 11:37 UTC (in 32 min) "
-        "(at $4.00/h, the rate of the last 60 min of measured spend)",
+        "(at $4/h, the rate of the last 60 min of measured spend)",
         "iteration cap: 200 tool calls reached at 11:30 UTC (in 25 min) "
         "(at 100 calls/h, the rate of the last 60 min; 150 used)",
     ]
@@ -112,7 +110,7 @@ def test_a_reserve_already_entered_is_dated_by_the_record_that_crossed_it() -> N
     fc = forecast.compute(spend_records(), None, [], values(budget_limit=8.0, budget_reserve_fraction=0.25), NOW)
     assert fc["cost"]["reserve"] == {"at": t("10:40:00"), "reached": True}
     assert fc["cost"]["exhausted"] == {"at": t("11:07:30"), "reached": False}
-    assert fc["lines"][0].startswith("cost budget: in reserve since 10:40 UTC, exhausted at 11:07 UTC (at $4.00/h")
+    assert fc["lines"][0].startswith("cost budget: in reserve since 10:40 UTC, exhausted at 11:07 UTC (at $4/h")
     spent = forecast.compute(spend_records(), None, [], values(budget_limit=7.0), NOW)
     assert spent["cost"]["exhausted"] == {"at": t("11:00:00"), "reached": True}  # $7.50 by the last record
     assert spent["lines"][0] == "cost budget: exhausted since 11:00 UTC"
@@ -140,7 +138,7 @@ def test_no_forecast_without_a_current_rate_or_a_limit() -> None:
     assert single["lines"][0] == "cost budget: no forecast (one measurement so far: no rate yet)"
     free = forecast.compute(spend_records(), None, [], values(budget_limit=0.0), NOW)
     assert free["cost"]["reserve"] is None and free["cost"]["rate_per_h"] == 4.0
-    assert free["lines"][0] == "cost budget: no forecast (no limit set ([session] budget_limit = 0)); spending $4.00/h"
+    assert free["lines"][0] == "cost budget: no forecast (no limit set ([session] budget_limit = 0)); spending $4/h"
     off = forecast.compute(spend_records(), None, [], values(budget_enforcement="off"), NOW)
     assert off["cost"]["exhausted"] is None and "budget_enforcement = off" in off["lines"][0]
     assert forecast.compute([], None, [], values(), NOW)["lines"] == [
@@ -171,13 +169,22 @@ def test_the_hook_count_keeps_rate_marks(project: Layout) -> None:
         iteration.count(project, 200, 180)
     doc = iteration.read(project)
     assert doc is not None and [m[1] for m in doc["rate_marks"]] == [1]  # one mark per MARK_EVERY_S at most
-    doc["rate_marks"] = [[m[0] - iteration.MARK_EVERY_S, m[1]] for m in doc["rate_marks"]]
+    span = forecast.FORECAST_MIN_SPAN_S
+    doc["rate_marks"] = [[m[0] - span, m[1]] for m in doc["rate_marks"]]
     fsio.atomic_write_json(project.iteration_budget, doc)
     iteration.count(project, 200, 180)
     doc = iteration.read(project)
     assert doc is not None and [m[1] for m in doc["rate_marks"]] == [1, 4]
     fc = forecast.compute([], doc, [], values(), clock.parse_iso(doc["updated_at"]) or 0.0)
-    assert fc["iterations"]["rate_per_h"] == pytest.approx(3 / iteration.MARK_EVERY_S * 3600, rel=0.01)
+    # 3 calls over 10 minutes: too few to forecast from
+    assert fc["iterations"]["rate_per_h"] is None and fc["iterations"]["cap_at"] is None
+    assert fc["lines"][1].startswith("iteration cap: no forecast (3 tool call(s) over 10 min so far: a forecast "), fc
+    for _ in range(7):
+        iteration.count(project, 200, 180)
+    doc = iteration.read(project)
+    assert doc is not None and doc["consumed"] == 11
+    fc = forecast.compute([], doc, [], values(), clock.parse_iso(doc["updated_at"]) or 0.0)
+    assert fc["iterations"]["rate_per_h"] == forecast.rate(10 / span * 3600) == 60.0
 
 
 # -- the recorded history, moved to the present, for the doors' tests -----------------------------------
@@ -209,21 +216,31 @@ def expected_lines(times: dict[str, str], now: float) -> list[str]:
     w = forecast.when
     return [
         f"cost budget: reserve from {w(times['reserve'], now)}, exhausted at {w(times['exhausted'], now)} "
-        "(at $4.00/h, the rate of the last 60 min of measured spend)",
+        "(at $4/h, the rate of the last 60 min of measured spend)",
         f"iteration cap: 200 tool calls reached at {w(times['cap'], now)} "
         "(at 100 calls/h, the rate of the last 60 min; 150 used)",
     ]
 
 
-def test_a_burst_shorter_than_ten_minutes_is_shown_but_not_warned_of() -> None:
-    """A first burst of calls (an agent reading the project) gives a forecast line, but no warning: the notifier
-    warns only of a rate measured over `WARN_MIN_SPAN_S` at least."""
+def test_no_forecast_before_ten_tool_calls_over_ten_minutes_and_rates_in_two_digits() -> None:
+    """A first burst of calls (an agent reading the project), or two calls a few seconds apart, forecasts nothing
+    and warns of nothing; from 10 calls over 10 minutes on, the rate is said in two significant digits."""
     end = 1_800_000_000.0
-    doc = {"consumed": 40, "updated_at": clock.iso(end), "rate_marks": [[end - 120.0, 0]]}
-    it = forecast.iterations(doc, 200, end + 1)
-    assert it["cap_at"] is not None and not it["cap_at"]["reached"]  # 40 calls in 2 min: the cap in 8 min
     cost = {"exhausted": None}
-    assert forecast.soonest_exhaustion({"cost": cost, "iterations": it}) == []
+    for consumed, first in ((40, 120.0), (3, 2.0), (9, 3000.0)):  # 40 in 2 min, 2 calls in 2 s, 9 in 50 min
+        doc = {"consumed": consumed, "updated_at": clock.iso(end), "rate_marks": [[end - first, 1]]}
+        it = forecast.iterations(doc, 200, end + 1)
+        assert (it["cap_at"], it["rate_per_h"]) == (None, None), it
+        assert it["why"].endswith("a forecast needs at least 10 over 10 min"), it
+        assert forecast.soonest_exhaustion({"cost": cost, "iterations": it}) == []
+        line = forecast.lines({"cost": {"limit": None}, "iterations": it}, end + 1)[1]
+        assert line.startswith("iteration cap: no forecast (") and "calls/h" not in line, line
+    doc = {"consumed": 12, "updated_at": clock.iso(end), "rate_marks": [[end - 700.0, 1]]}
+    it = forecast.iterations(doc, 200, end + 1)
+    assert it["rate_per_h"] == 57.0  # 11 calls in 700 s: 56.57... an hour
+    line = forecast.lines({"cost": {"limit": None}, "iterations": it}, end + 1)[1]
+    assert "(at 57 calls/h, the rate of the last 60 min; 12 used)" in line, line
+    doc = {"consumed": 40, "updated_at": clock.iso(end), "rate_marks": [[end - 120.0, 0]]}
     doc["rate_marks"] = [[end - 900.0, 0]]
     it = forecast.iterations(doc, 200, end + 1)
     (warned,) = forecast.soonest_exhaustion({"cost": cost, "iterations": it})

@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 
 from cocoplus.core import clock, jsonl
-from cocoplus.core.errors import UsageError
+from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
 from cocoplus.core.shapes import SessionRecord
 from cocoplus.notify import events as notify_events
@@ -352,7 +352,7 @@ def test_resume_at_reads_a_time_and_schedules_an_interactive_session(project: La
         with pytest.raises(UsageError, match="TIME"):
             resumes.parse_time(bad, now)
     rec, _ = registry.ensure(project, "claude", "rid-2", event="SessionStart")
-    with pytest.raises(UsageError, match="not paused by a rate or usage limit"):
+    with pytest.raises(CocoplusError, match="not paused by a rate or usage limit"):
         session_ops.resume_at(project, rec["alias"], "+5m")
 
     def change(r: SessionRecord) -> None:

@@ -192,7 +192,7 @@ def test_answer_reaches_the_worker_and_the_conversation_shows_it_against_the_que
 
 def test_answer_without_a_question_fails_and_is_recorded(project: Layout) -> None:
     session(project)
-    with pytest.raises(UsageError, match="has asked no question"):
+    with pytest.raises(CocoplusError, match="has asked no question"):
         dispatch_ops.answer(project, "cc1", "yes", by="alice")
     (act,) = action_records(project)
     assert act["action"] == "answer_worker" and "no question" in act["error"] and act["result"] is None
@@ -224,8 +224,9 @@ sys.exit(1)
 
 @pytest.mark.slow
 def test_a_resume_that_fails_says_why_in_the_runtimes_words_at_every_door(project: Layout, tmp_path: Path) -> None:
-    """The CLI, the REST route and the brain's MCP tool each answer with the runtime's own reason; the CLI exits 1;
-    the instruction is queued each time (nothing acknowledged is lost)."""
+    """The CLI, the REST route and the brain's MCP tool each answer with the runtime's own reason; the instruction is
+    queued each time (nothing acknowledged is lost), and the CLI says that one outcome: `queued`, why the resume
+    failed, exit 0, no error line for the same call."""
     from fastapi.testclient import TestClient
 
     from cocoplus.server.app import create_app
@@ -245,14 +246,17 @@ def test_a_resume_that_fails_says_why_in_the_runtimes_words_at_every_door(projec
     reason = "Not logged in · Please run /login"
 
     cli = run_cli_subprocess("dispatch", "cc1", "from the CLI", "--json", cwd=project.project)
-    assert cli.code == 1, cli
+    assert cli.code == 0 and cli.err == "", cli
     by_cli = json.loads(cli.out)
-    assert cli.err.splitlines() == [
-        f"cocoplus: error: cc1: the resume failed: {reason} (claude exited with code 1)",
-        f"cocoplus: hint: its output: {by_cli['resume_failed']['log']}",
-    ]
+    assert by_cli["resume_failed"]["error"] == f"cc1: the resume failed: {reason} (claude exited with code 1)"
     text = run_cli_subprocess("dispatch", "cc1", "from the CLI, for a person", cwd=project.project)
-    assert text.code == 1 and text.out.startswith(f"queued: cc1's resume failed: {reason}; the instruction is queued")
+    assert text.code == 0 and text.err == "", text
+    first, second = text.out.splitlines()[:2]
+    assert first == f"queued: cc1's resume failed: {reason}; the instruction is queued for its next prompt"
+    assert second.startswith(
+        f"resume: cc1: the resume failed: {reason} (claude exited with code 1); its output: .cocoplus/resumes/"
+    ), text.out
+    assert "error" not in text.out
 
     with TestClient(create_app(project, token=TOKEN, port=PORT), base_url=f"http://127.0.0.1:{PORT}") as c:
         rest = c.post("/api/v1/coding-sessions/cc1/dispatch", json={"instruction": "from REST"}, headers=AUTH)

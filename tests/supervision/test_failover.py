@@ -363,5 +363,13 @@ def test_the_hand_back_resumes_the_first_session_with_the_handoff_of_what_was_do
     (step,) = [s for s in jsonl.read_jsonl(project.steps).records if s.get("event") == "limit_hand_back"]
     told = notify_events.to_event("steps", step)
     assert told is not None and told["kind"] == "hand_back" and told["from"] == "codex"
-    assert messages.headline(told) == f"{rec['alias']}'s work comes back from codex (its limit has reset)"
+    assert (
+        messages.headline(told) == f"{rec['alias']}'s work comes back from codex to claude (claude's limit has reset)"
+    )
+    # the runtime whose limit reset is named, never the one that took over
+    reason = rec["limit"].get("reason") or "rate limit"
+    assert (
+        f"from Codex CLI: Claude Code's {reason} has reset, so the work done meanwhile in Codex CLI comes back" in text
+    )
+    assert "its rate limit has reset" not in text and "its usage limit has reset" not in text
     assert PREDICATES.rstrip("\n") in text and "REPORT-9: codex wrote the grammar" in text

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from cocoplus.core.errors import CocoplusError, Refused, UsageError
+from cocoplus.core.errors import CocoplusError, Refused
 from cocoplus.core.paths import Layout
 from cocoplus.core.shapes import WorkerRecord
 from cocoplus.ops import authority
@@ -178,7 +178,7 @@ def test_a_worktree_that_cannot_be_made_is_one_line_and_nothing_is_made(proj: La
         git(project, "branch", "cocoplus/taken")
         why = "the branch cocoplus/taken exists already"
     before = branches(proj) if case != "not-git" else []
-    with pytest.raises(UsageError) as err:
+    with pytest.raises(CocoplusError) as err:
         workers.launch(proj, "claude", "never", by="alice", alias="taken", worktree=True)
     assert why in str(err.value) and "\n" not in str(err.value)
     assert workers.ids(proj) == [] and not os.path.exists(proj.worktrees_dir)
@@ -286,16 +286,16 @@ def test_a_marker_a_repository_brings_along_is_refused(proj: Layout, tmp_path: P
 
 
 @pytest.mark.slow
-def test_clean_removes_ended_workers_worktrees_and_keeps_unmerged_branches(proj: Layout) -> None:
+def test_clean_removes_ended_workers_worktrees_and_keeps_unmerged_branches(proj: Layout, cli) -> None:
     launch_and_end(proj, "to-merge", alias="merged")
     launch_and_end(proj, "to-keep", alias="kept")
     running = workers.launch(proj, "claude", "still-running", by="alice", alias="busy", worktree=True)
     ops.merge(proj, "merged", principal=authority.operator())
     # A running worker: refused when named, left alone otherwise; merge refuses it too.
-    with pytest.raises(UsageError, match="still running"):
-        ops.clean(proj, "busy", principal=authority.operator())
-    with pytest.raises(UsageError, match="still running"):
-        ops.merge(proj, "busy", principal=authority.operator())
+    for verb in (ops.clean, ops.merge):  # a state, not a usage error (exit 1)
+        with pytest.raises(CocoplusError, match="still running") as caught:
+            verb(proj, "busy", principal=authority.operator())
+        assert caught.value.exit_code == 1
     out = ops.clean(proj, principal=authority.operator())
     by = {c["worker"]: c for c in out["cleaned"]}
     assert set(by) == {"w1", "w2"} and out["running"] == [{"worker": running["id"], "state": "running"}]
@@ -309,6 +309,18 @@ def test_clean_removes_ended_workers_worktrees_and_keeps_unmerged_branches(proj:
     # --force deletes the branch that was not merged.
     forced = ops.clean(proj, "kept", force=True, principal=authority.operator())
     assert forced["cleaned"][0]["branch_deleted"] and "cocoplus/kept" not in branches(proj)
+    # Once cleaned, every worktree command says the same one line of each (exit 1), never git's own error.
+    for alias, wid in (("merged", "w1"), ("kept", "w2")):
+        rec = workers.read(proj, wid)
+        assert rec is not None
+        when = rec["worktree"]["removed_at"]
+        line = (
+            f"cocoplus: error: worker {wid}: its worktree and its branch cocoplus/{alias} were removed by "
+            f"`workers clean` at {when}; there is nothing left to diff, merge or clean"
+        )
+        for word in ("diff", "merge", "clean"):
+            code, out, err = cli("workers", word, alias, cwd=proj.project)
+            assert (code, out, err.splitlines()) == (1, "", [line]), (word, err)
     release(proj, "still-running")
     wait_until(lambda: ended(proj, running["id"]), timeout=60)
     ops.clean(proj, principal=authority.operator())

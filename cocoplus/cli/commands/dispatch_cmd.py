@@ -24,6 +24,9 @@ def render(result: dict[str, Any]) -> None:
     output.line((f"{result['route']}{where}: ", "bold"), result["message"])
     if result.get("note"):
         output.line(f"note: {result['note']}")
+    failed = result.get("resume_failed")
+    if failed:
+        output.line(f"resume: {failed['error']}" + (f"; {failed['hint']}" if failed.get("hint") else ""))
     q = result.get("question")
     if q:
         output.line(f"answers {q['id']}: ", str(q.get("text") or "")[:200])
@@ -31,12 +34,10 @@ def render(result: dict[str, Any]) -> None:
 
 
 def show(result: dict[str, Any], json_out: bool) -> None:
-    """The answer; a resume that failed is also an error line, and exit 1 (the instruction is queued all the same)."""
+    """The answer, one outcome: a resume that failed left the instruction queued, which is what the call did (its
+    route), so it says why the resume failed beside it (the runtime's words, and where its output is) and exits 0,
+    never an error line for the same call."""
     output.show(result, json_out, render)
-    failed = result.get("resume_failed")
-    if failed:
-        output.error_line(failed["error"], failed.get("hint"))
-        raise typer.Exit(1)
 
 
 def dispatch(

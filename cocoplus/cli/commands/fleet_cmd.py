@@ -219,6 +219,7 @@ def _confirm_stops(rows: list[dict[str, Any]]) -> bool:
         output.line(
             f"  {r['target']}: stopped by {stop.get('operator') or 'unknown'} at {stop.get('created_at') or '?'}: "
             f"{stop.get('reason') or 'no reason'} ({stop.get('id')})"
+            + ("; sent from here, not yet heard to have arrived" if stop.get("sent_from_here") else "")
         )
     return bool(typer.confirm(f"Lift {'this stop' if len(rows) == 1 else 'these stops'}?", default=False))
 
@@ -232,7 +233,8 @@ def resume(
     json_out: JsonFlag = False,
 ) -> None:
     """Lift the stop each target last reported, after confirming: a stop made there since is kept (exit 1 until
-    every target has acknowledged; a target that was not stopped is skipped)."""
+    every target has acknowledged; a target that was not stopped is skipped). A stop this machine sent a target
+    that has not been heard from since is the one named: it is lifted when both arrive, and never another."""
     if not yes and not sys.stdin.isatty():
         raise CocoplusError(
             "fleet resume needs confirmation and stdin is not a terminal", hint="pass --yes to resume without asking"

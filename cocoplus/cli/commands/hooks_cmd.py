@@ -39,6 +39,17 @@ def render_install(result: dict[str, Any]) -> None:
             output.line(f"  - {t}")
 
 
+def show_doctor(result: dict[str, Any], json_out: bool) -> None:
+    """`doctor`'s report, and its exit code: 1 where the hooks run another cocoplus than the one that wired them (or
+    none, `failed`), or where the configuration does not load (its error line first)."""
+    broken = (result.get("config") or {}).get("error")
+    if broken and not json_out:  # the error first, then everything that still answers
+        output.error_line(broken, "`cocoplus config show` checks the file")
+        result["problems"] = [p for p in result["problems"] if p != broken]
+    output.show(result, json_out, render_doctor)
+    raise typer.Exit(1 if result.get("failed") or broken else 0)
+
+
 def render_doctor(result: dict[str, Any]) -> None:
     for name, info in result["runtimes"].items():
         if info.get("error"):
@@ -62,6 +73,11 @@ def render_doctor(result: dict[str, Any]) -> None:
                 notes.append("outdated " + ", ".join(info["outdated"]))
             if info.get("mcp_registered") is False:
                 notes.append("MCP server not registered")
+            elif info.get("mcp_approved") is False:
+                notes.append(
+                    f"MCP server not approved for you (`cocoplus install {name}` approves install's own entry; "
+                    "otherwise the runtime asks)"
+                )
             if info.get("upgrade_available"):
                 notes.append(f"an upgrade of the hooks is available (run `cocoplus install {name}`)")
             output.line(f"{name:7} wired; {fired}" + (f"; {'; '.join(notes)}" if notes else ""))
@@ -152,10 +168,9 @@ def register(app: typer.Typer) -> None:
     @app.command("doctor")
     def doctor(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
         """Report which runtimes are wired to cocoplus, what is wrong with their hooks, and whether they fired.
-        Exits 1 where this project's hooks run another cocoplus than the one that wired it, or none."""
-        result = project_ops.doctor(layout())
-        output.show(result, json_out, render_doctor)
-        raise typer.Exit(1 if result.get("failed") else 0)
+        Exits 1 where this project's hooks run another cocoplus than the one that wired it, or none, and when the
+        configuration (cocoplus.toml, or your config.toml) does not load."""
+        show_doctor(project_ops.doctor(layout()), json_out)
 
     plugin = typer.Typer(
         help="cocoplus as a Claude Code plugin, a Gemini CLI extension, a Codex or Cortex Code plugin.",

@@ -49,7 +49,8 @@ def render_status(st: dict[str, Any]) -> None:
         only = f" (only {_who(sc['only'])})" if sc.get("only") else ""
         output.line(
             f"scope: {sc.get('mode')}{only}; excluded: {_who(sc.get('excluded', [])) or 'none'}; "
-            f"supervised now: {', '.join(sc.get('supervised', [])) or 'none'}"
+            "supervised now: "
+            + ((", ".join(sc.get("supervised", [])) or "none") if auto.get("enabled") else "none (supervision is off)")
         )
     if sup is not None:
         if sup.get("running"):
@@ -191,14 +192,25 @@ def render_supervise(out: dict[str, Any]) -> None:
         output.line("fleet relay: " + ("connected" if relay.get("connected") else f"not connected ({why})"))
 
 
+def render_unchanged(out: dict[str, Any]) -> None:
+    """A bare `supervise`: the current supervision, and how to start (or restart) it."""
+    render_status(out)
+    output.line(out["hint"])
+
+
 def supervise(
     goal: Annotated[list[str] | None, typer.Argument(help="The supervision goal (task_hint).")] = None,
     max_turns: Annotated[int | None, typer.Option("--max-turns", help=TURNS_HELP)] = None,
+    again: Annotated[
+        bool, typer.Option("--again", help="Restart supervision with the last goal (turns start again from 0).")
+    ] = False,
     json_out: JsonFlag = False,
 ) -> None:
-    """/supervise GOAL: enable supervision, start the watcher, and run one round now."""
+    """/supervise GOAL: enable supervision, start the watcher, and run one round now. With no GOAL it changes
+    nothing and shows the current supervision; --again restarts it with the last goal."""
     text = " ".join(goal or []).strip() or None
-    output.show(ops.supervise(layout(), text, max_turns), json_out, render_supervise)
+    out = ops.supervise(layout(), text, max_turns, again=again)
+    output.show(out, json_out, render_unchanged if out.get("unchanged") else render_supervise)
 
 
 def supervisor_run(

@@ -118,10 +118,10 @@ def trust(
     if show:
         output.show(listing, json_out, render_listing)
         return
+    if not listing["exists"]:  # one error line, not the listing's line as well
+        raise CocoplusError(f"{listing['file']}: no such file; there is nothing to trust")
     if not json_out:
         render_listing(listing)
-    if not listing["exists"]:
-        raise CocoplusError(f"{listing['file']}: no such file; there is nothing to trust")
     if listing["needs_trust"] and listing["state"] != ops.TRUSTED and not yes:
         if not sys.stdin.isatty():
             raise CocoplusError(

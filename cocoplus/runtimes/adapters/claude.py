@@ -117,7 +117,8 @@ def settings_notes(settings: "Mapping[str, Any]") -> "list[str]":
 
 def todo(project: str) -> "list[str]":
     return [
-        "interactive sessions run project hooks only after you accept the folder's trust dialog; `claude -p` trusts it",
+        "interactive sessions run project hooks only after you accept the folder's trust dialog (answer \"Yes, I "
+        'trust this folder"; its default, "No, exit", starts nothing); `claude -p` trusts it',
         "check with `/hooks` inside Claude Code, then `cocoplus doctor` after the first tool call",
     ]
 
@@ -144,6 +145,13 @@ def plugin_active(environ: "Mapping[str, str]") -> "str | None":
 MCP_FILE = (".mcp.json",)
 MCP_FORMAT = "json"
 MCP_OWN_FILE = True
+# Claude Code asks, at the first interactive start in the project, whether to use a server of .mcp.json; the
+# per-user `enabledMcpjsonServers` of .claude/settings.local.json approves one by name instead.
+MCP_APPROVAL = "enabledMcpjsonServers"
+MCP_ASKS = (
+    'Claude Code asks "New MCP server found in this project: cocoplus": answer "Use this MCP server" (its default, '
+    '"Continue without using this MCP server", leaves cocoplus\' worker tools off)'
+)
 
 
 def mcp_entry(command: str, args: "list[str]") -> "dict[str, Any]":

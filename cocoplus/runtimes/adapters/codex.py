@@ -130,6 +130,8 @@ def plugin_active(environ: "Mapping[str, str]") -> "str | None":
 MCP_FILE = (".codex", "config.toml")
 MCP_FORMAT = "toml"
 MCP_OWN_FILE = True
+MCP_APPROVAL = None
+MCP_ASKS = None
 
 
 def mcp_entry(command: str, args: "list[str]") -> "dict[str, Any]":

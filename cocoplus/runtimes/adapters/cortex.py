@@ -161,6 +161,8 @@ def plugin_active(environ: "Mapping[str, str]") -> "str | None":
 MCP_FILE = None  # no project MCP configuration is documented
 MCP_FORMAT = "json"
 MCP_OWN_FILE = False
+MCP_APPROVAL = None
+MCP_ASKS = None
 
 
 def mcp_entry(command: str, args: "list[str]") -> "dict[str, Any]":

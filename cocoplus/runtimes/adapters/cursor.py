@@ -135,6 +135,8 @@ def todo(project: str) -> "list[str]":
 MCP_FILE = (".cursor", "mcp.json")
 MCP_FORMAT = "json"
 MCP_OWN_FILE = True
+MCP_APPROVAL = None
+MCP_ASKS = None
 
 
 def mcp_entry(command: str, args: "list[str]") -> "dict[str, Any]":

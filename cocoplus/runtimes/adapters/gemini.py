@@ -133,6 +133,8 @@ def plugin_active(environ: "Mapping[str, str]") -> "str | None":
 MCP_FILE = (".gemini", "settings.json")
 MCP_FORMAT = "json"
 MCP_OWN_FILE = False  # the same file holds the hooks and the user's settings
+MCP_APPROVAL = None
+MCP_ASKS = None
 
 
 def mcp_entry(command: str, args: "list[str]") -> "dict[str, Any]":

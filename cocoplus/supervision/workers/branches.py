@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from cocoplus.core import clock
-from cocoplus.core.errors import UsageError
+from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.supervision import worktrees
 from cocoplus.supervision.workers.store import LIVE, alive, lock, read, records, resolve, write
@@ -29,10 +29,24 @@ def note_commit(layout: Layout, wid: str, commit: str) -> None:
 
 def _ended(layout: Layout, rec: WorkerRecord, doing: str) -> None:
     if rec.get("state") in LIVE and (alive(rec) or rec.get("state") == "queued"):
-        raise UsageError(
+        raise CocoplusError(
             f"workers {doing} {rec['id']}: the worker is still {rec['state']}; wait for it to end "
             f"or `cocoplus workers kill {rec['id']}`"
         )
+
+
+def _present(layout: Layout, rec: WorkerRecord) -> dict[str, Any]:
+    """The worker's worktree as its record keeps it, once its branch is known to be there: after `workers clean`
+    deleted it (merged, or `--force`), or after anything else did, `diff`, `merge` and `clean` all say the same one
+    line (state, exit 1), never git's own error."""
+    tree = worktrees.of(rec)
+    if worktrees.branch_exists(layout, tree["branch"]):
+        return tree
+    if tree.get("removed_at"):
+        gone = f"its worktree and its branch {tree['branch']} were removed by `workers clean` at {tree['removed_at']}"
+    else:
+        gone = f"its branch {tree['branch']} no longer exists"
+    raise CocoplusError(f"worker {rec['id']}: {gone}; there is nothing left to diff, merge or clean")
 
 
 def _keep_leftovers(layout: Layout, rec: WorkerRecord) -> None:
@@ -54,7 +68,9 @@ def _note_tree(layout: Layout, wid: str, **fields: Any) -> WorkerRecord | None:
 
 def diff(layout: Layout, ref: str) -> dict[str, Any]:
     """`workers diff W`: the worker's branch against the commit it started from."""
-    return worktrees.diff(layout, resolve(layout, ref))
+    rec = resolve(layout, ref)
+    _present(layout, rec)
+    return worktrees.diff(layout, rec)
 
 
 def merge(layout: Layout, ref: str, by: str, check: Callable[[list[str]], None] | None = None) -> dict[str, Any]:
@@ -62,7 +78,7 @@ def merge(layout: Layout, ref: str, by: str, check: Callable[[list[str]], None] 
     with the protected paths the merge would change, once what the worker left is committed and before git merges
     anything (worktrees.merge); it raises to refuse."""
     rec = resolve(layout, ref)
-    worktrees.of(rec)
+    _present(layout, rec)
     _ended(layout, rec, "merge")
     _keep_leftovers(layout, rec)
     out = worktrees.merge(layout, rec, check)
@@ -78,7 +94,7 @@ def clean(layout: Layout, ref: str | None, force: bool = False) -> dict[str, Any
     """`workers clean [W]`: remove ended workers' worktrees; a branch not merged stays unless `force`."""
     if ref is not None:
         rec = resolve(layout, ref)
-        worktrees.of(rec)
+        _present(layout, rec)
         _ended(layout, rec, "clean")
         chosen = [rec]
         skipped: list[dict[str, Any]] = []

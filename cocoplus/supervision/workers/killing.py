@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from cocoplus.core import clock
-from cocoplus.core.errors import UsageError
+from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.session import procinfo
 from cocoplus.supervision.workers.ending import finish, left_behind_ended
@@ -30,7 +30,7 @@ def kill(layout: Layout, ref: str, by: str) -> dict[str, Any]:
     with lock(layout):
         rec = read(layout, wid) or rec
         if rec.get("state") not in LIVE:
-            raise UsageError(f"worker {wid} is not running (it is {rec.get('state')})")
+            raise CocoplusError(f"worker {wid} is not running (it is {rec.get('state')})")
         rec["kill_requested"] = {"by": by, "at": clock.iso()}
         if rec.get("state") == "queued":
             rec.update(

@@ -122,7 +122,7 @@ def launch(
         worktree = bool(cfg.get("workers.worktree"))
     with lock(layout):
         if alias is not None and _alias_taken(layout, alias):
-            raise UsageError(f"--alias {alias}: already names a session or a live worker")
+            raise CocoplusError(f"--alias {alias}: already names a session or a live worker")
         known = ids(layout)
         wid = f"w{(number(known[-1]) if known else 0) + 1}"
         plan = worktrees.check(layout, alias or wid, environ) if worktree else None  # refused before anything is made
