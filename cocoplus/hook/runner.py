@@ -197,6 +197,11 @@ class Hook:
             self.log(f"{self.kind}: {exc}")
             answer, code = None, 0
             sentence = killswitch.anywhere(self.places, self.place_problem) if self.kind in BLOCKING else None
+            if sentence is None and self.adapter.FAILS_CLOSED and self.kind in BLOCKING:
+                sentence = (
+                    f"cocoplus: this call could not be checked ({exc}); the tool is refused ({self.adapter.TITLE} "
+                    "fails closed)."
+                )
             if sentence is not None:
                 answer = block(self.adapter, self.kind, self.event_name, sentence)
         if emit(answer):
