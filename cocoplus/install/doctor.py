@@ -23,7 +23,7 @@ from cocoplus.core import clock
 from cocoplus.core.errors import CocoplusError, ConfigInvalid
 from cocoplus.core.paths import Layout
 from cocoplus.hook import timeouts
-from cocoplus.install import bundles, files, launcher, mcp_config, wiring
+from cocoplus.install import bundles, files, launcher, mcp_config, plugin_hooks, wiring
 from cocoplus.install.hooks import (
     configured,
     expected_timeouts,
@@ -333,6 +333,7 @@ def doctor(layout: Layout) -> dict[str, Any]:
         # counted the calls): outdated until `install` runs again.
         stale += sorted(e for e in hooks if hooks[e] and e not in expected and e not in stale)
         info["plugin"] = bundles.plugin_active(runtime)
+        info["plugin_notes"] = plugin_hooks.notes(adapter)  # hooks only from a plugin: installed, listed, loaded?
         info["timeouts"] = timeout_notes(
             adapter, {e: min(t) for e, t in installed.items() if e in wired}, expected, parts
         )

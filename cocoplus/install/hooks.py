@@ -35,7 +35,7 @@ from cocoplus.core import fsio, keys
 from cocoplus.core.errors import CocoplusError, ConfigInvalid, UsageError
 from cocoplus.core.paths import STATE_DIR_NAME
 from cocoplus.hook import timeouts
-from cocoplus.install import files, launcher, mcp_config, wiring
+from cocoplus.install import files, launcher, mcp_config, plugin_hooks, wiring
 from cocoplus.runtimes import registry
 
 TYPE_CHECKING = False
@@ -200,6 +200,10 @@ def install(
     parts = configured(project)
     if timeout_s is not None:
         parts["timeout_s"] = int(timeout_s)
+    if adapter.PLUGIN is not None:  # it loads hooks only from installed plugins: nothing goes into the project
+        result = plugin_hooks.install(adapter, parts, environ)
+        result["todo"] = result["todo"] + adapter.todo(project) + _precompile()
+        return result
     target = target_file(adapter)
     path = os.path.join(project, *target)
     settings = files.load_json(path)
@@ -377,6 +381,8 @@ def _install_slash_command(project: str, directory: tuple[str, ...]) -> tuple[st
 
 def uninstall(runtime: str, project: str) -> dict[str, Any]:
     adapter = adapter_for(runtime)
+    if adapter.PLUGIN is not None:
+        return plugin_hooks.uninstall(adapter)
     changes: list[str] = []
     for rel in adapter.HOOK_FILES_READ:
         path = os.path.join(project, *rel)

@@ -140,6 +140,11 @@ class Adapter(Protocol):
         the user: `install` writes and installs it, install/agyplugin.py, and writes nothing into the project); None
         where `install` writes them into the project's hook file."""
 
+    @property
+    def PLUGIN_LOG(self) -> tuple[str, ...] | None:
+        """Parts, under this user's home, of the runtime's log that says which hook files it loaded or refused
+        (`doctor` reads it), or None."""
+
     def hook_timeout(self, event: str, timeout_s: int) -> int:
         """The seconds the runtime gives that hook, its own caps applied (the hook command carries it as
         `--timeout`)."""

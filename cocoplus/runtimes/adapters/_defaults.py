@@ -25,6 +25,7 @@ HOSTS: "tuple[str, ...]" = ()
 SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = None
 PLUGIN = None  # its hooks go into the project's hook file
+PLUGIN_LOG = None
 
 # A missing answer lets the tool run
 FAILS_CLOSED = False

@@ -165,6 +165,9 @@ COUNTS_BEFORE_CALL = True  # no post-tool hook: the pre-tool hook counts each ca
 # Its hooks load only from an installed plugin, global to this user: `install` writes it and runs agy's own
 # plugin command (install/agyplugin.py), and writes nothing into the project.
 PLUGIN = "cocoplus"
+# Where agy says which hooks.json files it loaded ("loaded N named hooks from M hooks.json file(s)") or refused
+# (claude-remember#564, agy 1.1.27).
+PLUGIN_LOG = (".gemini", "antigravity-cli", "cli.log")
 # agy reads a hook's timeout as a 32-bit count of seconds (skillsaw's antigravity-hooks-valid, agy 1.1.25).
 MAX_TIMEOUT_S = 2147483647
 

@@ -460,6 +460,7 @@ PROVIDER = "openai"
 # its permission event (or not at all).  Written here, not taken from `_defaults`: one module less before every tool.
 FAILS_CLOSED = False
 PLUGIN = None
+PLUGIN_LOG = None
 ask_person = answers.nothing
 
 

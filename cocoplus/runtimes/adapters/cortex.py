@@ -26,6 +26,7 @@ from cocoplus.runtimes.adapters._defaults import (  # what Cortex Code does not 
     HOOKS_NEED_REVIEW,
     NO_SESSION_WORDS,
     PLUGIN,
+    PLUGIN_LOG,
     PROVIDER,
     RULE_TOOLS,
     USAGE,

@@ -20,6 +20,7 @@ from cocoplus.runtimes.adapters._defaults import (  # what Cursor does not do: i
     HOSTS,
     NO_SESSION_WORDS,
     PLUGIN,
+    PLUGIN_LOG,
     PROVIDER,
     RULE_TOOLS,
     SESSION_ENV,

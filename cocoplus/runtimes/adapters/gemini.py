@@ -340,6 +340,7 @@ def controller_reply(code: int, stdout: str, reply: str) -> "str | None":
 # its permission event (or not at all).  Written here, not taken from `_defaults`: one module less before every tool.
 FAILS_CLOSED = False
 PLUGIN = None
+PLUGIN_LOG = None
 ask_person = answers.nothing
 
 
