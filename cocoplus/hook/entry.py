@@ -379,7 +379,7 @@ def _run_failing_closed(adapter: "Adapter", runner: "Any", hook: "Hook", kind: s
     """The runner, for a runtime that fails closed: a backstop alarm answers (a deny before a tool) if the hook is
     still running just before its runtime's timeout, and an event the runner said nothing to gets the neutral
     answer."""
-    import signal  # deferred: only a runtime that fails closed sets the alarm
+    import _signal  # type: ignore[import-not-found]  # deferred: only agy sets the alarm (`signal` loads enum)
 
     from cocoplus.core.lock import hook_margin  # deferred: loaded by the runner already
 
@@ -396,12 +396,12 @@ def _run_failing_closed(adapter: "Adapter", runner: "Any", hook: "Hook", kind: s
         _answer(adapter.deny_tool(hook.event, why) if kind == "pre_tool" else adapter.pass_answer(kind))
         posix._exit(0)
 
-    signal.signal(signal.SIGALRM, late)
-    signal.setitimer(signal.ITIMER_REAL, max(0.2, seconds - hook_margin(seconds) / 2))
+    _signal.signal(_signal.SIGALRM, late)
+    _signal.setitimer(_signal.ITIMER_REAL, max(0.2, seconds - hook_margin(seconds) / 2))
     try:
         code = runner.run(hook)
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
     if not runner.ANSWERED and code == 0:
         _answer(adapter.pass_answer(kind))
     return int(code)

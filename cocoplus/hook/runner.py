@@ -146,7 +146,9 @@ class Hook:
             self.speaker(*runtimes.resolve(self.named, self.environ))
 
     def locate(self) -> int | None:
-        state = locate(self.payload, self.adapter if self.named is not None else None, self.directory)
+        # With no runtime named, the one the payload's shape says names the directories to search from.
+        by = self.adapter if self.named is not None else runtimes.detect(self.event, self.payload, self.environ)
+        state = locate(self.payload, by, self.directory)
         if state is None:
             return 0  # not a cocoplus project: do nothing
         self.at(state)

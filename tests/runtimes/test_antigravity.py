@@ -329,3 +329,10 @@ def test_with_no_cocoplus_for_the_user_the_plugin_still_answers_and_denies(proje
 def test_hook_argv_is_the_plugins() -> None:
     assert hook_argv("PreToolUse", "antigravity")[-2:] == ["--runtime", "antigravity"]
     assert present(agy.deny_tool("PreToolUse", "x")) == {"decision": "deny", "reason": "x"}
+
+
+def test_a_hook_installed_without_runtime_recognises_agy_from_its_payload(project: Layout) -> None:
+    killswitch.stop(project, "carol", "shape test")
+    r = run_hook(None, "PreToolUse", payload("antigravity-pretooluse-run-command.json", project), None, cwd="/")
+    assert r.code == 0, r
+    same_shape(r.json, expected("antigravity-pretooluse-deny.json"))
