@@ -67,6 +67,8 @@ def hook_command(runtime: str, event: str, project: str | None = None) -> str:
     cocoplus.toml asks for; else with the defaults')."""
     adapter = adapter_for(runtime)
     kind = registry.kind(adapter, event)
+    if adapter.PLUGIN is not None:  # the command its plugin carries
+        return plugin_hooks.command(adapter, event, kind, expected_timeouts(adapter, configured(project))[event])
     return wiring.command(
         adapter, event, kind, form_for(adapter), expected_timeouts(adapter, configured(project))[event]
     )

@@ -253,7 +253,7 @@ class Adapter(Protocol):
 
     def launch_argv(self, program: list[str], task: str, model: str | None, effort: str | None) -> list[str] | None:
         """The command that starts a new headless worker on `task` (`cocoplus launch`; None: it cannot be launched
-        headless; ValueError: what it cannot be asked for)."""
+        headless; ValueError: what it cannot be asked for, or why it is not launched at all)."""
 
     def stream_entries(self, event: Mapping[str, Any]) -> list[dict[str, Any]] | None:
         """One JSON line of what its headless run prints, as transcript entries (`cocoplus.runtimes.streams` says

@@ -336,3 +336,26 @@ def test_a_hook_installed_without_runtime_recognises_agy_from_its_payload(projec
     r = run_hook(None, "PreToolUse", payload("antigravity-pretooluse-run-command.json", project), None, cwd="/")
     assert r.code == 0, r
     same_shape(r.json, expected("antigravity-pretooluse-deny.json"))
+
+
+def test_every_timeout_fits_the_configured_waits(project: Layout, monkeypatch) -> None:
+    """The pre-tool hook is agy's permission prompt: its timeout fits `[permissions] wait_s` (a headless session's
+    call waits there), the turn end's fits the hold; each command carries its timeout."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    Path(project.project, "cocoplus.toml").write_text(
+        "[hooks]\ntimeout_s = 7\n[supervision]\nhold_turn_end_s = 50\n[permissions]\nwait_s = 900\n"
+    )
+    install.install("antigravity", project.project)
+    doc = json.loads((Path(plugin_hooks.directory(agy)) / "hooks.json").read_text())["cocoplus"]
+    for event, handler, want in (
+        ("PreToolUse", doc["PreToolUse"][0]["hooks"][0], 907),
+        ("PreInvocation", doc["PreInvocation"][0], 7),
+        ("Stop", doc["Stop"][0], 57),
+    ):
+        assert handler["timeout"] == want and f"--timeout {want}" in handler["command"], event
+        assert handler["command"] == install.hook_command("antigravity", event, project.project)
+
+
+def test_install_gemini_says_in_one_line_that_consumer_accounts_moved_to_agy(project: Layout) -> None:
+    said = [t for t in install.install("gemini", project.project)["todo"] if "Antigravity CLI" in t]
+    assert len(said) == 1 and "cocoplus install antigravity" in said[0] and "\n" not in said[0]

@@ -119,7 +119,11 @@ def settings_notes(settings: "Mapping[str, Any]") -> "list[str]":
 
 
 def todo(project: str) -> "list[str]":
-    return ["hooks load from .gemini/settings.json; if folder trust is on, trust this folder"]
+    return [
+        "hooks load from .gemini/settings.json; if folder trust is on, trust this folder",
+        "since June 18, 2026 Gemini CLI serves only enterprise and API-key accounts: Google AI Pro, Ultra and free "
+        "accounts moved to the Antigravity CLI (`cocoplus install antigravity`)",
+    ]
 
 
 def plugin_active(environ: "Mapping[str, str]") -> "str | None":
