@@ -379,7 +379,7 @@ def _run_failing_closed(adapter: "Adapter", runner: "Any", hook: "Hook", kind: s
     """The runner, for a runtime that fails closed: a backstop alarm answers (a deny before a tool) if the hook is
     still running just before its runtime's timeout, and an event the runner said nothing to gets the neutral
     answer."""
-    import _signal  # type: ignore[import-not-found]  # deferred: only agy sets the alarm (`signal` loads enum)
+    import _signal  # deferred: only agy sets the alarm (`signal` loads enum)
 
     from cocoplus.core.lock import hook_margin  # deferred: loaded by the runner already
 
