@@ -351,19 +351,16 @@ def _fails_closed_start(
         hit = walk_up(start)
         if hit is not None and hit not in found and hit not in guards:
             found.insert(0, hit)  # the workspace the payload names is the project: it counts and records there
-    if not found:
-        state, others = None, list(guards)
-    else:
-        state, others = found[0], [p for p in (*found[1:], *guards) if p != found[0]]
-    if kind == "pre_tool" and problem is None and (state is None or COUNT_BEFORE_CALL not in rest):
-        if _nothing_stopped(state, others) if state is not None else _nothing_stopped_in(others):
+    if not found:  # in no cocoplus project (`places` found none either, so no guard): nothing to do
+        if problem is None:
             _answer(adapter.pass_answer(kind))
             return 0
+        return data, None, list(guards)
+    state, others = found[0], [p for p in (*found[1:], *guards) if p != found[0]]
+    if kind == "pre_tool" and problem is None and COUNT_BEFORE_CALL not in rest and _nothing_stopped(state, others):
+        _answer(adapter.pass_answer(kind))
+        return 0
     return data, state, others
-
-
-def _nothing_stopped_in(places_found: "list[str]") -> bool:
-    return not places_found or _nothing_stopped(places_found[0], places_found[1:])
 
 
 def _answer(answer: "dict[str, object] | None") -> None:
@@ -381,8 +378,6 @@ def _run_failing_closed(adapter: "Adapter", runner: "Any", hook: "Hook", kind: s
     answer."""
     import _signal  # deferred: only agy sets the alarm (`signal` loads enum)
 
-    from cocoplus.core.lock import hook_margin  # deferred: loaded by the runner already
-
     seconds = installed or runner.DEFAULT_HOOK_TIMEOUT_S
 
     def late(_signum: int, _frame: object) -> None:
@@ -397,7 +392,8 @@ def _run_failing_closed(adapter: "Adapter", runner: "Any", hook: "Hook", kind: s
         posix._exit(0)
 
     _signal.signal(_signal.SIGALRM, late)
-    _signal.setitimer(_signal.ITIMER_REAL, max(0.2, seconds - hook_margin(seconds) / 2))
+    # Just before the runtime's kill: the hook's own waits end a margin earlier (core/lock.py `wait_allowed`).
+    _signal.setitimer(_signal.ITIMER_REAL, max(0.2, seconds - min(1.0, seconds / 10)))
     try:
         code = runner.run(hook)
     finally:
