@@ -67,11 +67,14 @@ def hook_command(runtime: str, event: str, project: str | None = None) -> str:
     cocoplus.toml asks for; else with the defaults')."""
     adapter = adapter_for(runtime)
     kind = registry.kind(adapter, event)
-    if adapter.PLUGIN is not None:  # the command its plugin carries
-        return plugin_hooks.command(adapter, event, kind, expected_timeouts(adapter, configured(project))[event])
-    return wiring.command(
-        adapter, event, kind, form_for(adapter), expected_timeouts(adapter, configured(project))[event]
-    )
+    return expected_command(adapter, event, kind, expected_timeouts(adapter, configured(project))[event])
+
+
+def expected_command(adapter: Adapter, event: str, kind: str, seconds: int) -> str:
+    """The command `install` writes for one event with this timeout: its plugin's, or the project file's form."""
+    if adapter.PLUGIN is not None:
+        return plugin_hooks.command(adapter, event, kind, seconds)
+    return wiring.command(adapter, event, kind, form_for(adapter), seconds)
 
 
 def configured(project: str | None) -> dict[str, int]:

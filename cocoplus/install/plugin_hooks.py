@@ -194,6 +194,24 @@ def uninstall(adapter: Adapter) -> dict[str, Any]:
     }
 
 
+def installed_file(adapter: Adapter) -> str:
+    """The plugin's hooks.json the runtime runs: its installed copy, else this user's (not installed yet)."""
+    where = adapter.plugin_active(os.environ)
+    return os.path.join(where if where is not None else directory(adapter), HOOKS)
+
+
+def installed_hooks(adapter: Adapter) -> dict[str, Any]:
+    """`{event: entries}` of the plugin the runtime runs ({} when it holds none, or it cannot be read)."""
+    where = adapter.plugin_active(os.environ)
+    if where is None:
+        return {}
+    try:
+        named = files.load_json(os.path.join(where, HOOKS)).get(str(adapter.PLUGIN))
+    except CocoplusError:
+        return {}
+    return {k: v for k, v in named.items() if isinstance(v, list)} if isinstance(named, dict) else {}
+
+
 def loaded(adapter: Adapter) -> dict[str, Any]:
     """What `doctor` knows of the plugin: where the runtime keeps it, whether its own plugin list names it, and what
     its log last said of the hooks it loaded (the log is where a hooks.json it refused is reported)."""

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
+from cocoplus.install import doctor
 from cocoplus.install import hooks as install
 from cocoplus.install import plugin_hooks
 from cocoplus.runtimes import registry
@@ -266,6 +267,9 @@ def test_install_runs_agys_plugin_command_and_doctor_sees_it_loaded(project: Lay
     info = plugin_hooks.loaded(agy)
     assert info["listed"] is True and "loaded 1 named hooks from 1 hooks.json file(s)" in str(info["log"])
     assert plugin_hooks.notes(agy) == []
+    info = doctor.doctor(project)["runtimes"]["antigravity"]
+    assert info["wired"] and not info["outdated"] and not info["missing"] and info["plugin_notes"] == []
+    assert info["settings"] == os.path.join(str(where), "hooks.json") and "twice" not in info
     removed = install.uninstall("antigravity", project.project)
     assert any("agy plugin uninstall cocoplus" in c for c in removed["changes"]), removed
     assert agy.plugin_active(os.environ) is None
