@@ -24,9 +24,8 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
-from cocoplus.install import doctor
+from cocoplus.install import doctor, plugin_hooks
 from cocoplus.install import hooks as install
-from cocoplus.install import plugin_hooks
 from cocoplus.runtimes import registry
 from cocoplus.session import killswitch, steering, stops
 from cocoplus.session import registry as sessions_registry
