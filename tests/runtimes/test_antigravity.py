@@ -27,12 +27,13 @@ from cocoplus.core.paths import Layout
 from cocoplus.install import doctor, plugin_hooks
 from cocoplus.install import hooks as install
 from cocoplus.runtimes import registry
-from cocoplus.session import killswitch, steering, stops
+from cocoplus.session import killswitch, permissions, steering, stops
 from cocoplus.session import registry as sessions_registry
 from tests.hook.helpers import expected, fixture, hook_argv, hook_env, run_hook, same_shape
-from tests.support import agy_standin
+from tests.support import agy_standin, vouched
 from tests.support.trusting import trust_project
 from tests.support.typed import present
+from tests.support.waiting import wait_until
 
 agy = registry.get("antigravity")
 CONVERSATION = fixture("antigravity-stop.json")["conversationId"]
@@ -362,3 +363,40 @@ def test_every_timeout_fits_the_configured_waits(project: Layout, monkeypatch) -
 def test_install_gemini_says_in_one_line_that_consumer_accounts_moved_to_agy(project: Layout) -> None:
     said = [t for t in install.install("gemini", project.project)["todo"] if "Antigravity CLI" in t]
     assert len(said) == 1 and "cocoplus install antigravity" in said[0] and "\n" not in said[0]
+
+
+def test_uninstall_twice_changes_nothing_the_second_time(project: Layout, monkeypatch) -> None:
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    install.install("antigravity", project.project)
+    assert install.uninstall("antigravity", project.project)["changed"]
+    again = install.uninstall("antigravity", project.project)
+    assert not again["changed"] and again["changes"] == []
+
+
+def test_launch_antigravity_refuses_with_the_reason(project: Layout, cli, agy_on_path: Path) -> None:
+    code, _out, err = cli("launch", "antigravity", "fix the tests", cwd=project.project)
+    assert code != 0 and "reports no workspace" in err and "Traceback" not in err, err
+
+
+def test_a_headless_sessions_call_with_no_rule_waits_for_an_answer(project: Layout) -> None:
+    """As with Claude Code's PermissionRequest: a worker no one watches waits in the permission routing, here at
+    agy's PreToolUse (it has no permission event), and the operator's answer decides the call."""
+    write_config(project, "[permissions]\nwait_s = 30\n")
+    vouched.sealed_worker(project, "w1")
+    argv = [*vouched.prefix("worker", project.root, "w1"), *hook_argv("PreToolUse", "antigravity")]
+    argv += ["--timeout", "40", "--count-before-call"]
+    sent = Path(project.project).parent / "payload.json"
+    sent.write_text(json.dumps(command_line("git push origin main", project)))
+    with open(sent, "rb") as stdin:
+        proc = subprocess.Popen(
+            argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=hook_env(None), cwd="/"
+        )
+    try:
+        (req,) = wait_until(lambda: permissions.requests(project), timeout=30)
+        assert req["tool"] == "Bash" and req["rule"] == "Bash(git push origin main)"
+        permissions.answer(project, req["id"], "allow", principal="operator", by="tester")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert json.loads(out) == {"decision": "allow"}
