@@ -43,6 +43,7 @@ from cocoplus.runtimes.adapters._defaults import (  # what agy does not do: it i
     asks_for_write,
     controller_argv,
     controller_reply,
+    hooks_unreviewed,
     limit_of,
     notice,
     output_limit,

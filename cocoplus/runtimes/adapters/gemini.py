@@ -8,7 +8,6 @@ from the chat recording (`tokens` per gemini message).
 """
 
 from cocoplus.runtimes import answers
-from cocoplus.runtimes.adapters._defaults import hooks_unreviewed  # it runs a project's hooks without a review
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -355,3 +354,7 @@ def pass_answer(kind: str) -> "dict[str, Any] | None":
 def tool_call(payload: "Mapping[str, Any]") -> "tuple[str, Any]":
     name = payload.get("tool_name")
     return (name if isinstance(name, str) else ""), payload.get("tool_input")
+
+
+def hooks_unreviewed(project: str, environ: "Mapping[str, str]", ours: "Any") -> "str | None":
+    return None  # it runs a project's hooks without a review
