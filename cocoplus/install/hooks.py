@@ -206,7 +206,7 @@ def install(
     if timeout_s is not None:
         parts["timeout_s"] = int(timeout_s)
     if adapter.PLUGIN is not None:  # it loads hooks only from installed plugins: nothing goes into the project
-        result = plugin_hooks.install(adapter, parts, environ)
+        result = plugin_hooks.install(adapter, project, parts, environ)
         result["todo"] = result["todo"] + adapter.todo(project) + _precompile()
         return result
     target = target_file(adapter)

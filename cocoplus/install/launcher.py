@@ -215,7 +215,7 @@ def plugin_launcher(runtime: str, event: str, timeout_s: int, flags: tuple[str, 
     args = hook_args(runtime, event, timeout_s, flags)
     python_flags = " ".join(HOOK_FLAGS)
     return (
-        _SOURCE
+        _source()
         + '[ -x "$cocoplus_python" ] && [ -r "$cocoplus_hook" ] && '
         + f'exec "$cocoplus_python" {python_flags} "$cocoplus_hook" {args}; '
         + _cocoplus_on_path()

@@ -123,7 +123,9 @@ def _installed_copy_current(adapter: Adapter, source: str) -> bool:
         return False
 
 
-def install(adapter: Adapter, parts: dict[str, int], environ: dict[str, str] | None = None) -> dict[str, Any]:
+def install(
+    adapter: Adapter, project: str, parts: dict[str, int], environ: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Write the plugin and install it with the runtime's own command (or say the command); the `install` result."""
     source = directory(adapter)
     changes: list[str] = []
@@ -143,9 +145,14 @@ def install(adapter: Adapter, parts: dict[str, int], environ: dict[str, str] | N
             changes.append(f"plugin installed: `{how}` ({ran[1]})")
         else:
             todo.append(f"`{how}` failed ({ran[1]}): run it yourself")
-    pointer = launcher.write_pointer(environ)
+    # As for any runtime (install/hooks.py): this project pinned to this cocoplus (found where the runtime runs a
+    # hook in the project), this user's pointer written only where it names no usable cocoplus.
+    pinned = launcher.write_project_pointer(project)
+    if pinned["changed"]:
+        changes.append(f"this project's hooks now run this cocoplus ({pinned['path']})")
+    pointer = launcher.write_pointer(environ, only_if_unusable=True)
     if pointer["changed"]:
-        changes.append(f"this user's hooks now run this cocoplus ({pointer['path']})")
+        changes.append(f"this user's other hooks now run this cocoplus ({pointer['path']})")
     return {
         "runtime": adapter.NAME,
         "settings": os.path.join(source, HOOKS),
@@ -155,7 +162,7 @@ def install(adapter: Adapter, parts: dict[str, int], environ: dict[str, str] | N
         "changed": bool(changes),
         "commit": [],
         "do_not_commit": [],
-        "pointer": pointer["path"],
+        "pointer": pinned["path"],
         "plugin": source,
         "todo": todo,
     }
