@@ -136,3 +136,9 @@ def shown(path: str) -> str:
 def capability_file() -> str:
     """This user's capability (`core.seal.capability`)."""
     return os.path.join(directory(), CAPABILITY_NAME)
+
+
+def plugin_directory(runtime: str) -> str:
+    """Where `install` writes the plugin of a runtime that loads hooks only from installed plugins (the copy the
+    runtime's own plugin command installs from): `~/.config/cocoplus/plugins/<runtime>`."""
+    return os.path.join(directory(), "plugins", runtime)

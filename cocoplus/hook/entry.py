@@ -36,7 +36,9 @@ from cocoplus.runtimes import registry
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path: annotations are strings
     from collections.abc import Collection, Mapping, Sequence
+    from typing import Any
 
+    from cocoplus.hook.runner import Hook
     from cocoplus.runtimes.protocol import Adapter
 
 _S_IFMT = 0o170000
@@ -268,7 +270,12 @@ def main(
         kind = registry.kind(adapter, event) if adapter is not None else registry.kind_any(event)
         state, guards, problem = places(env, adapter)
         data = None
-        if kind == "pre_tool" and state is not None and problem is None and _nothing_stopped(state, guards):
+        if adapter is not None and adapter.FAILS_CLOSED:
+            closed = _fails_closed_start(adapter, event, kind, state, guards, problem, rest, stdin_bytes)
+            if isinstance(closed, int):
+                return closed
+            data, state, guards = closed
+        elif kind == "pre_tool" and state is not None and problem is None and _nothing_stopped(state, guards):
             if adapter is not None and _worker(env):
                 data = read_stdin() if stdin_bytes is None else stdin_bytes
                 if _guard(adapter, event, data, state, env):
@@ -298,11 +305,102 @@ def main(
         hook = runner.Hook(
             event, kind, runtime, data, state, directory, env_now, rest, guards, problem, parse_timeout(timeout)
         )
-        return runner.run(hook)
+        if adapter is None or not adapter.FAILS_CLOSED:
+            return runner.run(hook)
+        return _run_failing_closed(adapter, runner, hook, kind, parse_timeout(timeout))
     except BaseException as exc:
         if isinstance(exc, SystemExit):
             raise
         return last_resort(exc, event, kind, state, runtime, environ, guards)
+
+
+def _fails_closed_start(
+    adapter: "Adapter",
+    event: str,
+    kind: str,
+    state: "str | None",
+    guards: "list[str]",
+    problem: "str | None",
+    rest: "list[str]",
+    stdin_bytes: "bytes | None",
+) -> "int | tuple[bytes, str | None, list[str]]":
+    """The start of a hook for a runtime that refuses a tool whose pre-tool hook printed no well-formed answer
+    (`FAILS_CLOSED`: the Antigravity CLI): its hooks come from a global plugin, so the project is found from the
+    payload too.  A pre-tool payload that is not a JSON object is refused; a pre-tool event in no cocoplus project,
+    with nothing stopped anywhere, is answered with the runtime's neutral answer.  Else (the stdin read, the project,
+    the other places) for the runner."""
+    data = read_stdin() if stdin_bytes is None else stdin_bytes
+    from cocoplus.core import jsonfast  # deferred: only a runtime that always answers reads every payload here
+
+    try:
+        payload = jsonfast.loads(data.decode("utf-8", "surrogateescape")) if data.strip() else None
+    except ValueError:
+        payload = None
+    if not isinstance(payload, dict):
+        if kind != "pre_tool":
+            return data, state, guards  # the runner logs it and answers with the neutral answer
+        said = "empty" if not data.strip() else f"{len(data)} bytes, not a JSON object"
+        why = (
+            f"cocoplus: this tool call's hook payload cannot be read ({said}), so whether the agent is stopped "
+            f"cannot be known; the tool is refused ({adapter.TITLE} fails closed)."
+        )
+        _answer(adapter.deny_tool(event, why))
+        return 0
+    found = [state] if state is not None else []
+    for start in adapter.project_dirs(payload):
+        hit = walk_up(start)
+        if hit is not None and hit not in found and hit not in guards:
+            found.insert(0, hit)  # the workspace the payload names is the project: it counts and records there
+    if not found:  # in no cocoplus project (`places` found none either, so no guard): nothing to do
+        if problem is None:
+            _answer(adapter.pass_answer(kind))
+            return 0
+        return data, None, list(guards)
+    state, others = found[0], [p for p in (*found[1:], *guards) if p != found[0]]
+    if kind == "pre_tool" and problem is None and COUNT_BEFORE_CALL not in rest and _nothing_stopped(state, others):
+        _answer(adapter.pass_answer(kind))
+        return 0
+    return data, state, others
+
+
+def _answer(answer: "dict[str, object] | None") -> None:
+    if answer is None:
+        return
+    from cocoplus.core import jsonfast  # deferred: loaded already by whoever has an answer to print
+
+    sys.stdout.write(jsonfast.dumps(answer))
+    sys.stdout.flush()
+
+
+def _run_failing_closed(adapter: "Adapter", runner: "Any", hook: "Hook", kind: str, installed: "float | None") -> int:
+    """The runner, for a runtime that fails closed: a backstop alarm answers (a deny before a tool) if the hook is
+    still running just before its runtime's timeout, and an event the runner said nothing to gets the neutral
+    answer."""
+    import _signal  # deferred: only agy sets the alarm (`signal` loads enum)
+
+    seconds = installed or runner.DEFAULT_HOOK_TIMEOUT_S
+
+    def late(_signum: int, _frame: object) -> None:
+        if runner.ANSWERED:
+            return  # its answer is being written: let it finish
+        runner.ANSWERED = True
+        why = (
+            f"cocoplus: this hook did not finish within its {seconds:g} s timeout, so the call could not be "
+            f"checked; the tool is refused ({adapter.TITLE} fails closed)."
+        )
+        _answer(adapter.deny_tool(hook.event, why) if kind == "pre_tool" else adapter.pass_answer(kind))
+        posix._exit(0)
+
+    _signal.signal(_signal.SIGALRM, late)
+    # Just before the runtime's kill: the hook's own waits end a margin earlier (core/lock.py `wait_allowed`).
+    _signal.setitimer(_signal.ITIMER_REAL, max(0.2, seconds - min(1.0, seconds / 10)))
+    try:
+        code = runner.run(hook)
+    finally:
+        _signal.setitimer(_signal.ITIMER_REAL, 0)
+    if not runner.ANSWERED and code == 0:
+        _answer(adapter.pass_answer(kind))
+    return int(code)
 
 
 def _worker(environ: "Environ | Mapping[str, str]") -> bool:
@@ -402,6 +500,9 @@ def last_resort(
     if kind is None:
         name = event.replace("-", "").replace("_", "").lower()
         kind = "pre_tool" if name.startswith(("pre", "before")) or "permission" in name else "other"
+    closed = _closed_answer(exc, event, kind, runtime)
+    if closed is not None:
+        return closed
     if kind in ("pre_tool", "permission") and state:
         for place in (state, *guards):  # a stop in any place found denies
             try:
@@ -414,6 +515,29 @@ def last_resort(
             why = f"cocoplus: the agent is stopped ({place}{STOP_FILE} exists); run `cocoplus session resume`."
             return block(why, event, kind, runtime, environ)
     return 0
+
+
+def _closed_answer(exc: BaseException, event: str, kind: str, runtime: "str | None") -> "int | None":
+    """After a failure, for a runtime that fails closed (`FAILS_CLOSED`): a deny before a tool, else its neutral
+    answer, unless the runner had written one; None for every other runtime (or if this fails too: exit 2)."""
+    try:
+        adapter = registry.get(runtime) if runtime is not None and registry.known(runtime) else None
+        if adapter is None or not adapter.FAILS_CLOSED:
+            return None
+        runner = sys.modules.get("cocoplus.hook.runner")  # not imported here: it may be what failed
+        if runner is not None and getattr(runner, "ANSWERED", False):
+            return 0
+        if kind in ("pre_tool", "permission"):
+            why = (
+                f"cocoplus: its hook failed ({type(exc).__name__}: {str(exc)[:200]}), so this call could not be "
+                f"checked; the tool is refused ({adapter.TITLE} fails closed; see .cocoplus/logs/hook.log)."
+            )
+            _answer(adapter.deny_tool(event, why))
+        else:
+            _answer(adapter.pass_answer(kind))
+        return 0
+    except Exception:  # noqa: BLE001 - whatever broke the hook may break this too: exit 2 still blocks
+        return None
 
 
 def block(reason: str, event: str, kind: str, runtime: "str | None", environ: "Mapping[str, str] | None") -> int:

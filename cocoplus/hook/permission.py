@@ -38,7 +38,8 @@ def on_permission(h: Hook) -> Answer:
     if who.worker is None and not who.headless:
         h.touch_session(lambda r: h.attention(r, "awaiting_authorization"))
         return None, 0
-    return _headless_permission(h, who), 0
+    name, tool_input = h.adapter.tool_call(h.payload)
+    return _headless_permission(h, who, h.adapter.RULE_TOOLS.get(name, name), tool_input), 0
 
 
 def _agent(payload: dict[str, Any]) -> str | None:
@@ -50,14 +51,50 @@ def _agent(payload: dict[str, Any]) -> str | None:
     return None
 
 
-def _headless_permission(h: Hook, who: identity.Identity) -> dict[str, Any] | None:
+def before_tool(h: Hook) -> dict[str, Any] | None:
+    """The permission of a runtime whose pre-tool hook is its permission prompt (no permission event: the
+    Antigravity CLI), once the call is counted: a rule decides (allow or deny); where none does, a headless session
+    waits for an answer as a permission request does (`_headless_permission`), and with a person watching, a call
+    the runtime itself would ask about is put to them (`ask_person`); any other call passes (None)."""
+    name, tool_input = h.adapter.tool_call(h.payload)
+    tool = h.adapter.RULE_TOOLS.get(name, name)
+    loader.preload(loader.IDENTITY)  # in the hook's own process, straight from their cached byte code
+    from cocoplus.session import identity  # deferred: only a call routed as a permission asks who it is for
+
+    who = identity.of_hook(h.layout, h.environ)
+    if who.problem:
+        h.log(f"identity: {who.problem}")
+    if who.worker is not None or who.headless:
+        return _headless_permission(h, who, tool, tool_input)
+    loader.preload(loader.RULES)  # as IDENTITY
+    from cocoplus.session import permissions  # deferred: as identity
+
+    decided = permissions.decide_by_rules(
+        h.layout, h.values, tool, tool_input, who.allow, cwd=_cwd(h.payload, tool_input), tree=who.tree
+    )
+    if decided.behavior == "deny":
+        return h.adapter.deny_permission(f"cocoplus: {decided.where} refuses this call ({decided.why}).")
+    if decided.behavior == "allow":
+        return h.adapter.allow_permission(None)
+    asked: dict[str, Any] | None = h.adapter.ask_person(
+        name, f"cocoplus: no permission rule decides {permissions.rule_for(tool, tool_input)}; you decide."
+    )
+    return asked
+
+
+def _cwd(payload: dict[str, Any], tool_input: Any) -> str | None:
+    """The directory a call runs in: the payload's `cwd`, else its input's (agy's `run_command` `Cwd`)."""
+    for where in (payload, tool_input):
+        if isinstance(where, dict) and isinstance(where.get("cwd"), str):
+            return str(where["cwd"])
+    return None
+
+
+def _headless_permission(h: Hook, who: identity.Identity, tool: str, tool_input: Any) -> dict[str, Any] | None:
     loader.preload(loader.RULES)  # as IDENTITY
     from cocoplus.session import permissions  # deferred: only a headless worker's permission request decides here
 
-    name = str(h.payload.get("tool_name") or "")
-    tool = h.adapter.RULE_TOOLS.get(name, name)
-    tool_input = h.payload.get("tool_input")
-    cwd = h.payload.get("cwd") if isinstance(h.payload.get("cwd"), str) else None
+    cwd = _cwd(h.payload, tool_input)
     worker = who.worker
     sid = h.session_id
     try:  # read, not touched: the tool's PostToolUse records the session a moment later

@@ -151,7 +151,9 @@ class Hook:
             self.speaker(*runtimes.resolve(self.named, self.environ))
 
     def locate(self) -> int | None:
-        state = locate(self.payload, self.adapter if self.named is not None else None, self.directory)
+        # With no runtime named, the one the payload's shape says names the directories to search from.
+        by = self.adapter if self.named is not None else runtimes.detect(self.event, self.payload, self.environ)
+        state = locate(self.payload, by, self.directory)
         if state is None:
             return 0  # not a cocoplus project: do nothing
         self.at(state)
@@ -202,6 +204,11 @@ class Hook:
             self.log(f"{self.kind}: {exc}")
             answer, code = None, 0
             sentence = killswitch.anywhere(self.places, self.place_problem) if self.kind in BLOCKING else None
+            if sentence is None and self.adapter.FAILS_CLOSED and self.kind in BLOCKING:
+                sentence = (
+                    f"cocoplus: this call could not be checked ({exc}); the tool is refused ({self.adapter.TITLE} "
+                    "fails closed)."
+                )
             if sentence is not None:
                 answer = block(self.adapter, self.kind, self.event_name, sentence)
         if emit(answer):

@@ -51,7 +51,9 @@ def for_event(adapter: "Adapter", event: str, kind: str, timeout_s: int, hold_s:
     total = int(timeout_s)
     if kind == "stop":
         total += int(hold_s)
-    elif kind == "permission" and adapter.ASKS_PERMISSION:
+    elif (
+        kind == "permission" or (kind == "pre_tool" and registry.asks_before_tool(adapter))
+    ) and adapter.ASKS_PERMISSION:
         total += int(wait_s)
     return int(adapter.hook_timeout(event, total))
 

@@ -13,6 +13,7 @@ import os
 from cocoplus.core.errors import CocoplusError
 from cocoplus.hook import COUNT_BEFORE_CALL
 from cocoplus.runtimes import answers
+from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import registry
 
 TYPE_CHECKING = False
@@ -44,6 +45,12 @@ def on_pre_tool(h: Hook) -> Answer:
         # The loop guard's stop, as after the call elsewhere: this repeat runs, and the agent is stopped for the next.
         repeated = h.adapter.add_context(h.event_name, f"{reason} This call is the last one that runs.")
     _record_edits(h, before=True)
+    if runtimes.asks_before_tool(h.adapter):  # its pre-tool hook is its permission prompt
+        from cocoplus.hook import permission  # deferred: only a runtime with no permission event routes it here
+
+        decided = permission.before_tool(h)
+        if decided is not None:
+            return answers.merge(counted, repeated, decided), 0
     return answers.merge(counted, repeated), 0
 
 

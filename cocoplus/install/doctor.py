@@ -23,11 +23,11 @@ from cocoplus.core import clock
 from cocoplus.core.errors import CocoplusError, ConfigInvalid
 from cocoplus.core.paths import Layout
 from cocoplus.hook import timeouts
-from cocoplus.install import bundles, files, launcher, mcp_config, wiring
+from cocoplus.install import bundles, files, launcher, mcp_config, plugin_hooks, wiring
 from cocoplus.install.hooks import (
     configured,
+    expected_command,
     expected_timeouts,
-    form_for,
     hooks_of,
     is_ours,
     settings_path,
@@ -292,29 +292,14 @@ def doctor(layout: Layout) -> dict[str, Any]:
         installed: dict[str, list[float]] = {}  # event -> the timeouts its cocoplus hooks were installed with
         stray: list[str] = []
         error = None
-        for rel in adapter.HOOK_FILES_READ:
-            try:
-                settings = files.load_json(os.path.join(project, *rel))
-            except CocoplusError as exc:
-                error = str(exc)
+        for rel, doc in _hook_documents(adapter, project):
+            if isinstance(doc, str):
+                error = doc
                 continue
-            doc = settings["hooks"] if isinstance(settings.get("hooks"), dict) else {}
-            for event, entries in doc.items():
-                handlers = [
-                    h
-                    for h in _handlers(entries)
-                    if is_ours(h["command"]) and _runtime_of(h["command"]) in (runtime, None)
-                ]
-                ours = [h["command"] for h in handlers]
-                if ours:
-                    hooks.setdefault(event, []).extend(ours)
-                    for h in handlers:
-                        seconds = timeouts.in_command(h["command"])
-                        seconds = adapter.entry_timeout(h) if seconds is None else seconds
-                        if seconds is not None:
-                            installed.setdefault(event, []).append(seconds)
-                    if tuple(rel) != target_file(adapter):
-                        stray.append(os.path.join(*rel))
+            if _collect(adapter, doc, hooks, installed) and rel is not None and tuple(rel) != target_file(adapter):
+                stray.append(os.path.join(*rel))
+        if adapter.PLUGIN is not None:  # the hooks it runs are its plugin's
+            info.update(settings=plugin_hooks.installed_file(adapter), exists=bool(hooks))
         if error and not hooks:
             info.update(wired=False, error=error)
             out["runtimes"][runtime] = info
@@ -329,18 +314,19 @@ def doctor(layout: Layout) -> dict[str, Any]:
                 missing.append(event)
                 continue
             wired.append(event)
-            if ours != [wiring.command(adapter, event, kind, form_for(adapter), expected[event])] or stray:
+            if ours != [expected_command(adapter, event, kind, expected[event])] or stray:
                 stale.append(event)
         # An entry of ours for an event install no longer wires (Claude Code's PostToolUse, before its pre-tool hook
         # counted the calls): outdated until `install` runs again.
         stale += sorted(e for e in hooks if hooks[e] and e not in expected and e not in stale)
         info["plugin"] = bundles.plugin_active(runtime)
+        info["plugin_notes"] = plugin_hooks.notes(adapter)  # hooks only from a plugin: installed, listed, loaded?
         info["timeouts"] = timeout_notes(
             adapter, {e: min(t) for e, t in installed.items() if e in wired}, expected, parts
         )
         if info["plugin"] and runtime in bundles.RUNTIMES:
             info["timeouts"] += timeout_notes(adapter, bundles.carried(adapter), expected, parts, plugin=info["plugin"])
-        if info["plugin"] and wired:
+        if info["plugin"] and wired and adapter.PLUGIN is None:
             info["twice"] = (
                 f"the cocoplus plugin ({info['plugin']}) and `cocoplus install {runtime}` are both active: every hook "
                 f"runs twice; run `cocoplus uninstall {runtime}` or disable the plugin"
@@ -373,6 +359,44 @@ def doctor(layout: Layout) -> dict[str, Any]:
     out["hook_log"] = layout.rel(layout.hook_log) if os.path.exists(layout.hook_log) else None
     out["checked_at"] = clock.iso()
     return out
+
+
+def _hook_documents(adapter: Adapter, project: str) -> list[tuple[tuple[str, ...] | None, dict[str, Any] | str]]:
+    """(the project file's parts, or None for a plugin; its `{event: entries}`, or why it cannot be read) for every
+    place the runtime runs hooks from that `install` writes: its project hook files, or the plugin it installed."""
+    if adapter.PLUGIN is not None:
+        return [(None, plugin_hooks.installed_hooks(adapter))]
+    out: list[tuple[tuple[str, ...] | None, dict[str, Any] | str]] = []
+    for rel in adapter.HOOK_FILES_READ:
+        try:
+            settings = files.load_json(os.path.join(project, *rel))
+        except CocoplusError as exc:
+            out.append((rel, str(exc)))
+            continue
+        out.append((rel, settings["hooks"] if isinstance(settings.get("hooks"), dict) else {}))
+    return out
+
+
+def _collect(
+    adapter: Adapter, doc: dict[str, Any], hooks: dict[str, list[str]], installed: dict[str, list[float]]
+) -> bool:
+    """Add cocoplus' commands for this runtime in one `{event: entries}` to `hooks`, and the timeouts they were
+    installed with to `installed`; whether there was any."""
+    found = False
+    for event, entries in doc.items():
+        handlers = [
+            h for h in _handlers(entries) if is_ours(h["command"]) and _runtime_of(h["command"]) in (adapter.NAME, None)
+        ]
+        if not handlers:
+            continue
+        found = True
+        hooks.setdefault(event, []).extend(h["command"] for h in handlers)
+        for h in handlers:
+            seconds = timeouts.in_command(h["command"])
+            seconds = adapter.entry_timeout(h) if seconds is None else seconds
+            if seconds is not None:
+                installed.setdefault(event, []).append(seconds)
+    return found
 
 
 def timeout_notes(

@@ -35,7 +35,7 @@ from cocoplus.core import fsio, keys
 from cocoplus.core.errors import CocoplusError, ConfigInvalid, UsageError
 from cocoplus.core.paths import STATE_DIR_NAME, Layout
 from cocoplus.hook import timeouts
-from cocoplus.install import files, launcher, mcp_config, wiring
+from cocoplus.install import files, launcher, mcp_config, plugin_hooks, wiring
 from cocoplus.runtimes import registry
 
 TYPE_CHECKING = False
@@ -67,9 +67,14 @@ def hook_command(runtime: str, event: str, project: str | None = None) -> str:
     cocoplus.toml asks for; else with the defaults')."""
     adapter = adapter_for(runtime)
     kind = registry.kind(adapter, event)
-    return wiring.command(
-        adapter, event, kind, form_for(adapter), expected_timeouts(adapter, configured(project))[event]
-    )
+    return expected_command(adapter, event, kind, expected_timeouts(adapter, configured(project))[event])
+
+
+def expected_command(adapter: Adapter, event: str, kind: str, seconds: int) -> str:
+    """The command `install` writes for one event with this timeout: its plugin's, or the project file's form."""
+    if adapter.PLUGIN is not None:
+        return plugin_hooks.command(adapter, event, kind, seconds)
+    return wiring.command(adapter, event, kind, form_for(adapter), seconds)
 
 
 def configured(project: str | None) -> dict[str, int]:
@@ -200,6 +205,10 @@ def install(
     parts = configured(project)
     if timeout_s is not None:
         parts["timeout_s"] = int(timeout_s)
+    if adapter.PLUGIN is not None:  # it loads hooks only from installed plugins: nothing goes into the project
+        result = plugin_hooks.install(adapter, project, parts, environ)
+        result["todo"] = result["todo"] + adapter.todo(project) + _precompile()
+        return result
     target = target_file(adapter)
     path = os.path.join(project, *target)
     settings = files.load_json(path)
@@ -386,6 +395,8 @@ def _install_slash_command(project: str, directory: tuple[str, ...]) -> tuple[st
 
 def uninstall(runtime: str, project: str) -> dict[str, Any]:
     adapter = adapter_for(runtime)
+    if adapter.PLUGIN is not None:
+        return plugin_hooks.uninstall(adapter)
     changes: list[str] = []
     for rel in adapter.HOOK_FILES_READ:
         path = os.path.join(project, *rel)

@@ -208,6 +208,22 @@ def hook_launcher(
     )
 
 
+def plugin_launcher(runtime: str, event: str, timeout_s: int, flags: tuple[str, ...], fallback: str) -> str:
+    """The command of a global plugin's hook (a runtime that loads hooks only from plugins, and refuses a tool whose
+    hook printed no answer): this user's pointer, else `cocoplus` on PATH; with no cocoplus at all it prints
+    `fallback`, the runtime's own well-formed answer (a deny before a tool, saying how to remove the plugin)."""
+    args = hook_args(runtime, event, timeout_s, flags)
+    python_flags = " ".join(HOOK_FLAGS)
+    return (
+        _source()
+        + '[ -x "$cocoplus_python" ] && [ -r "$cocoplus_hook" ] && '
+        + f'exec "$cocoplus_python" {python_flags} "$cocoplus_hook" {args}; '
+        + _cocoplus_on_path()
+        + f'[ -n "$cocoplus_c" ] && exec "$cocoplus_c" hook {args}; '
+        + f"printf '%s\\n' {shlex.quote(fallback)}; exit 0"
+    )
+
+
 def program_launcher(*args: str) -> str:
     """Shell that runs `cocoplus ARGS` with this user's cocoplus (the MCP server): the pointer's interpreter
     (`-E -P`: no PYTHON* variables, not the working directory's `cocoplus/` package), else `cocoplus` on PATH if

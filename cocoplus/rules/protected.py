@@ -37,7 +37,7 @@ import os
 from cocoplus.core import userfiles
 
 # The union of the adapters' PROTECTED (project-relative) and USER_PROTECTED (home-relative).
-RUNTIMES = (".claude", ".codex", ".cortex", ".cursor", ".env", ".gemini", ".mcp.json")
+RUNTIMES = (".agents", ".claude", ".codex", ".cortex", ".cursor", ".env", ".gemini", ".mcp.json")
 USER_RUNTIMES = (".claude", ".claude.json", ".codex", ".cortex", ".cursor", ".gemini", ".snowflake/cortex")
 # cocoplus's own, and git's.
 PROJECT_OWN = (".cocoplus", "cocoplus.toml", ".git/hooks", ".git/config", ".git/config.worktree")

@@ -134,6 +134,17 @@ class Adapter(Protocol):
     def SLASH_COMMAND_DIR(self) -> tuple[str, ...] | None:
         """Where `/supervise` goes, or None."""
 
+    @property
+    def PLUGIN(self) -> str | None:
+        """The name of the plugin its hooks load from, where it loads hooks only from an installed plugin (global to
+        the user: `install` writes and installs it, install/agyplugin.py, and writes nothing into the project); None
+        where `install` writes them into the project's hook file."""
+
+    @property
+    def PLUGIN_LOG(self) -> tuple[str, ...] | None:
+        """Parts, under this user's home, of the runtime's log that says which hook files it loaded or refused
+        (`doctor` reads it), or None."""
+
     def hook_timeout(self, event: str, timeout_s: int) -> int:
         """The seconds the runtime gives that hook, its own caps applied (the hook command carries it as
         `--timeout`)."""
@@ -217,6 +228,20 @@ class Adapter(Protocol):
     def notice(self, event: str, text: str) -> dict[str, Any] | None:
         """A message for the user."""
 
+    def ask_person(self, tool: str, reason: str) -> dict[str, Any] | None:
+        """A call of `tool` (as the runtime names it) put to the person watching, whatever the runtime remembers they
+        allowed, where its pre-tool hook is its permission prompt (no permission event); None for a tool the runtime
+        would not ask about itself (the call passes)."""
+
+    @property
+    def FAILS_CLOSED(self) -> bool:
+        """Whether it refuses a tool whose pre-tool hook printed no well-formed answer: then every event gets an
+        answer (`pass_answer` when cocoplus has nothing to say), a pre-tool payload that cannot be read is refused,
+        and a failure of the hook's own denies the tool (hook/entry.py)."""
+
+    def pass_answer(self, kind: str) -> dict[str, Any] | None:
+        """What the hook prints for an event of this kind when it has nothing to say (None: nothing)."""
+
     # -- turn-end continuation, headless resume and launch ------------------------------------------------
     def continue_cap(self, environ: Mapping[str, str]) -> int | None:
         """How many turn-end continuations in a row the runtime honours (None: no cap of its own, the hold bounds
@@ -239,7 +264,7 @@ class Adapter(Protocol):
 
     def launch_argv(self, program: list[str], task: str, model: str | None, effort: str | None) -> list[str] | None:
         """The command that starts a new headless worker on `task` (`cocoplus launch`; None: it cannot be launched
-        headless; ValueError: what it cannot be asked for)."""
+        headless; ValueError: what it cannot be asked for, or why it is not launched at all)."""
 
     def stream_entries(self, event: Mapping[str, Any]) -> list[dict[str, Any]] | None:
         """One JSON line of what its headless run prints, as transcript entries (`cocoplus.runtimes.streams` says
@@ -286,6 +311,10 @@ class Adapter(Protocol):
     def RULE_TOOLS(self) -> dict[str, str]:
         """Its tool names -> the rules' (Claude Code's) names, where they differ."""
 
+    def tool_call(self, payload: Mapping[str, Any]) -> tuple[str, Any]:
+        """The tool a pre-tool or permission payload names, as the runtime names it, and its input in the rules'
+        (Claude Code's) keys."""
+
     def permission_argv(self, allow: list[str], deny: list[str]) -> list[str]:
         """The operator's rules as the runtime's own launch settings, as far as they can be passed on
         (docs/runtimes.md says, per runtime, which cannot)."""
@@ -314,10 +343,11 @@ class Adapter(Protocol):
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # mypy checks every adapter module against the protocol
-    from cocoplus.runtimes.adapters import claude, codex, cortex, cursor, gemini
+    from cocoplus.runtimes.adapters import antigravity, claude, codex, cortex, cursor, gemini
 
     _claude: Adapter = claude
     _codex: Adapter = codex
     _gemini: Adapter = gemini
     _cursor: Adapter = cursor
     _cortex: Adapter = cortex
+    _antigravity: Adapter = antigravity

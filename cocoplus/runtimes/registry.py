@@ -92,6 +92,12 @@ def kind_any(event: str) -> str:
     return "other"
 
 
+def asks_before_tool(adapter: "Adapter") -> bool:
+    """Whether the runtime's pre-tool hook is also its permission prompt: it asks through a hook (`ASKS_PERMISSION`)
+    and has no permission event (the Antigravity CLI)."""
+    return adapter.ASKS_PERMISSION and not any(k == "permission" for _e, k, _m in adapter.EVENTS)
+
+
 def installed_events(adapter: "Adapter") -> "list[tuple[str, str | None]]":
     """(event, matcher or None) for every event `cocoplus install` wires for this runtime."""
     return [(e, m or None) for e, _k, m in adapter.EVENTS if m is not None]

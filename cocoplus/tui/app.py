@@ -71,7 +71,7 @@ MAX_SAMPLES = 240
 OPERATOR_REASON = "stopped from cocoplus top"
 NO_CARRIER = (
     "no runtime's cocoplus hooks are installed for this project (nor a cocoplus plugin for you): no agent sees "
-    "this stop until they are (`cocoplus install claude|codex|gemini|cursor|cortex`)"
+    "this stop until they are (`cocoplus install claude|codex|gemini|cursor|cortex|antigravity`)"
 )
 
 

@@ -11,6 +11,7 @@ and whatever it would have said is lost.  The hook must have answered by then.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ from cocoplus.core import jsonl
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.hook import timeouts
-from cocoplus.install import doctor
+from cocoplus.install import doctor, plugin_hooks
 from cocoplus.install import hooks as runtimes
 from cocoplus.runtimes import registry
 from cocoplus.runtimes.protocol import Adapter
@@ -31,7 +32,7 @@ from cocoplus.session import registry as sessions
 from cocoplus.supervision import autonomy
 from tests.hardening.support import held_by_stopped_process
 from tests.hook.helpers import fixture, hook_env
-from tests.support import vouched
+from tests.support import agy_standin, vouched
 from tests.support.typed import present
 from tests.support.waiting import wait_until
 
@@ -46,8 +47,11 @@ def configure(layout: Layout, text: str) -> None:
 def installed(layout: Layout, runtime: str, event: str) -> tuple[str, float]:
     """The command `install` wrote for `event` and the timeout its runtime applies to it (seconds)."""
     adapter = registry.get(runtime)
-    doc = json.loads(Path(runtimes.settings_path(adapter, layout.project)).read_text())
-    (handler,) = [h for h in doctor._handlers(doc["hooks"][event]) if runtimes.is_ours(h["command"])]
+    if adapter.PLUGIN is not None:  # its hooks are the plugin's that the runtime installed
+        entries = plugin_hooks.installed_hooks(adapter)[event]
+    else:
+        entries = json.loads(Path(runtimes.settings_path(adapter, layout.project)).read_text())["hooks"][event]
+    (handler,) = [h for h in doctor._handlers(entries) if runtimes.is_ours(h["command"])]
     told = timeouts.in_command(handler["command"])
     written = adapter.entry_timeout(handler)
     assert told is not None
@@ -62,6 +66,9 @@ def payload(layout: Layout, runtime: str, name: str, **extra: Any) -> dict[str, 
     p["cwd"] = layout.project
     if "workspace_roots" in p:
         p["workspace_roots"] = [layout.project]
+    if "workspacePaths" in p:
+        p["workspacePaths"] = [layout.project]
+    p.pop("transcriptPath", None)
     p.update(extra)
     return p
 
@@ -118,8 +125,12 @@ HOLDERS = [a.NAME for a in registry.ordered() if any(k == "stop" and m is not No
 
 @pytest.mark.slow
 @pytest.mark.parametrize("runtime", HOLDERS)
-def test_a_hold_raised_after_install_ends_inside_the_installed_timeout(project: Layout, cli: Any, runtime: str) -> None:
+def test_a_hold_raised_after_install_ends_inside_the_installed_timeout(
+    project: Layout, cli: Any, runtime: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     adapter = registry.get(runtime)
+    if adapter.PLUGIN is not None:  # installed with its own plugin command: the stand-in agy on PATH
+        monkeypatch.setenv("PATH", f"{agy_standin.install(tmp_path / 'bin').parent}:{os.environ['PATH']}")
     event = turn_end(adapter)
     configure(project, "[hooks]\ntimeout_s = 4\n[supervision]\nhold_turn_end_s = 2\n")
     assert cli("install", runtime, cwd=project.project).code == 0

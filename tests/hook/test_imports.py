@@ -145,6 +145,7 @@ IDENTITY = (
     "timestamp",
     "permission_mode",
     "turn_id",
+    "conversationId",
 )
 
 
@@ -201,9 +202,11 @@ def test_every_event_of_every_runtime_is_stdlib_only(
     if kind in ("pre_tool", "post_tool", "post_tool_failure", "prompt", "permission"):
         assert not (NOT_ON_TOOL_EVENTS & mods), sorted(NOT_ON_TOOL_EVENTS & mods)
     if kind == "pre_tool":
-        # The path before every tool call: the entry module, the registry and this runtime's adapter, nothing else.
+        # The path before every tool call: the entry module, the registry and this runtime's adapter, nothing else;
+        # a runtime that refuses a tool on a missing answer (agy) also reads the payload and answers.
         assert mods == fast_path(runtime), sorted(mods ^ fast_path(runtime))
-        assert out == ""
+        adapter = registry.get(runtime)
+        assert out == ("" if not adapter.FAILS_CLOSED else json.dumps(adapter.pass_answer(kind)))
     if transcript is not None and event != "agent-turn-complete":
         records = [json.loads(x) for x in open(compiled.spend_log).read().splitlines()]
         assert records and all(r["usd"] is not None and r["price_source"] == "genai-prices" for r in records), records
@@ -211,7 +214,9 @@ def test_every_event_of_every_runtime_is_stdlib_only(
 
 
 def fast_path(runtime: str) -> set[str]:
-    defaults = {"cocoplus.runtimes.adapters._defaults"} if runtime in ("cursor", "cortex") else set()
+    defaults = {"cocoplus.runtimes.adapters._defaults"} if runtime in ("cursor", "cortex", "antigravity") else set()
+    if registry.get(runtime).FAILS_CLOSED:  # it reads every payload, for the project and to refuse a bad one
+        defaults |= {"cocoplus.core", "cocoplus.core.jsonfast", "_json"}
     return {
         "cocoplus", "cocoplus.hook", "cocoplus.hook.entry", "cocoplus.runtimes", "cocoplus.runtimes.registry",
         "cocoplus.runtimes.answers", "cocoplus.runtimes.adapters", f"cocoplus.runtimes.adapters.{runtime}",
@@ -315,6 +320,7 @@ EDITS: dict[str, dict[str, Any]] = {
         "tool_input": {"command": "*** Begin Patch\n*** Add File: a.py\n+x\n*** End Patch\n"},
     },
     "gemini": {"tool_name": "write_file", "tool_input": {"file_path": "src/a.py", "content": "x"}},
+    "antigravity": {"toolCall": {"name": "write_to_file", "args": {"TargetFile": "src/a.py", "CodeContent": "x"}}},
     "cursor": {"file_path": "src/a.py", "edits": [{"old_string": "a", "new_string": "b"}]},
 }
 

@@ -25,7 +25,7 @@ NAMES = {
     "HOOKS_FILE": tuple, "HOOK_FILES_READ": tuple, "GROUPED": bool, "SETTINGS_DEFAULTS": dict,
     "MCP_FORMAT": str, "MCP_OWN_FILE": bool, "ADDS_CONTEXT": bool, "COMMAND": str, "CHILD_ENV": tuple,
     "ENDS_WITH_PROCESS": bool, "HOOKS_NEED_REVIEW": bool, "NO_SESSION_WORDS": tuple, "ASKS_PERMISSION": bool,
-    "RULE_TOOLS": dict, "REPO_SETTINGS": tuple,
+    "RULE_TOOLS": dict, "REPO_SETTINGS": tuple, "FAILS_CLOSED": bool,
 }  # fmt: skip
 OPTIONAL = {
     "ENV_FILE": str,
@@ -34,13 +34,14 @@ OPTIONAL = {
     "MCP_FILE": tuple,
     "USAGE": str,
     "PROVIDER": str,
+    "PLUGIN": str,
 }
 FUNCTIONS = (
     "recognise", "detect", "session_id", "transcript", "project_dirs", "edited_paths", "hook_timeout", "hook_entry",
     "entry_timeout", "settings_notes", "todo", "mcp_entry", "deny_tool", "deny_permission", "halt", "add_context",
     "prompt_reply", "continue_turn", "notice", "continue_cap", "resume_argv", "launch_argv", "allow_permission",
     "permission_argv", "stream_entries", "controller_argv", "controller_reply", "limit_of", "output_limit",
-    "output_session",
+    "output_session", "ask_person", "pass_answer", "tool_call",
 )  # fmt: skip
 ADAPTERS = registry.ordered()
 
@@ -100,11 +101,12 @@ def test_turn_end_continuation_is_written_per_runtime() -> None:
     assert said["claude"] == said["codex"] == {"decision": "block", "reason": "go on"}
     assert said["gemini"] == {"decision": "deny", "reason": "go on"}
     assert said["cursor"] == {"followup_message": "go on"}
+    assert said["antigravity"] == {"decision": "continue", "reason": "go on"}
 
 
 def test_turn_end_continuation_caps_per_runtime() -> None:
     caps = {a.NAME: a.continue_cap({}) for a in ADAPTERS}
-    assert caps == {"claude": 8, "codex": None, "gemini": 99, "cursor": 5, "cortex": None}
+    assert caps == {"claude": 8, "codex": None, "gemini": 99, "cursor": 5, "cortex": None, "antigravity": None}
     claude = registry.get("claude")
     assert claude.continue_cap({"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "12"}) == 12
     assert claude.continue_cap({"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "0"}) is None
@@ -180,6 +182,7 @@ def test_detection_prefers_the_most_specific_runtime() -> None:
         ("gemini", "gemini-beforetool-write-file.json"),
         ("codex", "codex-pretooluse-bash.json"),
         ("claude", "claude-pretooluse-bash.json"),
+        ("antigravity", "antigravity-pretooluse-run-command.json"),
     ):
         assert registry.detect("PreToolUse", fixture(payload), {}).NAME == name
 
@@ -231,6 +234,9 @@ DOCUMENTED_EVENTS = {
         "PreToolUse", "PostToolUse", "PermissionRequest", "UserPromptSubmit", "SessionStart", "SessionEnd",
         "PreCompact", "Stop", "SubagentStop", "Notification", "Setup",
     },
+    # docs/runtimes.md "Antigravity CLI": the events its hooks.json dispatches (skillsaw's antigravity-hooks-valid,
+    # agy 1.1.25; griddynamics/rosetta docs/hooks/antigravity.md, agy 1.1.5).
+    "antigravity": {"PreToolUse", "PostToolUse", "PreInvocation", "PostInvocation", "Stop", "SessionStart"},
 }  # fmt: skip
 
 

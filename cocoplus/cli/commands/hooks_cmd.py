@@ -50,6 +50,20 @@ def show_doctor(result: dict[str, Any], json_out: bool) -> None:
     raise typer.Exit(1 if result.get("failed") or broken else 0)
 
 
+def render_uninstall(result: dict[str, Any], project: str) -> None:
+    runtime = result["runtime"]
+    if result["changes"] and "todo" in result:  # a plugin of this user's, not the project's files
+        output.line(f"{runtime}: removed cocoplus' plugin (for every project of yours)")
+    elif result["changes"]:
+        output.line(f"{runtime}: removed cocoplus entries from {os.path.relpath(result['settings'], project)}")
+    else:
+        output.line(f"{runtime}: no cocoplus entries found")
+    for c in result["changes"]:
+        output.line(f"  {c}")
+    for t in result.get("todo") or []:
+        output.line(f"  - {t}")
+
+
 def render_doctor(result: dict[str, Any]) -> None:
     for name, info in result["runtimes"].items():
         if info.get("error"):
@@ -85,6 +99,8 @@ def render_doctor(result: dict[str, Any]) -> None:
                 output.line(f"        warning: {info['twice']}")
         for text in info.get("timeouts") or []:
             output.line(f"        timeouts: {text}")
+        for text in info.get("plugin_notes") or []:
+            output.line(f"        plugin: {text}")
     pointer = result["pointer"]
     pinned = result.get("project_pointer")
     if pinned and not pinned["problems"]:
@@ -158,12 +174,7 @@ def register(app: typer.Typer) -> None:
         if json_out:
             output.emit_json(result)
             return
-        if result["changes"]:
-            output.line(f"{runtime}: removed cocoplus entries from {os.path.relpath(result['settings'], lay.project)}")
-            for c in result["changes"]:
-                output.line(f"  {c}")
-        else:
-            output.line(f"{runtime}: no cocoplus entries found")
+        render_uninstall(result, lay.project)
 
     @app.command("doctor")
     def doctor(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:

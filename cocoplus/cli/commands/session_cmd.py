@@ -149,7 +149,7 @@ def render_stop(result: dict[str, Any]) -> None:
         output.line(
             "AGENT_STOP is in place, but no runtime's cocoplus hooks are installed for this project (nor a cocoplus "
             "plugin for you): no agent will see it until they are "
-            "(`cocoplus install claude|codex|gemini|cursor|cortex`)"
+            "(`cocoplus install claude|codex|gemini|cursor|cortex|antigravity`)"
         )
     _warnings(result)
 

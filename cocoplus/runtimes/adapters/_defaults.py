@@ -24,6 +24,11 @@ HOSTS: "tuple[str, ...]" = ()
 # How it is installed
 SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = None
+PLUGIN = None  # its hooks go into the project's hook file
+PLUGIN_LOG = None
+
+# A missing answer lets the tool run
+FAILS_CLOSED = False
 
 # Turn ends, resumes, launches, permissions and limits of a runtime cocoplus never runs headless
 ENDS_WITH_PROCESS = False
@@ -58,6 +63,17 @@ def asks_for_write(payload: "Mapping[str, Any]", project: str, home: str) -> boo
 deny_permission = answers.nothing
 allow_permission = answers.nothing
 notice = answers.nothing
+ask_person = answers.nothing  # its permission requests come through a permission event, or not at all
+
+
+def pass_answer(kind: str) -> "dict[str, Any] | None":
+    return None  # nothing to say is said with nothing
+
+
+def tool_call(payload: "Mapping[str, Any]") -> "tuple[str, Any]":
+    """The tool a payload names (`tool_name`) and its input (`tool_input`)."""
+    name = payload.get("tool_name")
+    return (name if isinstance(name, str) else ""), payload.get("tool_input")
 
 
 def continue_cap(environ: "Mapping[str, str]") -> "int | None":

@@ -456,3 +456,20 @@ def output_session(event: "Mapping[str, Any]", environ: "Mapping[str, str]") -> 
 
 USAGE = "codex-rollout"
 PROVIDER = "openai"
+
+
+# A missing answer lets the tool run; its hooks go into the project's hook file; its permission requests come through
+# its permission event (or not at all).  Written here, not taken from `_defaults`: one module less before every tool.
+FAILS_CLOSED = False
+PLUGIN = None
+PLUGIN_LOG = None
+ask_person = answers.nothing
+
+
+def pass_answer(kind: str) -> "dict[str, Any] | None":
+    return None
+
+
+def tool_call(payload: "Mapping[str, Any]") -> "tuple[str, Any]":
+    name = payload.get("tool_name")
+    return (name if isinstance(name, str) else ""), payload.get("tool_input")

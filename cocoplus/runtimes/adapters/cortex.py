@@ -22,11 +22,15 @@ from cocoplus.runtimes import answers
 from cocoplus.runtimes.adapters._defaults import (  # what Cortex Code does not do: it is never launched or priced
     ASKS_PERMISSION,
     ENDS_WITH_PROCESS,
+    FAILS_CLOSED,
     HOOKS_NEED_REVIEW,
     NO_SESSION_WORDS,
+    PLUGIN,
+    PLUGIN_LOG,
     PROVIDER,
     RULE_TOOLS,
     USAGE,
+    ask_person,
     asks_for_write,
     continue_cap,
     controller_argv,
@@ -36,9 +40,11 @@ from cocoplus.runtimes.adapters._defaults import (  # what Cortex Code does not 
     limit_of,
     output_limit,
     output_session,
+    pass_answer,
     permission_argv,
     resume_argv,
     stream_entries,
+    tool_call,
 )  # fmt: skip
 
 TYPE_CHECKING = False

@@ -8,7 +8,6 @@ from the chat recording (`tokens` per gemini message).
 """
 
 from cocoplus.runtimes import answers
-from cocoplus.runtimes.adapters._defaults import hooks_unreviewed  # it runs a project's hooks without a review
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
@@ -119,7 +118,11 @@ def settings_notes(settings: "Mapping[str, Any]") -> "list[str]":
 
 
 def todo(project: str) -> "list[str]":
-    return ["hooks load from .gemini/settings.json; if folder trust is on, trust this folder"]
+    return [
+        "hooks load from .gemini/settings.json; if folder trust is on, trust this folder",
+        "since June 18, 2026 Gemini CLI serves only enterprise and API-key accounts: Google AI Pro, Ultra and free "
+        "accounts moved to the Antigravity CLI (`cocoplus install antigravity`)",
+    ]
 
 
 def plugin_active(environ: "Mapping[str, str]") -> "str | None":
@@ -336,3 +339,24 @@ def controller_argv(
 
 def controller_reply(code: int, stdout: str, reply: str) -> "str | None":
     return None
+
+
+# A missing answer lets the tool run; its hooks go into the project's hook file; its permission requests come through
+# its permission event (or not at all).  Written here, not taken from `_defaults`: one module less before every tool.
+FAILS_CLOSED = False
+PLUGIN = None
+PLUGIN_LOG = None
+ask_person = answers.nothing
+
+
+def pass_answer(kind: str) -> "dict[str, Any] | None":
+    return None
+
+
+def tool_call(payload: "Mapping[str, Any]") -> "tuple[str, Any]":
+    name = payload.get("tool_name")
+    return (name if isinstance(name, str) else ""), payload.get("tool_input")
+
+
+def hooks_unreviewed(project: str, environ: "Mapping[str, str]", ours: "Any") -> "str | None":
+    return None  # it runs a project's hooks without a review

@@ -45,9 +45,22 @@ WORKER_ENV = "COCOPLUS_WORKER"
 ALIAS_ENV = "COCOPLUS_WORKER_ALIAS"
 
 
+def _why_not(runtime: str) -> str:
+    """Why a runtime cocoplus knows is not launched, as its adapter says it (`launch_argv`'s ValueError), or ""."""
+    if not runtimes.known(runtime):
+        return ""
+    try:
+        runtimes.get(runtime).launch_argv([runtimes.get(runtime).COMMAND], "task", None, None)
+    except ValueError as exc:
+        return f" ({exc})"
+    return ""
+
+
 def _check(runtime: str, task: str, alias: str | None, model: str | None, effort: str | None) -> None:
     if runtime not in vocab.LAUNCH_RUNTIMES:
-        raise UsageError(f"cannot launch {runtime!r}: choose one of {', '.join(vocab.LAUNCH_RUNTIMES)}")
+        raise UsageError(
+            f"cannot launch {runtime!r}{_why_not(runtime)}: choose one of {', '.join(vocab.LAUNCH_RUNTIMES)}"
+        )
     if not isinstance(task, str) or not task.strip():
         raise UsageError("the task is empty")
     if task.lstrip().startswith("-"):
