@@ -208,6 +208,8 @@ def plugin_active(environ: "Mapping[str, str]") -> "str | None":
 MCP_FILE = None  # a plugin's MCP servers are not documented, and its project file is the workspace's own
 MCP_FORMAT = "json"
 MCP_OWN_FILE = False
+MCP_APPROVAL = None  # no MCP server registered (MCP_FILE): nothing to approve
+MCP_ASKS = None
 
 
 def mcp_entry(command: str, args: "list[str]") -> "dict[str, Any]":
