@@ -387,7 +387,7 @@ def test_table_fields_are_checked_by_the_same_path_as_every_key(tmp_path, table,
             '"stalled", "limited", "failover", "hand_back", "request_expired", '
             '"operator_stop", "budget_reserve", "budget_exhausted", "budget_stop", '
             '"budget_forecast", "iteration_cap", '
-            '"loop_guard", "supervision_finished", "round_failed", "collision", got ["stalled", "lunch"]',
+            '"loop_guard", "supervision_finished", "round_failed", "collision", "summary", got ["stalled", "lunch"]',
         ),
         (
             "max_iterations = 5\n",

@@ -86,7 +86,7 @@ def _attention(sess: Any) -> dict[str, Any]:
 
 def _in_window(w: dict[str, Any], start: float) -> bool:
     """Live now, or created or ended within the window."""
-    if w.get("state") in ("queued", "running"):
+    if w.get("state") in workers.LIVE:
         return True
     return any((clock.parse_iso(w.get(k)) or 0) >= start for k in ("created_at", "ended_at"))
 
@@ -113,7 +113,7 @@ def _spend(layout: Layout, start: float) -> dict[str, float]:
 def ended(w: dict[str, Any]) -> str:
     """How a worker's run ended, and why, in words."""
     state = str(w.get("state"))
-    if state in ("queued", "running"):
+    if state in workers.LIVE:
         return w.get("paused") or state
     if w.get("paused"):
         return f"paused: {w['paused'].removeprefix('paused: ')}"

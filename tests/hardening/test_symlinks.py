@@ -335,6 +335,48 @@ def _notify_log(layout):
     Notifier(layout, {}).log("a line")
 
 
+def _worker_calls(lay: Layout) -> None:
+    """A worker's own call log, appended as its hook appends it where its runtime's events name no session."""
+    from cocoplus.supervision.workers import store
+
+    with store.lock(lay):
+        fsio_ensure(lay.worker_dir("w1"))
+    registry.append_call(lay.worker_calls("w1"), "0" * 24)
+
+
+def _worker_stop(lay: Layout) -> None:
+    """Why a worker's run was ended by its hook, written as hook/tripped.py writes it (an atomic JSON write)."""
+    from cocoplus.core import fsio
+
+    fsio_ensure(lay.worker_dir("w1"))
+    fsio.atomic_write_json(lay.worker_stop("w1"), {"principal": "loop-guard", "scope": "worker", "reason": "test"})
+
+
+def _mcp_approval(lay: Layout) -> None:
+    """The record of the MCP approval `install claude` gave (install/mcp_config.py)."""
+    from cocoplus.install import mcp_config
+
+    mcp_config._save_records(lay, {"claude": {"file": ".claude/settings.local.json"}})
+
+
+def _night_summary(lay: Layout) -> None:
+    """The mark of the last summary logged for the end of all workers (supervision/summary.py)."""
+    from cocoplus.core import clock
+    from cocoplus.supervision import summary
+    from cocoplus.supervision.workers import store
+
+    with store.lock(lay):
+        fsio_ensure(lay.worker_dir("w1"))
+        store.write(lay, {"schema_version": 1, "id": "w1", "state": "exited", "ended_at": clock.iso()})
+    summary.after_worker_end(lay, "w1")
+
+
+def fsio_ensure(path: str) -> None:
+    from cocoplus.core import fsio
+
+    fsio.ensure_dir(path)
+
+
 def _worker_files(lay: Layout) -> None:
     """A worker's record, output and runner log, written as a launch and its runner write them."""
     from cocoplus.core import fsio
@@ -466,6 +508,10 @@ WRITERS = {
     "worker_record": (_worker_files, "file"),
     "worker_log": (_worker_files, "file"),
     "worker_runner_log": (_worker_files, "file"),
+    "worker_calls": (_worker_calls, "file"),
+    "mcp_approvals": (_mcp_approval, "file"),
+    "worker_stop": (_worker_stop, "file"),
+    "night_summary": (_night_summary, "file"),
     "worker_worktree_key": (_worktree_marker, "file"),
     "worktree_marker": (_worktree_marker, "file"),
     "worktrees_dir": (_worktree, "dir"),
@@ -496,7 +542,15 @@ def _path_of(layout: Layout, name: str) -> str | None:
         "lock": ("test",),
         **{
             n: ("w1",)
-            for n in ("worker_dir", "worker_record", "worker_log", "worker_runner_log", "worker_worktree_key")
+            for n in (
+                "worker_dir",
+                "worker_record",
+                "worker_log",
+                "worker_runner_log",
+                "worker_worktree_key",
+                "worker_calls",
+                "worker_stop",
+            )
         },
         "worktree": ("w1",),
     }

@@ -15,6 +15,7 @@ import pytest
 
 from cocoplus.core import clock, vocab
 from cocoplus.core.paths import Layout
+from cocoplus.cost import forecast
 from tests.conftest import run_cli_subprocess
 from tests.hook.helpers import fixture, run_hook
 from tests.notify.listener import Hang, Listener, closed_port_url
@@ -134,10 +135,11 @@ def test_one_notification_per_event_kind_and_dead_targets_delay_nothing(project:
         others = set(EXPECTED_COMMAND) - {"supervision_finished", "summary", "budget_forecast"}
         wait_until(lambda: others <= {kind_of(b) for b in good.bodies()}, timeout=60)
         # Forecasts now warn: the iteration cap is told once (the cost budget is exhausted). A warning needs a rate
-        # measured over ten minutes at least (forecast.WARN_MIN_SPAN_S): the count's first mark is moved back 15.
+        # measured over ten minutes and ten calls at least (forecast.WARN_MIN_SPAN_S, FORECAST_MIN_CALLS), which a
+        # cap of 6 never allows: the count's first mark is moved back 15 minutes and 12 calls.
         doc = json.loads(Path(project.iteration_budget).read_text())
         end = clock.parse_iso(doc["updated_at"]) or 0.0
-        doc["rate_marks"] = [[end - 900.0, 0]]
+        doc["rate_marks"] = [[end - 900.0, int(doc["consumed"]) - forecast.FORECAST_MIN_CALLS - 2]]
         Path(project.iteration_budget).write_text(json.dumps(doc))
         config = Path(project.config)
         config.write_text(config.read_text().replace("forecast_warn_s = 0", "forecast_warn_s = 3600"))

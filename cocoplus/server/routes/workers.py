@@ -49,7 +49,8 @@ def post_worker_kill(
 
 @router.get("/api/v1/summary", responses=ERRORS)
 def get_summary(
-    srv: Srv, since: Annotated[str, Query(max_length=16, description="How far back: 12h, 90m, 2d.")] = "12h"
+    srv: Srv,
+    since: Annotated[str, Query(pattern=r"^[1-9][0-9]{0,5}[smhd]$", description="How far back: 12h, 90m, 2d.")] = "12h",
 ) -> dict[str, Any]:
     """`cocoplus summary [--since DURATION]`: each worker's task, how it ended and why, its cost, its changes,
     and what still waits for the operator."""
