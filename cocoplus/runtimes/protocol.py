@@ -103,6 +103,26 @@ class Adapter(Protocol):
     def USER_PROTECTED(self) -> tuple[str, ...]:
         """The same, relative to this user's home."""
 
+    # -- what cocoplus's sandbox keeps for it (cocoplus/sandbox/bwrap.py) ------------------------------------
+    # Each entry: (the variable naming a directory, or None; that directory's default under the home; a name in it,
+    # or "" for the directory itself).
+    @property
+    def SANDBOX_STATE(self) -> tuple[tuple[str | None, str, str], ...]:
+        """Its state, writable inside the `workspace` sandbox and visible to cocoplus outside (transcripts,
+        rollouts)."""
+
+    @property
+    def SANDBOX_READONLY(self) -> tuple[tuple[str | None, str, str], ...]:
+        """Its settings and hook files inside its state, read-only inside the sandbox."""
+
+    @property
+    def SANDBOX_CREDENTIALS(self) -> tuple[tuple[str | None, str, str], ...]:
+        """Its credential files, mounted read-only one by one; hidden from every other runtime's sandbox."""
+
+    @property
+    def SANDBOX_ENV(self) -> tuple[str, ...]:
+        """The prefixes of its own variables (API keys, settings): another runtime's never reach its sandbox."""
+
     # -- how it is installed -----------------------------------------------------------------------------
     @property
     def HOOKS_FILE(self) -> tuple[str, ...]:

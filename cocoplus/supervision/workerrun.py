@@ -45,11 +45,13 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from cocoplus.core import clock, fsio, seal
+from cocoplus.core import clock, fsio, seal, userfiles
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.runtimes import streams
+from cocoplus.sandbox import bwrap
+from cocoplus.sandbox import probe as sandbox_probe
 from cocoplus.session import agents, killswitch, procinfo
 from cocoplus.supervision import leftovers, workers, worktrees
 
@@ -170,23 +172,32 @@ def _run(layout: Layout, wid: str, rec: WorkerRecord, stopping: dict[str, Any], 
         workers.finish(layout, wid, None, f"not started: its command {refused}")
         return 1
     out = Output(layout.worker_log(wid), log_max)
+    cwd = seal.worker_cwd(rec) or layout.project
+    held = _held(layout, wid, rec, cmd, cwd, out)
+    if held is None:
+        return 1
+    cmd, env, fds = held
     shown = " ".join(cmd)[:2000].replace("\r", " ").replace("\n", " ↵ ")  # one line: an instruction may have several
     out.write(f"[cocoplus] {clock.iso()} run {rec.get('runs')}: {shown}\n".encode())
     try:
         child = subprocess.Popen(
             cmd,
-            cwd=seal.worker_cwd(rec) or layout.project,
+            cwd=cwd,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             # its own process group: `workers kill` stops it and what it started, not this runner
             start_new_session=True,
+            pass_fds=fds,
         )
     except OSError as exc:
         out.write(f"[cocoplus] cannot start {cmd[0]}: {exc.strerror or exc}\n".encode())
         out.close()
         workers.finish(layout, wid, 127, f"could not start {cmd[0]} ({exc.strerror or exc})")
         return 127
+    for fd in fds:
+        os.close(fd)
     stopping["child"] = child
     workers.started(layout, wid, child.pid)
     say(f"started pid {child.pid}")
@@ -248,6 +259,50 @@ def _run(layout: Layout, wid: str, rec: WorkerRecord, stopping: dict[str, Any], 
     say(f"ended: {(done or {}).get('state')} ({workers.status_text(code)})")
     night_summary(layout, wid)
     return code if code >= 0 else 128 - code
+
+
+def _held(
+    layout: Layout, wid: str, rec: WorkerRecord, cmd: list[str], cwd: str, out: Output
+) -> tuple[list[str], dict[str, str], tuple[int, ...]] | None:
+    """The command, environment and descriptors the run starts with: under its sandbox profile where it has one;
+    None (recorded as the run's end, fail-closed: no process of the worker starts) when the profile cannot be
+    applied."""
+    profile = rec.get("sandbox") or "none"
+    if profile == "none":
+        return cmd, dict(os.environ), ()
+    try:
+        return sandboxed(layout, wid, rec, cmd, cwd, profile)
+    except CocoplusError as exc:
+        out.write(f"[cocoplus] {clock.iso()} not started: {exc}\n".encode())
+        out.close()
+        say(f"not started: {exc}")
+        workers.finish(layout, wid, None, f"not started: {exc}")
+        return None
+
+
+def sandboxed(
+    layout: Layout, wid: str, rec: WorkerRecord, cmd: list[str], cwd: str, profile: str
+) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
+    """`cmd` under the sandbox `profile`: the command line, its environment and the descriptor bubblewrap reads the
+    marker from.  CocoplusError (one line) when the profile cannot be applied: the probe first, every run."""
+    found = sandbox_probe.probe(dict(os.environ))
+    if not found["ok"]:
+        raise CocoplusError(f"the sandbox {profile!r} cannot be applied here: {found['cause']}; fix: {found['fix']}")
+    tree = (rec.get("worktree") or {}).get("path") if isinstance(rec.get("worktree"), dict) else None
+    tree = tree or layout.project
+    runtime = str(rec.get("runtime"))
+    try:
+        bwrap.prepare(tree, layout.project)
+    except OSError as exc:
+        raise CocoplusError(f"the sandbox {profile!r}: cannot make its read-only directories ({exc})") from None
+    read_end, write_end = os.pipe()
+    os.write(write_end, bwrap.marker_text(wid, layout.project, profile))
+    os.close(write_end)
+    args = bwrap.arguments(
+        found["bwrap"], runtime=runtime, tree=tree, cwd=cwd, project=layout.project, home=userfiles.home(),
+        environ=dict(os.environ), marker_fd=read_end, keep=(os.path.dirname(os.path.realpath(cmd[0])),),
+    )  # fmt: skip
+    return [*args, *cmd], bwrap.environment(runtime, dict(os.environ)), (read_end,)
 
 
 def stop_guard(layout: Layout, wid: str, ended: threading.Event, runtime: Any) -> None:

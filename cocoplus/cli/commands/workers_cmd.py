@@ -55,6 +55,15 @@ def launch(
             "otherwise): no kill switch at its tool calls, no steer, cap, rules or session record.",
         ),
     ] = False,
+    sandbox: Annotated[
+        str | None,
+        typer.Option(
+            "--sandbox",
+            metavar="PROFILE",
+            help="Its operating-system sandbox: none, or workspace (bubblewrap; see `cocoplus sandbox doctor`). "
+            "Default: [workers] sandbox. A profile that cannot be applied here starts nothing.",
+        ),
+    ] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Start a headless worker (claude -p, codex exec, gemini -p) in the project, detached from this terminal;
@@ -71,6 +80,7 @@ def launch(
             allow=list(allow or []),
             worktree=worktree,
             unsupervised=unsupervised,
+            sandbox=sandbox,
         ),
         json_out,
         render_one,

@@ -21,6 +21,12 @@ SESSION_ENV: "tuple[str, ...]" = ()
 ENV_FILE = None
 HOSTS: "tuple[str, ...]" = ()
 
+# What cocoplus's sandbox keeps for a runtime it never launches: nothing
+SANDBOX_STATE: "tuple[tuple[str | None, str, str], ...]" = ()
+SANDBOX_READONLY: "tuple[tuple[str | None, str, str], ...]" = ()
+SANDBOX_CREDENTIALS: "tuple[tuple[str | None, str, str], ...]" = ()
+SANDBOX_ENV: "tuple[str, ...]" = ()
+
 # How it is installed
 SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = None

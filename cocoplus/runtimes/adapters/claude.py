@@ -73,6 +73,22 @@ edited_paths = answers.edited_paths
 # agents, and the MCP servers it starts; this user's settings, plugins and `~/.claude.json` (user MCP servers).
 PROTECTED = (".claude", ".mcp.json")
 USER_PROTECTED = (".claude", ".claude.json")
+
+# The sandbox (cocoplus/sandbox/bwrap.py): each entry is (variable naming the directory, its default under the home,
+# a name in it). Its state stays writable (and visible to cocoplus outside: transcripts, ~/.claude.json), its
+# settings and hooks in it read-only, its credential file read-only; its variables are the only runtime keys it gets.
+SANDBOX_STATE: "tuple[tuple[str | None, str, str], ...]" = (
+    ("CLAUDE_CONFIG_DIR", ".claude", ""),
+    (None, "", ".claude.json"),
+)
+SANDBOX_READONLY: "tuple[tuple[str | None, str, str], ...]" = tuple(
+    ("CLAUDE_CONFIG_DIR", ".claude", name)
+    for name in ("settings.json", "settings.local.json", "hooks", "plugins", "commands", "agents", "skills")
+)
+SANDBOX_CREDENTIALS: "tuple[tuple[str | None, str, str], ...]" = (
+    ("CLAUDE_CONFIG_DIR", ".claude", ".credentials.json"),
+)
+SANDBOX_ENV: "tuple[str, ...]" = ("ANTHROPIC_", "CLAUDE_")
 REPO_SETTINGS = (".claude/settings.json", ".claude/settings.local.json", ".mcp.json")
 HOOKS_FILE = (".claude", "settings.json")
 LOCAL_HOOKS_FILE = (".claude", "settings.local.json")

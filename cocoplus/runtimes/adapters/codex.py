@@ -71,6 +71,18 @@ edited_paths = answers.edited_paths
 # (hooks, MCP servers, config.toml, trust).
 PROTECTED = (".codex",)
 USER_PROTECTED = (".codex",)
+
+# The sandbox (cocoplus/sandbox/bwrap.py): each entry is (variable naming the directory, its default under the home,
+# a name in it). CODEX_HOME stays writable (rollouts, which cocoplus reads for spend and `codex exec resume`), its
+# configuration and hooks read-only, auth.json read-only; its variables are the only runtime keys it gets.
+SANDBOX_STATE: "tuple[tuple[str | None, str, str], ...]" = (("CODEX_HOME", ".codex", ""),)
+SANDBOX_READONLY: "tuple[tuple[str | None, str, str], ...]" = (
+    ("CODEX_HOME", ".codex", "config.toml"),
+    ("CODEX_HOME", ".codex", "hooks.json"),
+    ("CODEX_HOME", ".codex", "rules"),
+)
+SANDBOX_CREDENTIALS: "tuple[tuple[str | None, str, str], ...]" = (("CODEX_HOME", ".codex", "auth.json"),)
+SANDBOX_ENV: "tuple[str, ...]" = ("OPENAI_", "CODEX_")
 REPO_SETTINGS = (".codex/hooks.json", ".codex/config.toml")
 HOOKS_FILE = (".codex", "hooks.json")
 HOOK_FILES_READ = (HOOKS_FILE,)
