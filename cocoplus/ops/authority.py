@@ -310,7 +310,10 @@ def holds_capability(environ: dict[str, str] | None = None) -> bool:
 def sandbox_marker() -> dict[str, Any] | None:
     """What the read-only marker of a cocoplus sandbox says (its worker), when this process runs inside one; a
     marker that cannot be read still marks one (an empty dict)."""
-    if not os.path.lexists(bwrap.MARKER):
+    try:
+        if os.lstat(bwrap.MARKER).st_uid != os.geteuid():
+            return None  # another user's file in a shared /tmp marks nothing
+    except OSError:
         return None
     try:
         with open(bwrap.MARKER, encoding="utf-8") as f:

@@ -29,13 +29,15 @@ import sys
 from typing import TYPE_CHECKING
 
 from cocoplus.core import userfiles
+from cocoplus.hook import channel
 from cocoplus.rules import protected
 from cocoplus.runtimes import registry as runtimes
 
 if TYPE_CHECKING:
     from cocoplus.runtimes.protocol import Adapter
 
-MARKER = "/tmp/.cocoplus-sandbox"  # inside the sandbox only: its private /tmp
+MARKER = channel.SANDBOX_MARKER  # inside the sandbox only: its private /tmp
+CHANNEL = channel.CHANNEL  # the control channel's socket, inside
 # Home-relative secrets no worker reads: keys, cloud credentials, tokens, and this user's cocoplus keys.
 SECRETS = (
     ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker/config.json", ".netrc",
@@ -98,9 +100,17 @@ def protected_paths(base: str) -> list[str]:
     return [os.path.join(base, name) for name in (*protected.PROJECT_OWN, *protected.RUNTIMES)]
 
 
-def prepare(tree: str, project: str) -> None:
+def prepare(
+    tree: str, project: str, runtime: str | None = None, home: str = "", environ: dict[str, str] | None = None
+) -> None:
     """Make the protected directories that do not exist yet in the project and the tree (empty), so that each is
-    mounted read-only rather than left for the worker to create."""
+    mounted read-only rather than left for the worker to create; and the runtime's state directories, so that
+    they are mounted writable."""
+    if runtime is not None:
+        entries = tuple(e for e in runtimes.get(runtime).SANDBOX_STATE if not e[2])
+        env = dict(os.environ if environ is None else environ)
+        for path in _resolve(entries, env.get("HOME") or home, env):
+            os.makedirs(path, 0o700, exist_ok=True)
     for base in {project, tree}:
         for name in MADE_DIRS:
             path = os.path.join(base, name)
@@ -137,16 +147,21 @@ def arguments(
     home: str,
     environ: dict[str, str],
     marker_fd: int,
+    channel_socket: str | None = None,
     keep: tuple[str, ...] = (),
 ) -> list[str]:
     """The bubblewrap command line (ending in `--`) that holds a worker of `runtime` working in `tree` (its
     worktree or the project) to the `workspace` profile; `keep`: further paths (the runtime's program, this
     interpreter) to mount read-only again where /dev or /tmp would hide them."""
     adapter = runtimes.get(runtime)
-    mine = _runtime_files(adapter, home, environ)
+    # The home the password database names (`home`) and the one the runtime is given ($HOME), where they differ:
+    # the runtime's files are under the latter, secrets under either.
+    homes = list(dict.fromkeys(h for h in (home, environ.get("HOME")) if h))
+    mine = _runtime_files(adapter, homes[-1], environ)
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     hidden_tops = ("/dev", "/tmp")
-    again = [home, project, tree, sys.prefix, os.path.dirname(os.path.dirname(os.path.abspath(__file__))), *keep]
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    again = [*homes, project, tree, sys.prefix, here, *keep]
     seen: set[str] = set()
     for path in again:
         if path and path not in seen and any(_under(path, t) for t in hidden_tops) and os.path.exists(path):
@@ -175,14 +190,17 @@ def arguments(
         p
         for name in runtimes.names()
         if name != runtime
-        for p in _resolve(runtimes.get(name).SANDBOX_CREDENTIALS, home, environ)
+        for h in homes
+        for p in _resolve(runtimes.get(name).SANDBOX_CREDENTIALS, h, environ)
         if p not in mine["credentials"]
     ]
-    for path in [*(os.path.join(home, s) for s in SECRETS), *others]:
+    for path in [*(os.path.join(h, s) for h in homes for s in SECRETS), *others]:
         if os.path.isdir(path) and not os.path.islink(path):
             args += ["--tmpfs", path, "--remount-ro", path]
         elif os.path.lexists(path):
             args += ["--ro-bind", "/dev/null", path]
+    if channel_socket is not None:
+        args += ["--bind", channel_socket, CHANNEL]
     args += ["--perms", "0444", "--ro-bind-data", str(marker_fd), MARKER]
     args += ["--chdir", cwd, "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session", "--"]
     return args

@@ -212,6 +212,7 @@ def _run(layout: Layout, wid: str, rec: WorkerRecord, stopping: dict[str, Any], 
     guard.start()
     code = child.returncode = os.waitstatus_to_exitcode(leftovers.wait_for(child.pid))
     ended.set()
+    end_channels()  # the run is over: nothing inside is left to call its hooks
     left = leftovers.find() if reaper else []
     if left:
         say(
@@ -292,17 +293,61 @@ def sandboxed(
     tree = tree or layout.project
     runtime = str(rec.get("runtime"))
     try:
-        bwrap.prepare(tree, layout.project)
+        bwrap.prepare(tree, layout.project, runtime, userfiles.home(), dict(os.environ))
     except OSError as exc:
         raise CocoplusError(f"the sandbox {profile!r}: cannot make its read-only directories ({exc})") from None
+    sock = start_channel(layout, wid, rec)
     read_end, write_end = os.pipe()
     os.write(write_end, bwrap.marker_text(wid, layout.project, profile))
     os.close(write_end)
     args = bwrap.arguments(
         found["bwrap"], runtime=runtime, tree=tree, cwd=cwd, project=layout.project, home=userfiles.home(),
-        environ=dict(os.environ), marker_fd=read_end, keep=(os.path.dirname(os.path.realpath(cmd[0])),),
+        environ=dict(os.environ), marker_fd=read_end, channel_socket=sock,
+        keep=(os.path.dirname(os.path.realpath(cmd[0])),),
     )  # fmt: skip
     return [*args, *cmd], bwrap.environment(runtime, dict(os.environ)), (read_end,)
+
+
+CHANNEL_READY_S = 30.0
+CHANNELS: list[subprocess.Popen[bytes]] = []  # this runner's control channel, ended with its run
+
+
+def start_channel(layout: Layout, wid: str, rec: WorkerRecord) -> str:
+    """Start the worker's control channel (cocoplus/sandbox/channel.py) outside its sandbox; the socket's path once
+    it listens.  CocoplusError when it does not: the worker does not start without it."""
+    sock = layout.worker_channel(wid)
+    argv = [sys.executable, "-m", "cocoplus.sandbox.channel", layout.root, wid, seal.worker_cwd(rec) or layout.project]
+    if rec.get("alias"):
+        argv.append(str(rec.get("alias")))
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=sys.stderr)
+    except OSError as exc:
+        raise CocoplusError(f"its control channel could not start ({exc.strerror or exc})") from None
+    CHANNELS.append(proc)
+    assert proc.stdout is not None
+    ready = threading.Event()
+
+    def wait_ready() -> None:
+        assert proc.stdout is not None
+        if proc.stdout.readline().strip() == b"ready":
+            ready.set()
+
+    threading.Thread(target=wait_ready, name="channel-ready", daemon=True).start()
+    if not ready.wait(CHANNEL_READY_S) or not os.path.exists(sock):
+        end_channels()
+        raise CocoplusError(f"its control channel did not start listening on {layout.rel(sock)}")
+    return sock
+
+
+def end_channels() -> None:
+    while CHANNELS:
+        proc = CHANNELS.pop()
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(workers.KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 def stop_guard(layout: Layout, wid: str, ended: threading.Event, runtime: Any) -> None:
