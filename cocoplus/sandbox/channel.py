@@ -25,18 +25,14 @@ import sys
 
 from cocoplus.core.paths import Layout
 from cocoplus.hook import channel as wire
-from cocoplus.hook import entry
+from cocoplus.hook import entry, runner
 from cocoplus.runtimes import registry
 
+PRELOADED = (runner,)  # what a hook imports, imported once here: every forked child starts with it
 ACCEPT_POLL_S = 1.0  # how often it looks whether its runner is still there
 READ_TIMEOUT_S = 30.0
 # What the request's environment may not say: where the state is and which worker this is (the channel does).
 IDENTITY = ("COCOPLUS_DIR", "COCOPLUS_WORKER", "COCOPLUS_WORKER_ALIAS", "COCOPLUS_MCP_TOKEN")
-
-
-def preload() -> None:
-    """Import what a hook imports, once, here: every forked child starts with it."""
-    from cocoplus.hook import runner  # noqa: F401  # deferred: imported for the children, not used here
 
 
 def read_request(conn: socket.socket) -> bytes:
@@ -177,7 +173,6 @@ def child(conn: socket.socket, argv: list[str], env: dict[str, str], cwd: str, s
 
 def serve(layout: Layout, wid: str, cwd: str, alias: str | None, path: str) -> int:
     """Listen on `path` until this process's parent (the worker's runner) is gone."""
-    preload()
     parent = os.getppid()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped as they end
     here, name = os.path.split(path)
