@@ -286,6 +286,11 @@ class Adapter(Protocol):
         """The command that starts a new headless worker on `task` (`cocoplus launch`; None: it cannot be launched
         headless; ValueError: what it cannot be asked for, or why it is not launched at all)."""
 
+    def helper_programs(self, program: str) -> dict[str, str]:
+        """Programs its launched run needs on PATH under a name of their own, found from its resolved `program`:
+        {name: the file}. Codex's sandbox runs `codex-linux-sandbox` (its own binary by that name) through PATH
+        where the system's bwrap has no --argv0 (docs/runtimes.md)."""
+
     def stream_entries(self, event: Mapping[str, Any]) -> list[dict[str, Any]] | None:
         """One JSON line of what its headless run prints, as transcript entries (`cocoplus.runtimes.streams` says
         their kinds); [] for a line with nothing to show, None where it is never run headless (every line is then

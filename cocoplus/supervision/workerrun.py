@@ -269,6 +269,7 @@ def _held(
     None (recorded as the run's end, fail-closed: no process of the worker starts) when the profile cannot be
     applied."""
     profile = rec.get("sandbox") or "none"
+    with_helpers(layout, wid, rec, cmd)
     if profile == "none":
         return cmd, dict(os.environ), ()
     try:
@@ -279,6 +280,29 @@ def _held(
         say(f"not started: {exc}")
         workers.finish(layout, wid, None, f"not started: {exc}")
         return None
+
+
+def with_helpers(layout: Layout, wid: str, rec: WorkerRecord, cmd: list[str]) -> None:
+    """Put the programs the runtime runs through PATH by a name of their own (its adapter's `helper_programs`) first
+    on this runner's PATH, which its run inherits, as links in the worker's directory."""
+    runtime = rec.get("runtime")
+    if not runtimes.known(runtime):
+        return
+    helpers = runtimes.get(str(runtime)).helper_programs(cmd[0])
+    if not helpers:
+        return
+    where = layout.worker_helpers(wid)
+    try:
+        fsio.ensure_dir(where)
+        for name, target in helpers.items():
+            link = os.path.join(where, name)
+            if os.path.lexists(link):
+                os.unlink(link)
+            os.symlink(target, link)
+    except (OSError, CocoplusError) as exc:
+        say(f"its runtime's helper programs are not on its PATH: {exc}")
+        return
+    os.environ["PATH"] = f"{where}{os.pathsep}{os.environ.get('PATH', os.defpath)}"
 
 
 def sandboxed(

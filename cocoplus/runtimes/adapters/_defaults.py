@@ -96,6 +96,10 @@ def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "s
     return None  # no headless mode: `cocoplus launch` does not start it
 
 
+def helper_programs(program: str) -> "dict[str, str]":
+    return {}
+
+
 def permission_argv(allow: "list[str]", deny: "list[str]") -> "list[str]":
     return []
 

@@ -283,6 +283,10 @@ def resume_argv(
     return [*program, "-p", instruction, "--resume", session_id, *words.flatten(kept)]
 
 
+def helper_programs(program: str) -> "dict[str, str]":
+    return {}  # it needs none
+
+
 def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
     extra = [*(["--model", model] if model else []), *(["--effort", effort] if effort else [])]
     return [*program, "-p", task, "--output-format", "stream-json", "--verbose", *extra]

@@ -221,6 +221,24 @@ def resume_argv(
     return [*program, "exec", "resume", session_id, instruction, *words.flatten(kept)]
 
 
+def helper_programs(program: str) -> "dict[str, str]":
+    """`codex-linux-sandbox`: Codex's own binary, which its sandbox runs by that name through PATH where the
+    system's bwrap is older than 0.9 (no --argv0; Debian 12's 0.8.0): without it there, a command under `-s
+    workspace-write` or `read-only` silently does not run and `codex exec` still exits 0 (checked with 0.169.0).
+    Found beside the npm package's launcher: `node_modules/@openai/codex-<platform>/vendor/<triple>/bin/codex`."""
+    import glob  # deferred: only a launch of Codex looks for its binary
+    import os  # deferred: see above
+
+    real = os.path.realpath(program)
+    top = real
+    while top != os.path.dirname(top) and os.path.basename(top) != "node_modules":
+        top = os.path.dirname(top)
+    if os.path.basename(top) != "node_modules":
+        return {}
+    found = sorted(glob.glob(os.path.join(glob.escape(top), "@openai", "codex-*", "vendor", "*", "bin", "codex")))
+    return {"codex-linux-sandbox": found[0]} if found else {}
+
+
 def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
     """`codex exec --json`, skipping Codex's review of the project's hooks: `launch` starts a worker only where
     those hooks are cocoplus' own, as `cocoplus install codex` wrote them (`hooks_unreviewed`)."""

@@ -39,6 +39,7 @@ from cocoplus.runtimes.adapters._defaults import (  # what Cortex Code does not 
     continue_cap,
     controller_argv,
     controller_reply,
+    helper_programs,
     hooks_unreviewed,
     launch_argv,
     limit_of,

@@ -35,6 +35,7 @@ from cocoplus.runtimes.adapters._defaults import (  # what Cursor does not do: i
     controller_argv,
     controller_reply,
     deny_permission,
+    helper_programs,
     hooks_unreviewed,
     launch_argv,
     limit_of,

@@ -221,6 +221,10 @@ def resume_argv(
     return [*program, "--resume", session_id, "-p", instruction, *words.flatten(kept)]
 
 
+def helper_programs(program: str) -> "dict[str, str]":
+    return {}  # it needs none
+
+
 def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
     if effort:
         raise ValueError("Gemini CLI has no reasoning-effort option: launch it without --effort")
