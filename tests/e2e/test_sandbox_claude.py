@@ -93,6 +93,8 @@ def test_a_claude_worker_under_workspace_writes_its_tree_and_nothing_else(proj: 
         log = (p.root / "workers" / "w1" / "output.log").read_text()
         assert w["state"] == "exited", log
         results = tool_results(stub)
+        listing = cocoplus(p.project, "workers", "list", env=env).stdout
+    assert w["sandbox"] == "workspace" and "SANDBOX" in listing and "workspace" in listing, listing
     assert "WROTE-INSIDE" in results, (results[-3000:], log[-3000:])
     assert (p.project / "inside.txt").read_text() == "inside\n"
     for refused in ("WROTE-SSH", "WROTE-OUTSIDE", "WROTE-SETTINGS", "WROTE-COCOPLUS"):

@@ -111,6 +111,10 @@ def render_list(result: dict[str, Any]) -> None:
             ("ENDED", False),
             ("TASK", False),
         ]
+        if any(w.get("sandbox") not in (None, "none") for w in workers):  # its sandbox profile, where any has one
+            cols.insert(5, ("SANDBOX", False))
+            for row, w in zip(rows, workers, strict=True):
+                row.insert(5, w.get("sandbox") or "none")
         if any(isinstance(w.get("worktree"), dict) for w in workers):  # launched with --worktree: its branch
             cols.insert(5, ("BRANCH", False))
             for row, w in zip(rows, workers, strict=True):
