@@ -88,7 +88,8 @@ def main() -> int:
         cases = {
             "claude PreToolUse (counts the call)": (
                 hook_command(python, "claude", True), payload("PreToolUse", project, "s-bench")),
-            "codex PreToolUse (no stop)": (hook_command(python, "codex", False), payload("PreToolUse", project, "s-bench")),
+            "codex PreToolUse (no stop)": (
+                hook_command(python, "codex", False), payload("PreToolUse", project, "s-bench")),
         }  # fmt: skip
         floor = f"{python} -S -c pass"
         read_end, write_end = os.pipe()
