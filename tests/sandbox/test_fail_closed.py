@@ -20,6 +20,14 @@ def standins_dir() -> str:
     return next(p for p in os.environ["PATH"].split(os.pathsep) if (Path(p) / "claude").exists())
 
 
+@pytest.fixture
+def hooked(cli_subprocess, project: Layout) -> Layout:
+    """A project whose Claude Code hooks are installed: a launch there is refused for its sandbox alone."""
+    r = cli_subprocess("install", "claude", cwd=project.project)
+    assert r.code == 0, r
+    return project
+
+
 def no_worker_ran(layout: Layout) -> None:
     assert not os.path.isdir(layout.workers_dir) or not any(
         (Path(layout.workers_dir) / d / "worker.json").exists() for d in os.listdir(layout.workers_dir)
@@ -28,7 +36,8 @@ def no_worker_ran(layout: Layout) -> None:
 
 
 @pytest.mark.parametrize("how", ["hidden", "apparmor"])
-def test_a_worker_whose_sandbox_cannot_be_applied_does_not_start(cli_subprocess, project: Layout, tmp_path, how):
+def test_a_worker_whose_sandbox_cannot_be_applied_does_not_start(cli_subprocess, hooked: Layout, tmp_path, how):
+    project = hooked
     bindir = tmp_path / "fake"
     bindir.mkdir()
     if how == "apparmor":
@@ -44,7 +53,8 @@ def test_a_worker_whose_sandbox_cannot_be_applied_does_not_start(cli_subprocess,
     no_worker_ran(project)
 
 
-def test_a_project_file_cannot_weaken_the_users_profile(cli_subprocess, project: Layout, tmp_path):
+def test_a_project_file_cannot_weaken_the_users_profile(cli_subprocess, hooked: Layout, tmp_path):
+    project = hooked
     """The user's configuration says workspace; the project's cocoplus.toml says none: workspace still applies
     (here: it cannot, so nothing starts)."""
     user = Path(userfiles.config_file())
@@ -57,7 +67,8 @@ def test_a_project_file_cannot_weaken_the_users_profile(cli_subprocess, project:
     no_worker_ran(project)
 
 
-def test_only_the_operator_chooses_a_sandbox_on_the_command_line(cli_subprocess, project: Layout, tmp_path):
+def test_only_the_operator_chooses_a_sandbox_on_the_command_line(cli_subprocess, hooked: Layout, tmp_path):
+    project = hooked
     env = {"PATH": standins_dir(), "CLAUDE_SESSION_ID": "inside-an-agent"}
     r = cli_subprocess("launch", "claude", "Do the work.", "--sandbox", "none", cwd=project.project, env=env)
     assert r.code != 0 and "refused" in r.err, r
