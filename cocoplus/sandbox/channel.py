@@ -171,23 +171,34 @@ def child(conn: socket.socket, argv: list[str], env: dict[str, str], cwd: str, s
     return 0
 
 
-def serve(layout: Layout, wid: str, cwd: str, alias: str | None, path: str) -> int:
-    """Listen on `path` until this process's parent (the worker's runner) is gone."""
+def listen(path: str) -> socket.socket:
+    """The channel's listening socket at `path` (bound by its name from its directory: a socket's path is limited to
+    about 100 bytes), for this user alone.  Made by the runner before the sandbox starts, so that it is there to be
+    mounted and a hook's connection waits in its backlog until the channel accepts it."""
+    here, name = os.path.split(path)
+    back = os.getcwd()
+    os.chdir(here)
+    try:
+        try:
+            os.unlink(name)
+        except FileNotFoundError:
+            pass
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o077)
+        try:
+            server.bind(name)
+        finally:
+            os.umask(old)
+    finally:
+        os.chdir(back)
+    server.listen(64)
+    return server
+
+
+def serve(layout: Layout, wid: str, cwd: str, alias: str | None, server: socket.socket) -> int:
+    """Serve on `server` until this process's parent (the worker's runner) is gone."""
     parent = os.getppid()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped as they end
-    here, name = os.path.split(path)
-    os.chdir(here)  # bound by its name: a socket's path is limited to about 100 bytes
-    try:
-        os.unlink(name)
-    except FileNotFoundError:
-        pass
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o077)
-    try:
-        server.bind(name)
-    finally:
-        os.umask(old)
-    server.listen(64)
     server.settimeout(ACCEPT_POLL_S)
     os.chdir(layout.project)
     served = Channel(layout, wid, cwd, alias)
@@ -208,11 +219,15 @@ def serve(layout: Layout, wid: str, cwd: str, alias: str | None, path: str) -> i
 
 
 def main(argv: list[str]) -> int:
+    fd = None
+    if argv[:1] == ["--fd"] and len(argv) > 1:
+        fd, argv = int(argv[1]), argv[2:]
     if len(argv) not in (3, 4):
-        sys.stderr.write("usage: python -m cocoplus.sandbox.channel STATE_DIR WORKER_ID WORKER_CWD [ALIAS]\n")
+        sys.stderr.write("usage: python -m cocoplus.sandbox.channel [--fd FD] STATE_DIR WORKER_ID WORKER_CWD [ALIAS]\n")
         return 2
     layout = Layout(argv[0])
-    return serve(layout, argv[1], argv[2], argv[3] if len(argv) == 4 else None, layout.worker_channel(argv[1]))
+    server = socket.socket(fileno=fd) if fd is not None else listen(layout.worker_channel(argv[1]))
+    return serve(layout, argv[1], argv[2], argv[3] if len(argv) == 4 else None, server)
 
 
 if __name__ == "__main__":

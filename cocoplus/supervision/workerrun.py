@@ -51,6 +51,7 @@ from cocoplus.core.paths import Layout
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.runtimes import streams
 from cocoplus.sandbox import bwrap
+from cocoplus.sandbox import channel as sandbox_channel
 from cocoplus.sandbox import probe as sandbox_probe
 from cocoplus.session import agents, killswitch, procinfo
 from cocoplus.supervision import leftovers, workers, worktrees
@@ -309,9 +310,12 @@ def sandboxed(
     layout: Layout, wid: str, rec: WorkerRecord, cmd: list[str], cwd: str, profile: str
 ) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
     """`cmd` under the sandbox `profile`: the command line, its environment and the descriptor bubblewrap reads the
-    marker from.  CocoplusError (one line) when the profile cannot be applied: the probe first, every run."""
-    found = sandbox_probe.probe(dict(os.environ))
+    marker from.  CocoplusError (one line) when the profile cannot be applied: the probe first, every run (while
+    the control channel starts)."""
+    sock = spawn_channel(layout, wid, rec)
+    found = probed(rec)
     if not found["ok"]:
+        end_channels()
         raise CocoplusError(f"the sandbox {profile!r} cannot be applied here: {found['cause']}; fix: {found['fix']}")
     tree = (rec.get("worktree") or {}).get("path") if isinstance(rec.get("worktree"), dict) else None
     tree = tree or layout.project
@@ -319,8 +323,8 @@ def sandboxed(
     try:
         bwrap.prepare(tree, layout.project, runtime, userfiles.home(), dict(os.environ))
     except OSError as exc:
+        end_channels()
         raise CocoplusError(f"the sandbox {profile!r}: cannot make its read-only directories ({exc})") from None
-    sock = start_channel(layout, wid, rec)
     read_end, write_end = os.pipe()
     os.write(write_end, bwrap.marker_text(wid, layout.project, profile))
     os.close(write_end)
@@ -332,34 +336,47 @@ def sandboxed(
     return [*args, *cmd], bwrap.environment(runtime, dict(os.environ)), (read_end,)
 
 
-CHANNEL_READY_S = 30.0
 CHANNELS: list[subprocess.Popen[bytes]] = []  # this runner's control channel, ended with its run
 
 
-def start_channel(layout: Layout, wid: str, rec: WorkerRecord) -> str:
-    """Start the worker's control channel (cocoplus/sandbox/channel.py) outside its sandbox; the socket's path once
-    it listens.  CocoplusError when it does not: the worker does not start without it."""
+PROBE_FRESH_S = 30.0  # a launch's probe this recent stands for its first run's
+
+
+def probed(rec: WorkerRecord) -> dict[str, Any]:
+    """The probe's findings for this run: the launch's, when it probed moments ago (its first run: bubblewrap is
+    found again, and a sandbox that fails now still starts nothing), else a fresh probe (a later run, a resume)."""
+    at = rec.get("sandbox_probed_at")
+    if isinstance(at, (int, float)) and 0 <= time.time() - at < PROBE_FRESH_S and not rec.get("started_at"):
+        found = sandbox_probe.find_bwrap()
+        if found is not None:
+            return {"ok": True, "bwrap": found}
+    return sandbox_probe.probe(dict(os.environ))
+
+
+def spawn_channel(layout: Layout, wid: str, rec: WorkerRecord) -> str:
+    """Start the worker's control channel (cocoplus/sandbox/channel.py) outside its sandbox, on a socket bound here
+    first (a hook's connection waits in its backlog until the channel, still starting, accepts it); the socket's
+    path.  CocoplusError when it cannot start: the worker does not start without it."""
     sock = layout.worker_channel(wid)
-    argv = [sys.executable, "-m", "cocoplus.sandbox.channel", layout.root, wid, seal.worker_cwd(rec) or layout.project]
+    try:
+        server = sandbox_channel.listen(sock)
+    except OSError as exc:
+        raise CocoplusError(
+            f"its control channel cannot listen on {layout.rel(sock)} ({exc.strerror or exc})"
+        ) from None
+    fd = server.fileno()
+    argv = [sys.executable, "-m", "cocoplus.sandbox.channel", "--fd", str(fd), layout.root, wid,
+            seal.worker_cwd(rec) or layout.project]  # fmt: skip
     if rec.get("alias"):
         argv.append(str(rec.get("alias")))
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=sys.stderr)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sys.stderr,
+                                pass_fds=(fd,))  # fmt: skip
     except OSError as exc:
         raise CocoplusError(f"its control channel could not start ({exc.strerror or exc})") from None
+    finally:
+        server.close()  # the channel holds it now
     CHANNELS.append(proc)
-    assert proc.stdout is not None
-    ready = threading.Event()
-
-    def wait_ready() -> None:
-        assert proc.stdout is not None
-        if proc.stdout.readline().strip() == b"ready":
-            ready.set()
-
-    threading.Thread(target=wait_ready, name="channel-ready", daemon=True).start()
-    if not ready.wait(CHANNEL_READY_S) or not os.path.exists(sock):
-        end_channels()
-        raise CocoplusError(f"its control channel did not start listening on {layout.rel(sock)}")
     return sock
 
 

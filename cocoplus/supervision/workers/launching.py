@@ -163,6 +163,7 @@ def launch(
             "command": cmd, "runs": 0, "started_at": None, "ended_at": None, "pid": None, "start_ticks": None,
             "exit": None, "reason": None, "killed_by": None, "session": None, "session_alias": None,
             "worktree": tree, "headless": True, "runner": None, "unsupervised": unsupervised, "sandbox": profile,
+            "sandbox_probed_at": time.time() if profile != profiles.NONE else None,
         }  # fmt: skip
         rec["seal"] = seal.seal_worker(rec, layout.project, wid)
         write(layout, rec)
