@@ -96,3 +96,17 @@ def test_where_bubblewrap_works_the_doctor_brings_up_loopback_and_exits_0(cli_su
     r = cli_subprocess("sandbox", "doctor", cwd=tmp_path)
     assert r.code == 0, r
     assert "loopback in a throwaway sandbox: up" in r.out and "fix:" not in r.out
+
+
+def test_cocoplus_doctor_shows_the_probe_and_calls_it_a_problem_when_workers_need_it(cli_subprocess, project) -> None:
+    from cocoplus.core import userfiles
+
+    env = {"PATH": "/nonexistent"}
+    r = cli_subprocess("doctor", "--json", cwd=project.project, env=env)
+    box = json.loads(r.out)["sandbox"]
+    assert box["ok"] is False and box["problem"] is False and "not on PATH" in box["text"]
+    user = Path(userfiles.config_file())
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text('[workers]\nsandbox = "workspace"\n')
+    r = cli_subprocess("doctor", cwd=project.project, env=env)
+    assert "problem: sandbox: cannot be applied here: bubblewrap (`bwrap`) is not on PATH" in r.out + r.err, r

@@ -117,6 +117,9 @@ def render_doctor(result: dict[str, Any]) -> None:
     output.problems(result.get("user_files") or [], label="note")
     output.problems(result.get("rules") or [], label="problem")
     output.problems(result.get("inbox") or [], label="note")
+    box = result.get("sandbox")
+    if box:
+        output.problems([box["text"]], label="problem" if box["problem"] else "note")
 
 
 def render_file_events(fe: dict[str, Any]) -> None:
