@@ -7,9 +7,11 @@ agent-loop request; the worker then ends its turn and exits before the next
 run.  Side by side, interleaved, the same `claude -p TASK` started directly
 in the same project (hooks installed, so its SessionStart hook runs too):
 the difference is what cocoplus adds (its CLI, the runner, the queue check).
-Medians of N runs; also how long `cocoplus launch` itself takes to return.
+Medians of N runs; also how long `cocoplus launch` itself takes to return.  With `--sandbox PROFILE`
+(`workspace`), a third launch each run, under that profile, and the time the profile adds to a worker's start
+(its probe at launch and again in the runner, the control channel started, bubblewrap).
 
-    python bench/launch.py [--runs N] [--claude PATH]
+    python bench/launch.py [--runs N] [--claude PATH] [--sandbox PROFILE]
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--claude", default=DEFAULT_CLAUDE, help="the Claude Code CLI to launch")
+    ap.add_argument("--sandbox", default=None, help="also launch under this sandbox profile (workspace)")
     args = ap.parse_args()
     if not os.path.exists(args.claude):
         print(f"{args.claude}: missing (sh tests/e2e/runtimes/install.sh installs it)", file=sys.stderr)
@@ -88,8 +91,14 @@ def main() -> int:
 
     cp("init")
     cp("install", "claude")
-    launch_first, launch_return, direct_first = [], [], []
+    launch_first, launch_return, direct_first, boxed_first = [], [], [], []
     count = 0
+
+    def ended() -> None:
+        deadline = time.monotonic() + 120
+        while json.loads(cp("workers", "list", "--json").stdout)["running"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+
     try:
         for n in range(args.runs):
             count += 1
@@ -98,9 +107,13 @@ def main() -> int:
             launch_return.append(time.monotonic() - t0)
             launch_first.append(stub.wait_request(count) - t0)
             wid = json.loads(r.stdout)["id"]
-            deadline = time.monotonic() + 120
-            while json.loads(cp("workers", "list", "--json").stdout)["running"] and time.monotonic() < deadline:
-                time.sleep(0.1)
+            ended()
+            if args.sandbox:
+                count += 1
+                t0 = time.monotonic()
+                cp("launch", "claude", f"Say hi ({n}).", "--sandbox", args.sandbox, "--json")
+                boxed_first.append(stub.wait_request(count) - t0)
+                ended()
             count += 1
             t0 = time.monotonic()
             direct = subprocess.Popen(
@@ -124,6 +137,11 @@ def main() -> int:
         f"(ratio {med(launch_first) / med(direct_first):.2f}); `cocoplus launch` returns after "
         f"{med(launch_return) * 1000:.0f} ms"
     )
+    if boxed_first:
+        print(
+            f"launch --sandbox {args.sandbox} to first model request: {med(boxed_first) * 1000:.0f} ms; added by the "
+            f"profile: {(med(boxed_first) - med(launch_first)) * 1000:.0f} ms"
+        )
     return 0
 
 

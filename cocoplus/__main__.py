@@ -14,7 +14,7 @@ import sys
 
 def main() -> int:
     if sys.argv[1:2] == ["hook"]:
-        from cocoplus.hook.entry import main as hook_main  # deferred: the hook loads nothing else
+        from cocoplus.hook.entry import command as hook_main  # deferred: the hook loads nothing else
 
         return hook_main(sys.argv[2:])
     from cocoplus.cli.fast import run  # deferred: `cocoplus hook` must not load the CLI

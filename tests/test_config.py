@@ -78,6 +78,7 @@ EXPECTED_DEFAULTS = {
     "workers.failover_return": False,
     "workers.worktree": False,
     "workers.worktree_dir": "",
+    "workers.sandbox": "none",
     "inbox.channels": [],
     "inbox.ntfy_server": "https://ntfy.sh",
     "inbox.ntfy_topic": "",

@@ -24,7 +24,7 @@ from typer.main import get_command
 from cocoplus import __version__
 from cocoplus.cli import guard, output, table
 from cocoplus.cli.table import ROOT_DIR_OPTION as ROOT_DIR_OPTION
-from cocoplus.hook.entry import main as hook_main
+from cocoplus.hook.entry import command as hook_main
 
 # click's exception classes, from the public `typer.BadParameter` (typer keeps click private): BadParameter is a
 # UsageError, which is a ClickException.

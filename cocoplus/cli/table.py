@@ -185,6 +185,12 @@ ENTRIES: tuple[Entry, ...] = (
         "setup",
         "Trust this project's cocoplus.toml as it is now, so the programs and addresses it names take effect.",
     ),
+    Entry(
+        "sandbox",
+        "sandbox_cmd",
+        "setup",
+        "Operating-system sandboxes for workers: doctor says whether one can be applied here, and the fix.",
+    ),
     Entry("config", "config_cmd", "setup", "The effective configuration, and an example file with every key."),
     Entry(
         "notify", "notify_cmd", "setup", "Notifications to a person ([notify] urls through apprise): test, status, run."

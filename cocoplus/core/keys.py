@@ -521,6 +521,17 @@ KEYS: tuple[Key, ...] = (
         "where workers' git worktrees are made (relative to the project, or absolute); empty: .cocoplus/worktrees, "
         "which git ignores",
     ),
+    Key(
+        "workers",
+        "sandbox",
+        "enum",
+        "none",
+        "the operating-system sandbox every launched worker runs in (as `launch --sandbox`): none, or workspace "
+        "(bubblewrap: the worker's tree writable, the files that decide what runs and the rest of the system "
+        "read-only, secrets hidden); a project's cocoplus.toml may only choose a stronger one than yours",
+        choices=vocab.SANDBOX_PROFILES,
+        env=False,
+    ),
     # [inbox]: the phone channels of the decision inbox (`cocoplus inbox run`).  Where pushes carrying one-tap
     # answers go is this user's alone: these keys are read from the user's own file only (user_only), never from a
     # project's cocoplus.toml, trusted or not, and never from the environment.

@@ -168,6 +168,16 @@ class Layout:
         """The worker's output (its runtime's stdout and stderr), rotated to `output.log.1` past the size limit."""
         return os.path.join(self.worker_dir(worker_id), "output.log")
 
+    def worker_helpers(self, worker_id: str) -> str:
+        """Links to the programs a worker's runtime runs through PATH under a name of their own (its adapter's
+        `helper_programs`: Codex's `codex-linux-sandbox`), first on the worker's PATH."""
+        return os.path.join(self.worker_dir(worker_id), "bin")
+
+    def worker_channel(self, worker_id: str) -> str:
+        """The control channel of a sandboxed worker: a Unix socket its runner's channel process serves, mounted
+        into the worker's sandbox, through which its hooks write (cocoplus/sandbox/channel.py)."""
+        return os.path.join(self.worker_dir(worker_id), "channel.sock")
+
     def worker_runner_log(self, worker_id: str) -> str:
         """What the runner process that waits for a slot and watches the worker says about itself."""
         return os.path.join(self.worker_dir(worker_id), "runner.log")

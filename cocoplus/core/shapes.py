@@ -132,6 +132,8 @@ class WorkerRecord(TypedDict, total=False):
     seal: str  # core/seal.py: over its id, project, command and what it grants
     runner: Any  # the runner process it is bound to: pid, start_ticks, host, pidns (or None)
     worktree: Any  # its git worktree: path, cwd, branch, base, and what became of it (supervision/worktrees.py)
+    sandbox: str  # its sandbox profile (vocab.SANDBOX_PROFILES; absent: none), kept by every later run
+    sandbox_probed_at: float | None  # when its launch probed the sandbox (epoch seconds): its first run's probe
     # Its runs.
     runs: int
     queued_at: str

@@ -55,6 +55,8 @@ WORKER_STATES = ("queued", "running", "exited", "failed")
 LIVE_WORKER_STATES = WORKER_STATES[:2]
 # The runtimes `cocoplus launch` starts.
 LAUNCH_RUNTIMES = ("claude", "codex", "gemini")
+# A worker's sandbox profiles, weakest first (cocoplus/sandbox/profiles.py): a project may only choose a later one.
+SANDBOX_PROFILES = ("none", "workspace")
 
 # Which tools `cocoplus mcp --role` serves (`worker` is the default; `brain` and `all` need this
 # user's capability in COCOPLUS_MCP_TOKEN).

@@ -51,6 +51,7 @@ MARKER = "/LAYOUT"
 WORKTREE_MARKER = "/WORKTREE"
 LOGS_DIR = "/logs"
 HOOK_LOG = "/logs/hook.log"
+SANDBOX_MARKER = "/tmp/.cocoplus-sandbox"  # hook/channel.py
 _APPEND = posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT | posix.O_NOFOLLOW | posix.O_CLOEXEC
 # Whether this is the hook's own process (`script`), not a caller of `main`: only it imports the rest of cocoplus
 # through the hook's own finder (hook/loader.py).
@@ -443,6 +444,25 @@ def _nothing_stopped(state: str, guards: "list[str]") -> bool:
     return True
 
 
+def inside_sandbox() -> bool:
+    """Whether this runs inside a cocoplus sandbox: its read-only marker is there, and is this user's (a file another
+    user made in a shared /tmp is not one)."""
+    try:
+        st = posix.lstat(SANDBOX_MARKER)
+    except OSError:
+        return False
+    return st.st_uid == posix.geteuid()
+
+
+def command(argv: "Sequence[str]") -> int:
+    """`cocoplus hook ...`: the hook, through the control channel inside a cocoplus sandbox."""
+    if inside_sandbox():
+        from cocoplus.hook import channel  # deferred: only inside a sandbox
+
+        return channel.forward(list(argv))
+    return main(argv)
+
+
 def script() -> None:
     """The body of `__main__.py`: run the hook, then leave at once.
 
@@ -453,6 +473,10 @@ def script() -> None:
     """
     global OWN_PROCESS
     OWN_PROCESS = True
+    if inside_sandbox():  # the hook runs outside, through the control channel
+        from cocoplus.hook import channel  # deferred: only inside a sandbox
+
+        channel.script()
     try:
         code = main()
     except SystemExit as exc:

@@ -37,6 +37,7 @@ Nothing here imports a door (typer, fastapi, mcp).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -46,6 +47,7 @@ from cocoplus.core.errors import CocoplusError, Refused
 from cocoplus.core.paths import Layout
 from cocoplus.ops import operator_name
 from cocoplus.runtimes import registry as runtimes
+from cocoplus.sandbox import bwrap
 from cocoplus.session import agents, killswitch, procinfo, registry
 
 TOKEN_ENV = userfiles.CAPABILITY_ENV
@@ -305,6 +307,22 @@ def holds_capability(environ: dict[str, str] | None = None) -> bool:
 # -- who runs this door ---------------------------------------------------------------------------------
 
 
+def sandbox_marker() -> dict[str, Any] | None:
+    """What the read-only marker of a cocoplus sandbox says (its worker), when this process runs inside one; a
+    marker that cannot be read still marks one (an empty dict)."""
+    try:
+        if os.lstat(bwrap.MARKER).st_uid != os.geteuid():
+            return None  # another user's file in a shared /tmp marks nothing
+    except OSError:
+        return None
+    try:
+        with open(bwrap.MARKER, encoding="utf-8") as f:
+            doc = json.loads(f.read())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
 def agent_markers(environ: dict[str, str] | None = None) -> list[str]:
     """The variables in `environ` that an agent runtime (or cocoplus for its workers) sets for its tools."""
     env = os.environ if environ is None else environ
@@ -382,6 +400,9 @@ def caller(layout: Layout | None = None, environ: dict[str, str] | None = None) 
     session: the runtime's environment markers, or an agent process this user's cocoplus recorded, in any
     project, among its ancestors); else the operator."""
     env = dict(os.environ) if environ is None else environ
+    held = sandbox_marker()
+    if held is not None:  # inside a cocoplus sandbox: a worker, whatever else it carries
+        return worker(held.get("worker"), env.get("COCOPLUS_SESSION") or None, f"sandbox marker {bwrap.MARKER}", True)
     if holds_capability(env):
         return BRAIN
     registered = registered_ancestry(layout)
@@ -437,7 +458,7 @@ def lift_check(principal: Principal, layout: Layout, doing: str) -> Callable[[Ma
 # Every `cocoplus` command (first word, or first two) and the action it takes; a command missing here is
 # refused to everyone but the operator (tests/ops/test_authority.py checks that every command is listed).
 COMMANDS: dict[str, str] = {
-    "hook": "read", "shell-init": "read", "doctor": "read", "top": "read", "mcp": "read",
+    "hook": "read", "shell-init": "read", "doctor": "read", "sandbox doctor": "read", "top": "read", "mcp": "read",
     "session status": "read", "session progress": "read", "session check": "read", "session queue list": "read",
     "session list": "read", "sessions list": "read", "supervision status": "read", "supervisor status": "read",
     "supervision watcher status": "read", "workers list": "read", "summary": "read",

@@ -71,6 +71,7 @@ def _worker_row(w: dict[str, Any], lay: Layout) -> dict[str, Any]:
         "session_alias": w.get("session_alias") or w.get("alias"), "attention": w.get("attention"),
         "runtime": w.get("runtime"), "runtime_text": workers_ops.runtime_text(w), "pid": w.get("pid"),
         "ended_text": workers_ops.ended_text(w), "task": str(w.get("task") or "")[:200],
+        "sandbox": w.get("sandbox") or "none",
     }  # fmt: skip
 
 

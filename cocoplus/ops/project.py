@@ -117,7 +117,25 @@ def doctor(layout: Layout) -> dict[str, Any]:
     result["rules"] = rule_notes()
     result["file_events"] = supervision_ops.file_events(layout)
     result["inbox"] = inbox_notes()
+    result["sandbox"] = sandbox_note(layout)
     return result
+
+
+def sandbox_note(layout: Layout) -> dict[str, Any]:
+    """The sandbox probe (`cocoplus sandbox doctor`) in one line, and whether it is a problem: it is when this
+    project's workers get a profile (`[workers] sandbox`) that cannot be applied here."""
+    from cocoplus.sandbox import probe, profiles  # deferred: only doctor probes the sandbox
+
+    found = probe.probe()
+    try:
+        profile = profiles.effective(layout)
+    except CocoplusError:
+        profile = profiles.NONE
+    if found["ok"]:
+        text = f"sandbox: workers can be sandboxed here (bubblewrap {found['version']}, loopback up); profile {profile}"
+    else:
+        text = f"sandbox: cannot be applied here: {found['cause']}; fix: {found['fix']}"
+    return {"ok": found["ok"], "profile": profile, "text": text, "problem": not found["ok"] and profile != "none"}
 
 
 def inbox_notes() -> list[str]:

@@ -24,12 +24,15 @@ def launch(
     allow: list[str] | None = None,
     worktree: bool | None = None,
     unsupervised: bool = False,
+    sandbox: str | None = None,
 ) -> dict[str, Any]:
     """A headless worker on `task` in the project (queued while `[workers] max_parallel` run); its record.
     `allow`: permission rules for this worker (`launch --allow`); only the operator grants them.
     `worktree` (default `[workers] worktree`): in a git worktree of its own, on branch `cocoplus/<alias or id>`.
     Refused where the runtime will not run this project's cocoplus hooks for it, with the fix; `unsupervised`
-    (the operator's alone) starts it anyway, and the message says what it gives up."""
+    (the operator's alone) starts it anyway, and the message says what it gives up.
+    `sandbox` (default: `[workers] sandbox`, which a project may only strengthen): its sandbox profile; only the
+    operator chooses one."""
     from cocoplus.supervision import workers  # deferred: the CLI imports every ops module at start
 
     who, name = authority.acting(principal, "launch", f"launch {runtime}", layout, by)
@@ -47,6 +50,13 @@ def launch(
             f"launch --unsupervised: a worker outside cocoplus' hooks is for the operator, not {who.shown()}",
             layout,
         )
+    if sandbox is not None and who.kind != "operator":
+        authority.refuse(
+            who,
+            "approve",
+            f"launch --sandbox: choosing a worker's sandbox is for the operator, not {who.shown()}",
+            layout,
+        )
     rec = workers.launch(
         layout,
         runtime,
@@ -59,6 +69,7 @@ def launch(
         allow=allow,
         worktree=worktree,
         unsupervised=unsupervised,
+        sandbox=sandbox,
     )
     _start_inbox(rec)
     alias = rec.get("alias")

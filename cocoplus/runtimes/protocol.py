@@ -103,6 +103,26 @@ class Adapter(Protocol):
     def USER_PROTECTED(self) -> tuple[str, ...]:
         """The same, relative to this user's home."""
 
+    # -- what cocoplus's sandbox keeps for it (cocoplus/sandbox/bwrap.py) ------------------------------------
+    # Each entry: (the variable naming a directory, or None; that directory's default under the home; a name in it,
+    # or "" for the directory itself).
+    @property
+    def SANDBOX_STATE(self) -> tuple[tuple[str | None, str, str], ...]:
+        """Its state, writable inside the `workspace` sandbox and visible to cocoplus outside (transcripts,
+        rollouts)."""
+
+    @property
+    def SANDBOX_READONLY(self) -> tuple[tuple[str | None, str, str], ...]:
+        """Its settings and hook files inside its state, read-only inside the sandbox."""
+
+    @property
+    def SANDBOX_CREDENTIALS(self) -> tuple[tuple[str | None, str, str], ...]:
+        """Its credential files, mounted read-only one by one; hidden from every other runtime's sandbox."""
+
+    @property
+    def SANDBOX_ENV(self) -> tuple[str, ...]:
+        """The prefixes of its own variables (API keys, settings): another runtime's never reach its sandbox."""
+
     # -- how it is installed -----------------------------------------------------------------------------
     @property
     def HOOKS_FILE(self) -> tuple[str, ...]:
@@ -265,6 +285,11 @@ class Adapter(Protocol):
     def launch_argv(self, program: list[str], task: str, model: str | None, effort: str | None) -> list[str] | None:
         """The command that starts a new headless worker on `task` (`cocoplus launch`; None: it cannot be launched
         headless; ValueError: what it cannot be asked for, or why it is not launched at all)."""
+
+    def helper_programs(self, program: str) -> dict[str, str]:
+        """Programs its launched run needs on PATH under a name of their own, found from its resolved `program`:
+        {name: the file}. Codex's sandbox runs `codex-linux-sandbox` (its own binary by that name) through PATH
+        where the system's bwrap has no --argv0 (docs/runtimes.md)."""
 
     def stream_entries(self, event: Mapping[str, Any]) -> list[dict[str, Any]] | None:
         """One JSON line of what its headless run prints, as transcript entries (`cocoplus.runtimes.streams` says

@@ -45,11 +45,14 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from cocoplus.core import clock, fsio, seal
+from cocoplus.core import clock, fsio, seal, userfiles
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.runtimes import streams
+from cocoplus.sandbox import bwrap
+from cocoplus.sandbox import channel as sandbox_channel
+from cocoplus.sandbox import probe as sandbox_probe
 from cocoplus.session import agents, killswitch, procinfo
 from cocoplus.supervision import leftovers, workers, worktrees
 
@@ -170,23 +173,32 @@ def _run(layout: Layout, wid: str, rec: WorkerRecord, stopping: dict[str, Any], 
         workers.finish(layout, wid, None, f"not started: its command {refused}")
         return 1
     out = Output(layout.worker_log(wid), log_max)
+    cwd = seal.worker_cwd(rec) or layout.project
+    held = _held(layout, wid, rec, cmd, cwd, out)
+    if held is None:
+        return 1
+    cmd, env, fds = held
     shown = " ".join(cmd)[:2000].replace("\r", " ").replace("\n", " ↵ ")  # one line: an instruction may have several
     out.write(f"[cocoplus] {clock.iso()} run {rec.get('runs')}: {shown}\n".encode())
     try:
         child = subprocess.Popen(
             cmd,
-            cwd=seal.worker_cwd(rec) or layout.project,
+            cwd=cwd,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             # its own process group: `workers kill` stops it and what it started, not this runner
             start_new_session=True,
+            pass_fds=fds,
         )
     except OSError as exc:
         out.write(f"[cocoplus] cannot start {cmd[0]}: {exc.strerror or exc}\n".encode())
         out.close()
         workers.finish(layout, wid, 127, f"could not start {cmd[0]} ({exc.strerror or exc})")
         return 127
+    for fd in fds:
+        os.close(fd)
     stopping["child"] = child
     workers.started(layout, wid, child.pid)
     say(f"started pid {child.pid}")
@@ -201,6 +213,7 @@ def _run(layout: Layout, wid: str, rec: WorkerRecord, stopping: dict[str, Any], 
     guard.start()
     code = child.returncode = os.waitstatus_to_exitcode(leftovers.wait_for(child.pid))
     ended.set()
+    end_channels()  # the run is over: nothing inside is left to call its hooks
     left = leftovers.find() if reaper else []
     if left:
         say(
@@ -248,6 +261,134 @@ def _run(layout: Layout, wid: str, rec: WorkerRecord, stopping: dict[str, Any], 
     say(f"ended: {(done or {}).get('state')} ({workers.status_text(code)})")
     night_summary(layout, wid)
     return code if code >= 0 else 128 - code
+
+
+def _held(
+    layout: Layout, wid: str, rec: WorkerRecord, cmd: list[str], cwd: str, out: Output
+) -> tuple[list[str], dict[str, str], tuple[int, ...]] | None:
+    """The command, environment and descriptors the run starts with: under its sandbox profile where it has one;
+    None (recorded as the run's end, fail-closed: no process of the worker starts) when the profile cannot be
+    applied."""
+    profile = rec.get("sandbox") or "none"
+    with_helpers(layout, wid, rec, cmd)
+    if profile == "none":
+        return cmd, dict(os.environ), ()
+    try:
+        return sandboxed(layout, wid, rec, cmd, cwd, profile)
+    except CocoplusError as exc:
+        out.write(f"[cocoplus] {clock.iso()} not started: {exc}\n".encode())
+        out.close()
+        say(f"not started: {exc}")
+        workers.finish(layout, wid, None, f"not started: {exc}")
+        return None
+
+
+def with_helpers(layout: Layout, wid: str, rec: WorkerRecord, cmd: list[str]) -> None:
+    """Put the programs the runtime runs through PATH by a name of their own (its adapter's `helper_programs`) first
+    on this runner's PATH, which its run inherits, as links in the worker's directory."""
+    runtime = rec.get("runtime")
+    if not runtimes.known(runtime):
+        return
+    helpers = runtimes.get(str(runtime)).helper_programs(cmd[0])
+    if not helpers:
+        return
+    where = layout.worker_helpers(wid)
+    try:
+        fsio.ensure_dir(where)
+        for name, target in helpers.items():
+            link = os.path.join(where, name)
+            if os.path.lexists(link):
+                os.unlink(link)
+            os.symlink(target, link)
+    except (OSError, CocoplusError) as exc:
+        say(f"its runtime's helper programs are not on its PATH: {exc}")
+        return
+    os.environ["PATH"] = f"{where}{os.pathsep}{os.environ.get('PATH', os.defpath)}"
+
+
+def sandboxed(
+    layout: Layout, wid: str, rec: WorkerRecord, cmd: list[str], cwd: str, profile: str
+) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
+    """`cmd` under the sandbox `profile`: the command line, its environment and the descriptor bubblewrap reads the
+    marker from.  CocoplusError (one line) when the profile cannot be applied: the probe first, every run (while
+    the control channel starts)."""
+    sock = spawn_channel(layout, wid, rec)
+    found = probed(rec)
+    if not found["ok"]:
+        end_channels()
+        raise CocoplusError(f"the sandbox {profile!r} cannot be applied here: {found['cause']}; fix: {found['fix']}")
+    tree = (rec.get("worktree") or {}).get("path") if isinstance(rec.get("worktree"), dict) else None
+    tree = tree or layout.project
+    runtime = str(rec.get("runtime"))
+    try:
+        bwrap.prepare(tree, layout.project, runtime, userfiles.home(), dict(os.environ))
+    except OSError as exc:
+        end_channels()
+        raise CocoplusError(f"the sandbox {profile!r}: cannot make its read-only directories ({exc})") from None
+    read_end, write_end = os.pipe()
+    os.write(write_end, bwrap.marker_text(wid, layout.project, profile))
+    os.close(write_end)
+    args = bwrap.arguments(
+        found["bwrap"], runtime=runtime, tree=tree, cwd=cwd, project=layout.project, home=userfiles.home(),
+        environ=dict(os.environ), marker_fd=read_end, channel_socket=sock,
+        keep=(os.path.dirname(os.path.realpath(cmd[0])),),
+    )  # fmt: skip
+    return [*args, *cmd], bwrap.environment(runtime, dict(os.environ)), (read_end,)
+
+
+CHANNELS: list[subprocess.Popen[bytes]] = []  # this runner's control channel, ended with its run
+
+
+PROBE_FRESH_S = 30.0  # a launch's probe this recent stands for its first run's
+
+
+def probed(rec: WorkerRecord) -> dict[str, Any]:
+    """The probe's findings for this run: the launch's, when it probed moments ago (its first run: bubblewrap is
+    found again, and a sandbox that fails now still starts nothing), else a fresh probe (a later run, a resume)."""
+    at = rec.get("sandbox_probed_at")
+    if isinstance(at, (int, float)) and 0 <= time.time() - at < PROBE_FRESH_S and not rec.get("started_at"):
+        found = sandbox_probe.find_bwrap()
+        if found is not None:
+            return {"ok": True, "bwrap": found}
+    return sandbox_probe.probe(dict(os.environ))
+
+
+def spawn_channel(layout: Layout, wid: str, rec: WorkerRecord) -> str:
+    """Start the worker's control channel (cocoplus/sandbox/channel.py) outside its sandbox, on a socket bound here
+    first (a hook's connection waits in its backlog until the channel, still starting, accepts it); the socket's
+    path.  CocoplusError when it cannot start: the worker does not start without it."""
+    sock = layout.worker_channel(wid)
+    try:
+        server = sandbox_channel.listen(sock)
+    except OSError as exc:
+        raise CocoplusError(
+            f"its control channel cannot listen on {layout.rel(sock)} ({exc.strerror or exc})"
+        ) from None
+    fd = server.fileno()
+    argv = [sys.executable, "-m", "cocoplus.sandbox.channel", "--fd", str(fd), layout.root, wid,
+            seal.worker_cwd(rec) or layout.project]  # fmt: skip
+    if rec.get("alias"):
+        argv.append(str(rec.get("alias")))
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sys.stderr,
+                                pass_fds=(fd,))  # fmt: skip
+    except OSError as exc:
+        raise CocoplusError(f"its control channel could not start ({exc.strerror or exc})") from None
+    finally:
+        server.close()  # the channel holds it now
+    CHANNELS.append(proc)
+    return sock
+
+
+def end_channels() -> None:
+    while CHANNELS:
+        proc = CHANNELS.pop()
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(workers.KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 def stop_guard(layout: Layout, wid: str, ended: threading.Event, runtime: Any) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.runtimes import runtime_bin
+from tests.support.runtimes import CODEX_HELPER, runtime_bin
 
 
 def cocoplus(
@@ -51,6 +51,8 @@ class Project:
             for k, v in os.environ.items()
             if not k.startswith(("COCOPLUS_", "CLAUDE_", "ANTHROPIC_", "GEMINI_", "CODEX_", "OPENAI_"))
         }
+        if CODEX_HELPER.is_dir():  # Codex's sandbox helper, run through PATH (tests/e2e/runtimes/install.sh)
+            keep["PATH"] = f"{CODEX_HELPER}{os.pathsep}{keep.get('PATH', os.defpath)}"
         keep.update(
             HOME=str(self.home),
             XDG_CONFIG_HOME=str(self.home / ".config"),

@@ -198,6 +198,20 @@ def exit_signals(p: Project) -> list[dict[str, Any]]:
     return [s for s in map(json.loads, path.read_text().splitlines()) if s["kind"] == "exit"] if path.exists() else []
 
 
+def test_a_command_under_workspace_write_really_runs(codex_project: Project) -> None:
+    """Codex's own sandbox (`-s workspace-write`, bubblewrap where it is installed) runs the command: its file is
+    written and its output comes back. Where Codex's sandbox cannot start its helper, the command silently does not
+    run and `codex exec` still exits 0 (tests/e2e/runtimes/install.sh puts the helper on PATH)."""
+    p = codex_project
+    with ResponsesStub([tool("exec_command", cmd="echo ran > ran.txt; echo hello-from-codex"), text("done")]) as stub:
+        events = run_codex(p, stub)
+    ran = [
+        e["item"] for e in events if e.get("type") == "item.completed" and e["item"].get("type") == "command_execution"
+    ]
+    assert [(i["exit_code"], i["aggregated_output"].strip()) for i in ran] == [(0, "hello-from-codex")], events
+    assert (p.project / "ran.txt").read_text() == "ran\n"
+
+
 def only_session(p: Project) -> dict[str, Any]:
     listing = json.loads(p.cocoplus("sessions", "list", "--json").stdout)
     (s,) = listing["sessions"]

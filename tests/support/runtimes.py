@@ -28,6 +28,9 @@ TESTS_DIR = Path(__file__).resolve().parent.parent
 RUNTIMES_DIR = TESTS_DIR / "e2e" / "runtimes"
 BIN = RUNTIMES_DIR / "node_modules" / ".bin"
 NAMES = ("claude", "codex", "gemini")
+# Codex's sandbox helper (`codex-linux-sandbox`, its own binary by that name), which Codex runs through PATH when
+# the system's bwrap has no --argv0 (Debian 12's 0.8.0): install.sh links it here, e2e projects put it on PATH.
+CODEX_HELPER = RUNTIMES_DIR / "node_modules" / ".codex-helper"
 
 # The running test: its node id and whether it is marked e2e (set by tests/conftest.py).
 current: dict[str, object] = {"nodeid": None, "e2e": False}

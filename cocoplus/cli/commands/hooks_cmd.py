@@ -117,6 +117,13 @@ def render_doctor(result: dict[str, Any]) -> None:
     output.problems(result.get("user_files") or [], label="note")
     output.problems(result.get("rules") or [], label="problem")
     output.problems(result.get("inbox") or [], label="note")
+    render_sandbox(result.get("sandbox"))
+
+
+def render_sandbox(box: dict[str, Any] | None) -> None:
+    """The sandbox probe's line: a problem when this project's workers get a profile that cannot be applied."""
+    if box:
+        output.problems([box["text"]], label="problem" if box["problem"] else "note")
 
 
 def render_file_events(fe: dict[str, Any]) -> None:

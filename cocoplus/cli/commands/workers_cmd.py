@@ -55,6 +55,15 @@ def launch(
             "otherwise): no kill switch at its tool calls, no steer, cap, rules or session record.",
         ),
     ] = False,
+    sandbox: Annotated[
+        str | None,
+        typer.Option(
+            "--sandbox",
+            metavar="PROFILE",
+            help="Its operating-system sandbox: none, or workspace (bubblewrap; see `cocoplus sandbox doctor`). "
+            "Default: [workers] sandbox. A profile that cannot be applied here starts nothing.",
+        ),
+    ] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Start a headless worker (claude -p, codex exec, gemini -p) in the project, detached from this terminal;
@@ -71,6 +80,7 @@ def launch(
             allow=list(allow or []),
             worktree=worktree,
             unsupervised=unsupervised,
+            sandbox=sandbox,
         ),
         json_out,
         render_one,
@@ -101,6 +111,10 @@ def render_list(result: dict[str, Any]) -> None:
             ("ENDED", False),
             ("TASK", False),
         ]
+        if any(w.get("sandbox") not in (None, "none") for w in workers):  # its sandbox profile, where any has one
+            cols.insert(5, ("SANDBOX", False))
+            for row, w in zip(rows, workers, strict=True):
+                row.insert(5, w.get("sandbox") or "none")
         if any(isinstance(w.get("worktree"), dict) for w in workers):  # launched with --worktree: its branch
             cols.insert(5, ("BRANCH", False))
             for row, w in zip(rows, workers, strict=True):

@@ -21,6 +21,12 @@ SESSION_ENV: "tuple[str, ...]" = ()
 ENV_FILE = None
 HOSTS: "tuple[str, ...]" = ()
 
+# What cocoplus's sandbox keeps for a runtime it never launches: nothing
+SANDBOX_STATE: "tuple[tuple[str | None, str, str], ...]" = ()
+SANDBOX_READONLY: "tuple[tuple[str | None, str, str], ...]" = ()
+SANDBOX_CREDENTIALS: "tuple[tuple[str | None, str, str], ...]" = ()
+SANDBOX_ENV: "tuple[str, ...]" = ()
+
 # How it is installed
 SETTINGS_DEFAULTS: "dict[str, Any]" = {}
 SLASH_COMMAND_DIR = None
@@ -88,6 +94,10 @@ def resume_argv(
 
 def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
     return None  # no headless mode: `cocoplus launch` does not start it
+
+
+def helper_programs(program: str) -> "dict[str, str]":
+    return {}
 
 
 def permission_argv(allow: "list[str]", deny: "list[str]") -> "list[str]":

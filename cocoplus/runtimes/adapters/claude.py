@@ -73,6 +73,22 @@ edited_paths = answers.edited_paths
 # agents, and the MCP servers it starts; this user's settings, plugins and `~/.claude.json` (user MCP servers).
 PROTECTED = (".claude", ".mcp.json")
 USER_PROTECTED = (".claude", ".claude.json")
+
+# The sandbox (cocoplus/sandbox/bwrap.py): each entry is (variable naming the directory, its default under the home,
+# a name in it). Its state stays writable (and visible to cocoplus outside: transcripts, ~/.claude.json), its
+# settings and hooks in it read-only, its credential file read-only; its variables are the only runtime keys it gets.
+SANDBOX_STATE: "tuple[tuple[str | None, str, str], ...]" = (
+    ("CLAUDE_CONFIG_DIR", ".claude", ""),
+    (None, "", ".claude.json"),
+)
+SANDBOX_READONLY: "tuple[tuple[str | None, str, str], ...]" = tuple(
+    ("CLAUDE_CONFIG_DIR", ".claude", name)
+    for name in ("settings.json", "settings.local.json", "hooks", "plugins", "commands", "agents", "skills")
+)
+SANDBOX_CREDENTIALS: "tuple[tuple[str | None, str, str], ...]" = (
+    ("CLAUDE_CONFIG_DIR", ".claude", ".credentials.json"),
+)
+SANDBOX_ENV: "tuple[str, ...]" = ("ANTHROPIC_", "CLAUDE_")
 REPO_SETTINGS = (".claude/settings.json", ".claude/settings.local.json", ".mcp.json")
 HOOKS_FILE = (".claude", "settings.json")
 LOCAL_HOOKS_FILE = (".claude", "settings.local.json")
@@ -265,6 +281,10 @@ def resume_argv(
         kept += [("--output-format", ["stream-json"]), ("--verbose", [])]
     # The many-valued options go last, so none of them swallows the instruction.
     return [*program, "-p", instruction, "--resume", session_id, *words.flatten(kept)]
+
+
+def helper_programs(program: str) -> "dict[str, str]":
+    return {}  # it needs none
 
 
 def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":

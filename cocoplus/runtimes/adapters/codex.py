@@ -71,6 +71,18 @@ edited_paths = answers.edited_paths
 # (hooks, MCP servers, config.toml, trust).
 PROTECTED = (".codex",)
 USER_PROTECTED = (".codex",)
+
+# The sandbox (cocoplus/sandbox/bwrap.py): each entry is (variable naming the directory, its default under the home,
+# a name in it). CODEX_HOME stays writable (rollouts, which cocoplus reads for spend and `codex exec resume`), its
+# configuration and hooks read-only, auth.json read-only; its variables are the only runtime keys it gets.
+SANDBOX_STATE: "tuple[tuple[str | None, str, str], ...]" = (("CODEX_HOME", ".codex", ""),)
+SANDBOX_READONLY: "tuple[tuple[str | None, str, str], ...]" = (
+    ("CODEX_HOME", ".codex", "config.toml"),
+    ("CODEX_HOME", ".codex", "hooks.json"),
+    ("CODEX_HOME", ".codex", "rules"),
+)
+SANDBOX_CREDENTIALS: "tuple[tuple[str | None, str, str], ...]" = (("CODEX_HOME", ".codex", "auth.json"),)
+SANDBOX_ENV: "tuple[str, ...]" = ("OPENAI_", "CODEX_")
 REPO_SETTINGS = (".codex/hooks.json", ".codex/config.toml")
 HOOKS_FILE = (".codex", "hooks.json")
 HOOK_FILES_READ = (HOOKS_FILE,)
@@ -207,6 +219,24 @@ def resume_argv(
     if not words.has(kept, "--json"):
         kept.append(("--json", []))
     return [*program, "exec", "resume", session_id, instruction, *words.flatten(kept)]
+
+
+def helper_programs(program: str) -> "dict[str, str]":
+    """`codex-linux-sandbox`: Codex's own binary, which its sandbox runs by that name through PATH where the
+    system's bwrap is older than 0.9 (no --argv0; Debian 12's 0.8.0): without it there, a command under `-s
+    workspace-write` or `read-only` silently does not run and `codex exec` still exits 0 (checked with 0.169.0).
+    Found beside the npm package's launcher: `node_modules/@openai/codex-<platform>/vendor/<triple>/bin/codex`."""
+    import glob  # deferred: only a launch of Codex looks for its binary
+    import os  # deferred: see above
+
+    real = os.path.realpath(program)
+    top = real
+    while top != os.path.dirname(top) and os.path.basename(top) != "node_modules":
+        top = os.path.dirname(top)
+    if os.path.basename(top) != "node_modules":
+        return {}
+    found = sorted(glob.glob(os.path.join(glob.escape(top), "@openai", "codex-*", "vendor", "*", "bin", "codex")))
+    return {"codex-linux-sandbox": found[0]} if found else {}
 
 
 def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":

@@ -74,6 +74,20 @@ def edited_paths(payload: "Mapping[str, Any]") -> "list[str]":
 # the `.env` files it loads into its own environment; this user's settings and extensions.
 PROTECTED = (".gemini", ".env")
 USER_PROTECTED = (".gemini",)
+
+# The sandbox (cocoplus/sandbox/bwrap.py): each entry is (variable naming the directory, its default under the home,
+# a name in it). ~/.gemini stays writable (its chats), its settings and extensions read-only, its OAuth files
+# read-only; its variables are the only runtime keys it gets.
+SANDBOX_STATE: "tuple[tuple[str | None, str, str], ...]" = ((None, ".gemini", ""),)
+SANDBOX_READONLY: "tuple[tuple[str | None, str, str], ...]" = (
+    (None, ".gemini", "settings.json"),
+    (None, ".gemini", "extensions"),
+)
+SANDBOX_CREDENTIALS: "tuple[tuple[str | None, str, str], ...]" = (
+    (None, ".gemini", "oauth_creds.json"),
+    (None, ".gemini", "google_accounts.json"),
+)
+SANDBOX_ENV: "tuple[str, ...]" = ("GEMINI_", "GOOGLE_")
 REPO_SETTINGS = (".gemini/settings.json", ".gemini/.env", ".env")
 HOOKS_FILE = (".gemini", "settings.json")
 HOOK_FILES_READ = (HOOKS_FILE,)
@@ -205,6 +219,10 @@ def resume_argv(
     if not words.has(kept, "-o", "--output-format"):
         kept.append(("--output-format", ["stream-json"]))
     return [*program, "--resume", session_id, "-p", instruction, *words.flatten(kept)]
+
+
+def helper_programs(program: str) -> "dict[str, str]":
+    return {}  # it needs none
 
 
 def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":

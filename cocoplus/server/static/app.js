@@ -676,7 +676,8 @@ async function loadInbox() {
   if (!(data.decisions || []).length) $("inbox-rows").replaceChildren(el("li", { class: "muted" }, "nothing waits for you"));
   const workers = data.workers || [];
   $("worker-rows").replaceChildren(...workers.map((w) => el("tr", { "data-worker": w.id },
-    el("td", {}, w.id), el("td", {}, w.state_text), el("td", {}, w.runtime_text), el("td", {}, w.project),
+    el("td", {}, w.id), el("td", {}, w.state_text), el("td", {}, w.runtime_text), el("td", {}, w.sandbox || "none"),
+    el("td", {}, w.project),
     el("td", {}, w.ended_text || "–"))));
   $("workers-empty").hidden = workers.length > 0;
 }

@@ -18,6 +18,7 @@ from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.runtimes import registry as runtimes
+from cocoplus.sandbox import probe, profiles
 from cocoplus.session import agents, limits, permissions, procinfo, registry
 from cocoplus.supervision import children, worktrees
 from cocoplus.supervision.workers.ending import reconcile
@@ -102,6 +103,7 @@ def launch(
     allow: list[str] | None = None,
     worktree: bool | None = None,
     unsupervised: bool = False,
+    sandbox: str | None = None,
 ) -> dict[str, Any]:
     """Start a headless worker on `task` (queued if `max_parallel` run already); the worker's record.
 
@@ -111,7 +113,9 @@ def launch(
     `allow`: permission rules for this worker alone (`launch --allow`), beside `[permissions] allow`; the runtime
     gets them as its own settings where it has such (the adapter's `permission_argv`), and cocoplus' permission
     hook applies them to what it is asked.  `worktree` (default `[workers] worktree`): the worker runs in a git
-    worktree of its own (supervision/worktrees.py)."""
+    worktree of its own (supervision/worktrees.py).  `sandbox` (default: the stronger of the user's and the
+    project's `[workers] sandbox`): its operating-system sandbox, probed now; a profile that cannot be applied here
+    starts nothing."""
     _check(runtime, task, alias, model, effort)
     allow = list(allow or [])
     for rule in allow:
@@ -128,6 +132,11 @@ def launch(
     cmd = command(layout, runtime, task, model, effort, allow, env)
     max_parallel, _ = settings(layout, environ)  # a bad cocoplus.toml is an error now, not in the runner
     cfg = config_mod.load_for(layout, environ)
+    profile = profiles.effective(layout, sandbox, environ)
+    if profile != profiles.NONE:
+        refused = sandbox_problem(profile, env)
+        if refused:
+            raise CocoplusError(refused)
     fsio.ensure_dir(layout.workers_dir)
     seal.key(create=True)  # a seal key that cannot be used fails the launch before anything is written
     reconcile(layout)
@@ -153,7 +162,8 @@ def launch(
             "created_at": clock.iso(), "state": "queued",
             "command": cmd, "runs": 0, "started_at": None, "ended_at": None, "pid": None, "start_ticks": None,
             "exit": None, "reason": None, "killed_by": None, "session": None, "session_alias": None,
-            "worktree": tree, "headless": True, "runner": None, "unsupervised": unsupervised,
+            "worktree": tree, "headless": True, "runner": None, "unsupervised": unsupervised, "sandbox": profile,
+            "sandbox_probed_at": time.time() if profile != profiles.NONE else None,
         }  # fmt: skip
         rec["seal"] = seal.seal_worker(rec, layout.project, wid)
         write(layout, rec)
@@ -165,6 +175,14 @@ def launch(
             break
         time.sleep(0.02)
     return describe(layout, rec, max_parallel=max_parallel)
+
+
+def sandbox_problem(profile: str, environ: dict[str, str]) -> str | None:
+    """Why the sandbox `profile` cannot be applied here, in one line (the doctor's cause and fix), or None."""
+    found = probe.probe(environ)
+    if found["ok"]:
+        return None
+    return f"the sandbox {profile!r} cannot be applied here: {found['cause']}; fix: {found['fix']}"
 
 
 def command(

@@ -14,6 +14,14 @@ npm rebuild node --prefix "$here" --no-audit --no-fund --loglevel=error
 "$here/node_modules/.bin/gemini" --version
 "$here/node_modules/.bin/node" --version
 "$here/node_modules/.bin/node" "$here/node_modules/.bin/conformance" --version
+# Codex's own sandbox runs its helper `codex-linux-sandbox` (its own binary under that name) through PATH when
+# the system's bwrap is older than 0.9 (no --argv0, as Debian 12's 0.8.0): without it on PATH, a command under
+# `-s workspace-write` silently does not run. The e2e tests put this directory on PATH (tests/e2e/conftest.py).
+helper="$here/node_modules/.codex-helper"
+mkdir -p "$helper"
+ln -sf "$(find "$here/node_modules/@openai" -path '*/vendor/*/bin/codex' -type f | head -n 1)" "$helper/codex-linux-sandbox"
+# bubblewrap and socat for the sandboxed workers (Debian's packages).
+sh "$here/install-sandbox.sh"
 # Headless Chromium for the web page's browser test (Debian's package).
 sh "$here/install-chromium.sh"
 # nss_wrapper: each test its own entry in the password database (Debian's package).

@@ -1,0 +1,127 @@
+"""A real Claude Code worker under the `workspace` sandbox (bubblewrap), against the scripted model stand-in.
+
+Its shell writes inside its tree; it cannot write `~/.ssh`, read a planted secret, write outside its tree or edit
+`.claude/settings.local.json`, and the model is told so in the tool result. Skipped with the doctor's reason where
+a sandbox cannot be applied (tests/support/sandbox.py); on CI it must run.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from cocoplus.core.paths import Layout
+from tests.e2e.conftest import Project, cocoplus
+from tests.e2e.test_workers_claude import HeldStub, env_for
+from tests.supervision.workers_support import stop_workers
+from tests.support.model_stubs import AnthropicStub, text, tool
+from tests.support.sandbox import require_sandbox
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+
+SECRET = "AKIA-planted-secret-value"
+
+
+@pytest.fixture
+def proj(e2e_project: Project) -> Iterator[Project]:
+    require_sandbox()
+    e2e_project.cocoplus("install", "claude")
+    (e2e_project.home / ".ssh").mkdir()
+    (e2e_project.home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    (e2e_project.home / ".aws").mkdir()
+    (e2e_project.home / ".aws" / "credentials").write_text(f"aws_secret_access_key = {SECRET}\n")
+    yield e2e_project
+    stop_workers(Layout(str(e2e_project.root)))
+
+
+def attempts(p: Project) -> str:
+    """One shell command that runs a script trying each thing and saying which succeeded, one line each. The
+    script is sent encoded, as a worker hiding its intent from the permission rules would: here only the
+    sandbox stands between it and the files."""
+    home = p.home
+    script = "\n".join(
+        [
+            "echo inside > inside.txt && echo WROTE-INSIDE",
+            f"(echo x > {home}/.ssh/x) 2>&1 && echo WROTE-SSH",
+            f"cat {home}/.aws/credentials 2>&1",
+            f"cat {home}/.ssh/id_ed25519 2>&1",
+            f"(echo x > {home}/outside.txt) 2>&1 && echo WROTE-OUTSIDE",
+            "(echo '{}' > .claude/settings.local.json) 2>&1 && echo WROTE-SETTINGS",
+            "(rm -f .cocoplus/AGENT_STOP; touch .cocoplus/AGENT_STOP) 2>&1 && echo WROTE-COCOPLUS",
+            "echo done",
+        ]
+    )
+    return f"echo {base64.b64encode(script.encode()).decode()} | base64 -d > attempt.sh && sh attempt.sh"
+
+
+def launched_env(p: Project, stub: AnthropicStub) -> dict[str, str]:
+    return env_for(p, stub)
+
+
+def worker_state(p: Project, env: dict[str, str]) -> dict[str, Any]:
+    listing = json.loads(cocoplus(p.project, "workers", "list", "--json", env=env).stdout)
+    (w,) = listing["workers"]
+    return dict(w)
+
+
+def tool_results(stub: AnthropicStub) -> str:
+    """The text of every tool result the model was sent (not the commands it sent)."""
+    found = []
+    for request in stub.loop_requests[1:]:
+        for message in request.get("messages", []):
+            content = message.get("content")
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    found.append(json.dumps(block.get("content")))
+    return "\n".join(found)
+
+
+def test_a_claude_worker_under_workspace_writes_its_tree_and_nothing_else(proj: Project) -> None:
+    p = proj
+    with AnthropicStub([tool("Bash", command=attempts(p)), text("done")]) as stub:
+        env = launched_env(p, stub)
+        settings = (p.project / ".claude" / "settings.local.json").read_text()
+        out = cocoplus(p.project, "launch", "claude", "Try the files.", "--sandbox", "workspace", "--allow", "Bash",
+                       "--json", env=env)  # fmt: skip
+        assert json.loads(out.stdout)["sandbox"] == "workspace"
+        w = wait_until(lambda: (x := worker_state(p, env))["state"] in ("exited", "failed") and x, timeout=60)
+        log = (p.root / "workers" / "w1" / "output.log").read_text()
+        assert w["state"] == "exited", log
+        results = tool_results(stub)
+        listing = cocoplus(p.project, "workers", "list", env=env).stdout
+    assert w["sandbox"] == "workspace" and "SANDBOX" in listing and "workspace" in listing, listing
+    assert "WROTE-INSIDE" in results, (results[-3000:], log[-3000:])
+    assert (p.project / "inside.txt").read_text() == "inside\n"
+    for refused in ("WROTE-SSH", "WROTE-OUTSIDE", "WROTE-SETTINGS", "WROTE-COCOPLUS"):
+        assert refused not in results, results
+    assert SECRET not in results and "PRIVATE KEY" not in results
+    assert "Read-only file system" in results  # the model is told why
+    assert not (p.home / ".ssh" / "x").exists() and not (p.home / "outside.txt").exists()
+    assert (p.project / ".claude" / "settings.local.json").read_text() == settings
+    assert not (p.root / "AGENT_STOP").exists()
+
+
+def test_its_hooks_still_stop_it_through_the_channel_and_the_model_is_told(proj: Project) -> None:
+    """`.cocoplus/` is read-only inside, yet the kill switch holds: after `session stop`, the worker's next tool call
+    is denied by its hook (run outside, through the control channel), and the run ends stopped by the hook."""
+    p = proj
+    script = [tool("Bash", command="echo first > first.txt"), tool("Bash", command="echo second > second.txt"),
+              text("done")]  # fmt: skip
+    with HeldStub(script, hold=(2,)) as stub:
+        env = launched_env(p, stub)
+        cocoplus(p.project, "launch", "claude", "Work.", "--sandbox", "workspace", "--allow", "Bash", env=env)
+        assert stub.arrived[2].wait(120), "the first tool call's result never reached the model"
+        cocoplus(p.project, "session", "stop", "--reason", "enough", env=env)
+        stub.release(2)
+        w = wait_until(lambda: (x := worker_state(p, env))["state"] != "running" and x, timeout=120)
+    log = (p.root / "workers" / "w1" / "output.log").read_text()
+    assert (p.project / "first.txt").exists() and not (p.project / "second.txt").exists(), log
+    result = json.loads(next(ln for ln in log.splitlines() if '"type":"result"' in ln and ln.startswith("{")))
+    assert result.get("terminal_reason") == "hook_stopped", result
+    assert [d["tool_name"] for d in result.get("permission_denials", [])] == ["Bash"], result
+    assert w["state"] == "exited"

@@ -1,0 +1,115 @@
+"""The control channel of a sandboxed worker (cocoplus/sandbox/channel.py, hook/channel.py), attacked: a request
+forged for another session, a request naming another project's state, and a hook that cannot reach its channel."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from cocoplus.core.paths import Layout
+from cocoplus.hook import channel as wire
+from tests.support.sandbox import require_sandbox
+from tests.support.waiting import wait_until
+
+HOOK = str(Path(wire.__file__).with_name("__main__.py"))
+
+
+@pytest.fixture
+def served(project: Layout) -> Iterator[Layout]:
+    """The channel of worker w1 of `project`, listening."""
+    os.makedirs(project.worker_dir("w1"), exist_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cocoplus.sandbox.channel", project.root, "w1", project.project],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+        yield project
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def call(layout: Layout, argv: list[str], payload: Mapping[str, object], env: dict[str, str] | None = None):
+    environ = env if env is not None else dict(os.environ)
+    envb = b"\0".join(f"{k}={v}".encode() for k, v in environ.items())
+    frame = b"".join(
+        (
+            wire.field(b"\0".join(a.encode() for a in argv)),
+            wire.field(envb),
+            wire.field(layout.project.encode()),
+            wire.field(json.dumps(payload).encode()),
+        )
+    )
+    here = os.getcwd()
+    os.chdir(layout.worker_dir("w1"))  # a socket's path is limited to about 100 bytes: connected by its name
+    try:
+        return wire.exchange(frame, 60, os.path.basename(layout.worker_channel("w1")))
+    finally:
+        os.chdir(here)
+
+
+def pre_tool(session: str, project: str) -> dict[str, object]:
+    return {"session_id": session, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": "ls"}, "cwd": project, "transcript_path": "/nonexistent"}  # fmt: skip
+
+
+def test_the_channel_runs_the_hook_outside_and_a_stop_denies(cli_subprocess, served: Layout) -> None:
+    argv = ["PreToolUse", "--runtime", "claude", "--timeout", "10", "--count-before-call"]
+    code, out, _err = call(served, argv, pre_tool("s-one", served.project))
+    assert code == 0 and out == b""
+    cli_subprocess("session", "stop", "--reason", "enough", cwd=served.project)
+    code, out, _err = call(served, argv, pre_tool("s-one", served.project))
+    answer = json.loads(out)
+    assert code == 0 and answer["hookSpecificOutput"]["permissionDecision"] == "deny" and "enough" in out.decode()
+
+
+def test_a_request_forged_for_another_session_is_refused_and_blocks(served: Layout) -> None:
+    argv = ["PreToolUse", "--runtime", "claude", "--timeout", "10", "--count-before-call"]
+    assert call(served, argv, pre_tool("s-mine", served.project))[0] == 0
+    code, out, err = call(served, argv, pre_tool("s-another-workers", served.project))
+    assert code == wire.BLOCKED and out == b"" and b"serves session s-mine of worker w1 only" in err
+
+
+def test_a_request_naming_another_projects_state_acts_on_this_one(served: Layout, tmp_path: Path) -> None:
+    """COCOPLUS_DIR, --dir and COCOPLUS_WORKER in the request are not believed: the channel's own project and
+    worker are."""
+    other = tmp_path / "other" / ".cocoplus"
+    other.mkdir(parents=True)
+    env = dict(os.environ, COCOPLUS_DIR=str(other), COCOPLUS_WORKER="w7", CLAUDE_PROJECT_DIR=str(other.parent))
+    argv = ["SessionStart", "--runtime", "claude", "--dir", str(other), "--timeout", "10"]
+    payload = {"session_id": "s-start", "hook_event_name": "SessionStart", "source": "startup",
+               "cwd": str(other.parent), "transcript_path": "/nonexistent"}  # fmt: skip
+    code, _out, _err = call(served, argv, payload, env)
+    assert code == 0
+    assert list(other.iterdir()) == []
+    wait_until(lambda: any(Path(served.sessions_dir).glob("cs_*.json")), timeout=30)
+    (rec,) = [json.loads(p.read_text()) for p in Path(served.sessions_dir).glob("cs_*.json")]
+    assert rec.get("worker") in (None, "w1"), rec
+
+
+def test_a_hook_that_cannot_reach_its_channel_blocks(tmp_path: Path) -> None:
+    """Inside a sandbox (its marker there) with no channel mounted: the hook blocks, exit 2, and says why."""
+    found = require_sandbox()
+    read_end, write_end = os.pipe()
+    os.write(write_end, b'{"worker": "w1"}')
+    os.close(write_end)
+    started = time.monotonic()
+    r = subprocess.run(
+        [found["bwrap"], "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+         "--ro-bind", str(Path(HOOK).parents[2]), str(Path(HOOK).parents[2]),
+         "--ro-bind-data", str(read_end), wire.SANDBOX_MARKER, "--unshare-pid", "--die-with-parent", "--",
+         sys.executable, "-S", HOOK, "PreToolUse", "--runtime", "claude", "--timeout", "10"],
+        input=json.dumps(pre_tool("s", str(tmp_path))), pass_fds=(read_end,), capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    os.close(read_end)
+    assert time.monotonic() - started < 60
+    assert r.returncode == wire.BLOCKED and "cannot reach its control channel" in r.stderr, r

@@ -1,0 +1,57 @@
+"""The `workspace` profile for a worker run by a created non-root user: bubblewrap then needs unprivileged user
+namespaces (the path most machines take), and the same mounts hold."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from cocoplus.sandbox import bwrap
+from tests.conftest import PASSWD_ENV
+from tests.hardening.support import second_user
+from tests.support.sandbox import require_sandbox
+
+
+def test_a_non_root_workers_sandbox_holds(tmp_path: Path) -> None:
+    found = require_sandbox()
+    with second_user() as user:
+        base = Path(tempfile.mkdtemp(prefix="cocoplus-sbx-", dir="/var/tmp"))
+        try:
+            home, project = base / "home", base / "project"
+            for d in (home / ".ssh", home / ".claude", project / ".cocoplus", project / ".claude"):
+                d.mkdir(parents=True)
+            (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+            (project / ".cocoplus" / "AGENT_STOP").write_text("stopped\n")
+            for path in [base, *base.rglob("*")]:
+                os.chown(path, user.pw_uid, user.pw_gid)
+            env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+            read_end, write_end = os.pipe()
+            os.write(write_end, bwrap.marker_text("w1", str(project), "workspace"))
+            os.close(write_end)
+            args = bwrap.arguments(
+                found["bwrap"], runtime="claude", tree=str(project), cwd=str(project), project=str(project),
+                home=str(home), environ=env, marker_fd=read_end,
+            )  # fmt: skip
+            script = (
+                "id -u; echo ok > inside.txt && echo WROTE-INSIDE; rm -f .cocoplus/AGENT_STOP && echo DELETED-STOP; "
+                f"cat {home}/.ssh/id_ed25519; echo x > {home}/outside.txt && echo WROTE-OUTSIDE; "
+                f"echo x > {home}/.claude/state && echo WROTE-STATE"
+            )
+            outer = {k: v for k, v in os.environ.items() if k not in PASSWD_ENV}  # the system's password database
+            r = subprocess.run(
+                ["runuser", "-u", user.pw_name, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()), *args,
+                 "sh", "-c", script],
+                env=outer, pass_fds=(read_end,), capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            os.close(read_end)
+            out = r.stdout + r.stderr
+            said = set(out.split())
+            assert str(user.pw_uid) in said and {"WROTE-INSIDE", "WROTE-STATE"} <= said, out
+            assert not {"DELETED-STOP", "WROTE-OUTSIDE"} & said and "PRIVATE KEY" not in out, out
+            assert (project / ".cocoplus" / "AGENT_STOP").exists() and not (home / "outside.txt").exists()
+            assert (project / "inside.txt").stat().st_uid == user.pw_uid
+        finally:
+            shutil.rmtree(base, ignore_errors=True)

@@ -1,0 +1,30 @@
+"""Whether a test that needs a real sandbox may run: the doctor's probe decides.
+
+A test that needs user namespaces calls `require_sandbox()`: skipped with the doctor's cause and fix where the
+probe reports a sandbox cannot be applied, except under `CI=true` as root (the project's own machines, Debian,
+where tests/e2e/runtimes/install-sandbox.sh installs bubblewrap): there the probe must succeed, or the test fails.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from cocoplus.sandbox import probe
+
+_found: dict[str, Any] = {}
+
+
+def require_sandbox() -> dict[str, Any]:
+    """The probe's findings when a sandbox can be applied here; else the test is skipped (or fails on CI)."""
+    if "probe" not in _found:
+        _found["probe"] = probe.probe()
+    found = _found["probe"]
+    if not found["ok"]:
+        why = f"no sandbox here: {found['cause']}; fix: {found['fix']}"
+        if os.environ.get("CI") == "true" and os.geteuid() == 0:
+            pytest.fail(f"CI (root, Debian) must be able to sandbox workers: {why}", pytrace=False)
+        pytest.skip(why)
+    return dict(found)
