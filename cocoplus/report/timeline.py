@@ -1,0 +1,356 @@
+"""One time-ordered record of a project's runs, read from the logs cocoplus already writes (an index over them).
+
+Nothing here is written on the hook path: the events are built, when asked for, from the session steps
+(`session/steps.jsonl`), the worker signals and the rounds (`supervision/`), the permission decisions and the
+authority log (the audit logs), the spend log, each session's call log and edits, and each worker's record (its
+runs and the runtimes it ran in: a failover or a hand-back is a switch from one to the other).
+
+Each event is typed (`kind`) and has an id derived from its record (the file it comes from, its time, its key,
+and which of equal records it is), so reading the logs again, or after older lines are gone, gives the same id.
+
+What the logs do not hold, the timeline does not invent: a session's call log keeps one fingerprint per tool call
+and no time, tool name, tool-use id, outcome or duration; those calls are placed between the session's start and
+the log's last change (`ts_estimated`).  Every string of every event is redacted (`redact`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from cocoplus.core import clock, fsio, jsonl
+from cocoplus.core.errors import CocoplusError
+from cocoplus.core.paths import Layout, is_valid_id
+from cocoplus.session import registry
+
+KINDS = (
+    "tool", "edit", "permission", "refusal", "stop", "steer", "verdict", "cost", "limit", "failover", "worker",
+    "round", "signal", "step", "merge",
+)  # fmt: skip
+
+# -- secrets ------------------------------------------------------------------------------------------------------
+
+REDACTED = "[redacted]"
+_SECRET_NAME = r"[A-Za-z_][A-Za-z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD)[A-Za-z0-9_]*"
+_PATTERNS = (
+    # NAME=value (a shell assignment, an env file line), NAME: value, "NAME": "value"
+    (re.compile(rf"(\b{_SECRET_NAME}\b\s*=\s*)(\"[^\"]*\"|'[^']*'|[^\s\"';&|]+)", re.I), rf"\g<1>{REDACTED}"),
+    (re.compile(rf"(\"{_SECRET_NAME}\"\s*:\s*)\"(?:[^\"\\]|\\.)*\"", re.I), rf'\g<1>"{REDACTED}"'),
+    (re.compile(r"(\bAuthorization\s*:\s*)[^\"'\r\n]+", re.I), rf"\g<1>{REDACTED}"),
+    (re.compile(r"\b(?:sk-|ghp_|gho_|ghs_|github_pat_|xox[abposr]-|tk_)[A-Za-z0-9_\-]{4,}"), REDACTED),
+)
+
+
+def redact(text: str) -> str:
+    """`text` with the values of secret-named assignments (a name holding KEY, TOKEN, SECRET or PASSWORD),
+    `Authorization:` values and known token prefixes (sk-, ghp_, xox., tk_, ...) replaced by `[redacted]`."""
+    for pattern, repl in _PATTERNS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+# -- events -------------------------------------------------------------------------------------------------------
+
+
+def _event(
+    source: str, ts: str | None, kind: str, key: str, text: str, detail: dict[str, Any], **who: Any
+) -> dict[str, Any]:
+    return {
+        "id": "",
+        "ts": ts,
+        "kind": kind,
+        "source": source,
+        "session": who.get("session"),
+        "alias": who.get("alias"),
+        "worker": who.get("worker"),
+        "runtime": who.get("runtime"),
+        "text": text,
+        "detail": detail,
+        "_key": key,
+    }
+
+
+def _ids(events: list[dict[str, Any]]) -> None:
+    """Each event's id: a hash of its source, time and key, and of how many equal ones came before it."""
+    seen: dict[str, int] = {}
+    for e in events:
+        base = f"{e['source']}\0{e['ts']}\0{e.pop('_key')}"
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        e["id"] = hashlib.blake2b(f"{base}\0{n}".encode(), digest_size=8).hexdigest()
+
+
+_STOP_STEPS = {"iteration_cap", "loop_guard_stop", "session_stop", "worker_stop", "agent_stop", "stop", "kill_switch"}
+_STEER_STEPS = {"steer", "steer_delivered", "steer_claimed", "steer_session"}
+
+
+def _step_kind(name: str) -> str:
+    if name in _STOP_STEPS or name.endswith("_stop") or name.startswith("stop"):
+        return "stop"
+    if name.startswith("resume") or name.endswith("_resume") or name.endswith("_lifted"):
+        return "stop"
+    if name in _STEER_STEPS or name.startswith("steer"):
+        return "steer"
+    if name == "checkpoint_requested" or name.startswith("stall"):
+        return "verdict"
+    if "merge" in name or "commit" in name:
+        return "merge"
+    return "step"
+
+
+_SHOWN = ("reason", "tool", "repeats", "consumed", "cap", "principal", "operator", "message", "text", "scope")
+
+
+def _said(rec: dict[str, Any], keys: tuple[str, ...] = _SHOWN) -> str:
+    return ", ".join(f"{k} {rec[k]}" for k in keys if rec.get(k) not in (None, "", [], {}))
+
+
+def _records(path: str, problems: list[str]) -> list[dict[str, Any]]:
+    try:
+        read = jsonl.read_jsonl(path)
+    except FileNotFoundError:
+        return []
+    except (OSError, CocoplusError) as exc:
+        problems.append(f"{path}: {exc}")
+        return []
+    problems.extend(read.problems)
+    return read.records
+
+
+def _cs(sid: Any) -> str | None:
+    """A step's session (the runtime's id, as the hook logs it) as its cs_ id."""
+    if not isinstance(sid, str) or not sid:
+        return None
+    return sid if sid.startswith("cs_") else registry.cs_id_for(sid)
+
+
+def _steps(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
+    for r in _records(layout.steps, problems):
+        name = str(r.get("event") or "step")
+        text = name.replace("_", " ") + (f": {s}" if (s := _said(r)) else "")
+        yield _event(
+            "steps", r.get("ts"), _step_kind(name), name, text, r,
+            session=_cs(r.get("session")) or r.get("stopped"), alias=r.get("alias"), worker=r.get("worker"),
+            runtime=r.get("runtime"),
+        )  # fmt: skip
+
+
+def _signals(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
+    for r in _records(layout.signals, problems):
+        kind, value = str(r.get("kind") or "signal"), str(r.get("value") or "")
+        typed = "limit" if kind in ("limited", "limit") or value == "limited" else "signal"
+        if kind in ("stall", "stalled") or value == "stalled":
+            typed = "verdict"
+        text = f"signal {kind}" + (f" {value}" if value and value != kind else "")
+        if r.get("message") or r.get("detail"):
+            text += f": {r.get('message') or r.get('detail')}"
+        yield _event(
+            "signals", r.get("ts"), typed, f"{kind}:{value}:{r.get('session')}", text, r,
+            session=r.get("session"), alias=r.get("alias"), worker=r.get("worker"), runtime=r.get("runtime"),
+        )  # fmt: skip
+
+
+def _rounds(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
+    for r in _records(layout.rounds, problems):
+        name = str(r.get("event") or "round")
+        if name == "action":
+            text = f"action {r.get('action')} by {r.get('principal') or r.get('by')}"
+            if r.get("error"):
+                text += f": {r['error']}"
+            kind = "stop" if "stop" in str(r.get("action")) or "resume" in str(r.get("action")) else "round"
+        else:
+            text = name.replace("_", " ") + (f": {s}" if (s := _said(r, ("round", "reason", "trigger"))) else "")
+            kind = "round"
+        yield _event(
+            "rounds", r.get("ts"), kind, f"{name}:{r.get('round')}:{r.get('action')}", text, r,
+            session=r.get("session"), alias=r.get("alias"),
+        )  # fmt: skip
+
+
+def _decisions(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
+    for r in _records(layout.permission_log, problems):
+        what = r.get("call") or r.get("input") or r.get("tool") or "a tool call"
+        text = f"permission {r.get('decision') or r.get('state') or 'decided'}: {what}"
+        if r.get("principal"):
+            text += f" (by {r['principal']})"
+        yield _event(
+            "decisions", r.get("ts"), "permission", f"{r.get('request')}:{r.get('decision') or r.get('state')}",
+            text, r, session=r.get("session"), alias=r.get("alias"), worker=r.get("worker"),
+        )  # fmt: skip
+
+
+def _authority(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
+    for r in _records(layout.authority_log, problems):
+        text = f"{r.get('outcome') or 'refused'}: {r.get('action')} by {r.get('principal')} {r.get('name') or ''}"
+        yield _event(
+            "authority", r.get("ts"), "refusal", f"{r.get('action')}:{r.get('principal')}", text.rstrip(), r,
+            session=r.get("session"),
+        )  # fmt: skip
+
+
+def _spend(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
+    for r in _records(layout.spend_log, problems):
+        usd = r.get("usd")
+        counts = r.get("tokens")
+        tokens = sum(v for v in counts.values() if isinstance(v, int)) if isinstance(counts, dict) else 0
+        money = f"${usd:.4f}" if isinstance(usd, (int, float)) else "unpriced"
+        text = f"cost {money}" + (f" {r['model']}" if r.get("model") else "") + (f", {tokens} tokens" if tokens else "")
+        yield _event(
+            "spend", r.get("ts"), "cost", str(r.get("key") or f"{r.get('session')}:{usd}"), text, r,
+            session=r.get("session"), runtime=r.get("runtime"),
+        )  # fmt: skip
+
+
+def _mtime(path: str) -> float | None:
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return None
+
+
+def _calls(path: str) -> list[str]:
+    try:
+        data = fsio.read_bytes(path) or b""
+    except (OSError, CocoplusError):
+        return []
+    w = registry.CALL_WIDTH
+    return [data[i : i + w - 1].decode("ascii", "replace") for i in range(0, len(data) - w + 1, w)]
+
+
+def _sessions(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
+    records, trouble = registry.list_sessions(layout, settle=False)
+    problems.extend(trouble)
+    for rec in records:
+        cs = rec["id"]
+        who = {"session": cs, "alias": rec.get("alias"), "worker": rec.get("worker"), "runtime": rec.get("runtime")}
+        calls = _calls(layout.session_calls(cs))
+        start = clock.parse_iso(rec.get("started_at"))
+        end = _mtime(layout.session_calls(cs))
+        base = int(rec.get("calls_base") or 0)
+        run = 0
+        for i, fp in enumerate(calls):
+            run = run + 1 if i and calls[i - 1] == fp else 1
+            at = None
+            if start is not None and end is not None:
+                at = clock.iso(start + (end - start) * (i + 1) / len(calls))
+            n = base + i + 1
+            text = f"tool call {n}" + (f" (the same call, {run} in a row)" if run > 1 else "")
+            detail = {"call": n, "fingerprint": fp, "run": run, "ts_estimated": True}
+            yield _event("calls", at, "tool", f"{cs}:{n}:{fp}", text, detail, **who)
+        edits = layout.session_edits(cs)
+        when = _mtime(edits)
+        if when is not None:
+            paths = [str(p) for p in _records_of_strings(edits)]
+            text = f"edited {len(paths)} file(s): {', '.join(paths[:5])}" + (" ..." if len(paths) > 5 else "")
+            yield _event("edits", clock.iso(when), "edit", f"{cs}:{len(paths)}", text, {"files": paths}, **who)
+
+
+def _records_of_strings(path: str) -> list[str]:
+    try:
+        data = fsio.read_bytes(path)
+    except (OSError, CocoplusError):
+        return []
+    out: list[str] = []
+    for line in (data or b"").decode("utf-8", "replace").splitlines():
+        line = line.strip()
+        if line.startswith('"') and line.endswith('"') and len(line) >= 2:
+            out.append(line[1:-1])
+        elif line:
+            out.append(line)
+    return out
+
+
+def _workers(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
+    try:
+        names = sorted(os.listdir(layout.workers_dir))
+    except OSError:
+        return
+    for wid in names:
+        if not is_valid_id(wid):
+            continue
+        try:
+            rec = fsio.read_json(layout.worker_record(wid))
+        except CocoplusError as exc:
+            problems.append(str(exc))
+            continue
+        if not isinstance(rec, dict):
+            continue
+        who = {"worker": wid, "runtime": rec.get("runtime"), "session": rec.get("session"), "alias": rec.get("alias")}
+        task = str(rec.get("task") or "")
+        task = task if len(task) <= 80 else task[:77] + "..."
+        yield _event("workers", rec.get("created_at"), "worker", f"{wid}:created", f"launched: {task}", {}, **who)
+        history = [h for h in rec.get("runtimes") or [] if isinstance(h, dict)]
+        for prev, h in zip(history, history[1:]):
+            back = h.get("reason") == "handed back"
+            why = "" if back else f" ({h.get('reason')})" if h.get("reason") else ""
+            text = f"{'hand-back' if back else 'failover'}: {prev.get('runtime')} -> {h.get('runtime')}{why}"
+            detail = {"from": prev.get("runtime"), "to": h.get("runtime"), **h}
+            yield _event(
+                "workers", h.get("since"), "failover", f"{wid}:{h.get('runtime')}:{h.get('since')}", text, detail,
+                worker=wid, runtime=h.get("runtime"), session=h.get("session"), alias=h.get("session_alias"),
+            )  # fmt: skip
+        if rec.get("started_at"):
+            yield _event("workers", rec["started_at"], "worker", f"{wid}:started", "run started", {}, **who)
+        if rec.get("ended_at"):
+            text = f"run ended: {rec.get('reason') or 'ended'}"
+            detail = {"exit": rec.get("exit"), "stopped_by": rec.get("stopped_by")}
+            yield _event("workers", rec["ended_at"], "worker", f"{wid}:ended", text, detail, **who)
+
+
+_READERS = (_steps, _signals, _rounds, _decisions, _authority, _spend, _sessions, _workers)
+
+
+def timeline(
+    layout: Layout,
+    target: str | None = None,
+    since_s: float | None = None,
+    now: float | None = None,
+    limit: int = 0,
+) -> dict[str, Any]:
+    """Every event of the project (or of worker/session `target`) in time order, oldest first (`limit`: the
+    newest that many): `events`, `total` (how many there were before the limit) and `problems` (lines or files
+    that could not be read)."""
+    problems: list[str] = []
+    events: list[dict[str, Any]] = []
+    for reader in _READERS:
+        events.extend(reader(layout, problems))
+    _ids(events)
+    events.sort(key=lambda e: (e["ts"] or "", e["source"], e["id"]))
+    if target:
+        events = _only(layout, events, target)
+    if since_s is not None:
+        start = clock.iso((time.time() if now is None else now) - since_s)
+        events = [e for e in events if (e["ts"] or "") >= start]
+    total = len(events)
+    if limit > 0:
+        events = events[-limit:]
+    return {"target": target, "total": total, "events": [_clean(e) for e in events], "problems": problems}
+
+
+def _only(layout: Layout, events: list[dict[str, Any]], target: str) -> list[dict[str, Any]]:
+    """The events of worker `target` (and of its sessions), or of session `target` (a cs_ id or an alias)."""
+    try:
+        wrec = fsio.read_json(layout.worker_record(target)) if is_valid_id(target) else None
+    except CocoplusError:
+        wrec = None
+    if isinstance(wrec, dict):
+        mine = {wrec.get("session")} | {h.get("session") for h in wrec.get("runtimes") or [] if isinstance(h, dict)}
+        mine |= {h.get("from_session") for h in wrec.get("runtimes") or [] if isinstance(h, dict)}
+        mine.discard(None)
+        return [e for e in events if e["worker"] == target or e["session"] in mine]
+    cs = registry.resolve(layout, target)["id"]
+    return [e for e in events if e["session"] == cs]
