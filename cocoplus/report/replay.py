@@ -23,7 +23,7 @@ import tomllib
 from typing import TYPE_CHECKING, Any
 
 from cocoplus.core import clock, fsio
-from cocoplus.core.errors import CocoplusError, UsageError
+from cocoplus.core.errors import CocoplusError
 from cocoplus.core.keys import KEYS
 from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.core.records import MAX_COUNT, new_iteration_budget
@@ -48,28 +48,30 @@ _RECORDED = {"checkpoint_requested", "iteration_cap", "loop_guard_stop", "sessio
 
 def load_policy(path: str) -> tuple[dict[str, int], list[str]]:
     """The replayed values a policy file sets (the others at their defaults) and what it sets that is not replayed.
-    UsageError naming the file and the cause for one that cannot be read or holds a wrong value."""
+    CocoplusError naming the file and the cause for one that cannot be read or holds a wrong value."""
     try:
         raw = fsio.read_bytes(path)
     except (OSError, CocoplusError) as exc:
-        raise UsageError(f"{path}: cannot read the policy ({exc})") from None
+        raise CocoplusError(f"{path}: cannot read the policy ({exc})") from None
     if raw is None:
-        raise UsageError(f"{path}: no such policy file")
+        raise CocoplusError(f"{path}: no such policy file")
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise UsageError(f"{path}: not valid TOML ({exc})") from None
+        raise CocoplusError(f"{path}: not valid TOML ({exc})") from None
     values = dict(DEFAULTS)
     skipped: list[str] = []
     for table, keys in doc.items():
         if not isinstance(keys, dict):
-            raise UsageError(f"{path}: {table} is not a table; give keys under [session]")
+            raise CocoplusError(f"{path}: {table} is not a table; give keys under [session]")
         for key, value in keys.items():
             name = f"[{table}] {key}"
             if table == "session" and key in REPLAYED:
                 low = 1 if key == "max_iterations" else 0
                 if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_COUNT:
-                    raise UsageError(f"{path}: {name} must be a whole number from {low} to {MAX_COUNT}, got {value!r}")
+                    raise CocoplusError(
+                        f"{path}: {name} must be a whole number from {low} to {MAX_COUNT}, got {value!r}"
+                    )
                 values[key] = value
             else:
                 skipped.append(f"{name} ({NOT_YET.get(key, 'not replayed')})")

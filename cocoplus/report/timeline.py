@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cocoplus.core import clock, fsio, jsonl
-from cocoplus.core.errors import CocoplusError
+from cocoplus.core.errors import CocoplusError, NotFound
 from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.session import registry
 
@@ -352,5 +352,11 @@ def _only(layout: Layout, events: list[dict[str, Any]], target: str) -> list[dic
         mine |= {h.get("from_session") for h in wrec.get("runtimes") or [] if isinstance(h, dict)}
         mine.discard(None)
         return [e for e in events if e["worker"] == target or e["session"] in mine]
-    cs = registry.resolve(layout, target)["id"]
+    try:
+        cs = registry.resolve(layout, target)["id"]
+    except NotFound:
+        shown = target if len(target) <= 60 else target[:57] + "..."
+        raise NotFound(
+            f"no worker or session {shown!r} (give a worker's id, a session's cs_ id or its alias)"
+        ) from None
     return [e for e in events if e["session"] == cs]
