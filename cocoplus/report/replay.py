@@ -101,7 +101,7 @@ def _sessions_of(layout: Layout, run: str) -> tuple[str, list[SessionRecord]]:
 def _spend(layout: Layout, sessions: set[str]) -> list[tuple[str, float]]:
     problems: list[str] = []
     out = []
-    for r in timeline._records(layout.spend_log, problems):
+    for r in timeline.records(layout.spend_log, problems):
         if r.get("session") in sessions and isinstance(r.get("usd"), (int, float)) and isinstance(r.get("ts"), str):
             out.append((r["ts"], float(r["usd"])))
     return sorted(out)
@@ -196,7 +196,7 @@ def _first_difference(layout: Layout, sessions: set[str], decisions: list[dict[s
     order, that is not the same on both sides (None: they agree)."""
     problems: list[str] = []
     live = []
-    for r in timeline._records(layout.steps, problems):
+    for r in timeline.records(layout.steps, problems):
         if r.get("event") in _RECORDED and timeline._cs(r.get("session")) in sessions:
             kind = "checkpoint" if r["event"] == "checkpoint_requested" else "stop"
             if kind == "stop" and r["event"] in ("session_stop", "worker_stop"):

@@ -85,12 +85,13 @@ def _event(
 
 
 def _ids(events: list[dict[str, Any]]) -> None:
-    """Each event's id: a hash of its source, time and key, and of how many equal ones came before it."""
-    seen: dict[str, int] = {}
+    """Each event's id: a hash of its source, time and key, and of how many equal ones came just before it (in a
+    log's order: equal records, to the millisecond, are written one after the other)."""
+    prev, n = "", 0
     for e in events:
         base = f"{e['source']}\0{e['ts']}\0{e.pop('_key')}"
-        n = seen.get(base, 0)
-        seen[base] = n + 1
+        n = n + 1 if base == prev else 0
+        prev = base
         e["id"] = hashlib.blake2b(f"{base}\0{n}".encode(), digest_size=8).hexdigest()
 
 
@@ -119,15 +120,47 @@ def _said(rec: dict[str, Any], keys: tuple[str, ...] = _SHOWN) -> str:
     return ", ".join(f"{k} {rec[k]}" for k in keys if rec.get(k) not in (None, "", [], {}))
 
 
-def _records(path: str, problems: list[str]) -> list[dict[str, Any]]:
+class Reading:
+    """What one reading of the logs keeps: problems met, and with `tail` (the newest that many records of each log
+    are read, for a screen of the newest events) how many records were left unread (`skipped`)."""
+
+    __slots__ = ("problems", "tail", "skipped")
+
+    def __init__(self, tail: int = 0) -> None:
+        self.problems: list[str] = []
+        self.tail = tail
+        self.skipped = 0
+
+
+def records(path: str, problems: list[str]) -> list[dict[str, Any]]:
+    """Every record of the JSONL log `path` (none if it is missing); what could not be read, in `problems`."""
+    rd = Reading()
+    out = _records(path, rd)
+    problems.extend(rd.problems)
+    return out
+
+
+def _records(path: str, rd: Reading) -> list[dict[str, Any]]:
     try:
-        read = jsonl.read_jsonl(path)
-    except FileNotFoundError:
-        return []
+        data = fsio.read_bytes(path, jsonl.MAX_JSONL_BYTES)
     except (OSError, CocoplusError) as exc:
-        problems.append(f"{path}: {exc}")
+        rd.problems.append(f"{path}: {exc}")
         return []
-    problems.extend(read.problems)
+    if not data:
+        return []
+    start, first = 0, 1
+    if rd.tail > 0:
+        cut = len(data) - (0 if data.endswith(b"\n") else 1)
+        for _ in range(rd.tail + 1):
+            cut = data.rfind(b"\n", 0, cut)
+            if cut < 0:
+                break
+        if cut >= 0:  # (the newest `tail` lines begin after this newline)
+            start = cut + 1
+            first = data.count(b"\n", 0, start) + 1
+            rd.skipped += first - 1
+    read = jsonl.parse_jsonl(data[start:], path, first)
+    rd.problems.extend(read.problems)
     return read.records
 
 
@@ -138,8 +171,8 @@ def _cs(sid: Any) -> str | None:
     return sid if sid.startswith("cs_") else registry.cs_id_for(sid)
 
 
-def _steps(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
-    for r in _records(layout.steps, problems):
+def _steps(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
+    for r in _records(layout.steps, rd):
         name = str(r.get("event") or "step")
         text = name.replace("_", " ") + (f": {s}" if (s := _said(r)) else "")
         yield _event(
@@ -149,8 +182,8 @@ def _steps(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
         )  # fmt: skip
 
 
-def _signals(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
-    for r in _records(layout.signals, problems):
+def _signals(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
+    for r in _records(layout.signals, rd):
         kind, value = str(r.get("kind") or "signal"), str(r.get("value") or "")
         typed = "limit" if kind in ("limited", "limit") or value == "limited" else "signal"
         if kind in ("stall", "stalled") or value == "stalled":
@@ -164,8 +197,8 @@ def _signals(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
         )  # fmt: skip
 
 
-def _rounds(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
-    for r in _records(layout.rounds, problems):
+def _rounds(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
+    for r in _records(layout.rounds, rd):
         name = str(r.get("event") or "round")
         if name == "action":
             text = f"action {r.get('action')} by {r.get('principal') or r.get('by')}"
@@ -181,8 +214,8 @@ def _rounds(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
         )  # fmt: skip
 
 
-def _decisions(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
-    for r in _records(layout.permission_log, problems):
+def _decisions(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
+    for r in _records(layout.permission_log, rd):
         what = r.get("call") or r.get("input") or r.get("tool") or "a tool call"
         text = f"permission {r.get('decision') or r.get('state') or 'decided'}: {what}"
         if r.get("principal"):
@@ -193,8 +226,8 @@ def _decisions(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
         )  # fmt: skip
 
 
-def _authority(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
-    for r in _records(layout.authority_log, problems):
+def _authority(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
+    for r in _records(layout.authority_log, rd):
         text = f"{r.get('outcome') or 'refused'}: {r.get('action')} by {r.get('principal')} {r.get('name') or ''}"
         yield _event(
             "authority", r.get("ts"), "refusal", f"{r.get('action')}:{r.get('principal')}", text.rstrip(), r,
@@ -202,8 +235,8 @@ def _authority(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
         )  # fmt: skip
 
 
-def _spend(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
-    for r in _records(layout.spend_log, problems):
+def _spend(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
+    for r in _records(layout.spend_log, rd):
         usd = r.get("usd")
         counts = r.get("tokens")
         tokens = sum(v for v in counts.values() if isinstance(v, int)) if isinstance(counts, dict) else 0
@@ -231,9 +264,9 @@ def _calls(path: str) -> list[str]:
     return [data[i : i + w - 1].decode("ascii", "replace") for i in range(0, len(data) - w + 1, w)]
 
 
-def _sessions(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
+def _sessions(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
     records, trouble = registry.list_sessions(layout, settle=False)
-    problems.extend(trouble)
+    rd.problems.extend(trouble)
     for rec in records:
         cs = rec["id"]
         who = {"session": cs, "alias": rec.get("alias"), "worker": rec.get("worker"), "runtime": rec.get("runtime")}
@@ -241,9 +274,12 @@ def _sessions(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
         start = clock.parse_iso(rec.get("started_at"))
         end = _mtime(layout.session_calls(cs))
         base = int(rec.get("calls_base") or 0)
-        run = 0
+        run, shown = 0, len(calls) - rd.tail if rd.tail > 0 else 0
+        rd.skipped += max(0, shown)
         for i, fp in enumerate(calls):
             run = run + 1 if i and calls[i - 1] == fp else 1
+            if i < shown:
+                continue
             at = None
             if start is not None and end is not None:
                 at = clock.iso(start + (end - start) * (i + 1) / len(calls))
@@ -274,7 +310,7 @@ def _records_of_strings(path: str) -> list[str]:
     return out
 
 
-def _workers(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
+def _workers(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
     try:
         names = sorted(os.listdir(layout.workers_dir))
     except OSError:
@@ -285,7 +321,7 @@ def _workers(layout: Layout, problems: list[str]) -> Iterator[dict[str, Any]]:
         try:
             rec = fsio.read_json(layout.worker_record(wid))
         except CocoplusError as exc:
-            problems.append(str(exc))
+            rd.problems.append(str(exc))
             continue
         if not isinstance(rec, dict):
             continue
@@ -324,10 +360,11 @@ def timeline(
     """Every event of the project (or of worker/session `target`) in time order, oldest first (`limit`: the
     newest that many): `events`, `total` (how many there were before the limit) and `problems` (lines or files
     that could not be read)."""
-    problems: list[str] = []
+    # For the newest events of the whole project, each log is read from its end (each is in time order).
+    rd = Reading(limit if limit > 0 and not target and since_s is None else 0)
     events: list[dict[str, Any]] = []
     for reader in _READERS:
-        events.extend(reader(layout, problems))
+        events.extend(reader(layout, rd))
     _ids(events)
     events.sort(key=lambda e: (e["ts"] or "", e["source"], e["id"]))
     if target:
@@ -335,10 +372,10 @@ def timeline(
     if since_s is not None:
         start = clock.iso((time.time() if now is None else now) - since_s)
         events = [e for e in events if (e["ts"] or "") >= start]
-    total = len(events)
+    total = len(events) + rd.skipped
     if limit > 0:
         events = events[-limit:]
-    return {"target": target, "total": total, "events": [_clean(e) for e in events], "problems": problems}
+    return {"target": target, "total": total, "events": [_clean(e) for e in events], "problems": rd.problems}
 
 
 def _only(layout: Layout, events: list[dict[str, Any]], target: str) -> list[dict[str, Any]]:
