@@ -276,6 +276,7 @@ def _sessions(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
         base = int(rec.get("calls_base") or 0)
         run, shown = 0, len(calls) - rd.tail if rd.tail > 0 else 0
         rd.skipped += max(0, shown)
+        known = _matched(calls, _transcript_calls(rec)) if calls else {}
         for i, fp in enumerate(calls):
             run = run + 1 if i and calls[i - 1] == fp else 1
             if i < shown:
@@ -284,8 +285,18 @@ def _sessions(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
             if start is not None and end is not None:
                 at = clock.iso(start + (end - start) * (i + 1) / len(calls))
             n = base + i + 1
-            text = f"tool call {n}" + (f" (the same call, {run} in a row)" if run > 1 else "")
-            detail = {"call": n, "fingerprint": fp, "run": run, "ts_estimated": True}
+            text = f"tool call {n}"
+            detail: dict[str, Any] = {"call": n, "fingerprint": fp, "run": run, "ts_estimated": True}
+            use = known.get(i)
+            if use is not None:
+                at = use["ts"]
+                detail.update(use, ts_estimated=False)
+                outcome = {True: " failed", False: ""}.get(use["error"], " (no result)")
+                text = f"tool call {n}: {use['tool']} {use['subject']}".rstrip() + outcome
+                if use["duration_s"] is not None:
+                    text += f" in {use['duration_s']:.1f}s"
+            if run > 1:
+                text += f" (the same call, {run} in a row)"
             yield _event("calls", at, "tool", f"{cs}:{n}:{fp}", text, detail, **who)
         edits = layout.session_edits(cs)
         when = _mtime(edits)
@@ -293,6 +304,64 @@ def _sessions(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
             paths = [str(p) for p in _records_of_strings(edits)]
             text = f"edited {len(paths)} file(s): {', '.join(paths[:5])}" + (" ..." if len(paths) > 5 else "")
             yield _event("edits", clock.iso(when), "edit", f"{cs}:{len(paths)}", text, {"files": paths}, **who)
+
+
+SUBJECT_MAX = 80  # a tool call's subject as a line shows it
+
+
+def _subject(body: Any) -> str:
+    """A tool call's input in a few words: its command, path, pattern or URL, else its first value."""
+    if isinstance(body, dict):
+        for key in ("command", "file_path", "path", "pattern", "url", "query", "description"):
+            if isinstance(body.get(key), str):
+                body = body[key]
+                break
+        else:
+            body = next((v for v in body.values() if isinstance(v, str)), "")
+    text = " ".join(str(body or "").split())
+    return text if len(text) <= SUBJECT_MAX else text[: SUBJECT_MAX - 3] + "..."
+
+
+def _transcript_calls(rec: Any) -> list[dict[str, Any]]:
+    """A Claude Code session's tool calls as its transcript keeps them, in order: the runtime's tool-use id, the
+    tool, its input's fingerprint (as the call log has it) and subject, when it was asked for, and from its result
+    whether it failed and how long it took.  None for another runtime's session, or a transcript not read."""
+    path = rec.get("transcript_path")
+    if rec.get("runtime") != "claude" or not isinstance(path, str) or not os.path.isabs(path):
+        return []
+    uses: list[dict[str, Any]] = []
+    results: dict[str, tuple[bool, str | None]] = {}
+    for r in _records(path, Reading()):
+        msg = r.get("message")
+        content = msg.get("content") if isinstance(msg, dict) else None
+        for b in content if isinstance(content, list) else []:
+            if not isinstance(b, dict):
+                continue
+            if b.get("type") == "tool_use" and isinstance(b.get("id"), str):
+                fp = registry.fingerprint({"tool_name": b.get("name"), "tool_input": b.get("input")})
+                uses.append({"tool_use_id": b["id"], "tool": str(b.get("name") or "tool"), "fp": fp[:24],
+                             "subject": _subject(b.get("input")), "ts": r.get("timestamp")})  # fmt: skip
+            elif b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str):
+                results[b["tool_use_id"]] = (bool(b.get("is_error")), r.get("timestamp"))
+    for u in uses:
+        error, done = results.get(u["tool_use_id"], (None, None))
+        began, ended = clock.parse_iso(u["ts"]), clock.parse_iso(done)
+        u["error"] = error
+        u["duration_s"] = round(ended - began, 3) if began is not None and ended is not None else None
+    return uses
+
+
+def _matched(calls: list[str], uses: list[dict[str, Any]], window: int = 64) -> dict[int, dict[str, Any]]:
+    """The call log's calls (by index) matched, in order, to the transcript's by fingerprint."""
+    out: dict[int, dict[str, Any]] = {}
+    j = 0
+    for i, fp in enumerate(calls):
+        for k in range(j, min(len(uses), j + window)):
+            if uses[k]["fp"] == fp:
+                out[i] = {key: v for key, v in uses[k].items() if key != "fp"}
+                j = k + 1
+                break
+    return out
 
 
 def _records_of_strings(path: str) -> list[str]:

@@ -73,9 +73,16 @@ def test_the_logs_read_as_typed_events_in_time_order(project: Layout) -> None:
     }
     t = tools[23]
     assert (t["session"], t["alias"], t["runtime"], t["source"], t["text"]) == (
-        "cs_" + recorded.SID, "cc1", "claude", "calls", "tool call 24 (the same call, 3 in a row)",
+        "cs_" + recorded.SID, "cc1", "claude", "calls",
+        "tool call 24: Bash pytest -x failed in 5.0s (the same call, 3 in a row)",
     )  # fmt: skip
-    assert t["detail"]["ts_estimated"] is True
+    # From Claude Code's transcript: the runtime's tool-use id, the tool, its subject, its outcome and duration.
+    d = t["detail"]
+    assert (d["tool_use_id"], d["tool"], d["subject"], d["error"], d["duration_s"], d["ts_estimated"]) == (
+        "toolu_rec024", "Bash", "pytest -x", True, 5.0, False,
+    )  # fmt: skip
+    assert tools[4]["detail"]["subject"] == "OPENAI_API_KEY=[redacted] python tools/fetch.py"
+    assert tools[4]["text"] == "tool call 5: Bash OPENAI_API_KEY=[redacted] python tools/fetch.py in 2.0s"
     costs = [e for e in found if e["kind"] == "cost"]
     assert [e["detail"].get("model") for e in costs] == ["claude-sonnet-5"] * 3 + [None]
     assert costs[0]["text"].startswith(f"cost ${costs[0]['detail']['usd']:.4f} claude-sonnet-5, ")
