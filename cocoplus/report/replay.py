@@ -107,81 +107,106 @@ def _spend(layout: Layout, sessions: set[str]) -> list[tuple[str, float]]:
     return sorted(out)
 
 
-def replay(layout: Layout, run: str, policy_path: str) -> dict[str, Any]:
-    """Run `run`'s recorded tool calls through the live decisions under the policy at `policy_path`."""
-    policy, skipped = load_policy(policy_path)
-    what, recs = _sessions_of(layout, run)
-    cap, warn_at = max(1, policy["max_iterations"]), policy["iteration_warn_at"]
-    ceiling, repeats = policy["project_max_iterations"], policy["loop_guard_repeats"]
-    doc = new_iteration_budget(min(cap, MAX_COUNT), min(warn_at, MAX_COUNT))
-    decisions: list[dict[str, Any]] = []
-    stop: dict[str, Any] | None = None
-    n = 0
-    problems: list[str] = []
-    times: dict[int, str | None] = {}
-    for rec in recs:
+class _Replay:
+    """One replay's state: the count as the hooks keep it, the decisions so far, where it stopped."""
+
+    def __init__(self, policy: dict[str, int]) -> None:
+        self.cap, self.warn_at = max(1, policy["max_iterations"]), policy["iteration_warn_at"]
+        self.ceiling, self.repeats = policy["project_max_iterations"], policy["loop_guard_repeats"]
+        self.doc = new_iteration_budget(min(self.cap, MAX_COUNT), min(self.warn_at, MAX_COUNT))
+        self.decisions: list[dict[str, Any]] = []
+        self.stop: dict[str, Any] | None = None
+        self.n = 0
+        self.problems: list[str] = []
+        self.times: dict[int, tuple[str, bool]] = {}  # a call's time, and whether it is estimated
+
+    def session(self, layout: Layout, rec: SessionRecord) -> None:
+        """Session `rec`'s calls, in order, until a stop."""
         cs = rec["id"]
         calls = timeline._calls(layout.session_calls(cs))
         if int(rec.get("calls_base") or 0):
-            problems.append(f"{cs}: {rec['calls_base']} call(s) before its call log began are not replayed")
+            self.problems.append(f"{cs}: {rec.get('calls_base')} call(s) before its call log began are not replayed")
         try:
             before = bool(runtimes.get(str(rec.get("runtime"))).COUNTS_BEFORE_CALL)
         except KeyError:  # a runtime this version does not know: counted after the call
             before = False
         start, end = clock.parse_iso(rec.get("started_at")), _mtime(layout.session_calls(cs))
-        tail = max(2 * repeats, 1)
+        known = timeline._matched(calls, timeline._transcript_calls(rec)) if calls else {}
         for i, fp in enumerate(calls):
-            n += 1
-            if start is not None and end is not None:
-                times[n] = clock.iso(start + (end - start) * (i + 1) / len(calls))
-            at = {"call": n, "session": cs, "alias": rec.get("alias"), "runtime": rec.get("runtime")}
-            out = iteration.Outcome()
-            limit = iteration.limit_at(doc, cap, 1, out, None, ceiling)
-            refused, warned_now, capped, capped_now = iteration.advance(doc, limit, warn_at, 0, before)
-            if refused:  # counted before the call: the cap was reached by the call before, which was the last
-                stop = stop or {**at, "call": n - 1, "why": "iteration_cap", "refused_call": n}
-                break
-            if warned_now:
-                decisions.append({**at, "decision": "checkpoint", "why": "iteration warn threshold",
-                                  "consumed": doc["consumed"]})  # fmt: skip
-            why_cap = "project_max_iterations" if out.ceiling else "max_iterations"
-            count = registry.run_length(fp, calls[max(0, i + 1 - tail) : i + 1])
-            verdict = None if (capped and not before) else registry.loop_verdict(count, repeats)
-            if verdict == "ask":
-                decisions.append({**at, "decision": "checkpoint", "why": "repeated tool call", "repeats": count,
-                                  "fingerprint": fp, "first_call": n - count + 1})  # fmt: skip
-            if capped_now:
-                stop = {**at, "why": "iteration_cap", "cap": ceiling if out.ceiling else cap, "by": why_cap}
-            elif verdict == "stop":
-                stop = {**at, "why": "loop_guard", "repeats": count, "fingerprint": fp, "first_call": n - count + 1}
-            if stop is not None:
-                break
-        if stop is not None:
+            self.n += 1
+            use = known.get(i)
+            if use is not None and isinstance(use.get("ts"), str):
+                self.times[self.n] = (use["ts"], False)
+            elif start is not None and end is not None:
+                self.times[self.n] = (clock.iso(start + (end - start) * (i + 1) / len(calls)), True)
+            at: dict[str, Any] = {
+                "call": self.n,
+                "session": cs,
+                "alias": rec.get("alias"),
+                "runtime": rec.get("runtime"),
+            }
+            if use is not None:  # the call as Claude Code's transcript names it
+                at.update(tool=use["tool"], subject=use["subject"], tool_use_id=use["tool_use_id"])
+            self.call(at, fp, calls[max(0, i + 1 - max(2 * self.repeats, 1)) : i + 1], before)
+            if self.stop is not None:
+                return
+
+    def call(self, at: dict[str, Any], fp: str, last: list[str], before: bool) -> None:
+        """One call decided as the hooks decide it: counted (before or after it runs), then the loop guard over
+        the call log's last fingerprints `last` (this call's included)."""
+        n, out = self.n, iteration.Outcome()
+        limit = iteration.limit_at(self.doc, self.cap, 1, out, None, self.ceiling)
+        refused, warned_now, capped, capped_now = iteration.advance(self.doc, limit, self.warn_at, 0, before)
+        if refused:  # counted before the call: the cap was reached by the call before, which was the last to run
+            self.stop = {**at, "call": n - 1, "why": "iteration_cap", "refused_call": n}
+            return
+        if warned_now:
+            self.decisions.append({**at, "decision": "checkpoint", "why": "iteration warn threshold",
+                                   "consumed": self.doc["consumed"]})  # fmt: skip
+        count = registry.run_length(fp, last)
+        verdict = None if (capped and not before) else registry.loop_verdict(count, self.repeats)
+        if verdict == "ask":
+            self.decisions.append({**at, "decision": "checkpoint", "why": "repeated tool call", "repeats": count,
+                                   "fingerprint": fp, "first_call": n - count + 1})  # fmt: skip
+        if capped_now:
+            by = "project_max_iterations" if out.ceiling else "max_iterations"
+            self.stop = {**at, "why": "iteration_cap", "cap": self.ceiling if out.ceiling else self.cap, "by": by}
+        elif verdict == "stop":
+            self.stop = {**at, "why": "loop_guard", "repeats": count, "fingerprint": fp, "first_call": n - count + 1}
+
+
+def replay(layout: Layout, run: str, policy_path: str) -> dict[str, Any]:
+    """Run `run`'s recorded tool calls through the live decisions under the policy at `policy_path`."""
+    policy, skipped = load_policy(policy_path)
+    what, recs = _sessions_of(layout, run)
+    r = _Replay(policy)
+    for rec in recs:
+        r.session(layout, rec)
+        if r.stop is not None:
+            r.decisions.append({**r.stop, "decision": "stop"})
             break
-    if stop is not None:
-        decisions.append({**stop, "decision": "stop"})
-    cs_ids = {r["id"] for r in recs}
+    cs_ids = {rec["id"] for rec in recs}
     spend = _spend(layout, cs_ids)
-    total = round(sum(usd for _ts, usd in spend), 6)
-    upto = None
-    if stop is not None:
-        when = times.get(int(stop["call"]))
-        upto = round(sum(usd for ts, usd in spend if when is not None and ts <= when), 6) if when else None
-    return {
-        "run": run,
-        "kind": what,
-        "sessions": [r["id"] for r in recs],
-        "policy": {k: policy[k] for k in REPLAYED},
-        "not_replayed": skipped,
-        "calls": n,
-        "stopped_at": stop,
-        "decisions": decisions,
-        "cost_usd_to_stop": upto,
-        "cost_usd_recorded": total,
-        "cost_estimated": True,
-        "first_difference": _first_difference(layout, cs_ids, decisions),
-        "problems": problems,
-    }
+    upto, estimated = None, False
+    if r.stop is not None and (when := r.times.get(int(r.stop["call"]))) is not None:
+        upto, estimated = round(sum(usd for ts, usd in spend if ts <= when[0]), 6), when[1]
+    return timeline.clean(
+        {
+            "run": run,
+            "kind": what,
+            "sessions": [rec["id"] for rec in recs],
+            "policy": {k: policy[k] for k in REPLAYED},
+            "not_replayed": skipped,
+            "calls": r.n,
+            "stopped_at": r.stop,
+            "decisions": r.decisions,
+            "cost_usd_to_stop": upto,
+            "cost_usd_recorded": round(sum(usd for _ts, usd in spend), 6),
+            "cost_estimated": estimated,
+            "first_difference": _first_difference(layout, cs_ids, r.decisions),
+            "problems": r.problems,
+        }
+    )
 
 
 def _mtime(path: str) -> float | None:

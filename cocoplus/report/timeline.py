@@ -53,13 +53,14 @@ def redact(text: str) -> str:
     return text
 
 
-def _clean(value: Any) -> Any:
+def clean(value: Any) -> Any:
+    """`value` with `redact` applied to every string in it (a report's JSON, whole)."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_clean(v) for v in value]
+        return [clean(v) for v in value]
     return value
 
 
@@ -444,7 +445,7 @@ def timeline(
     total = len(events) + rd.skipped
     if limit > 0:
         events = events[-limit:]
-    return {"target": target, "total": total, "events": [_clean(e) for e in events], "problems": rd.problems}
+    return {"target": target, "total": total, "events": [clean(e) for e in events], "problems": rd.problems}
 
 
 def _only(layout: Layout, events: list[dict[str, Any]], target: str) -> list[dict[str, Any]]:

@@ -48,7 +48,8 @@ def test_a_cap_of_20_stops_at_call_20_with_what_it_cost_to_there(project: Layout
     # Up to call 20, the first turn's cost alone.
     assert rep["cost_usd_to_stop"] == round(turns[0]["usd"], 6)
     assert rep["cost_usd_recorded"] == round(sum(t["usd"] for t in turns), 6) > rep["cost_usd_to_stop"]
-    assert rep["cost_estimated"] is True
+    assert rep["cost_estimated"] is False  # call 20's time is its transcript's
+    assert (stop["tool"], stop["subject"], stop["tool_use_id"]) == ("Bash", "echo step 20", "toolu_rec020")
     assert rep["first_difference"] == {"index": 0, "recorded": None, "replayed": rep["decisions"][0]}
 
 
@@ -64,11 +65,15 @@ def test_a_loop_guard_of_3_asks_at_call_24_and_stops_at_27_naming_the_call(proje
         27, "stop", "loop_guard", 6, 22,
     )  # fmt: skip
     assert ask["fingerprint"] == stop["fingerprint"] == fp[:24]
+    assert (stop["tool"], stop["subject"], stop["tool_use_id"]) == ("Bash", "pytest -x", "toolu_rec027")
     assert rep["stopped_at"]["call"] == 27 and rep["calls"] == 27
     text = run_cli_subprocess("replay", "cc1", "--policy", str(tmp_path / "policy.toml"), cwd=project.project)
     assert text.code == 0, text
-    assert "call 24 (cc1): checkpoint by repeated tool call, the same call from call 22 (3 in a row)" in text.out
-    assert "call 27 (cc1): stop by loop_guard, the same call from call 22 (6 in a row)" in text.out
+    assert (
+        "call 24 (cc1): checkpoint by repeated tool call, the same call `Bash pytest -x` from call 22 (3 in a row)"
+        in (text.out)
+    )
+    assert "call 27 (cc1): stop by loop_guard, the same call `Bash pytest -x` from call 22 (6 in a row)" in text.out
 
 
 def test_twice_on_the_same_record_and_policy_the_json_is_byte_identical(project: Layout, tmp_path: Path) -> None:
@@ -119,3 +124,14 @@ def test_a_policy_file_that_cannot_be_used_is_one_line_naming_it(project: Layout
     rep = replay(project, policy(tmp_path, "[session]\nbudget_limit = 5\n[rules]\nallow = ['x']\n"))
     assert rep["not_replayed"] == ["[session] budget_limit (the cost budget)", "[rules] allow (not replayed)"]
     assert rep["stopped_at"] is None and rep["calls"] == 3
+
+
+def test_a_secret_in_the_call_it_stops_at_is_redacted_from_the_report(project: Layout, tmp_path: Path) -> None:
+    recorded.record(project, UNGUARDED, calls=6)
+    path = policy(tmp_path, "[session]\nmax_iterations = 5\n")
+    js = run_cli_subprocess("replay", "cc1", "--policy", path, "--json", cwd=project.project)
+    text = run_cli_subprocess("replay", "cc1", "--policy", path, cwd=project.project)
+    assert js.code == text.code == 0, (js, text)
+    stop = json.loads(js.out)["stopped_at"]
+    assert (stop["call"], stop["subject"]) == (5, "OPENAI_API_KEY=[redacted] python tools/fetch.py")
+    assert recorded.SECRET not in js.out and recorded.SECRET not in text.out

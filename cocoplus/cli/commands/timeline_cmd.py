@@ -84,7 +84,12 @@ def render_replay(rep: dict[str, Any]) -> None:
     )
     for d in rep["decisions"]:
         what = ("stop", "bold red") if d["decision"] == "stop" else ("checkpoint", "yellow")
-        extra = f", the same call from call {d['first_call']} ({d['repeats']} in a row)" if d.get("first_call") else ""
+        named = f" `{d['tool']} {d['subject']}`" if d.get("tool") else ""
+        extra = (
+            f", the same call{named} from call {d['first_call']} ({d['repeats']} in a row)"
+            if d.get("first_call")
+            else ""
+        )
         cap = f", cap {d['cap']} ({d['by']})" if d.get("cap") else ""
         output.line(f"  call {d['call']} ({d.get('alias') or d['session']}): ", what, f" by {d['why']}{cap}{extra}")
     stop = rep["stopped_at"]
@@ -92,7 +97,11 @@ def render_replay(rep: dict[str, Any]) -> None:
         output.line("  it would not have been stopped")
     else:
         cost = rep["cost_usd_to_stop"]
-        shown = "unknown" if cost is None else f"${cost:.4f} (estimated: calls carry no time)"
+        shown = (
+            "unknown"
+            if cost is None
+            else f"${cost:.4f}" + (" (estimated: the calls carry no time)" if rep["cost_estimated"] else "")
+        )
         output.line(f"  cost up to call {stop['call']}: {shown}; recorded in all ${rep['cost_usd_recorded']:.4f}")
     diff = rep["first_difference"]
     if diff is not None:
