@@ -9,8 +9,9 @@ Each event is typed (`kind`) and has an id derived from its record (the file it 
 and which of equal records it is), so reading the logs again, or after older lines are gone, gives the same id.
 
 What the logs do not hold, the timeline does not invent: a session's call log keeps one fingerprint per tool call
-and no time, tool name, tool-use id, outcome or duration; those calls are placed between the session's start and
-the log's last change (`ts_estimated`).  Every string of every event is redacted (`redact`).
+and no time, tool name, tool-use id, outcome or duration.  A Claude Code session's calls are matched to its
+transcript's `tool_use` blocks by that fingerprint, which give them; other calls are placed between the session's
+start and the log's last change (`ts_estimated`).  Every string of every event is redacted (`redact`).
 """
 
 from __future__ import annotations
