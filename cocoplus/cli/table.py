@@ -77,6 +77,18 @@ ENTRIES: tuple[Entry, ...] = (
         "What the night did: each worker's task, how it ended and why, its cost, its changes, and what still waits.",
     ),
     Entry(
+        "timeline",
+        "timeline_cmd",
+        "session",
+        "The project's events in time order (calls, stops, steers, costs, failovers, rounds), newest last.",
+    ),
+    Entry(
+        "replay",
+        "timeline_cmd",
+        "session",
+        "A recorded run decided again under another policy file: where it would have stopped, and at what cost.",
+    ),
+    Entry(
         "dispatch",
         "dispatch_cmd",
         "session",

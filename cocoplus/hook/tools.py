@@ -254,12 +254,7 @@ def _loop_guard(h: Hook, repeats: int, already_stopping: bool) -> dict[str, Any]
         except CocoplusError as exc:
             h.log(f"tool call not appended to the session's call log: {exc}")
         else:
-            run = 0
-            for prior in reversed(last):
-                if prior != fp:
-                    break
-                run += 1
-            logged = (calls, run)
+            logged = (calls, registry.run_length(fp, last))
     log_id = registry.calls_log_id(h.layout, cs) if logged is not None and cs is not None else None
     seen: dict[str, int] = {} if logged is None else {"count": logged[1]}
 
@@ -278,7 +273,7 @@ def _loop_guard(h: Hook, repeats: int, already_stopping: bool) -> dict[str, Any]
         h.record = rec  # appended: nothing else to change in the record
     else:
         h.touch_session(change)
-    if repeats <= 0 or already_stopping or seen.get("count", 0) < repeats:
+    if already_stopping or registry.loop_verdict(seen.get("count", 0), repeats) is None:
         return None
     from cocoplus.hook import tripped  # deferred: only a call repeated `repeats` times or more
 

@@ -262,7 +262,8 @@ def repeated(h: Hook, count: int, repeats: int) -> dict[str, Any] | None:
     """The same call with the same input `count` times in a row: a checkpoint request at `repeats`, a stop at twice
     that."""
     tool = str(h.payload.get("tool_name") or "tool")
-    if count >= 2 * repeats:
+    verdict = registry.loop_verdict(count, repeats)
+    if verdict == "stop":
         reason = f"runaway loop: the same {tool} call with the same input ran {count} times in a row"
         made, then = stop_own(h, reason, principal="loop-guard", source="loop-guard")
         if made:
@@ -270,7 +271,7 @@ def repeated(h: Hook, count: int, repeats: int) -> dict[str, Any] | None:
         said = f"cocoplus: {reason}; {then}"
         halted: dict[str, Any] | None = h.adapter.halt(h.event_name, said, f"Stopped: {reason}.")
         return halted
-    if count != repeats:
+    if verdict != "ask":
         return None
     h.step("checkpoint_requested", reason="repeated tool call", tool=tool, repeats=count)
     noted: dict[str, Any] | None = h.adapter.add_context(

@@ -282,22 +282,11 @@ def _count_locked(
     doc = current if current is not None else new_iteration_budget(cap, warn_at)
     doc["cap"] = cap
     doc["warn_at"] = warn_at
-    limit = _limit(doc, cap, len(spooled_incs) + 1, out, shared, ceiling)  # (this call reaching the cap asks too)
-    cap = limit
-    if before_call and doc["consumed"] + len(spooled_incs) >= cap:  # the cap is reached: this call does not run
-        doc["consumed"] = min(MAX_COUNT, doc["consumed"] + len(spooled_incs))  # (what was spooled, folded in)
+    limit = limit_at(doc, cap, len(spooled_incs) + 1, out, shared, ceiling)  # (this call reaching the cap asks too)
+    refused, warned_now, capped, capped_now = advance(doc, limit, warn_at, len(spooled_incs), before_call)
+    if refused:
         out.refused = out.capped = True
-        out.capped_now = not doc["stopped"]
-        doc["stopped"] = True
-    else:
-        doc["consumed"] = min(MAX_COUNT, doc["consumed"] + 1 + len(spooled_incs))
-    warned_now = not out.refused and not doc["warned"] and 0 < warn_at < cap and doc["consumed"] >= warn_at
-    if warned_now:
-        doc["warned"] = True
-    capped = out.refused or doc["consumed"] >= cap
-    capped_now = out.capped_now if out.refused else capped and not doc["stopped"]
-    if capped:
-        doc["stopped"] = True
+        out.capped_now = capped_now
     now = time.time()
     _mark(doc, now)
     doc["updated_at"] = clock.iso(now)
@@ -322,7 +311,33 @@ def _count_locked(
     out.capped_now = capped_now
 
 
-def _limit(
+def advance(
+    doc: dict[str, Any], limit: int, warn_at: int, spooled: int = 0, before_call: bool = False
+) -> tuple[bool, bool, bool, bool]:
+    """One call counted on the count `doc` (changed in place: `consumed`, `warned`, `stopped`), held to `limit`
+    (`limit_at`): (refused, warned_now, capped, capped_now).  Pure: the live count runs it under its lock, and
+    `cocoplus replay` runs it over a recorded run's calls.  `spooled`: increments folded in with this one;
+    `before_call`: counted before the call runs, so a call that finds the cap reached is refused (not counted)."""
+    refused = before_call and doc["consumed"] + spooled >= limit
+    capped_now = False
+    if refused:  # the cap is reached: this call does not run
+        doc["consumed"] = min(MAX_COUNT, doc["consumed"] + spooled)  # (what was spooled, folded in)
+        capped_now = not doc["stopped"]
+        doc["stopped"] = True
+    else:
+        doc["consumed"] = min(MAX_COUNT, doc["consumed"] + 1 + spooled)
+    warned_now = not refused and not doc["warned"] and 0 < warn_at < limit and doc["consumed"] >= warn_at
+    if warned_now:
+        doc["warned"] = True
+    capped = refused or doc["consumed"] >= limit
+    if not refused:
+        capped_now = capped and not doc["stopped"]
+    if capped:
+        doc["stopped"] = True
+    return refused, warned_now, capped, capped_now
+
+
+def limit_at(
     doc: dict[str, Any], cap: int, adding: int, out: Outcome, shared: Callable[[bool], bool] | None, ceiling: int
 ) -> int:
     """What the project's count is held to at this call: the cap, or while several sessions are live (`shared`,

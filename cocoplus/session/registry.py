@@ -155,6 +155,28 @@ def fingerprint(payload: dict[str, Any]) -> str:
     return f"{int.from_bytes(raw, 'little') % _M61:016x}{min(len(raw), 0xFFFFFFFF):08x}"
 
 
+def run_length(fp: str, last: list[str]) -> int:
+    """The run of calls equal to `fp` at the end of `last` (the call log's last fingerprints, this call's
+    included): the loop guard's count.  Pure: the hook and `cocoplus replay` both count with it."""
+    run = 0
+    for prior in reversed(last):
+        if prior != fp:
+            break
+        run += 1
+    return run
+
+
+def loop_verdict(count: int, repeats: int) -> str | None:
+    """What the loop guard says of a call that ends a run of `count` equal calls, with `[session]
+    loop_guard_repeats` = `repeats`: `ask` (a checkpoint) at `repeats`, `stop` at twice that or more, else None.
+    Pure: the hook (`hook/tools.py`, `hook/tripped.py`) and `cocoplus replay` both decide with it."""
+    if repeats <= 0 or count < repeats:
+        return None
+    if count >= 2 * repeats:
+        return "stop"
+    return "ask" if count == repeats else None
+
+
 def count_call(
     rec: SessionRecord, fp: str, logged: tuple[int, int] | None, event: str, tool: str, log_id: int | None = None
 ) -> int:

@@ -80,6 +80,8 @@ STATE: dict[str, tuple[tuple[str, ...], str, str]] = {
     "budget add-cost": (("1",), "empty", NO_PROJECT),
     "serve": ((), "empty", NO_PROJECT),
     "summary": ((), "empty", NO_PROJECT),
+    "timeline": (("nosuch",), "project", "no worker or session 'nosuch'"),
+    "replay": (("cc1", "--policy", "missing.toml"), "session", "missing.toml: no such policy file"),
     "supervise": (("--again",), "project", "supervise --again: there is no last goal"),
     "supervision enable": ((), "empty", NO_PROJECT),
     "supervision finish": ((), "empty", NO_PROJECT),

@@ -1,0 +1,136 @@
+"""`cocoplus timeline [WORKER|SESSION] [--since DURATION]` and `cocoplus replay RUN --policy FILE`: the project's
+record in time order, and a recorded run re-evaluated under another policy."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from cocoplus.cli import output
+from cocoplus.cli.commands import JsonFlag, layout
+from cocoplus.core import inert
+from cocoplus.ops import timeline as ops
+
+# The colour of each kind of event (a stop red, a failover magenta, ...).
+STYLES = {
+    "stop": "bold red",
+    "refusal": "red",
+    "failover": "bold magenta",
+    "limit": "magenta",
+    "verdict": "yellow",
+    "permission": "yellow",
+    "steer": "cyan",
+    "cost": "green",
+    "round": "blue",
+    "merge": "bold green",
+    "worker": "bold",
+    "tool": "dim",
+    "edit": "dim",
+}
+
+
+def who(e: dict[str, Any]) -> str:
+    """The event's actor as a line shows it: the worker, else the session's alias or id, else the project."""
+    return str(e.get("worker") or e.get("alias") or e.get("session") or "project")
+
+
+def render(rep: dict[str, Any]) -> None:
+    events = rep["events"]
+    if not events:
+        output.line("no events recorded" + (f" for {rep['target']}" if rep.get("target") else ""))
+    for e in events:
+        ts = e["ts"] or "?"
+        when = ("~" if e["detail"].get("ts_estimated") else " ") + ts.replace("T", " ")[:19]
+        kind = e["kind"]
+        runtime = f" [{e['runtime']}]" if e.get("runtime") else ""
+        output.line(
+            when + " ",
+            (f"{kind:<10}", STYLES.get(kind, "")),
+            f" {who(e)}{runtime}: ",
+            (inert.line(e["text"]), STYLES.get(kind, "") if kind in ("stop", "failover") else ""),
+        )
+    if rep["total"] > len(events):
+        output.note(f"the newest {len(events)} of {rep['total']} events (--limit 0 shows all)")
+    output.problems(rep.get("problems") or [])
+
+
+def timeline(
+    target: Annotated[
+        str | None, typer.Argument(metavar="[WORKER|SESSION]", help="A worker's id, or a session's cs_ id or alias.")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", metavar="DURATION", help="Only events of the last 12h, 90m, 2d, ...")
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", metavar="N", help="How many of the newest events to show (0: all).")
+    ] = ops.DEFAULT_LIMIT,
+    json_out: JsonFlag = False,
+) -> None:
+    """The project's events in time order, newest last: tool calls, permission decisions, steers, stops and
+    their lifts, loop-guard and stall verdicts, costs, limits, failovers (the runtime switch), rounds; read from
+    the logs cocoplus keeps, secrets redacted.  This machine's records only (a fleet's other machines are not
+    shown)."""
+    output.show(ops.timeline(layout(), target, since, limit), json_out, render)
+
+
+def render_replay(rep: dict[str, Any]) -> None:
+    p = rep["policy"]
+    output.line(
+        (f"replay of {rep['kind']} {rep['run']}: ", "bold"),
+        f"{rep['calls']} recorded tool call(s) in {len(rep['sessions'])} session(s); max_iterations "
+        f"{p['max_iterations']}, iteration_warn_at {p['iteration_warn_at']}, project_max_iterations "
+        f"{p['project_max_iterations']}, loop_guard_repeats {p['loop_guard_repeats']}",
+    )
+    for d in rep["decisions"]:
+        what = ("stop", "bold red") if d["decision"] == "stop" else ("checkpoint", "yellow")
+        named = f" `{d['tool']} {d['subject']}`" if d.get("tool") else ""
+        extra = (
+            f", the same call{named} from call {d['first_call']} ({d['repeats']} in a row)"
+            if d.get("first_call")
+            else ""
+        )
+        cap = f", cap {d['cap']} ({d['by']})" if d.get("cap") else ""
+        output.line(f"  call {d['call']} ({d.get('alias') or d['session']}): ", what, f" by {d['why']}{cap}{extra}")
+    stop = rep["stopped_at"]
+    if stop is None:
+        output.line("  it would not have been stopped")
+    else:
+        cost = rep["cost_usd_to_stop"]
+        shown = (
+            "unknown"
+            if cost is None
+            else f"${cost:.4f}" + (" (estimated: the calls carry no time)" if rep["cost_estimated"] else "")
+        )
+        output.line(f"  cost up to call {stop['call']}: {shown}; recorded in all ${rep['cost_usd_recorded']:.4f}")
+    diff = rep["first_difference"]
+    if diff is not None:
+        rec, new = diff["recorded"], diff["replayed"]
+        said = f"recorded {rec['decision']} ({rec['why']})" if rec else "nothing recorded"
+        output.line(
+            f"  first difference: {said}; replayed "
+            + (f"{new['decision']} at call {new['call']}" if new else "nothing")
+        )
+    for item in rep["not_replayed"]:
+        output.note(f"not replayed: {item}")
+    output.problems(rep.get("problems") or [])
+
+
+def replay(
+    run: Annotated[
+        str, typer.Argument(metavar="RUN", help="A worker's id (all its runs), or a session's cs_ id or alias.")
+    ],
+    policy: Annotated[
+        str, typer.Option("--policy", metavar="FILE", help="A TOML file with the [session] values to replay.")
+    ],
+    json_out: JsonFlag = False,
+) -> None:
+    """A recorded run decided again under another policy (the iteration cap, per session and per project, and the
+    loop guard's repeat count), by the functions the hooks use live: where it would have stopped and why, its
+    cost to there, and the first decision that differs from the recorded ones.  No model is called."""
+    output.show(ops.replay(layout(), run, policy), json_out, render_replay)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("timeline")(timeline)
+    app.command("replay")(replay)

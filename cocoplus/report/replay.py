@@ -1,0 +1,236 @@
+"""`cocoplus replay RUN --policy FILE.toml`: a recorded run re-evaluated under another policy, without a model.
+
+RUN is a worker (all its runs, in the order of the runtimes it ran in) or a session (its cs_ id or alias).  Its
+tool calls are read from its sessions' call logs (one fingerprint a call) and decided, call by call, by the same
+functions the hooks decide with live: the iteration count (`session/iteration.py` `limit_at` and `advance`, before
+or after the call as the session's runtime counts it) and the loop guard (`session/registry.py` `run_length` and
+`loop_verdict`, over the same tail of the call log the hook reads).  It reports where the run would have stopped
+and why, the checkpoints asked for on the way, what it cost up to there, and the first decision that differs from
+the recorded ones (the steps the hooks logged for the run's sessions).
+
+Replayed: `[session] max_iterations`, `iteration_warn_at`, `project_max_iterations` and `loop_guard_repeats`.
+Not yet: the cost budget, the stall threshold and the permission rules (`not_replayed` names them when the policy
+sets them).  What the records do not keep is said, not guessed: a call log keeps no time per call, so the cost up
+to a stop is the spend logged up to that call's estimated time (`cost_estimated`); and the calls of other
+sessions running at the same time are not interleaved into the project's count (`project_max_iterations` counts
+the run's own calls).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from typing import TYPE_CHECKING, Any
+
+from cocoplus.core import clock, fsio
+from cocoplus.core.errors import CocoplusError
+from cocoplus.core.keys import KEYS
+from cocoplus.core.paths import Layout, is_valid_id
+from cocoplus.core.records import MAX_COUNT, new_iteration_budget
+from cocoplus.report import timeline
+from cocoplus.runtimes import registry as runtimes
+from cocoplus.session import iteration, registry
+
+REPLAYED = ("max_iterations", "iteration_warn_at", "project_max_iterations", "loop_guard_repeats")
+NOT_YET = {
+    "budget_limit": "the cost budget",
+    "budget_reserve": "the cost budget's reserve",
+    "stall_after_s": "the stall threshold",
+    "stall_threshold_s": "the stall threshold",
+}
+if TYPE_CHECKING:
+    from cocoplus.core.shapes import SessionRecord
+
+# What a policy leaves out is at its default (the key table's, as in a project with no cocoplus.toml).
+DEFAULTS = {k.name: int(k.default) for k in KEYS if k.section == "session" and k.name in REPLAYED}
+_RECORDED = {"checkpoint_requested", "iteration_cap", "loop_guard_stop", "session_stop", "worker_stop"}
+
+
+def load_policy(path: str) -> tuple[dict[str, int], list[str]]:
+    """The replayed values a policy file sets (the others at their defaults) and what it sets that is not replayed.
+    CocoplusError naming the file and the cause for one that cannot be read or holds a wrong value."""
+    try:
+        raw = fsio.read_bytes(path)
+    except (OSError, CocoplusError) as exc:
+        raise CocoplusError(f"{path}: cannot read the policy ({exc})") from None
+    if raw is None:
+        raise CocoplusError(f"{path}: no such policy file")
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CocoplusError(f"{path}: not valid TOML ({exc})") from None
+    values = dict(DEFAULTS)
+    skipped: list[str] = []
+    for table, keys in doc.items():
+        if not isinstance(keys, dict):
+            raise CocoplusError(f"{path}: {table} is not a table; give keys under [session]")
+        for key, value in keys.items():
+            name = f"[{table}] {key}"
+            if table == "session" and key in REPLAYED:
+                low = 1 if key == "max_iterations" else 0
+                if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_COUNT:
+                    raise CocoplusError(
+                        f"{path}: {name} must be a whole number from {low} to {MAX_COUNT}, got {value!r}"
+                    )
+                values[key] = value
+            else:
+                skipped.append(f"{name} ({NOT_YET.get(key, 'not replayed')})")
+    return values, skipped
+
+
+def _sessions_of(layout: Layout, run: str) -> tuple[str, list[SessionRecord]]:
+    """(what RUN is, its sessions' records in the order they ran)."""
+    wrec = None
+    if is_valid_id(run):
+        try:
+            wrec = fsio.read_json(layout.worker_record(run))
+        except CocoplusError:
+            wrec = None
+    if isinstance(wrec, dict):
+        order: list[str] = []
+        for h in wrec.get("runtimes") or []:
+            if isinstance(h, dict) and isinstance(h.get("session"), str) and h["session"] not in order:
+                order.append(h["session"])
+        if isinstance(wrec.get("session"), str) and wrec["session"] not in order:
+            order.append(wrec["session"])
+        recs = [r for cs in order if (r := registry.read_record(layout, cs)) is not None]
+        return "worker", recs
+    return "session", [registry.resolve(layout, run)]
+
+
+def _spend(layout: Layout, sessions: set[str]) -> list[tuple[str, float]]:
+    problems: list[str] = []
+    out = []
+    for r in timeline.records(layout.spend_log, problems):
+        if r.get("session") in sessions and isinstance(r.get("usd"), (int, float)) and isinstance(r.get("ts"), str):
+            out.append((r["ts"], float(r["usd"])))
+    return sorted(out)
+
+
+class _Replay:
+    """One replay's state: the count as the hooks keep it, the decisions so far, where it stopped."""
+
+    def __init__(self, policy: dict[str, int]) -> None:
+        self.cap, self.warn_at = max(1, policy["max_iterations"]), policy["iteration_warn_at"]
+        self.ceiling, self.repeats = policy["project_max_iterations"], policy["loop_guard_repeats"]
+        self.doc = new_iteration_budget(min(self.cap, MAX_COUNT), min(self.warn_at, MAX_COUNT))
+        self.decisions: list[dict[str, Any]] = []
+        self.stop: dict[str, Any] | None = None
+        self.n = 0
+        self.problems: list[str] = []
+        self.times: dict[int, tuple[str, bool]] = {}  # a call's time, and whether it is estimated
+
+    def session(self, layout: Layout, rec: SessionRecord) -> None:
+        """Session `rec`'s calls, in order, until a stop."""
+        cs = rec["id"]
+        calls = timeline._calls(layout.session_calls(cs))
+        if int(rec.get("calls_base") or 0):
+            self.problems.append(f"{cs}: {rec.get('calls_base')} call(s) before its call log began are not replayed")
+        try:
+            before = bool(runtimes.get(str(rec.get("runtime"))).COUNTS_BEFORE_CALL)
+        except KeyError:  # a runtime this version does not know: counted after the call
+            before = False
+        start, end = clock.parse_iso(rec.get("started_at")), _mtime(layout.session_calls(cs))
+        known = timeline._matched(calls, timeline._transcript_calls(rec)) if calls else {}
+        for i, fp in enumerate(calls):
+            self.n += 1
+            use = known.get(i)
+            if use is not None and isinstance(use.get("ts"), str):
+                self.times[self.n] = (use["ts"], False)
+            elif start is not None and end is not None:
+                self.times[self.n] = (clock.iso(start + (end - start) * (i + 1) / len(calls)), True)
+            at: dict[str, Any] = {
+                "call": self.n,
+                "session": cs,
+                "alias": rec.get("alias"),
+                "runtime": rec.get("runtime"),
+            }
+            if use is not None:  # the call as Claude Code's transcript names it
+                at.update(tool=use["tool"], subject=use["subject"], tool_use_id=use["tool_use_id"])
+            self.call(at, fp, calls[max(0, i + 1 - max(2 * self.repeats, 1)) : i + 1], before)
+            if self.stop is not None:
+                return
+
+    def call(self, at: dict[str, Any], fp: str, last: list[str], before: bool) -> None:
+        """One call decided as the hooks decide it: counted (before or after it runs), then the loop guard over
+        the call log's last fingerprints `last` (this call's included)."""
+        n, out = self.n, iteration.Outcome()
+        limit = iteration.limit_at(self.doc, self.cap, 1, out, None, self.ceiling)
+        refused, warned_now, capped, capped_now = iteration.advance(self.doc, limit, self.warn_at, 0, before)
+        if refused:  # counted before the call: the cap was reached by the call before, which was the last to run
+            self.stop = {**at, "call": n - 1, "why": "iteration_cap", "refused_call": n}
+            return
+        if warned_now:
+            self.decisions.append({**at, "decision": "checkpoint", "why": "iteration warn threshold",
+                                   "consumed": self.doc["consumed"]})  # fmt: skip
+        count = registry.run_length(fp, last)
+        verdict = None if (capped and not before) else registry.loop_verdict(count, self.repeats)
+        if verdict == "ask":
+            self.decisions.append({**at, "decision": "checkpoint", "why": "repeated tool call", "repeats": count,
+                                   "fingerprint": fp, "first_call": n - count + 1})  # fmt: skip
+        if capped_now:
+            by = "project_max_iterations" if out.ceiling else "max_iterations"
+            self.stop = {**at, "why": "iteration_cap", "cap": self.ceiling if out.ceiling else self.cap, "by": by}
+        elif verdict == "stop":
+            self.stop = {**at, "why": "loop_guard", "repeats": count, "fingerprint": fp, "first_call": n - count + 1}
+
+
+def replay(layout: Layout, run: str, policy_path: str) -> dict[str, Any]:
+    """Run `run`'s recorded tool calls through the live decisions under the policy at `policy_path`."""
+    policy, skipped = load_policy(policy_path)
+    what, recs = _sessions_of(layout, run)
+    r = _Replay(policy)
+    for rec in recs:
+        r.session(layout, rec)
+        if r.stop is not None:
+            r.decisions.append({**r.stop, "decision": "stop"})
+            break
+    cs_ids = {rec["id"] for rec in recs}
+    spend = _spend(layout, cs_ids)
+    upto, estimated = None, False
+    if r.stop is not None and (when := r.times.get(int(r.stop["call"]))) is not None:
+        upto, estimated = round(sum(usd for ts, usd in spend if ts <= when[0]), 6), when[1]
+    return timeline.clean(
+        {
+            "run": run,
+            "kind": what,
+            "sessions": [rec["id"] for rec in recs],
+            "policy": {k: policy[k] for k in REPLAYED},
+            "not_replayed": skipped,
+            "calls": r.n,
+            "stopped_at": r.stop,
+            "decisions": r.decisions,
+            "cost_usd_to_stop": upto,
+            "cost_usd_recorded": round(sum(usd for _ts, usd in spend), 6),
+            "cost_estimated": estimated,
+            "first_difference": _first_difference(layout, cs_ids, r.decisions),
+            "problems": r.problems,
+        }
+    )
+
+
+def _mtime(path: str) -> float | None:
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return None
+
+
+def _first_difference(layout: Layout, sessions: set[str], decisions: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first of the recorded decisions (the steps logged for the run's sessions) and the replayed ones, in
+    order, that is not the same on both sides (None: they agree)."""
+    problems: list[str] = []
+    live = []
+    for r in timeline.records(layout.steps, problems):
+        if r.get("event") in _RECORDED and timeline._cs(r.get("session")) in sessions:
+            kind = "checkpoint" if r["event"] == "checkpoint_requested" else "stop"
+            if kind == "stop" and r["event"] in ("session_stop", "worker_stop"):
+                continue  # the stop's own record, beside the guard's step that made it
+            live.append({"decision": kind, "why": str(r.get("reason") or r["event"])})
+    replayed = [{"decision": d["decision"], "why": d["why"]} for d in decisions]
+    for i in range(max(len(live), len(replayed))):
+        a = live[i] if i < len(live) else None
+        b = replayed[i] if i < len(replayed) else None
+        if a is None or b is None or a["decision"] != b["decision"]:
+            return {"index": i, "recorded": a, "replayed": decisions[i] if b is not None else None}
+    return None
