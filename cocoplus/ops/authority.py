@@ -461,11 +461,12 @@ COMMANDS: dict[str, str] = {
     "hook": "read", "shell-init": "read", "doctor": "read", "sandbox doctor": "read", "top": "read", "mcp": "read",
     "session status": "read", "session progress": "read", "session check": "read", "session queue list": "read",
     "session list": "read", "sessions list": "read", "supervision status": "read", "supervisor status": "read",
-    "supervision watcher status": "read", "workers list": "read", "summary": "read",
+    "supervision watcher status": "read", "workers list": "read", "summary": "read", "timeline": "read",
+    "replay": "read",
     "workers logs": "read", "budget status": "read", "chat log": "read", "chat info": "read", "config show": "read",
     "config example": "read", "notify status": "read", "relay status": "read", "fleet status": "read",
     "plugin path": "read", "permissions list": "read", "permissions log": "read", "permissions check": "read",
-    "inbox": "read", "decide": "decide", "inbox run": "serve", "inbox pair": "configure", "inbox devices": "configure",
+    "inbox": "read", "decide": "decide", "inbox run": "watch", "inbox pair": "configure", "inbox devices": "configure",
     "approve": "approve", "deny": "deny", "mcp token": "capability",
     "report progress": "report", "report blocked": "report", "ask-human": "report", "request-context": "report",
     "budget add-cost": "report", "stage start": "report", "stage end": "report",
@@ -484,7 +485,7 @@ COMMANDS: dict[str, str] = {
     "chat setup": "configure", "plugin build": "configure", "notify test": "configure", "fleet join": "configure",
     "serve": "serve", "supervisor run": "watch", "supervisor stop": "serve", "supervision watcher run": "watch",
     "supervision watcher stop": "serve", "relay run": "serve",
-    "relay stop": "serve", "notify run": "serve", "chat worker": "serve",
+    "relay stop": "serve", "notify run": "serve", "chat worker": "watch",
 }  # fmt: skip
 
 

@@ -250,6 +250,10 @@ class Supervisor:
             self.close(sig)
 
     def close(self, sig: Signal) -> None:
+        starting = [r["id"] for r in workers.records(self.layout)[0] if r.get("state") in workers.LIVE]
+        if starting:  # launched, its session not recorded yet (or a run between two): supervision goes on
+            self.log(f"not closing: worker(s) {', '.join(starting)} launched and not ended")
+            return
         auto = autonomy.read(self.layout).get("autonomous") or {}
         self.pending.clear()
         if not auto.get("enabled"):

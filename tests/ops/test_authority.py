@@ -344,3 +344,12 @@ def test_a_fleet_command_its_sender_s_brain_made_has_the_brain_s_authority(
     with pytest.raises(Refused, match="refused to the main brain while the kill switch is on"):
         dispatch_ops.dispatch(project, "cc2", "go on", principal=brain_m1)
     assert session_ops.stop_session(project, "cc2", "and this one", principal=brain_m1)["stopped"] is True
+
+
+def test_the_watcher_may_start_what_runs_its_rounds_and_serves_the_phone_but_not_the_server() -> None:
+    """A watcher cocoplus started (a paused worker's runner, vouched for) starts the chat worker that runs the
+    brain's rounds and this user's `inbox run`; the server, the relay and the notifier stay the operator's."""
+    for words in (["chat", "worker"], ["inbox", "run"], ["supervisor", "run"]):
+        assert authority.allowed(authority.WATCHER, authority.command_action(words)), words
+    for words in (["serve"], ["relay", "run"], ["notify", "run"]):
+        assert not authority.allowed(authority.WATCHER, authority.command_action(words)), words
