@@ -59,6 +59,16 @@ ACTIONS: dict[str, tuple[str, str]] = {
         "deny a worker's permission request, with the reason it is told",
         'cocoplus deny REQUEST_ID --reason "WHY"',
     ),
+    "launch_worker": (
+        "start a new headless worker on a task (claude, codex or gemini), in a git worktree of its own if asked; "
+        "beyond [workers] max_parallel it waits in the queue",
+        'cocoplus launch RUNTIME "TASK"',
+    ),
+    "merge_worker": (
+        "bring an ended worker's worktree branch back into the project, only where [supervision] brain_may_merge "
+        "allows; a branch that changes what runs is the human's to merge: ask them",
+        "cocoplus workers merge ID",
+    ),
     "set_supervision_scope": (
         "which workers may wake you: all, only IDS, or except IDS",
         "cocoplus supervision scope all|only|except [ID ...]",

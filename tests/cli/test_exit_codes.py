@@ -154,6 +154,8 @@ NO_STATE_ERROR = {
     "Code), and it fails open on anything it cannot read",
     "mcp": "run by the agent runtimes over stdio: its errors are MCP answers, not exit codes",
     "inbox": "lists the open decisions of every project of this user that it can read, and says which it cannot",
+    "sandbox doctor": "a probe of this machine, read from no project: it exits 1 where a sandbox cannot be applied "
+    "(its own tests, tests/sandbox/test_doctor.py), which is this machine's state, not a command's",
 }
 # Commands whose state error comes first and is followed by the report of everything that still answers.
 REPORT_TOO = {"doctor"}

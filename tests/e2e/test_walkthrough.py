@@ -453,7 +453,7 @@ def test_the_page_is_a_script_this_test_reads_as_it_says() -> None:
     and the placeholders read as the page explains (bound, each its own, elided lines, the rest of a line)."""
     script = steps(PAGE.read_text(encoding="utf-8"))
     assert {s.command.section for s in script} == set(SESSIONS_AFTER)
-    assert sum(len(s.notifications) for s in script) == 4
+    assert sum(len(s.notifications) for s in script) == 5
     assert [s.command.body for s in script if not only_looks(s.command.body)][:2] == [
         "cocoplus chat setup claude",
         'cat >> cocoplus.toml <<EOF\n\n[notify]\nurls = ["$NOTIFY_URL"]\nEOF\ncocoplus trust',

@@ -526,6 +526,10 @@ NOT_WRITTEN_HERE = {
     "tool_streak": "named, but nothing reads or writes it (test_unwritten_paths_stay_unwritten)",
     "rel": "a function of a path, not a path",
     "appended_files": "the list of the logs above",
+    "worker_helpers": "a directory of links the runner makes (fsio.ensure_dir refuses a linked directory; each link "
+    "in it is unlinked and made anew, never followed)",
+    "worker_channel": "a Unix socket the runner binds (sandbox/channel.py `listen` unlinks what is at its name, and a "
+    "bind makes a new socket, never following a link)",
 }
 
 

@@ -302,6 +302,12 @@ def _end_session(layout: Layout, rec: WorkerRecord, sess: SessionRecord, end: En
     if failed or box.get("was_active"):
         # Its own SessionEnd hook did not say so (a crash, a kill): the watcher hears it here, once.
         registry.append_signal(layout, updated, "exit", end.state, detail=said, worker=rec["id"])
+    elif isinstance(rec.get("worktree"), dict):
+        # Its own hook ended its session before its runner committed what it left on its branch and recorded its
+        # end: the branch is ready to merge only now, so the watcher (and the brain, which may merge it) hears of
+        # its end again, once.
+        ready = f"{said}; its branch {rec['worktree'].get('branch')} holds its work"
+        registry.append_signal(layout, updated, "exit", end.state, detail=ready, worker=rec["id"])
 
 
 def session_from_output(layout: Layout, rec: WorkerRecord, native: dict[str, Any]) -> SessionRecord | None:
