@@ -91,6 +91,8 @@ def test_a_codex_controller_acts_through_the_brain_tools_and_has_no_shell(
             "resume_session",
             "approve_permission",
             "deny_permission",
+            "launch_worker",
+            "merge_worker",
         }
     )
     assert "Why you were woken:\n- cc1 is pending" in json.dumps(stub.loop_requests[0]["input"]).replace("\\n", "\n")
