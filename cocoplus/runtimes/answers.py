@@ -9,6 +9,7 @@ as strings: adapters import this module on the hook's fast path (see
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Mapping
     from typing import Any
 
 MAX_CONTEXT = 9500  # Claude Code keeps at most 10,000 characters of hook output inline
@@ -67,8 +68,15 @@ def system_message(text: str) -> "dict[str, Any] | None":
 
 
 def nothing(*_args: "Any") -> None:
-    """For a channel the runtime does not have."""
+    """For a channel the runtime does not have (and the adapters' `pass_answer`, `hooks_unreviewed` and
+    `ask_person` where a runtime has nothing to say there)."""
     return
+
+
+def tool_call(payload: "Mapping[str, Any]") -> "tuple[str, Any]":
+    """The tool a payload names (`tool_name`) and its input (`tool_input`): every adapter's but agy's."""
+    name = payload.get("tool_name")
+    return (name if isinstance(name, str) else ""), payload.get("tool_input")
 
 
 def merge(*parts: "dict[str, Any] | None") -> "dict[str, Any] | None":

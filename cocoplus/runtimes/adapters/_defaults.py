@@ -50,8 +50,7 @@ def recognise(environ: "Mapping[str, str]") -> bool:
     return False
 
 
-def hooks_unreviewed(project: str, environ: "Mapping[str, str]", ours: "Any") -> "str | None":
-    return None
+hooks_unreviewed = answers.nothing  # it runs a project's hooks without a review
 
 
 def settings_notes(settings: "Mapping[str, Any]") -> "list[str]":
@@ -72,14 +71,8 @@ notice = answers.nothing
 ask_person = answers.nothing  # its permission requests come through a permission event, or not at all
 
 
-def pass_answer(kind: str) -> "dict[str, Any] | None":
-    return None  # nothing to say is said with nothing
-
-
-def tool_call(payload: "Mapping[str, Any]") -> "tuple[str, Any]":
-    """The tool a payload names (`tool_name`) and its input (`tool_input`)."""
-    name = payload.get("tool_name")
-    return (name if isinstance(name, str) else ""), payload.get("tool_input")
+pass_answer = answers.nothing  # nothing to say is said with nothing
+tool_call = answers.tool_call
 
 
 def continue_cap(environ: "Mapping[str, str]") -> "int | None":

@@ -494,12 +494,5 @@ FAILS_CLOSED = False
 PLUGIN = None
 PLUGIN_LOG = None
 ask_person = answers.nothing
-
-
-def pass_answer(kind: str) -> "dict[str, Any] | None":
-    return None
-
-
-def tool_call(payload: "Mapping[str, Any]") -> "tuple[str, Any]":
-    name = payload.get("tool_name")
-    return (name if isinstance(name, str) else ""), payload.get("tool_input")
+pass_answer = answers.nothing
+tool_call = answers.tool_call
