@@ -22,7 +22,7 @@ from typing import Any
 from cocoplus.core import clock, inert, jsonl
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
-from cocoplus.session import permissions, registry
+from cocoplus.session import edits, permissions, registry
 from cocoplus.supervision import workers
 from cocoplus.supervision.workers import store
 
@@ -139,30 +139,14 @@ def _changes(layout: Layout, w: dict[str, Any], mine: set[str]) -> dict[str, Any
             "merged": bool(merged), "merged_at": merged.get("at") if isinstance(merged, dict) else None,
         }  # fmt: skip
     files: set[str] = set()
+    reader = edits.Reader()
     for cs in mine:
-        files.update(_edits(layout, cs))
+        try:
+            files |= reader.edited(layout, cs)
+        except CocoplusError:
+            continue  # its edits cannot be read: the summary says what the others changed
     return {"where": "the project itself", "stat": f"{len(files)} file(s) edited" if files else "no edits recorded",
             "merged": None, "files": sorted(files)[:20]}  # fmt: skip
-
-
-def _edits(layout: Layout, cs: str) -> list[str]:
-    """The paths a session's edits log names (one JSON string per line)."""
-    import json  # deferred: only a worker outside a worktree reads its edits
-
-    try:
-        with open(layout.session_edits(cs), encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            path = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(path, str):
-            out.append(path)
-    return out
 
 
 def _story(
