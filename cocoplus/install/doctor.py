@@ -258,14 +258,15 @@ def launch_problem(layout: Layout, runtime: str, environ: Mapping[str, str] | No
     adapter = registry.get(runtime)
     project = layout.project
     fix = f"run `cocoplus install {runtime}` here"
-    info = doctor(layout)["runtimes"].get(runtime) or {}
+    report = doctor(layout)
+    info = report["runtimes"].get(runtime) or {}
     if info.get("error"):
         return f"{info['error']}; fix it, then {fix}"
     if not info.get("wired"):
         return f"its cocoplus hooks are not installed in this project; {fix}"
     if info.get("missing"):
         return f"its cocoplus hooks for {', '.join(info['missing'])} are missing in this project; {fix}"
-    for problem in hook_problems(project):
+    for problem in report["hook_problems"]:  # (doctor read them already)
         if problem["runtime"] == runtime and problem["reaches"] is False:
             return str(problem["text"])
     if adapter.HOOKS_NEED_REVIEW:
