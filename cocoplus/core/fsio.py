@@ -24,7 +24,6 @@ next to the log records it (`note_loss`), costing no data blocks.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat as _stat
 
@@ -139,6 +138,8 @@ def fsync_dir(directory: str) -> None:
     try:
         os.fsync(dfd)
     except OSError as exc:  # pragma: no cover - fs without directory fsync
+        import errno  # deferred: only on an error (its table costs every hook's start)
+
         if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
             raise
     finally:
@@ -207,6 +208,8 @@ def read_bytes(path: str, limit: int = MAX_TEXT_BYTES) -> bytes | None:
     except IsADirectoryError:
         raise StateCorrupt(path, "is a directory, expected a file") from None
     except OSError as exc:
+        import errno  # deferred: only on an error (its table costs every hook's start)
+
         if exc.errno == errno.ELOOP:
             raise StateCorrupt(path, "is a symbolic link; refusing to follow it") from None
         if exc.errno == errno.ENOTDIR:
@@ -251,6 +254,8 @@ def read_log(path: str, offset: int | None, limit: int) -> tuple[bytes, int, int
     except FileNotFoundError:
         return b"", 0, 0
     except OSError as exc:
+        import errno  # deferred: only on an error (its table costs every hook's start)
+
         why = (
             "is a symbolic link; refusing to follow it" if exc.errno == errno.ELOOP else f"cannot read ({exc.strerror})"
         )
@@ -385,6 +390,8 @@ def open_append(path: str, flags: int) -> int:
     except IsADirectoryError:
         raise CocoplusError(f"{path}: is a directory, expected a file") from None
     except OSError as exc:
+        import errno  # deferred: only on an error (its table costs every hook's start)
+
         if exc.errno == errno.ELOOP:
             raise CocoplusError(f"{path}: is a symbolic link; refusing to follow it") from None
         raise CocoplusError(f"{path}: cannot append ({exc.strerror})") from None
@@ -410,6 +417,8 @@ def append_fixed(path: str, record: bytes, tail: int = 0, durable: bool = True) 
         try:
             n = os.write(fd, record)
             if n != width:
+                import errno  # deferred: only on an error (its table costs every hook's start)
+
                 raise OSError(errno.ENOSPC, "short write")
             if durable:
                 os.fsync(fd)
@@ -479,6 +488,8 @@ def _append_text(path: str, text: str, max_bytes: int) -> bool:
     try:
         n = os.write(fd, data)
         if n != len(data):
+            import errno  # deferred: only on an error (its table costs every hook's start)
+
             raise OSError(errno.ENOSPC, "short write")
         return True
     except OSError as exc:
@@ -489,6 +500,8 @@ def _append_text(path: str, text: str, max_bytes: int) -> bool:
 
 
 def _cause_word(cause: BaseException | str) -> str:
+    import errno  # deferred: only on an error (its table costs every hook's start)
+
     if isinstance(cause, OSError) and cause.errno:
         return errno.errorcode.get(cause.errno, f"E{cause.errno}")
     text = str(cause)

@@ -23,30 +23,17 @@ class Truncated(ValueError):
     """The text ends before the JSON document does (a torn or cut-off write)."""
 
 
-class _DecodeError(ValueError):
-    """Stands in for json.decoder.JSONDecodeError while the json package is not loaded (see `_locate`)."""
-
-    def __init__(self, msg: str, doc: str, pos: int) -> None:
-        super().__init__(msg)
-        self.msg = msg
-        self.pos = pos
-
-
 def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not valid JSON")
 
 
-class _Context:
-    strict = True
-    object_hook = None
-    object_pairs_hook = None
-    parse_float = float
-    parse_int = int
-    parse_constant = staticmethod(_reject_constant)
-    memo: "dict[str, str]" = {}
-
-
-_scanner = _json.make_scanner(_Context()) if _json is not None else None  # type: ignore[arg-type]  # duck-typed like json.JSONDecoder
+# What the scanner reads of a json.JSONDecoder, as a plain namespace (a module object: no class to make).
+_Context = type(sys)("cocoplus.core.jsonfast.context")
+_Context.__dict__.update(
+    strict=True, object_hook=None, object_pairs_hook=None, parse_float=float, parse_int=int,
+    parse_constant=_reject_constant, memo={},
+)  # fmt: skip
+_scanner = _json.make_scanner(_Context) if _json is not None else None  # type: ignore[arg-type]  # duck-typed like json.JSONDecoder
 
 
 def loads(text: str) -> object:
@@ -89,6 +76,25 @@ def _described(text: str, exc: ValueError) -> ValueError:
     return ValueError(str(exc))
 
 
+def _decode_error() -> type[ValueError]:
+    """Stands in for json.decoder.JSONDecodeError while the json package is not loaded (see `_locate`); made on
+    the first error only, since making a class costs every hook that imports this module."""
+    global _DECODE_ERROR
+    if _DECODE_ERROR is None:
+
+        class DecodeError(ValueError):
+            def __init__(self, msg: str, doc: str, pos: int) -> None:
+                super().__init__(msg)
+                self.msg = msg
+                self.pos = pos
+
+        _DECODE_ERROR = DecodeError
+    return _DECODE_ERROR
+
+
+_DECODE_ERROR: "type[ValueError] | None" = None
+
+
 def _locate(text: str, idx: int) -> ValueError:
     """Parse again to learn what is wrong and where.
 
@@ -101,7 +107,7 @@ def _locate(text: str, idx: int) -> ValueError:
         placeholder = None
     else:
         placeholder = type(sys)("json.decoder")
-        placeholder.JSONDecodeError = _DecodeError  # type: ignore[attr-defined]
+        placeholder.JSONDecodeError = _decode_error()  # type: ignore[attr-defined]
         sys.modules["json.decoder"] = placeholder
     try:
         _scanner(text, idx)

@@ -16,7 +16,6 @@ atomic writes, size limits) are `core/fsio.py`'s.
 
 from __future__ import annotations
 
-import errno
 import os
 
 from cocoplus.core import clock, fsio, jsonfast
@@ -199,6 +198,8 @@ def append_jsonl(
             try:
                 n = os.write(fd, line)
                 if n != len(line):
+                    import errno  # deferred: only on an error (its table costs every hook's start)
+
                     raise OSError(errno.ENOSPC, "short write")
                 if durable:
                     os.fsync(fd)

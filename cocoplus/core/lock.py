@@ -18,7 +18,6 @@ stays inside that timeout whatever each caller asks for.
 
 from __future__ import annotations
 
-import errno
 import os
 import stat as _stat
 import time
@@ -143,6 +142,8 @@ class Lock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except OSError as exc:
+                import errno  # deferred: only on an error (its table costs every hook's start)
+
                 if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
                     os.close(fd)
                     raise CocoplusError(f"{self.path}: cannot lock ({exc.strerror})") from None
@@ -225,6 +226,8 @@ def _open_lock_file(path: str) -> int:
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             fd = os.open(path, flags, 0o600)
     except OSError as exc:
+        import errno  # deferred: only on an error (its table costs every hook's start)
+
         if exc.errno == errno.ELOOP:
             raise CocoplusError(f"{path}: refusing to lock through a symbolic link") from None
         if exc.errno == errno.EISDIR:

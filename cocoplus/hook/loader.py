@@ -26,8 +26,12 @@ each is made and run here in turn, in an order where every module comes after
 the ones it imports, with none of the import machinery's locking and search
 around it, which costs about as much again as the finder.  What a module
 then imports is found loaded; a name the finder leaves to the standard import
-is imported the standard way.  tests/hook/test_loader.py holds the lists to
-what the events really import, and to that order.
+is imported the standard way.  The lists name the standard library's
+extension modules the steps import too (`_json`, `fcntl`, `_sha256`): those
+are loaded from the interpreter's `lib-dynload` by its own extension loader,
+without the path finder listing the standard library's directories to find
+them.  tests/hook/test_loader.py holds the lists to what the events really
+import, and to that order.
 
 Only the hook's own process installs it (`entry.script`, past the fast path:
 the events around every tool call import too few modules for it to pay).
@@ -54,12 +58,19 @@ HEADER = 16  # magic number, flags, source modification time, source size
 # What a step imports that the fast path has not, each module after the ones it imports (`preload`).
 # The runner and its imports: every event past the fast path (hook/entry.py).
 RUNNER = (
-    "cocoplus.core", "cocoplus.core.clock", "cocoplus.core.jsonfast", "cocoplus.core.errors", "cocoplus.core.roots",
-    "cocoplus.core.lock", "cocoplus.core.fsio", "cocoplus.core.paths", "cocoplus.session", "cocoplus.core.vocab",
-    "cocoplus.core.records", "cocoplus.session.killswitch", "cocoplus.session.registry", "cocoplus.hook.runner",
+    "cocoplus.core", "cocoplus.core.clock", "_json", "cocoplus.core.jsonfast", "cocoplus.core.errors",
+    "cocoplus.core.roots", "fcntl", "cocoplus.core.lock", "cocoplus.core.fsio", "cocoplus.core.paths",
+    "cocoplus.session", "cocoplus.core.vocab", "cocoplus.core.records", "cocoplus.session.killswitch",
+    "cocoplus.session.registry", "cocoplus.hook.runner",
 )  # fmt: skip
 # Who a permission request is for (hook/permission.py, for a runtime that asks through the hook).
-IDENTITY = ("cocoplus.core.userfiles", "cocoplus.core.seal", "cocoplus.session.procinfo", "cocoplus.session.identity")
+IDENTITY = (
+    "cocoplus.core.userfiles",
+    "_sha256",
+    "cocoplus.core.seal",
+    "cocoplus.session.procinfo",
+    "cocoplus.session.identity",
+)
 # What decides a headless request by the rules (hook/permission.py); the shell parser only when a command needs it.
 RULES = (
     "cocoplus.core.jsonl", "cocoplus.rules", "cocoplus.rules.engine", "cocoplus.session.permissions",
@@ -160,6 +171,70 @@ def install() -> "None":
         return
     if _installed() is None:
         sys.meta_path.insert(0, Finder())
+    if "__future__" not in sys.modules:
+        sys.modules["__future__"] = _future()
+
+
+def _future() -> "ModuleType":
+    """What `from __future__ import annotations` imports at run time, without the standard library's `__future__`.
+
+    The statement is a directive to the compiler, but its byte code still imports the module and reads the name;
+    nearly every cocoplus module has it, and the first one loaded made the hook find, read and run the standard
+    library's `__future__` (its first source module: about a fiftieth of the interpreter's floor, bench/hooks.py
+    --instructions).  This stand-in has `annotations`; any other name, or any attribute of that one, loads the
+    real module in its place."""
+    module: Any = type(sys)("__future__")
+    feature: Any = type(sys)("__future__.annotations")  # a module, not a class: a class costs a hook its making
+    feature.__getattr__ = lambda name: _future_name(name, "annotations")
+    module.annotations = feature
+    module.__getattr__ = _future_name
+    return module
+
+
+def _future_name(name: "str", feature: "str | None" = None) -> "Any":
+    """`name` of the real `__future__` (of its `feature`, where given), loaded in the stand-in's place."""
+    if name.startswith("__"):  # the import system asks for `__path__` and the like: a plain module has none
+        raise AttributeError(name)
+    real = _real_future()
+    return getattr(getattr(real, feature) if feature else real, name)
+
+
+def _real_future() -> "ModuleType":
+    loaded = sys.modules.get("__future__")
+    if loaded is not None and getattr(loaded, "__file__", None):  # the real one, loaded already
+        return loaded
+    stand_in = sys.modules.pop("__future__", None)
+    try:
+        import __future__  # deferred: only when something reads more than the name `annotations`
+    except BaseException:
+        if stand_in is not None:
+            sys.modules["__future__"] = stand_in
+        raise
+    return __future__
+
+
+def _extension(name: "str") -> "None":
+    """Load the standard library's extension module `name` from the interpreter's `lib-dynload`, where the path
+    finder would find it after listing the standard library's directory and that one; where it is not there (a
+    build with the module built in, or without it), leave it to the standard import."""
+    dynload = next((d for d in sys.path if d.endswith("/lib-dynload")), None)
+    if dynload is None:
+        return
+    path = f"{dynload}/{name}{_external.EXTENSION_SUFFIXES[0]}"
+    try:
+        posix.stat(path)
+    except (OSError, ValueError):
+        return
+    loader = _external.ExtensionFileLoader(name, path)
+    spec = _bootstrap.ModuleSpec(name, loader, origin=path)
+    spec.has_location = True
+    module = _bootstrap.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
 
 
 def _installed() -> "Finder | None":
@@ -177,6 +252,9 @@ def preload(names: "Sequence[str]") -> "None":
     modules = sys.modules
     for name in names:
         if name in modules:
+            continue
+        if not name.startswith(PREFIX):
+            _extension(name)
             continue
         parent_name, _, leaf = name.rpartition(".")
         parent = modules.get(parent_name)

@@ -36,9 +36,8 @@ def _stand_ins() -> dict[str, Any]:
 
         return re.compile(*args, **kwargs)
 
-    class IntEnum:
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            pass
+    def IntEnum(*args: Any, **kwargs: Any) -> None:  # the name the binding asks for
+        return None
 
     def namedtuple(name: str, fields: Any, **kwargs: Any) -> Any:
         return type(name, (tuple,), {"__module__": kwargs.get("module") or "tree_sitter"})
@@ -46,17 +45,10 @@ def _stand_ins() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, attrs in (("re", {"compile": compile}), ("enum", {"IntEnum": IntEnum}),
                         ("collections", {"namedtuple": namedtuple})):  # fmt: skip
-        if name not in sys.modules:
-            out[name] = _Stub(name, attrs)
+        if name not in sys.modules:  # a module holding the few names the binding asks for, nothing else
+            stub = out[name] = type(sys)(name)
+            stub.__dict__.update(attrs)
     return out
-
-
-class _Stub:
-    """A module's stand-in while the binding starts: the few names it asks for, nothing else."""
-
-    def __init__(self, name: str, attrs: dict[str, Any]) -> None:
-        self.__name__ = name
-        self.__dict__.update(attrs)
 
 
 def _search_dirs() -> list[str]:
@@ -89,12 +81,10 @@ def _extension(pkg: str, dirs: list[str]) -> str | None:
     return None
 
 
-class _Spec:
-    """What `_imp.create_dynamic` reads of a module spec: its name and file."""
-
-    def __init__(self, name: str, origin: str) -> None:
-        self.name = name
-        self.origin = origin
+def _spec(name: str, origin: str) -> Any:
+    """A module spec for `_imp.create_dynamic`, which reads its name and file (the import system's own class:
+    one made here would cost the hook its making)."""
+    return sys.modules["_frozen_importlib"].ModuleSpec(name, None, origin=origin)
 
 
 def _fast_load() -> Any:
@@ -107,13 +97,13 @@ def _fast_load() -> Any:
     stubs = _stand_ins()
     sys.modules.update(stubs)
     try:
-        ts = _imp.create_dynamic(_Spec("tree_sitter._binding", core))  # type: ignore[arg-type]
+        ts = _imp.create_dynamic(_spec("tree_sitter._binding", core))
         _imp.exec_dynamic(ts)
     finally:
         for name, mod in stubs.items():
             if sys.modules.get(name) is mod:
                 del sys.modules[name]
-    bash = _imp.create_dynamic(_Spec("tree_sitter_bash._binding", grammar))  # type: ignore[arg-type]
+    bash = _imp.create_dynamic(_spec("tree_sitter_bash._binding", grammar))
     _imp.exec_dynamic(bash)
     return ts.Parser(ts.Language(bash.language()))
 

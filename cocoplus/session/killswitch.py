@@ -22,7 +22,6 @@ only when a steer waits).
 
 from __future__ import annotations
 
-import errno
 import os
 import stat as _stat
 
@@ -75,6 +74,8 @@ def kill_switch_state(state_dir: str) -> tuple[bool | None, str]:
     except FileNotFoundError:
         return False, f"{path} does not exist"
     except OSError as exc:
+        import errno  # deferred: only on an error (its table costs every hook's start)
+
         code = errno.errorcode.get(exc.errno or 0, "error")
         return None, (f"cannot tell whether {path} exists: {exc.strerror or exc} ({code}) on {state_dir}")
     return True, f"{path} exists"
@@ -200,6 +201,8 @@ def _link_new(path: str, data: bytes) -> bool:
         except FileExistsError:
             return False
         except OSError as exc:  # pragma: no cover - filesystems without hard links
+            import errno  # deferred: only on an error (its table costs every hook's start)
+
             if exc.errno not in (errno.EPERM, errno.ENOTSUP):
                 raise
             if os.path.lexists(path):

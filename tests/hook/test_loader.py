@@ -56,6 +56,12 @@ for name, m in sorted(sys.modules.items()):
             "path": list(getattr(m, "__path__", []) or []) or None, "package": m.__package__,
             "origin": spec.origin, "spec_cached": spec.cached, "loader_state": spec.loader_state is not None,
         }
+    elif name in ("_json", "fcntl", "_sha256", "__future__"):
+        spec = vars(m).get("__spec__")
+        mods[name] = {
+            "loader": type(m.__loader__).__name__ if spec else None, "file": vars(m).get("__file__"),
+            "origin": spec.origin if spec else None, "real": "all_feature_names" in vars(m),
+        }
 runner = sys.modules.get("cocoplus.hook.runner")
 sys.stderr.write("\\nPROBE " + json.dumps({
     "code": code, "gc": gc.isenabled(), "modules": mods, "marker": getattr(runner, "MARKER_FOR_TEST", None),
@@ -130,9 +136,23 @@ def permission(layout: Layout, command: str) -> Any:
     return got
 
 
+# The standard library's modules PROBE reports besides cocoplus' own (the lists preload the extension modules).
+STANDARD = {"_json", "fcntl", "_sha256", "__future__"}
+
+
+def ours_of(names: tuple[str, ...]) -> set[str]:
+    return {n for n in names if n == "cocoplus" or n.startswith("cocoplus.")}
+
+
 def as_the_standard_import_would(mods: dict[str, Any]) -> dict[str, Any]:
     """The modules the hook's importer made, each checked against the standard path finder's spec for it."""
     ours = {n: m for n, m in mods.items() if m["loader"] == "Finder"}
+    for name in ("_json", "fcntl", "_sha256"):  # the standard library's extension modules the lists preload
+        if name in mods:
+            standard = importlib.machinery.PathFinder.find_spec(name)
+            assert standard is not None, name
+            assert mods[name]["loader"] == "ExtensionFileLoader", name
+            assert mods[name]["file"] == mods[name]["origin"] == standard.origin, name
     for name, m in ours.items():
         where = os.path.dirname(m["file"])
         if m["path"] is not None:  # a package: found in the directory above its own
@@ -154,12 +174,16 @@ def test_the_hook_imports_cocoplus_past_the_fast_path_as_the_standard_import_wou
     mods = got["modules"]
     ours = as_the_standard_import_would(mods)
     assert {"cocoplus.hook.runner", "cocoplus.core", "cocoplus.session.iteration"} <= set(ours), sorted(mods)
-    assert set(loader.RUNNER) <= set(ours)
+    assert ours_of(loader.RUNNER) <= set(ours)
     # The fast path's own modules came before the finder: the standard loader's.
-    assert {n for n, m in mods.items() if m["loader"] != "Finder"} == FAST | {"cocoplus.hook.loader"}
+    assert {n for n, m in mods.items() if m["loader"] != "Finder"} - STANDARD == FAST | {"cocoplus.hook.loader"}
+    assert {"_json", "fcntl"} <= set(mods)
     assert got["gc"] is False
+    # `from __future__ import annotations` found the stand-in: the standard library's module never ran.
+    assert mods["__future__"]["real"] is False and mods["__future__"]["file"] is None
     got = permission(project, "echo 1 && echo 2")
-    assert set(loader.IDENTITY) | set(loader.RULES) <= set(as_the_standard_import_would(got["modules"]))
+    assert ours_of(loader.IDENTITY) | ours_of(loader.RULES) <= set(as_the_standard_import_would(got["modules"]))
+    assert "_sha256" in got["modules"] or sys.version_info >= (3, 12)
 
 
 @pytest.mark.parametrize("command", ["echo 1", "echo 1 && echo 2"])
@@ -168,9 +192,10 @@ def test_the_preloaded_modules_are_what_a_permission_request_decided_by_a_rule_i
 ) -> None:
     """No more and no fewer: the shell parser besides only for a command that needs it."""
     got = permission(project, command)
-    loaded = set(got["modules"])
-    expected = FAST | {"cocoplus.hook.loader", "cocoplus.hook.permission"} | {*loader.RUNNER, *loader.IDENTITY}
-    expected |= set(loader.RULES) | ({"cocoplus.rules.parser"} if "&&" in command else set())
+    loaded = set(got["modules"]) - STANDARD
+    expected = FAST | {"cocoplus.hook.loader", "cocoplus.hook.permission"}
+    expected |= ours_of(loader.RUNNER) | ours_of(loader.IDENTITY) | ours_of(loader.RULES)
+    expected |= {"cocoplus.rules.parser"} if "&&" in command else set()
     assert loaded == expected, (sorted(loaded - expected), sorted(expected - loaded))
 
 
@@ -213,6 +238,10 @@ def test_each_preloaded_module_comes_after_the_modules_it_imports() -> None:
     ready = set(FAST) | {"cocoplus.hook.loader"}
     for names in (loader.RUNNER, ("cocoplus.hook.permission",), loader.IDENTITY, loader.RULES):
         for name in names:
+            if not name.startswith("cocoplus"):  # a standard-library extension module: imports nothing of ours
+                assert name in sys.builtin_module_names or importlib.util.find_spec(name) is not None, name
+                ready.add(name)
+                continue
             missing = _module_imports(name) - ready - {name}
             assert not missing, f"{name} imports {sorted(missing)} before they are preloaded"
             ready.add(name)
@@ -348,3 +377,25 @@ def test_a_wait_turns_the_collector_back_on(project: Layout) -> None:
         assert gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_the_future_stand_in_gives_the_real_module_for_anything_more_than_the_name() -> None:
+    """In the hook's own process `__future__` is a stand-in with `annotations`; reading anything more of it (another
+    feature, or an attribute of that one) loads the standard library's module in its place, once."""
+    code = """
+import sys
+sys.modules.pop("__future__", None)
+from cocoplus.hook import loader
+loader.install()
+stand_in = sys.modules["__future__"]
+exec("from __future__ import annotations\\nx: undefined_name = 1")
+assert sys.modules["__future__"] is stand_in and not hasattr(stand_in, "__file__")
+assert stand_in.annotations.compiler_flag == 0x1000000
+real = sys.modules["__future__"]
+assert real is not stand_in and real.__file__.endswith("__future__.py")
+assert stand_in.division is real.division and sys.modules["__future__"] is real
+print("ok")
+"""
+    r = subprocess.run([sys.executable, "-E", "-S", "-c", code], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(Path(loader.__file__).resolve().parents[2])})  # fmt: skip
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
