@@ -115,7 +115,7 @@ def _headless_permission(h: Hook, who: identity.Identity, tool: str, tool_input:
         try:
             permissions.log(
                 h.layout, stub, behavior="allowed" if allowed else "denied", how="rule", rule=decided.rule,
-                where=decided.where, principal="operator",
+                where=decided.where, principal="operator", cwd=cwd, tree=who.tree,  # what replay decides with
             )  # fmt: skip
         except CocoplusError as exc:
             h.log(f"permission decision not logged: {exc}")

@@ -8,9 +8,15 @@ or after the call as the session's runtime counts it) and the loop guard (`sessi
 and why, the checkpoints asked for on the way, what it cost up to there, and the first decision that differs from
 the recorded ones (the steps the hooks logged for the run's sessions).
 
-Replayed: `[session] max_iterations`, `iteration_warn_at`, `project_max_iterations` and `loop_guard_repeats`.
-Not yet: the cost budget, the stall threshold and the permission rules (`not_replayed` names them when the policy
-sets them).  What the records do not keep is said, not guessed: a call log keeps no time per call, so the cost up
+Replayed: `[session] max_iterations`, `iteration_warn_at`, `project_max_iterations` and `loop_guard_repeats`, and
+`[permissions] allow` and `deny`: every permission request the audit log holds for the run is decided again by the
+rule engine the permission hook decides with (`rules/engine.py` `decide`), and reported allowed, asked or denied
+beside what was recorded (a rule's decision, an answer, the deadline).  The policy's two lists stand for every rule
+in effect live (the project's, this user's "always" rules, a worker's `launch --allow` grants); the call's directory
+and worker tree are the ones the hook logged with a rule's decision.  A request whose logged command was cut, or
+written with its control characters spelled out, is not decided again: the log does not keep what the hook read.
+Not yet: the cost budget and the stall threshold (`not_replayed` names them when the policy sets them).  What the
+records do not keep is said, not guessed: a call log keeps no time per call, so the cost up
 to a stop is the spend logged up to that call's estimated time (`cost_estimated`); and the calls of other
 sessions running at the same time are not interleaved into the project's count (`project_max_iterations` counts
 the run's own calls).
@@ -28,10 +34,12 @@ from cocoplus.core.keys import KEYS
 from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.core.records import MAX_COUNT, new_iteration_budget
 from cocoplus.report import timeline
+from cocoplus.rules import engine
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.session import iteration, registry
+from cocoplus.session import iteration, permissions, registry
 
 REPLAYED = ("max_iterations", "iteration_warn_at", "project_max_iterations", "loop_guard_repeats")
+RULES = ("allow", "deny")  # [permissions]: the rule lists replayed
 NOT_YET = {
     "budget_limit": "the cost budget",
     "budget_reserve": "the cost budget's reserve",
@@ -49,6 +57,13 @@ _RECORDED = {"checkpoint_requested", "iteration_cap", "loop_guard_stop", "sessio
 def load_policy(path: str) -> tuple[dict[str, int], list[str]]:
     """The replayed values a policy file sets (the others at their defaults) and what it sets that is not replayed.
     CocoplusError naming the file and the cause for one that cannot be read or holds a wrong value."""
+    values, skipped, _rules = load_policy_rules(path)
+    return values, skipped
+
+
+def load_policy_rules(path: str) -> tuple[dict[str, int], list[str], dict[str, list[str]] | None]:
+    """`load_policy`, and the policy's `[permissions]` rule lists (None: it sets neither, and rules are not
+    replayed)."""
     try:
         raw = fsio.read_bytes(path)
     except (OSError, CocoplusError) as exc:
@@ -61,12 +76,22 @@ def load_policy(path: str) -> tuple[dict[str, int], list[str]]:
         raise CocoplusError(f"{path}: not valid TOML ({exc})") from None
     values = dict(DEFAULTS)
     skipped: list[str] = []
+    rules: dict[str, list[str]] | None = None
     for table, keys in doc.items():
         if not isinstance(keys, dict):
-            raise CocoplusError(f"{path}: {table} is not a table; give keys under [session]")
+            raise CocoplusError(f"{path}: {table} is not a table; give keys under [session] or [permissions]")
         for key, value in keys.items():
             name = f"[{table}] {key}"
-            if table == "session" and key in REPLAYED:
+            if table == "permissions" and key in RULES:
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    raise CocoplusError(f"{path}: {name} must be a list of rules (strings), got {value!r}")
+                for text in value:
+                    try:
+                        engine.parse_rule(text)
+                    except CocoplusError as exc:
+                        raise CocoplusError(f"{path}: {name}: {exc}") from None
+                rules = {**(rules or {"allow": [], "deny": []}), key: list(value)}
+            elif table == "session" and key in REPLAYED:
                 low = 1 if key == "max_iterations" else 0
                 if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_COUNT:
                     raise CocoplusError(
@@ -75,7 +100,7 @@ def load_policy(path: str) -> tuple[dict[str, int], list[str]]:
                 values[key] = value
             else:
                 skipped.append(f"{name} ({NOT_YET.get(key, 'not replayed')})")
-    return values, skipped
+    return values, skipped, rules
 
 
 def _sessions_of(layout: Layout, run: str) -> tuple[str, list[SessionRecord]]:
@@ -177,7 +202,7 @@ class _Replay:
 
 def replay(layout: Layout, run: str, policy_path: str) -> dict[str, Any]:
     """Run `run`'s recorded tool calls through the live decisions under the policy at `policy_path`."""
-    policy, skipped = load_policy(policy_path)
+    policy, skipped, rules = load_policy_rules(policy_path)
     what, recs = _sessions_of(layout, run)
     r = _Replay(policy)
     for rec in recs:
@@ -204,9 +229,64 @@ def replay(layout: Layout, run: str, policy_path: str) -> dict[str, Any]:
             "cost_usd_recorded": round(sum(usd for _ts, usd in spend), 6),
             "cost_estimated": estimated,
             "first_difference": _first_difference(layout, cs_ids, r.decisions),
+            "permissions": None if rules is None else _requests(layout, policy_path, rules, cs_ids, run, what),
             "problems": r.problems,
         }
     )
+
+
+# What a logged decision was, in the replay's words.
+_LOGGED = {"allowed": "allow", "denied": "deny", "expired": "deny", "gone": "deny"}
+
+
+def _requests(
+    layout: Layout, policy_path: str, rules: dict[str, list[str]], sessions: set[str], run: str, what: str
+) -> dict[str, Any]:
+    """Every permission request of the run in the audit log, decided again by the rule engine under `rules`: what
+    the rules would do (allow, ask, deny) beside what was recorded, and the counts."""
+    allow = engine.rules_of(rules.get("allow") or [], f"{policy_path} [permissions] allow")
+    deny = engine.rules_of(rules.get("deny") or [], f"{policy_path} [permissions] deny")
+    problems: list[str] = []
+    out: list[dict[str, Any]] = []
+    counts = {"allow": 0, "ask": 0, "deny": 0, "not_replayed": 0}
+    for r in timeline.records(layout.permission_log, problems):
+        mine = r.get("session") in sessions or (what == "worker" and r.get("worker") == run)
+        if not mine or r.get("behavior") not in _LOGGED:
+            continue
+        tool, text = str(r.get("tool") or ""), r.get("input")
+        how = str(r.get("how") or "answer")
+        item: dict[str, Any] = {
+            "request": r.get("request"), "session": r.get("session"), "worker": r.get("worker"), "tool": tool,
+            "subject": text, "recorded": _LOGGED[str(r["behavior"])], "recorded_by": how,
+        }  # fmt: skip
+        why_not = _not_replayable(text)
+        if why_not is not None:
+            item.update(replayed=None, why=why_not)
+            counts["not_replayed"] += 1
+        else:
+            field = engine.PATTERN_FIELD.get(tool, "file_path")
+            cwd, tree = r.get("cwd"), r.get("tree")  # the call's directory and worker tree, as the hook logged them
+            decided = engine.decide(
+                tool, {field: text}, allow=allow, deny=deny, project=layout.project,
+                cwd=cwd if isinstance(cwd, str) else None, tree=tree if isinstance(tree, str) else None,
+            )  # fmt: skip
+            item.update(replayed=decided.behavior, why=decided.why, rule=decided.rule)
+            counts[decided.behavior] += 1
+        out.append(item)
+    first = next((i for i in out if i["replayed"] is not None and i["recorded_by"] == "rule"
+                  and i["replayed"] != i["recorded"]), None)  # fmt: skip
+    return {"rules": rules, "requests": out, "counts": counts, "first_difference": first, "problems": problems}
+
+
+def _not_replayable(text: Any) -> str | None:
+    """Why a logged subject is not what the hook decided on (None: it is)."""
+    if not isinstance(text, str) or not text:
+        return "the log keeps no command or path for it"
+    if len(text) >= permissions.MAX_SHOWN - 3 and text.endswith("..."):
+        return f"the log keeps its first {permissions.MAX_SHOWN - 3} characters only"
+    if "\\n" in text or "\\x" in text:
+        return "the log wrote its control characters out, so it is not the command the hook read"
+    return None
 
 
 def _mtime(path: str) -> float | None:

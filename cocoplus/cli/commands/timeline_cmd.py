@@ -111,6 +111,28 @@ def render_replay(rep: dict[str, Any]) -> None:
             f"  first difference: {said}; replayed "
             + (f"{new['decision']} at call {new['call']}" if new else "nothing")
         )
+    perms = rep.get("permissions")
+    if perms is not None:
+        c = perms["counts"]
+        output.line(
+            f"  permission requests under the rules: {c['allow']} allowed, {c['ask']} asked, {c['deny']} denied"
+            + (f" ({c['not_replayed']} not decided again)" if c["not_replayed"] else "")
+        )
+        for item in perms["requests"]:
+            new = item["replayed"] or "not decided again"
+            changed = item["replayed"] is not None and item["replayed"] != item["recorded"]
+            output.line(
+                f"    {item['tool']} `{item['subject']}`: recorded {item['recorded']} ({item['recorded_by']}); ",
+                (f"replayed {new}", "bold" if changed else ""),
+                f": {item['why']}",
+            )
+        first = perms["first_difference"]
+        if first is not None:
+            output.line(
+                f"  first rule decision that differs: request {first['request']}, recorded {first['recorded']}, "
+                f"replayed {first['replayed']}"
+            )
+        output.problems(perms.get("problems") or [])
     for item in rep["not_replayed"]:
         output.note(f"not replayed: {item}")
     output.problems(rep.get("problems") or [])
@@ -121,13 +143,17 @@ def replay(
         str, typer.Argument(metavar="RUN", help="A worker's id (all its runs), or a session's cs_ id or alias.")
     ],
     policy: Annotated[
-        str, typer.Option("--policy", metavar="FILE", help="A TOML file with the [session] values to replay.")
+        str,
+        typer.Option(
+            "--policy", metavar="FILE", help="A TOML file with the [session] values and [permissions] rules to replay."
+        ),
     ],
     json_out: JsonFlag = False,
 ) -> None:
-    """A recorded run decided again under another policy (the iteration cap, per session and per project, and the
-    loop guard's repeat count), by the functions the hooks use live: where it would have stopped and why, its
-    cost to there, and the first decision that differs from the recorded ones.  No model is called."""
+    """A recorded run decided again under another policy (the iteration cap, per session and per project, the loop
+    guard's repeat count, and the permission rules), by the functions the hooks use live: where it would have
+    stopped and why, its cost to there, which permission requests the rules would allow, ask or deny, and the first
+    decision that differs from the recorded ones.  No model is called."""
     output.show(ops.replay(layout(), run, policy), json_out, render_replay)
 
 
