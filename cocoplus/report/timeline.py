@@ -412,10 +412,31 @@ def _workers(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
             )  # fmt: skip
         if rec.get("started_at"):
             yield _event("workers", rec["started_at"], "worker", f"{wid}:started", "run started", {}, **who)
+        yield from _tree_events(wid, rec.get("worktree"), who)
         if rec.get("ended_at"):
             text = f"run ended: {rec.get('reason') or 'ended'}"
             detail = {"exit": rec.get("exit"), "stopped_by": rec.get("stopped_by")}
             yield _event("workers", rec["ended_at"], "worker", f"{wid}:ended", text, detail, **who)
+
+
+def _tree_events(wid: str, tree: Any, who: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """A worktree worker's commit of what its run left, and its branch's merge: hash and diff stat."""
+    if not isinstance(tree, dict):
+        return
+    done = tree.get("committed")
+    if isinstance(done, dict) and isinstance(done.get("commit"), str):
+        text = f"commit {done['commit'][:12]} on {tree.get('branch')}: what the run left uncommitted"
+        yield _event("workers", done.get("at"), "merge", f"{wid}:commit:{done['commit']}", text,
+                     {"commit": done["commit"], "branch": tree.get("branch")}, **who)  # fmt: skip
+    merged = tree.get("merged")
+    if isinstance(merged, dict) and isinstance(merged.get("commit"), str):
+        stat = f" ({merged['stat']})" if merged.get("stat") else ""
+        text = f"merged {tree.get('branch')} into {merged.get('into')}: {merged['commit'][:12]}{stat}"
+        if merged.get("by"):
+            text += f" by {merged['by']}"
+        detail = {k: merged.get(k) for k in ("commit", "into", "by", "stat", "protected") if merged.get(k)}
+        yield _event("workers", merged.get("at"), "merge", f"{wid}:merge:{merged['commit']}", text,
+                     {**detail, "branch": tree.get("branch")}, **who)  # fmt: skip
 
 
 _READERS = (_steps, _signals, _rounds, _decisions, _authority, _spend, _sessions, _workers)

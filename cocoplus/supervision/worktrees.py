@@ -294,8 +294,10 @@ def merge(layout: Layout, rec: WorkerRecord, check: Callable[[list[str]], None] 
     r = git(layout.project, "merge", "--no-ff", "--no-edit", "-m", message, branch, ident=True)
     if r.returncode == 0:
         head = git(layout.project, "rev-parse", "HEAD").stdout.strip()
+        # What the merge brought in, against the branch it went into: "3 files changed, 10 insertions(+), ..."
+        stat = git(layout.project, "diff", "--shortstat", "HEAD^1", "HEAD").stdout.strip() or None
         return {"worker": rec["id"], "branch": branch, "into": current, "merged": True, "already": False,
-                "conflicts": [], "commit": head, "protected": touched}  # fmt: skip
+                "conflicts": [], "commit": head, "protected": touched, "stat": stat}  # fmt: skip
     conflicts = git(layout.project, "diff", "--name-only", "--diff-filter=U").stdout.split()
     if conflicts:
         return {"worker": rec["id"], "branch": branch, "into": current, "merged": False, "already": False,

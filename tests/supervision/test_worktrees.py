@@ -127,6 +127,20 @@ def test_a_worker_in_a_worktree_edits_its_own_checkout_and_what_it_left_is_commi
     assert merged["merged"] and not merged["conflicts"] and merged["into"] == "main"
     assert Path(proj.project, "shared.txt").read_text() == "edit-one\n"
     assert (workers.read(proj, "w1") or {})["worktree"]["merged"]["commit"] == merged["commit"]
+    assert merged["stat"] == "1 file changed, 1 insertion(+), 1 deletion(-)"
+    # The timeline shows the commit of what it left and the merge, with its hash and diff stat.
+    from cocoplus.report import timeline
+
+    events = [e for e in timeline.timeline(proj)["events"] if e["kind"] == "merge" and e.get("worker") == "w1"]
+    commit, merge = events
+    merged_by = (workers.read(proj, "w1") or {})["worktree"]["merged"]["by"]  # the operator's name
+    assert commit["detail"]["commit"] == done["worktree"]["committed"]["commit"]
+    assert commit["text"].startswith(f"commit {commit['detail']['commit'][:12]} on cocoplus/one")
+    assert merge["detail"]["commit"] == merged["commit"] and merge["detail"]["stat"] == merged["stat"]
+    assert merge["text"] == (
+        f"merged cocoplus/one into main: {merged['commit'][:12]} (1 file changed, 1 insertion(+), 1 deletion(-))"
+        f" by {merged_by}"
+    )
 
 
 @pytest.mark.slow

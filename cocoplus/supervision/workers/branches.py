@@ -83,7 +83,7 @@ def merge(layout: Layout, ref: str, by: str, check: Callable[[list[str]], None] 
     _keep_leftovers(layout, rec)
     out = worktrees.merge(layout, rec, check)
     if out["merged"]:
-        merged = {"into": out["into"], "commit": out["commit"], "at": clock.iso(), "by": by}
+        merged = {"into": out["into"], "commit": out["commit"], "at": clock.iso(), "by": by, "stat": out.get("stat")}
         if out.get("protected"):
             merged["protected"] = out["protected"]
         _note_tree(layout, rec["id"], merged=merged)
