@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from cocoplus.core import clock, fsio, jsonl
+from cocoplus.core import clock, fsio, jsonfast, jsonl
 from cocoplus.core.errors import CocoplusError, NotFound
 from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.session import registry
@@ -124,14 +124,16 @@ def _said(rec: dict[str, Any], keys: tuple[str, ...] = _SHOWN) -> str:
 
 class Reading:
     """What one reading of the logs keeps: problems met, and with `tail` (the newest that many records of each log
-    are read, for a screen of the newest events) how many records were left unread (`skipped`)."""
+    are read, for a screen of the newest events) how many records were left unread (`skipped`); and which worker
+    each session ran for (`owners`, from the workers' records)."""
 
-    __slots__ = ("problems", "tail", "skipped")
+    __slots__ = ("problems", "tail", "skipped", "owners")
 
     def __init__(self, tail: int = 0) -> None:
         self.problems: list[str] = []
         self.tail = tail
         self.skipped = 0
+        self.owners: dict[str, str] = {}
 
 
 def records(path: str, problems: list[str]) -> list[dict[str, Any]]:
@@ -325,32 +327,76 @@ def _subject(body: Any) -> str:
 
 
 def _transcript_calls(rec: Any) -> list[dict[str, Any]]:
-    """A Claude Code session's tool calls as its transcript keeps them, in order: the runtime's tool-use id, the
-    tool, its input's fingerprint (as the call log has it) and subject, when it was asked for, and from its result
-    whether it failed and how long it took.  None for another runtime's session, or a transcript not read."""
+    """A session's tool calls as its runtime's own record keeps them, in order (Claude Code's transcript, Codex's
+    rollout): the runtime's tool-use id, the tool, its input's fingerprint (as the call log has it) and subject,
+    when it was asked for, and from its result whether it failed and how long it took.  None for another runtime's
+    session, or a record not read."""
     path = rec.get("transcript_path")
-    if rec.get("runtime") != "claude" or not isinstance(path, str) or not os.path.isabs(path):
+    reader = _USES.get(str(rec.get("runtime")))
+    if reader is None or not isinstance(path, str) or not os.path.isabs(path):
         return []
     uses: list[dict[str, Any]] = []
-    results: dict[str, tuple[bool, str | None]] = {}
+    results: dict[str, tuple[bool | None, str | None]] = {}
     for r in _records(path, Reading()):
-        msg = r.get("message")
-        content = msg.get("content") if isinstance(msg, dict) else None
-        for b in content if isinstance(content, list) else []:
-            if not isinstance(b, dict):
-                continue
-            if b.get("type") == "tool_use" and isinstance(b.get("id"), str):
-                fp = registry.fingerprint({"tool_name": b.get("name"), "tool_input": b.get("input")})
-                uses.append({"tool_use_id": b["id"], "tool": str(b.get("name") or "tool"), "fp": fp[:24],
-                             "subject": _subject(b.get("input")), "ts": r.get("timestamp")})  # fmt: skip
-            elif b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str):
-                results[b["tool_use_id"]] = (bool(b.get("is_error")), r.get("timestamp"))
+        reader(r, uses, results)
     for u in uses:
         error, done = results.get(u["tool_use_id"], (None, None))
         began, ended = clock.parse_iso(u["ts"]), clock.parse_iso(done)
         u["error"] = error
         u["duration_s"] = round(ended - began, 3) if began is not None and ended is not None else None
     return uses
+
+
+def _use(tool_use_id: str, tool: str, tool_input: Any, ts: Any) -> dict[str, Any]:
+    """One tool call, fingerprinted as the hook fingerprints the payload its runtime gives it."""
+    fp = registry.fingerprint({"tool_name": tool, "tool_input": tool_input})
+    return {"tool_use_id": tool_use_id, "tool": tool, "fp": fp[:24], "subject": _subject(tool_input), "ts": ts}
+
+
+def _claude_uses(r: dict[str, Any], uses: list[dict[str, Any]], results: dict[str, Any]) -> None:
+    """A line of Claude Code's transcript: `tool_use` and `tool_result` blocks of its messages."""
+    msg = r.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    for b in content if isinstance(content, list) else []:
+        if not isinstance(b, dict):
+            continue
+        if b.get("type") == "tool_use" and isinstance(b.get("id"), str):
+            uses.append(_use(b["id"], str(b.get("name") or "tool"), b.get("input"), r.get("timestamp")))
+        elif b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str):
+            results[b["tool_use_id"]] = (bool(b.get("is_error")), r.get("timestamp"))
+
+
+# Codex's shell tools, which its hooks name `Bash` with the command as `command`.
+_CODEX_SHELL = ("exec_command", "shell", "local_shell")
+_EXITED = re.compile(r"(?:Process exited with code|Exit code:) (-?\d+)")
+
+
+def _codex_uses(r: dict[str, Any], uses: list[dict[str, Any]], results: dict[str, Any]) -> None:
+    """A line of Codex's rollout: `function_call` and `function_call_output` response items."""
+    item = r.get("payload") if r.get("type") == "response_item" else None
+    if not isinstance(item, dict) or not isinstance(item.get("call_id"), str):
+        return
+    if item.get("type") in ("function_call", "custom_tool_call"):
+        name = str(item.get("name") or "tool")
+        args: Any = item.get("arguments") if item.get("type") == "function_call" else item.get("input")
+        if isinstance(args, str) and item.get("type") == "function_call":
+            try:
+                args = jsonfast.loads(args)
+            except ValueError:
+                pass
+        if name in _CODEX_SHELL and isinstance(args, dict):
+            command = args.get("cmd", args.get("command"))
+            if isinstance(command, list):
+                command = " ".join(str(x) for x in command)
+            name, args = "Bash", {"command": command}
+        uses.append(_use(item["call_id"], name, args, r.get("timestamp")))
+    elif item.get("type") in ("function_call_output", "custom_tool_call_output"):
+        out = item.get("output")
+        code = _EXITED.search(out) if isinstance(out, str) else None
+        results[item["call_id"]] = (int(code.group(1)) != 0 if code else None, r.get("timestamp"))
+
+
+_USES = {"claude": _claude_uses, "codex": _codex_uses}
 
 
 def _matched(calls: list[str], uses: list[dict[str, Any]], window: int = 64) -> dict[int, dict[str, Any]]:
@@ -399,8 +445,14 @@ def _workers(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
         who = {"worker": wid, "runtime": rec.get("runtime"), "session": rec.get("session"), "alias": rec.get("alias")}
         task = str(rec.get("task") or "")
         task = task if len(task) <= 80 else task[:77] + "..."
-        yield _event("workers", rec.get("created_at"), "worker", f"{wid}:created", f"launched: {task}", {}, **who)
         history = [h for h in rec.get("runtimes") or [] if isinstance(h, dict)]
+        for cs in [rec.get("session"), *(h.get("session") for h in history)]:
+            if isinstance(cs, str):
+                rd.owners[cs] = wid
+        first = history[0] if history else {}  # launched in the runtime of its first run, not the one it ended in
+        launched = {**who, "runtime": first.get("runtime") or who["runtime"],
+                    "session": first.get("session") if history else who["session"]}  # fmt: skip
+        yield _event("workers", rec.get("created_at"), "worker", f"{wid}:created", f"launched: {task}", {}, **launched)
         for prev, h in zip(history, history[1:]):
             back = h.get("reason") == "handed back"
             why = "" if back else f" ({h.get('reason')})" if h.get("reason") else ""
@@ -457,6 +509,9 @@ def timeline(
     events: list[dict[str, Any]] = []
     for reader in _READERS:
         events.extend(reader(layout, rd))
+    for e in events:  # a session's events are its worker's (a hook's record names the session only)
+        if e["worker"] is None and e["session"] in rd.owners:
+            e["worker"] = rd.owners[e["session"]]
     _ids(events)
     events.sort(key=lambda e: (e["ts"] or "", e["source"], e["id"]))
     if target:

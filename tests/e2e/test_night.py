@@ -96,19 +96,10 @@ def keep_the_night(layout: Layout) -> None:
 
 
 def scrubbed(text: str, layout: Layout) -> str:
-    """`text` with this machine's paths named by what they are: the project, the test's directory, this checkout,
-    the interpreter's environment."""
-    import sys
-    import tempfile
+    """`text` with this machine's paths named by what they are (tests/support/recorded_runs.py)."""
+    from tests.support.recorded_runs import scrubbed as named
 
-    here = Path(layout.project).parent
-    for path, name in (
-        (layout.project, "<project>"), (str(here), "<tmp>"), (str(Path(__file__).resolve().parents[2]), "<repo>"),
-        (sys.prefix, "<venv>"), (os.path.realpath(sys.prefix), "<venv>"), (os.path.expanduser("~"), "<home>"),
-        (str(here.parent), "<tmp>"), (tempfile.gettempdir(), "<tmp>"),
-    ):  # fmt: skip
-        text = text.replace(path, name)
-    return text
+    return named(text, layout)
 
 
 def wait_or_tell(
