@@ -33,35 +33,35 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.core.keys import KEYS
 from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.core.records import MAX_COUNT, new_iteration_budget
+from cocoplus.cost import enforce
 from cocoplus.report import timeline
 from cocoplus.rules import engine
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.session import iteration, permissions, registry
 
 REPLAYED = ("max_iterations", "iteration_warn_at", "project_max_iterations", "loop_guard_repeats")
+BUDGET = ("budget_limit", "budget_reserve_fraction")  # [session], in dollars and a share of the limit
 RULES = ("allow", "deny")  # [permissions]: the rule lists replayed
 NOT_YET = {
-    "budget_limit": "the cost budget",
-    "budget_reserve": "the cost budget's reserve",
-    "stall_after_s": "the stall threshold",
     "stall_threshold_s": "the stall threshold",
 }
 if TYPE_CHECKING:
     from cocoplus.core.shapes import SessionRecord
 
 # What a policy leaves out is at its default (the key table's, as in a project with no cocoplus.toml).
-DEFAULTS = {k.name: int(k.default) for k in KEYS if k.section == "session" and k.name in REPLAYED}
+DEFAULTS: dict[str, float] = {k.name: int(k.default) for k in KEYS if k.section == "session" and k.name in REPLAYED}
+DEFAULTS.update({k.name: float(k.default) for k in KEYS if k.section == "session" and k.name in BUDGET})
 _RECORDED = {"checkpoint_requested", "iteration_cap", "loop_guard_stop", "session_stop", "worker_stop"}
 
 
-def load_policy(path: str) -> tuple[dict[str, int], list[str]]:
+def load_policy(path: str) -> tuple[dict[str, float], list[str]]:
     """The replayed values a policy file sets (the others at their defaults) and what it sets that is not replayed.
     CocoplusError naming the file and the cause for one that cannot be read or holds a wrong value."""
     values, skipped, _rules = load_policy_rules(path)
     return values, skipped
 
 
-def load_policy_rules(path: str) -> tuple[dict[str, int], list[str], dict[str, list[str]] | None]:
+def load_policy_rules(path: str) -> tuple[dict[str, float], list[str], dict[str, list[str]] | None]:
     """`load_policy`, and the policy's `[permissions]` rule lists (None: it sets neither, and rules are not
     replayed)."""
     try:
@@ -91,6 +91,11 @@ def load_policy_rules(path: str) -> tuple[dict[str, int], list[str], dict[str, l
                     except CocoplusError as exc:
                         raise CocoplusError(f"{path}: {name}: {exc}") from None
                 rules = {**(rules or {"allow": [], "deny": []}), key: list(value)}
+            elif table == "session" and key in BUDGET:
+                top = 1.0 if key == "budget_reserve_fraction" else 1e12
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < top:
+                    raise CocoplusError(f"{path}: {name} must be a number from 0 (below {top:g}), got {value!r}")
+                values[key] = float(value)
             elif table == "session" and key in REPLAYED:
                 low = 1 if key == "max_iterations" else 0
                 if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_COUNT:
@@ -132,12 +137,40 @@ def _spend(layout: Layout, sessions: set[str]) -> list[tuple[str, float]]:
     return sorted(out)
 
 
+def _boundaries(layout: Layout, limit: float, fraction: float) -> dict[str, dict[str, Any]]:
+    """Where the cost budget under `limit` and `fraction` would have changed state: at each boundary the spend log
+    records (the turn ends and stage ends that priced usage: a boundary that priced nothing leaves the spend as it
+    was), the project's spend up to it (every session's, as the live check counts it) decided by
+    `cost/enforce.py` `target_state`.  `{"reserve": {...}, "exhausted": {...}}`, each with the boundary's time and
+    the spend there; a state never reached is missing."""
+    out: dict[str, dict[str, Any]] = {}
+    if limit <= 0:
+        return out
+    problems: list[str] = []
+    spent = 0.0
+    points: dict[str, float] = {}
+    for r in timeline.records(layout.spend_log, problems):
+        usd, ts = r.get("usd"), r.get("ts")
+        if isinstance(usd, (int, float)) and not isinstance(usd, bool) and isinstance(ts, str):
+            points[ts] = points.get(ts, 0.0) + float(usd)
+    for ts in sorted(points):
+        spent += points[ts]
+        state = enforce.target_state(round(spent, 10), limit, fraction)
+        if state != "normal" and state not in out:
+            out[state] = {"at": ts, "spent_usd": round(spent, 6)}
+        if state == "exhausted":
+            out.setdefault("reserve", out[state])
+            break
+    return out
+
+
 class _Replay:
     """One replay's state: the count as the hooks keep it, the decisions so far, where it stopped."""
 
-    def __init__(self, policy: dict[str, int]) -> None:
-        self.cap, self.warn_at = max(1, policy["max_iterations"]), policy["iteration_warn_at"]
-        self.ceiling, self.repeats = policy["project_max_iterations"], policy["loop_guard_repeats"]
+    def __init__(self, policy: dict[str, float], budget: dict[str, dict[str, Any]] | None = None) -> None:
+        self.cap, self.warn_at = max(1, int(policy["max_iterations"])), int(policy["iteration_warn_at"])
+        self.ceiling, self.repeats = int(policy["project_max_iterations"]), int(policy["loop_guard_repeats"])
+        self.limit, self.budget = float(policy["budget_limit"]), dict(budget or {})
         self.doc = new_iteration_budget(min(self.cap, MAX_COUNT), min(self.warn_at, MAX_COUNT))
         self.decisions: list[dict[str, Any]] = []
         self.stop: dict[str, Any] | None = None
@@ -170,11 +203,31 @@ class _Replay:
                 "alias": rec.get("alias"),
                 "runtime": rec.get("runtime"),
             }
+            if self.budgeted(at):
+                return
             if use is not None:  # the call as Claude Code's transcript names it
                 at.update(tool=use["tool"], subject=use["subject"], tool_use_id=use["tool_use_id"])
             self.call(at, fp, calls[max(0, i + 1 - max(2 * self.repeats, 1)) : i + 1], before)
             if self.stop is not None:
                 return
+
+    def budgeted(self, at: dict[str, Any]) -> bool:
+        """Whether the cost budget stopped the run before this call: a boundary before it exhausted the budget (the
+        kill switch, for every session), after the reserve's notice (once) where one came first."""
+        when = self.times.get(self.n)
+        if when is None:
+            return False
+        reserve, exhausted = self.budget.get("reserve"), self.budget.get("exhausted")
+        if reserve is not None and reserve["at"] < when[0]:
+            self.decisions.append({**at, "call": self.n - 1, "decision": "reserve", "why": "cost budget reserve",
+                                   "spent_usd": reserve["spent_usd"], "boundary_at": reserve["at"]})  # fmt: skip
+            self.budget.pop("reserve")
+        if exhausted is not None and exhausted["at"] < when[0]:
+            self.stop = {**at, "call": self.n - 1, "why": "cost_budget", "limit_usd": self.limit,
+                         "spent_usd": exhausted["spent_usd"], "boundary_at": exhausted["at"],
+                         "refused_call": self.n}  # fmt: skip
+            return True
+        return False
 
     def call(self, at: dict[str, Any], fp: str, last: list[str], before: bool) -> None:
         """One call decided as the hooks decide it: counted (before or after it runs), then the loop guard over
@@ -204,7 +257,7 @@ def replay(layout: Layout, run: str, policy_path: str) -> dict[str, Any]:
     """Run `run`'s recorded tool calls through the live decisions under the policy at `policy_path`."""
     policy, skipped, rules = load_policy_rules(policy_path)
     what, recs = _sessions_of(layout, run)
-    r = _Replay(policy)
+    r = _Replay(policy, _boundaries(layout, policy["budget_limit"], policy["budget_reserve_fraction"]))
     for rec in recs:
         r.session(layout, rec)
         if r.stop is not None:
@@ -220,7 +273,7 @@ def replay(layout: Layout, run: str, policy_path: str) -> dict[str, Any]:
             "run": run,
             "kind": what,
             "sessions": [rec["id"] for rec in recs],
-            "policy": {k: policy[k] for k in REPLAYED},
+            "policy": {k: policy[k] for k in (*REPLAYED, *BUDGET)},
             "not_replayed": skipped,
             "calls": r.n,
             "stopped_at": r.stop,

@@ -115,6 +115,7 @@ def test_a_policy_file_that_cannot_be_used_is_one_line_naming_it(project: Layout
         ("[session\n", "not valid TOML"),
         ("[session]\nmax_iterations = 0\n", "[session] max_iterations must be a whole number from 1"),
         ("[session]\nloop_guard_repeats = 'x'\n", "[session] loop_guard_repeats must be a whole number"),
+        ("[session]\nbudget_reserve_fraction = 1.5\n", "[session] budget_reserve_fraction must be a number from 0"),
     ):
         path = policy(tmp_path, text)
         r = run_cli_subprocess("replay", "cc1", "--policy", path, cwd=project.project)
@@ -122,7 +123,7 @@ def test_a_policy_file_that_cannot_be_used_is_one_line_naming_it(project: Layout
         assert r.err.startswith(f"cocoplus: error: {path}: ") and words in r.err, r.err
         assert_no_traceback(r.err)
     rep = replay(project, policy(tmp_path, "[session]\nbudget_limit = 5\n[rules]\nallow = ['x']\n"))
-    assert rep["not_replayed"] == ["[session] budget_limit (the cost budget)", "[rules] allow (not replayed)"]
+    assert rep["not_replayed"] == ["[rules] allow (not replayed)"]
     assert rep["stopped_at"] is None and rep["calls"] == 3
 
 
@@ -135,3 +136,31 @@ def test_a_secret_in_the_call_it_stops_at_is_redacted_from_the_report(project: L
     stop = json.loads(js.out)["stopped_at"]
     assert (stop["call"], stop["subject"]) == (5, "OPENAI_API_KEY=[redacted] python tools/fetch.py")
     assert recorded.SECRET not in js.out and recorded.SECRET not in text.out
+
+
+def test_a_cost_budget_asks_for_wrap_up_at_one_turn_end_and_stops_the_run_at_the_next(
+    project: Layout, tmp_path: Path
+) -> None:
+    """At each boundary the spend log records (the turn ends after calls 10 and 35), the spend up to it decided by
+    the budget's own `target_state`: the reserve after call 10, exhausted after call 35 (the kill switch: call 36
+    is refused)."""
+    recorded.record(project, UNGUARDED)
+    turns = spend(project)
+    first = turns[0]["usd"]
+    limit = round(first * 1.2, 6)  # the first turn's spend is past the reserve (half of it), not past the limit
+    budget = f"[session]\n{UNGUARDED}budget_limit = {limit}\nbudget_reserve_fraction = 0.5\n"
+    rep = replay(project, policy(tmp_path, budget))
+    reserve, stop = rep["decisions"]
+    assert (reserve["decision"], reserve["call"], reserve["why"]) == ("reserve", 10, "cost budget reserve")
+    assert reserve["spent_usd"] == round(first, 6) and reserve["boundary_at"] == turns[0]["ts"]
+    s = rep["stopped_at"]
+    assert (s["call"], s["refused_call"], s["why"], s["limit_usd"]) == (35, 36, "cost_budget", limit)
+    assert s["spent_usd"] == round(sum(t["usd"] for t in turns), 6) and stop["decision"] == "stop"
+    assert rep["policy"]["budget_limit"] == limit and rep["not_replayed"] == []
+    # No limit (0, the default): the budget decides nothing.
+    assert replay(project, policy(tmp_path, f"[session]\n{UNGUARDED}budget_limit = 0\n"))["stopped_at"] is None
+    # Twice the whole spend: nothing either; the reserve alone at a fraction that reaches it.
+    total = sum(t["usd"] for t in turns)
+    twice = f"[session]\n{UNGUARDED}budget_limit = {total * 2}\nbudget_reserve_fraction = 0.6\n"
+    rep = replay(project, policy(tmp_path, twice))
+    assert rep["stopped_at"] is None and [d["decision"] for d in rep["decisions"]] == ["reserve"]

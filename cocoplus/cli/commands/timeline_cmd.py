@@ -80,10 +80,15 @@ def render_replay(rep: dict[str, Any]) -> None:
         (f"replay of {rep['kind']} {rep['run']}: ", "bold"),
         f"{rep['calls']} recorded tool call(s) in {len(rep['sessions'])} session(s); max_iterations "
         f"{p['max_iterations']}, iteration_warn_at {p['iteration_warn_at']}, project_max_iterations "
-        f"{p['project_max_iterations']}, loop_guard_repeats {p['loop_guard_repeats']}",
+        f"{p['project_max_iterations']}, loop_guard_repeats {p['loop_guard_repeats']}"
+        + (
+            f", budget_limit ${p['budget_limit']:.2f} (reserve {p['budget_reserve_fraction']:.0%})"
+            if p.get("budget_limit")
+            else ""
+        ),
     )
     for d in rep["decisions"]:
-        what = ("stop", "bold red") if d["decision"] == "stop" else ("checkpoint", "yellow")
+        what = ("stop", "bold red") if d["decision"] == "stop" else (d["decision"], "yellow")
         named = f" `{d['tool']} {d['subject']}`" if d.get("tool") else ""
         extra = (
             f", the same call{named} from call {d['first_call']} ({d['repeats']} in a row)"
@@ -91,6 +96,8 @@ def render_replay(rep: dict[str, Any]) -> None:
             else ""
         )
         cap = f", cap {d['cap']} ({d['by']})" if d.get("cap") else ""
+        if d.get("boundary_at"):
+            cap += f", ${d['spent_usd']:.4f} spent at the boundary of {d['boundary_at']}"
         output.line(f"  call {d['call']} ({d.get('alias') or d['session']}): ", what, f" by {d['why']}{cap}{extra}")
     stop = rep["stopped_at"]
     if stop is None:
@@ -151,9 +158,9 @@ def replay(
     json_out: JsonFlag = False,
 ) -> None:
     """A recorded run decided again under another policy (the iteration cap, per session and per project, the loop
-    guard's repeat count, and the permission rules), by the functions the hooks use live: where it would have
-    stopped and why, its cost to there, which permission requests the rules would allow, ask or deny, and the first
-    decision that differs from the recorded ones.  No model is called."""
+    guard's repeat count, the cost budget and its reserve, and the permission rules), by the functions the hooks
+    use live: where it would have stopped and why, its cost to there, which permission requests the rules would
+    allow, ask or deny, and the first decision that differs from the recorded ones.  No model is called."""
     output.show(ops.replay(layout(), run, policy), json_out, render_replay)
 
 
