@@ -28,7 +28,7 @@ import os
 import tomllib
 from typing import TYPE_CHECKING, Any
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, vocab
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.keys import KEYS
 from cocoplus.core.paths import Layout, is_valid_id
@@ -42,15 +42,15 @@ from cocoplus.session import iteration, permissions, registry
 REPLAYED = ("max_iterations", "iteration_warn_at", "project_max_iterations", "loop_guard_repeats")
 BUDGET = ("budget_limit", "budget_reserve_fraction")  # [session], in dollars and a share of the limit
 RULES = ("allow", "deny")  # [permissions]: the rule lists replayed
-NOT_YET = {
-    "stall_threshold_s": "the stall threshold",
-}
+STALL = ("stall_threshold_s", "stall_cooldown_s")  # [supervision], in seconds
+NOT_YET: dict[str, str] = {}
 if TYPE_CHECKING:
     from cocoplus.core.shapes import SessionRecord
 
 # What a policy leaves out is at its default (the key table's, as in a project with no cocoplus.toml).
 DEFAULTS: dict[str, float] = {k.name: int(k.default) for k in KEYS if k.section == "session" and k.name in REPLAYED}
 DEFAULTS.update({k.name: float(k.default) for k in KEYS if k.section == "session" and k.name in BUDGET})
+DEFAULTS.update({k.name: float(k.default) for k in KEYS if k.section == "supervision" and k.name in STALL})
 _RECORDED = {"checkpoint_requested", "iteration_cap", "loop_guard_stop", "session_stop", "worker_stop"}
 
 
@@ -81,31 +81,41 @@ def load_policy_rules(path: str) -> tuple[dict[str, float], list[str], dict[str,
         if not isinstance(keys, dict):
             raise CocoplusError(f"{path}: {table} is not a table; give keys under [session] or [permissions]")
         for key, value in keys.items():
-            name = f"[{table}] {key}"
             if table == "permissions" and key in RULES:
-                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                    raise CocoplusError(f"{path}: {name} must be a list of rules (strings), got {value!r}")
-                for text in value:
-                    try:
-                        engine.parse_rule(text)
-                    except CocoplusError as exc:
-                        raise CocoplusError(f"{path}: {name}: {exc}") from None
-                rules = {**(rules or {"allow": [], "deny": []}), key: list(value)}
-            elif table == "session" and key in BUDGET:
-                top = 1.0 if key == "budget_reserve_fraction" else 1e12
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < top:
-                    raise CocoplusError(f"{path}: {name} must be a number from 0 (below {top:g}), got {value!r}")
-                values[key] = float(value)
-            elif table == "session" and key in REPLAYED:
-                low = 1 if key == "max_iterations" else 0
-                if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_COUNT:
-                    raise CocoplusError(
-                        f"{path}: {name} must be a whole number from {low} to {MAX_COUNT}, got {value!r}"
-                    )
-                values[key] = value
+                rules = {**(rules or {"allow": [], "deny": []}), key: _rule_list(path, f"[{table}] {key}", value)}
+            elif (table == "session" and key in (*REPLAYED, *BUDGET)) or (table == "supervision" and key in STALL):
+                values[key] = _number(path, f"[{table}] {key}", key, value)
             else:
-                skipped.append(f"{name} ({NOT_YET.get(key, 'not replayed')})")
+                skipped.append(f"[{table}] {key} ({NOT_YET.get(key, 'not replayed')})")
     return values, skipped, rules
+
+
+def _rule_list(path: str, name: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CocoplusError(f"{path}: {name} must be a list of rules (strings), got {value!r}")
+    for text in value:
+        try:
+            engine.parse_rule(text)
+        except CocoplusError as exc:
+            raise CocoplusError(f"{path}: {name}: {exc}") from None
+    return list(value)
+
+
+def _number(path: str, name: str, key: str, value: Any) -> float:
+    """A replayed key's value, checked as its kind wants it: whole counts, dollars and a share, seconds."""
+    if key in STALL:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 7 * 86400:
+            raise CocoplusError(f"{path}: {name} must be a number of seconds from 0 to 604800, got {value!r}")
+        return float(value)
+    if key in BUDGET:
+        top = 1.0 if key == "budget_reserve_fraction" else 1e12
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < top:
+            raise CocoplusError(f"{path}: {name} must be a number from 0 (below {top:g}), got {value!r}")
+        return float(value)
+    low = 1 if key == "max_iterations" else 0
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_COUNT:
+        raise CocoplusError(f"{path}: {name} must be a whole number from {low} to {MAX_COUNT}, got {value!r}")
+    return value
 
 
 def _sessions_of(layout: Layout, run: str) -> tuple[str, list[SessionRecord]]:
@@ -273,7 +283,7 @@ def replay(layout: Layout, run: str, policy_path: str) -> dict[str, Any]:
             "run": run,
             "kind": what,
             "sessions": [rec["id"] for rec in recs],
-            "policy": {k: policy[k] for k in (*REPLAYED, *BUDGET)},
+            "policy": {k: policy[k] for k in (*REPLAYED, *BUDGET, *STALL)},
             "not_replayed": skipped,
             "calls": r.n,
             "stopped_at": r.stop,
@@ -283,9 +293,54 @@ def replay(layout: Layout, run: str, policy_path: str) -> dict[str, Any]:
             "cost_estimated": estimated,
             "first_difference": _first_difference(layout, cs_ids, r.decisions),
             "permissions": None if rules is None else _requests(layout, policy_path, rules, cs_ids, run, what),
+            "stalls": _stalls(layout, cs_ids, policy["stall_threshold_s"], policy["stall_cooldown_s"]),
             "problems": r.problems,
         }
     )
+
+
+def _stalls(layout: Layout, sessions: set[str], threshold: float, cooldown: float) -> dict[str, Any]:
+    """Where the stall watchdog would have woken the brain: each time one of the run's sessions entered an attention
+    state (its signal), how long it stayed there (until the session's next signal or step; still there at the end
+    of the record: until its last activity or now), decided by `session/registry.py` `stall_due`, the
+    watchdog's own check, at the moment the threshold was reached.  Beside them, the stalls the watcher recorded
+    (`stall_detected` steps).  Live, the watchdog looks every `stall_watchdog_interval_s`, so it tells at most
+    that much later than the moment given here, and only while supervision is on and the session in its scope."""
+    problems: list[str] = []
+    marks: dict[str, list[tuple[str, str, str | None]]] = {}  # session: [(ts, kind, attention state)]
+    for r in timeline.records(layout.signals, problems):
+        cs, ts = r.get("session"), r.get("ts")
+        if cs in sessions and isinstance(ts, str):
+            attention = r.get("kind") == "attention" and r.get("value") in vocab.ATTENTION_STATES
+            state = str(r.get("value")) if attention else None
+            marks.setdefault(str(cs), []).append((ts, "signal", state))
+    recorded = []
+    for r in timeline.records(layout.steps, problems):
+        cs, ts = timeline._cs(r.get("session")), r.get("ts")
+        if cs in sessions and isinstance(ts, str):
+            marks.setdefault(str(cs), []).append((ts, "step", None))
+            if r.get("event") == "stall_detected":
+                recorded.append({"session": cs, "at": ts, "attention": r.get("attention"), "seconds": r.get("seconds")})
+    out: list[dict[str, Any]] = []
+    fired: dict[str, float] = {}
+    for cs in sorted(marks):
+        seq = sorted(marks[cs])
+        for i, (ts, _kind, state) in enumerate(seq):
+            if state is None:
+                continue
+            since = clock.parse_iso(ts)
+            until = next((clock.parse_iso(t) for t, _k, _s in seq[i + 1 :] if t > ts), None)
+            if since is None:
+                continue
+            at = since + threshold
+            end = until if until is not None else max(at, since)
+            key = f"{cs}|{state}"
+            # Decided as the watchdog decides, at the last moment the state still held (`end`).
+            if registry.stall_due(since, end, threshold, fired.get(key), cooldown):
+                fired[key] = at
+                out.append({"session": cs, "attention": state, "since": ts, "at": clock.iso(at),
+                            "waited_s": None if until is None else round(until - since, 3)})  # fmt: skip
+    return {"stalls": out, "recorded": recorded, "problems": problems}
 
 
 # What a logged decision was, in the replay's words.

@@ -166,6 +166,15 @@ def run_length(fp: str, last: list[str]) -> int:
     return run
 
 
+def stall_due(since: float | None, wall: float, threshold: float, last_fired: float | None, cooldown: float) -> bool:
+    """Whether a worker in an attention state since `since` (epoch seconds) is a stall at `wall`: there `threshold`
+    seconds or more, and not told of for the same state within `cooldown` (`last_fired`).  The watcher's stall
+    watchdog decides with it live, and `cocoplus replay` over a recorded run."""
+    if since is None or wall - since < threshold:
+        return False
+    return last_fired is None or wall - last_fired >= cooldown
+
+
 def loop_verdict(count: int, repeats: int) -> str | None:
     """What the loop guard says of a call that ends a run of `count` equal calls, with `[session]
     loop_guard_repeats` = `repeats`: `ask` (a checkpoint) at `repeats`, `stop` at twice that or more, else None.

@@ -333,11 +333,8 @@ class Supervisor:
             ):
                 continue
             since = clock.parse_iso(rec.get("attention_since") or rec.get("last_event_at"))
-            if since is None or wall - since < threshold:
-                continue
             key = f"{rec['id']}|{att}"
-            last = self.stall_fired.get(key)
-            if last is not None and wall - last < cooldown:
+            if since is None or not registry.stall_due(since, wall, threshold, self.stall_fired.get(key), cooldown):
                 continue
             self.stall_fired[key] = wall
             self._save_stall_fired(wall)

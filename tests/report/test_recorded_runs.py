@@ -109,3 +109,32 @@ def test_a_fixture_and_its_timeline_name_no_path_of_the_machine_it_was_recorded_
                 text = f.read_text(encoding="utf-8")
                 assert "pytest-of-" not in text and "/dev/shm/" not in text, f
                 assert "pytest-of-" not in str(f), f
+
+
+def test_replaying_the_nights_stall_threshold_finds_the_worker_left_waiting(tmp_path: Path) -> None:
+    """The asker (w3) waited for an authorization half a second, then in `pending` about five: under a 2 s
+    threshold the watchdog's own check (`stall_due`) makes the second a stall, 2 s after it began; under 0.3 s both;
+    under 10 s neither."""
+    import json
+
+    from tests.conftest import run_cli_subprocess
+
+    layout, _home = recorded_runs.materialize("night", tmp_path)
+    policy = tmp_path / "stall.toml"
+
+    def stalls(threshold: float, cooldown: float = 0.0) -> list[dict[str, Any]]:
+        policy.write_text(f"[supervision]\nstall_threshold_s = {threshold}\nstall_cooldown_s = {cooldown}\n")
+        r = run_cli_subprocess("replay", "w3", "--policy", str(policy), "--json", cwd=layout.project)
+        assert r.code == 0, r
+        out: list[dict[str, Any]] = json.loads(r.out)["stalls"]["stalls"]
+        return out
+
+    [one] = stalls(2.0)
+    assert (one["attention"], one["since"], one["at"]) == (
+        "pending",
+        "2026-12-06T10:54:46.065Z",
+        "2026-12-06T10:54:48.065Z",
+    )
+    assert 4 < one["waited_s"] < 6
+    assert [s["attention"] for s in stalls(0.3)] == ["awaiting_authorization", "pending"]
+    assert stalls(10.0) == []

@@ -140,6 +140,12 @@ def render_replay(rep: dict[str, Any]) -> None:
                 f"replayed {first['replayed']}"
             )
         output.problems(perms.get("problems") or [])
+    stalls = rep.get("stalls") or {}
+    for st in stalls.get("stalls") or []:
+        waited = f", waited {st['waited_s']:.0f}s" if st.get("waited_s") is not None else ", still waiting at the end"
+        output.line(f"  stall at {st['at']}: {st['session']} in {st['attention']} since {st['since']}{waited}")
+    if stalls.get("recorded"):
+        output.line(f"  stalls the watcher recorded: {len(stalls['recorded'])}")
     for item in rep["not_replayed"]:
         output.note(f"not replayed: {item}")
     output.problems(rep.get("problems") or [])
@@ -158,7 +164,8 @@ def replay(
     json_out: JsonFlag = False,
 ) -> None:
     """A recorded run decided again under another policy (the iteration cap, per session and per project, the loop
-    guard's repeat count, the cost budget and its reserve, and the permission rules), by the functions the hooks
+    guard's repeat count, the cost budget and its reserve, the stall threshold, and the permission rules), by the
+    functions the hooks
     use live: where it would have stopped and why, its cost to there, which permission requests the rules would
     allow, ask or deny, and the first decision that differs from the recorded ones.  No model is called."""
     output.show(ops.replay(layout(), run, policy), json_out, render_replay)
