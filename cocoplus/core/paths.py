@@ -421,6 +421,27 @@ class Layout:
         """What the notifier sent, and which targets failed."""
         return self._p("logs", "notify.log")
 
+    # -- telemetry (OpenTelemetry export) -----------------------------------
+    @property
+    def telemetry_dir(self) -> str:
+        return self._p("telemetry")
+
+    @property
+    def telemetry_status(self) -> str:
+        """The trace exporter: which process exports (pid, command), its interval, and its last export's outcome
+        (when, how many spans, the HTTP status and error of a failure), read by `doctor`, `top` and the page."""
+        return self._p("telemetry", "status.json")
+
+    @property
+    def telemetry_cursor(self) -> str:
+        """The spans already exported (their ids), so that an exporter that restarts sends none twice."""
+        return self._p("telemetry", "cursor.json")
+
+    @property
+    def telemetry_log(self) -> str:
+        """What `cocoplus telemetry export` run in the background writes."""
+        return self._p("logs", "telemetry.log")
+
     # -- fleet relay ---------------------------------------------------------
     @property
     def fleet_dir(self) -> str:
