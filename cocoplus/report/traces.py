@@ -250,7 +250,7 @@ class _Builder:
         for i, seg in enumerate(segs):
             key = worker_span_key(rec, i)
             runtime = seg.get("runtime")
-            start = seg.get("since") if i else (rec.get("started_at") or rec.get("created_at"))
+            start = seg.get("since") or rec.get("created_at")
             if i + 1 < len(segs):
                 end = segs[i + 1].get("since")
             else:
@@ -309,16 +309,19 @@ class _Builder:
             return
         n = d.get("number") or d.get("round")
         key = f"round:{g['key']}:{n}"
-        if d["event"] == "round_started":
+        if key not in self.spans:  # (a round's start and end in the same millisecond may come in either order)
             s = _span(g["key"], key, f"cocoplus.round {n}", e["ts"], None, **{"cocoplus.round": n})
             s["parent_id"] = self.spans[g["key"]]["span_id"]
-            s["attributes"]["cocoplus.round.source"] = d.get("source")
             self.spans[key] = s
-        elif key in self.spans:
-            self.spans[key]["end"] = e["ts"]
-            self.spans[key]["attributes"]["cocoplus.outcome"] = d.get("outcome")
+        s = self.spans[key]
+        if d["event"] == "round_started":
+            s["start"] = e["ts"]
+            s["attributes"]["cocoplus.round.source"] = d.get("source")
+        else:
+            s["end"] = e["ts"]
+            s["attributes"]["cocoplus.outcome"] = d.get("outcome")
             if d.get("error"):
-                self.spans[key]["error"] = timeline.redact(str(d["error"]))
+                s["error"] = timeline.redact(str(d["error"]))
 
     def tool(self, e: dict[str, Any], host: dict[str, Any]) -> None:
         """A tool call: an `execute_tool` span under its run's, the runtime's tool-use id where known."""
