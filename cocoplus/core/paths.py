@@ -437,11 +437,6 @@ class Layout:
         """The spans already exported (their ids), so that an exporter that restarts sends none twice."""
         return self._p("telemetry", "cursor.json")
 
-    @property
-    def telemetry_log(self) -> str:
-        """What `cocoplus telemetry export` run in the background writes."""
-        return self._p("logs", "telemetry.log")
-
     # -- fleet relay ---------------------------------------------------------
     @property
     def fleet_dir(self) -> str:

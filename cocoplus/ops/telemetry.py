@@ -33,7 +33,7 @@ def export(layout: Layout, once: bool = False, interval_s: float | None = None) 
         raise CocoplusError(f"telemetry: not exporting: {why}")
     fd = exporting.hold(layout)
     if fd is None:
-        pid = telemetry_status.EXPORTER.running_pid(layout)
+        pid = telemetry_status.running_pid(layout)
         who = telemetry_status.read(layout).get("process") or "another process"
         raise CocoplusError(f"telemetry: {who} (pid {pid}) exports for this project already")
     try:

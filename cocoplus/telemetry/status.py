@@ -17,18 +17,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, daemon, fsio
+from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError
+from cocoplus.core.lock import is_locked
 from cocoplus.core.paths import Layout
 
 LOCK = "telemetry"
-EXPORTER = daemon.Background(
-    "trace exporter",
-    LOCK,
-    lambda lay: lay.telemetry_status,
-    ["telemetry", "export"],
-    lambda lay: lay.telemetry_log,
-)
 NOTHING_EXPORTING = "export pending: nothing exporting"
 TRACES_PATH = "/v1/traces"
 
@@ -94,8 +88,19 @@ def configured(layout: Layout, environ: Mapping[str, str] | None = None) -> bool
 
 
 def read(layout: Layout) -> dict[str, Any]:
-    """The status file (`{}` when there is none)."""
-    return EXPORTER.read_state(layout)
+    """The status file (`{}` when there is none; `damaged` and `error` when it cannot be read)."""
+    try:
+        return fsio.read_json(layout.telemetry_status) or {}
+    except CocoplusError as exc:
+        return {"damaged": True, "error": str(exc)}
+
+
+def running_pid(layout: Layout) -> int | None:
+    """The pid of the process that exports for this project, if one does (-1: one does, its pid is not known)."""
+    if not is_locked(layout.lock(LOCK)):
+        return None
+    pid = read(layout).get("pid")
+    return pid if isinstance(pid, int) and pid > 0 else -1
 
 
 def write(layout: Layout, doc: dict[str, Any]) -> None:
@@ -122,7 +127,7 @@ def report(layout: Layout, environ: Mapping[str, str] | None = None) -> dict[str
         conf = {"configured": False, "endpoint": None, "off": None, "ignored": False}
         return {"configured": False, "ok": False, "problem": f"telemetry settings: {exc}", "exporting": None}
     doc = read(layout)
-    pid = EXPORTER.running_pid(layout)
+    pid = running_pid(layout)
     last = doc.get("last") if isinstance(doc.get("last"), dict) else None
     out: dict[str, Any] = {
         "configured": conf["configured"], "endpoint": shown(conf["endpoint"]) if conf["endpoint"] else None,
