@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from typing import Any
@@ -55,6 +56,4 @@ def export(layout: Layout, once: bool = False, interval_s: float | None = None) 
         ex.run()
         return telemetry_status.read(layout).get("last") or {}
     finally:
-        import os  # deferred: only to release the lock's descriptor
-
         os.close(fd)

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock, fsio
+from cocoplus.core import fsio
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import is_locked
 from cocoplus.core.paths import Layout
@@ -133,7 +133,7 @@ def report(layout: Layout, environ: Mapping[str, str] | None = None) -> dict[str
         "configured": conf["configured"], "endpoint": shown(conf["endpoint"]) if conf["endpoint"] else None,
         "source": conf.get("source"), "off": conf.get("off"), "ignored": conf.get("ignored"),
         "exporting": pid, "process": doc.get("process") if pid else None, "interval_s": doc.get("interval_s"),
-        "last": last, "problem": None, "checked_at": clock.iso(),
+        "last": last, "problem": None
     }  # fmt: skip
     if last is not None and not last.get("ok"):
         out["problem"] = f"trace export failing since {last.get('since') or last.get('at')}: " + failure(
