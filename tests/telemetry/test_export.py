@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -253,3 +255,36 @@ def test_a_401_shows_in_doctor_and_the_status_route_within_one_batch_interval(pr
             child.terminate()
             child.wait(timeout=30)
     assert child.returncode in (0, 1), child.stderr.read() if child.stderr else ""
+
+
+NIGHT = Path(__file__).resolve().parents[1] / "fixtures" / "night"
+
+
+def test_the_committed_night_is_one_trace_its_runs_sent_before_the_goal_ends(project: Layout) -> None:
+    """The night tests/e2e/test_night.py recorded (tests/fixtures/night): four workers under one goal that was never
+    finished.  Its runs, rounds and tool calls are sent; the goal's own root span is not (it has not ended), and
+    every span sent names it as its trace and (runs and rounds) as their parent."""
+    shutil.copytree(NIGHT, project.root, dirs_exist_ok=True)
+    with Receiver() as rx:
+        export_once(project, rx)
+        spans = rx.spans()
+    enabled = [json.loads(line) for line in (NIGHT / "session" / "steps.jsonl").read_text().splitlines()]
+    start = next(r["ts"] for r in enabled if r.get("event") == "supervision_enabled")
+    goal_trace = traces.trace_id(traces.goal_key(start))
+    root = traces.span_id(traces.goal_key(start))
+    assert {s.trace_id for s in spans} == {goal_trace}
+    assert "invoke_workflow cocoplus" not in {s.name for s in spans}  # the goal goes on: its span is open
+    runs = {s.attributes["gen_ai.agent.name"]: s for s in spans if s.name.startswith("invoke_agent ")}
+    assert sorted(runs) == ["w1", "w2", "w3", "w4"] and {s.parent_id for s in runs.values()} == {root}
+    assert runs["w1"].attributes["gen_ai.provider.name"] == "openai"
+    rounds = sorted(s.attributes["cocoplus.round"] for s in spans if s.name.startswith("cocoplus.round "))
+    assert rounds == [1, 2, 3]  # round 4 had not finished when the night was recorded
+    # The loop guard's stop of w2, with its principal; the operator's permission decision for w3.
+    stops = [a for n, a in runs["w2"].events if n == "cocoplus.stop"]
+    assert {(a.get("cocoplus.event"), a.get("cocoplus.principal")) for a in stops} >= {
+        ("session_stop", "loop-guard")
+    }, stops
+    decided = [a for n, a in runs["w3"].events if n == "cocoplus.permission"]
+    assert decided and all(a["cocoplus.worker"] == "w3" for a in decided), runs["w3"].events
+    tools = [s for s in spans if s.name.startswith("execute_tool")]
+    assert {s.parent_id for s in tools} <= {r.span_id for r in runs.values()} and len(tools) == 6
