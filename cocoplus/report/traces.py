@@ -332,6 +332,8 @@ class _Builder:
         began = clock.parse_iso(e["ts"])
         if began is not None and isinstance(d.get("duration_s"), (int, float)):
             end = clock.iso(began + float(d["duration_s"]))
+        elif d.get("tool_use_id") and d.get("error") is None and host["end"] is None:
+            end = None  # its result is not in the transcript yet: it ends when it is, or when its run does
         s = _span(
             key, key, f"execute_tool {tool}", e["ts"], end,
             **{OPERATION: "execute_tool", TOOL_NAME: tool, TOOL_CALL_ID: d.get("tool_use_id"),

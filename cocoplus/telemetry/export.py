@@ -97,6 +97,24 @@ def _code(lines: list[str]) -> int | None:
     return None
 
 
+_UNREAD = {"telemetry", "locks", "logs", "worktrees"}  # what the export writes, or what the timeline does not read
+
+
+def _signature(layout: Layout) -> int:
+    """The names, sizes and modification times of the files under `.cocoplus/` the timeline may read, hashed."""
+    marks: list[tuple[str, int, int]] = []
+    for top, dirs, files in os.walk(layout.root):
+        if top == layout.root:
+            dirs[:] = [d for d in dirs if d not in _UNREAD]
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(top, name))
+            except OSError:
+                continue
+            marks.append((os.path.join(top, name), st.st_size, st.st_mtime_ns))
+    return hash(tuple(sorted(marks)))
+
+
 def _read_cursor(layout: Layout) -> list[str]:
     try:
         doc = fsio.read_json(layout.telemetry_cursor) or {}
@@ -127,6 +145,7 @@ class Exporter:
             endpoint=self.conf["endpoint"], headers=self.conf["headers"], timeout=max(1.0, self.conf["interval_s"])
         )
         self.failing_since: str | None = None
+        self.seen: int | None = None  # the files' signature at the last pass that went through
 
     def _status(self, last: dict[str, Any], pending: int) -> None:
         status.write(self.layout, {
@@ -136,7 +155,11 @@ class Exporter:
         })  # fmt: skip
 
     def pass_once(self) -> dict[str, Any]:
-        """Send every ended span not sent yet: `{"ok", "spans" (sent), "pending", "code", "error"}`."""
+        """Send every ended span not sent yet: `{"ok", "spans" (sent), "pending", "code", "error"}`.  When no file
+        under `.cocoplus/` changed since the last pass that went through, nothing can have ended: no reading."""
+        seen = _signature(self.layout)
+        if seen == self.seen and self.failing_since is None:
+            return {"at": clock.iso(), "ok": True, "spans": 0, "code": None, "error": None, "pending": 0}
         built = traces.build(self.layout, content=self.conf["content"], environ=self.environ)
         sent = _read_cursor(self.layout)
         done = set(sent)
@@ -156,6 +179,7 @@ class Exporter:
             fsio.ensure_dir(self.layout.telemetry_dir)
             fsio.atomic_write_json(self.layout.telemetry_cursor, {"sent": sent[-CURSOR_MAX:]})
         self.failing_since = None
+        self.seen = seen
         last.update(spans=count)
         self._status(last, 0)
         return {**last, "pending": 0}

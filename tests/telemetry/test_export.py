@@ -288,3 +288,28 @@ def test_the_committed_night_is_one_trace_its_runs_sent_before_the_goal_ends(pro
     assert decided and all(a["cocoplus.worker"] == "w3" for a in decided), runs["w3"].events
     tools = [s for s in spans if s.name.startswith("execute_tool")]
     assert {s.parent_id for s in tools} <= {r.span_id for r in runs.values()} and len(tools) == 6
+
+
+def test_spans_go_as_they_end_and_a_pass_with_nothing_new_reads_nothing(project: Layout) -> None:
+    """A worker still running: its tool calls are sent, its own span is not; a pass with no file changed sends
+    nothing (and makes no request); once its run has ended, the next pass sends that one span alone."""
+    from cocoplus.telemetry.export import Exporter  # deferred: the SDK, in this test's own process
+
+    recorded_timeline.recorded_project(project)
+    w1 = fsio.read_json(project.worker_record("w1"))
+    assert w1 is not None
+    running = {**w1, "state": "running", "ended_at": None, "runtimes": w1["runtimes"][:1]}
+    fsio.atomic_write_json(project.worker_record("w1"), running)
+    with Receiver() as rx:
+        ex = Exporter(project, "test", environ=env_for(rx))
+        first = ex.pass_once()
+        names = {s.name for s in rx.spans()}
+        assert first["spans"] == 40 and names == {"execute_tool Bash"}, names
+        assert ex.pass_once()["spans"] == 0 and len(rx.requests) == 1
+        fsio.atomic_write_json(project.worker_record("w1"), {**running, "state": "exited", "ended_at": clock.iso()})
+        assert ex.pass_once()["spans"] == 1
+        assert [s.name for s in rx.requests[-1].spans] == ["invoke_agent w1"]
+        assert {s.parent_id for s in rx.spans() if s.name.startswith("execute_tool")} == {
+            rx.requests[-1].spans[0].span_id
+        }
+        ex.exporter.shutdown()
