@@ -28,6 +28,7 @@ from tests.conftest import assert_no_traceback, run_cli_subprocess
 from tests.report import recorded
 from tests.report import test_timeline as recorded_timeline
 from tests.server import conftest as server
+from tests.support import recorded_runs
 from tests.support.otlp import Receiver, Span
 from tests.support.waiting import wait_until
 
@@ -313,3 +314,32 @@ def test_spans_go_as_they_end_and_a_pass_with_nothing_new_reads_nothing(project:
             rx.requests[-1].spans[0].span_id
         }
         ex.exporter.shutdown()
+
+
+def test_the_recorded_failover_of_the_real_clis_is_two_linked_runs_with_each_runtimes_tool_use_ids(
+    tmp_path: Path,
+) -> None:
+    """tests/fixtures/failover (recorded from the real Claude Code and Codex): Claude Code's run, its two tool
+    calls with Claude Code's tool-use ids; Codex's run after the rate limit, its call with Codex's call id, and a
+    link from it to Claude Code's run."""
+    from cocoplus.telemetry.export import Exporter  # deferred: the SDK, in this test's own process
+
+    layout, _home = recorded_runs.materialize("failover", tmp_path)
+    with Receiver() as rx:
+        ex = Exporter(layout, "test", environ=env_for(rx))
+        assert ex.pass_once()["ok"]
+        ex.exporter.shutdown()
+        spans = rx.spans()
+    claude_run, codex_run = sorted((s for s in spans if s.name == "invoke_agent w1"), key=lambda s: s.start_ns)
+    assert (claude_run.attributes["gen_ai.provider.name"], codex_run.attributes["gen_ai.provider.name"]) == (
+        "anthropic", "openai"
+    )  # fmt: skip
+    assert [(sp, a["cocoplus.link"], a["cocoplus.reason"]) for _t, sp, a in codex_run.links] == [
+        (claude_run.span_id, "failover", "rate limit")
+    ]
+    ids = {
+        run.span_id: sorted(s.attributes["gen_ai.tool.call.id"] for s in spans if s.parent_id == run.span_id)
+        for run in (claude_run, codex_run)
+    }
+    assert ids == {claude_run.span_id: ["toolu_stub_0001", "toolu_stub_0002"], codex_run.span_id: ["call_stub_0001"]}
+    assert len({s.trace_id for s in spans if s.name.startswith(("invoke_agent", "execute_tool"))}) == 1
