@@ -92,6 +92,10 @@ EXPECTED_DEFAULTS = {
     "inbox.presence_file": "",
     "inbox.escalate_after_s": 60.0,
     "inbox.page_url": "",
+    "telemetry.endpoint": "",
+    "telemetry.headers": "",
+    "telemetry.interval_s": 5.0,
+    "telemetry.log_content": False,
     "supervision.brain_may_merge": False,
     "permissions.allow": [],
     "permissions.deny": [],
@@ -393,8 +397,8 @@ def test_table_fields_are_checked_by_the_same_path_as_every_key(tmp_path, table,
         (
             "max_iterations = 5\n",
             'cocoplus.toml: "max_iterations" is outside any section; it belongs under [session] (sections: [session], '
-            "[hooks], [ctx], [chat], [supervision], [permissions], [notify], [fleet], [workers], [inbox], [pricing], "
-            "[accounts])",
+            "[hooks], [ctx], [chat], [supervision], [permissions], [notify], [fleet], [workers], [inbox], [telemetry], "
+            "[pricing], [accounts])",
         ),
     ],
 )

@@ -83,6 +83,12 @@ ENTRIES: tuple[Entry, ...] = (
         "The project's events in time order (calls, stops, steers, costs, failovers, rounds), newest last.",
     ),
     Entry(
+        "telemetry",
+        "telemetry_cmd",
+        "session",
+        "The timeline as OpenTelemetry traces to your backend: status, export ([telemetry] or OTEL_EXPORTER_OTLP_*).",
+    ),
+    Entry(
         "replay",
         "timeline_cmd",
         "session",

@@ -612,6 +612,48 @@ KEYS: tuple[Key, ...] = (
         "the base URL the push's Open button leads to (the decision page at <page_url>/inbox/d/<id>, e.g. the "
         "address `cocoplus serve --public` gives); empty: no Open button",
     ),
+    # [telemetry]: the timeline sent as OpenTelemetry traces (OTLP over HTTP/protobuf) by `cocoplus telemetry
+    # export`, the supervisor or the server. The standard OTEL_EXPORTER_OTLP_* variables of the exporting process
+    # win where set; where the traces go, and with which credentials, needs trust in a project's file (sends_data).
+    Key(
+        "telemetry",
+        "endpoint",
+        "str",
+        "",
+        "the OTLP/HTTP endpoint traces are sent to (a base URL such as http://localhost:4318, to which /v1/traces is "
+        "added, or a URL ending in /v1/traces); empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or "
+        "OTEL_EXPORTER_OTLP_ENDPOINT of the exporting process, else no export",
+        sends_data=True,
+    ),
+    Key(
+        "telemetry",
+        "headers",
+        "str",
+        "",
+        "headers sent with every export, written as OTEL_EXPORTER_OTLP_HEADERS is (name=value pairs separated by "
+        "commas, values URL-encoded: Authorization=Bearer%20...); OTEL_EXPORTER_OTLP_TRACES_HEADERS or "
+        "OTEL_EXPORTER_OTLP_HEADERS win where set",
+        sends_data=True,
+        secret=True,
+    ),
+    Key(
+        "telemetry",
+        "interval_s",
+        "float",
+        5.0,
+        "the batch interval: how often the exporter sends the spans that ended since, and how soon a failed export "
+        "shows in doctor, top and the page",
+        minimum=0.05,
+        maximum=3600.0,
+    ),
+    Key(
+        "telemetry",
+        "log_content",
+        "bool",
+        False,
+        "put tool calls' inputs, goals and decisions' texts into the spans (redacted of secrets either way); off: "
+        "names, ids, outcomes and counts only",
+    ),
 )
 
 BY_DOTTED: dict[str, Key] = {k.dotted: k for k in KEYS}

@@ -421,6 +421,22 @@ class Layout:
         """What the notifier sent, and which targets failed."""
         return self._p("logs", "notify.log")
 
+    # -- telemetry (OpenTelemetry export) -----------------------------------
+    @property
+    def telemetry_dir(self) -> str:
+        return self._p("telemetry")
+
+    @property
+    def telemetry_status(self) -> str:
+        """The trace exporter: which process exports (pid, command), its interval, and its last export's outcome
+        (when, how many spans, the HTTP status and error of a failure), read by `doctor`, `top` and the page."""
+        return self._p("telemetry", "status.json")
+
+    @property
+    def telemetry_cursor(self) -> str:
+        """The spans already exported (their ids), so that an exporter that restarts sends none twice."""
+        return self._p("telemetry", "cursor.json")
+
     # -- fleet relay ---------------------------------------------------------
     @property
     def fleet_dir(self) -> str:

@@ -129,6 +129,7 @@ class WorkerRecord(TypedDict, total=False):
     command: list[str]
     headless: bool
     unsupervised: bool  # `launch --unsupervised`: started where its runtime runs no cocoplus hooks for it
+    goal: str | None  # the supervised goal it was launched under (supervision's enabled_at): its trace
     seal: str  # core/seal.py: over its id, project, command and what it grants
     runner: Any  # the runner process it is bound to: pid, start_ticks, host, pidns (or None)
     worktree: Any  # its git worktree: path, cwd, branch, base, and what became of it (supervision/worktrees.py)

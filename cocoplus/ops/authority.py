@@ -462,7 +462,7 @@ COMMANDS: dict[str, str] = {
     "session status": "read", "session progress": "read", "session check": "read", "session queue list": "read",
     "session list": "read", "sessions list": "read", "supervision status": "read", "supervisor status": "read",
     "supervision watcher status": "read", "workers list": "read", "summary": "read", "timeline": "read",
-    "replay": "read",
+    "replay": "read", "telemetry status": "read", "telemetry export": "serve",
     "workers logs": "read", "budget status": "read", "chat log": "read", "chat info": "read", "config show": "read",
     "config example": "read", "notify status": "read", "relay status": "read", "fleet status": "read",
     "plugin path": "read", "permissions list": "read", "permissions log": "read", "permissions check": "read",

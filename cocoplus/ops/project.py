@@ -118,7 +118,17 @@ def doctor(layout: Layout) -> dict[str, Any]:
     result["file_events"] = supervision_ops.file_events(layout)
     result["inbox"] = inbox_notes()
     result["sandbox"] = sandbox_note(layout)
+    result["telemetry"] = telemetry_note(layout)
     return result
+
+
+def telemetry_note(layout: Layout) -> dict[str, Any]:
+    """The trace export when traces are configured (or an export was tried): where to, which process exports, and
+    the problem in one line (`export pending: nothing exporting`, or the last export's failure), or None."""
+    from cocoplus.telemetry import status  # deferred: only doctor asks about the trace export
+
+    rep = status.report(layout)
+    return rep if rep.get("configured") or rep.get("last") or rep.get("problem") else {}
 
 
 def sandbox_note(layout: Layout) -> dict[str, Any]:

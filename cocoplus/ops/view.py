@@ -34,6 +34,7 @@ from cocoplus.core.paths import Layout
 from cocoplus.cost import forecast as forecast_mod
 from cocoplus.session import edits, killswitch, limits, permissions, registry, steering, stops
 from cocoplus.supervision import autonomy, collisions, scope
+from cocoplus.telemetry import status as telemetry_status
 
 if TYPE_CHECKING:
     from cocoplus.core.shapes import PermissionRequest, SessionRecord
@@ -340,10 +341,20 @@ def snapshot(layout: Layout, now: float | None = None, chat_limit: int = 6, live
             "last_round": _last_round(layout, watcher, problems),
         },
         "phone": _phone(),
+        "telemetry": _traces(layout),
         "chat": _chat(layout, chat_limit, problems),
         "forecast": forecast(layout, now, problems, log=log, sessions=records),
         "problems": problems,
     }
+
+
+def _traces(layout: Layout) -> dict[str, Any]:
+    """The trace export, when traces are configured or an export was tried: `{"problem", "exporting", "endpoint"}`
+    (telemetry/status.py: nothing exporting, or the last export's failure); `{}` otherwise."""
+    rep = telemetry_status.report(layout)
+    if not (rep.get("configured") or rep.get("last") or rep.get("problem")):
+        return {}
+    return {k: rep.get(k) for k in ("problem", "exporting", "endpoint", "process")}
 
 
 def _phone() -> dict[str, Any]:

@@ -42,6 +42,7 @@ from cocoplus.notify import runner as notifier
 from cocoplus.server import security
 from cocoplus.server.app import create_app
 from cocoplus.server.events import Hub
+from cocoplus.supervision import watcher
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -179,6 +180,7 @@ def serve(
     if open_browser:
         threading.Thread(target=_open_when_up, args=(server, with_token), daemon=True).start()
     notify = notifier.start_thread(layout, by="server")  # [notify]: a slow target never holds up a request
+    watcher.start_traces(layout, "cocoplus serve")  # [telemetry]: in a thread, when traces are configured
     try:
         server.run(sockets=[sock])
     finally:

@@ -97,6 +97,7 @@ def enable(
     events.log_step(
         layout,
         "supervision_enabled",
+        goal=now,  # the goal's key: its traces' id (report/traces.py), as the workers launched under it record it
         task_hint=task_hint,
         max_turns=max_turns,
         enabled_by=enabled_by,

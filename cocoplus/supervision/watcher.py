@@ -47,6 +47,7 @@ from cocoplus.session.edits import Reader
 from cocoplus.supervision import autonomy, collisions, resumes, rounds, workers, workflow
 from cocoplus.supervision import triggers as trig
 from cocoplus.supervision.scope import supervised
+from cocoplus.telemetry import status as telemetry_status
 from cocoplus.watching import Watch
 
 if TYPE_CHECKING:
@@ -486,6 +487,7 @@ class Supervisor:
         notifier.start_thread(
             self.layout, by="supervisor"
         )  # [notify]: a thread of its own; a slow target never holds up this loop
+        start_traces(self.layout, "cocoplus supervisor run")  # [telemetry]: likewise, when traces are configured
         try:
             while not self.stopping:
                 try:
@@ -514,6 +516,19 @@ class Supervisor:
             os.close(fd)  # releases the supervisor lock
             self.log("stopped")
         return 0
+
+
+def start_traces(layout: Layout, by: str) -> None:
+    """Export the timeline as traces in a thread of this process when they are configured and no other process
+    exports (telemetry/export.py); a settings file that cannot be read leaves the export to `doctor` to report."""
+    try:
+        if not telemetry_status.configured(layout):
+            return
+    except CocoplusError:
+        return
+    from cocoplus.telemetry import export  # deferred: heavy (the OpenTelemetry SDK), only when traces are configured
+
+    export.start_thread(layout, by)
 
 
 def status(layout: Layout) -> dict[str, Any]:

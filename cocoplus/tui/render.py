@@ -181,12 +181,21 @@ def supervision_line(snap: dict[str, Any]) -> str:
         watcher = "no watcher (rounds wait)"
     else:
         watcher = "no watcher"
-    watcher += phone_text(snap.get("phone") or {})
+    watcher += phone_text(snap.get("phone") or {}) + traces_text(snap.get("telemetry") or {})
     if not sup.get("enabled"):
         why = f" ({_f(sup['finish_reason'])})" if sup.get("finish_reason") else ""
         return f"supervision off{why} · {watcher}"
     goal = f" · goal: {_f(sup['task_hint'])}" if sup.get("task_hint") else ""
     return f"supervision on · turns {_f(sup.get('turns_used'))}/{_f(sup.get('max_turns'))} · {watcher}{goal}"
+
+
+def traces_text(traces: dict[str, Any]) -> str:
+    """The trace export, when configured: " · traces: exported" or its problem (nothing exports, a failed export)."""
+    if not traces:
+        return ""
+    if traces.get("problem"):
+        return f" · traces: {_f(traces['problem'])}"
+    return f" · traces: exported by {_f(traces.get('process'))}"
 
 
 def phone_text(phone: dict[str, Any]) -> str:

@@ -82,6 +82,8 @@ STATE: dict[str, tuple[tuple[str, ...], str, str]] = {
     "summary": ((), "empty", NO_PROJECT),
     "timeline": (("nosuch",), "project", "no worker or session 'nosuch'"),
     "replay": (("cc1", "--policy", "missing.toml"), "session", "missing.toml: no such policy file"),
+    "telemetry status": ((), "empty", NO_PROJECT),
+    "telemetry export": (("--once",), "project", "telemetry: not exporting: no endpoint"),
     "supervise": (("--again",), "project", "supervise --again: there is no last goal"),
     "supervision enable": ((), "empty", NO_PROJECT),
     "supervision finish": ((), "empty", NO_PROJECT),

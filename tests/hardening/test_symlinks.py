@@ -12,7 +12,7 @@ import time
 import pytest
 
 from cocoplus import config
-from cocoplus.core import crashlog, proc
+from cocoplus.core import crashlog, fsio, proc
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout, discover
@@ -335,6 +335,20 @@ def _notify_log(layout):
     Notifier(layout, {}).log("a line")
 
 
+def _telemetry(lay: Layout) -> None:
+    """One export pass (its status and its cursor) of a worker's ended run, to a loopback receiver."""
+    from cocoplus.telemetry.export import Exporter
+    from tests.support.otlp import Receiver
+
+    os.makedirs(lay.worker_dir("w9"), exist_ok=True)
+    fsio.atomic_write_json(lay.worker_record("w9"), {
+        "id": "w9", "runtime": "claude", "state": "exited", "created_at": "2026-01-01T00:00:00.000Z",
+        "ended_at": "2026-01-01T00:00:01.000Z",
+    })  # fmt: skip
+    with Receiver() as rx:
+        Exporter(lay, "test", environ={"OTEL_EXPORTER_OTLP_ENDPOINT": rx.url}).pass_once()
+
+
 def _worker_calls(lay: Layout) -> None:
     """A worker's own call log, appended as its hook appends it where its runtime's events name no session."""
     from cocoplus.supervision.workers import store
@@ -501,6 +515,9 @@ WRITERS = {
     "notify_dir": (_notify_state, "dir"),
     "notify_state": (_notify_state, "file"),
     "notify_log": (_notify_log, "file"),
+    "telemetry_dir": (_telemetry, "dir"),
+    "telemetry_status": (_telemetry, "file"),
+    "telemetry_cursor": (_telemetry, "file"),
     "notify_deliveries": (_notify_delivery, "file"),
     "relay_log": (_spawned_log(lambda lay: lay.relay_log), "file"),
     "workers_dir": (_worker_files, "dir"),

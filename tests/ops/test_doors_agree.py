@@ -36,6 +36,7 @@ from cocoplus.ops import permissions as permissions_ops
 from cocoplus.ops import session as session_ops
 from cocoplus.ops import summary as summary_ops
 from cocoplus.ops import supervision as supervision_ops
+from cocoplus.ops import telemetry as telemetry_ops
 from cocoplus.ops import worker as worker_ops
 from cocoplus.ops import workers as workers_ops
 from cocoplus.session import limits, permissions, procinfo, registry
@@ -326,6 +327,12 @@ STEPS = [
         "workers.list", cli=["workers", "list"], rest=("GET", "/api/v1/workers", None), apply=workers_ops.list_workers
     ),
     Step("summary", cli=["summary"], rest=("GET", "/api/v1/summary", None), apply=lambda lay: summary_ops.summary(lay)),
+    Step(
+        "telemetry.status",
+        cli=["telemetry", "status"],
+        rest=("GET", "/api/v1/telemetry", None),
+        apply=lambda lay: telemetry_ops.status(lay),
+    ),
     Step(
         "workers.kill",
         cli=["workers", "kill", "parser"],

@@ -118,6 +118,17 @@ def render_doctor(result: dict[str, Any]) -> None:
     output.problems(result.get("rules") or [], label="problem")
     output.problems(result.get("inbox") or [], label="note")
     render_sandbox(result.get("sandbox"))
+    render_telemetry(result.get("telemetry") or {})
+
+
+def render_telemetry(rep: dict[str, Any]) -> None:
+    """The trace export, when configured: where to and who exports, or its problem."""
+    if rep.get("problem"):
+        output.problems([f"traces: {rep['problem']}"], label="problem")
+    elif rep.get("configured"):
+        last = rep.get("last") or {}
+        when = f"; last export {last.get('at')}" if last.get("at") else ""
+        output.line(f"traces: to {rep['endpoint']}, exported by {rep.get('process')} (pid {rep['exporting']}){when}")
 
 
 def render_sandbox(box: dict[str, Any] | None) -> None:

@@ -10,6 +10,7 @@ from cocoplus import __version__
 from cocoplus import config as config_mod
 from cocoplus.core import vocab
 from cocoplus.core.errors import CocoplusError
+from cocoplus.ops import telemetry as telemetry_ops
 from cocoplus.server.bodies import TURNS
 from cocoplus.server.routes.base import ERRORS, Srv
 
@@ -37,3 +38,11 @@ def get_meta(srv: Srv) -> dict[str, Any]:
             }
         },
     }
+
+
+@router.get("/api/v1/telemetry", responses=ERRORS)
+def get_telemetry(srv: Srv) -> dict[str, Any]:
+    """The trace export (`cocoplus telemetry status`): where traces go (the endpoint without credentials), which
+    process exports them, the last export's outcome, and `problem`: `export pending: nothing exporting`, or the
+    last export's failure (an authentication failure says so), or null."""
+    return telemetry_ops.status(srv.layout)

@@ -711,9 +711,24 @@ async function loadSummary() {
 }
 setInterval(() => act(loadSummary), SUMMARY_EVERY_MS);
 
+// -- the trace export (GET /api/v1/telemetry: `cocoplus telemetry status`), polled every few seconds ---------------
+// Shown when traces are configured or an export was tried: where to and who exports, or the problem (nothing
+// exporting; a failed export, a 401 said as an authentication failure).
+const TELEMETRY_EVERY_MS = 5000;
+async function loadTelemetry() {
+  const t = await call("GET", "/telemetry");
+  const line = $("traces");
+  const shown = t.configured || t.problem || t.last;
+  line.hidden = !shown;
+  if (!shown) return;
+  show(line, t.problem ? `traces: ${t.problem}` : `traces: to ${t.endpoint}, exported by ${t.process} (pid ${t.exporting})`);
+  line.classList.toggle("failed", !!t.problem);
+}
+setInterval(() => act(loadTelemetry), TELEMETRY_EVERY_MS);
+
 // -- live updates --------------------------------------------------------------------------------
 async function loadAll() {
-  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadHistory), act(loadFleet), act(loadInbox), act(loadSummary)]);
+  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadHistory), act(loadFleet), act(loadInbox), act(loadSummary), act(loadTelemetry)]);
 }
 // The indicator says "connecting…" until the event stream first opens, "live" while it is open,
 // "reconnecting" once an open stream is lost and "offline" when it could not be opened (the browser

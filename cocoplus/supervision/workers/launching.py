@@ -17,10 +17,11 @@ from cocoplus.core import clock, fsio, proc, seal, vocab, worktreemark
 from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.core.records import SCHEMA_VERSION
+from cocoplus.report import traces
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.sandbox import probe, profiles
 from cocoplus.session import agents, limits, permissions, procinfo, registry
-from cocoplus.supervision import children, worktrees
+from cocoplus.supervision import children, state, worktrees
 from cocoplus.supervision.workers.ending import reconcile
 from cocoplus.supervision.workers.store import (
     LIVE,
@@ -164,6 +165,7 @@ def launch(
             "exit": None, "reason": None, "killed_by": None, "session": None, "session_alias": None,
             "worktree": tree, "headless": True, "runner": None, "unsupervised": unsupervised, "sandbox": profile,
             "sandbox_probed_at": time.time() if profile != profiles.NONE else None,
+            "goal": None if unsupervised else _goal(layout),
         }  # fmt: skip
         rec["seal"] = seal.seal_worker(rec, layout.project, wid)
         write(layout, rec)
@@ -320,6 +322,10 @@ def start_runner(layout: Layout, wid: str, env: dict[str, str]) -> subprocess.Po
         child_env[ALIAS_ENV] = alias
     if seal.worker_cwd(rec):  # its hooks fail closed if its worktree's marker is removed (core/worktreemark.py)
         child_env[worktreemark.ENV] = str(seal.worker_cwd(rec))
+    if rec.get("id") == wid:
+        # The run's invoke_agent span, sampled: a runtime that reads it (Claude Code in -p) nests its spans under it.
+        child_env["TRACEPARENT"] = traces.traceparent(rec)
+        child_env.pop("TRACESTATE", None)
     fd = fsio.open_log(layout.worker_runner_log(wid))
     try:
         try:
@@ -347,6 +353,15 @@ def start_runner(layout: Layout, wid: str, env: dict[str, str]) -> subprocess.Po
 
     threading.Thread(target=child.wait, name=f"reap-{child.pid}", daemon=True).start()
     return child
+
+
+def _goal(layout: Layout) -> str | None:
+    """The supervised goal a worker launched now belongs to (when supervision was enabled), or None: its trace."""
+    try:
+        auto = state.read(layout).get("autonomous") or {}
+    except CocoplusError:
+        return None
+    return str(auto["enabled_at"]) if auto.get("enabled") and auto.get("enabled_at") else None
 
 
 def _end_unstarted(layout: Layout, wid: str, why: str) -> None:
