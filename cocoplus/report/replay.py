@@ -1,6 +1,7 @@
 """`cocoplus replay RUN --policy FILE.toml`: a recorded run re-evaluated under another policy, without a model.
 
-RUN is a worker (all its runs, in the order of the runtimes it ran in) or a session (its cs_ id or alias).  Its
+RUN is a worker (all its runs, in the order of the runtimes it ran in), a session (its cs_ id or alias), or a
+supervised goal (its `g_` id from `supervision status`: every worker launched under it, in launch order).  Its
 tool calls are read from its sessions' call logs (one fingerprint a call) and decided, call by call, by the same
 functions the hooks decide with live: the iteration count (`session/iteration.py` `limit_at` and `advance`, before
 or after the call as the session's runtime counts it) and the loop guard (`session/registry.py` `run_length` and
@@ -29,7 +30,7 @@ import tomllib
 from typing import TYPE_CHECKING, Any
 
 from cocoplus.core import clock, fsio, vocab
-from cocoplus.core.errors import CocoplusError
+from cocoplus.core.errors import CocoplusError, NotFound
 from cocoplus.core.keys import KEYS
 from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.core.records import MAX_COUNT, new_iteration_budget
@@ -120,6 +121,8 @@ def _number(path: str, name: str, key: str, value: Any) -> float:
 
 def _sessions_of(layout: Layout, run: str) -> tuple[str, list[SessionRecord]]:
     """(what RUN is, its sessions' records in the order they ran)."""
+    if run.startswith("g_"):
+        return "goal", _goal_sessions(layout, run)
     wrec = None
     if is_valid_id(run):
         try:
@@ -136,6 +139,36 @@ def _sessions_of(layout: Layout, run: str) -> tuple[str, list[SessionRecord]]:
         recs = [r for cs in order if (r := registry.read_record(layout, cs)) is not None]
         return "worker", recs
     return "session", [registry.resolve(layout, run)]
+
+
+def _goal_sessions(layout: Layout, goal: str) -> list[SessionRecord]:
+    """The sessions of every worker launched under supervised goal `goal` (`supervision status` shows its id), in
+    the order the workers were launched, each worker's in the order its runtimes ran."""
+    from cocoplus.report import traces  # deferred: only a goal's replay names one
+
+    found: list[tuple[str, str]] = []
+    try:
+        names = sorted(os.listdir(layout.workers_dir))
+    except OSError:
+        names = []
+    for wid in names:
+        if not is_valid_id(wid):
+            continue
+        try:
+            rec = fsio.read_json(layout.worker_record(wid))
+        except CocoplusError:
+            continue
+        if not isinstance(rec, dict):
+            continue
+        started = rec.get("goal")
+        if isinstance(started, str) and started and traces.goal_id(started) == goal:
+            found.append((str(rec.get("created_at") or ""), wid))
+    if not found:
+        raise NotFound(f"no worker was launched under goal {goal!r} (supervision status shows the goal's id)")
+    out: list[SessionRecord] = []
+    for _at, wid in sorted(found):
+        out.extend(_sessions_of(layout, wid)[1])
+    return out
 
 
 def _spend(layout: Layout, sessions: set[str]) -> list[tuple[str, float]]:

@@ -91,6 +91,12 @@ def goal_key(started: str) -> str:
     return f"goal:{started}"
 
 
+def goal_id(started: str) -> str:
+    """A supervised goal's id, as `supervision status` shows it and `cocoplus replay` takes it: `g_` and the time
+    supervision was enabled for it, its digits (`g_20261206T105440732Z`)."""
+    return "g_" + "".join(c for c in started if c.isalnum())
+
+
 def run_key(wid: str, created_at: Any) -> str:
     return f"run:{wid}:{created_at}"
 

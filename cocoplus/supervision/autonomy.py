@@ -18,6 +18,7 @@ from cocoplus import config as config_mod
 from cocoplus.core import clock, keys
 from cocoplus.core.errors import CocoplusError, UsageError
 from cocoplus.core.paths import Layout
+from cocoplus.report import traces
 from cocoplus.session import events
 from cocoplus.supervision import scope as scope_mod
 from cocoplus.supervision import state
@@ -40,6 +41,8 @@ def status(layout: Layout) -> dict[str, Any]:
     out = dict(auto)
     out["scope"] = scope_view(layout, doc)
     out["turns_left"] = max(0, int(auto.get("max_turns", 0)) - int(auto.get("turns_used", 0)))
+    started = auto.get("enabled_at")
+    out["goal_id"] = traces.goal_id(started) if isinstance(started, str) and started else None
     return {"autonomous": out}
 
 

@@ -138,3 +138,35 @@ def test_replaying_the_nights_stall_threshold_finds_the_worker_left_waiting(tmp_
     assert 4 < one["waited_s"] < 6
     assert [s["attention"] for s in stalls(0.3)] == ["awaiting_authorization", "pending"]
     assert stalls(10.0) == []
+
+
+def test_a_supervised_goal_is_a_run_replay_takes_by_the_id_supervision_status_shows(tmp_path: Path) -> None:
+    """The night's workers were launched under one goal (the night was recorded before launch wrote the goal on each
+    worker, so this test writes it as launch now does: the time supervision was enabled for it).  `supervision
+    status` names the goal's id; `replay` of that id takes every worker's sessions, in launch order, and stops
+    where the loop guard stopped w2."""
+    import json
+
+    from tests.conftest import run_cli_subprocess
+
+    layout, _home = recorded_runs.materialize("night", tmp_path)
+    started = json.loads(Path(layout.supervision_state).read_text())["autonomous"]["enabled_at"]
+    for w in ("w1", "w2", "w3", "w4"):
+        path = Path(layout.worker_record(w))
+        rec = json.loads(path.read_text())
+        path.write_text(json.dumps({**rec, "goal": started}))
+    st = run_cli_subprocess("supervision", "status", "--json", cwd=layout.project)
+    assert st.code == 0, st
+    goal = json.loads(st.out)["autonomous"]["goal_id"]
+    assert goal == "g_20261206T105440732Z"
+    assert f"({goal})" in run_cli_subprocess("supervision", "status", cwd=layout.project).out
+    policy = tmp_path / "cap.toml"
+    policy.write_text("[session]\nloop_guard_repeats = 2\niteration_warn_at = 0\n")
+    r = run_cli_subprocess("replay", goal, "--policy", str(policy), "--json", cwd=layout.project)
+    assert r.code == 0, r
+    rep = json.loads(r.out)
+    workers = {json.loads(Path(layout.worker_record(w)).read_text())["session"]: w for w in ("w1", "w2", "w3", "w4")}
+    assert rep["kind"] == "goal" and [workers[s] for s in rep["sessions"]] == ["w1", "w2", "w3", "w4"]
+    assert rep["stopped_at"]["why"] == "loop_guard" and workers[rep["stopped_at"]["session"]] == "w2"
+    missing = run_cli_subprocess("replay", "g_20200101T000000000Z", "--policy", str(policy), cwd=layout.project)
+    assert missing.code != 0 and "no worker was launched under goal" in missing.err

@@ -39,6 +39,7 @@ def render_status(st: dict[str, Any]) -> None:
         output.line(
             f"supervision: {on}; turns {auto.get('turns_used')}/{auto.get('max_turns')}; goal: ",
             auto.get("task_hint") or "-",
+            f" ({auto['goal_id']})" if auto.get("goal_id") else "",
         )
         if not auto.get("enabled") and auto.get("finish_reason"):
             output.line(

@@ -153,7 +153,10 @@ def render_replay(rep: dict[str, Any]) -> None:
 
 def replay(
     run: Annotated[
-        str, typer.Argument(metavar="RUN", help="A worker's id (all its runs), or a session's cs_ id or alias.")
+        str,
+        typer.Argument(
+            metavar="RUN", help="A worker's id (all its runs), a session's cs_ id or alias, or a goal's g_ id."
+        ),
     ],
     policy: Annotated[
         str,
