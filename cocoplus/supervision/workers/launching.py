@@ -18,7 +18,7 @@ from cocoplus.core.errors import CocoplusError, NotFound, UsageError
 from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.sandbox import probe, profiles
+from cocoplus.sandbox import probe, profiles, srt
 from cocoplus.session import agents, limits, permissions, procinfo, registry
 from cocoplus.supervision import children, worktrees
 from cocoplus.supervision.workers.ending import reconcile
@@ -180,6 +180,8 @@ def launch(
 def sandbox_problem(profile: str, environ: dict[str, str]) -> str | None:
     """Why the sandbox `profile` cannot be applied here, in one line (the doctor's cause and fix), or None."""
     found = probe.probe(environ)
+    if found["ok"] and profile == profiles.SRT:
+        found = srt.probe(environ)
     if found["ok"]:
         return None
     return f"the sandbox {profile!r} cannot be applied here: {found['cause']}; fix: {found['fix']}"
