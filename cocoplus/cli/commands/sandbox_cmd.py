@@ -36,7 +36,7 @@ def render_doctor(found: dict[str, Any]) -> None:
         output.line("srt: a throwaway srt sandbox ran; the `srt` profile can be applied")
         return
     output.line("srt: ", ("cannot be applied", output.ALERT), f": {held.get('cause')}")
-    output.line(f"srt fix: {held.get('fix')}")
+    output.line(f"  to use it: {held.get('fix')}")
 
 
 def doctor(json_out: JsonFlag = False) -> None:
