@@ -155,6 +155,27 @@ def environment(runtime: str, environ: dict[str, str]) -> dict[str, str]:
     return {**bwrap.environment(runtime, environ), "TMPDIR": "/tmp"}
 
 
+LOOPBACK = ("127.", "localhost", "[::1]")
+
+
+def inner(runtime: str, environ: dict[str, str]) -> list[str]:
+    """What the worker's command is prefixed with inside srt: where its model endpoint is on loopback (a local
+    gateway, a stand-in), srt's NO_PROXY (which exempts loopback) is dropped, so that the runtime reaches it
+    through srt's proxy; the sandbox's own loopback is not the host's."""
+    if any(h.startswith(LOOPBACK) for h in model_hosts(runtime, environ)):
+        return ["env", "-u", "NO_PROXY", "-u", "no_proxy"]
+    return []
+
+
+def refused(tree: str, project: str, homes: list[str]) -> str | None:
+    """Why srt cannot hold a worker in `tree`, in one line, or None: srt's own bubblewrap mounts a fresh /dev, so
+    a tree, project or home under /dev (such as /dev/shm) would vanish inside."""
+    for path in (tree, project, *homes):
+        if path and bwrap._under(path, "/dev"):
+            return f"{path} lies under /dev, which srt mounts afresh (use the `workspace` profile, or move it)"
+    return None
+
+
 def settings_text(found: dict[str, Any]) -> bytes:
     return json.dumps(found, indent=1).encode()
 

@@ -330,22 +330,44 @@ def sandboxed(
     except OSError as exc:
         end_channels()
         raise CocoplusError(f"the sandbox {profile!r}: cannot make its read-only directories ({exc})") from None
-    read_end = _pipe_with(bwrap.marker_text(wid, layout.project, profile))
     keep = (os.path.dirname(os.path.realpath(cmd[0])),)
     if profile == sandbox_profiles.SRT:
-        home, env = userfiles.home(), dict(os.environ)
-        policy = sandbox_srt.settings(runtime=runtime, tree=tree, project=layout.project, home=home, environ=env)
-        settings_end = _pipe_with(sandbox_srt.settings_text(policy))
-        args = sandbox_srt.arguments(
-            found["bwrap"], found["srt"], runtime=runtime, tree=tree, cwd=cwd, project=layout.project, home=home,
-            environ=env, marker_fd=read_end, settings_fd=settings_end, channel_socket=sock, keep=keep,
-        )  # fmt: skip
-        return [*args, *cmd], sandbox_srt.environment(runtime, env), (read_end, settings_end)
+        return srt_held(layout, wid, found, runtime, tree, cwd, cmd, sock, keep)
+    read_end = _pipe_with(bwrap.marker_text(wid, layout.project, profile))
     args = bwrap.arguments(
         found["bwrap"], runtime=runtime, tree=tree, cwd=cwd, project=layout.project, home=userfiles.home(),
         environ=dict(os.environ), marker_fd=read_end, channel_socket=sock, keep=keep,
     )  # fmt: skip
     return [*args, *cmd], bwrap.environment(runtime, dict(os.environ)), (read_end,)
+
+
+def srt_held(
+    layout: Layout,
+    wid: str,
+    found: dict[str, Any],
+    runtime: str,
+    tree: str,
+    cwd: str,
+    cmd: list[str],
+    sock: str,
+    keep: tuple[str, ...],
+) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
+    """`cmd` under the `srt` profile (cocoplus/sandbox/srt.py): the outer layer and srt, their environment, and
+    the descriptors the marker and srt's settings are read from."""
+    home, env = userfiles.home(), dict(os.environ)
+    why = sandbox_srt.refused(tree, layout.project, [home, env.get("HOME") or home])
+    if why is not None:
+        end_channels()
+        raise CocoplusError(f"the sandbox 'srt' cannot be applied here: {why}")
+    policy = sandbox_srt.settings(runtime=runtime, tree=tree, project=layout.project, home=home, environ=env)
+    read_end = _pipe_with(bwrap.marker_text(wid, layout.project, sandbox_profiles.SRT))
+    settings_end = _pipe_with(sandbox_srt.settings_text(policy))
+    args = sandbox_srt.arguments(
+        found["bwrap"], found["srt"], runtime=runtime, tree=tree, cwd=cwd, project=layout.project, home=home,
+        environ=env, marker_fd=read_end, settings_fd=settings_end, channel_socket=sock, keep=keep,
+    )  # fmt: skip
+    prefix = sandbox_srt.inner(runtime, env)
+    return [*args, *prefix, *cmd], sandbox_srt.environment(runtime, env), (read_end, settings_end)
 
 
 def _pipe_with(data: bytes) -> int:
