@@ -128,7 +128,14 @@ def settings(
     readonly = [*bwrap.protected_paths(tree), *bwrap.protected_paths(project), *mine]
     # A worktree in the project's .cocoplus/worktrees stays writable: no deny covers the tree itself (the rest of
     # the project is not writable anyway, and srt's deny would win over the allow).
-    readonly = [p for p in dict.fromkeys(readonly) if not bwrap._under(tree, p)]
+    # srt also blocks a path that does not exist yet, with /dev/null: kept for the protected files a worker could
+    # create (.mcp.json, cocoplus.toml, .env), left out for a missing directory a runtime reads as one (Codex
+    # refuses to start over a ~/.codex/rules that is not a directory).
+    readonly = [
+        p
+        for p in dict.fromkeys(readonly)
+        if not bwrap._under(tree, p) and (os.path.lexists(p) or os.path.basename(p) in NEW_FILES_DENIED)
+    ]
     denied = secrets(runtime, project, homes, environ)
     return {
         "network": {
@@ -155,6 +162,7 @@ def environment(runtime: str, environ: dict[str, str]) -> dict[str, str]:
     return {**bwrap.environment(runtime, environ), "TMPDIR": "/tmp"}
 
 
+NEW_FILES_DENIED = (".mcp.json", "cocoplus.toml", ".env", "config.worktree")
 LOOPBACK = ("127.", "localhost", "[::1]")
 
 
@@ -167,9 +175,28 @@ def inner(runtime: str, environ: dict[str, str]) -> list[str]:
     return []
 
 
-def refused(tree: str, project: str, homes: list[str]) -> str | None:
-    """Why srt cannot hold a worker in `tree`, in one line, or None: srt's own bubblewrap mounts a fresh /dev, so
-    a tree, project or home under /dev (such as /dev/shm) would vanish inside."""
+# Runtimes whose own sandbox is bubblewrap in new user namespaces, which srt forbids: their commands would all
+# fail inside srt while the run still ended "successfully" (Codex's `-s workspace-write` and `read-only`: "bwrap:
+# Creating new namespace failed", and `codex exec` exits 0). Refused under srt; `workspace` holds them.
+OWN_SANDBOX_CANNOT_NEST = ("codex",)
+
+
+def refused_runtime(runtime: str) -> str | None:
+    """Why srt cannot hold a worker of `runtime`, in one line, or None."""
+    if runtime in OWN_SANDBOX_CANNOT_NEST:
+        return (
+            f"{runtimes.get(runtime).TITLE}'s own sandbox (bubblewrap) cannot start inside srt, which forbids new user "
+            "namespaces: its commands would fail while the run ends as a success (use the `workspace` profile)"
+        )
+    return None
+
+
+def refused(tree: str, project: str, homes: list[str], runtime: str | None = None) -> str | None:
+    """Why srt cannot hold a worker in `tree`, in one line, or None: a runtime whose own sandbox cannot nest in it
+    (`refused_runtime`); srt's own bubblewrap mounts a fresh /dev, so a tree, project or home under /dev (such as
+    /dev/shm) would vanish inside."""
+    if runtime is not None and (why := refused_runtime(runtime)) is not None:
+        return why
     for path in (tree, project, *homes):
         if path and bwrap._under(path, "/dev"):
             return f"{path} lies under /dev, which srt mounts afresh (use the `workspace` profile, or move it)"
@@ -205,7 +232,8 @@ def arguments(
     private /tmp with the marker, the channel and srt's settings, read from `marker_fd` and `settings_fd`; the
     secret directories hidden read-only), then srt."""
     homes = list(dict.fromkeys(h for h in (home, environ.get("HOME")) if h))
-    args = [bwrap_path, "--dev-bind", "/", "/", "--tmpfs", "/tmp"]
+    # /tmp/claude: the temporary directory srt gives the command (TMPDIR), writable by default
+    args = [bwrap_path, "--dev-bind", "/", "/", "--tmpfs", "/tmp", "--dir", "/tmp/claude"]
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     again = [
         *homes, project, tree, *bwrap.git_writable(tree), sys.prefix, sys.base_prefix, here,

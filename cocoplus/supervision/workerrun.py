@@ -355,7 +355,7 @@ def srt_held(
     """`cmd` under the `srt` profile (cocoplus/sandbox/srt.py): the outer layer and srt, their environment, and
     the descriptors the marker and srt's settings are read from."""
     home, env = userfiles.home(), dict(os.environ)
-    why = sandbox_srt.refused(tree, layout.project, [home, env.get("HOME") or home])
+    why = sandbox_srt.refused(tree, layout.project, [home, env.get("HOME") or home], runtime)
     if why is not None:
         end_channels()
         raise CocoplusError(f"the sandbox 'srt' cannot be applied here: {why}")

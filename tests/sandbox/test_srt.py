@@ -23,7 +23,11 @@ import pytest
 from cocoplus.core.paths import Layout
 from cocoplus.hook import channel as wire
 from cocoplus.sandbox import bwrap, srt
-from tests.support.sandbox import require_srt
+from tests.sandbox.test_fail_closed import no_worker_ran, standins_dir
+from tests.support import runtimes
+from tests.support.runtimes import SRT_BIN
+from tests.support.sandbox import require_sandbox, require_srt
+from tests.support.waiting import wait_until
 
 HOOK = str(Path(wire.__file__).with_name("__main__.py"))
 
@@ -279,3 +283,61 @@ def test_the_model_endpoint_is_allowed_by_its_base_url() -> None:
     assert srt.model_hosts("claude", env) == ["127.0.0.1:4141"]
     assert srt.model_hosts("claude", {}) == ["api.anthropic.com"]
     assert srt.model_hosts("codex", env) == ["elsewhere.example"]
+
+
+def launch(cli_subprocess, layout: Layout, runtime: str, path: str, *more: str):  # type: ignore[no-untyped-def]
+    return cli_subprocess(
+        "launch", runtime, "Do the work.", "--sandbox", "srt", *more, cwd=layout.project, env={"PATH": path}
+    )
+
+
+@pytest.fixture
+def hooked(cli_subprocess, project: Layout) -> Layout:
+    """A project whose Claude Code and Codex hooks are installed: a launch there is refused for its sandbox alone."""
+    for runtime in ("claude", "codex"):
+        assert cli_subprocess("install", runtime, cwd=project.project).code == 0
+    return project
+
+
+def test_without_srt_a_worker_under_srt_does_not_start(cli_subprocess, hooked: Layout) -> None:
+    require_sandbox()
+    r = launch(
+        cli_subprocess, hooked, "claude", f"{standins_dir()}{os.pathsep}{os.path.dirname(shutil.which('bwrap') or '')}"
+    )
+    lines = r.err.strip().splitlines()
+    assert r.code == 1 and len(lines) == 1, r
+    assert "the sandbox 'srt' cannot be applied here: Anthropic's sandbox runtime (`srt`) is not on PATH" in lines[0]
+    assert srt.FIX_INSTALL in lines[0]
+    no_worker_ran(hooked)
+
+
+def test_a_codex_worker_is_refused_under_srt(cli_subprocess, hooked: Layout) -> None:
+    """Codex's own sandbox cannot start inside srt (checked with the real CLI: "bwrap: Creating new namespace
+    failed ... (ENOSPC)", and `codex exec` exited 0): refused in one line, before anything runs."""
+    # --unsupervised: Codex's hooks need a trusted project, which this test does not need to set up
+    r = launch(cli_subprocess, hooked, "codex", f"{SRT_BIN}{os.pathsep}{os.environ['PATH']}", "--unsupervised")
+    lines = r.err.strip().splitlines()
+    assert r.code == 1 and len(lines) == 1, r
+    assert "the sandbox 'srt' cannot hold this worker: Codex" in lines[0] and "workspace" in lines[0]
+    no_worker_ran(hooked)
+
+
+def test_a_project_under_dev_is_refused_by_its_runner(cli_subprocess) -> None:
+    """srt mounts a fresh /dev: a worker whose tree lies there does not start (its run ends, one line), and no
+    process of it ran."""
+    require_srt()
+    where = Path(tempfile.mkdtemp(prefix="cocoplus-srt-", dir="/dev/shm"))
+    try:
+        assert cli_subprocess("init", cwd=where).code == 0
+        assert cli_subprocess("install", "claude", cwd=where).code == 0
+        layout = Layout(str(where / ".cocoplus"))
+        r = launch(cli_subprocess, layout, "claude", f"{SRT_BIN}{os.pathsep}{os.environ['PATH']}")
+        assert r.code == 0, r
+        rec = wait_until(
+            lambda: (x := json.loads(Path(layout.worker_record("w1")).read_text()))["state"] == "failed" and x,
+            timeout=60,
+        )
+        assert "lies under /dev, which srt mounts afresh" in rec["reason"], rec
+        assert runtimes.standin_calls(Path(standins_dir()) / "calls.log") == ""
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
