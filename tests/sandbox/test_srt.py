@@ -285,7 +285,7 @@ def test_the_model_endpoint_is_allowed_by_its_base_url() -> None:
     assert srt.model_hosts("codex", env) == ["elsewhere.example"]
 
 
-def launch(cli_subprocess, layout: Layout, runtime: str, path: str, *more: str):  # type: ignore[no-untyped-def]
+def launch(cli_subprocess, layout: Layout, runtime: str, path: str, *more: str):
     return cli_subprocess(
         "launch", runtime, "Do the work.", "--sandbox", "srt", *more, cwd=layout.project, env={"PATH": path}
     )
