@@ -330,7 +330,7 @@ def sandboxed(
     except OSError as exc:
         end_channels()
         raise CocoplusError(f"the sandbox {profile!r}: cannot make its read-only directories ({exc})") from None
-    keep = (os.path.dirname(os.path.realpath(cmd[0])),)
+    keep = program_dirs(cmd[0])
     if profile == sandbox_profiles.SRT:
         return srt_held(layout, wid, found, runtime, tree, cwd, cmd, sock, keep)
     read_end = _pipe_with(bwrap.marker_text(wid, layout.project, profile))
@@ -339,6 +339,18 @@ def sandboxed(
         environ=dict(os.environ), marker_fd=read_end, channel_socket=sock, keep=keep,
     )  # fmt: skip
     return [*args, *cmd], bwrap.environment(runtime, dict(os.environ)), (read_end,)
+
+
+def program_dirs(program: str) -> tuple[str, ...]:
+    """The directories the runtime's program needs inside a sandbox, for binding them again where a fresh /tmp would
+    hide them: the one it is named from, the one it resolves into, and the npm package tree (`node_modules`) either
+    lies in (its code and the node it runs on)."""
+    found = [os.path.dirname(os.path.abspath(program)), os.path.dirname(os.path.realpath(program))]
+    for path in list(found):
+        parts = path.split(os.sep)
+        if "node_modules" in parts:
+            found.append(os.sep.join(parts[: parts.index("node_modules") + 1]))
+    return tuple(dict.fromkeys(found))
 
 
 def srt_held(
