@@ -341,6 +341,9 @@ def sandboxed(
     return [*args, *cmd], bwrap.environment(runtime, dict(os.environ)), (read_end,)
 
 
+NPM_TREE = "node_modules"  # the directory npm installs a package tree in
+
+
 def program_dirs(program: str) -> tuple[str, ...]:
     """The directories the runtime's program needs inside a sandbox, for binding them again where a fresh /tmp would
     hide them: the one it is named from, the one it resolves into, and the npm package tree (`node_modules`) either
@@ -348,8 +351,8 @@ def program_dirs(program: str) -> tuple[str, ...]:
     found = [os.path.dirname(os.path.abspath(program)), os.path.dirname(os.path.realpath(program))]
     for path in list(found):
         parts = path.split(os.sep)
-        if "node_modules" in parts:
-            found.append(os.sep.join(parts[: parts.index("node_modules") + 1]))
+        if NPM_TREE in parts:
+            found.append(os.sep.join(parts[: parts.index(NPM_TREE) + 1]))
     return tuple(dict.fromkeys(found))
 
 
