@@ -341,3 +341,27 @@ def test_a_project_under_dev_is_refused_by_its_runner(cli_subprocess) -> None:
         assert runtimes.standin_calls(Path(standins_dir()) / "calls.log") == ""
     finally:
         shutil.rmtree(where, ignore_errors=True)
+
+
+def test_a_worker_cannot_leave_srt_by_starting_another(planted: tuple[Layout, Path]) -> None:
+    """Attacks from inside: a second srt with settings of the worker's own that allow writing the home, a new user
+    namespace (where the read-only binds could be undone), and srt's settings file rewritten: each fails, and the
+    home stays unwritten."""
+    found = require_srt()
+    layout, home = planted
+    mine = Path(layout.project) / "mine.json"
+    wide = {"allowWrite": [str(home)], "denyWrite": [], "denyRead": []}
+    mine.write_text(
+        json.dumps({"network": {"allowedDomains": ["example.com"], "deniedDomains": []}, "filesystem": wide})
+    )
+    script = (
+        f"{found['srt']} --settings {mine} -- sh -c 'echo x > {home}/escaped' && echo NESTED-RAN; "
+        "unshare -r true && echo USERNS; "
+        f"echo '{{}}' > {srt.SETTINGS} && echo REWROTE-SETTINGS; "
+        f"echo x > {home}/escaped && echo ESCAPED"
+    )
+    r = run_in_srt(found, layout, home, script)
+    said = set((r.stdout + r.stderr).split())
+    assert not {"NESTED-RAN", "USERNS", "REWROTE-SETTINGS", "ESCAPED"} & said, r
+    assert "Creating new namespace failed" in r.stderr, r  # the second srt met the sandbox, not a bad config
+    assert not (home / "escaped").exists(), r
