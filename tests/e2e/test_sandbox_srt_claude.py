@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -34,8 +35,9 @@ from tests.support.waiting import wait_until
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def proj() -> Iterator[Project]:
+@contextmanager
+def srt_project(runtime: str) -> Iterator[Project]:
+    """A project with `runtime`'s hooks installed and a home with planted secrets, under /var/tmp."""
     require_srt()
     base = Path(tempfile.mkdtemp(prefix="cocoplus-srt-e2e-", dir="/var/tmp"))
     p = Project(base / "project", base / "home")
@@ -43,7 +45,7 @@ def proj() -> Iterator[Project]:
     p.home.mkdir()
     subprocess.run(["git", "init", "-q", str(p.project)], check=True)
     p.cocoplus("init")
-    p.cocoplus("install", "claude")
+    p.cocoplus("install", runtime)
     (p.home / ".ssh").mkdir()
     (p.home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
     (p.home / ".aws").mkdir()
@@ -55,11 +57,19 @@ def proj() -> Iterator[Project]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+def with_srt(p: Project, env: dict[str, str]) -> dict[str, str]:
+    """`env` with the pinned srt first on PATH and the project's home as this user's (the password database)."""
+    return {**env, "PATH": f"{SRT_BIN}{os.pathsep}{env['PATH']}", **passwd_env_for(p.home)}
+
+
+@pytest.fixture
+def proj() -> Iterator[Project]:
+    with srt_project("claude") as p:
+        yield p
+
+
 def srt_env(p: Project, stub: AnthropicStub) -> dict[str, str]:
-    env = env_for(p, stub)
-    env["PATH"] = f"{SRT_BIN}{os.pathsep}{env['PATH']}"
-    env.update(passwd_env_for(p.home))  # this user's home, as cocoplus reads it, is the project's home too
-    return env
+    return with_srt(p, env_for(p, stub))
 
 
 def test_a_claude_worker_under_srt_writes_its_tree_and_nothing_else(proj: Project) -> None:
