@@ -365,3 +365,18 @@ def test_a_worker_cannot_leave_srt_by_starting_another(planted: tuple[Layout, Pa
     assert not {"NESTED-RAN", "USERNS", "REWROTE-SETTINGS", "ESCAPED"} & said, r
     assert "Creating new namespace failed" in r.stderr, r  # the second srt met the sandbox, not a bad config
     assert not (home / "escaped").exists(), r
+
+
+def test_cocoplus_doctor_calls_a_missing_srt_a_problem_when_workers_need_it(cli_subprocess, project: Layout) -> None:
+    from cocoplus.core import userfiles
+
+    require_sandbox()
+    user = Path(userfiles.config_file())
+    user.parent.mkdir(parents=True, exist_ok=True)
+    env = {"PATH": f"{standins_dir()}{os.pathsep}{os.path.dirname(shutil.which('bwrap') or '')}"}
+    user.write_text('[workers]\nsandbox = "workspace"\n')
+    box = json.loads(cli_subprocess("doctor", "--json", cwd=project.project, env=env).out)["sandbox"]
+    assert box["ok"] is True and box["problem"] is False, box  # workspace does not need srt
+    user.write_text('[workers]\nsandbox = "srt"\n')
+    box = json.loads(cli_subprocess("doctor", "--json", cwd=project.project, env=env).out)["sandbox"]
+    assert box["problem"] is True and box["profile"] == "srt" and "(`srt`) is not on PATH" in box["text"], box
