@@ -528,7 +528,8 @@ KEYS: tuple[Key, ...] = (
         "none",
         "the operating-system sandbox every launched worker runs in (as `launch --sandbox`): none, or workspace "
         "(bubblewrap: the worker's tree writable, the files that decide what runs and the rest of the system "
-        "read-only, secrets hidden); a project's cocoplus.toml may only choose a stronger one than yours",
+        "read-only, secrets hidden), or srt (the same files under Anthropic's sandbox runtime, and the network "
+        "held to the runtime's model endpoint); a project's cocoplus.toml may only choose a stronger one than yours",
         choices=vocab.SANDBOX_PROFILES,
         env=False,
     ),

@@ -56,7 +56,8 @@ LIVE_WORKER_STATES = WORKER_STATES[:2]
 # The runtimes `cocoplus launch` starts.
 LAUNCH_RUNTIMES = ("claude", "codex", "gemini")
 # A worker's sandbox profiles, weakest first (cocoplus/sandbox/profiles.py): a project may only choose a later one.
-SANDBOX_PROFILES = ("none", "workspace")
+# `srt` holds the same files as `workspace` and adds a network held to the model endpoint.
+SANDBOX_PROFILES = ("none", "workspace", "srt")
 
 # Which tools `cocoplus mcp --role` serves (`worker` is the default; `brain` and `all` need this
 # user's capability in COCOPLUS_MCP_TOKEN).

@@ -141,6 +141,12 @@ def sandbox_note(layout: Layout) -> dict[str, Any]:
         profile = profiles.effective(layout)
     except CocoplusError:
         profile = profiles.NONE
+    if found["ok"] and profile == profiles.SRT:
+        from cocoplus.sandbox import srt  # deferred: only doctor probes the sandbox
+
+        held = srt.probe()
+        if not held["ok"]:
+            found = {**found, "ok": False, "cause": held["cause"], "fix": held["fix"]}
     if found["ok"]:
         text = f"sandbox: workers can be sandboxed here (bubblewrap {found['version']}, loopback up); profile {profile}"
     else:

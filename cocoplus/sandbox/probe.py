@@ -86,10 +86,28 @@ def find_bwrap(environ: dict[str, str] | None = None) -> str | None:
     return shutil.which("bwrap", path=env.get("PATH", os.defpath))
 
 
+HIDDEN_TOPS = ("/dev", "/tmp")  # what a sandbox mounts afresh: whatever lies under them is bound in again
+
+
+def hidden(path: str) -> bool:
+    """Whether `path` lies under a directory a sandbox mounts afresh (/dev, /tmp), which would hide it."""
+    return any(path == top or path.startswith(top + "/") for top in HIDDEN_TOPS)
+
+
+def interpreter_binds() -> list[str]:
+    """The read-only binds that bring this interpreter back into a sandbox whose fresh /dev or /tmp would hide it
+    (a virtual environment or a Python installed under /tmp)."""
+    args: list[str] = []
+    for path in dict.fromkeys((sys.prefix, sys.base_prefix, os.path.dirname(sys.executable))):
+        if path and hidden(path) and os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    return args
+
+
 def throwaway(bwrap: str) -> list[str]:
     """The throwaway sandbox the probe starts: the namespaces a worker's sandbox unshares, loopback tried inside."""
     return [
-        bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+        bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", *interpreter_binds(),
         "--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session",
         "--", sys.executable, "-S", "-c", LOOPBACK_CHECK,
     ]  # fmt: skip

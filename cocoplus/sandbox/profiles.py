@@ -15,6 +15,7 @@ from cocoplus.core.paths import Layout
 
 NONE = "none"
 WORKSPACE = "workspace"
+SRT = "srt"
 
 
 def strength(profile: str) -> int:

@@ -53,6 +53,8 @@ from cocoplus.runtimes import streams
 from cocoplus.sandbox import bwrap
 from cocoplus.sandbox import channel as sandbox_channel
 from cocoplus.sandbox import probe as sandbox_probe
+from cocoplus.sandbox import profiles as sandbox_profiles
+from cocoplus.sandbox import srt as sandbox_srt
 from cocoplus.session import agents, killswitch, procinfo
 from cocoplus.supervision import leftovers, workers, worktrees
 
@@ -314,6 +316,9 @@ def sandboxed(
     the control channel starts)."""
     sock = spawn_channel(layout, wid, rec)
     found = probed(rec)
+    if found["ok"] and profile == sandbox_profiles.SRT:
+        held = probed_srt(rec)
+        found = {**held, "bwrap": found["bwrap"]} if held["ok"] else held
     if not found["ok"]:
         end_channels()
         raise CocoplusError(f"the sandbox {profile!r} cannot be applied here: {found['cause']}; fix: {found['fix']}")
@@ -325,15 +330,69 @@ def sandboxed(
     except OSError as exc:
         end_channels()
         raise CocoplusError(f"the sandbox {profile!r}: cannot make its read-only directories ({exc})") from None
-    read_end, write_end = os.pipe()
-    os.write(write_end, bwrap.marker_text(wid, layout.project, profile))
-    os.close(write_end)
+    keep = program_dirs(cmd[0])
+    if profile == sandbox_profiles.SRT:
+        return srt_held(layout, wid, found, runtime, tree, cwd, cmd, sock, keep)
+    read_end = _pipe_with(bwrap.marker_text(wid, layout.project, profile))
     args = bwrap.arguments(
         found["bwrap"], runtime=runtime, tree=tree, cwd=cwd, project=layout.project, home=userfiles.home(),
-        environ=dict(os.environ), marker_fd=read_end, channel_socket=sock,
-        keep=(os.path.dirname(os.path.realpath(cmd[0])),),
+        environ=dict(os.environ), marker_fd=read_end, channel_socket=sock, keep=keep,
     )  # fmt: skip
     return [*args, *cmd], bwrap.environment(runtime, dict(os.environ)), (read_end,)
+
+
+NPM_TREE = "node_modules"  # the directory npm installs a package tree in
+
+
+def program_dirs(program: str) -> tuple[str, ...]:
+    """The directories the runtime's program needs inside a sandbox, for binding them again where a fresh /tmp would
+    hide them: the one it is named from, the one it resolves into, and the npm package tree (`node_modules`) either
+    lies in (its code and the node it runs on)."""
+    found = [os.path.dirname(os.path.abspath(program)), os.path.dirname(os.path.realpath(program))]
+    for path in list(found):
+        parts = path.split(os.sep)
+        if NPM_TREE in parts:
+            found.append(os.sep.join(parts[: parts.index(NPM_TREE) + 1]))
+    return tuple(dict.fromkeys(found))
+
+
+def srt_held(
+    layout: Layout,
+    wid: str,
+    found: dict[str, Any],
+    runtime: str,
+    tree: str,
+    cwd: str,
+    cmd: list[str],
+    sock: str,
+    keep: tuple[str, ...],
+) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
+    """`cmd` under the `srt` profile (cocoplus/sandbox/srt.py): the outer layer and srt, their environment, and
+    the descriptors the marker and srt's settings are read from."""
+    home, env = userfiles.home(), dict(os.environ)
+    why = sandbox_srt.refused(tree, layout.project, [home, env.get("HOME") or home], runtime)
+    if why is not None:
+        end_channels()
+        raise CocoplusError(f"the sandbox 'srt' cannot be applied here: {why}")
+    policy = sandbox_srt.settings(runtime=runtime, tree=tree, project=layout.project, home=home, environ=env)
+    read_end = _pipe_with(bwrap.marker_text(wid, layout.project, sandbox_profiles.SRT))
+    settings_end = _pipe_with(sandbox_srt.settings_text(policy))
+    args = sandbox_srt.arguments(
+        found["bwrap"], found["srt"], runtime=runtime, tree=tree, cwd=cwd, project=layout.project, home=home,
+        environ=env, marker_fd=read_end, settings_fd=settings_end, channel_socket=sock, keep=keep,
+    )  # fmt: skip
+    prefix = sandbox_srt.inner(runtime, env)
+    return [*args, *prefix, *cmd], sandbox_srt.environment(runtime, env), (read_end, settings_end)
+
+
+def _pipe_with(data: bytes) -> int:
+    """The read end of a pipe holding `data` (bubblewrap reads a file it mounts inside from it)."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, data)
+    finally:
+        os.close(write_end)
+    return read_end
 
 
 CHANNELS: list[subprocess.Popen[bytes]] = []  # this runner's control channel, ended with its run
@@ -351,6 +410,16 @@ def probed(rec: WorkerRecord) -> dict[str, Any]:
         if found is not None:
             return {"ok": True, "bwrap": found}
     return sandbox_probe.probe(dict(os.environ))
+
+
+def probed_srt(rec: WorkerRecord) -> dict[str, Any]:
+    """srt's probe for this run (`probed`: the launch's when moments ago, else a fresh one)."""
+    at = rec.get("sandbox_probed_at")
+    if isinstance(at, (int, float)) and 0 <= time.time() - at < PROBE_FRESH_S and not rec.get("started_at"):
+        found = sandbox_srt.find_srt()
+        if found is not None:
+            return {"ok": True, "srt": found}
+    return sandbox_srt.probe(dict(os.environ))
 
 
 def spawn_channel(layout: Layout, wid: str, rec: WorkerRecord) -> str:

@@ -15,6 +15,7 @@ import pytest
 
 from cocoplus.core.paths import Layout
 from cocoplus.hook import channel as wire
+from cocoplus.sandbox import probe
 from tests.support.sandbox import require_sandbox
 from tests.support.waiting import wait_until
 
@@ -104,7 +105,7 @@ def test_a_hook_that_cannot_reach_its_channel_blocks(tmp_path: Path) -> None:
     started = time.monotonic()
     r = subprocess.run(
         [found["bwrap"], "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-         "--ro-bind", str(Path(HOOK).parents[2]), str(Path(HOOK).parents[2]),
+         "--ro-bind", str(Path(HOOK).parents[2]), str(Path(HOOK).parents[2]), *probe.interpreter_binds(),
          "--ro-bind-data", str(read_end), wire.SANDBOX_MARKER, "--unshare-pid", "--die-with-parent", "--",
          sys.executable, "-S", HOOK, "PreToolUse", "--runtime", "claude", "--timeout", "10"],
         input=json.dumps(pre_tool("s", str(tmp_path))), pass_fds=(read_end,), capture_output=True, text=True,

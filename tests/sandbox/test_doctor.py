@@ -10,8 +10,8 @@ import os
 import stat
 from pathlib import Path
 
-from cocoplus.sandbox import probe
-from tests.support.sandbox import require_sandbox
+from cocoplus.sandbox import probe, srt
+from tests.support.sandbox import require_sandbox, require_srt
 
 RTM = "bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted"
 SLAVE = "bwrap: Failed to make / slave: Permission denied"
@@ -95,7 +95,37 @@ def test_where_bubblewrap_works_the_doctor_brings_up_loopback_and_exits_0(cli_su
     require_sandbox()
     r = cli_subprocess("sandbox", "doctor", cwd=tmp_path)
     assert r.code == 0, r
-    assert "loopback in a throwaway sandbox: up" in r.out and "fix:" not in r.out
+    assert "loopback in a throwaway sandbox: up" in r.out and not [ln for ln in r.out.splitlines() if "fix:" in ln]
+    # srt is not on this PATH: the doctor names its one fix, and workspace still applies (exit 0)
+    assert (
+        f"srt: cannot be applied: Anthropic's sandbox runtime (`srt`) is not on PATH\n  to use it: {srt.FIX_INSTALL}"
+        in r.out
+    )
+
+
+def test_where_srt_works_the_doctor_shows_its_pinned_version(cli_subprocess, tmp_path: Path) -> None:
+    found = require_srt()
+    r = cli_subprocess("sandbox", "doctor", "--json", cwd=tmp_path, env=dict(os.environ, PATH=found["PATH"]))
+    held = json.loads(r.out)["srt"]
+    assert r.code == 0 and held["ok"] is True and held["version"] == srt.PINNED and held["fix"] is None, r
+    r = cli_subprocess("sandbox", "doctor", cwd=tmp_path, env=dict(os.environ, PATH=found["PATH"]))
+    assert f"({srt.PINNED})" in r.out and "the `srt` profile can be applied" in r.out
+
+
+def test_an_srt_that_fails_is_named_with_its_cause(tmp_path: Path) -> None:
+    """An `srt` that answers its version but cannot start a sandbox (srt's own words when socat is missing)."""
+    require_sandbox()
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "srt"
+    fake.write_text(
+        '#!/bin/sh\nif [ "$1" = "--version" ]; then echo "0.0.83"; exit 0; fi\n'
+        'echo "Error: Sandbox dependencies are not available: socat not found" >&2\nexit 1\n'
+    )
+    fake.chmod(0o755)
+    found = srt.probe({"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"})
+    assert not found["ok"] and found["version"] == "0.0.83" and "socat not found" in found["cause"]
+    assert found["fix"] == srt.FIX_TOOLS and found["tried"][:2] == [str(fake), "--settings"]
 
 
 def test_cocoplus_doctor_shows_the_probe_and_calls_it_a_problem_when_workers_need_it(cli_subprocess, project) -> None:

@@ -27,6 +27,9 @@ import pytest
 TESTS_DIR = Path(__file__).resolve().parent.parent
 RUNTIMES_DIR = TESTS_DIR / "e2e" / "runtimes"
 BIN = RUNTIMES_DIR / "node_modules" / ".bin"
+# Anthropic's sandbox runtime for the `srt` profile (install-sandbox.sh), in a prefix of its own: not an agent
+# runtime, so any test may put it on PATH (tests/support/sandbox.py).
+SRT_BIN = RUNTIMES_DIR / "srt" / "node_modules" / ".bin"
 NAMES = ("claude", "codex", "gemini")
 # Codex's sandbox helper (`codex-linux-sandbox`, its own binary by that name), which Codex runs through PATH when
 # the system's bwrap has no --argv0 (Debian 12's 0.8.0): install.sh links it here, e2e projects put it on PATH.

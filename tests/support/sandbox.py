@@ -3,6 +3,8 @@
 A test that needs user namespaces calls `require_sandbox()`: skipped with the doctor's cause and fix where the
 probe reports a sandbox cannot be applied, except under `CI=true` as root (the project's own machines, Debian,
 where tests/e2e/runtimes/install-sandbox.sh installs bubblewrap): there the probe must succeed, or the test fails.
+A test of the `srt` profile calls `require_srt()`: the same, for Anthropic's sandbox runtime as that script
+installs it (pinned, in tests/e2e/runtimes/srt), whose bin directory it returns for PATH.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from cocoplus.sandbox import probe
+from cocoplus.sandbox import probe, srt
+from tests.support.runtimes import SRT_BIN
 
 _found: dict[str, Any] = {}
 
@@ -28,3 +31,28 @@ def require_sandbox() -> dict[str, Any]:
             pytest.fail(f"CI (root, Debian) must be able to sandbox workers: {why}", pytrace=False)
         pytest.skip(why)
     return dict(found)
+
+
+def _required(found: dict[str, Any], what: str) -> None:
+    if found["ok"]:
+        return
+    why = f"no {what} here: {found['cause']}; fix: {found['fix']}"
+    if os.environ.get("CI") == "true" and os.geteuid() == 0:
+        pytest.fail(f"CI (root, Debian) must be able to sandbox workers: {why}", pytrace=False)
+    pytest.skip(why)
+
+
+def srt_path() -> str:
+    """PATH with the pinned srt (tests/e2e/runtimes/install-sandbox.sh) first."""
+    return f"{SRT_BIN}{os.pathsep}{os.environ.get('PATH', os.defpath)}"
+
+
+def require_srt() -> dict[str, Any]:
+    """srt's probe findings (with bubblewrap's `bwrap`) when the `srt` profile can be applied here; else the test
+    is skipped (or fails on CI)."""
+    found = require_sandbox()
+    if "srt" not in _found:
+        _found["srt"] = srt.probe(dict(os.environ, PATH=srt_path()))
+    held = _found["srt"]
+    _required(held, "srt")
+    return {**held, "bwrap": found["bwrap"], "PATH": srt_path()}

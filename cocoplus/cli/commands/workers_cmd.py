@@ -60,7 +60,8 @@ def launch(
         typer.Option(
             "--sandbox",
             metavar="PROFILE",
-            help="Its operating-system sandbox: none, or workspace (bubblewrap; see `cocoplus sandbox doctor`). "
+            help="Its operating-system sandbox: none, workspace (bubblewrap) or srt (Anthropic's sandbox runtime); "
+            "see `cocoplus sandbox doctor`. "
             "Default: [workers] sandbox. A profile that cannot be applied here starts nothing.",
         ),
     ] = None,

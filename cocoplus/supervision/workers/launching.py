@@ -19,7 +19,7 @@ from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.report import traces
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.sandbox import probe, profiles
+from cocoplus.sandbox import probe, profiles, srt
 from cocoplus.session import agents, limits, permissions, procinfo, registry
 from cocoplus.supervision import children, state, worktrees
 from cocoplus.supervision.workers.ending import reconcile
@@ -135,7 +135,7 @@ def launch(
     cfg = config_mod.load_for(layout, environ)
     profile = profiles.effective(layout, sandbox, environ)
     if profile != profiles.NONE:
-        refused = sandbox_problem(profile, env)
+        refused = sandbox_problem(profile, env, runtime)
         if refused:
             raise CocoplusError(refused)
     fsio.ensure_dir(layout.workers_dir)
@@ -179,9 +179,14 @@ def launch(
     return describe(layout, rec, max_parallel=max_parallel)
 
 
-def sandbox_problem(profile: str, environ: dict[str, str]) -> str | None:
-    """Why the sandbox `profile` cannot be applied here, in one line (the doctor's cause and fix), or None."""
+def sandbox_problem(profile: str, environ: dict[str, str], runtime: str | None = None) -> str | None:
+    """Why the sandbox `profile` cannot be applied here (to a worker of `runtime`), in one line (the doctor's cause
+    and fix), or None."""
+    if profile == profiles.SRT and runtime is not None and (why := srt.refused_runtime(runtime)) is not None:
+        return f"the sandbox {profile!r} cannot hold this worker: {why}"
     found = probe.probe(environ)
+    if found["ok"] and profile == profiles.SRT:
+        found = srt.probe(environ)
     if found["ok"]:
         return None
     return f"the sandbox {profile!r} cannot be applied here: {found['cause']}; fix: {found['fix']}"

@@ -20,7 +20,7 @@ npm rebuild node --prefix "$here" --no-audit --no-fund --loglevel=error
 helper="$here/node_modules/.codex-helper"
 mkdir -p "$helper"
 ln -sf "$(find "$here/node_modules/@openai" -path '*/vendor/*/bin/codex' -type f | head -n 1)" "$helper/codex-linux-sandbox"
-# bubblewrap and socat for the sandboxed workers (Debian's packages).
+# bubblewrap, socat and ripgrep for the sandboxed workers (Debian's packages), and the pinned srt.
 sh "$here/install-sandbox.sh"
 # Headless Chromium for the web page's browser test (Debian's package).
 sh "$here/install-chromium.sh"
