@@ -533,6 +533,30 @@ KEYS: tuple[Key, ...] = (
         choices=vocab.SANDBOX_PROFILES,
         env=False,
     ),
+    # [sandbox]: what a sandboxed worker may reach (cocoplus/sandbox/network.py).  Like the profile, never from the
+    # environment; a project's cocoplus.toml may narrow it, never widen it.
+    Key(
+        "sandbox",
+        "network",
+        "argv",
+        ["all"],
+        'what a sandboxed worker reaches on the network (as `launch --network`): ["all"]; ["none"] (only its '
+        "runtime's model endpoint, through a proxy); or a list of hosts (registry.npmjs.org, *.pypi.org, "
+        "example.com:8443) through a proxy, where a host not on it becomes a decision in the inbox; a project's "
+        "cocoplus.toml may only narrow yours",
+        minimum=1,
+        env=False,
+    ),
+    Key(
+        "sandbox",
+        "network_wait_s",
+        "float",
+        300.0,
+        "how long a sandboxed worker's connection to a host not on its allow list is held for an answer to the "
+        "inbox's decision; then it is refused (the default: deny)",
+        minimum=1.0,
+        maximum=DAY,
+    ),
     # [inbox]: the phone channels of the decision inbox (`cocoplus inbox run`).  Where pushes carrying one-tap
     # answers go is this user's alone: these keys are read from the user's own file only (user_only), never from a
     # project's cocoplus.toml, trusted or not, and never from the environment.

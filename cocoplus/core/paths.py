@@ -178,6 +178,12 @@ class Layout:
         into the worker's sandbox, through which its hooks write (cocoplus/sandbox/channel.py)."""
         return os.path.join(self.worker_dir(worker_id), "channel.sock")
 
+    def worker_proxy(self, worker_id: str) -> str:
+        """The network proxy of a sandboxed worker whose network is limited (`[sandbox] network`): a Unix socket its
+        runner's proxy process serves, mounted into the worker's sandbox, through which alone it reaches other hosts
+        (cocoplus/sandbox/netproxy.py)."""
+        return os.path.join(self.worker_dir(worker_id), "proxy.sock")
+
     def worker_runner_log(self, worker_id: str) -> str:
         """What the runner process that waits for a slot and watches the worker says about itself."""
         return os.path.join(self.worker_dir(worker_id), "runner.log")

@@ -301,12 +301,13 @@ def worker_fields(
     headless: bool = True,
     runner: Any = None,
     sandbox: Any = None,
+    network: Any = None,
 ) -> list[Any]:
     """What a managed worker's seal covers: the worker, its project, the command its runner starts, the directory
     it runs in (its git worktree, or None: the project), and what it grants: its own permission rules (`launch
     --allow`), whether no person watches it (headless), and the runner process it is bound to (pid, start ticks,
     machine, pid namespace; None before its runner recorded itself), and its sandbox profile where it has one (a
-    record without one is sealed as before)."""
+    record without one is sealed as before), and its network where it is limited (likewise)."""
     proc = runner if isinstance(runner, dict) else {}
     bound = [_text(proc.get(k)) for k in ("pid", "start_ticks", "host", "pidns")] if runner is not None else None
     rules = list(allow) if isinstance(allow, (list, tuple)) else allow
@@ -316,6 +317,8 @@ def worker_fields(
     ]  # fmt: skip
     if sandbox not in (None, "none"):
         fields += ["sandbox", sandbox]
+    if network not in (None, "all"):
+        fields += ["network", network]
     return fields
 
 
@@ -324,6 +327,7 @@ def worker_fields_of(rec: Mapping[str, Any], project: str, worker_id: str) -> li
     return worker_fields(
         worker_id, project, rec.get("command"), worker_cwd(rec), allow=rec.get("allow") or [],
         headless=rec.get("headless") is True, runner=rec.get("runner"), sandbox=rec.get("sandbox"),
+        network=rec.get("network"),
     )  # fmt: skip
 
 

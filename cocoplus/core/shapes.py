@@ -134,6 +134,7 @@ class WorkerRecord(TypedDict, total=False):
     runner: Any  # the runner process it is bound to: pid, start_ticks, host, pidns (or None)
     worktree: Any  # its git worktree: path, cwd, branch, base, and what became of it (supervision/worktrees.py)
     sandbox: str  # its sandbox profile (vocab.SANDBOX_PROFILES; absent: none), kept by every later run
+    network: str | list[str]  # what its sandbox reaches (sandbox/network.py; absent: all), sealed
     sandbox_probed_at: float | None  # when its launch probed the sandbox (epoch seconds): its first run's probe
     # Its runs.
     runs: int

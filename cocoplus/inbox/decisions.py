@@ -52,6 +52,7 @@ _PERMISSION_STATES = {"pending": "open", "allowed": "resolved", "denied": "resol
                       "gone": "gone"}  # fmt: skip
 
 Decision = dict[str, Any]
+NETWORK = "Network"  # the tool a sandboxed worker's held connection names (sandbox/netproxy.py)
 
 
 def _line(text: Any, limit: int = SUMMARY_MAX) -> str:
@@ -79,6 +80,11 @@ def _permissions(layout: Layout) -> list[Decision]:
         touched = [p for p in r.get("protected") or [] if isinstance(p, str)]
         what = str(r.get("rule") or r.get("tool") or "a tool call")
         summary = f"{r.get('alias') or r.get('worker') or 'a worker'} asks to run {what}"
+        host = (
+            (r.get("call") or {}).get("host") if r.get("tool") == NETWORK and isinstance(r.get("call"), dict) else None
+        )
+        if host:  # a host its sandbox's proxy held (sandbox/netproxy.py)
+            summary = f"allow {host} for {r.get('alias') or r.get('worker') or 'a worker'}?"
         detail = "\n".join(
             x for x in (
                 f"asks for: {what}", f"why it asks: {r['why']}" if r.get("why") else "",

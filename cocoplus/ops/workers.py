@@ -25,6 +25,7 @@ def launch(
     worktree: bool | None = None,
     unsupervised: bool = False,
     sandbox: str | None = None,
+    network: str | None = None,
 ) -> dict[str, Any]:
     """A headless worker on `task` in the project (queued while `[workers] max_parallel` run); its record.
     `allow`: permission rules for this worker (`launch --allow`); only the operator grants them.
@@ -32,7 +33,8 @@ def launch(
     Refused where the runtime will not run this project's cocoplus hooks for it, with the fix; `unsupervised`
     (the operator's alone) starts it anyway, and the message says what it gives up.
     `sandbox` (default: `[workers] sandbox`, which a project may only strengthen): its sandbox profile; only the
-    operator chooses one."""
+    operator chooses one, and `network` (default: `[sandbox] network`, which a project may only narrow): what its
+    sandbox reaches."""
     from cocoplus.supervision import workers  # deferred: the CLI imports every ops module at start
 
     who, name = authority.acting(principal, "launch", f"launch {runtime}", layout, by)
@@ -50,13 +52,14 @@ def launch(
             f"launch --unsupervised: a worker outside cocoplus' hooks is for the operator, not {who.shown()}",
             layout,
         )
-    if sandbox is not None and who.kind != "operator":
-        authority.refuse(
-            who,
-            "approve",
-            f"launch --sandbox: choosing a worker's sandbox is for the operator, not {who.shown()}",
-            layout,
-        )
+    for option, given in (("--sandbox", sandbox), ("--network", network)):
+        if given is not None and who.kind != "operator":
+            authority.refuse(
+                who,
+                "approve",
+                f"launch {option}: choosing a worker's sandbox is for the operator, not {who.shown()}",
+                layout,
+            )
     rec = workers.launch(
         layout,
         runtime,
@@ -70,6 +73,7 @@ def launch(
         worktree=worktree,
         unsupervised=unsupervised,
         sandbox=sandbox,
+        network=network,
     )
     _start_inbox(rec)
     alias = rec.get("alias")

@@ -123,6 +123,11 @@ class Adapter(Protocol):
     def SANDBOX_ENV(self) -> tuple[str, ...]:
         """The prefixes of its own variables (API keys, settings): another runtime's never reach its sandbox."""
 
+    @property
+    def MODEL_ENDPOINTS(self) -> tuple[tuple[str, str], ...]:
+        """(the variable naming its model's base URL, the vendor's URL when it is unset), each: the hosts a worker
+        of it reaches whatever its sandbox's network (cocoplus/sandbox/network.py)."""
+
     # -- how it is installed -----------------------------------------------------------------------------
     @property
     def HOOKS_FILE(self) -> tuple[str, ...]:

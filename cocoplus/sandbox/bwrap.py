@@ -26,18 +26,20 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cocoplus.core import userfiles
 from cocoplus.hook import channel
 from cocoplus.rules import protected
 from cocoplus.runtimes import registry as runtimes
+from cocoplus.sandbox import network
 
 if TYPE_CHECKING:
     from cocoplus.runtimes.protocol import Adapter
 
 MARKER = channel.SANDBOX_MARKER  # inside the sandbox only: its private /tmp
 CHANNEL = channel.CHANNEL  # the control channel's socket, inside
+PROXY = "/tmp/.cocoplus-proxy"  # the network proxy's socket, inside, where the network is limited (network.py)
 # Home-relative secrets no worker reads: keys, cloud credentials, tokens, and this user's cocoplus keys.
 SECRETS = (
     ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker/config.json", ".netrc",
@@ -149,10 +151,12 @@ def arguments(
     marker_fd: int,
     channel_socket: str | None = None,
     keep: tuple[str, ...] = (),
+    proxy_socket: str | None = None,
 ) -> list[str]:
     """The bubblewrap command line (ending in `--`) that holds a worker of `runtime` working in `tree` (its
     worktree or the project) to the `workspace` profile; `keep`: further paths (the runtime's program, this
-    interpreter) to mount read-only again where /dev or /tmp would hide them."""
+    interpreter) to mount read-only again where /dev or /tmp would hide them; `proxy_socket`: its network is
+    limited (a network namespace of its own, that socket, mounted at PROXY, its only way out: `network_command`)."""
     adapter = runtimes.get(runtime)
     # The home the password database names (`home`) and the one the runtime is given ($HOME), where they differ:
     # the runtime's files are under the latter, secrets under either.
@@ -201,6 +205,19 @@ def arguments(
             args += ["--ro-bind", "/dev/null", path]
     if channel_socket is not None:
         args += ["--bind", channel_socket, CHANNEL]
+    if proxy_socket is not None:
+        args += ["--unshare-net", "--bind", proxy_socket, PROXY]
     args += ["--perms", "0444", "--ro-bind-data", str(marker_fd), MARKER]
     args += ["--chdir", cwd, "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session", "--"]
     return args
+
+
+def network_command(setting: Any, runtime: str, environ: dict[str, str], cmd: list[str]) -> list[str]:
+    """`cmd` as a sandbox with a limited network (`setting`) starts it: through the forwarder (forward.py), which
+    carries its connections to the proxy at PROXY, and maps each model endpoint on the loopback outside to the same
+    port inside; `cmd` itself where the network is not limited."""
+    if not network.limited(setting):
+        return cmd
+    ports = [p for host, p in network.endpoints(runtime, environ) if network.loopback(host)]
+    mapped = [a for p in dict.fromkeys(ports) for a in ("--map", str(p))]
+    return [sys.executable, "-S", network.FORWARD, PROXY, *mapped, "--", *cmd]

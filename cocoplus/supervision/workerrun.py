@@ -38,6 +38,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -50,7 +51,7 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.runtimes import streams
-from cocoplus.sandbox import bwrap
+from cocoplus.sandbox import bwrap, network
 from cocoplus.sandbox import channel as sandbox_channel
 from cocoplus.sandbox import probe as sandbox_probe
 from cocoplus.sandbox import profiles as sandbox_profiles
@@ -273,9 +274,11 @@ def _held(
     applied."""
     profile = rec.get("sandbox") or "none"
     with_helpers(layout, wid, rec, cmd)
-    if profile == "none":
-        return cmd, dict(os.environ), ()
     try:
+        if profile == "none":
+            if network.limited(rec.get("network")):
+                raise CocoplusError(f"its network ({network.shown(rec.get('network'))}) is limited only in a sandbox")
+            return cmd, dict(os.environ), ()
         return sandboxed(layout, wid, rec, cmd, cwd, profile)
     except CocoplusError as exc:
         out.write(f"[cocoplus] {clock.iso()} not started: {exc}\n".encode())
@@ -331,14 +334,23 @@ def sandboxed(
         end_channels()
         raise CocoplusError(f"the sandbox {profile!r}: cannot make its read-only directories ({exc})") from None
     keep = program_dirs(cmd[0])
-    if profile == sandbox_profiles.SRT:
-        return srt_held(layout, wid, found, runtime, tree, cwd, cmd, sock, keep)
+    if profile == sandbox_profiles.SRT:  # srt holds the network itself: the allow list's hosts are given to it
+        hosts = tuple(rec["network"]) if isinstance(rec.get("network"), list) else ()
+        return srt_held(layout, wid, found, runtime, tree, cwd, cmd, sock, keep, hosts)
+    proxy = None
+    if network.limited(rec.get("network")):
+        try:
+            proxy = spawn_proxy(layout, wid)
+        except CocoplusError as exc:
+            end_channels()
+            raise CocoplusError(f"the sandbox {profile!r}: {exc}") from None
     read_end = _pipe_with(bwrap.marker_text(wid, layout.project, profile))
     args = bwrap.arguments(
         found["bwrap"], runtime=runtime, tree=tree, cwd=cwd, project=layout.project, home=userfiles.home(),
-        environ=dict(os.environ), marker_fd=read_end, channel_socket=sock, keep=keep,
+        environ=dict(os.environ), marker_fd=read_end, channel_socket=sock, keep=keep, proxy_socket=proxy,
     )  # fmt: skip
-    return [*args, *cmd], bwrap.environment(runtime, dict(os.environ)), (read_end,)
+    inside = bwrap.network_command(rec.get("network"), runtime, dict(os.environ), cmd)
+    return [*args, *inside], bwrap.environment(runtime, dict(os.environ)), (read_end,)
 
 
 NPM_TREE = "node_modules"  # the directory npm installs a package tree in
@@ -366,15 +378,18 @@ def srt_held(
     cmd: list[str],
     sock: str,
     keep: tuple[str, ...],
+    hosts: tuple[str, ...] = (),
 ) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
     """`cmd` under the `srt` profile (cocoplus/sandbox/srt.py): the outer layer and srt, their environment, and
-    the descriptors the marker and srt's settings are read from."""
+    the descriptors the marker and srt's settings are read from; `hosts`: the worker's network allow list."""
     home, env = userfiles.home(), dict(os.environ)
     why = sandbox_srt.refused(tree, layout.project, [home, env.get("HOME") or home], runtime)
     if why is not None:
         end_channels()
         raise CocoplusError(f"the sandbox 'srt' cannot be applied here: {why}")
-    policy = sandbox_srt.settings(runtime=runtime, tree=tree, project=layout.project, home=home, environ=env)
+    policy = sandbox_srt.settings(
+        runtime=runtime, tree=tree, project=layout.project, home=home, environ=env, hosts=hosts
+    )
     read_end = _pipe_with(bwrap.marker_text(wid, layout.project, sandbox_profiles.SRT))
     settings_end = _pipe_with(sandbox_srt.settings_text(policy))
     args = sandbox_srt.arguments(
@@ -446,6 +461,44 @@ def spawn_channel(layout: Layout, wid: str, rec: WorkerRecord) -> str:
     finally:
         server.close()  # the channel holds it now
     CHANNELS.append(proc)
+    return sock
+
+
+PROXY_READY_S = 20.0  # for the network proxy to say it serves
+
+
+def spawn_proxy(layout: Layout, wid: str) -> str:
+    """Start the worker's network proxy (cocoplus/sandbox/netproxy.py) outside its sandbox, on a socket bound here,
+    and wait until it serves; the socket's path.  CocoplusError (one line) when it cannot: the worker does not start
+    without it (fail-closed)."""
+    sock = layout.worker_proxy(wid)
+    try:
+        server = sandbox_channel.listen(sock)
+    except OSError as exc:
+        raise CocoplusError(f"its network proxy cannot listen on {layout.rel(sock)} ({exc.strerror or exc})") from None
+    fd = server.fileno()
+    argv = [sys.executable, "-m", "cocoplus.sandbox.netproxy", "--fd", str(fd), layout.root, wid]
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=sys.stderr,
+                                pass_fds=(fd,))  # fmt: skip
+    except OSError as exc:
+        raise CocoplusError(f"its network proxy could not start ({exc.strerror or exc})") from None
+    finally:
+        server.close()  # the proxy holds it now
+    CHANNELS.append(proc)
+    assert proc.stdout is not None  # a pipe, asked for above
+    ready, _, _ = select.select([proc.stdout], [], [], PROXY_READY_S)
+    line = proc.stdout.readline() if ready else b""
+    proc.stdout.close()
+    if line.strip() != b"ready":
+        code = proc.poll()
+        end_channels()
+        ended = (
+            f"it ended with {workers.status_text(code)}" if code is not None else f"not ready in {PROXY_READY_S:g} s"
+        )
+        raise CocoplusError(
+            f"its network proxy could not start ({ended}; see {layout.rel(layout.worker_runner_log(wid))})"
+        )
     return sock
 
 

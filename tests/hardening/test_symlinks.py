@@ -547,6 +547,7 @@ NOT_WRITTEN_HERE = {
     "in it is unlinked and made anew, never followed)",
     "worker_channel": "a Unix socket the runner binds (sandbox/channel.py `listen` unlinks what is at its name, and a "
     "bind makes a new socket, never following a link)",
+    "worker_proxy": "a Unix socket the runner binds, as worker_channel (the same `listen`)",
 }
 
 

@@ -65,6 +65,16 @@ def launch(
             "Default: [workers] sandbox. A profile that cannot be applied here starts nothing.",
         ),
     ] = None,
+    network: Annotated[
+        str | None,
+        typer.Option(
+            "--network",
+            metavar="HOSTS",
+            help="What its sandbox reaches on the network: all; none (only its model endpoint); or hosts, "
+            "comma-separated (registry.npmjs.org,*.pypi.org), where another host becomes a decision in the inbox. "
+            "Default: [sandbox] network.",
+        ),
+    ] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Start a headless worker (claude -p, codex exec, gemini -p) in the project, detached from this terminal;
@@ -82,6 +92,7 @@ def launch(
             worktree=worktree,
             unsupervised=unsupervised,
             sandbox=sandbox,
+            network=network,
         ),
         json_out,
         render_one,

@@ -26,6 +26,7 @@ SANDBOX_STATE: "tuple[tuple[str | None, str, str], ...]" = ()
 SANDBOX_READONLY: "tuple[tuple[str | None, str, str], ...]" = ()
 SANDBOX_CREDENTIALS: "tuple[tuple[str | None, str, str], ...]" = ()
 SANDBOX_ENV: "tuple[str, ...]" = ()
+MODEL_ENDPOINTS: "tuple[tuple[str, str], ...]" = ()
 
 # How it is installed
 SETTINGS_DEFAULTS: "dict[str, Any]" = {}

@@ -35,6 +35,7 @@ from cocoplus.runtimes.adapters._defaults import (  # what agy does not do: it i
     ENV_FILE,
     HOOKS_NEED_REVIEW,
     HOSTS,
+    MODEL_ENDPOINTS,
     NO_SESSION_WORDS,
     PROVIDER,
     SANDBOX_CREDENTIALS,

@@ -89,6 +89,7 @@ SANDBOX_CREDENTIALS: "tuple[tuple[str | None, str, str], ...]" = (
     ("CLAUDE_CONFIG_DIR", ".claude", ".credentials.json"),
 )
 SANDBOX_ENV: "tuple[str, ...]" = ("ANTHROPIC_", "CLAUDE_")
+MODEL_ENDPOINTS: "tuple[tuple[str, str], ...]" = (("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),)
 REPO_SETTINGS = (".claude/settings.json", ".claude/settings.local.json", ".mcp.json")
 HOOKS_FILE = (".claude", "settings.json")
 LOCAL_HOOKS_FILE = (".claude", "settings.local.json")

@@ -24,6 +24,7 @@ from cocoplus.runtimes.adapters._defaults import (  # what Cortex Code does not 
     ENDS_WITH_PROCESS,
     FAILS_CLOSED,
     HOOKS_NEED_REVIEW,
+    MODEL_ENDPOINTS,
     NO_SESSION_WORDS,
     PLUGIN,
     PLUGIN_LOG,

@@ -18,6 +18,7 @@ from cocoplus.runtimes.adapters._defaults import (  # what Cursor does not do: i
     FAILS_CLOSED,
     HOOKS_NEED_REVIEW,
     HOSTS,
+    MODEL_ENDPOINTS,
     NO_SESSION_WORDS,
     PLUGIN,
     PLUGIN_LOG,

@@ -88,6 +88,9 @@ SANDBOX_CREDENTIALS: "tuple[tuple[str | None, str, str], ...]" = (
     (None, ".gemini", "google_accounts.json"),
 )
 SANDBOX_ENV: "tuple[str, ...]" = ("GEMINI_", "GOOGLE_")
+MODEL_ENDPOINTS: "tuple[tuple[str, str], ...]" = (
+    ("GOOGLE_GEMINI_BASE_URL", "https://generativelanguage.googleapis.com"),
+)
 REPO_SETTINGS = (".gemini/settings.json", ".gemini/.env", ".env")
 HOOKS_FILE = (".gemini", "settings.json")
 HOOK_FILES_READ = (HOOKS_FILE,)

@@ -19,6 +19,7 @@ from cocoplus.core.paths import Layout, is_valid_id
 from cocoplus.core.records import SCHEMA_VERSION
 from cocoplus.report import traces
 from cocoplus.runtimes import registry as runtimes
+from cocoplus.sandbox import network as netpolicy
 from cocoplus.sandbox import probe, profiles, srt
 from cocoplus.session import agents, limits, permissions, procinfo, registry
 from cocoplus.supervision import children, state, worktrees
@@ -105,6 +106,7 @@ def launch(
     worktree: bool | None = None,
     unsupervised: bool = False,
     sandbox: str | None = None,
+    network: str | None = None,
 ) -> dict[str, Any]:
     """Start a headless worker on `task` (queued if `max_parallel` run already); the worker's record.
 
@@ -116,7 +118,8 @@ def launch(
     hook applies them to what it is asked.  `worktree` (default `[workers] worktree`): the worker runs in a git
     worktree of its own (supervision/worktrees.py).  `sandbox` (default: the stronger of the user's and the
     project's `[workers] sandbox`): its operating-system sandbox, probed now; a profile that cannot be applied here
-    starts nothing."""
+    starts nothing.  `network` (default: the narrower of the user's and the project's `[sandbox] network`): what
+    that sandbox reaches (sandbox/network.py); limited only in a sandbox."""
     _check(runtime, task, alias, model, effort)
     allow = list(allow or [])
     for rule in allow:
@@ -134,6 +137,12 @@ def launch(
     max_parallel, _ = settings(layout, environ)  # a bad cocoplus.toml is an error now, not in the runner
     cfg = config_mod.load_for(layout, environ)
     profile = profiles.effective(layout, sandbox, environ)
+    reach = netpolicy.effective(layout, network, environ)
+    if profile == profiles.NONE and netpolicy.limited(reach):
+        raise UsageError(
+            f"the network {netpolicy.shown(reach)!r} is limited only in a sandbox: launch it --sandbox workspace "
+            "(or --network all)"
+        )
     if profile != profiles.NONE:
         refused = sandbox_problem(profile, env, runtime)
         if refused:
@@ -167,6 +176,8 @@ def launch(
             "sandbox_probed_at": time.time() if profile != profiles.NONE else None,
             "goal": None if unsupervised else _goal(layout),
         }  # fmt: skip
+        if netpolicy.limited(reach):
+            rec["network"] = reach
         rec["seal"] = seal.seal_worker(rec, layout.project, wid)
         write(layout, rec)
     child = start_runner(layout, wid, env)

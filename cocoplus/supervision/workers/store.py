@@ -181,6 +181,7 @@ def describe(
     out["log"] = layout.rel(layout.worker_log(rec["id"]))
     out["runtimes_text"] = runtimes_text(rec)
     out["sandbox"] = rec.get("sandbox") or "none"  # its sandbox profile (a record from before profiles: none)
+    out["network"] = rec.get("network") or "all"  # what its sandbox reaches (sandbox/network.py)
     if rec.get("state") in LIVE and not alive(rec) and rec.get("runner"):
         out["stale"] = True  # the watcher or the next launch records it failed
     if max_parallel is not None:

@@ -1,0 +1,253 @@
+"""The network proxy of one sandboxed worker: `python -m cocoplus.sandbox.netproxy --fd FD STATE_DIR WORKER_ID`.
+
+Started by the worker's runner (supervision/workerrun.py), outside the sandbox, when the worker's network is
+limited (`[sandbox] network`: none, or an allow list; cocoplus/sandbox/network.py).  It serves the Unix socket
+`Layout.worker_proxy`, which bubblewrap mounts into the sandbox, where the forwarder (forward.py) carries the
+worker's connections to it.  It speaks HTTP proxy: `CONNECT host:port` (HTTPS, and anything else tunnelled) and
+absolute-form requests (`GET http://host/...`).
+
+Each host is judged here, never inside:
+
+* the runtime's model endpoint (its adapter's `MODEL_ENDPOINTS`, from the environment the worker was launched
+  with) always goes through;
+* under `none`, nothing else does: the client gets 403 and a line saying why;
+* under an allow list, a host on it goes through.  A host not on it is held: a permission request (tool `Network`,
+  `permissions/requests/`) becomes a decision in the inbox, "allow HOST for w3?", with `[sandbox] network_wait_s`
+  as its deadline and deny as its default.  Approved (`cocoplus decide ID approve`, `approve`, a tap, the page),
+  the host joins this worker's list for this run only (this process's memory; the record and its seal are not
+  changed) and the held connection goes through; denied or expired, it gets 403, and so does every later try of
+  that host in this run, without a new decision.  The request, the answer and the deadline are in the audit log
+  (`permissions/decisions.jsonl`), and so in the timeline.
+
+It ends when its runner does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+import time
+from typing import Any
+
+from cocoplus import config as config_mod
+from cocoplus.core import clock
+from cocoplus.core.errors import CocoplusError
+from cocoplus.core.paths import Layout
+from cocoplus.sandbox import network
+
+HEAD_MAX = 64 * 1024
+CONNECT_TIMEOUT_S = 30.0
+PARENT_POLL_S = 1.0
+CHUNK = 64 * 1024
+REASONS = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}
+TOOL = "Network"  # the tool a held connection names, as a rule would: `Network(registry.npmjs.org)`
+
+
+def say(message: str) -> None:
+    sys.stderr.write(f"{clock.iso()} network proxy: {message}\n")
+    sys.stderr.flush()
+
+
+class Refused(Exception):
+    """A request the proxy does not carry: its HTTP status and the line the client is told."""
+
+    def __init__(self, status: int, why: str) -> None:
+        super().__init__(why)
+        self.status = status
+        self.why = why
+
+
+class Proxy:
+    """One worker's proxy: its setting, its model endpoints, and what this run's answers added or refused."""
+
+    def __init__(self, layout: Layout, wid: str, rec: dict[str, Any], environ: dict[str, str]) -> None:
+        self.layout = layout
+        self.wid = wid
+        self.rec = rec
+        self.who = str(rec.get("alias") or wid)
+        self.setting = rec.get("network") or network.ALL
+        runtime = str(rec.get("runtime"))
+        self.models = network.endpoints(runtime, environ)
+        self.granted: list[str] = []  # hosts approved in this run
+        self.refused: dict[str, str] = {}  # host -> why, answered in this run
+        self.pending: dict[str, asyncio.Future[str | None]] = {}
+        self.wait_s = float(config_mod.load_for(layout, environ={}).get("sandbox.network_wait_s"))
+
+    def listed(self, host: str, port: int) -> bool:
+        if (host, port) in self.models:
+            return True
+        if isinstance(self.setting, list) and network.allows([*self.setting, *self.granted], host, port):
+            return True
+        return False
+
+    async def judge(self, host: str, port: int) -> None:
+        """Return when `host:port` may be reached; Refused when not."""
+        if self.listed(host, port):
+            return
+        if not isinstance(self.setting, list):
+            raise Refused(403, f"{self.who}'s network is none: only its model endpoint is reached")
+        if host in self.refused:
+            raise Refused(403, f"{host} is not on {self.who}'s network allow list ({self.refused[host]})")
+        held = self.pending.get(host)
+        if held is None:
+            held = asyncio.get_running_loop().create_future()
+            self.pending[host] = held
+            asyncio.get_running_loop().create_task(self.ask(host, port, held))
+        why = await asyncio.shield(held)
+        if why is not None:
+            raise Refused(403, f"{host} is not on {self.who}'s network allow list ({why})")
+
+    async def ask(self, host: str, port: int, held: asyncio.Future[str | None]) -> None:
+        """The decision for a host not on the list: None (approved) or why not, into `held`."""
+        try:
+            why = await asyncio.to_thread(self.decide, host, port)
+        except Exception as exc:  # noqa: BLE001  # whatever failed, the host is refused (the default), and said
+            why = f"no decision could be asked ({type(exc).__name__}: {exc}): refused"
+        if why is None:
+            self.granted.append(host)
+        else:
+            self.refused[host] = why
+        self.pending.pop(host, None)
+        held.set_result(why)
+
+    def decide(self, host: str, port: int) -> str | None:
+        """Open the decision, wait for its answer or its deadline, and say what it came to (None: approved)."""
+        from cocoplus.rules import engine  # deferred: only a host off the list asks the inbox
+        from cocoplus.session import permissions  # deferred: as engine
+        from cocoplus.supervision import workers  # deferred: as permissions
+
+        now = workers.read(self.layout, self.wid) or {}
+        session = {"id": now.get("session"), "alias": self.who}
+        why = (
+            f"its sandbox's proxy held a connection to {host}:{port}, which is not on its network allow list "
+            f"({network.shown(self.setting)}); approve: {host} is allowed for this run only"
+        )
+        req = permissions.open_request(
+            self.layout, session, runtime=str(self.rec.get("runtime")), tool=TOOL,  # type: ignore[arg-type]
+            tool_input={"host": host, "port": port}, wait_s=self.wait_s, worker=self.wid,
+            decision=engine.Decision("ask", why),
+        )  # fmt: skip
+        permissions.log(self.layout, req, state="held", how="network proxy", by=f"{self.wid}'s proxy")
+        say(f"{host}:{port} is not on the allow list: held for decision {req['id']} ({self.wait_s:g} s)")
+        waited = permissions.wait(self.layout, req["id"], time.monotonic() + self.wait_s, lambda: None)
+        got: dict[str, Any] = dict(waited) if waited is not None else {}
+        if waited is None:
+            got = dict(
+                permissions.answer(
+                    self.layout, req["id"], "expire", principal=None, by="deadline",
+                    reason=f"no answer within {self.wait_s:g} s: denied (the default)",
+                )
+            )  # fmt: skip
+        state = got.get("state")
+        say(f"decision {req['id']} for {host}: {state}")
+        if state == "allowed":
+            return None
+        if state == "expired":
+            return f"decision {req['id']}: no answer came by its deadline, so denied (the default)"
+        return f"decision {req['id']}: {state} by {got.get('by') or 'nobody'}"
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await self.carry(reader, writer)
+        except Refused as exc:
+            body = f"cocoplus: {exc.why}\n".encode()
+            head = (
+                f"HTTP/1.1 {exc.status} {REASONS.get(exc.status, 'Error')}\r\n"
+                f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            )
+            try:
+                writer.write(head.encode() + body)
+                await writer.drain()
+            except OSError:
+                pass
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+            pass
+        finally:
+            writer.close()
+
+    async def carry(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        line, _, rest = head.partition(b"\r\n")
+        parts = line.decode("latin-1").split()
+        if len(parts) != 3:
+            raise Refused(400, "not an HTTP proxy request")
+        method, target, version = parts
+        if method.upper() == "CONNECT":
+            host, port = network.split(target, 443)
+            first = b""
+        else:
+            host, port, path = absolute(target)
+            kept = [h for h in rest.split(b"\r\n") if not h.lower().startswith((b"proxy-connection:", b"proxy-auth"))]
+            first = f"{method} {path} {version}\r\n".encode() + b"\r\n".join(kept)
+        await self.judge(host, port)
+        try:
+            up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(host, port), CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError) as exc:
+            raise Refused(502, f"{host}:{port} cannot be reached ({exc})") from None
+        if method.upper() == "CONNECT":
+            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            await writer.drain()
+        else:
+            up_writer.write(first)
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+
+def absolute(target: str) -> tuple[str, int, str]:
+    """An absolute-form target's host, port and path; Refused for anything but http:// (https goes by CONNECT)."""
+    if not target.lower().startswith("http://"):
+        raise Refused(400, f"only CONNECT or http:// requests are carried, not {target[:80]!r}")
+    rest = target[len("http://") :]
+    authority, slash, path = rest.partition("/")
+    host, port = network.split(authority.rpartition("@")[2], 80)
+    if not host:
+        raise Refused(400, "a request without a host")
+    return host, port, slash + path if slash else "/"
+
+
+async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while chunk := await reader.read(CHUNK):
+            writer.write(chunk)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+    except (OSError, RuntimeError):
+        writer.close()
+
+
+async def serve(proxy: Proxy, server_sock: socket.socket) -> int:
+    parent = os.getppid()
+    server = await asyncio.start_unix_server(proxy.handle, sock=server_sock, limit=HEAD_MAX)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    async with server:
+        while os.getppid() == parent:
+            await asyncio.sleep(PARENT_POLL_S)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    fd = None
+    if argv[:1] == ["--fd"] and len(argv) > 1:
+        fd, argv = int(argv[1]), argv[2:]
+    if len(argv) != 2 or fd is None:
+        sys.stderr.write("usage: python -m cocoplus.sandbox.netproxy --fd FD STATE_DIR WORKER_ID\n")
+        return 2
+    from cocoplus.supervision import workers  # deferred: the record is read once, at the start
+
+    layout = Layout(argv[0])
+    try:
+        rec = workers.read(layout, argv[1])
+        if rec is None:
+            raise CocoplusError(f"no worker {argv[1]}")
+        proxy = Proxy(layout, argv[1], dict(rec), dict(os.environ))
+    except CocoplusError as exc:
+        sys.stderr.write(f"network proxy: cannot start: {exc}\n")
+        return 1
+    return asyncio.run(serve(proxy, socket.socket(fileno=fd)))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
