@@ -20,6 +20,8 @@ from cocoplus.ops.authority import Principal
 from cocoplus.rules import engine, protected
 from cocoplus.session import permissions, registry
 
+NETWORK = "Network"  # a host a sandboxed worker's proxy held (sandbox/netproxy.py): allowed for its run only
+
 if TYPE_CHECKING:
     from cocoplus.core.shapes import PermissionRequest
 
@@ -69,6 +71,11 @@ def approve(
             "it (`cocoplus approve`), one request at a time",
             layout, target=req["id"],
         )  # fmt: skip
+    if always and req.get("tool") == NETWORK:
+        raise UsageError(
+            f"approve --always {req['id']}: a host its sandbox's proxy held is allowed for this run only; to allow it "
+            "for every worker, add it to [sandbox] network"
+        )
     if touched and always:
         raise UsageError(
             f"approve --always {req['id']}: it writes {', '.join(touched)}, which {protected.WHY}; no rule may allow "

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import struct
 import sys
 import time
 from typing import Any
@@ -41,6 +42,7 @@ HEAD_MAX = 64 * 1024
 CONNECT_TIMEOUT_S = 30.0
 PARENT_POLL_S = 1.0
 CHUNK = 64 * 1024
+MAX_DEPTH = 64  # processes between the runner and a connecting one, at most
 REASONS = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}
 TOOL = "Network"  # the tool a held connection names, as a rule would: `Network(registry.npmjs.org)`
 
@@ -74,6 +76,7 @@ class Proxy:
         self.refused: dict[str, str] = {}  # host -> why, answered in this run
         self.pending: dict[str, asyncio.Future[str | None]] = {}
         self.wait_s = float(config_mod.load_for(layout, environ={}).get("sandbox.network_wait_s"))
+        self.runner = os.getppid()  # the worker's runner: its sandbox is started below it
 
     def listed(self, host: str, port: int) -> bool:
         if (host, port) in self.models:
@@ -124,6 +127,8 @@ class Proxy:
             f"its sandbox's proxy held a connection to {host}:{port}, which is not on its network allow list "
             f"({network.shown(self.setting)}); approve: {host} is allowed for this run only"
         )
+        if network.loopback(host):
+            why += "; this is this machine itself, where cocoplus's own server and other local services listen"
         req = permissions.open_request(
             self.layout, session, runtime=str(self.rec.get("runtime")), tool=TOOL,  # type: ignore[arg-type]
             tool_input={"host": host, "port": port}, wait_s=self.wait_s, worker=self.wid,
@@ -150,6 +155,8 @@ class Proxy:
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
+            if not ours(writer.get_extra_info("socket"), self.runner):
+                raise Refused(403, f"this proxy serves the sandbox of {self.who} only")
             await self.carry(reader, writer)
         except Refused as exc:
             body = f"cocoplus: {exc.why}\n".encode()
@@ -192,6 +199,36 @@ class Proxy:
         else:
             up_writer.write(first)
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+
+def parent_of(pid: int) -> int:
+    """The parent of process `pid` (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return 0
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0
+
+
+def ours(sock: Any, runner: int) -> bool:
+    """Whether the process at the other end of `sock` was started below `runner` (its sandbox, which the runner
+    started), and is not this proxy: a Unix socket on a read-only mount can still be connected to, so another
+    worker's sandbox could reach this socket; it is refused."""
+    try:
+        pid, _uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    except (OSError, AttributeError, struct.error):
+        return False
+    me = os.getpid()
+    for _ in range(MAX_DEPTH):
+        if pid <= 1 or pid == me:
+            return False
+        up = parent_of(pid)
+        if up == runner:
+            return True
+        pid = up
+    return False
 
 
 def absolute(target: str) -> tuple[str, int, str]:

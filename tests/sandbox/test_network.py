@@ -33,9 +33,13 @@ class Server:
 
     def __init__(self, said: str) -> None:
         body = said.encode()
+        server = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keeps a connection for a next request
+
             def do_GET(self) -> None:
+                server.hits += 1
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -44,9 +48,9 @@ class Server:
             def log_message(self, *args: Any) -> None:
                 pass
 
+        self.hits = 0
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.httpd.server_address[1]
-        self.hits = 0
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def close(self) -> None:
@@ -223,3 +227,105 @@ def test_a_proxy_that_cannot_start_starts_nothing(project: Layout, tmp_path: Pat
         assert ("cannot listen" if fault == "socket" else "could not start") in log[-1], log
         assert workerrun.CHANNELS == []  # the control channel it had started is ended too
         assert not ran.exists()
+
+
+# What runs inside for an attack: `RAW` sends its bytes on one connection (to the proxy the environment names, or to
+# a Unix socket) and prints everything that comes back.
+RAW = r"""
+import os, socket, sys
+where, payload = sys.argv[1], sys.stdin.buffer.read()
+if where == "tcp":
+    port = int(os.environ["HTTP_PROXY"].rsplit(":", 1)[1])
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+else:
+    s = socket.socket(socket.AF_UNIX); s.settimeout(30); s.connect(where)
+s.sendall(payload)
+got = b""
+try:
+    while chunk := s.recv(65536):
+        got += chunk
+except OSError as e:
+    got += f"ERR {e}".encode()
+print(got.decode("latin-1"))
+"""
+
+
+def raw_inside(layout: Layout, rec: dict[str, Any], model: Server, where: str, payload: bytes) -> str:
+    found = require_sandbox()
+    environ = {**os.environ, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model.port}"}
+    os.environ["ANTHROPIC_BASE_URL"] = environ["ANTHROPIC_BASE_URL"]
+    sock = workerrun.spawn_proxy(layout, rec["id"])
+    read_end, write_end = os.pipe()
+    os.write(write_end, bwrap.marker_text(rec["id"], layout.project, "workspace"))
+    os.close(write_end)
+    args = bwrap.arguments(
+        found["bwrap"], runtime="claude", tree=layout.project, cwd=layout.project, project=layout.project,
+        home=os.environ["HOME"], environ=environ, marker_fd=read_end, proxy_socket=sock,
+    )  # fmt: skip
+    cmd = bwrap.network_command(rec["network"], "claude", environ, [sys.executable, "-S", "-c", RAW, where])
+    r = subprocess.run([*args, *cmd], env=bwrap.environment("claude", environ), pass_fds=(read_end,), input=payload,
+                       capture_output=True, timeout=120)  # fmt: skip
+    os.close(read_end)
+    return (r.stdout + r.stderr).decode("latin-1")
+
+
+def test_a_second_request_on_a_kept_connection_goes_to_the_first_host_only(
+    project: Layout, servers: tuple[Server, Server], clean: None
+) -> None:
+    """Two requests on one connection, the first to a listed host, the second naming one off the list: the proxy
+    judged the connection once and carries it to the first host, so the second host is never reached, and no
+    decision is asked for it."""
+    registry, model = servers
+    allowed = Server("allowed-ok")
+    try:
+        rec = worker(project, [f"127.0.0.1:{allowed.port}"], model)
+        payload = (
+            f"GET http://127.0.0.1:{allowed.port}/a HTTP/1.1\r\nHost: 127.0.0.1:{allowed.port}\r\n\r\n"
+            f"GET http://127.0.0.1:{registry.port}/b HTTP/1.1\r\nHost: 127.0.0.1:{registry.port}\r\n"
+            "Connection: close\r\n\r\n"
+        ).encode()
+        out = raw_inside(project, rec, model, "tcp", payload)
+    finally:
+        allowed.close()
+    assert out.count("allowed-ok") == 2 and registry.hits == 0, out
+    assert permissions.requests(project, state=None) == []
+
+
+def test_another_workers_sandbox_cannot_use_this_workers_proxy(
+    project: Layout, servers: tuple[Server, Server], clean: None
+) -> None:
+    """w2's proxy allows the registry; w1 (network none) finds w2's socket under `.cocoplus/` (read-only, but a
+    socket on a read-only mount can still be connected to) and asks it: refused, the registry not reached."""
+    registry, model = servers
+    worker(project, [f"127.0.0.1:{registry.port}"], model, wid="w2")
+    other = subprocess.Popen(  # w2's runner, a process of its own
+        [sys.executable, "-c", "import sys, time\n"
+         "from cocoplus.core.paths import Layout\nfrom cocoplus.supervision import workerrun\n"
+         "print(workerrun.spawn_proxy(Layout(sys.argv[1]), 'w2'), flush=True)\ntime.sleep(600)\n", project.root],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert other.stdout is not None
+        theirs = other.stdout.readline().strip()
+        assert theirs == project.worker_proxy("w2")
+        rec = worker(project, network.NONE, model)
+        get = f"GET http://127.0.0.1:{registry.port}/pkg HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        out = raw_inside(project, rec, model, theirs, get.encode())
+    finally:
+        other.kill()
+        other.wait()
+    assert "403" in out and "serves the sandbox of w2 only" in out, out
+    assert registry.hits == 0
+
+
+def test_an_endless_request_head_is_cut_off_and_the_proxy_serves_on(
+    project: Layout, servers: tuple[Server, Server], clean: None
+) -> None:
+    registry, model = servers
+    rec = worker(project, [f"127.0.0.1:{registry.port}"], model)
+    flood = b"GET http://127.0.0.1:1/ HTTP/1.1\r\n" + b"X-A: " + b"a" * (256 * 1024) + b"\r\n\r\n"
+    out = raw_inside(project, rec, model, "tcp", flood)
+    assert "200" not in out, out[:300]
+    workerrun.end_channels()
+    get = f"GET http://127.0.0.1:{registry.port}/pkg HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    assert "registry-ok" in raw_inside(project, rec, model, "tcp", get.encode())
