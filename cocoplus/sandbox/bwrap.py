@@ -13,7 +13,8 @@ The mounts, in the order bubblewrap applies them (a later one covers an earlier 
    (`SANDBOX_CREDENTIALS`);
 5. hidden: the secrets (`SECRETS`: `~/.ssh`, `~/.aws`, `~/.config/gcloud`, this user's cocoplus keys, ...) and
    every other runtime's credential files;
-6. the marker, read-only: `MARKER`, which makes every `cocoplus` command inside a worker (ops/authority.py).
+6. the marker, read-only: `MARKER`, which makes every `cocoplus` command inside a worker (ops/authority.py);
+7. where its network is limited (network.py), the proxy's socket at `PROXY`, in a network namespace of its own.
 
 The worker gets a pid namespace of its own (`--unshare-pid`: it sees no host process), dies with its runner, and
 gets an environment without other runtimes' keys, this user's capability or an SSH agent (`environment`).

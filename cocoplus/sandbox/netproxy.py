@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 from cocoplus import config as config_mod
-from cocoplus.core import clock
+from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.sandbox import network
@@ -119,9 +119,8 @@ class Proxy:
         """Open the decision, wait for its answer or its deadline, and say what it came to (None: approved)."""
         from cocoplus.rules import engine  # deferred: only a host off the list asks the inbox
         from cocoplus.session import permissions  # deferred: as engine
-        from cocoplus.supervision import workers  # deferred: as permissions
 
-        now = workers.read(self.layout, self.wid) or {}
+        now = read_worker(self.layout, self.wid) or {}
         session = {"id": now.get("session"), "alias": self.who}
         why = (
             f"its sandbox's proxy held a connection to {host}:{port}, which is not on its network allow list "
@@ -201,6 +200,12 @@ class Proxy:
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
 
 
+def read_worker(layout: Layout, wid: str) -> dict[str, Any] | None:
+    """The worker's record as it stands (its runner wrote it), None when there is none."""
+    doc = fsio.read_json(layout.worker_record(wid))
+    return doc if isinstance(doc, dict) else None
+
+
 def parent_of(pid: int) -> int:
     """The parent of process `pid` (0 when it is gone)."""
     try:
@@ -272,11 +277,9 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2 or fd is None:
         sys.stderr.write("usage: python -m cocoplus.sandbox.netproxy --fd FD STATE_DIR WORKER_ID\n")
         return 2
-    from cocoplus.supervision import workers  # deferred: the record is read once, at the start
-
     layout = Layout(argv[0])
     try:
-        rec = workers.read(layout, argv[1])
+        rec = read_worker(layout, argv[1])
         if rec is None:
             raise CocoplusError(f"no worker {argv[1]}")
         proxy = Proxy(layout, argv[1], dict(rec), dict(os.environ))

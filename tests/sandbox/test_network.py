@@ -238,7 +238,8 @@ if where == "tcp":
     port = int(os.environ["HTTP_PROXY"].rsplit(":", 1)[1])
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
 else:
-    s = socket.socket(socket.AF_UNIX); s.settimeout(30); s.connect(where)
+    os.chdir(os.path.dirname(where))  # by its name from its directory: a socket's path is limited to ~100 bytes
+    s = socket.socket(socket.AF_UNIX); s.settimeout(30); s.connect(os.path.basename(where))
 s.sendall(payload)
 got = b""
 try:
