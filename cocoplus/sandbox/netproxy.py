@@ -1,6 +1,6 @@
-"""The network proxy of one sandboxed worker: `python -m cocoplus.sandbox.netproxy --fd FD STATE_DIR WORKER_ID`.
+"""The network proxy of one sandboxed worker, served in a thread of its runner (`start`), outside its sandbox.
 
-Started by the worker's runner (supervision/workerrun.py), outside the sandbox, when the worker's network is
+Started by the worker's runner (supervision/workerrun.py) before the sandbox, when the worker's network is
 limited (`[sandbox] network`: none, or an allow list; cocoplus/sandbox/network.py).  It serves the Unix socket
 `Layout.worker_proxy`, which bubblewrap mounts into the sandbox, where the forwarder (forward.py) carries the
 worker's connections to it.  It speaks HTTP proxy: `CONNECT host:port` (HTTPS, and anything else tunnelled) and
@@ -19,7 +19,8 @@ Each host is judged here, never inside:
   that host in this run, without a new decision.  The request, the answer and the deadline are in the audit log
   (`permissions/decisions.jsonl`), and so in the timeline.
 
-It ends when its runner does.
+It ends with its runner.  It runs in the runner's process, not a process of its own, so that a worker's start
+waits for no interpreter to start (a listening socket and a thread).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import os
 import socket
 import struct
 import sys
+import threading
 import time
 from typing import Any
 
@@ -40,7 +42,8 @@ from cocoplus.sandbox import network
 
 HEAD_MAX = 64 * 1024
 CONNECT_TIMEOUT_S = 30.0
-PARENT_POLL_S = 1.0
+READY_WAIT_S = 10.0
+STOP_WAIT_S = 5.0
 CHUNK = 64 * 1024
 MAX_DEPTH = 64  # processes between the runner and a connecting one, at most
 REASONS = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}
@@ -64,7 +67,7 @@ class Refused(Exception):
 class Proxy:
     """One worker's proxy: its setting, its model endpoints, and what this run's answers added or refused."""
 
-    def __init__(self, layout: Layout, wid: str, rec: dict[str, Any], environ: dict[str, str]) -> None:
+    def __init__(self, layout: Layout, wid: str, rec: dict[str, Any], environ: dict[str, str], runner: int) -> None:
         self.layout = layout
         self.wid = wid
         self.rec = rec
@@ -76,7 +79,7 @@ class Proxy:
         self.refused: dict[str, str] = {}  # host -> why, answered in this run
         self.pending: dict[str, asyncio.Future[str | None]] = {}
         self.wait_s = float(config_mod.load_for(layout, environ={}).get("sandbox.network_wait_s"))
-        self.runner = os.getppid()  # the worker's runner: its sandbox is started below it
+        self.runner = runner  # the worker's runner: its sandbox is started below it
 
     def listed(self, host: str, port: int) -> bool:
         if (host, port) in self.models:
@@ -219,15 +222,14 @@ def parent_of(pid: int) -> int:
 
 def ours(sock: Any, runner: int) -> bool:
     """Whether the process at the other end of `sock` was started below `runner` (its sandbox, which the runner
-    started), and is not this proxy: a Unix socket on a read-only mount can still be connected to, so another
+    started): a Unix socket on a read-only mount can still be connected to, so another
     worker's sandbox could reach this socket; it is refused."""
     try:
         pid, _uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
     except (OSError, AttributeError, struct.error):
         return False
-    me = os.getpid()
     for _ in range(MAX_DEPTH):
-        if pid <= 1 or pid == me:
+        if pid <= 1 or pid == runner:
             return False
         up = parent_of(pid)
         if up == runner:
@@ -259,35 +261,54 @@ async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
         writer.close()
 
 
-async def serve(proxy: Proxy, server_sock: socket.socket) -> int:
-    parent = os.getppid()
-    server = await asyncio.start_unix_server(proxy.handle, sock=server_sock, limit=HEAD_MAX)
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
-    async with server:
-        while os.getppid() == parent:
-            await asyncio.sleep(PARENT_POLL_S)
-    return 0
+class Running:
+    """A proxy serving in a thread of the worker's runner; `stop` ends it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread, done: asyncio.Event) -> None:
+        self.loop = loop
+        self.thread = thread
+        self.done = done
+
+    def stop(self) -> None:
+        if self.thread.is_alive():
+            self.loop.call_soon_threadsafe(self.done.set)
+            self.thread.join(STOP_WAIT_S)
 
 
-def main(argv: list[str]) -> int:
-    fd = None
-    if argv[:1] == ["--fd"] and len(argv) > 1:
-        fd, argv = int(argv[1]), argv[2:]
-    if len(argv) != 2 or fd is None:
-        sys.stderr.write("usage: python -m cocoplus.sandbox.netproxy --fd FD STATE_DIR WORKER_ID\n")
-        return 2
-    layout = Layout(argv[0])
+def start(layout: Layout, wid: str, server_sock: socket.socket, environ: dict[str, str]) -> Running:
+    """Serve worker `wid`'s proxy on `server_sock` (bound and listening) in a thread of this process, its runner;
+    return once it serves.  CocoplusError (one line) when it cannot: the worker does not start without it."""
+    rec = read_worker(layout, wid)
+    if rec is None:
+        raise CocoplusError(f"no record of worker {wid}")
     try:
-        rec = read_worker(layout, argv[1])
-        if rec is None:
-            raise CocoplusError(f"no worker {argv[1]}")
-        proxy = Proxy(layout, argv[1], dict(rec), dict(os.environ))
+        proxy = Proxy(layout, wid, rec, environ, runner=os.getpid())
     except CocoplusError as exc:
-        sys.stderr.write(f"network proxy: cannot start: {exc}\n")
-        return 1
-    return asyncio.run(serve(proxy, socket.socket(fileno=fd)))
+        raise CocoplusError(f"its network proxy could not start ({exc})") from None
+    loop = asyncio.new_event_loop()
+    done = asyncio.Event()
+    ready = threading.Event()
+    failed: list[BaseException] = []
 
+    async def serve() -> None:
+        server = await asyncio.start_unix_server(proxy.handle, sock=server_sock, limit=HEAD_MAX)
+        ready.set()
+        async with server:
+            await done.wait()
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(serve())
+        except BaseException as exc:  # noqa: BLE001  # said to the runner, which then starts nothing
+            failed.append(exc)
+        finally:
+            ready.set()
+            loop.close()
+
+    thread = threading.Thread(target=run, name=f"network proxy of {wid}", daemon=True)
+    thread.start()
+    if not ready.wait(READY_WAIT_S) or failed or not thread.is_alive():
+        why = f"{type(failed[0]).__name__}: {failed[0]}" if failed else f"not serving after {READY_WAIT_S:g} s"
+        raise CocoplusError(f"its network proxy could not start ({why})")
+    return Running(loop, thread, done)

@@ -38,7 +38,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -51,7 +50,7 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.runtimes import registry as runtimes
 from cocoplus.runtimes import streams
-from cocoplus.sandbox import bwrap, network
+from cocoplus.sandbox import bwrap, netproxy, network
 from cocoplus.sandbox import channel as sandbox_channel
 from cocoplus.sandbox import probe as sandbox_probe
 from cocoplus.sandbox import profiles as sandbox_profiles
@@ -464,45 +463,29 @@ def spawn_channel(layout: Layout, wid: str, rec: WorkerRecord) -> str:
     return sock
 
 
-PROXY_READY_S = 20.0  # for the network proxy to say it serves
+PROXIES: list[netproxy.Running] = []  # this runner's network proxy, ended with its run
 
 
 def spawn_proxy(layout: Layout, wid: str) -> str:
-    """Start the worker's network proxy (cocoplus/sandbox/netproxy.py) outside its sandbox, on a socket bound here,
-    and wait until it serves; the socket's path.  CocoplusError (one line) when it cannot: the worker does not start
-    without it (fail-closed)."""
+    """Serve the worker's network proxy (cocoplus/sandbox/netproxy.py) in a thread of this runner, outside its
+    sandbox, on a socket bound here; the socket's path.  CocoplusError (one line) when it cannot: the worker does not
+    start without it (fail-closed)."""
     sock = layout.worker_proxy(wid)
     try:
         server = sandbox_channel.listen(sock)
     except OSError as exc:
         raise CocoplusError(f"its network proxy cannot listen on {layout.rel(sock)} ({exc.strerror or exc})") from None
-    fd = server.fileno()
-    argv = [sys.executable, "-m", "cocoplus.sandbox.netproxy", "--fd", str(fd), layout.root, wid]
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=sys.stderr,
-                                pass_fds=(fd,))  # fmt: skip
-    except OSError as exc:
-        raise CocoplusError(f"its network proxy could not start ({exc.strerror or exc})") from None
-    finally:
-        server.close()  # the proxy holds it now
-    CHANNELS.append(proc)
-    assert proc.stdout is not None  # a pipe, asked for above
-    ready, _, _ = select.select([proc.stdout], [], [], PROXY_READY_S)
-    line = proc.stdout.readline() if ready else b""
-    proc.stdout.close()
-    if line.strip() != b"ready":
-        code = proc.poll()
-        end_channels()
-        ended = (
-            f"it ended with {workers.status_text(code)}" if code is not None else f"not ready in {PROXY_READY_S:g} s"
-        )
-        raise CocoplusError(
-            f"its network proxy could not start ({ended}; see {layout.rel(layout.worker_runner_log(wid))})"
-        )
+        PROXIES.append(netproxy.start(layout, wid, server, dict(os.environ)))
+    except CocoplusError:
+        server.close()
+        raise
     return sock
 
 
 def end_channels() -> None:
+    while PROXIES:
+        PROXIES.pop().stop()
     while CHANNELS:
         proc = CHANNELS.pop()
         if proc.poll() is None:

@@ -64,6 +64,8 @@ def test_under_none_its_shell_cannot_reach_a_loopback_registry_and_the_model_is_
         assert json.loads(out.stdout)["network"] == "none"
         w = ended(p, env)
         results = tool_results(stub)
+        listing = cocoplus(p.project, "workers", "list", env=env).stdout
+    assert "workspace (network: none)" in listing, listing
     log = (p.root / "workers" / "w1" / "output.log").read_text()
     assert w["state"] == "exited", log  # the model endpoint was reached, through the proxy, at its own URL
     assert "DIRECT=7" in results, results  # its loopback is its own: nothing listens there

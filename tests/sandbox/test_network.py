@@ -240,8 +240,11 @@ if where == "tcp":
 else:
     os.chdir(os.path.dirname(where))  # by its name from its directory: a socket's path is limited to ~100 bytes
     s = socket.socket(socket.AF_UNIX); s.settimeout(30); s.connect(os.path.basename(where))
-s.sendall(payload)
 got = b""
+try:
+    s.sendall(payload)
+except OSError as e:  # refused before it read it all: what it said is still there to read
+    got += f"SEND {e}\n".encode()
 try:
     while chunk := s.recv(65536):
         got += chunk

@@ -94,3 +94,13 @@ def test_a_held_host_is_approved_for_the_run_only_never_always(cli_subprocess: A
     assert r.code != 0 and "for this run only" in r.err and "[sandbox] network" in r.err, r
     assert permissions.read_request(project, req["id"])["state"] == "pending"  # type: ignore[index]
     assert permissions.user_rules(project.project)["allow"] == []
+
+
+def test_the_network_is_sealed_with_the_worker_and_an_older_record_seals_as_before() -> None:
+    from cocoplus.core import seal
+
+    rec = {"id": "w1", "command": ["claude", "-p", "x"], "allow": [], "headless": True, "sandbox": "workspace"}
+    before = seal.worker_fields_of(rec, "/p", "w1")
+    assert seal.worker_fields_of({**rec, "network": "all"}, "/p", "w1") == before
+    limited = seal.worker_fields_of({**rec, "network": ["pypi.org"]}, "/p", "w1")
+    assert limited != before and limited != seal.worker_fields_of({**rec, "network": "none"}, "/p", "w1")

@@ -126,7 +126,13 @@ def render_list(result: dict[str, Any]) -> None:
         if any(w.get("sandbox") not in (None, "none") for w in workers):  # its sandbox profile, where any has one
             cols.insert(5, ("SANDBOX", False))
             for row, w in zip(rows, workers, strict=True):
-                row.insert(5, w.get("sandbox") or "none")
+                net = w.get("network")
+                limited = (
+                    f" (network: {', '.join(net) if isinstance(net, list) else net})"
+                    if net not in (None, "all")
+                    else ""
+                )
+                row.insert(5, (w.get("sandbox") or "none") + limited)
         if any(isinstance(w.get("worktree"), dict) for w in workers):  # launched with --worktree: its branch
             cols.insert(5, ("BRANCH", False))
             for row, w in zip(rows, workers, strict=True):
