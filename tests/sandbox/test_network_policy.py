@@ -104,3 +104,24 @@ def test_the_network_is_sealed_with_the_worker_and_an_older_record_seals_as_befo
     assert seal.worker_fields_of({**rec, "network": "all"}, "/p", "w1") == before
     limited = seal.worker_fields_of({**rec, "network": ["pypi.org"]}, "/p", "w1")
     assert limited != before and limited != seal.worker_fields_of({**rec, "network": "none"}, "/p", "w1")
+
+
+def test_the_brain_approves_a_held_host_only_within_brain_may_allow(project: Layout) -> None:
+    """`[permissions] brain_may_allow` (a trusted key) may name hosts (`Network(*.npmjs.org)`): the main brain may
+    approve those, and only those; the operator any."""
+    from cocoplus.ops import authority
+    from cocoplus.ops import permissions as permissions_ops
+    from tests.support.trusting import trust_project
+
+    def held(host: str) -> str:
+        return permissions.open_request(
+            project, None, runtime="claude", tool="Network", tool_input={"host": host, "port": 443}, wait_s=60,
+            worker="w1",
+        )["id"]  # fmt: skip
+
+    Path(project.config).write_text('[permissions]\nbrain_may_allow = ["Network(*.npmjs.org)"]\n')
+    trust_project(project)
+    assert permissions_ops.approve(project, held("registry.npmjs.org"), principal=authority.BRAIN)["state"] == "allowed"
+    for host in ("npmjs.org.evil.example", "evilnpmjs.org"):
+        with pytest.raises(Refused, match="brain_may_allow does not cover it"):
+            permissions_ops.approve(project, held(host), principal=authority.BRAIN)
