@@ -78,6 +78,7 @@ class Proxy:
         self.granted: list[str] = []  # hosts approved in this run
         self.refused: dict[str, str] = {}  # host -> why, answered in this run
         self.pending: dict[str, asyncio.Future[str | None]] = {}
+        self.carried: set[asyncio.Task[Any]] = set()  # the connections being carried
         self.wait_s = float(config_mod.load_for(layout, environ={}).get("sandbox.network_wait_s"))
         self.runner = runner  # the worker's runner: its sandbox is started below it
 
@@ -100,7 +101,9 @@ class Proxy:
         if held is None:
             held = asyncio.get_running_loop().create_future()
             self.pending[host] = held
-            asyncio.get_running_loop().create_task(self.ask(host, port, held))
+            asking = asyncio.get_running_loop().create_task(self.ask(host, port, held))
+            self.carried.add(asking)
+            asking.add_done_callback(self.carried.discard)
         why = await asyncio.shield(held)
         if why is not None:
             raise Refused(403, f"{host} is not on {self.who}'s network allow list ({why})")
@@ -156,6 +159,10 @@ class Proxy:
         return f"decision {req['id']}: {state} by {got.get('by') or 'nobody'}"
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        me = asyncio.current_task()
+        if me is not None:
+            self.carried.add(me)  # the loop keeps only a weak reference to a task
+            me.add_done_callback(self.carried.discard)
         try:
             if not ours(writer.get_extra_info("socket"), self.runner):
                 raise Refused(403, f"this proxy serves the sandbox of {self.who} only")
@@ -304,6 +311,10 @@ def start(layout: Layout, wid: str, server_sock: socket.socket, environ: dict[st
             failed.append(exc)
         finally:
             ready.set()
+            left = asyncio.all_tasks(loop)  # connections still carried when it stops: ended with it
+            for task in left:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
             loop.close()
 
     thread = threading.Thread(target=run, name=f"network proxy of {wid}", daemon=True)
