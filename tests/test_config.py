@@ -79,6 +79,8 @@ EXPECTED_DEFAULTS = {
     "workers.worktree": False,
     "workers.worktree_dir": "",
     "workers.sandbox": "none",
+    "sandbox.network": ["all"],
+    "sandbox.network_wait_s": 300.0,
     "inbox.channels": [],
     "inbox.ntfy_server": "https://ntfy.sh",
     "inbox.ntfy_topic": "",
@@ -397,8 +399,8 @@ def test_table_fields_are_checked_by_the_same_path_as_every_key(tmp_path, table,
         (
             "max_iterations = 5\n",
             'cocoplus.toml: "max_iterations" is outside any section; it belongs under [session] (sections: [session], '
-            "[hooks], [ctx], [chat], [supervision], [permissions], [notify], [fleet], [workers], [inbox], [telemetry], "
-            "[pricing], [accounts])",
+            "[hooks], [ctx], [chat], [supervision], [permissions], [notify], [fleet], [workers], [sandbox], [inbox], "
+            "[telemetry], [pricing], [accounts])",
         ),
     ],
 )
