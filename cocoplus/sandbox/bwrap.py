@@ -219,6 +219,7 @@ def network_command(setting: Any, runtime: str, environ: dict[str, str], cmd: li
     port inside; `cmd` itself where the network is not limited."""
     if not network.limited(setting):
         return cmd
-    ports = [p for host, p in network.endpoints(runtime, environ) if network.loopback(host)]
-    mapped = [a for p in dict.fromkeys(ports) for a in ("--map", str(p))]
+    local = [(host, p) for host, p in network.endpoints(runtime, environ) if network.loopback(host)]
+    by_port = {p: host for host, p in reversed(local)}  # one host per port: the first named
+    mapped = [a for p, host in by_port.items() for a in ("--map", f"{p}={host}")]
     return [sys.executable, "-S", network.FORWARD, PROXY, *mapped, "--", *cmd]

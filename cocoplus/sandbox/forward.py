@@ -1,11 +1,12 @@
 """Inside a sandbox whose network is limited: the way out, then the worker's runtime.
 
-`python -S forward.py PROXY_SOCKET [--map PORT]... -- COMMAND...`, started by bubblewrap in the worker's own
+`python -S forward.py PROXY_SOCKET [--map PORT=HOST]... -- COMMAND...`, started by bubblewrap in the worker's own
 network namespace (nothing there but its loopback).  It listens on its loopback, forks a process that carries
 each connection to the worker's proxy (outside, cocoplus/sandbox/netproxy.py) through the Unix socket mounted at
-PROXY_SOCKET, and then becomes COMMAND, with HTTP_PROXY and HTTPS_PROXY naming its port.  Each `--map PORT` is a
-model endpoint on the loopback outside (a stand-in, a local gateway): a connection to 127.0.0.1:PORT inside is
-carried to 127.0.0.1:PORT outside, through the proxy, so that a base URL naming it works unchanged.
+PROXY_SOCKET, and then becomes COMMAND, with HTTP_PROXY and HTTPS_PROXY naming its port.  Each `--map PORT=HOST`
+is a model endpoint on the loopback outside (a stand-in, a local gateway) at HOST:PORT: a connection to PORT on the
+loopback inside (127.0.0.1, and ::1 where there is one) is carried to HOST:PORT outside, through the proxy, so that
+a base URL naming it works unchanged.
 
 The forwarder decides nothing: the proxy outside does.  It ends with the sandbox (its pid namespace ends with the
 runtime).  Standard library only, and no cocoplus import: it runs before the runtime, on every start.
@@ -37,14 +38,14 @@ def pipe(src: socket.socket, dst: socket.socket) -> None:
         pass
 
 
-def outside(path: str, target: int | None) -> socket.socket | None:
+def outside(path: str, target: str | None) -> socket.socket | None:
     """A connection to the proxy; for a mapped port, already tunnelled to that port on the loopback outside."""
     up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         up.connect(path)
         if target is None:
             return up
-        up.sendall(f"CONNECT 127.0.0.1:{target} HTTP/1.1\r\nHost: 127.0.0.1:{target}\r\n\r\n".encode())
+        up.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
         head = b""
         while b"\r\n\r\n" not in head and len(head) < HEAD_MAX:
             chunk = up.recv(4096)
@@ -59,7 +60,7 @@ def outside(path: str, target: int | None) -> socket.socket | None:
     return None
 
 
-def carry(conn: socket.socket, path: str, target: int | None) -> None:
+def carry(conn: socket.socket, path: str, target: str | None) -> None:
     up = outside(path, target)
     if up is None:
         conn.close()
@@ -72,7 +73,7 @@ def carry(conn: socket.socket, path: str, target: int | None) -> None:
     up.close()
 
 
-def serve(listener: socket.socket, path: str, target: int | None) -> None:
+def serve(listener: socket.socket, path: str, target: str | None) -> None:
     while True:
         try:
             conn, _ = listener.accept()
@@ -81,12 +82,20 @@ def serve(listener: socket.socket, path: str, target: int | None) -> None:
         threading.Thread(target=carry, args=(conn, path, target), daemon=True).start()
 
 
-def listen(port: int) -> socket.socket:
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+def listen(port: int, family: int = socket.AF_INET) -> socket.socket:
+    s = socket.socket(family, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("127.0.0.1", port))
+    s.bind(("::1" if family == socket.AF_INET6 else "127.0.0.1", port))
     s.listen(128)
     return s
+
+
+def also_v6(port: int) -> list[socket.socket]:
+    """The same port on ::1, where the sandbox's loopback has it (`localhost` may name either)."""
+    try:
+        return [listen(port, socket.AF_INET6)]
+    except OSError:
+        return []
 
 
 def main(argv: list[str]) -> int:
@@ -95,10 +104,13 @@ def main(argv: list[str]) -> int:
         return 2
     cut = argv.index("--")
     path, opts, command = argv[0], argv[1:cut], argv[cut + 1 :]
-    mapped = [int(opts[i + 1]) for i in range(0, len(opts) - 1, 2) if opts[i] == "--map"]
+    mapped = [opts[i + 1].partition("=") for i in range(0, len(opts) - 1, 2) if opts[i] == "--map"]
     try:
         general = listen(0)
-        listeners = [(general, None), *((listen(p), p) for p in mapped)]
+        listeners: list[tuple[socket.socket, str | None]] = [(general, None)]
+        for number, _, host in mapped:
+            where = f"[{host}]:{number}" if ":" in host else f"{host}:{number}"
+            listeners += [(s, where) for s in (listen(int(number)), *also_v6(int(number)))]
     except OSError as exc:
         sys.stderr.write(f"cocoplus: the sandbox's way to its proxy cannot listen on its loopback ({exc}): blocked\n")
         return 126
@@ -107,8 +119,8 @@ def main(argv: list[str]) -> int:
         devnull = os.open(os.devnull, os.O_RDWR)
         os.dup2(devnull, 0)
         os.dup2(devnull, 1)
-        for listener, target in listeners[1:]:
-            threading.Thread(target=serve, args=(listener, path, target), daemon=True).start()
+        for listener, to in listeners[1:]:
+            threading.Thread(target=serve, args=(listener, path, to), daemon=True).start()
         serve(general, path, None)
         os._exit(0)
     for listener, _ in listeners:

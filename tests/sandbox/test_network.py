@@ -105,10 +105,12 @@ def worker(layout: Layout, setting: network.Setting, model: Server, wid: str = "
     return rec
 
 
-def start_inside(layout: Layout, rec: dict[str, Any], model: Server, *words: str) -> subprocess.Popen[str]:
+def start_inside(
+    layout: Layout, rec: dict[str, Any], model: Server, *words: str, host: str = "127.0.0.1"
+) -> subprocess.Popen[str]:
     """CLIENT under the workspace profile with the worker's network, its proxy started as its runner starts it."""
     found = require_sandbox()
-    environ = {**os.environ, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model.port}"}
+    environ = {**os.environ, "ANTHROPIC_BASE_URL": f"http://{host}:{model.port}"}
     os.environ["ANTHROPIC_BASE_URL"] = environ["ANTHROPIC_BASE_URL"]  # the runner's: what the proxy is started with
     sock = workerrun.spawn_proxy(layout, rec["id"])
     read_end, write_end = os.pipe()
@@ -157,6 +159,15 @@ def test_with_none_a_loopback_registry_is_unreachable_and_the_model_endpoint_is(
     assert lines[2] == "direct 200 model-ok", out  # the model endpoint, at the URL the runtime was given
     assert "registry-ok" not in out
     assert permissions.requests(project, state=None) == []  # none means none: no decision is asked
+
+
+def test_a_model_endpoint_named_localhost_is_reached_at_the_same_url(
+    project: Layout, servers: tuple[Server, Server], clean: None
+) -> None:
+    _registry, model = servers
+    rec = worker(project, network.NONE, model)
+    proc = start_inside(project, rec, model, f"direct=http://localhost:{model.port}/", host="localhost")
+    assert finished(proc).splitlines() == ["direct 200 model-ok"]
 
 
 def test_an_allow_list_host_goes_through_and_a_host_off_it_waits_for_the_inbox(
