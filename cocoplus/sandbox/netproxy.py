@@ -197,6 +197,8 @@ class Proxy:
             host, port, path = absolute(target)
             kept = [h for h in rest.split(b"\r\n") if not h.lower().startswith((b"proxy-connection:", b"proxy-auth"))]
             first = f"{method} {path} {version}\r\n".encode() + b"\r\n".join(kept)
+        if not network.well_formed(host):
+            raise Refused(400, f"not a host name or address: {host[:80]!r}")
         await self.judge(host, port)
         try:
             up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(host, port), CONNECT_TIMEOUT_S)

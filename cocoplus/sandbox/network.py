@@ -126,6 +126,14 @@ def matches(entry: str, host: str, port: int) -> bool:
     return host == name
 
 
+def well_formed(host: str) -> bool:
+    """Whether `host` (as a request names it) is a host name, an IPv4 address or an IPv6 literal, and nothing else
+    that a resolver might read otherwise (`evil.example@x.pypi.org`, spaces, control characters)."""
+    if ":" in host:
+        return all(c in "0123456789abcdef:." for c in host)
+    return 0 < len(host) <= MAX_HOST and all(c.isascii() and (c.isalnum() or c in "-.") for c in host)
+
+
 def allows(hosts: list[str], host: str, port: int) -> bool:
     return any(matches(h, host, port) for h in hosts)
 

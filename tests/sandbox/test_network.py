@@ -344,3 +344,14 @@ def test_an_endless_request_head_is_cut_off_and_the_proxy_serves_on(
     workerrun.end_channels()
     get = f"GET http://127.0.0.1:{registry.port}/pkg HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     assert "registry-ok" in raw_inside(project, rec, model, "tcp", get.encode())
+
+
+def test_a_host_a_resolver_would_read_otherwise_is_refused_before_it_is_matched(
+    project: Layout, servers: tuple[Server, Server], clean: None
+) -> None:
+    """`*.pypi.org` is on the list; `evil.example@x.pypi.org` ends like it: refused as no host at all, no decision."""
+    _registry, model = servers
+    rec = worker(project, ["*.pypi.org"], model)
+    out = raw_inside(project, rec, model, "tcp", b"CONNECT evil.example@x.pypi.org:443 HTTP/1.1\r\n\r\n")
+    assert out.startswith("HTTP/1.1 400") and "not a host name or address" in out, out
+    assert permissions.requests(project, state=None) == []

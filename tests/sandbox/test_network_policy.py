@@ -37,6 +37,10 @@ def test_a_host_matches_its_entry_exactly_or_below_a_wildcard() -> None:
     assert network.allows(["example.com:8443"], "example.com", 8443)
     assert not network.allows(["example.com:8443"], "example.com", 443)
     assert network.split("[::1]:8080", 80) == ("::1", 8080) and network.split("Pypi.org.", 443) == ("pypi.org", 443)
+    # What the proxy refuses before matching: a name a wildcard would match but a resolver would read otherwise.
+    for bad in ("evil.example@x.pypi.org", "x.pypi.org\r\nX: y", "x .pypi.org", "", "ünï.pypi.org"):
+        assert not network.well_formed(bad), bad
+    assert network.well_formed("registry.npmjs.org") and network.well_formed("::1")
 
 
 def test_the_model_endpoint_is_the_adapters_variable_or_its_vendor() -> None:
