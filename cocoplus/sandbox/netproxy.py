@@ -79,8 +79,13 @@ class Proxy:
         self.refused: dict[str, str] = {}  # host -> why, answered in this run
         self.pending: dict[str, asyncio.Future[str | None]] = {}
         self.carried: set[asyncio.Task[Any]] = set()  # the connections being carried
+        self.closing = threading.Event()  # its run is over: a decision still open is not waited for
         self.wait_s = float(config_mod.load_for(layout, environ={}).get("sandbox.network_wait_s"))
         self.runner = runner  # the worker's runner: its sandbox is started below it
+
+    def ended(self) -> str | None:
+        """Why no answer is waited for any more (the worker's run ended), or None."""
+        return "the worker's run ended before an answer came: denied" if self.closing.is_set() else None
 
     def listed(self, host: str, port: int) -> bool:
         if (host, port) in self.models:
@@ -141,13 +146,15 @@ class Proxy:
         )  # fmt: skip
         permissions.log(self.layout, req, state="held", how="network proxy", by=f"{self.wid}'s proxy")
         say(f"{host}:{port} is not on the allow list: held for decision {req['id']} ({self.wait_s:g} s)")
-        waited = permissions.wait(self.layout, req["id"], time.monotonic() + self.wait_s, lambda: None)
+        waited = permissions.wait(self.layout, req["id"], time.monotonic() + self.wait_s, self.ended)
         got: dict[str, Any] = dict(waited) if waited is not None else {}
         if waited is None:
+            ended = self.ended()
+            reason = f"no answer within {self.wait_s:g} s: denied (the default)" if ended is None else ended
             got = dict(
                 permissions.answer(
-                    self.layout, req["id"], "expire", principal=None, by="deadline",
-                    reason=f"no answer within {self.wait_s:g} s: denied (the default)",
+                    self.layout, req["id"], "expire", principal=None, by="deadline" if ended is None else "run end",
+                    reason=reason,
                 )
             )  # fmt: skip
         state = got.get("state")
@@ -273,12 +280,16 @@ async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
 class Running:
     """A proxy serving in a thread of the worker's runner; `stop` ends it."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread, done: asyncio.Event) -> None:
+    def __init__(
+        self, proxy: Proxy, loop: asyncio.AbstractEventLoop, thread: threading.Thread, done: asyncio.Event
+    ) -> None:
+        self.proxy = proxy
         self.loop = loop
         self.thread = thread
         self.done = done
 
     def stop(self) -> None:
+        self.proxy.closing.set()  # a decision still open ends now, denied: nothing waits for it
         if self.thread.is_alive():
             self.loop.call_soon_threadsafe(self.done.set)
             self.thread.join(STOP_WAIT_S)
@@ -324,4 +335,4 @@ def start(layout: Layout, wid: str, server_sock: socket.socket, environ: dict[st
     if not ready.wait(READY_WAIT_S) or failed or not thread.is_alive():
         why = f"{type(failed[0]).__name__}: {failed[0]}" if failed else f"not serving after {READY_WAIT_S:g} s"
         raise CocoplusError(f"its network proxy could not start ({why})")
-    return Running(loop, thread, done)
+    return Running(proxy, loop, thread, done)

@@ -355,3 +355,23 @@ def test_a_host_a_resolver_would_read_otherwise_is_refused_before_it_is_matched(
     out = raw_inside(project, rec, model, "tcp", b"CONNECT evil.example@x.pypi.org:443 HTTP/1.1\r\n\r\n")
     assert out.startswith("HTTP/1.1 400") and "not a host name or address" in out, out
     assert permissions.requests(project, state=None) == []
+
+
+def test_a_decision_still_open_when_the_run_ends_is_denied_and_not_waited_for(
+    project: Layout, servers: tuple[Server, Server], clean: None
+) -> None:
+    """The run ends (its runner ends the proxy) while a host waits for an answer: the request is closed at once,
+    denied, by the run's end, so the runner does not wait out the deadline and nobody approves a connection that
+    no longer exists."""
+    registry, model = servers
+    Path(project.project, "cocoplus.toml").write_text("[sandbox]\nnetwork_wait_s = 3600\n")
+    rec = worker(project, ["pypi.org"], model)
+    proc = start_inside(project, rec, model, f"proxy=http://127.0.0.1:{registry.port}/pkg")
+    (req,) = wait_until(lambda: permissions.requests(project), timeout=60)
+    proc.kill()
+    proc.wait()
+    workerrun.end_channels()
+    done = wait_until(lambda: (r := permissions.read_request(project, req["id"])) and r["state"] != "pending" and r)
+    assert done["state"] == "expired" and done["by"] == "run end", done
+    assert "run ended before an answer came" in str(done["reason"])
+    assert registry.hits == 0
