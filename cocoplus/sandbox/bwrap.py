@@ -215,11 +215,15 @@ def arguments(
 
 def network_command(setting: Any, runtime: str, environ: dict[str, str], cmd: list[str]) -> list[str]:
     """`cmd` as a sandbox with a limited network (`setting`) starts it: through the forwarder (forward.py), which
-    carries its connections to the proxy at PROXY, and maps each model endpoint on the loopback outside to the same
-    port inside; `cmd` itself where the network is not limited."""
+    carries its connections to the proxy at PROXY, and maps each model endpoint on the loopback outside, and each
+    loopback `host:port` on the allow list, to the same port inside; `cmd` itself where the network is not
+    limited."""
     if not network.limited(setting):
         return cmd
-    local = [(host, p) for host, p in network.endpoints(runtime, environ) if network.loopback(host)]
-    by_port = {p: host for host, p in reversed(local)}  # one host per port: the first named
+    listed = [network.split(e, 0) for e in setting] if isinstance(setting, list) else []
+    local = [(host, p) for host, p in [*network.endpoints(runtime, environ), *listed] if p and network.loopback(host)]
+    by_port: dict[int, str] = {}
+    for host, p in local:
+        by_port.setdefault(p, host)  # one host per port: the first named
     mapped = [a for p, host in by_port.items() for a in ("--map", f"{p}={host}")]
     return [sys.executable, "-S", network.FORWARD, PROXY, *mapped, "--", *cmd]

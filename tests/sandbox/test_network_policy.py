@@ -129,3 +129,15 @@ def test_the_brain_approves_a_held_host_only_within_brain_may_allow(project: Lay
     for host in ("npmjs.org.evil.example", "evilnpmjs.org"):
         with pytest.raises(Refused, match="brain_may_allow does not cover it"):
             permissions_ops.approve(project, held(host), principal=authority.BRAIN)
+
+
+def test_loopback_model_endpoints_and_listed_loopback_ports_are_served_inside_at_their_address() -> None:
+    from cocoplus.sandbox import bwrap
+
+    env = {"ANTHROPIC_BASE_URL": "http://localhost:4321/v1"}
+    cmd = bwrap.network_command(["127.0.0.1:8080", "pypi.org", "127.0.0.1"], "claude", env, ["claude", "-p"])
+    cut = cmd.index("--")
+    assert cmd[cut + 1 :] == ["claude", "-p"] and cmd[2] == network.FORWARD and cmd[3] == bwrap.PROXY
+    maps = cmd[4:cut]
+    assert maps == ["--map", "4321=localhost", "--map", "8080=127.0.0.1"], maps
+    assert bwrap.network_command("all", "claude", env, ["claude"]) == ["claude"]
