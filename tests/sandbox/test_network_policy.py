@@ -141,3 +141,33 @@ def test_loopback_model_endpoints_and_listed_loopback_ports_are_served_inside_at
     maps = cmd[4:cut]
     assert maps == ["--map", "4321=localhost", "--map", "8080=127.0.0.1"], maps
     assert bwrap.network_command("all", "claude", env, ["claude"]) == ["claude"]
+
+
+def test_under_srt_the_allow_lists_hosts_are_given_to_srts_own_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under `srt` its own proxy holds the network: the runner gives it the worker's allow list, beside the model
+    endpoint (srt's settings, as the runner writes them for the run)."""
+    import json
+    import os
+    import shutil
+    import tempfile
+
+    from cocoplus.core.paths import Layout
+    from cocoplus.supervision import workerrun
+
+    tmp_path = Path(tempfile.mkdtemp(prefix="cocoplus-srt-", dir="/var/tmp"))  # srt refuses a tree under /dev
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(userfiles, "home", lambda: str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    project = tmp_path / "project"
+    (project / ".cocoplus").mkdir(parents=True)
+    layout = Layout(str(project / ".cocoplus"))
+    found = {"ok": True, "bwrap": "/usr/bin/bwrap", "srt": "/usr/local/bin/srt"}
+    _args, _env, fds = workerrun.srt_held(
+        layout, "w1", found, "claude", str(project), str(project), ["claude", "-p"], str(tmp_path / "c.sock"), (),
+        ("registry.npmjs.org", "*.pypi.org"),
+    )  # fmt: skip
+    with os.fdopen(fds[1], "rb") as f:
+        allowed = json.loads(f.read())["network"]["allowedDomains"]
+    os.close(fds[0])
+    shutil.rmtree(tmp_path, ignore_errors=True)
+    assert {"registry.npmjs.org", "*.pypi.org"} <= set(allowed) and "api.anthropic.com" in allowed, allowed
