@@ -378,7 +378,9 @@ STEPS = [
 ]
 
 ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
-GENERATED_ID = re.compile(r"\b([mtqp]_[0-9a-fA-FTZ]+_[0-9a-f]+|st_[0-9TZ]+_\d+_[0-9a-f]+|stop_[0-9TZ]+_[0-9a-f]+)\b")
+GENERATED_ID = re.compile(
+    r"\b([mtqp]_[0-9a-fA-FTZ]+_[0-9a-f]+|st_[0-9TZ]+_\d+_[0-9a-f]+|stop_[0-9TZ]+_[0-9a-f]+|g_\d{8}T\d{9}Z)\b"
+)  # a supervised goal's id (g_) is the time it was enabled
 
 
 def normalise(obj: Any, project: str) -> Any:
