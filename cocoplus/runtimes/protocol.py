@@ -125,8 +125,9 @@ class Adapter(Protocol):
 
     @property
     def MODEL_ENDPOINTS(self) -> tuple[tuple[str, str], ...]:
-        """(the variable naming its model's base URL, the vendor's URL when it is unset), each: the hosts a worker
-        of it reaches whatever its sandbox's network (cocoplus/sandbox/network.py)."""
+        """(the variable naming its model's base URL, the vendor's URL when it is unset), each; an entry without a
+        variable is another vendor address (a sign-in backend), reached only where no base URL is set: the hosts a
+        worker of it reaches whatever its sandbox's network (cocoplus/sandbox/network.py `model_urls`)."""
 
     # -- how it is installed -----------------------------------------------------------------------------
     @property

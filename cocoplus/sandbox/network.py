@@ -103,12 +103,20 @@ def split(hostport: str, default_port: int) -> tuple[str, int]:
     return host.lower().rstrip("."), int(port) if port.isdigit() else default_port
 
 
+def model_urls(runtime: str, environ: dict[str, str]) -> list[str]:
+    """The runtime's model addresses (its adapter's `MODEL_ENDPOINTS`): where a base URL variable it declares is set
+    in `environ`, those it sets alone; else the vendor's (the API's, and the sign-in backends an entry without a
+    variable names).  The one table both the proxy and srt allow."""
+    declared = runtimes.get(runtime).MODEL_ENDPOINTS
+    named = [environ[var] for var, _default in declared if var and environ.get(var)]
+    return list(dict.fromkeys(named or [default for _var, default in declared]))
+
+
 def endpoints(runtime: str, environ: dict[str, str]) -> list[tuple[str, int]]:
-    """The runtime's model endpoints (host, port): each base URL variable its adapter declares, as `environ` sets
-    it, else the vendor's address."""
+    """The runtime's model endpoints (host, port), from `model_urls`."""
     out = []
-    for var, default in runtimes.get(runtime).MODEL_ENDPOINTS:
-        url = urllib.parse.urlsplit(environ.get(var) or default)
+    for text in model_urls(runtime, environ):
+        url = urllib.parse.urlsplit(text)
         if not url.hostname:
             continue
         port = url.port or (443 if url.scheme == "https" else 80)

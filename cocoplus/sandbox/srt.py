@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from cocoplus.rules import protected
 from cocoplus.runtimes import registry as runtimes
-from cocoplus.sandbox import bwrap
+from cocoplus.sandbox import bwrap, network
 from cocoplus.sandbox import probe as bwrap_probe
 
 PACKAGE = "@anthropic-ai/sandbox-runtime"
@@ -58,12 +58,6 @@ THROWAWAY: dict[str, Any] = {
     "network": {"allowedDomains": [], "deniedDomains": [], "allowAllUnixSockets": True},
     "filesystem": {"denyRead": [], "allowRead": [], "allowWrite": [], "denyWrite": []},
 }
-# The hosts each runtime's model endpoint lives on, where no base URL variable names another.
-MODEL_HOSTS: dict[str, tuple[str, ...]] = {
-    "claude": ("api.anthropic.com",),
-    "codex": ("api.openai.com", "chatgpt.com"),
-    "gemini": ("generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "oauth2.googleapis.com"),
-}
 
 
 def find_srt(environ: dict[str, str] | None = None) -> str | None:
@@ -73,17 +67,18 @@ def find_srt(environ: dict[str, str] | None = None) -> str | None:
 
 
 def model_hosts(runtime: str, environ: dict[str, str]) -> list[str]:
-    """The destinations srt lets a worker of `runtime` reach: the hosts its own `*_BASE_URL` variables name (with
-    their port: a model endpoint on loopback is allowed as that address and port only), else its usual ones."""
-    own = tuple(runtimes.get(runtime).SANDBOX_ENV) if runtimes.known(runtime) else ()
-    named = []
-    for key, value in sorted(environ.items()):
-        if own and key.startswith(own) and key.endswith("_BASE_URL") and value:
-            parts = urlsplit(value)
-            if parts.hostname:
-                host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-                named.append(f"{host}:{parts.port}" if parts.port else host)
-    return list(dict.fromkeys(named)) or list(MODEL_HOSTS.get(runtime, ()))
+    """The destinations srt lets a worker of `runtime` reach: its model addresses as the `workspace` profile's proxy
+    reads them (`network.model_urls`), with their port where the URL names one (a model endpoint on loopback is
+    allowed as that address and port only)."""
+    if not runtimes.known(runtime):
+        return []
+    out = []
+    for text in network.model_urls(runtime, environ):
+        parts = urlsplit(text)
+        if parts.hostname:
+            host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+            out.append(f"{host}:{parts.port}" if parts.port else host)
+    return list(dict.fromkeys(out))
 
 
 def secrets(runtime: str, project: str, homes: list[str], environ: dict[str, str]) -> list[str]:

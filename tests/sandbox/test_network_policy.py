@@ -46,7 +46,8 @@ def test_a_host_matches_its_entry_exactly_or_below_a_wildcard() -> None:
 def test_the_model_endpoint_is_the_adapters_variable_or_its_vendor() -> None:
     assert network.endpoints("claude", {}) == [("api.anthropic.com", 443)]
     assert network.endpoints("claude", {"ANTHROPIC_BASE_URL": "http://127.0.0.1:4321/x"}) == [("127.0.0.1", 4321)]
-    assert network.endpoints("codex", {}) == [("api.openai.com", 443)]
+    assert network.endpoints("codex", {}) == [("api.openai.com", 443), ("chatgpt.com", 443)]  # and its sign-in backend
+    assert network.endpoints("codex", {"OPENAI_BASE_URL": "https://gw.example"}) == [("gw.example", 443)]
     assert network.endpoints("gemini", {"GOOGLE_GEMINI_BASE_URL": "https://gw.example:8443"}) == [("gw.example", 8443)]
 
 

@@ -22,7 +22,7 @@ import pytest
 
 from cocoplus.core.paths import Layout
 from cocoplus.hook import channel as wire
-from cocoplus.sandbox import bwrap, srt
+from cocoplus.sandbox import bwrap, network, srt
 from tests.sandbox.test_fail_closed import no_worker_ran, standins_dir
 from tests.support import runtimes
 from tests.support.runtimes import SRT_BIN
@@ -283,6 +283,10 @@ def test_the_model_endpoint_is_allowed_by_its_base_url() -> None:
     assert srt.model_hosts("claude", env) == ["127.0.0.1:4141"]
     assert srt.model_hosts("claude", {}) == ["api.anthropic.com"]
     assert srt.model_hosts("codex", env) == ["elsewhere.example"]
+    # The adapters' one table, read as the workspace profile's proxy reads it: with no base URL, the vendor's
+    # API and its sign-in backends.
+    assert srt.model_hosts("codex", {}) == ["api.openai.com", "chatgpt.com"]
+    assert [f"{h}" for h, _port in network.endpoints("codex", {})] == srt.model_hosts("codex", {})
 
 
 def launch(cli_subprocess, layout: Layout, runtime: str, path: str, *more: str):

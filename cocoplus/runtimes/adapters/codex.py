@@ -83,7 +83,11 @@ SANDBOX_READONLY: "tuple[tuple[str | None, str, str], ...]" = (
 )
 SANDBOX_CREDENTIALS: "tuple[tuple[str | None, str, str], ...]" = (("CODEX_HOME", ".codex", "auth.json"),)
 SANDBOX_ENV: "tuple[str, ...]" = ("OPENAI_", "CODEX_")
-MODEL_ENDPOINTS: "tuple[tuple[str, str], ...]" = (("OPENAI_BASE_URL", "https://api.openai.com"),)
+# The model's addresses: the API (or the base URL that replaces it), and ChatGPT's backend a signed-in Codex uses.
+MODEL_ENDPOINTS: "tuple[tuple[str, str], ...]" = (
+    ("OPENAI_BASE_URL", "https://api.openai.com"),
+    ("", "https://chatgpt.com"),
+)
 REPO_SETTINGS = (".codex/hooks.json", ".codex/config.toml")
 HOOKS_FILE = (".codex", "hooks.json")
 HOOK_FILES_READ = (HOOKS_FILE,)

@@ -88,8 +88,11 @@ SANDBOX_CREDENTIALS: "tuple[tuple[str | None, str, str], ...]" = (
     (None, ".gemini", "google_accounts.json"),
 )
 SANDBOX_ENV: "tuple[str, ...]" = ("GEMINI_", "GOOGLE_")
+# The model's addresses: the API (or the base URL that replaces it), and those a Google sign-in uses.
 MODEL_ENDPOINTS: "tuple[tuple[str, str], ...]" = (
     ("GOOGLE_GEMINI_BASE_URL", "https://generativelanguage.googleapis.com"),
+    ("", "https://cloudcode-pa.googleapis.com"),
+    ("", "https://oauth2.googleapis.com"),
 )
 REPO_SETTINGS = (".gemini/settings.json", ".gemini/.env", ".env")
 HOOKS_FILE = (".gemini", "settings.json")
