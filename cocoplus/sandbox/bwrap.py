@@ -11,8 +11,8 @@ The mounts, in the order bubblewrap applies them (a later one covers an earlier 
    `cocoplus.toml`, `.git/config` and `.git/hooks` (rules/protected.py: the files that decide what runs), in the
    project and in the tree; the runtime's own settings in its state (`SANDBOX_READONLY`) and its credential files
    (`SANDBOX_CREDENTIALS`);
-5. hidden: the secrets (`SECRETS`: `~/.ssh`, `~/.aws`, `~/.config/gcloud`, this user's cocoplus keys, ...) and
-   every other runtime's credential files;
+5. hidden: the secrets (`SECRETS`: `~/.ssh`, `~/.aws`, `~/.config/gcloud`, this user's cocoplus keys, ...),
+   every other runtime's credential files and the project's server token (where it exists when the worker starts);
 6. the marker, read-only: `MARKER`, which makes every `cocoplus` command inside a worker (ops/authority.py);
 7. where its network is limited (network.py), the proxy's socket at `PROXY`, in a network namespace of its own.
 
@@ -199,7 +199,10 @@ def arguments(
         for p in _resolve(runtimes.get(name).SANDBOX_CREDENTIALS, h, environ)
         if p not in mine["credentials"]
     ]
-    for path in [*(os.path.join(h, s) for h in homes for s in SECRETS), *others]:
+    # The project's own secrets too (the page's and the REST API's token: the operator's authority), where they
+    # exist when the worker starts.
+    project_secrets = [os.path.join(project, s) for s in protected.PROJECT_SECRETS]
+    for path in [*(os.path.join(h, s) for h in homes for s in SECRETS), *others, *project_secrets]:
         if os.path.isdir(path) and not os.path.islink(path):
             args += ["--tmpfs", path, "--remount-ro", path]
         elif os.path.lexists(path):

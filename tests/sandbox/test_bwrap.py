@@ -97,6 +97,16 @@ def test_secrets_and_other_runtimes_credentials_are_hidden_its_own_are_read_only
     assert "claude-credential" in out and "WROTE-CREDENTIALS" not in out, out
 
 
+def test_the_projects_server_token_is_hidden(tmp_path: Path) -> None:
+    """The page's and the REST API's token is the operator's authority: a worker that read it could answer its own
+    requests through the server."""
+    project, home = make_project(tmp_path)
+    (project / ".cocoplus" / "server-token").write_text("operator-token-value\n")
+    (project / ".cocoplus" / "shown.txt").write_text("the rest of .cocoplus stays readable\n")
+    out = run_inside("claude", project, home, "cat .cocoplus/server-token; echo; cat .cocoplus/shown.txt")
+    assert "operator-token-value" not in out and "stays readable" in out, out
+
+
 def test_other_runtimes_keys_the_capability_and_the_ssh_agent_never_reach_it(tmp_path: Path) -> None:
     project, home = make_project(tmp_path)
     env = dict(os.environ, OPENAI_API_KEY="sk-openai", GEMINI_API_KEY="gm-key", ANTHROPIC_API_KEY="sk-ant",
