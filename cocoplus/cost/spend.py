@@ -125,7 +125,9 @@ def measure(
                     if rec_out["usd"] is None:
                         unpriced[e["model"]] = rec_out.get("price_error") or "unknown model"
                     added.append(rec_out)
+        measured_at = clock.iso()  # one boundary's records, together: `cocoplus replay` decides the budget per boundary
         for rec_out in added:
+            rec_out["measured_at"] = measured_at
             jsonl.append_jsonl(layout.spend_log, rec_out, layout.lock("spend"), durable=False)
         if added:
             fsio.fsync_dir(layout.cost_dir)

@@ -182,20 +182,26 @@ def _spend(layout: Layout, sessions: set[str]) -> list[tuple[str, float]]:
 
 def _boundaries(layout: Layout, limit: float, fraction: float) -> dict[str, dict[str, Any]]:
     """Where the cost budget under `limit` and `fraction` would have changed state: at each boundary the spend log
-    records (the turn ends and stage ends that priced usage: a boundary that priced nothing leaves the spend as it
-    was), the project's spend up to it (every session's, as the live check counts it) decided by
-    `cost/enforce.py` `target_state`.  `{"reserve": {...}, "exhausted": {...}}`, each with the boundary's time and
-    the spend there; a state never reached is missing."""
+    records (the turn ends and stage ends that priced usage, each one's records marked with the same `measured_at`:
+    a boundary that priced nothing leaves the spend as it was), the project's spend up to it (every session's, as
+    the live check counts it) decided by `cost/enforce.py` `target_state`.  `{"reserve": {...}, "exhausted":
+    {...}}`, each with the boundary's time and the spend there; a state never reached is missing."""
     out: dict[str, dict[str, Any]] = {}
     if limit <= 0:
         return out
     problems: list[str] = []
     spent = 0.0
-    points: dict[str, float] = {}
+    groups: dict[str, tuple[str, float]] = {}  # a boundary (its measure's stamp): (its last record's time, dollars)
     for r in timeline.records(layout.spend_log, problems):
         usd, ts = r.get("usd"), r.get("ts")
         if isinstance(usd, (int, float)) and not isinstance(usd, bool) and isinstance(ts, str):
-            points[ts] = points.get(ts, 0.0) + float(usd)
+            stamp = r.get("measured_at")
+            key = stamp if isinstance(stamp, str) else ts  # older records: their own time
+            last, total = groups.get(key, (ts, 0.0))
+            groups[key] = (max(last, ts), total + float(usd))
+    points: dict[str, float] = {}
+    for at, usd in groups.values():
+        points[at] = points.get(at, 0.0) + usd
     for ts in sorted(points):
         spent += points[ts]
         state = enforce.target_state(round(spent, 10), limit, fraction)
