@@ -125,15 +125,17 @@ def _said(rec: dict[str, Any], keys: tuple[str, ...] = _SHOWN) -> str:
 class Reading:
     """What one reading of the logs keeps: problems met, and with `tail` (the newest that many records of each log
     are read, for a screen of the newest events) how many records were left unread (`skipped`); and which worker
-    each session ran for (`owners`, from the workers' records)."""
+    each session ran for (`owners`, from the workers' records), and each worker's runtime, alias, state, sandbox
+    profile and sessions (`workers`)."""
 
-    __slots__ = ("problems", "tail", "skipped", "owners")
+    __slots__ = ("problems", "tail", "skipped", "owners", "workers")
 
     def __init__(self, tail: int = 0) -> None:
         self.problems: list[str] = []
         self.tail = tail
         self.skipped = 0
         self.owners: dict[str, str] = {}
+        self.workers: dict[str, dict[str, Any]] = {}
 
 
 def records(path: str, problems: list[str]) -> list[dict[str, Any]]:
@@ -449,10 +451,20 @@ def _workers(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
         for cs in [rec.get("session"), *(h.get("session") for h in history)]:
             if isinstance(cs, str):
                 rd.owners[cs] = wid
+        sandbox = str(rec.get("sandbox") or "none")  # its sandbox profile (a record from before profiles: none)
+        sessions = [rec.get("session")] + [cs for h in history for cs in (h.get("from_session"), h.get("session"))]
+        rd.workers[wid] = {
+            "runtime": rec.get("runtime"), "alias": rec.get("alias"), "state": rec.get("state"), "sandbox": sandbox,
+            "runtimes": [h.get("runtime") for h in history] or [rec.get("runtime")],
+            "sessions": sorted({cs for cs in sessions if isinstance(cs, str) and cs}),
+        }  # fmt: skip
         first = history[0] if history else {}  # launched in the runtime of its first run, not the one it ended in
         launched = {**who, "runtime": first.get("runtime") or who["runtime"],
                     "session": first.get("session") if history else who["session"]}  # fmt: skip
-        yield _event("workers", rec.get("created_at"), "worker", f"{wid}:created", f"launched: {task}", {}, **launched)
+        text = f"launched (sandbox {sandbox}): {task}"
+        yield _event(
+            "workers", rec.get("created_at"), "worker", f"{wid}:created", text, {"sandbox": sandbox}, **launched
+        )
         for prev, h in zip(history, history[1:]):
             back = h.get("reason") == "handed back"
             why = "" if back else f" ({h.get('reason')})" if h.get("reason") else ""
@@ -463,11 +475,12 @@ def _workers(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
                 worker=wid, runtime=h.get("runtime"), session=h.get("session"), alias=h.get("session_alias"),
             )  # fmt: skip
         if rec.get("started_at"):
-            yield _event("workers", rec["started_at"], "worker", f"{wid}:started", "run started", {}, **who)
+            text = f"run started (sandbox {sandbox})"
+            yield _event("workers", rec["started_at"], "worker", f"{wid}:started", text, {"sandbox": sandbox}, **who)
         yield from _tree_events(wid, rec.get("worktree"), who)
         if rec.get("ended_at"):
             text = f"run ended: {rec.get('reason') or 'ended'}"
-            detail = {"exit": rec.get("exit"), "stopped_by": rec.get("stopped_by")}
+            detail = {"exit": rec.get("exit"), "stopped_by": rec.get("stopped_by"), "sandbox": sandbox}
             yield _event("workers", rec["ended_at"], "worker", f"{wid}:ended", text, detail, **who)
 
 
@@ -502,8 +515,9 @@ def timeline(
     limit: int = 0,
 ) -> dict[str, Any]:
     """Every event of the project (or of worker/session `target`) in time order, oldest first (`limit`: the
-    newest that many): `events`, `total` (how many there were before the limit) and `problems` (lines or files
-    that could not be read)."""
+    newest that many): `events`, `total` (how many there were before the limit), `workers` (each worker shown: its
+    runtime, the runtimes it ran in, alias, state, sandbox profile and sessions) and `problems` (lines or files that
+    could not be read)."""
     # For the newest events of the whole project, each log is read from its end (each is in time order).
     rd = Reading(limit if limit > 0 and not target and since_s is None else 0)
     events: list[dict[str, Any]] = []
@@ -522,7 +536,12 @@ def timeline(
     total = len(events) + rd.skipped
     if limit > 0:
         events = events[-limit:]
-    return {"target": target, "total": total, "events": [clean(e) for e in events], "problems": rd.problems}
+    shown = {str(e["worker"]) for e in events if e["worker"]} | ({target} if target in rd.workers else set())
+    workers = {wid: clean(w) for wid, w in sorted(rd.workers.items()) if wid in shown}
+    return {
+        "target": target, "total": total, "events": [clean(e) for e in events], "workers": workers,
+        "problems": rd.problems,
+    }  # fmt: skip
 
 
 def _only(layout: Layout, events: list[dict[str, Any]], target: str) -> list[dict[str, Any]]:
