@@ -735,7 +735,8 @@ const TL_KIND_COLOURS = {
   permission: "#d4a017", steer: "#1793a8", cost: "#1f8a4c", round: "#2f6fdf", merge: "#0f6b36",
   worker: "#1d2330", tool: "#8b93a5", edit: "#a8afbd", signal: "#6a7fbf", step: "#9aa2b1",
 };
-const TL = { LABEL: 190, AXIS: 22, LANE: 30, PAD: 12, MIN_SPAN_MS: 1000 };
+const TL = { LABEL: 190, AXIS: 22, LANE: 36, PAD: 12, MIN_SPAN_MS: 20 };
+const TL_LOW = new Set(["tool", "edit"]);  // a lane's lower row: its tool calls and edits; the rest above them
 const tl = { data: null, lanes: [], events: [], full: null, view: null, zoomed: false, picked: null, stop: null, timer: null };
 function svgEl(tag, attrs, text) {
   const node = document.createElementNS(SVG, tag);
@@ -746,7 +747,8 @@ function svgEl(tag, attrs, text) {
 function tlTime(ts) { const t = Date.parse(ts || ""); return Number.isFinite(t) ? t : null; }
 function tlStamp(t, span) {
   const iso = new Date(t).toISOString();
-  return span > 2 * 86400000 ? iso.slice(5, 16).replace("T", " ") : iso.slice(11, span > 600000 ? 16 : 19);
+  if (span > 2 * 86400000) return iso.slice(5, 16).replace("T", " ");
+  return iso.slice(11, span > 600000 ? 16 : span > 10000 ? 19 : 23);
 }
 function tlLaneOf(e, owner) {
   if (e.worker) return "w:" + e.worker;
@@ -817,7 +819,7 @@ function tlWorkerChoices(data) {
   $("tl-replay-btn").disabled = !choices.length;
 }
 function tlTicks(v0, v1, width) {
-  const steps = [1, 5, 15, 30, 60, 300, 900, 1800, 3600, 10800, 21600, 43200, 86400, 172800, 604800].map((s) => s * 1000);
+  const steps = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 5, 15, 30, 60, 300, 900, 1800, 3600, 10800, 21600, 43200, 86400, 172800, 604800].map((s) => s * 1000);
   const want = (v1 - v0) / Math.max(2, Math.floor(width / 110));
   const step = steps.find((s) => s >= want) || steps[steps.length - 1];
   const out = [];
@@ -845,14 +847,14 @@ function drawTimeline() {
     const y = TL.AXIS + i * TL.LANE;
     const g = svgEl("g", { class: "lane", "data-lane": lane.key });
     g.append(svgEl("line", { class: "grid", x1: 0, x2: W, y1: y + TL.LANE, y2: y + TL.LANE }));
-    g.append(svgEl("text", { class: "lane-label", x: 6, y: y + 13 }, lane.label));
-    g.append(svgEl("text", { class: "lane-sub", x: 6, y: y + 25 }, lane.sub));
+    g.append(svgEl("text", { class: "lane-label", x: 6, y: y + 15 }, lane.label));
+    g.append(svgEl("text", { class: "lane-sub", x: 6, y: y + 29 }, lane.sub));
     for (const ev of lane.events) {
       if (ev.t < v0 || ev.t > v1) continue;
       const e = ev.e;
       const dot = svgEl("circle", {
         class: "ev" + (e.detail && e.detail.ts_estimated ? " estimated" : "") + (tl.picked === e.id ? " picked" : ""),
-        cx: x(ev.t).toFixed(1), cy: y + TL.LANE / 2, r: e.kind === "tool" || e.kind === "edit" ? 4 : 6,
+        cx: x(ev.t).toFixed(1), cy: y + (TL_LOW.has(e.kind) ? 26 : 11), r: TL_LOW.has(e.kind) ? 4 : 6,
         fill: TL_KIND_COLOURS[e.kind] || "#687083", tabindex: 0, role: "button",
         "data-id": e.id, "data-kind": e.kind, "aria-label": inert(`${e.kind}: ${e.text}`),
       });
@@ -879,7 +881,7 @@ function tlPick(e, lane) {
   if (lane.sandbox) rows.push(["sandbox", lane.sandbox]);
   for (const k of ["worker", "session", "alias", "runtime"]) if (e[k]) rows.push([k, e[k]]);
   for (const [k, v] of Object.entries(e.detail || {})) {
-    if (v === null || v === undefined || v === "") continue;
+    if (v === null || v === undefined || v === "" || (k === "ts" && v === e.ts)) continue;
     rows.push([k, typeof v === "object" ? JSON.stringify(v) : String(v)]);
   }
   const dl = el("dl", {});
@@ -896,7 +898,9 @@ function tlZoom(factor, at) {
   const span = Math.max((v1 - v0) * factor, TL.MIN_SPAN_MS);
   const fullSpan = tl.full[1] - tl.full[0];
   if (span >= fullSpan) { tlFit(); return; }
-  const c = at === undefined ? (v0 + v1) / 2 : at;
+  // Around the pointer (the wheel), else around the event picked while it is in view, else the middle.
+  const picked = tl.events.find((x) => x.e.id === tl.picked);
+  const c = at !== undefined ? at : (picked && picked.t >= v0 && picked.t <= v1 ? picked.t : (v0 + v1) / 2);
   const left = c - ((c - v0) / (v1 - v0)) * span;
   tl.view = [left, left + span];
   tl.zoomed = true;
@@ -922,7 +926,7 @@ async function whatIf(ev) {
   const q = new URLSearchParams({ run, max_iterations: $("tl-cap").value });
   if ($("tl-guard").value !== "") q.set("loop_guard_repeats", $("tl-guard").value);
   const rep = await call("GET", "/replay?" + q);
-  const out = [el("div", { class: "headline" }, `Replay of ${rep.kind} ${rep.run}: ${rep.calls} recorded tool call(s) in ${rep.sessions.length} session(s), ` +
+  const out = [el("div", { class: "headline" }, `Replay of ${rep.kind} ${rep.run} (${rep.sessions.length} session(s)): ${rep.calls} tool call(s) replayed, ` +
     `max_iterations ${rep.policy.max_iterations}, loop_guard_repeats ${rep.policy.loop_guard_repeats}`)];
   const stop = rep.stopped_at;
   if (stop) {
