@@ -23,7 +23,7 @@ from tests.tui.test_top import drive, text_of, until
 
 def test_key_e_shows_the_selected_worker_s_timeline_with_its_sandbox(project: Layout) -> None:
     timeline_project.build(project)
-    registry.update(project, timeline_project.CS, lambda r: r.update(worker="w1"))
+    registry.update(project, timeline_project.CS, lambda r: r.__setitem__("worker", "w1"))
     other, _ = registry.ensure(project, "codex", "x-one", event="SessionStart")
     newest = timeline_ops.timeline(project, "w1", limit=top.TIMELINE_LINES - 1)["events"]
     assert len(newest) == top.TIMELINE_LINES - 1
