@@ -411,6 +411,8 @@ _USES = {"claude": _claude_uses, "codex": _codex_uses}
 def _matched(calls: list[str], uses: list[dict[str, Any]], window: int = 64) -> dict[int, dict[str, Any]]:
     """The call log's calls (by index) matched, in order, to the transcript's by fingerprint."""
     out: dict[int, dict[str, Any]] = {}
+    if not uses:  # another runtime's session, or no transcript: nothing to match (a long call log is not walked)
+        return out
     j = 0
     for i, fp in enumerate(calls):
         for k in range(j, min(len(uses), j + window)):
