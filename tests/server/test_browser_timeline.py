@@ -139,6 +139,14 @@ def test_the_timeline_lanes_zoom_detail_and_what_if(recorded_server: Served, pag
     expect(page.locator("#tl-replay li")).to_have_text(["call 24: checkpoint asked by repeated tool call"])
     expect(mark).to_have_text("stops at call 27")
 
+    # w2's task, as its agent wrote it, is text: no element made of it, nothing run, its escape and override inert.
+    page.locator('g[data-lane="w:w2"] circle[data-kind="worker"]').first.focus()
+    page.keyboard.press("Enter")
+    expect(detail.locator(".headline")).to_have_text(
+        'launched (sandbox none): <img src=x onerror="window.pwned=1"> red \\u202egnp.exe'
+    )
+    assert page.locator("#timeline-card img").count() == 0 and page.evaluate("() => window.pwned") is None
+
     # One worker's events only.
     page.locator("#tl-worker").select_option("w2")
     expect(lanes).to_have_count(1)

@@ -16,6 +16,8 @@ from tests.report import recorded
 UNGUARDED = "max_iterations = 1000\nloop_guard_repeats = 0\niteration_warn_at = 0\n"
 CS = "cs_" + recorded.SID
 GH_TOKEN = "ghp_abcdefghijklmnop0123"
+# w2's task, as an agent could write it: markup, an escape sequence that paints and a bidi override.
+HOSTILE_TASK = '<img src=x onerror="window.pwned=1">\x1b[31m red \u202egnp.exe'
 
 
 def build(layout: Layout) -> None:
@@ -36,7 +38,7 @@ def build(layout: Layout) -> None:
         ],
     })  # fmt: skip
     write_worker(layout, "w2", {
-        "runtime": "gemini", "task": "write the changelog", "state": "exited", "sandbox": "none",
+        "runtime": "gemini", "task": HOSTILE_TASK, "state": "exited", "sandbox": "none",
         "created_at": clock.iso(start + 2), "started_at": clock.iso(start + 2.5), "ended_at": clock.iso(end - 2),
         "reason": "exit code 0", "session": None,
         "runtimes": [{"runtime": "gemini", "since": clock.iso(start + 2.5), "session": None, "runs": 1}],
