@@ -24,7 +24,7 @@ def test_workers_list_and_the_timeline_name_each_worker_s_sandbox(project: Layou
     r = run_cli_subprocess("timeline", "--limit", "0", cwd=project.project)
     assert r.code == 0, r
     lines = r.out.splitlines()
-    assert any("w1 [codex]: launched (sandbox workspace): make the tests pass" in ln for ln in lines), r.out
+    assert any("w1 [claude]: launched (sandbox workspace): make the tests pass" in ln for ln in lines), r.out
     assert any("w2 [gemini]: run started (sandbox none)" in ln for ln in lines), r.out
     js = json.loads(run_cli_subprocess("timeline", "w1", "--json", cwd=project.project).out)
     assert js["workers"]["w1"]["sandbox"] == "workspace" and list(js["workers"]) == ["w1"]
