@@ -136,7 +136,7 @@ def test_the_timeline_lanes_zoom_detail_and_what_if(recorded_server: Served, pag
         "It would have stopped at tool call 27 (cc1) by the loop guard: the same call (Bash pytest -x) 6 times in a "
         "row from call 22"
     )
-    expect(page.locator("#tl-replay li")).to_have_text(["call 24: checkpoint asked by repeated tool call"])
+    expect(page.locator("#tl-replay li")).to_have_text(["call 24: checkpoint (repeated tool call)"])
     expect(mark).to_have_text("stops at call 27")
 
     # w2's task, as its agent wrote it, is text: no element made of it, nothing run, its escape and override inert.

@@ -932,7 +932,9 @@ async function whatIf(ev) {
   if (stop) {
     const why = stop.why === "loop_guard"
       ? `the loop guard: the same call${stop.tool ? ` (${stop.tool} ${stop.subject})` : ""} ${stop.repeats} times in a row from call ${stop.first_call}`
-      : `the iteration cap (${stop.cap}, ${stop.by})`;
+      : stop.why === "iteration_cap" ? `the iteration cap (${stop.cap}, ${stop.by})`
+      : stop.why === "cost_budget" ? `the cost budget ($${Number(stop.limit_usd).toFixed(2)}, $${Number(stop.spent_usd).toFixed(4)} spent at a stage boundary)`
+      : String(stop.why).replaceAll("_", " ");
     const cost = rep.cost_usd_to_stop === null ? "unknown" : `$${Number(rep.cost_usd_to_stop).toFixed(4)}` + (rep.cost_estimated ? " (estimated)" : "");
     out.push(el("div", { id: "tl-replay-stop" }, `It would have stopped at tool call ${stop.call} (${stop.alias || stop.session}) by ${why}; cost up to there ${cost}, of $${Number(rep.cost_usd_recorded).toFixed(4)} recorded.`));
     const t = tlTime(stop.ts);
@@ -942,7 +944,7 @@ async function whatIf(ev) {
     tl.stop = null;
   }
   const asks = rep.decisions.filter((d) => d.decision !== "stop");
-  if (asks.length) out.push(el("ul", {}, ...asks.map((d) => el("li", {}, `call ${d.call}: checkpoint asked by ${d.why}`))));
+  if (asks.length) out.push(el("ul", {}, ...asks.map((d) => el("li", {}, `call ${d.call}: ${d.decision} (${d.why})`))));
   const diff = rep.first_difference;
   if (diff) {
     const was = diff.recorded ? `recorded ${diff.recorded.decision} (${diff.recorded.why})` : "nothing recorded";
