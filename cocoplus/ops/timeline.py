@@ -32,7 +32,7 @@ def replay(layout: Layout, run: str, policy: str) -> dict[str, Any]:
     return again.replay(layout, run, policy)
 
 
-def what_if(layout: Layout, run: str, values: dict[str, int | None]) -> dict[str, Any]:
+def what_if(layout: Layout, run: str, values: dict[str, float | None]) -> dict[str, Any]:
     """`replay` with the policy given as `[session]` values (those given; the rest at their defaults) instead of a
     file: the page's "what if the cap had been N?"."""
     from cocoplus.report import replay as again  # deferred: the CLI imports every ops module at start

@@ -138,6 +138,15 @@ def test_the_timeline_lanes_zoom_detail_and_what_if(recorded_server: Served, pag
     )
     expect(page.locator("#tl-replay li")).to_have_text(["call 24: checkpoint (repeated tool call)"])
     expect(mark).to_have_text("stops at call 27")
+    # And a budget of a cent: spent at the first stage boundary (a turn end that priced the run's usage).
+    page.locator("#tl-guard").fill("")
+    page.locator("#tl-budget").fill("0.01")
+    page.locator("#tl-replay-btn").click()
+    expect(page.locator("#tl-replay-stop")).to_contain_text("by the cost budget ($0.01, $0.")
+    page.locator("#tl-budget").fill("")
+    page.locator("#tl-guard").fill("3")
+    page.locator("#tl-replay-btn").click()
+    expect(mark).to_have_text("stops at call 27")
 
     # w2's task, as its agent wrote it, is text: no element made of it, nothing run, its escape and override inert.
     page.locator('g[data-lane="w:w2"] circle[data-kind="worker"]').first.focus()

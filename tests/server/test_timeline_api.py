@@ -96,8 +96,22 @@ def test_what_if_the_cap_had_been_20_is_the_replay_of_a_policy_file(
     assert guard["policy"]["max_iterations"] == replay.DEFAULTS["max_iterations"] != 20  # the key table's default
 
 
+def test_what_if_the_budget_had_been_a_cent(tclient: Any, project: Layout, tmp_path: Path) -> None:
+    """The cost budget is replayed at the stage boundaries (the turn ends that priced the run's usage): a budget of
+    a cent is spent at the first, and the run stops there, as the replay of a policy file says."""
+    rep = tclient.get("/api/v1/replay", params={"run": "w1", "budget_limit": 0.01}).json()
+    policy = tmp_path / "budget.toml"
+    policy.write_text("[session]\nbudget_limit = 0.01\n")
+    assert rep == cli(project, "replay", "w1", "--policy", str(policy))
+    assert rep["stopped_at"]["why"] == "cost_budget" and rep["policy"]["budget_limit"] == 0.01
+    assert rep["stopped_at"]["call"] < 40
+
+
 def test_the_replay_route_refuses_a_wrong_value_or_run(tclient: Any) -> None:
-    for bad in ({"run": "w1", "max_iterations": 0}, {"run": "w1", "loop_guard_repeats": -1}, {"run": ""}, {}):
+    for bad in (
+        {"run": "w1", "max_iterations": 0}, {"run": "w1", "loop_guard_repeats": -1}, {"run": "w1", "budget_limit": -1},
+        {"run": ""}, {},
+    ):  # fmt: skip
         assert tclient.get("/api/v1/replay", params=bad).status_code == 422, bad
     r = tclient.get("/api/v1/replay", params={"run": "nobody", "max_iterations": 5})
     assert r.status_code == 404, r.text

@@ -60,6 +60,10 @@ def get_replay(
     project_max_iterations: Annotated[
         int | None, Query(ge=0, le=MAX_COUNT, description="The cap on the project's tool calls (0: none).")
     ] = None,
+    budget_limit: Annotated[
+        float | None,
+        Query(ge=0, lt=1e12, description="The cost budget in dollars, checked at stage boundaries (0: none)."),
+    ] = None,
     loop_guard_repeats: Annotated[
         int | None,
         Query(
@@ -77,5 +81,6 @@ def get_replay(
         "iteration_warn_at": iteration_warn_at,
         "project_max_iterations": project_max_iterations,
         "loop_guard_repeats": loop_guard_repeats,
+        "budget_limit": budget_limit,
     }
     return timeline_ops.what_if(srv.layout, run, values)

@@ -735,7 +735,7 @@ const TL_KIND_COLOURS = {
   permission: "#d4a017", steer: "#1793a8", cost: "#1f8a4c", round: "#2f6fdf", merge: "#0f6b36",
   worker: "#1d2330", tool: "#8b93a5", edit: "#a8afbd", signal: "#6a7fbf", step: "#9aa2b1",
 };
-const TL = { LABEL: 190, AXIS: 22, LANE: 36, PAD: 12, MIN_SPAN_MS: 20 };
+const TL = { LABEL: 240, AXIS: 22, LANE: 36, PAD: 12, MIN_SPAN_MS: 20 };
 const TL_LOW = new Set(["tool", "edit"]);  // a lane's lower row: its tool calls and edits; the rest above them
 const tl = { data: null, lanes: [], events: [], full: null, view: null, zoomed: false, picked: null, stop: null, timer: null };
 function svgEl(tag, attrs, text) {
@@ -839,9 +839,15 @@ function drawTimeline() {
   const plot = W - TL.LABEL - TL.PAD;
   const x = (t) => TL.LABEL + ((t - v0) / (v1 - v0)) * plot;
   const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, height: H, "data-from": new Date(v0).toISOString(), "data-to": new Date(v1).toISOString() });
+  // The dots are drawn within the plot (clipped), never over the lanes' labels.
+  const clip = svgEl("clipPath", { id: "tl-clip" });
+  clip.append(svgEl("rect", { x: TL.LABEL - 7, y: 0, width: plot + TL.PAD + 7, height: H }));
+  const defs = svgEl("defs", {});
+  defs.append(clip);
+  svg.append(defs);
   for (const t of tlTicks(v0, v1, plot)) {
     svg.append(svgEl("line", { class: "grid", x1: x(t), x2: x(t), y1: TL.AXIS - 4, y2: H }));
-    svg.append(svgEl("text", { class: "tick", x: x(t) + 3, y: 13 }, tlStamp(t, v1 - v0)));
+    if (x(t) + 90 < W) svg.append(svgEl("text", { class: "tick", x: x(t) + 3, y: 13 }, tlStamp(t, v1 - v0)));
   }
   tl.lanes.forEach((lane, i) => {
     const y = TL.AXIS + i * TL.LANE;
@@ -849,6 +855,8 @@ function drawTimeline() {
     g.append(svgEl("line", { class: "grid", x1: 0, x2: W, y1: y + TL.LANE, y2: y + TL.LANE }));
     g.append(svgEl("text", { class: "lane-label", x: 6, y: y + 15 }, lane.label));
     g.append(svgEl("text", { class: "lane-sub", x: 6, y: y + 29 }, lane.sub));
+    const dots = svgEl("g", { "clip-path": "url(#tl-clip)" });
+    g.append(dots);
     for (const ev of lane.events) {
       if (ev.t < v0 || ev.t > v1) continue;
       const e = ev.e;
@@ -861,7 +869,7 @@ function drawTimeline() {
       dot.append(svgEl("title", {}, `${(e.ts || "").replace("T", " ").slice(0, 19)} ${e.kind}: ${e.text}`));
       dot.addEventListener("click", (evt) => { evt.stopPropagation(); tlPick(e, lane); });
       dot.addEventListener("keydown", (evt) => { if (evt.key === "Enter" || evt.key === " ") { evt.preventDefault(); tlPick(e, lane); } });
-      g.append(dot);
+      dots.append(dot);
     }
     svg.append(g);
   });
@@ -925,6 +933,7 @@ async function whatIf(ev) {
   if (!run) return;
   const q = new URLSearchParams({ run, max_iterations: $("tl-cap").value });
   if ($("tl-guard").value !== "") q.set("loop_guard_repeats", $("tl-guard").value);
+  if ($("tl-budget").value !== "") q.set("budget_limit", $("tl-budget").value);
   const rep = await call("GET", "/replay?" + q);
   const out = [el("div", { class: "headline" }, `Replay of ${rep.kind} ${rep.run} (${rep.sessions.length} session(s)): ${rep.calls} tool call(s) replayed, ` +
     `max_iterations ${rep.policy.max_iterations}, loop_guard_repeats ${rep.policy.loop_guard_repeats}`)];
