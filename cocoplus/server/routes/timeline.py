@@ -48,7 +48,9 @@ def get_replay(
     run: Annotated[
         str,
         Query(
-            min_length=1, max_length=MAX_ID, description="A worker's id (all its runs), or a session's cs_ id or alias."
+            min_length=1,
+            max_length=MAX_ID,
+            description="A worker's id (all its runs), a session's cs_ id or alias, or a goal's g_ id.",
         ),
     ],
     max_iterations: Annotated[
