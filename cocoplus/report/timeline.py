@@ -536,7 +536,9 @@ def timeline(
         if e["worker"] is None and e["session"] in rd.owners:
             e["worker"] = rd.owners[e["session"]]
     _ids(events)
-    events.sort(key=lambda e: (e["ts"] or "", e["source"], e["id"]))
+    # Equal times of one log stay in the log's order (a sort is stable): two tool calls asked for in the same
+    # millisecond keep their numbers' order.
+    events.sort(key=lambda e: (e["ts"] or "", e["source"]))
     if target:
         events = _only(layout, events, target)
     if since_s is not None:

@@ -194,3 +194,12 @@ def test_redact_skips_only_texts_its_patterns_leave_as_they_are(text: str) -> No
     for pattern, repl in timeline._PATTERNS:
         full = pattern.sub(repl, full)
     assert timeline.redact(text) == full
+
+
+def test_calls_asked_for_in_the_same_millisecond_keep_their_order(project: Layout, monkeypatch) -> None:
+    """A fast agent asks for several tool calls in one millisecond: each keeps its place, in the log's order."""
+    monkeypatch.setattr(recorded, "at", lambda _seconds: "2026-01-01T00:00:00.000Z")  # every transcript line
+    recorded.record(project, UNGUARDED)
+    tools = [e for e in timeline.timeline(project)["events"] if e["kind"] == "tool"]
+    assert {e["ts"] for e in tools} == {"2026-01-01T00:00:00.000Z"}
+    assert [e["detail"]["call"] for e in tools] == list(range(1, 41))
