@@ -8,7 +8,7 @@ from typing import Any
 from cocoplus.core.paths import Layout
 from cocoplus.supervision.summary import parse_since
 
-__all__ = ["DEFAULT_LIMIT", "parse_since", "replay", "timeline"]
+__all__ = ["DEFAULT_LIMIT", "parse_since", "replay", "timeline", "what_if"]
 
 DEFAULT_LIMIT = 40  # the newest events shown when no limit is given: about one screen
 
@@ -30,3 +30,13 @@ def replay(layout: Layout, run: str, policy: str) -> dict[str, Any]:
     from cocoplus.report import replay as again  # deferred: the CLI imports every ops module at start
 
     return again.replay(layout, run, policy)
+
+
+def what_if(layout: Layout, run: str, values: dict[str, float | None]) -> dict[str, Any]:
+    """`replay` with the policy given as `[session]` values (those given; the rest at their defaults) instead of a
+    file: the page's "what if the cap had been N?"."""
+    from cocoplus.report import replay as again  # deferred: the CLI imports every ops module at start
+
+    given = {k: v for k, v in values.items() if v is not None}
+    policy, skipped, _rules = again.policy_of({"session": given}, "the policy")
+    return again.replay_under(layout, run, policy, skipped)

@@ -238,15 +238,19 @@ def _chat(layout: Layout, limit: int, problems: list[str]) -> list[dict[str, Any
     return [{k: m.get(k) for k in ("ts", "role", "text", "session_alias")} for m in log.records[-limit:]]
 
 
-def _failovers(layout: Layout, records: list[SessionRecord], problems: list[str]) -> dict[str, str]:
-    """Per worker that changed runtime (supervision/resumes.py, a failover), its runtimes in words."""
+def _failovers(
+    layout: Layout, records: list[SessionRecord], problems: list[str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Per worker that changed runtime (supervision/resumes.py, a failover), its runtimes in words; and per worker,
+    its sandbox profile (`none` for a record from before profiles)."""
     if not any(isinstance(r.get("worker"), str) for r in records):
-        return {}
+        return {}, {}
     from cocoplus.supervision import workers  # deferred: only a project with workers reads their records
 
     recs, bad = workers.records(layout)
     problems.extend(bad)
-    return {w["id"]: text for w in recs if (text := workers.runtimes_text(w))}
+    moved = {w["id"]: text for w in recs if (text := workers.runtimes_text(w))}
+    return moved, {w["id"]: str(w.get("sandbox") or "none") for w in recs}
 
 
 def snapshot(layout: Layout, now: float | None = None, chat_limit: int = 6, live: Any = None) -> dict[str, Any]:
@@ -277,7 +281,7 @@ def snapshot(layout: Layout, now: float | None = None, chat_limit: int = 6, live
         sup_doc = None
     clashes = collisions.current(layout, records)
     colliding = edits.by_session(clashes)
-    moved = _failovers(layout, records, problems)
+    moved, sandboxes = _failovers(layout, records, problems)
     sessions = []
     watching = limits.watcher_check(layout)  # asked once, only if a session is paused
     for r in records:
@@ -309,6 +313,9 @@ def snapshot(layout: Layout, now: float | None = None, chat_limit: int = 6, live
                 "paused": limits.text(limits.active(r), now, watcher=watching(), who=r.get("alias") or r["id"]),
                 # Its worker changed runtime (a failover): "claude → codex (rate limit until 15:00)".
                 "failover": moved.get(str(r.get("worker"))),
+                # Its worker (a session cocoplus launched) and that worker's sandbox profile; None for the others.
+                "worker": r.get("worker"),
+                "sandbox": sandboxes.get(str(r.get("worker"))),
             }
         )
     agent_stop = killswitch.read_stop(layout)

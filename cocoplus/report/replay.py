@@ -75,17 +75,24 @@ def load_policy_rules(path: str) -> tuple[dict[str, float], list[str], dict[str,
         doc = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise CocoplusError(f"{path}: not valid TOML ({exc})") from None
+    return policy_of(doc, path)
+
+
+def policy_of(doc: dict[str, Any], where: str) -> tuple[dict[str, float], list[str], dict[str, list[str]] | None]:
+    """The replayed values a policy (tables of keys, as a policy file holds them) sets, the others at their
+    defaults, what it sets that is not replayed, and its `[permissions]` rule lists (None: it sets neither);
+    CocoplusError naming `where` and the key for a wrong value."""
     values = dict(DEFAULTS)
     skipped: list[str] = []
     rules: dict[str, list[str]] | None = None
     for table, keys in doc.items():
         if not isinstance(keys, dict):
-            raise CocoplusError(f"{path}: {table} is not a table; give keys under [session] or [permissions]")
+            raise CocoplusError(f"{where}: {table} is not a table; give keys under [session] or [permissions]")
         for key, value in keys.items():
             if table == "permissions" and key in RULES:
-                rules = {**(rules or {"allow": [], "deny": []}), key: _rule_list(path, f"[{table}] {key}", value)}
+                rules = {**(rules or {"allow": [], "deny": []}), key: _rule_list(where, f"[{table}] {key}", value)}
             elif (table == "session" and key in (*REPLAYED, *BUDGET)) or (table == "supervision" and key in STALL):
-                values[key] = _number(path, f"[{table}] {key}", key, value)
+                values[key] = _number(where, f"[{table}] {key}", key, value)
             else:
                 skipped.append(f"[{table}] {key} ({NOT_YET.get(key, 'not replayed')})")
     return values, skipped, rules
@@ -305,6 +312,21 @@ class _Replay:
 def replay(layout: Layout, run: str, policy_path: str) -> dict[str, Any]:
     """Run `run`'s recorded tool calls through the live decisions under the policy at `policy_path`."""
     policy, skipped, rules = load_policy_rules(policy_path)
+    return replay_under(layout, run, policy, skipped, rules, policy_path)
+
+
+def replay_under(
+    layout: Layout,
+    run: str,
+    policy: dict[str, float],
+    skipped: list[str] | None = None,
+    rules: dict[str, list[str]] | None = None,
+    where: str = "the policy",
+) -> dict[str, Any]:
+    """Run `run`'s recorded tool calls through the live decisions under `policy` (every replayed key; from
+    `policy_of`), and its permission requests under `rules` where given; `skipped` names what the policy set that
+    is not replayed, `where` the policy in what a rule's error says."""
+    skipped = list(skipped or [])
     what, recs = _sessions_of(layout, run)
     r = _Replay(policy, _boundaries(layout, policy["budget_limit"], policy["budget_reserve_fraction"]))
     for rec in recs:
@@ -317,6 +339,8 @@ def replay(layout: Layout, run: str, policy_path: str) -> dict[str, Any]:
     upto, estimated = None, False
     if r.stop is not None and (when := r.times.get(int(r.stop["call"]))) is not None:
         upto, estimated = round(sum(usd for ts, usd in spend if ts <= when[0]), 6), when[1]
+        r.stop.update(ts=when[0], ts_estimated=when[1])  # when the call it stops at ran (the page draws it)
+        r.decisions[-1].update(ts=when[0], ts_estimated=when[1])
     return timeline.clean(
         {
             "run": run,
@@ -331,7 +355,7 @@ def replay(layout: Layout, run: str, policy_path: str) -> dict[str, Any]:
             "cost_usd_recorded": round(sum(usd for _ts, usd in spend), 6),
             "cost_estimated": estimated,
             "first_difference": _first_difference(layout, cs_ids, r.decisions),
-            "permissions": None if rules is None else _requests(layout, policy_path, rules, cs_ids, run, what),
+            "permissions": None if rules is None else _requests(layout, where, rules, cs_ids, run, what),
             "stalls": _stalls(layout, cs_ids, policy["stall_threshold_s"], policy["stall_cooldown_s"]),
             "problems": r.problems,
         }

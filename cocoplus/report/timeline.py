@@ -46,9 +46,16 @@ _PATTERNS = (
 )
 
 
+# What every one of _PATTERNS needs somewhere in the text (case aside): a text with none of these is left as it is
+# without running them (most of a timeline's strings: times, ids, kinds, counts).
+_MAYBE = re.compile(r"key|token|secret|password|authorization|sk-|gh[pos]_|github_pat_|xox|tk_", re.I)
+
+
 def redact(text: str) -> str:
     """`text` with the values of secret-named assignments (a name holding KEY, TOKEN, SECRET or PASSWORD),
     `Authorization:` values and known token prefixes (sk-, ghp_, xox., tk_, ...) replaced by `[redacted]`."""
+    if _MAYBE.search(text) is None:
+        return text
     for pattern, repl in _PATTERNS:
         text = pattern.sub(repl, text)
     return text
@@ -125,15 +132,17 @@ def _said(rec: dict[str, Any], keys: tuple[str, ...] = _SHOWN) -> str:
 class Reading:
     """What one reading of the logs keeps: problems met, and with `tail` (the newest that many records of each log
     are read, for a screen of the newest events) how many records were left unread (`skipped`); and which worker
-    each session ran for (`owners`, from the workers' records)."""
+    each session ran for (`owners`, from the workers' records), and each worker's runtime, alias, state, sandbox
+    profile and sessions (`workers`)."""
 
-    __slots__ = ("problems", "tail", "skipped", "owners")
+    __slots__ = ("problems", "tail", "skipped", "owners", "workers")
 
     def __init__(self, tail: int = 0) -> None:
         self.problems: list[str] = []
         self.tail = tail
         self.skipped = 0
         self.owners: dict[str, str] = {}
+        self.workers: dict[str, dict[str, Any]] = {}
 
 
 def records(path: str, problems: list[str]) -> list[dict[str, Any]]:
@@ -402,6 +411,8 @@ _USES = {"claude": _claude_uses, "codex": _codex_uses}
 def _matched(calls: list[str], uses: list[dict[str, Any]], window: int = 64) -> dict[int, dict[str, Any]]:
     """The call log's calls (by index) matched, in order, to the transcript's by fingerprint."""
     out: dict[int, dict[str, Any]] = {}
+    if not uses:  # another runtime's session, or no transcript: nothing to match (a long call log is not walked)
+        return out
     j = 0
     for i, fp in enumerate(calls):
         for k in range(j, min(len(uses), j + window)):
@@ -449,10 +460,20 @@ def _workers(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
         for cs in [rec.get("session"), *(h.get("session") for h in history)]:
             if isinstance(cs, str):
                 rd.owners[cs] = wid
+        sandbox = str(rec.get("sandbox") or "none")  # its sandbox profile (a record from before profiles: none)
+        sessions = [rec.get("session")] + [cs for h in history for cs in (h.get("from_session"), h.get("session"))]
+        rd.workers[wid] = {
+            "runtime": rec.get("runtime"), "alias": rec.get("alias"), "state": rec.get("state"), "sandbox": sandbox,
+            "runtimes": [h.get("runtime") for h in history] or [rec.get("runtime")],
+            "sessions": sorted({cs for cs in sessions if isinstance(cs, str) and cs}),
+        }  # fmt: skip
         first = history[0] if history else {}  # launched in the runtime of its first run, not the one it ended in
         launched = {**who, "runtime": first.get("runtime") or who["runtime"],
                     "session": first.get("session") if history else who["session"]}  # fmt: skip
-        yield _event("workers", rec.get("created_at"), "worker", f"{wid}:created", f"launched: {task}", {}, **launched)
+        text = f"launched (sandbox {sandbox}): {task}"
+        yield _event(
+            "workers", rec.get("created_at"), "worker", f"{wid}:created", text, {"sandbox": sandbox}, **launched
+        )
         for prev, h in zip(history, history[1:]):
             back = h.get("reason") == "handed back"
             why = "" if back else f" ({h.get('reason')})" if h.get("reason") else ""
@@ -463,11 +484,12 @@ def _workers(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
                 worker=wid, runtime=h.get("runtime"), session=h.get("session"), alias=h.get("session_alias"),
             )  # fmt: skip
         if rec.get("started_at"):
-            yield _event("workers", rec["started_at"], "worker", f"{wid}:started", "run started", {}, **who)
+            text = f"run started (sandbox {sandbox})"
+            yield _event("workers", rec["started_at"], "worker", f"{wid}:started", text, {"sandbox": sandbox}, **who)
         yield from _tree_events(wid, rec.get("worktree"), who)
         if rec.get("ended_at"):
             text = f"run ended: {rec.get('reason') or 'ended'}"
-            detail = {"exit": rec.get("exit"), "stopped_by": rec.get("stopped_by")}
+            detail = {"exit": rec.get("exit"), "stopped_by": rec.get("stopped_by"), "sandbox": sandbox}
             yield _event("workers", rec["ended_at"], "worker", f"{wid}:ended", text, detail, **who)
 
 
@@ -502,8 +524,9 @@ def timeline(
     limit: int = 0,
 ) -> dict[str, Any]:
     """Every event of the project (or of worker/session `target`) in time order, oldest first (`limit`: the
-    newest that many): `events`, `total` (how many there were before the limit) and `problems` (lines or files
-    that could not be read)."""
+    newest that many): `events`, `total` (how many there were before the limit), `workers` (each worker shown: its
+    runtime, the runtimes it ran in, alias, state, sandbox profile and sessions) and `problems` (lines or files that
+    could not be read)."""
     # For the newest events of the whole project, each log is read from its end (each is in time order).
     rd = Reading(limit if limit > 0 and not target and since_s is None else 0)
     events: list[dict[str, Any]] = []
@@ -513,7 +536,9 @@ def timeline(
         if e["worker"] is None and e["session"] in rd.owners:
             e["worker"] = rd.owners[e["session"]]
     _ids(events)
-    events.sort(key=lambda e: (e["ts"] or "", e["source"], e["id"]))
+    # Equal times of one log stay in the log's order (a sort is stable): two tool calls asked for in the same
+    # millisecond keep their numbers' order.
+    events.sort(key=lambda e: (e["ts"] or "", e["source"]))
     if target:
         events = _only(layout, events, target)
     if since_s is not None:
@@ -522,7 +547,12 @@ def timeline(
     total = len(events) + rd.skipped
     if limit > 0:
         events = events[-limit:]
-    return {"target": target, "total": total, "events": [clean(e) for e in events], "problems": rd.problems}
+    shown = {str(e["worker"]) for e in events if e["worker"]} | ({target} if target in rd.workers else set())
+    workers = {wid: clean(w) for wid, w in sorted(rd.workers.items()) if wid in shown}
+    return {
+        "target": target, "total": total, "events": [clean(e) for e in events], "workers": workers,
+        "problems": rd.problems,
+    }  # fmt: skip
 
 
 def _only(layout: Layout, events: list[dict[str, Any]], target: str) -> list[dict[str, Any]]:

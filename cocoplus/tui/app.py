@@ -23,6 +23,7 @@ A key that asks first opens one of `tui/screens.py` from a worker
   a  answer its question
   p  its permission request: allow or deny
   l  its record and hook log                       ctrl+r  re-read now      q  quit
+  e  its timeline (its worker's, with its sandbox profile), shown or hidden
 
 While a session's turn runs, its spend is a live estimate (`~`), priced
 here from the usage its transcript shows since the last turn end
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     pass
 
 RELOAD_EVERY_S = 5.0
+TIMELINE_LINES = 8  # the timeline pane: its title and the newest events of the selected worker
 PRESENCE_EVERY_S = 10.0  # well within [inbox] presence_s (120 s by default): one small write per period
 DEBOUNCE_S = 0.1
 MAX_SAMPLES = 240
@@ -73,6 +75,14 @@ NO_CARRIER = (
     "no runtime's cocoplus hooks are installed for this project (nor a cocoplus plugin for you): no agent sees "
     "this stop until they are (`cocoplus install claude|codex|gemini|cursor|cortex|antigravity`)"
 )
+
+
+# The colour of each kind of event, as `cocoplus timeline` colours them (cli/commands/timeline_cmd.py).
+TIMELINE_STYLES = {
+    "stop": "bold red", "refusal": "red", "failover": "bold magenta", "limit": "magenta", "verdict": "yellow",
+    "permission": "yellow", "steer": "cyan", "cost": "green", "round": "blue", "merge": "bold green", "tool": "dim",
+    "edit": "dim",
+}  # fmt: skip
 
 
 def _without(rows: list[tuple[str, list[str]]], at: int | None) -> list[tuple[str, list[str]]]:
@@ -97,6 +107,7 @@ class TopApp(App[None]):
     .spark { height: 2; color: $success; }
     #round { height: 1; }
     #chat { height: 4; border-top: solid $primary-darken-2; }
+    #timeline { height: 9; border-top: solid $primary-darken-2; display: none; }
     """
     BINDINGS = [
         Binding("s", "stop", "Stop"),
@@ -109,6 +120,7 @@ class TopApp(App[None]):
         Binding("a", "answer", "Answer"),
         Binding("p", "permission", "Permit"),
         Binding("l", "log", "Log"),
+        Binding("e", "timeline", "Timeline", show=False),
         Binding("ctrl+r,f5", "reload", "Re-read", show=False),
         Binding("q", "quit", "Quit"),
     ]
@@ -134,6 +146,8 @@ class TopApp(App[None]):
         self._shown_ages: dict[str, str] = {}
         self._drawn: dict[str, Any] = {}  # widget id -> what it shows
         self._present_at = -PRESENCE_EVERY_S  # when this user's presence file was last touched (monotonic)
+        self.show_timeline = False  # the timeline pane (key e): read only while it is shown
+        self._timeline_read: tuple[Any, ...] | None = None  # ((whose, width), when read) of what the pane shows
 
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -149,6 +163,7 @@ class TopApp(App[None]):
                 yield Static(id="spend-label", classes="chart-label")
                 yield Static(id="spend-chart", classes="spark")
         yield Static(id="round")
+        yield Static(id="timeline")
         yield Static(id="chat")
         yield Footer(compact=True)
 
@@ -258,6 +273,55 @@ class TopApp(App[None]):
         if self._changed("#chat", chat):
             self.query_one("#chat", Static).update(Text(chat))
         self._draw_charts(width)
+        self._draw_timeline(width)
+
+    def _draw_timeline(self, width: int) -> None:
+        """The timeline pane, while shown: the selected session's worker's newest events (its session's, for a
+        session of no worker).  Read from the logs (`ops.timeline`, which reads a worker's logs whole) in a thread,
+        at a new selection or width, else at most once per RELOAD_EVERY_S."""
+        pane = self.query_one("#timeline", Static)
+        pane.display = self.show_timeline
+        if not self.show_timeline:
+            return
+        row = self.selected()
+        whose = None if row is None else str(row.get("worker") or row["id"])
+        key = (whose, width)
+        if self._timeline_read is not None and self._timeline_read[0] == key:
+            if time.monotonic() - self._timeline_read[1] < RELOAD_EVERY_S:
+                return
+        self._timeline_read = (key, time.monotonic())
+        title = render.timeline_title(row)
+        if whose is None:
+            self._show_timeline(key, [(title, "")])
+            return
+        self.run_worker(
+            lambda: self._read_timeline(key, whose, title, width), thread=True, exclusive=True, group="timeline"
+        )
+
+    def _read_timeline(self, key: tuple[Any, ...], whose: str, title: str, width: int) -> None:
+        """From a thread: the events, then drawn on the app's own."""
+        from cocoplus.ops import timeline as timeline_ops  # deferred: read only while the pane is shown
+
+        try:
+            rep = timeline_ops.timeline(self.layout, whose, limit=TIMELINE_LINES - 1)
+        except CocoplusError as exc:
+            rep = {"events": [{"kind": "?", "text": str(exc)}]}
+        lines = [(title, ""), *render.timeline_lines(rep, width - 1, TIMELINE_LINES - 1)]
+        try:
+            self.call_from_thread(self._show_timeline, key, lines)
+        except RuntimeError:
+            pass  # the app is closing
+
+    def _show_timeline(self, key: tuple[Any, ...], lines: list[tuple[str, str]]) -> None:
+        if self._timeline_read is None or self._timeline_read[0] != key:
+            return  # another selection since
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for i, (line, kind) in enumerate(lines):
+            text.append(("\n" if i else "") + line, style=TIMELINE_STYLES.get(kind, "bold" if i == 0 else ""))
+        try:
+            self.query_one("#timeline", Static).update(text)
+        except NoMatches:
+            return  # the view is closing
 
     def _changed(self, widget: str, content: Any) -> bool:
         """Whether `widget` should be drawn again: what it would show differs from what it shows."""
@@ -389,6 +453,7 @@ class TopApp(App[None]):
     def on_data_table_row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
         try:
             self._draw_charts(self.size.width or 80)
+            self._draw_timeline(self.size.width or 80)
         except NoMatches:
             return  # a highlight handled while the view closes: its widgets are gone
 
@@ -573,6 +638,12 @@ class TopApp(App[None]):
             self.say(str(exc), "error")
             return
         self.push_screen(LogScreen(f"{rec.get('alias')} ({sid})", session_log(self.layout, rec)))
+
+    def action_timeline(self) -> None:
+        """Show or hide the timeline pane (the selected worker's newest events)."""
+        self.show_timeline = not self.show_timeline
+        self._timeline_read = None
+        self._draw_timeline(self.size.width or 80)
 
     def action_reload(self) -> None:
         self.reload()

@@ -292,3 +292,36 @@ def spark(values: list[float], height: int = 2) -> list[str]:
             "".join(" " if lv <= low else "█" if lv >= low + len(BARS) else BARS[lv - low - 1] for lv in shown)
         )
     return lines
+
+
+TIMELINE_MARKS = {"stop": "■", "failover": "⇄", "refusal": "✕", "cost": "$", "permission": "?", "steer": "→"}
+
+
+def timeline_title(session: dict[str, Any] | None) -> str:
+    """The timeline pane's first line: whose events (the selected session's worker, with its sandbox profile and
+    its runtimes, else the session itself)."""
+    if session is None:
+        return "timeline: no session selected"
+    alias = _f(session.get("alias") or session["id"])
+    if session.get("worker"):
+        ran = f" · {_f(session['failover'])}" if session.get("failover") else ""
+        box = _f(session.get("sandbox") or "none")
+        return f"timeline of worker {_f(session['worker'])} ({alias}) · sandbox {box}{ran}"
+    return f"timeline of {alias} (no worker: a session cocoplus did not launch)"
+
+
+def timeline_lines(rep: dict[str, Any], width: int, limit: int) -> list[tuple[str, str]]:
+    """The newest `limit` events of a timeline report (`ops.timeline`), one (text, kind) a line, cut to `width`:
+    the time, the kind, the runtime where the event names one, what happened (every text inert)."""
+    out: list[tuple[str, str]] = []
+    for e in rep.get("events", [])[-limit:] if limit > 0 else []:
+        ts = str(e.get("ts") or "?")
+        when = ("~" if (e.get("detail") or {}).get("ts_estimated") else "") + ts[11:19]
+        kind = str(e.get("kind") or "?")
+        runtime = f"[{_f(e['runtime'])}] " if e.get("runtime") else ""
+        mark = TIMELINE_MARKS.get(kind, "·")
+        line = f"{when:>9} {mark} {kind:<10} {runtime}{' '.join(_f(e.get('text') or '').split())}"
+        out.append((cut(line, width), kind))
+    if not out:
+        out.append(("(no events recorded)", ""))
+    return out

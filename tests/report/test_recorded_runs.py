@@ -56,7 +56,7 @@ def test_the_failover_is_one_event_between_the_limit_and_the_codex_run(tmp_path:
     )  # fmt: skip
     codex_cs = next(e["session"] for e in events if e["kind"] == "tool" and e["runtime"] == "codex")
     assert fo["session"] == codex_cs and fo["detail"]["from_session"] != codex_cs
-    [launched] = [e for e in events if e["text"].startswith("launched:")]
+    [launched] = [e for e in events if e["text"].startswith("launched (sandbox ")]  # its profile named
     assert (launched["runtime"], launched["worker"]) == ("claude", "w1")  # where it started, not where it ended
     [ended] = [e for e in events if e["text"].startswith("run ended")]
     assert (ended["runtime"], ended["detail"]["exit"]["code"]) == ("codex", 0)

@@ -12,6 +12,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
 from cocoplus.core import fsio
 from cocoplus.core.paths import Layout
 from cocoplus.report import timeline
@@ -166,3 +169,37 @@ def test_the_newest_events_by_default_and_a_window(project: Layout) -> None:
     bad = run_cli_subprocess("timeline", "--since", "soon", cwd=project.project)
     assert bad.code == 2 and "--since 'soon'" in bad.err, bad
     assert_no_traceback(bad.err)
+
+
+_PIECES = st.sampled_from([
+    "OPENAI_API_KEY=", "db_password: ", '"SLACK_TOKEN": "', "Authorization: Bearer ", "sk-", "ghp_", "gho_",
+    "github_pat_", "xoxb-", "tk_", "Key", "TOKEN", "secret", "monkey=", "=", '"', "'", " ", ";", "abc123", "x" * 6,
+])  # fmt: skip
+
+
+@settings(max_examples=400)
+@given(st.lists(st.one_of(_PIECES, _PIECES, _PIECES, st.text(max_size=8)), max_size=12).map("".join))
+@example("ntfy tk_abcdef123 ok")
+@example("push ghs_0123456789")
+@example("pull gho_0123456789")
+@example("slack xoxp-1234-5678")
+@example("github_pat_0123456789")
+@example("OPENAI_API_KEY=sk-abc123456 python x.py")
+@example("curl -H 'authorization: bearer abc.def'")
+@example('{"db_Password": "hunter2"}')
+def test_redact_skips_only_texts_its_patterns_leave_as_they_are(text: str) -> None:
+    """The quick check that lets most strings through untouched never lets a secret through: with it or without
+    it (every pattern run), the same text."""
+    full = text
+    for pattern, repl in timeline._PATTERNS:
+        full = pattern.sub(repl, full)
+    assert timeline.redact(text) == full
+
+
+def test_calls_asked_for_in_the_same_millisecond_keep_their_order(project: Layout, monkeypatch) -> None:
+    """A fast agent asks for several tool calls in one millisecond: each keeps its place, in the log's order."""
+    monkeypatch.setattr(recorded, "at", lambda _seconds: "2026-01-01T00:00:00.000Z")  # every transcript line
+    recorded.record(project, UNGUARDED)
+    tools = [e for e in timeline.timeline(project)["events"] if e["kind"] == "tool"]
+    assert {e["ts"] for e in tools} == {"2026-01-01T00:00:00.000Z"}
+    assert [e["detail"]["call"] for e in tools] == list(range(1, 41))

@@ -20,6 +20,7 @@ from cocoplus.server.routes import (
     session,
     sessions,
     supervision,
+    timeline,
     workers,
 )
 
@@ -27,6 +28,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     supervision.router,
     sessions.router,
     workers.router,
+    timeline.router,
     permissions.router,
     inbox.router,
     session.router,

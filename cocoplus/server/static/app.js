@@ -726,9 +726,282 @@ async function loadTelemetry() {
 }
 setInterval(() => act(loadTelemetry), TELEMETRY_EVERY_MS);
 
+// -- the timeline (GET /api/v1/timeline: `cocoplus timeline`) and its what-if (GET /api/v1/replay) ---------------
+// One lane per worker (a session of no worker has its own; the rest is the project's), drawn as an SVG: the mouse
+// wheel or +/- zooms, a drag pans, Fit shows every event, and a click (or Enter) on an event shows its detail.
+const SVG = "http://www.w3.org/2000/svg";
+const TL_KIND_COLOURS = {
+  stop: "#c8372d", refusal: "#e0645b", failover: "#b0309e", limit: "#c05fc0", verdict: "#c98a00",
+  permission: "#d4a017", steer: "#1793a8", cost: "#1f8a4c", round: "#2f6fdf", merge: "#0f6b36",
+  worker: "#1d2330", tool: "#8b93a5", edit: "#a8afbd", signal: "#6a7fbf", step: "#9aa2b1",
+};
+const TL = { LABEL: 240, AXIS: 22, LANE: 36, PAD: 12, MIN_SPAN_MS: 20 };
+const TL_LOW = new Set(["tool", "edit"]);  // a lane's lower row: its tool calls and edits; the rest above them
+const tl = { data: null, lanes: [], events: [], full: null, view: null, zoomed: false, picked: null, stop: null, timer: null };
+function svgEl(tag, attrs, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== null && v !== undefined) node.setAttribute(k, String(v));
+  if (text !== undefined) node.textContent = inert(text);
+  return node;
+}
+function tlTime(ts) { const t = Date.parse(ts || ""); return Number.isFinite(t) ? t : null; }
+function tlStamp(t, span) {
+  const iso = new Date(t).toISOString();
+  if (span > 2 * 86400000) return iso.slice(5, 16).replace("T", " ");
+  return iso.slice(11, span > 600000 ? 16 : span > 10000 ? 19 : 23);
+}
+function tlLaneOf(e, owner) {
+  if (e.worker) return "w:" + e.worker;
+  if (e.session && owner[e.session]) return "w:" + owner[e.session];
+  if (e.session) return "s:" + e.session;
+  return "project";
+}
+function tlLanes(data) {
+  const workers = data.workers || {};
+  const owner = {};
+  for (const [wid, w] of Object.entries(workers)) for (const cs of w.sessions || []) owner[cs] = wid;
+  const lanes = new Map();
+  for (const [wid, w] of Object.entries(workers)) {
+    const ran = (w.runtimes || [w.runtime]).filter((x) => x).join(" → ");
+    lanes.set("w:" + wid, { key: "w:" + wid, run: wid, label: wid + (w.alias && w.alias !== wid ? ` (${w.alias})` : ""),
+      sub: `${ran || "?"} · sandbox ${w.sandbox || "none"}`, sandbox: w.sandbox || "none", events: [] });
+  }
+  const events = [];
+  for (const e of data.events || []) {
+    const t = tlTime(e.ts);
+    if (t === null) continue;
+    const key = tlLaneOf(e, owner);
+    if (!lanes.has(key)) {
+      lanes.set(key, key === "project" ? { key, run: null, label: "project", sub: "rounds, stops, costs", events: [] }
+        : { key, run: e.alias || e.session, label: e.alias || e.session, sub: `session · ${e.runtime || "?"}`, events: [] });
+    }
+    const ev = { e, t, lane: lanes.get(key) };
+    lanes.get(key).events.push(ev);
+    events.push(ev);
+  }
+  const order = [...lanes.values()].filter((l) => l.events.length || l.key.startsWith("w:"));
+  order.sort((a, b) => (a.key === "project") - (b.key === "project") || a.key.localeCompare(b.key, undefined, { numeric: true }));
+  return { lanes: order, events };
+}
+async function loadTimeline() {
+  const who = $("tl-worker").value;
+  const since = $("tl-since").value;
+  const q = new URLSearchParams();
+  if (who) q.set("worker", who);
+  if (since) { q.set("since", since); q.set("limit", "5000"); }
+  const data = await call("GET", "/timeline" + (q.toString() ? "?" + q : ""));
+  tl.data = data;
+  const { lanes, events } = tlLanes(data);
+  tl.lanes = lanes;
+  tl.events = events;
+  const ts = events.map((x) => x.t);
+  if (ts.length) {
+    const lo = Math.min(...ts), hi = Math.max(...ts);
+    const pad = Math.max((hi - lo) * 0.03, TL.MIN_SPAN_MS);
+    tl.full = [lo - pad, hi + pad];
+  } else tl.full = null;
+  if (!tl.zoomed || !tl.view) tl.view = tl.full;
+  tlWorkerChoices(data);
+  drawTimeline();
+  const shown = (data.events || []).length;
+  show($("tl-note"), (data.total > shown ? `the newest ${shown} of ${data.total} events` : `${shown} event(s)`) +
+    ((data.problems || []).length ? `; ${data.problems.length} line(s) or file(s) could not be read` : ""));
+}
+function tlWorkerChoices(data) {
+  const box = $("tl-worker"), runs = $("tl-run");
+  const wids = Object.keys(data.workers || {});
+  const known = new Set([...box.options].map((o) => o.value));
+  for (const wid of wids) if (!known.has(wid)) box.append(el("option", { value: wid }, `${wid} (sandbox ${data.workers[wid].sandbox || "none"})`));
+  const keep = runs.value;
+  const choices = tl.lanes.filter((l) => l.run);
+  runs.replaceChildren(...choices.map((l) => el("option", { value: l.run }, l.key.startsWith("w:") ? `worker ${l.label}` : `session ${l.label}`)));
+  if (keep && choices.some((l) => l.run === keep)) runs.value = keep;
+  $("tl-replay-btn").disabled = !choices.length;
+}
+function tlTicks(v0, v1, width) {
+  const steps = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 5, 15, 30, 60, 300, 900, 1800, 3600, 10800, 21600, 43200, 86400, 172800, 604800].map((s) => s * 1000);
+  const want = (v1 - v0) / Math.max(2, Math.floor(width / 110));
+  const step = steps.find((s) => s >= want) || steps[steps.length - 1];
+  const out = [];
+  for (let t = Math.ceil(v0 / step) * step; t <= v1; t += step) out.push(t);
+  return out;
+}
+function drawTimeline() {
+  const box = $("tl-lanes");
+  if (!tl.events.length || !tl.view) {
+    box.replaceChildren(el("div", { class: "empty muted small" }, "No events recorded" + ($("tl-worker").value ? ` for ${$("tl-worker").value}` : "") + "."));
+    show($("tl-range"), "");
+    return;
+  }
+  const W = Math.max(box.clientWidth || 800, 400);
+  const H = TL.AXIS + tl.lanes.length * TL.LANE + 4;
+  const [v0, v1] = tl.view;
+  const plot = W - TL.LABEL - TL.PAD;
+  const x = (t) => TL.LABEL + ((t - v0) / (v1 - v0)) * plot;
+  const svg = svgEl("svg", { viewBox: `0 0 ${W} ${H}`, height: H, "data-from": new Date(v0).toISOString(), "data-to": new Date(v1).toISOString() });
+  // The dots are drawn within the plot (clipped), never over the lanes' labels.
+  const clip = svgEl("clipPath", { id: "tl-clip" });
+  clip.append(svgEl("rect", { x: TL.LABEL - 7, y: 0, width: plot + TL.PAD + 7, height: H }));
+  const defs = svgEl("defs", {});
+  defs.append(clip);
+  svg.append(defs);
+  for (const t of tlTicks(v0, v1, plot)) {
+    svg.append(svgEl("line", { class: "grid", x1: x(t), x2: x(t), y1: TL.AXIS - 4, y2: H }));
+    if (x(t) + 90 < W) svg.append(svgEl("text", { class: "tick", x: x(t) + 3, y: 13 }, tlStamp(t, v1 - v0)));
+  }
+  tl.lanes.forEach((lane, i) => {
+    const y = TL.AXIS + i * TL.LANE;
+    const g = svgEl("g", { class: "lane", "data-lane": lane.key });
+    g.append(svgEl("line", { class: "grid", x1: 0, x2: W, y1: y + TL.LANE, y2: y + TL.LANE }));
+    g.append(svgEl("text", { class: "lane-label", x: 6, y: y + 15 }, lane.label));
+    g.append(svgEl("text", { class: "lane-sub", x: 6, y: y + 29 }, lane.sub));
+    const dots = svgEl("g", { "clip-path": "url(#tl-clip)" });
+    g.append(dots);
+    for (const ev of lane.events) {
+      if (ev.t < v0 || ev.t > v1) continue;
+      const e = ev.e;
+      const dot = svgEl("circle", {
+        class: "ev" + (e.detail && e.detail.ts_estimated ? " estimated" : "") + (tl.picked === e.id ? " picked" : ""),
+        cx: x(ev.t).toFixed(1), cy: y + (TL_LOW.has(e.kind) ? 26 : 11), r: TL_LOW.has(e.kind) ? 4 : 6,
+        fill: TL_KIND_COLOURS[e.kind] || "#687083", tabindex: 0, role: "button",
+        "data-id": e.id, "data-kind": e.kind, "aria-label": inert(`${e.kind}: ${e.text}`),
+      });
+      dot.append(svgEl("title", {}, `${(e.ts || "").replace("T", " ").slice(0, 19)} ${e.kind}: ${e.text}`));
+      dot.addEventListener("click", (evt) => { evt.stopPropagation(); tlPick(e, lane); });
+      dot.addEventListener("keydown", (evt) => { if (evt.key === "Enter" || evt.key === " ") { evt.preventDefault(); tlPick(e, lane); } });
+      dots.append(dot);
+    }
+    svg.append(g);
+  });
+  if (tl.stop && tl.stop.t >= v0 && tl.stop.t <= v1) {
+    const i = Math.max(0, tl.lanes.findIndex((l) => l.run === tl.stop.run || l.key === "w:" + tl.stop.run));
+    const y = TL.AXIS + i * TL.LANE;
+    svg.append(svgEl("line", { class: "stopline", x1: x(tl.stop.t), x2: x(tl.stop.t), y1: y, y2: y + TL.LANE }));
+    svg.append(svgEl("text", { class: "stoplabel", x: x(tl.stop.t) + 4, y: y + 10, id: "tl-stop-mark" }, tl.stop.label));
+  }
+  box.replaceChildren(svg);
+  show($("tl-range"), `${tlStamp(v0, v1 - v0)} – ${tlStamp(v1, v1 - v0)} UTC` + (tl.zoomed ? " (zoomed)" : ""));
+}
+function tlPick(e, lane) {
+  tl.picked = e.id;
+  const rows = [["when", (e.ts || "?").replace("T", " ") + (e.detail && e.detail.ts_estimated ? " (estimated)" : "")],
+    ["kind", e.kind], ["lane", lane.label], ["source", e.source], ["id", e.id]];
+  if (lane.sandbox) rows.push(["sandbox", lane.sandbox]);
+  for (const k of ["worker", "session", "alias", "runtime"]) if (e[k]) rows.push([k, e[k]]);
+  for (const [k, v] of Object.entries(e.detail || {})) {
+    if (v === null || v === undefined || v === "" || (k === "ts" && v === e.ts)) continue;
+    rows.push([k, typeof v === "object" ? JSON.stringify(v) : String(v)]);
+  }
+  const dl = el("dl", {});
+  for (const [k, v] of rows) dl.append(el("dt", {}, k), el("dd", {}, v));
+  $("tl-detail").replaceChildren(el("div", { class: "headline" }, e.text), dl);
+  $("tl-detail").dataset.id = e.id;
+  $("tl-detail").hidden = false;
+  if (lane.run && [...$("tl-run").options].some((o) => o.value === lane.run)) $("tl-run").value = lane.run;
+  drawTimeline();
+}
+function tlZoom(factor, at) {
+  if (!tl.view || !tl.full) return;
+  const [v0, v1] = tl.view;
+  const span = Math.max((v1 - v0) * factor, TL.MIN_SPAN_MS);
+  const fullSpan = tl.full[1] - tl.full[0];
+  if (span >= fullSpan) { tlFit(); return; }
+  // Around the pointer (the wheel), else around the event picked while it is in view, else the middle.
+  const picked = tl.events.find((x) => x.e.id === tl.picked);
+  const c = at !== undefined ? at : (picked && picked.t >= v0 && picked.t <= v1 ? picked.t : (v0 + v1) / 2);
+  const left = c - ((c - v0) / (v1 - v0)) * span;
+  tl.view = [left, left + span];
+  tl.zoomed = true;
+  drawTimeline();
+}
+function tlFit() { tl.view = tl.full; tl.zoomed = false; drawTimeline(); }
+function tlTimeAt(clientX) {
+  const box = $("tl-lanes").getBoundingClientRect();
+  const W = Math.max(box.width, 400);
+  const scale = W / (box.width || W);
+  const px = (clientX - box.left) * scale;
+  const [v0, v1] = tl.view;
+  return v0 + ((px - TL.LABEL) / (W - TL.LABEL - TL.PAD)) * (v1 - v0);
+}
+function tlSoon() {
+  if (tl.timer) return;
+  tl.timer = setTimeout(() => { tl.timer = null; act(loadTimeline); }, 1000);
+}
+async function whatIf(ev) {
+  ev.preventDefault();
+  const run = $("tl-run").value;
+  if (!run) return;
+  const q = new URLSearchParams({ run, max_iterations: $("tl-cap").value });
+  if ($("tl-guard").value !== "") q.set("loop_guard_repeats", $("tl-guard").value);
+  if ($("tl-budget").value !== "") q.set("budget_limit", $("tl-budget").value);
+  const rep = await call("GET", "/replay?" + q);
+  const out = [el("div", { class: "headline" }, `Replay of ${rep.kind} ${rep.run} (${rep.sessions.length} session(s)): ${rep.calls} tool call(s) replayed, ` +
+    `max_iterations ${rep.policy.max_iterations}, loop_guard_repeats ${rep.policy.loop_guard_repeats}`)];
+  const stop = rep.stopped_at;
+  if (stop) {
+    const why = stop.why === "loop_guard"
+      ? `the loop guard: the same call${stop.tool ? ` (${stop.tool} ${stop.subject})` : ""} ${stop.repeats} times in a row from call ${stop.first_call}`
+      : stop.why === "iteration_cap" ? `the iteration cap (${stop.cap}, ${stop.by})`
+      : stop.why === "cost_budget" ? `the cost budget ($${Number(stop.limit_usd).toFixed(2)}, $${Number(stop.spent_usd).toFixed(4)} spent at a stage boundary)`
+      : String(stop.why).replaceAll("_", " ");
+    const cost = rep.cost_usd_to_stop === null ? "unknown" : `$${Number(rep.cost_usd_to_stop).toFixed(4)}` + (rep.cost_estimated ? " (estimated)" : "");
+    out.push(el("div", { id: "tl-replay-stop" }, `It would have stopped at tool call ${stop.call} (${stop.alias || stop.session}) by ${why}; cost up to there ${cost}, of $${Number(rep.cost_usd_recorded).toFixed(4)} recorded.`));
+    const t = tlTime(stop.ts);
+    tl.stop = t === null ? null : { t, run: rep.kind === "worker" ? rep.run : (stop.alias || rep.run), label: `stops at call ${stop.call}` };
+  } else {
+    out.push(el("div", { id: "tl-replay-stop" }, `It would not have been stopped (recorded cost $${Number(rep.cost_usd_recorded).toFixed(4)}).`));
+    tl.stop = null;
+  }
+  const asks = rep.decisions.filter((d) => d.decision !== "stop");
+  if (asks.length) out.push(el("ul", {}, ...asks.map((d) => el("li", {}, `call ${d.call}: ${d.decision} (${d.why})`))));
+  const diff = rep.first_difference;
+  if (diff) {
+    const was = diff.recorded ? `recorded ${diff.recorded.decision} (${diff.recorded.why})` : "nothing recorded";
+    out.push(el("div", {}, `First difference: ${was}; replayed ${diff.replayed ? `${diff.replayed.decision} at call ${diff.replayed.call}` : "nothing"}.`));
+  } else out.push(el("div", {}, "The same decisions as recorded."));
+  for (const item of rep.not_replayed || []) out.push(el("div", { class: "muted" }, `not replayed: ${item}`));
+  $("tl-replay").replaceChildren(...out);
+  $("tl-replay").hidden = false;
+  drawTimeline();
+}
+function wireTimeline() {
+  $("tl-worker").addEventListener("change", () => { tl.zoomed = false; tl.stop = null; act(loadTimeline); });
+  $("tl-since").addEventListener("change", () => { tl.zoomed = false; act(loadTimeline); });
+  $("tl-zoom-in").addEventListener("click", () => tlZoom(0.5));
+  $("tl-zoom-out").addEventListener("click", () => tlZoom(2));
+  $("tl-fit").addEventListener("click", tlFit);
+  $("tl-whatif").addEventListener("submit", (ev) => act(() => whatIf(ev)));
+  const box = $("tl-lanes");
+  box.addEventListener("wheel", (ev) => {
+    if (!tl.view) return;
+    ev.preventDefault();
+    tlZoom(ev.deltaY < 0 ? 0.8 : 1.25, tlTimeAt(ev.clientX));
+  }, { passive: false });
+  let drag = null;
+  box.addEventListener("pointerdown", (ev) => {
+    if (!tl.view || ev.target.closest(".ev")) return;
+    drag = { x: ev.clientX, view: tl.view.slice() };
+    box.classList.add("panning");
+    box.setPointerCapture(ev.pointerId);
+  });
+  box.addEventListener("pointermove", (ev) => {
+    if (!drag) return;
+    const plot = Math.max(box.clientWidth, 400) - TL.LABEL - TL.PAD;
+    const dt = ((ev.clientX - drag.x) / plot) * (drag.view[1] - drag.view[0]);
+    if (Math.abs(ev.clientX - drag.x) < 3) return;
+    tl.view = [drag.view[0] - dt, drag.view[1] - dt];
+    tl.zoomed = true;
+    drawTimeline();
+  });
+  const end = () => { drag = null; box.classList.remove("panning"); };
+  box.addEventListener("pointerup", end);
+  box.addEventListener("pointercancel", end);
+  window.addEventListener("resize", () => { if (tl.view) drawTimeline(); });
+}
+
 // -- live updates --------------------------------------------------------------------------------
 async function loadAll() {
-  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadHistory), act(loadFleet), act(loadInbox), act(loadSummary), act(loadTelemetry)]);
+  await Promise.all([act(loadAutonomous), act(loadSessions), act(loadSession), act(loadConversation), act(loadHistory), act(loadFleet), act(loadInbox), act(loadSummary), act(loadTelemetry), act(loadTimeline)]);
 }
 // The indicator says "connecting…" until the event stream first opens, "live" while it is open,
 // "reconnecting" once an open stream is lost and "offline" when it could not be opened (the browser
@@ -752,9 +1025,9 @@ function connectEvents() {
   };
   const on = (topic, fn) => es.addEventListener(topic, (ev) => fn(JSON.parse(ev.data || "{}")));
   on("session", () => { act(loadSession); historySoon(); });
-  on("sessions", () => { act(loadSessions); historySoon(); });
-  on("supervision", () => { act(loadAutonomous); act(loadSessions); });
-  on("round", () => { act(loadAutonomous); });
+  on("sessions", () => { act(loadSessions); historySoon(); tlSoon(); });
+  on("supervision", () => { act(loadAutonomous); act(loadSessions); tlSoon(); });
+  on("round", () => { act(loadAutonomous); tlSoon(); });
   on("ledger", (d) => { if (!d.conversations || !d.conversations.length || d.conversations.includes(CONV)) act(loadConversation); });
   on("resync", () => loadAll());
 }
@@ -763,6 +1036,7 @@ setInterval(() => { if (state.conversation && state.conversation.thinking) act(l
 
 // -- wiring ----------------------------------------------------------------------------------------
 function wire() {
+  wireTimeline();
   $("sup-switch").addEventListener("change", toggleSupervision);
   for (const id of ["task-hint", "max-turns"]) $(id).addEventListener("input", () => { $(id).dataset.edited = "1"; });
   $("invert").addEventListener("click", invertVisible);
