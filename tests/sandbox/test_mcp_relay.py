@@ -25,7 +25,7 @@ from cocoplus.core.paths import Layout
 from cocoplus.hook import channel as wire
 from cocoplus.hook import mcprelay
 from cocoplus.inbox import decisions
-from cocoplus.sandbox import probe
+from cocoplus.sandbox import channel, probe
 from cocoplus.session import registry
 from tests.support.sandbox import require_sandbox
 from tests.support.waiting import wait_until
@@ -381,3 +381,44 @@ def test_a_malformed_header_is_refused(served: Layout) -> None:
     pre = {"session_id": "s-h", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"},
            "cwd": served.project, "transcript_path": "/nonexistent"}  # fmt: skip
     assert hook(served, ["PreToolUse", "--runtime", "claude", "--timeout", "10"], pre)[0] == 0
+
+
+def test_a_relay_that_loses_its_channel_answers_what_waits_and_what_follows() -> None:
+    """The relay (hook/mcprelay.py) on a real socket pair whose far end closes with a request unanswered: that
+    request, and every later one, gets an error; a notification gets nothing."""
+    near, far = socket.socketpair()
+    out_read, out_write = os.pipe()
+    relay = mcprelay.Relay(near, None, out_write)
+    reader = threading.Thread(target=relay.down, daemon=True)
+    reader.start()
+    relay.up(b'{"jsonrpc": "2.0", "id": "a-1", "method": "tools/call", "params": {"name": "ask_human"}}')
+    assert json.loads(far.recv(1 << 16))["id"] == "a-1"  # it went through, and waits
+    far.close()
+    reader.join(60)
+    relay.up(b'{"jsonrpc": "2.0", "method": "notifications/cancelled"}')
+    relay.up(b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}')
+    os.close(out_write)
+    lines = [json.loads(x) for x in os.read(out_read, 1 << 16).splitlines()]
+    os.close(out_read)
+    near.close()
+    assert [x["id"] for x in lines] == ["a-1", 2], lines
+    assert all(x["error"]["code"] == mcprelay.UNREACHABLE for x in lines)
+    assert all("cannot reach its control channel" in x["error"]["message"] for x in lines)
+
+
+def test_a_worker_cannot_start_more_than_max_relays_servers_outside(served: Layout) -> None:
+    """Each relay costs a process outside: the channel serves MAX_RELAYS at once and refuses the next, saying so;
+    hooks still go through."""
+    held = [raw(served, header=mcprelay.MAGIC) for _ in range(channel.MAX_RELAYS)]  # each waits on its header
+    try:
+        conn, peer = raw(served)
+        with conn:
+            got = peer.next()
+            assert got is not None and f"already has {channel.MAX_RELAYS} MCP relays" in got["error"]["message"]
+            assert peer.next() is None
+        pre = {"session_id": "s-h", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+               "tool_input": {"command": "ls"}, "cwd": served.project, "transcript_path": "/nonexistent"}  # fmt: skip
+        assert hook(served, ["PreToolUse", "--runtime", "claude", "--timeout", "10"], pre)[0] == 0
+    finally:
+        for c, _ in held:
+            c.close()
