@@ -25,12 +25,13 @@ import sys
 
 from cocoplus.core.paths import Layout
 from cocoplus.hook import channel as wire
-from cocoplus.hook import entry, runner
+from cocoplus.hook import entry, mcprelay, runner
 from cocoplus.runtimes import registry
 
 PRELOADED = (runner,)  # what a hook imports, imported once here: every forked child starts with it
 ACCEPT_POLL_S = 1.0  # how often it looks whether its runner is still there
 READ_TIMEOUT_S = 30.0
+MAX_RELAYS = 8  # MCP relays served at once: each has a process and a server here
 # What the request's environment may not say: where the state is and which worker this is (the channel does).
 IDENTITY = ("COCOPLUS_DIR", "COCOPLUS_WORKER", "COCOPLUS_WORKER_ALIAS", "COCOPLUS_MCP_TOKEN")
 
@@ -81,6 +82,8 @@ class Channel:
         self.cwd = cwd
         self.alias = alias
         self.session: str | None = None
+        self.listener: socket.socket | None = None
+        self.relays: set[int] = set()  # the processes serving MCP relays
 
     def prepare(self, frame: bytes) -> tuple[list[str], dict[str, str], str, bytes] | str:
         """The hook call a request asks for, made this worker's; or why it is refused."""
@@ -109,8 +112,13 @@ class Channel:
         return argv, env, self.cwd, stdin
 
     def run(self, conn: socket.socket) -> None:
-        """One request: read here (the session is bound in this process), run in a forked child, answered there."""
+        """One request: read here (the session is bound in this process), run in a forked child, answered there.
+        A connection from the MCP relay (its first byte is `mcprelay.MAGIC`'s) is served by a process of its own."""
         try:
+            conn.settimeout(READ_TIMEOUT_S)
+            if conn.recv(1, socket.MSG_PEEK) == mcprelay.MAGIC[:1]:
+                self.relay(conn)
+                return
             prepared = self.prepare(read_request(conn))
         except OSError:
             return
@@ -126,6 +134,41 @@ class Channel:
                 code = child(conn, *prepared, self.layout.project)
             finally:
                 os._exit(code)
+
+    def relay(self, conn: socket.socket) -> None:
+        """Fork a process for one MCP relay's connection (sandbox/mcpbridge.py), at most MAX_RELAYS at once."""
+        self.relays = {pid for pid in self.relays if alive(pid)}
+        if len(self.relays) >= MAX_RELAYS:
+            why = f"cocoplus: refused: worker {self.wid} already has {MAX_RELAYS} MCP relays"
+            try:
+                conn.sendall(mcprelay.error_line(None, mcprelay.UNREACHABLE, why))
+            except OSError:
+                pass
+            return
+        from cocoplus.sandbox import mcpbridge  # deferred: only a worker's MCP server needs it
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                if self.listener is not None:
+                    self.listener.close()  # a hook finds the channel gone when it is, not this process
+                code = mcpbridge.serve(conn, self.layout, self.wid, self.cwd, self.alias)
+            finally:
+                os._exit(code)
+        self.relays.add(pid)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def reply(conn: socket.socket, code: int, out: bytes, err: bytes) -> None:
@@ -202,6 +245,7 @@ def serve(layout: Layout, wid: str, cwd: str, alias: str | None, server: socket.
     server.settimeout(ACCEPT_POLL_S)
     os.chdir(layout.project)
     served = Channel(layout, wid, cwd, alias)
+    served.listener = server
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     while os.getppid() == parent:
