@@ -159,7 +159,7 @@ def test_a_supervised_goal_is_a_run_replay_takes_by_the_id_supervision_status_sh
     assert st.code == 0, st
     goal = json.loads(st.out)["autonomous"]["goal_id"]
     assert goal == "g_20261206T105440732Z"
-    assert f"({goal})" in run_cli_subprocess("supervision", "status", cwd=layout.project).out
+    assert f"goal id: {goal} " in run_cli_subprocess("supervision", "status", cwd=layout.project).out
     policy = tmp_path / "cap.toml"
     policy.write_text("[session]\nloop_guard_repeats = 2\niteration_warn_at = 0\n")
     r = run_cli_subprocess("replay", goal, "--policy", str(policy), "--json", cwd=layout.project)

@@ -39,7 +39,6 @@ def render_status(st: dict[str, Any]) -> None:
         output.line(
             f"supervision: {on}; turns {auto.get('turns_used')}/{auto.get('max_turns')}; goal: ",
             auto.get("task_hint") or "-",
-            f" ({auto['goal_id']})" if auto.get("goal_id") else "",
         )
         if not auto.get("enabled") and auto.get("finish_reason"):
             output.line(
@@ -53,6 +52,8 @@ def render_status(st: dict[str, Any]) -> None:
             "supervised now: "
             + ((", ".join(sc.get("supervised", [])) or "none") if auto.get("enabled") else "none (supervision is off)")
         )
+        if auto.get("goal_id"):
+            output.line(f"goal id: {auto['goal_id']} (cocoplus replay {auto['goal_id']} --policy FILE)")
     if sup is not None:
         if sup.get("running"):
             w = sup.get("watching") or {}
