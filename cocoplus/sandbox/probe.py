@@ -95,10 +95,12 @@ def hidden(path: str) -> bool:
 
 
 def interpreter_binds() -> list[str]:
-    """The read-only binds that bring this interpreter back into a sandbox whose fresh /dev or /tmp would hide it
-    (a virtual environment or a Python installed under /tmp)."""
+    """The read-only binds that bring this interpreter, and the cocoplus it runs, back into a sandbox whose fresh
+    /dev or /tmp would hide them (a virtual environment or a Python installed under /tmp; a checkout there, which an
+    editable install points at)."""
     args: list[str] = []
-    for path in dict.fromkeys((sys.prefix, sys.base_prefix, os.path.dirname(sys.executable))):
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # above cocoplus/
+    for path in dict.fromkeys((sys.prefix, sys.base_prefix, os.path.dirname(sys.executable), package)):
         if path and hidden(path) and os.path.exists(path):
             args += ["--ro-bind", path, path]
     return args

@@ -71,6 +71,10 @@ ONE_DOOR = {
     ("GET", "/api/v1/events"),  # server-sent events
     ("GET", "/api/v1/meta"),  # the word lists and turn-cap bounds the page reads
     ("GET", "/api/v1/history"),  # the page's charts (`top` draws the same ops.view history in the terminal)
+    # The page's timeline and its "what if": tests/server/test_timeline_api.py holds them to `cocoplus timeline
+    # --json` and `cocoplus replay` (the route takes the policy's values as parameters, the command a file).
+    ("GET", "/api/v1/timeline"),
+    ("GET", "/api/v1/replay"),
     (
         "GET",
         "/api/v1/fleet",
