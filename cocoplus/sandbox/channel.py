@@ -116,7 +116,10 @@ class Channel:
         A connection from the MCP relay (its first byte is `mcprelay.MAGIC`'s) is served by a process of its own."""
         try:
             conn.settimeout(READ_TIMEOUT_S)
-            if conn.recv(1, socket.MSG_PEEK) == mcprelay.MAGIC[:1]:
+            first = conn.recv(1, socket.MSG_PEEK)
+            if not first:  # closed at once: a hook inside asking whether the channel is there (hook/channel.py)
+                return
+            if first == mcprelay.MAGIC[:1]:
                 self.relay(conn)
                 return
             prepared = self.prepare(read_request(conn))

@@ -114,3 +114,48 @@ def test_a_hook_that_cannot_reach_its_channel_blocks(tmp_path: Path) -> None:
     os.close(read_end)
     assert time.monotonic() - started < 60
     assert r.returncode == wire.BLOCKED and "cannot reach its control channel" in r.stderr, r
+
+
+def inside(layout: Layout, argv: list[str], payload: Mapping[str, object], channel: bool = True,
+           env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """The installed hook run inside a sandbox whose marker names `layout`'s project (as a worker's does), the
+    channel's socket mounted unless `channel` is False."""
+    found = require_sandbox()
+    read_end, write_end = os.pipe()
+    os.write(write_end, json.dumps({"worker": "w1", "project": layout.project, "profile": "workspace"}).encode())
+    os.close(write_end)
+    sock = ["--bind", layout.worker_channel("w1"), wire.CHANNEL] if channel else []
+    try:
+        return subprocess.run(
+            [found["bwrap"], "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+             "--ro-bind", str(Path(HOOK).parents[2]), str(Path(HOOK).parents[2]), *probe.interpreter_binds(),
+             "--ro-bind", str(Path(layout.project).parent), str(Path(layout.project).parent), *sock,
+             "--ro-bind-data", str(read_end), wire.SANDBOX_MARKER, "--unshare-pid", "--die-with-parent", "--",
+             sys.executable, "-S", HOOK, *argv],
+            input=json.dumps(payload), pass_fds=(read_end,), capture_output=True, text=True, timeout=60,
+            env=env if env is not None else dict(os.environ, COCOPLUS_WORKER="w1"),
+        )  # fmt: skip
+    finally:
+        os.close(read_end)
+
+
+def test_a_pre_tool_call_with_nothing_stopped_is_answered_inside_from_the_marked_projects_state(
+    cli_subprocess, served: Layout, tmp_path: Path
+) -> None:
+    """The pre-tool call that counts nothing reads the kill switch of the project the marker names (the read-only
+    mount of the real `.cocoplus/`), not one the worker's environment or working directory name; a stop made
+    outside denies the next call; with nothing stopped and no channel, it blocks all the same."""
+    argv = ["PreToolUse", "--runtime", "claude", "--timeout", "10"]
+    r = inside(served, argv, pre_tool("s-here", served.project))
+    assert r.returncode == 0 and r.stdout == "", r
+    # A `.cocoplus` of the worker's making, with nothing stopped, named by its environment and its directory.
+    fake = tmp_path / "fake"
+    (fake / ".cocoplus").mkdir(parents=True)
+    cli_subprocess("session", "stop", "--reason", "stop now", cwd=served.project)
+    env = dict(os.environ, COCOPLUS_WORKER="w1", COCOPLUS_DIR=str(fake / ".cocoplus"), CLAUDE_PROJECT_DIR=str(fake))
+    r = inside(served, argv, pre_tool("s-here", str(fake)), env=env)
+    assert r.returncode == 0 and json.loads(r.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny", r
+    assert "stop now" in r.stdout
+    cli_subprocess("session", "resume", cwd=served.project)
+    r = inside(served, argv, pre_tool("s-here", served.project), channel=False)
+    assert r.returncode == wire.BLOCKED and "cannot reach its control channel" in r.stderr, r
