@@ -14,6 +14,10 @@ each its length in ten ASCII digits and its bytes, so that no `json` is loaded o
 import posix
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs start-up time on the hook path
+    from collections.abc import Callable
+
 # Both inside the sandbox's private /tmp (cocoplus/sandbox/bwrap.py mounts them).
 SANDBOX_MARKER = "/tmp/.cocoplus-sandbox"
 CHANNEL = "/tmp/.cocoplus-channel"
@@ -119,7 +123,7 @@ def forward(argv: "list[str]", stdin: "bytes | None" = None) -> int:
     return code
 
 
-def _marked_state() -> "str | None":
+def marked_state() -> "str | None":
     """The project's `.cocoplus/` as the sandbox's marker names it (written by cocoplus, mounted read-only: nothing
     the worker sets, unlike its environment or its working directory), or None when it cannot be read."""
     from cocoplus.core import jsonfast  # deferred: only a pre-tool call inside a sandbox reads the marker
@@ -136,7 +140,7 @@ def _marked_state() -> "str | None":
     return project.rstrip("/") + "/.cocoplus" if isinstance(project, str) and project.startswith("/") else None
 
 
-def _alive(path: str = CHANNEL) -> bool:
+def alive(path: str = CHANNEL) -> bool:
     """Whether the channel's process is there to answer (a connection, closed at once without a request)."""
     import _socket  # deferred: only a hook inside a sandbox talks to the channel
 
@@ -151,34 +155,9 @@ def _alive(path: str = CHANNEL) -> bool:
     return True
 
 
-def answered_here(argv: "list[str]", stdin: bytes) -> bool:
-    """A pre-tool call with nothing to say, answered inside without the channel's round trip: the runtime's
-    pre-tool event that counts nothing (`--count-before-call` goes out: the count is written outside), no kill
-    switch and no session stopped in the project's `.cocoplus/` that the marker names (a read-only mount of the
-    real one: a stop made outside is seen here at once), a launched worker's protected-path check (hook/guard.py:
-    it can only refuse, and writes its refusal), and the channel there (a worker that cannot reach it is blocked:
-    the call goes out and fails closed).  Anything else, or anything not known for certain, goes out."""
-    from cocoplus.hook import COUNT_BEFORE_CALL, entry  # loaded: the hook's fast path ran before this
-    from cocoplus.runtimes import registry  # loaded: as entry
-
-    event, runtime, _where, _timeout_s, rest = entry.parse_argv(argv)
-    if not event or runtime is None or not registry.known(runtime) or COUNT_BEFORE_CALL in rest:
-        return False
-    adapter = registry.get(runtime)
-    if adapter.FAILS_CLOSED or registry.kind(adapter, event) != "pre_tool":
-        return False
-    state = _marked_state()
-    if state is None or not entry._nothing_stopped(state, []) or not _alive():
-        return False
-    env = entry.Environ()
-    if entry._worker(env):
-        entry._guard(adapter, event, stdin, state, env)  # a refusal is written as the answer
-    return True
-
-
-def script() -> None:
-    """The hook's process inside a sandbox: answered here when there is nothing to say (`answered_here`), else
-    forwarded; then leave at once."""
+def script(answered_here: "Callable[[list[str], bytes], bool]") -> None:
+    """The hook's process inside a sandbox: answered here when there is nothing to say (`answered_here`, the
+    hook's entry decides it: hook/entry.py), else forwarded; then leave at once."""
     sys.stdout.flush()
     argv = sys.argv[1:]
     try:

@@ -454,6 +454,31 @@ def inside_sandbox() -> bool:
     return st.st_uid == posix.geteuid()
 
 
+def answered_inside(argv: "list[str]", stdin: bytes) -> bool:
+    """Inside a sandbox: a pre-tool call with nothing to say, answered there without the channel's round trip.
+    The runtime's pre-tool event that counts nothing (`--count-before-call` goes out: the count is written
+    outside), no kill switch and no session stopped in the project's `.cocoplus/` that the sandbox's marker names (a
+    read-only mount of the real one: a stop made outside is seen at once; not a place the worker's environment or
+    directory names), a launched worker's protected-path check (hook/guard.py: it can only refuse, and writes its
+    refusal), and the channel there (a worker that cannot reach it is blocked: the call goes out and fails closed).
+    Anything else, or anything not known for certain, goes out (hook/channel.py)."""
+    from cocoplus.hook import channel  # deferred: only inside a sandbox
+
+    event, runtime, _where, _timeout_s, rest = parse_argv(argv)
+    if not event or runtime is None or not registry.known(runtime) or COUNT_BEFORE_CALL in rest:
+        return False
+    adapter = registry.get(runtime)
+    if adapter.FAILS_CLOSED or registry.kind(adapter, event) != "pre_tool":
+        return False
+    state = channel.marked_state()
+    if state is None or not _nothing_stopped(state, []) or not channel.alive():
+        return False
+    env = Environ()
+    if _worker(env):
+        _guard(adapter, event, stdin, state, env)  # a refusal is written as the answer
+    return True
+
+
 def command(argv: "Sequence[str]") -> int:
     """`cocoplus hook ...`: the hook, through the control channel inside a cocoplus sandbox."""
     if inside_sandbox():
@@ -476,7 +501,7 @@ def script() -> None:
     if inside_sandbox():  # the hook runs outside, through the control channel
         from cocoplus.hook import channel  # deferred: only inside a sandbox
 
-        channel.script()
+        channel.script(answered_inside)
     try:
         code = main()
     except SystemExit as exc:
