@@ -154,19 +154,7 @@ def _goal_sessions(layout: Layout, goal: str) -> list[SessionRecord]:
     from cocoplus.report import traces  # deferred: only a goal's replay names one
 
     found: list[tuple[str, str]] = []
-    try:
-        names = sorted(os.listdir(layout.workers_dir))
-    except OSError:
-        names = []
-    for wid in names:
-        if not is_valid_id(wid):
-            continue
-        try:
-            rec = fsio.read_json(layout.worker_record(wid))
-        except CocoplusError:
-            continue
-        if not isinstance(rec, dict):
-            continue
+    for wid, rec in timeline.worker_records(layout, []):
         started = rec.get("goal")
         if isinstance(started, str) and started and traces.goal_id(started) == goal:
             found.append((str(rec.get("created_at") or ""), wid))

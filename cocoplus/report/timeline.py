@@ -438,7 +438,8 @@ def _records_of_strings(path: str) -> list[str]:
     return out
 
 
-def _workers(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
+def worker_records(layout: Layout, problems: list[str]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each worker's id and record, by id (one that cannot be read is named in `problems`)."""
     try:
         names = sorted(os.listdir(layout.workers_dir))
     except OSError:
@@ -449,10 +450,14 @@ def _workers(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
         try:
             rec = fsio.read_json(layout.worker_record(wid))
         except CocoplusError as exc:
-            rd.problems.append(str(exc))
+            problems.append(str(exc))
             continue
-        if not isinstance(rec, dict):
-            continue
+        if isinstance(rec, dict):
+            yield wid, rec
+
+
+def _workers(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
+    for wid, rec in worker_records(layout, rd.problems):
         who = {"worker": wid, "runtime": rec.get("runtime"), "session": rec.get("session"), "alias": rec.get("alias")}
         task = str(rec.get("task") or "")
         task = task if len(task) <= 80 else task[:77] + "..."

@@ -29,8 +29,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from cocoplus.core import clock, fsio
-from cocoplus.core.errors import CocoplusError
+from cocoplus.core import clock
 from cocoplus.core.paths import Layout
 from cocoplus.report import timeline
 from cocoplus.session import registry
@@ -172,19 +171,7 @@ def _goal_at(goals: list[dict[str, Any]], ts: Any) -> dict[str, Any] | None:
 
 
 def _workers(layout: Layout) -> list[dict[str, Any]]:
-    try:
-        names = sorted(os.listdir(layout.workers_dir))
-    except OSError:
-        return []
-    out = []
-    for wid in names:
-        try:
-            rec = fsio.read_json(layout.worker_record(wid))
-        except (CocoplusError, ValueError):
-            continue
-        if isinstance(rec, dict) and rec.get("id") == wid:
-            out.append(rec)
-    return out
+    return [rec for wid, rec in timeline.worker_records(layout, []) if rec.get("id") == wid]
 
 
 def _decision(e: dict[str, Any], content: bool) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import pytest
 from cocoplus.core.paths import Layout
 from cocoplus.hook import channel as wire
 from cocoplus.sandbox import probe
-from tests.support.sandbox import require_sandbox
+from tests.support.sandbox import channel_serving, require_sandbox
 from tests.support.waiting import wait_until
 
 HOOK = str(Path(wire.__file__).with_name("__main__.py"))
@@ -25,17 +25,8 @@ HOOK = str(Path(wire.__file__).with_name("__main__.py"))
 @pytest.fixture
 def served(project: Layout) -> Iterator[Layout]:
     """The channel of worker w1 of `project`, listening."""
-    os.makedirs(project.worker_dir("w1"), exist_ok=True)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cocoplus.sandbox.channel", project.root, "w1", project.project],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
-        yield project
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    with channel_serving(project) as served:
+        yield served
 
 
 def call(layout: Layout, argv: list[str], payload: Mapping[str, object], env: dict[str, str] | None = None):

@@ -27,7 +27,7 @@ from cocoplus.hook import mcprelay
 from cocoplus.inbox import decisions
 from cocoplus.sandbox import channel, probe
 from cocoplus.session import registry
-from tests.support.sandbox import require_sandbox
+from tests.support.sandbox import channel_serving, require_sandbox
 from tests.support.waiting import wait_until
 
 WORKER_TOOLS = {"report_progress", "notify_blocked", "ask_human", "request_context"}
@@ -37,17 +37,8 @@ INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"nam
 @pytest.fixture
 def served(project: Layout) -> Iterator[Layout]:
     """The channel of worker w1 of `project`, listening."""
-    os.makedirs(project.worker_dir("w1"), exist_ok=True)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cocoplus.sandbox.channel", project.root, "w1", project.project],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
-        yield project
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    with channel_serving(project, stderr=subprocess.DEVNULL) as served:
+        yield served
 
 
 def hook(layout: Layout, argv: list[str], payload: dict[str, Any]) -> tuple[int, bytes, bytes]:

@@ -26,7 +26,7 @@ from cocoplus.sandbox import bwrap, network, srt
 from tests.sandbox.test_fail_closed import no_worker_ran, standins_dir
 from tests.support import runtimes
 from tests.support.runtimes import SRT_BIN
-from tests.support.sandbox import require_sandbox, require_srt
+from tests.support.sandbox import channel_serving, require_sandbox, require_srt
 from tests.support.waiting import wait_until
 
 HOOK = str(Path(wire.__file__).with_name("__main__.py"))
@@ -167,17 +167,8 @@ def test_a_worktree_under_the_project_is_writable_and_the_rest_of_cocoplus_is_no
 @pytest.fixture
 def channel(project: Layout) -> Iterator[Layout]:
     """The control channel of worker w1 of `project`, listening outside."""
-    os.makedirs(project.worker_dir("w1"), exist_ok=True)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cocoplus.sandbox.channel", project.root, "w1", project.project],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
-        yield project
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    with channel_serving(project) as served:
+        yield served
 
 
 def test_the_hooks_inside_srt_reach_their_channel_and_a_stop_denies(

@@ -10,10 +10,15 @@ installs it (pinned, in tests/e2e/runtimes/srt), whose bin directory it returns 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
+from cocoplus.core.paths import Layout
 from cocoplus.sandbox import probe, srt
 from tests.support.runtimes import SRT_BIN
 
@@ -56,3 +61,20 @@ def require_srt() -> dict[str, Any]:
     held = _found["srt"]
     _required(held, "srt")
     return {**held, "bwrap": found["bwrap"], "PATH": srt_path()}
+
+
+@contextmanager
+def channel_serving(layout: Layout, stderr: int = subprocess.PIPE) -> Iterator[Layout]:
+    """The control channel of worker w1 of `layout`'s project (cocoplus/sandbox/channel.py), listening outside
+    until the block ends."""
+    os.makedirs(layout.worker_dir("w1"), exist_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cocoplus.sandbox.channel", layout.root, "w1", layout.project],
+        stdout=subprocess.PIPE, stderr=stderr,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+        yield layout
+    finally:
+        proc.terminate()
+        proc.wait(30)
