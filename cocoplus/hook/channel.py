@@ -126,18 +126,36 @@ def forward(argv: "list[str]", stdin: "bytes | None" = None) -> int:
 def marked_state() -> "str | None":
     """The project's `.cocoplus/` as the sandbox's marker names it (written by cocoplus, mounted read-only: nothing
     the worker sets, unlike its environment or its working directory), or None when it cannot be read."""
-    from cocoplus.core import jsonfast  # deferred: only a pre-tool call inside a sandbox reads the marker
-
     try:
         fd = posix.open(SANDBOX_MARKER, posix.O_RDONLY)
         try:
-            doc = jsonfast.loads(posix.read(fd, 1 << 16).decode("utf-8"))
+            text = posix.read(fd, 1 << 16).decode("utf-8")
         finally:
             posix.close(fd)
     except (OSError, ValueError):
         return None
-    project = doc.get("project") if isinstance(doc, dict) else None
+    project = marked_project(text)
     return project.rstrip("/") + "/.cocoplus" if isinstance(project, str) and project.startswith("/") else None
+
+
+def marked_project(text: str) -> "object":
+    """The marker's "project" (sandbox/bwrap.py `marker_text`: `json.dumps`, ASCII).  Its value is read where it
+    stands when it holds no escape (a quote or a backslash in it is written escaped, so the key cannot be matched
+    inside another value), and by the JSON reader otherwise: no JSON reader is loaded for a plain path."""
+    key = '"project": "'
+    at = text.find(key)
+    if at >= 0:
+        end = text.find('"', at + len(key))
+        value = text[at + len(key) : end] if end >= 0 else "\\"
+        if "\\" not in value:
+            return value
+    from cocoplus.core import jsonfast  # deferred: a path the marker wrote with an escape in it
+
+    try:
+        doc = jsonfast.loads(text)
+    except ValueError:
+        return None
+    return doc.get("project") if isinstance(doc, dict) else None
 
 
 def alive(path: str = CHANNEL) -> bool:

@@ -150,3 +150,23 @@ def test_a_pre_tool_call_with_nothing_stopped_is_answered_inside_from_the_marked
     cli_subprocess("session", "resume", cwd=served.project)
     r = inside(served, argv, pre_tool("s-here", served.project), channel=False)
     assert r.returncode == wire.BLOCKED and "cannot reach its control channel" in r.stderr, r
+
+
+@pytest.mark.parametrize(
+    "project",
+    ["/srv/work/app", '/srv/a "quoted" dir', "/srv/back\\slash", "/srv/caf\u00e9", '/srv/x", "project": "/elsewhere'],
+)
+def test_the_marker_names_the_project_cocoplus_wrote_whatever_its_path_holds(project: str) -> None:
+    """The inside answer reads the marker's project without a JSON reader when the path has no escape, and with one
+    when it has: a path that holds a quote, a backslash, a non-ASCII letter or a forged key is read whole."""
+    from cocoplus.sandbox import bwrap
+
+    assert wire.marked_project(bwrap.marker_text("w1", project, "workspace").decode()) == project
+    forged = bwrap.marker_text('w1", "project": "/elsewhere', project, "workspace").decode()
+    assert wire.marked_project(forged) == project
+
+
+def test_a_cut_marker_names_no_project() -> None:
+    """A marker cut short names nothing: the call goes out through the channel, which decides."""
+    assert wire.marked_project('{"worker": "w1", "project": "/srv/a\\') is None
+    assert wire.marked_project('{"worker": "w1"}') is None
