@@ -476,7 +476,19 @@ class Layout:
 
     # -- server ------------------------------------------------------------
     @property
+    def secrets_dir(self) -> str:
+        """What only cocoplus outside a sandbox reads: a directory, so that a worker's sandbox hides it whole (a file
+        hidden by a mount over it shows again, inside, once it is replaced by a rename outside)."""
+        return self._p("secrets")
+
+    @property
     def server_token(self) -> str:
+        return self._p("secrets", "server-token")
+
+    @property
+    def legacy_server_token(self) -> str:
+        """Where the server kept its token before `secrets/`: removed when a server starts, hidden from a sandbox
+        while it is there."""
         return self._p("server-token")
 
     # -- plumbing ----------------------------------------------------------

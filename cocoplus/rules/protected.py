@@ -43,7 +43,9 @@ USER_RUNTIMES = (".claude", ".claude.json", ".codex", ".cortex", ".cursor", ".ge
 PROJECT_OWN = (".cocoplus", "cocoplus.toml", ".git/hooks", ".git/config", ".git/config.worktree")
 USER_OWN = (".config/cocoplus", ".local/share/cocoplus", ".local/state/cocoplus", ".gitconfig", ".config/git")
 SECRETS = (".config/cocoplus",)
-PROJECT_SECRETS = (".cocoplus/server-token",)  # the page's and the REST API's token: the operator's authority
+# The page's and the REST API's token (the operator's authority) is in `.cocoplus/secrets/`; `.cocoplus/server-token`
+# is where an earlier version kept it.
+PROJECT_SECRETS = (".cocoplus/secrets", ".cocoplus/server-token")
 
 WHY = "changes what runs"  # said beside every protected path a request would write
 

@@ -12,7 +12,9 @@ The mounts, in the order bubblewrap applies them (a later one covers an earlier 
    project and in the tree; the runtime's own settings in its state (`SANDBOX_READONLY`) and its credential files
    (`SANDBOX_CREDENTIALS`);
 5. hidden: the secrets (`SECRETS`: `~/.ssh`, `~/.aws`, `~/.config/gcloud`, this user's cocoplus keys, ...),
-   every other runtime's credential files and the project's server token (where it exists when the worker starts);
+   every other runtime's credential files and the project's `.cocoplus/secrets/` (made before the sandbox: a
+   directory stays hidden whatever is written in it later, while a file hidden by a mount over it shows again once
+   it is renamed over outside);
 6. the marker, read-only: `MARKER`, which makes every `cocoplus` command inside a worker (ops/authority.py);
 7. where its network is limited (network.py), the proxy's socket at `PROXY`, in a network namespace of its own.
 
@@ -29,7 +31,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from cocoplus.core import userfiles
+from cocoplus.core import fsio, userfiles
 from cocoplus.hook import channel
 from cocoplus.rules import protected
 from cocoplus.runtimes import registry as runtimes
@@ -107,8 +109,10 @@ def prepare(
     tree: str, project: str, runtime: str | None = None, home: str = "", environ: dict[str, str] | None = None
 ) -> None:
     """Make the protected directories that do not exist yet in the project and the tree (empty), so that each is
-    mounted read-only rather than left for the worker to create; and the runtime's state directories, so that
-    they are mounted writable."""
+    mounted read-only rather than left for the worker to create; the project's `.cocoplus/secrets/`, so that it is
+    hidden whole from the start (a server started later writes its token there); and the runtime's state
+    directories, so that they are mounted writable."""
+    fsio.ensure_dir(os.path.join(project, protected.PROJECT_SECRETS[0]))
     if runtime is not None:
         entries = tuple(e for e in runtimes.get(runtime).SANDBOX_STATE if not e[2])
         env = dict(os.environ if environ is None else environ)
@@ -199,8 +203,8 @@ def arguments(
         for p in _resolve(runtimes.get(name).SANDBOX_CREDENTIALS, h, environ)
         if p not in mine["credentials"]
     ]
-    # The project's own secrets too (the page's and the REST API's token: the operator's authority), where they
-    # exist when the worker starts.
+    # The project's own secrets too (the page's and the REST API's token: the operator's authority): its
+    # `.cocoplus/secrets/` (`prepare` made it) and an earlier version's token file, where it is.
     project_secrets = [os.path.join(project, s) for s in protected.PROJECT_SECRETS]
     for path in [*(os.path.join(h, s) for h in homes for s in SECRETS), *others, *project_secrets]:
         if os.path.isdir(path) and not os.path.islink(path):

@@ -134,7 +134,8 @@ def create_app(
             "Supervision, agent sessions, operator controls and the master-agent conversation of one project, "
             "over the same files the `cocoplus` CLI uses. Loopback unless `cocoplus serve --public URL`; every request "
             "that changes state needs `Authorization: Bearer <token>` (printed by `cocoplus serve`, stored in "
-            ".cocoplus/server-token); the inbox's routes also take a paired device's cookie (`cocoplus inbox pair`)."
+            ".cocoplus/secrets/server-token); the inbox's routes also take a paired device's cookie "
+            "(`cocoplus inbox pair`)."
         ),
         docs_url=None,
         redoc_url=None,

@@ -39,7 +39,7 @@ from cocoplus.core.paths import Layout
 from cocoplus.watching import Watch
 
 TOPICS = ("session", "sessions", "supervision", "round", "ledger")
-IGNORED_DIRS = ("locks", "logs", "worktrees")
+IGNORED_DIRS = ("locks", "logs", "worktrees", "secrets")
 IGNORED_FILES = frozenset(
     {"server-token", "supervision/cursor.json", "chat/worker.json", "supervision/supervisor.json"}
 )

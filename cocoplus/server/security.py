@@ -1,7 +1,8 @@
 """Safety of the server: the token, paired devices, Host/Origin checks, and the CSRF rules.
 
 * **Token.** `new_token()` writes a fresh `secrets.token_urlsafe(32)` to
-  `.cocoplus/server-token` (mode 0600, atomic) each time the server starts.
+  `.cocoplus/secrets/server-token` (mode 0600, atomic, in a 0700 directory
+  that a worker's sandbox hides whole) each time the server starts.
   Every request that changes state (any method but GET, HEAD, OPTIONS) must
   carry `Authorization: Bearer <token>`; it is compared with
   `hmac.compare_digest`.  Reads of the fleet (`/api/v1/fleet`) need it too:
@@ -49,6 +50,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from cocoplus.core import fsio
+from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.inbox import devices, site
 
@@ -77,10 +79,21 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def new_token(layout: Layout) -> str:
-    """Create the token for this server run and store it in `.cocoplus/server-token` (0600)."""
+    """Create the token for this server run and store it in `.cocoplus/secrets/server-token` (0600); a token an
+    earlier version left at `.cocoplus/server-token` is removed."""
     token = secrets.token_urlsafe(32)
+    fsio.ensure_dir(layout.secrets_dir)
+    os.chmod(layout.secrets_dir, 0o700)
     fsio.atomic_write_bytes(layout.server_token, (token + "\n").encode("ascii"), mode=0o600)
     os.chmod(layout.server_token, 0o600)
+    try:
+        os.unlink(layout.legacy_server_token)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise CocoplusError(
+            f"{layout.legacy_server_token}: cannot remove an earlier server's token ({exc.strerror})"
+        ) from None
     return token
 
 
@@ -196,7 +209,7 @@ class Guard:
             return (
                 401,
                 "a valid token is required: send `Authorization: Bearer <token>` (the token is in "
-                f".cocoplus/server-token){paired}",
+                f".cocoplus/secrets/server-token){paired}",
                 [(b"www-authenticate", b'Bearer realm="cocoplus"')],
             )
         if cred["kind"] == "device" and method not in SAFE_METHODS and not headers.get("origin"):

@@ -332,6 +332,9 @@ def sandboxed(
     except OSError as exc:
         end_channels()
         raise CocoplusError(f"the sandbox {profile!r}: cannot make its read-only directories ({exc})") from None
+    except CocoplusError as exc:
+        end_channels()
+        raise CocoplusError(f"the sandbox {profile!r}: {exc}") from None
     keep = program_dirs(cmd[0])
     if profile == sandbox_profiles.SRT:  # srt holds the network itself: the allow list's hosts are given to it
         hosts = tuple(rec["network"]) if isinstance(rec.get("network"), list) else ()

@@ -127,10 +127,10 @@ def test_the_names_spelled_outside_layout_are_layouts(tmp_path):
     assert lay.root + entry.MARKER == lay.marker
     assert lay.root + entry.SESSION_STOPS == lay.session_stops_dir
     assert lay.root + entry.LOGS_DIR == lay.logs_dir
-    owned = (lay.server_token, lay.supervisor_cursor, lay.chat_worker_pid, lay.supervisor_pid)
+    owned = (lay.legacy_server_token, lay.supervisor_cursor, lay.chat_worker_pid, lay.supervisor_pid)
     assert events.IGNORED_FILES == {os.path.relpath(p, lay.root) for p in owned}
     assert set(events.IGNORED_DIRS) == {
-        os.path.relpath(p, lay.root) for p in (lay.locks_dir, lay.logs_dir, lay.worktrees_dir)
+        os.path.relpath(p, lay.root) for p in (lay.locks_dir, lay.logs_dir, lay.worktrees_dir, lay.secrets_dir)
     }
     # The worktree marker, spelled by the hook's fast path and core/worktreemark.py (both before `os`).
     from cocoplus import watching

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import stat
 import sys
 import threading
 import time
@@ -489,6 +490,7 @@ WRITERS = {
     "task_record": (_task, "file"),
     "chat_worker_pid": (_chat_worker, "file"),
     "server_token": (_token, "file"),
+    "secrets_dir": (_token, "dir"),
     "locks_dir": (_lock, "dir"),
     "lock": (_lock, "file"),
     "kill_switch_lock": (lambda lay: killswitch.stop(lay, "ann", "test"), "file"),
@@ -548,6 +550,8 @@ NOT_WRITTEN_HERE = {
     "worker_channel": "a Unix socket the runner binds (sandbox/channel.py `listen` unlinks what is at its name, and a "
     "bind makes a new socket, never following a link)",
     "worker_proxy": "a Unix socket the runner binds, as worker_channel (the same `listen`)",
+    "legacy_server_token": "where an earlier version kept the server's token: only removed (unlinking a link "
+    "removes the link), never written (test_an_earlier_versions_server_token_is_removed)",
 }
 
 
@@ -756,3 +760,18 @@ def test_a_state_directory_writable_by_everyone_is_refused(tmp_path):
     os.chmod(proj / ".cocoplus", 0o777)
     with pytest.raises(CocoplusError, match="writable by every user"):
         discover(str(proj))
+
+
+def test_an_earlier_versions_server_token_is_removed(project):
+    """A server starting removes the token an earlier version left where a sandbox hides it only while it stays
+    the same file; a link there is removed, not followed."""
+    from cocoplus.server import security
+
+    elsewhere = os.path.join(os.path.dirname(project.root), "elsewhere-token")
+    with open(elsewhere, "w") as fh:
+        fh.write("keep\n")
+    os.symlink(elsewhere, project.legacy_server_token)
+    token = security.new_token(project)
+    assert not os.path.lexists(project.legacy_server_token)
+    assert open(elsewhere).read() == "keep\n" and security.read_token(project) == token
+    assert stat.S_IMODE(os.stat(project.secrets_dir).st_mode) == 0o700

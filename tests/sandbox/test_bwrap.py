@@ -14,6 +14,7 @@ from pathlib import Path
 from cocoplus.core import userfiles
 from cocoplus.sandbox import bwrap
 from tests.support.sandbox import require_sandbox
+from tests.support.waiting import wait_until
 
 
 def make_project(tmp_path: Path) -> tuple[Path, Path]:
@@ -43,11 +44,11 @@ def run_inside(runtime: str, project: Path, home: Path, script: str, env: dict[s
     os.write(write_end, bwrap.marker_text("w1", str(project), "workspace"))
     os.close(write_end)
     environ = dict(os.environ if env is None else env)
+    bwrap.prepare(str(project), str(project))  # before the arguments, as the runner does: what it makes is mounted
     args = bwrap.arguments(
         found["bwrap"], runtime=runtime, tree=str(project), cwd=str(project), project=str(project), home=str(home),
         environ=environ, marker_fd=read_end,
     )  # fmt: skip
-    bwrap.prepare(str(project), str(project))
     try:
         r = subprocess.run(
             [*args, "sh", "-c", script], env=bwrap.environment(runtime, environ), pass_fds=(read_end,),
@@ -101,10 +102,57 @@ def test_the_projects_server_token_is_hidden(tmp_path: Path) -> None:
     """The page's and the REST API's token is the operator's authority: a worker that read it could answer its own
     requests through the server."""
     project, home = make_project(tmp_path)
-    (project / ".cocoplus" / "server-token").write_text("operator-token-value\n")
+    (project / ".cocoplus" / "secrets").mkdir(mode=0o700)
+    (project / ".cocoplus" / "secrets" / "server-token").write_text("operator-token-value\n")
+    (project / ".cocoplus" / "server-token").write_text("an-earlier-versions-token\n")
     (project / ".cocoplus" / "shown.txt").write_text("the rest of .cocoplus stays readable\n")
-    out = run_inside("claude", project, home, "cat .cocoplus/server-token; echo; cat .cocoplus/shown.txt")
-    assert "operator-token-value" not in out and "stays readable" in out, out
+    out = run_inside(
+        "claude", project, home,
+        "cat .cocoplus/secrets/server-token; echo \"LS:$(ls -A .cocoplus/secrets)\"; cat .cocoplus/server-token; echo; "
+        "cat .cocoplus/shown.txt",
+    )  # fmt: skip
+    assert "operator-token-value" not in out and "LS:" in out.splitlines(), out
+    assert "an-earlier-versions-token" not in out and "stays readable" in out, out
+
+
+def test_a_server_started_after_the_worker_writes_a_token_the_worker_cannot_read(tmp_path: Path) -> None:
+    """A mount over a file shows the file again, inside, once it is replaced by a rename outside (as every atomic
+    write replaces it): the token's directory is what is hidden, made before the sandbox starts, so a server started
+    (or restarted) while the worker runs writes a token the worker never sees."""
+    from cocoplus.core.paths import Layout
+    from cocoplus.server import security
+
+    project, home = make_project(tmp_path)
+    layout = Layout(str(project / ".cocoplus"))
+    security.new_token(layout)  # a server that ran before the worker started
+    found = require_sandbox()
+    read_end, write_end = os.pipe()
+    os.write(write_end, bwrap.marker_text("w1", str(project), "workspace"))
+    os.close(write_end)
+    bwrap.prepare(str(project), str(project))
+    args = bwrap.arguments(
+        found["bwrap"], runtime="claude", tree=str(project), cwd=str(project), project=str(project), home=str(home),
+        environ=dict(os.environ), marker_fd=read_end,
+    )  # fmt: skip
+    script = (
+        "touch started; while [ ! -e go ]; do sleep 0.05; done; "
+        'cat .cocoplus/secrets/server-token; echo "LS:$(ls -A .cocoplus/secrets)"; cat .cocoplus/server-token; '
+        "echo DONE"
+    )
+    worker = subprocess.Popen(
+        [*args, "sh", "-c", script], env=bwrap.environment("claude", dict(os.environ)), pass_fds=(read_end,),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    os.close(read_end)
+    try:
+        wait_until(lambda: (project / "started").exists())
+        token = security.new_token(layout)  # a server started while the worker runs
+        (project / "go").touch()
+        out, _ = worker.communicate(timeout=60)
+    finally:
+        worker.kill()
+    assert security.read_token(layout) == token
+    assert "DONE" in out and token not in out and "LS:" in out.splitlines(), out
 
 
 def test_other_runtimes_keys_the_capability_and_the_ssh_agent_never_reach_it(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from cocoplus.server.cache import Cache
 
 # Documents the bearer token in the OpenAPI description; the Guard middleware enforces it.
 bearer = HTTPBearer(
-    auto_error=False, description="The token printed by `cocoplus serve` (also in .cocoplus/server-token)."
+    auto_error=False, description="The token printed by `cocoplus serve` (also in .cocoplus/secrets/server-token)."
 )
 WRITE: dict[str, Any] = {"dependencies": [Depends(bearer)]}
 
