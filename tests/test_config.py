@@ -81,6 +81,7 @@ EXPECTED_DEFAULTS = {
     "workers.sandbox": "none",
     "sandbox.network": ["all"],
     "sandbox.network_wait_s": 300.0,
+    "sandbox.write_wait_s": 600.0,
     "inbox.channels": [],
     "inbox.ntfy_server": "https://ntfy.sh",
     "inbox.ntfy_topic": "",

@@ -557,6 +557,16 @@ KEYS: tuple[Key, ...] = (
         minimum=1.0,
         maximum=DAY,
     ),
+    Key(
+        "sandbox",
+        "write_wait_s",
+        "float",
+        600.0,
+        "how long a decision about a write a sandboxed worker's sandbox refused waits for an answer (approved: the "
+        "path is writable in that worker's next sandbox); then it is denied (the default)",
+        minimum=1.0,
+        maximum=DAY,
+    ),
     # [inbox]: the phone channels of the decision inbox (`cocoplus inbox run`).  Where pushes carrying one-tap
     # answers go is this user's alone: these keys are read from the user's own file only (user_only), never from a
     # project's cocoplus.toml, trusted or not, and never from the environment.

@@ -178,6 +178,11 @@ class Layout:
         into the worker's sandbox, through which its hooks write (cocoplus/sandbox/channel.py)."""
         return os.path.join(self.worker_dir(worker_id), "channel.sock")
 
+    def worker_write_grants(self, worker_id: str) -> str:
+        """What a sandboxed worker's next sandbox makes writable: the paths the operator approved after its sandbox
+        refused a write, each sealed (cocoplus/sandbox/writes.py)."""
+        return os.path.join(self.worker_dir(worker_id), "write-grants.json")
+
     def worker_proxy(self, worker_id: str) -> str:
         """The network proxy of a sandboxed worker whose network is limited (`[sandbox] network`): a Unix socket its
         runner's proxy process serves, mounted into the worker's sandbox, through which alone it reaches other hosts

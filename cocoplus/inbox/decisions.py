@@ -53,6 +53,7 @@ _PERMISSION_STATES = {"pending": "open", "allowed": "resolved", "denied": "resol
 
 Decision = dict[str, Any]
 NETWORK = "Network"  # the tool a sandboxed worker's held connection names (sandbox/netproxy.py)
+SANDBOX_WRITE = "SandboxWrite"  # the tool a write a sandboxed worker's sandbox refused names (sandbox/writes.py)
 
 
 def _line(text: Any, limit: int = SUMMARY_MAX) -> str:
@@ -85,6 +86,13 @@ def _permissions(layout: Layout) -> list[Decision]:
         )
         if host:  # a host its sandbox's proxy held (sandbox/netproxy.py)
             summary = f"allow {host} for {r.get('alias') or r.get('worker') or 'a worker'}?"
+        written = (
+            (r.get("call") or {}).get("path")
+            if r.get("tool") == SANDBOX_WRITE and isinstance(r.get("call"), dict)
+            else None
+        )
+        if written:  # a write its sandbox refused (sandbox/writes.py)
+            summary = f"allow writes to {written} for {r.get('alias') or r.get('worker') or 'a worker'}'s next run?"
         detail = "\n".join(
             x for x in (
                 f"asks for: {what}", f"why it asks: {r['why']}" if r.get("why") else "",

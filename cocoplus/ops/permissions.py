@@ -21,6 +21,7 @@ from cocoplus.rules import engine, protected
 from cocoplus.session import permissions, registry
 
 NETWORK = "Network"  # a host a sandboxed worker's proxy held (sandbox/netproxy.py): allowed for its run only
+SANDBOX_WRITE = "SandboxWrite"  # a write a sandboxed worker's sandbox refused (sandbox/writes.py): its next sandbox
 
 if TYPE_CHECKING:
     from cocoplus.core.shapes import PermissionRequest
@@ -75,6 +76,11 @@ def approve(
         raise UsageError(
             f"approve --always {req['id']}: a host its sandbox's proxy held is allowed for this run only; to allow it "
             "for every worker, add it to [sandbox] network"
+        )
+    if always and req.get("tool") == SANDBOX_WRITE:
+        raise UsageError(
+            f"approve --always {req['id']}: a write its sandbox refused is granted to that worker's next sandboxes "
+            "only; approve it without --always"
         )
     if touched and always:
         raise UsageError(

@@ -230,11 +230,16 @@ def _rounds(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
 def _decisions(layout: Layout, rd: Reading) -> Iterator[dict[str, Any]]:
     for r in _records(layout.permission_log, rd):
         what = r.get("call") or r.get("input") or r.get("tool") or "a tool call"
-        text = f"permission {r.get('decision') or r.get('state') or 'decided'}: {what}"
+        # The hook's own decisions say `decision`; an answer, a grant or a write not asked about (sandbox/writes.py)
+        # `behavior`; a held request `state`.
+        outcome = r.get("decision") or r.get("behavior") or r.get("state")
+        text = f"permission {outcome or 'decided'}: {what}"
         if r.get("principal"):
             text += f" (by {r['principal']})"
+        if r.get("reason") and outcome in ("not asked", "granted", "not granted"):
+            text += f": {r['reason']}"
         yield _event(
-            "decisions", r.get("ts"), "permission", f"{r.get('request')}:{r.get('decision') or r.get('state')}",
+            "decisions", r.get("ts"), "permission", f"{r.get('request') or r.get('ts')}:{outcome}:{what}",
             text, r, session=r.get("session"), alias=r.get("alias"), worker=r.get("worker"),
         )  # fmt: skip
 

@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
 PATTERN_FIELD = {
     "Bash": "command", "Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path", "Read": "file_path",
     "NotebookEdit": "notebook_path", "NotebookRead": "notebook_path", "Glob": "pattern", "Grep": "pattern",
-    "WebFetch": "url", "WebSearch": "query", "Network": "host",
+    "WebFetch": "url", "WebSearch": "query", "Network": "host", "SandboxWrite": "path",
 }  # fmt: skip
 WRITE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 READ_TOOLS = ("Read", "NotebookRead", "Glob", "Grep")

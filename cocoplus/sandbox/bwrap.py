@@ -6,7 +6,8 @@ The mounts, in the order bubblewrap applies them (a later one covers an earlier 
 2. what 1 covered again, read-only, where it lies under /dev or /tmp (a home or a project there);
 3. writable: the worker's tree (its git worktree, or the project), the main repository's `.git/objects`, `refs`,
    `logs` and `.git/worktrees/<name>` (a worktree's commits write there), and the runtime's state
-   (`SANDBOX_STATE` of its adapter: Claude Code's `~/.claude` and `~/.claude.json`, `CODEX_HOME`);
+   (`SANDBOX_STATE` of its adapter: Claude Code's `~/.claude` and `~/.claude.json`, `CODEX_HOME`), and what the
+   operator approved after an earlier sandbox of this worker refused a write (writes.py: sealed grants);
 4. read-only over them, in this order: `.cocoplus/`, every runtime's settings and hook files, `.mcp.json`,
    `cocoplus.toml`, `.git/config` and `.git/hooks` (rules/protected.py: the files that decide what runs), in the
    project and in the tree; the runtime's own settings in its state (`SANDBOX_READONLY`) and its credential files
@@ -157,11 +158,14 @@ def arguments(
     channel_socket: str | None = None,
     keep: tuple[str, ...] = (),
     proxy_socket: str | None = None,
+    granted: tuple[str, ...] = (),
 ) -> list[str]:
     """The bubblewrap command line (ending in `--`) that holds a worker of `runtime` working in `tree` (its
     worktree or the project) to the `workspace` profile; `keep`: further paths (the runtime's program, this
     interpreter) to mount read-only again where /dev or /tmp would hide them; `proxy_socket`: its network is
-    limited (a network namespace of its own, that socket, mounted at PROXY, its only way out: `network_command`)."""
+    limited (a network namespace of its own, that socket, mounted at PROXY, its only way out: `network_command`);
+    `granted`: paths the operator approved after an earlier sandbox of this worker refused a write (writes.py),
+    writable before the protected paths and the secrets are mounted over everything."""
     adapter = runtimes.get(runtime)
     # The home the password database names (`home`) and the one the runtime is given ($HOME), where they differ:
     # the runtime's files are under the latter, secrets under either.
@@ -176,7 +180,7 @@ def arguments(
         if path and path not in seen and any(_under(path, t) for t in hidden_tops) and os.path.exists(path):
             seen.add(path)
             args += ["--ro-bind", path, path]
-    writable = [tree, *git_writable(tree), *mine["state"]]
+    writable = [tree, *git_writable(tree), *mine["state"], *granted]
     for path in writable:
         if os.path.exists(path):
             args += ["--bind", path, path]

@@ -23,10 +23,13 @@ import signal
 import socket
 import sys
 
+from cocoplus.core import clock, fsio
+from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.hook import channel as wire
 from cocoplus.hook import entry, mcprelay, runner
 from cocoplus.runtimes import registry
+from cocoplus.sandbox import writes
 
 PRELOADED = (runner,)  # what a hook imports, imported once here: every forked child starts with it
 ACCEPT_POLL_S = 1.0  # how often it looks whether its runner is still there
@@ -84,6 +87,7 @@ class Channel:
         self.session: str | None = None
         self.listener: socket.socket | None = None
         self.relays: set[int] = set()  # the processes serving MCP relays
+        self.started = clock.iso()  # this run's channel: a refused write is asked about once in it (writes.py)
 
     def prepare(self, frame: bytes) -> tuple[list[str], dict[str, str], str, bytes] | str:
         """The hook call a request asks for, made this worker's; or why it is refused."""
@@ -135,8 +139,44 @@ class Channel:
             code = 1
             try:
                 code = child(conn, *prepared, self.layout.project)
+                self.after(prepared[0], prepared[3])
             finally:
                 os._exit(code)
+
+    def after(self, argv: list[str], stdin: bytes) -> None:
+        """In the forked child, once the hook is answered: a post-tool call whose result says its sandbox refused a
+        write becomes a decision, waited for here until its answer, its deadline or the run's end (writes.py)."""
+        event, runtime, *_ = entry.parse_argv(argv)
+        if not event or runtime is None or not registry.known(runtime):
+            return
+        if registry.kind(registry.get(runtime), event) not in ("post_tool", "post_tool_failure"):
+            return
+        if not writes.READ_ONLY.search(stdin.decode("utf-8", "replace")):
+            return
+        try:
+            payload = json.loads(stdin)
+        except ValueError:
+            return
+        if not isinstance(payload, dict):
+            return
+        if self.listener is not None:
+            self.listener.close()  # a hook finds the channel gone when it is, not this process
+        channel_pid = os.getppid()
+
+        def ended() -> str | None:
+            return None if os.getppid() == channel_pid else f"worker {self.wid}'s run ended"
+
+        rec = fsio.read_json(self.layout.worker_record(self.wid))
+        rec = rec if isinstance(rec, dict) else {}
+        tree = (rec.get("worktree") or {}).get("path") if isinstance(rec.get("worktree"), dict) else None
+        try:
+            writes.follow(
+                self.layout, self.wid, payload, tree=tree or self.layout.project, runtime=runtime,
+                session={"id": rec.get("session"), "alias": self.alias or rec.get("alias")}, since=self.started,
+                ended=ended,
+            )  # fmt: skip
+        except CocoplusError as exc:
+            sys.stderr.write(f"cocoplus: a refused write of worker {self.wid} could not be asked about: {exc}\n")
 
     def relay(self, conn: socket.socket) -> None:
         """Fork a process for one MCP relay's connection (sandbox/mcpbridge.py), at most MAX_RELAYS at once."""

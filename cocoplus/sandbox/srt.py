@@ -109,9 +109,11 @@ def settings(
     home: str,
     environ: dict[str, str],
     hosts: tuple[str, ...] = (),
+    granted: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """srt's settings for a worker of `runtime` in `tree`: the `workspace` policy (bwrap.py) in srt's terms;
-    `hosts`: further destinations allowed besides the model endpoint."""
+    `hosts`: further destinations allowed besides the model endpoint; `granted`: paths the operator approved after
+    an earlier sandbox of this worker refused a write (sandbox/writes.py)."""
     adapter = runtimes.get(runtime)
     homes = list(dict.fromkeys(h for h in (home, environ.get("HOME")) if h))
     state = bwrap._resolve(adapter.SANDBOX_STATE, homes[-1], environ)
@@ -119,7 +121,7 @@ def settings(
         *bwrap._resolve(adapter.SANDBOX_READONLY, homes[-1], environ),
         *bwrap._resolve(adapter.SANDBOX_CREDENTIALS, homes[-1], environ),
     ]
-    writable = [tree, *bwrap.git_writable(tree), *(p for p in state if os.path.exists(p)), "/tmp"]
+    writable = [tree, *bwrap.git_writable(tree), *(p for p in state if os.path.exists(p)), "/tmp", *granted]
     readonly = [*bwrap.protected_paths(tree), *bwrap.protected_paths(project), *mine]
     # A worktree in the project's .cocoplus/worktrees stays writable: no deny covers the tree itself (the rest of
     # the project is not writable anyway, and srt's deny would win over the allow).

@@ -55,6 +55,7 @@ from cocoplus.sandbox import channel as sandbox_channel
 from cocoplus.sandbox import probe as sandbox_probe
 from cocoplus.sandbox import profiles as sandbox_profiles
 from cocoplus.sandbox import srt as sandbox_srt
+from cocoplus.sandbox import writes as sandbox_writes
 from cocoplus.session import agents, killswitch, procinfo
 from cocoplus.supervision import leftovers, workers, worktrees
 
@@ -336,9 +337,13 @@ def sandboxed(
         end_channels()
         raise CocoplusError(f"the sandbox {profile!r}: {exc}") from None
     keep = program_dirs(cmd[0])
+    homes = list(dict.fromkeys(h for h in (userfiles.home(), os.environ.get("HOME")) if h))
+    granted = tuple(sandbox_writes.granted(layout, wid, tree, homes, say))
+    for path in granted:
+        say(f"writable in its sandbox, as approved after an earlier one refused a write: {path}")
     if profile == sandbox_profiles.SRT:  # srt holds the network itself: the allow list's hosts are given to it
         hosts = tuple(rec["network"]) if isinstance(rec.get("network"), list) else ()
-        return srt_held(layout, wid, found, runtime, tree, cwd, cmd, sock, keep, hosts)
+        return srt_held(layout, wid, found, runtime, tree, cwd, cmd, sock, keep, hosts, granted)
     proxy = None
     if network.limited(rec.get("network")):
         try:
@@ -350,6 +355,7 @@ def sandboxed(
     args = bwrap.arguments(
         found["bwrap"], runtime=runtime, tree=tree, cwd=cwd, project=layout.project, home=userfiles.home(),
         environ=dict(os.environ), marker_fd=read_end, channel_socket=sock, keep=keep, proxy_socket=proxy,
+        granted=granted,
     )  # fmt: skip
     inside = bwrap.network_command(rec.get("network"), runtime, dict(os.environ), cmd)
     return [*args, *inside], bwrap.environment(runtime, dict(os.environ)), (read_end,)
@@ -381,6 +387,7 @@ def srt_held(
     sock: str,
     keep: tuple[str, ...],
     hosts: tuple[str, ...] = (),
+    granted: tuple[str, ...] = (),
 ) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
     """`cmd` under the `srt` profile (cocoplus/sandbox/srt.py): the outer layer and srt, their environment, and
     the descriptors the marker and srt's settings are read from; `hosts`: the worker's network allow list."""
@@ -390,7 +397,7 @@ def srt_held(
         end_channels()
         raise CocoplusError(f"the sandbox 'srt' cannot be applied here: {why}")
     policy = sandbox_srt.settings(
-        runtime=runtime, tree=tree, project=layout.project, home=home, environ=env, hosts=hosts
+        runtime=runtime, tree=tree, project=layout.project, home=home, environ=env, hosts=hosts, granted=granted
     )
     read_end = _pipe_with(bwrap.marker_text(wid, layout.project, sandbox_profiles.SRT))
     settings_end = _pipe_with(sandbox_srt.settings_text(policy))

@@ -227,6 +227,12 @@ def _token(layout):
     security.new_token(layout)
 
 
+def _write_grant(layout):
+    from cocoplus.sandbox import writes
+
+    writes.grant(layout, "w1", "/nonexistent/cache", "p_1", "operator")
+
+
 def _lock(layout):
     with Lock(layout.lock("test")):
         pass
@@ -491,6 +497,7 @@ WRITERS = {
     "chat_worker_pid": (_chat_worker, "file"),
     "server_token": (_token, "file"),
     "secrets_dir": (_token, "dir"),
+    "worker_write_grants": (_write_grant, "file"),
     "locks_dir": (_lock, "dir"),
     "lock": (_lock, "file"),
     "kill_switch_lock": (lambda lay: killswitch.stop(lay, "ann", "test"), "file"),
@@ -576,6 +583,7 @@ def _path_of(layout: Layout, name: str) -> str | None:
                 "worker_worktree_key",
                 "worker_calls",
                 "worker_stop",
+                "worker_write_grants",
             )
         },
         "worktree": ("w1",),
