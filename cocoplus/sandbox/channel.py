@@ -22,6 +22,7 @@ import os
 import signal
 import socket
 import sys
+from typing import Any
 
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError
@@ -30,6 +31,7 @@ from cocoplus.hook import channel as wire
 from cocoplus.hook import entry, mcprelay, runner
 from cocoplus.runtimes import registry
 from cocoplus.sandbox import writes
+from cocoplus.session import procinfo
 
 PRELOADED = (runner,)  # what a hook imports, imported once here: every forked child starts with it
 ACCEPT_POLL_S = 1.0  # how often it looks whether its runner is still there
@@ -138,10 +140,25 @@ class Channel:
         if pid == 0:
             code = 1
             try:
+                procinfo.RUNTIME = self.runtime()  # not among this process's ancestors: its record says what it is
                 code = child(conn, *prepared, self.layout.project)
                 self.after(prepared[0], prepared[3])
             finally:
                 os._exit(code)
+
+    def runtime(self) -> dict[str, Any]:
+        """The worker's runtime process as its record gives it: the sandbox's process on this machine (the runner
+        records it when it starts the run) and the command the sandbox runs (what a resume runs again)."""
+        try:
+            rec = fsio.read_json(self.layout.worker_record(self.wid))
+        except CocoplusError:
+            rec = None
+        rec = rec if isinstance(rec, dict) else {}
+        cmd = rec.get("command")
+        argv = list(cmd) if isinstance(cmd, list) and cmd and all(isinstance(a, str) for a in cmd) else None
+        pid, ticks = rec.get("pid"), rec.get("start_ticks")
+        return {"pid": pid if isinstance(pid, int) else None, "start_ticks": ticks if isinstance(ticks, int) else None,
+                "argv": argv}  # fmt: skip
 
     def after(self, argv: list[str], stdin: bytes) -> None:
         """In the forked child, once the hook is answered: a post-tool call whose result says its sandbox refused a

@@ -63,9 +63,18 @@ def argv_of(pid: int) -> list[str] | None:
     return [a.decode("utf-8", "surrogateescape") for a in raw.rstrip(b"\0").split(b"\0")]
 
 
+# A sandboxed worker's hook runs outside its sandbox, in a process its control channel forks (sandbox/channel.py),
+# whose ancestors are the channel and the runner, not the runtime: there the channel sets what its worker's record
+# says runs the runtime (`{"pid", "start_ticks", "argv"}`: the sandbox's process on this machine, and the command
+# it runs), and that is the runtime's process.
+RUNTIME: "dict[str, Any] | None" = None
+
+
 def runtime_process(start: int | None = None) -> dict[str, Any]:
     """`{"pid", "start_ticks", "argv", "host", "pidns"}` of the nearest non-shell ancestor, starting at `start`
-    (default: the parent)."""
+    (default: the parent; in a sandboxed worker's channel, `RUNTIME`)."""
+    if start is None and RUNTIME is not None:
+        return {**RUNTIME, **here()}
     pid = os.getppid() if start is None else start
     for _ in range(8):
         fields = _stat_fields(pid)

@@ -125,3 +125,48 @@ def test_its_hooks_still_stop_it_through_the_channel_and_the_model_is_told(proj:
     assert result.get("terminal_reason") == "hook_stopped", result
     assert [d["tool_name"] for d in result.get("permission_denials", [])] == ["Bash"], result
     assert w["state"] == "exited"
+
+
+def test_a_write_its_sandbox_refused_is_a_decision_and_approved_its_next_run_writes(proj: Project) -> None:
+    """The real Claude Code's PostToolUseFailure for a write to ~/cache (read-only in its sandbox) reaches the
+    channel, which opens a decision; approved through the inbox, the grant is sealed; this run still cannot write
+    there, and its next run (a dispatch that resumes its session) can."""
+    from cocoplus.sandbox import writes
+    from cocoplus.session import permissions
+
+    p = proj
+    layout = Layout(str(p.root))
+    cache = p.home / "cache"
+    cache.mkdir()
+    write = f"echo x > {cache}/pkg.tgz && echo WROTE-CACHE"
+    script = [tool("Bash", command=write), text("the cache is read-only"), tool("Bash", command=write), text("done")]
+    with HeldStub(script, hold=(2,)) as stub:
+        env = launched_env(p, stub)
+        cocoplus(p.project, "launch", "claude", "Fill the cache.", "--sandbox", "workspace", "--allow", "Bash",
+                 "--alias", "cacher", env=env)  # fmt: skip
+        assert stub.arrived[2].wait(120), "the failed write's result never reached the model"
+        (req,) = wait_until(
+            lambda: [r for r in permissions.requests(layout, state=None) if r.get("tool") == writes.TOOL], timeout=60
+        )
+        assert req["state"] == "pending" and req["call"] == {"path": str(cache), "refused": f"{cache}/pkg.tgz"}, req
+        assert cocoplus(p.project, "decide", req["id"], "approve", env=env).returncode == 0
+        wait_until(lambda: (p.root / "workers" / "w1" / "write-grants.json").exists(), timeout=30)
+        stub.release(2)
+        ended = wait_until(
+            lambda: (
+                (x := worker_state(p, env))["state"] in ("exited", "failed") and x["session_state"] == "exited" and x
+            ),
+            timeout=120,
+        )
+        assert ended["state"] == "exited", ended
+        assert not (cache / "pkg.tgz").exists()  # this run's mounts did not change
+        first = tool_results(stub)
+        assert "Read-only file system" in first and "WROTE-CACHE" not in first, first
+        out = json.loads(cocoplus(p.project, "dispatch", "cacher", "Try again.", "--json", env=env).stdout)
+        assert out["route"] == "resume" and out["resume"]["worker"] == "w1", out
+        w = wait_until(lambda: (x := worker_state(p, env))["state"] in ("exited", "failed") and x, timeout=120)
+        results = tool_results(stub)
+    runner_log = (p.root / "workers" / "w1" / "runner.log").read_text()
+    assert w["state"] == "exited" and "WROTE-CACHE" in results, (results[-2000:], runner_log[-2000:])
+    assert (cache / "pkg.tgz").read_text() == "x\n"
+    assert f"as approved after an earlier one refused a write: {cache}" in runner_log

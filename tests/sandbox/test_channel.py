@@ -170,3 +170,23 @@ def test_a_cut_marker_names_no_project() -> None:
     """A marker cut short names nothing: the call goes out through the channel, which decides."""
     assert wire.marked_project('{"worker": "w1", "project": "/srv/a\\') is None
     assert wire.marked_project('{"worker": "w1"}') is None
+
+
+def test_a_session_started_through_the_channel_records_the_workers_runtime_not_the_channel(served: Layout) -> None:
+    """The hook runs in a process the channel forked: its ancestors are the channel and the runner, so the session's
+    runtime process (what `dispatch` resumes, what a hold watches) is the one the worker's record names."""
+    from cocoplus.core import fsio
+
+    program = Path(served.project) / "bin" / "claude"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    command = [str(program), "-p", "the task", "--output-format", "stream-json", "--verbose"]
+    fsio.atomic_write_json(served.worker_record("w1"), {"id": "w1", "runtime": "claude", "state": "running",
+                                                        "command": command, "pid": os.getpid()})  # fmt: skip
+    payload = {"session_id": "s-started", "hook_event_name": "SessionStart", "source": "startup",
+               "cwd": served.project, "transcript_path": "/nonexistent"}  # fmt: skip
+    assert call(served, ["SessionStart", "--runtime", "claude", "--timeout", "10"], payload)[0] == 0
+    path = wait_until(lambda: next(iter(Path(served.sessions_dir).glob("cs_*.json")), None), timeout=30)
+    proc = json.loads(path.read_text())["process"]
+    assert proc["argv"] == command and proc["program"] == [str(program)] and proc["pid"] == os.getpid(), proc
