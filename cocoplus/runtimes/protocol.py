@@ -297,6 +297,11 @@ class Adapter(Protocol):
         {name: the file}. Codex's sandbox runs `codex-linux-sandbox` (its own binary by that name) through PATH
         where the system's bwrap has no --argv0 (docs/runtimes.md)."""
 
+    def granted_argv(self, paths: list[str]) -> list[str]:
+        """What its command gets added so that its own sandbox, running inside cocoplus's, lets it write `paths` as
+        well (the writes the operator approved after an earlier sandbox refused them: sandbox/writes.py); [] where
+        it runs no sandbox of its own there (docs/runtimes.md)."""
+
     def stream_entries(self, event: Mapping[str, Any]) -> list[dict[str, Any]] | None:
         """One JSON line of what its headless run prints, as transcript entries (`cocoplus.runtimes.streams` says
         their kinds); [] for a line with nothing to show, None where it is never run headless (every line is then

@@ -341,6 +341,7 @@ def sandboxed(
     granted = tuple(sandbox_writes.granted(layout, wid, tree, homes, say))
     for path in granted:
         say(f"writable in its sandbox, as approved after an earlier one refused a write: {path}")
+    cmd = [*cmd, *runtimes.get(runtime).granted_argv(list(granted))]  # its own sandbox, inside, lets it too
     if profile == sandbox_profiles.SRT:  # srt holds the network itself: the allow list's hosts are given to it
         hosts = tuple(rec["network"]) if isinstance(rec.get("network"), list) else ()
         return srt_held(layout, wid, found, runtime, tree, cwd, cmd, sock, keep, hosts, granted)

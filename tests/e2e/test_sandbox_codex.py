@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -75,3 +77,71 @@ def test_a_codex_worker_under_workspace_writes_its_tree_and_nothing_else(proj: P
         assert refused not in said, said
     assert SECRET not in said and "Read-only file system" in said, said
     assert (p.root / "LAYOUT").exists() and not (home / ".ssh" / "x").exists()
+
+
+class HeldResponses(ResponsesStub):
+    """Holds the answer to the agent-loop requests numbered in `hold` (from 1) until `release(n)`."""
+
+    def __init__(self, script: list[dict[str, Any]], hold: tuple[int, ...] = ()) -> None:
+        super().__init__(script)
+        self.arrived = {n: threading.Event() for n in hold}
+        self.gates = {n: threading.Event() for n in hold}
+
+    def next_turn(self, body: dict[str, Any]) -> dict[str, Any]:
+        step = super().next_turn(body)
+        n = len(self.loop_requests)
+        if n in self.gates:
+            self.arrived[n].set()
+            self.gates[n].wait(180)
+        return step
+
+    def release(self, n: int) -> None:
+        self.gates[n].set()
+
+    def stop(self) -> None:
+        for gate in self.gates.values():
+            gate.set()
+        super().stop()
+
+
+def test_a_write_both_sandboxes_refused_is_a_decision_and_approved_its_next_run_writes(proj: Project) -> None:
+    """The real Codex's PostToolUse for a write to ~/cache (read-only in cocoplus's sandbox and in Codex's own,
+    nested) opens a decision; approved, its resumed run (`codex exec resume`) writes there: the grant is mounted
+    writable and joins Codex's own writable roots.  Here the test's home lies under /dev/shm, which Codex's own
+    sandbox did not refuse in the resumed run even without that override (checked by taking it out), so what this
+    shows is cocoplus's grant; the override's command line has a test of its own (tests/sandbox/test_writes.py)."""
+    from cocoplus.sandbox import writes
+    from cocoplus.session import permissions
+
+    p = proj
+    layout = Layout(str(p.root))
+    cache = p.home / "cache"
+    cache.mkdir()
+    write = f"echo x > {cache}/pkg.tgz && echo WROTE-CACHE"
+    script = [tool("exec_command", cmd=write), text("the cache is read-only"), tool("exec_command", cmd=write),
+              text("done")]  # fmt: skip
+    with HeldResponses(script, hold=(2,)) as stub:
+        env = p.env(PATH=path_with("codex"), CODEX_HOME=str(codex_home(p, stub)), STUB_API_KEY="sk-test-local")
+        cli_json(p, env, "launch", "codex", "Fill the cache.", "--sandbox", "workspace", "--allow", "Bash",
+                 "--alias", "cacher")  # fmt: skip
+        assert stub.arrived[2].wait(180), "the failed write's result never reached the model"
+        (req,) = wait_until(
+            lambda: [r for r in permissions.requests(layout, state=None) if r.get("tool") == writes.TOOL], timeout=60
+        )
+        assert req["state"] == "pending" and req["call"] == {"path": str(cache), "refused": f"{cache}/pkg.tgz"}, req
+        cli_json(p, env, "decide", req["id"], "approve")
+        wait_until(lambda: (p.root / "workers" / "w1" / "write-grants.json").exists(), timeout=30)
+        stub.release(2)
+        w = wait_until(
+            lambda: (x := worker(p, env, "w1"))["state"] not in ("queued", "running") and x["session_state"] == "exited"
+            and x, timeout=180,
+        )  # fmt: skip
+        assert w["state"] == "exited" and not (cache / "pkg.tgz").exists(), w
+        out = cli_json(p, env, "dispatch", "cacher", "Try again.")
+        assert out["route"] == "resume" and out["resume"]["worker"] == "w1", out
+        w = wait_until(lambda: (x := worker(p, env, "w1"))["state"] not in ("queued", "running") and x, timeout=180)
+        said = outputs(stub)
+    runner_log = (p.root / "workers" / "w1" / "runner.log").read_text()
+    assert w["state"] == "exited" and "WROTE-CACHE" in said, (said[-2000:], runner_log[-2000:])
+    assert (cache / "pkg.tgz").read_text() == "x\n"
+    assert f"as approved after an earlier one refused a write: {cache}" in runner_log

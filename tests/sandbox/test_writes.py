@@ -236,3 +236,18 @@ def test_the_runner_makes_a_granted_path_writable_and_leaves_a_forged_one_out(
     said = capfd.readouterr().err
     assert f"writable in its sandbox, as approved after an earlier one refused a write: {cache}" in said, said
     assert f"the write grant of {other} is not used" in said, said
+
+
+def test_a_runtime_whose_own_sandbox_runs_inside_is_given_the_granted_paths_too() -> None:
+    """Codex's `-s workspace-write` (its own bubblewrap, nested) writes only its workspace and /tmp: the granted paths
+    join its writable roots, a config override `exec` and `exec resume` take; the others run no sandbox of their own
+    inside cocoplus's (docs/runtimes.md)."""
+    from cocoplus.runtimes import registry
+
+    got = registry.get("codex").granted_argv(["/home/u/cache", '/home/u/a "b"'])
+    assert got[0] == "-c" and got[1].startswith("sandbox_workspace_write.writable_roots=")
+    assert json.loads(got[1].split("=", 1)[1]) == ["/home/u/cache", '/home/u/a "b"']
+    assert registry.get("codex").granted_argv([]) == []
+    for name in registry.names():
+        if name != "codex":
+            assert registry.get(name).granted_argv(["/home/u/cache"]) == [], name

@@ -94,6 +94,10 @@ def helper_programs(program: str) -> "dict[str, str]":
     return {}
 
 
+def granted_argv(paths: "list[str]") -> "list[str]":
+    return []  # no sandbox of its own inside cocoplus's
+
+
 def permission_argv(allow: "list[str]", deny: "list[str]") -> "list[str]":
     return []
 

@@ -48,6 +48,7 @@ from cocoplus.runtimes.adapters._defaults import (  # what agy does not do: it i
     asks_for_write,
     controller_argv,
     controller_reply,
+    granted_argv,
     helper_programs,
     hooks_unreviewed,
     limit_of,

@@ -244,6 +244,14 @@ def helper_programs(program: str) -> "dict[str, str]":
     return {"codex-linux-sandbox": found[0]} if found else {}
 
 
+def granted_argv(paths: "list[str]") -> "list[str]":
+    """Its own sandbox (`-s workspace-write`, nested in cocoplus's) writes only its workspace and /tmp: the approved
+    paths join its writable roots (a config override, as `exec` and `exec resume` both take it)."""
+    import json  # deferred: only a run with approved writes
+
+    return ["-c", f"sandbox_workspace_write.writable_roots={json.dumps(paths)}"] if paths else []
+
+
 def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
     """`codex exec --json`, skipping Codex's review of the project's hooks: `launch` starts a worker only where
     those hooks are cocoplus' own, as `cocoplus install codex` wrote them (`hooks_unreviewed`)."""

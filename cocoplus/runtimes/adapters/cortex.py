@@ -40,6 +40,7 @@ from cocoplus.runtimes.adapters._defaults import (  # what Cortex Code does not 
     continue_cap,
     controller_argv,
     controller_reply,
+    granted_argv,
     helper_programs,
     hooks_unreviewed,
     launch_argv,

@@ -36,6 +36,7 @@ from cocoplus.runtimes.adapters._defaults import (  # what Cursor does not do: i
     controller_argv,
     controller_reply,
     deny_permission,
+    granted_argv,
     helper_programs,
     hooks_unreviewed,
     launch_argv,

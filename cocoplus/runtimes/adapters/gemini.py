@@ -231,6 +231,10 @@ def helper_programs(program: str) -> "dict[str, str]":
     return {}  # it needs none
 
 
+def granted_argv(paths: "list[str]") -> "list[str]":
+    return []  # its own sandbox is not turned on in a launched worker (docs/runtimes.md)
+
+
 def launch_argv(program: "list[str]", task: str, model: "str | None", effort: "str | None") -> "list[str] | None":
     if effort:
         raise ValueError("Gemini CLI has no reasoning-effort option: launch it without --effort")
