@@ -50,13 +50,14 @@ def run_in_srt(
     extra_env: dict[str, str] | None = None,
     hosts: tuple[str, ...] = (),
     program: tuple[str, ...] = ("sh", "-c"),
+    granted: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     """`script` run as a worker of `layout`'s project would be under `srt` (Claude Code's files)."""
     tree = tree or layout.project
     env = {**os.environ, "PATH": found["PATH"], "HOME": str(home), **(extra_env or {})}
     bwrap.prepare(tree, layout.project, "claude", str(home), env)
     policy = srt.settings(runtime="claude", tree=tree, project=layout.project, home=str(home), environ=env,
-                          hosts=hosts)  # fmt: skip
+                          hosts=hosts, granted=granted)  # fmt: skip
     marker = _pipe(bwrap.marker_text("w1", layout.project, "srt"))
     settings = _pipe(srt.settings_text(policy))
     args = srt.arguments(
@@ -375,3 +376,18 @@ def test_cocoplus_doctor_calls_a_missing_srt_a_problem_when_workers_need_it(cli_
     user.write_text('[workers]\nsandbox = "srt"\n')
     box = json.loads(cli_subprocess("doctor", "--json", cwd=project.project, env=env).out)["sandbox"]
     assert box["problem"] is True and box["profile"] == "srt" and "(`srt`) is not on PATH" in box["text"], box
+
+
+def test_a_granted_path_is_writable_under_srt_and_only_it(planted: tuple[Layout, Path]) -> None:
+    """A write the operator approved after a sandbox refused it (sandbox/writes.py) is in srt's allowWrite in the
+    worker's next sandbox; a directory beside it stays read-only."""
+    layout, home = planted
+    found = require_srt()
+    for name in ("cache", "beside"):
+        (home / name).mkdir()
+    script = f"echo x > {home}/cache/f && echo WROTE-GRANTED; echo x > {home}/beside/f && echo WROTE-BESIDE"
+    before = run_in_srt(found, layout, home, script)
+    assert "WROTE-GRANTED" not in before.stdout and "WROTE-BESIDE" not in before.stdout, before
+    after = run_in_srt(found, layout, home, script, granted=(str(home / "cache"),))
+    assert "WROTE-GRANTED" in after.stdout and "WROTE-BESIDE" not in after.stdout, after
+    assert (home / "cache" / "f").read_text() == "x\n" and not (home / "beside" / "f").exists()
