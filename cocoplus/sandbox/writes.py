@@ -40,6 +40,7 @@ from cocoplus.session import permissions
 TOOL = "SandboxWrite"  # the tool such a decision names, as a rule would: `SandboxWrite(/home/u/.npm)`
 KIND = "sandbox-write-grant"  # what a grant's seal says it is
 MAX_PATHS = 4  # paths one failed call may ask about
+MAX_OPEN = 8  # write decisions of one worker open at once: a worker that fails on ever new paths asks no more
 READ_ONLY = re.compile(r"read-only file system", re.IGNORECASE)
 # Where a message names the path: quoted (Node's `EROFS: ..., open '/x'`, Python's `[Errno 30] ...: '/x'`, GNU
 # tools' `cannot touch '/x'`), or before the error (`sh: 1: cannot create /x: Read-only file system`).
@@ -188,48 +189,83 @@ def follow(
     ended: Callable[[], str | None],
 ) -> None:
     """After a post-tool hook of worker `wid`: each path its sandbox refused becomes a decision (one per path and
-    run: `since` is when this run's channel started), waited for here; an approved one is granted."""
+    run: `since` is when this run's channel started), all opened first and then waited for here, each to its
+    answer or its deadline; an approved one is granted."""
     from cocoplus import config as config_mod  # deferred: only a refused write reads the configuration
 
     homes = list(dict.fromkeys(h for h in (userfiles.home(), os.environ.get("HOME")) if h))
     who = str(session.get("alias") or wid)
-    for path in refused(payload):
-        target, why = offer(path, tree, layout.project, homes)
-        if target is None:
-            permissions.log(
-                layout, {"tool": TOOL, "input": path, "worker": wid, "session": session.get("id")},
-                behavior="not asked", how="sandbox write refused", by=f"{wid}'s channel", reason=why,
-            )  # fmt: skip
-            continue
-        wait_s = float(config_mod.load_for(layout, environ={}).get("sandbox.write_wait_s"))
-        text = (
-            f"its sandbox refused a write to {path} (read-only file system); approve: {target} is writable in "
-            f"{who}'s next sandbox (a failover, a resume, its next round), not in this run, whose mounts do not "
-            "change; what it writes there runs with your rights if a program outside the sandbox runs it"
-        )
-        with Lock(layout.lock(f"write-asks-{wid}")):  # two failures at once ask once
-            if _asked(permissions.requests(layout, state=None), wid, target, since):
-                continue
-            req = permissions.open_request(
-                layout, dict(session), runtime=runtime, tool=TOOL, tool_input={"path": target, "refused": path},  # type: ignore[arg-type]
-                wait_s=wait_s, worker=wid, decision=engine.Decision("ask", text),
-            )  # fmt: skip
-        permissions.log(layout, req, state="held", how="sandbox write refused", by=f"{wid}'s channel")
-        got = permissions.wait(layout, req["id"], time.monotonic() + wait_s, ended)
+    wait_s = float(config_mod.load_for(layout, environ={}).get("sandbox.write_wait_s"))
+    deadline = time.monotonic() + wait_s
+    asked = [
+        (req, target)
+        for path in refused(payload)
+        for req, target in [_ask(layout, wid, path, tree, homes, session, runtime, since, wait_s)]
+        if req is not None
+    ]
+    for req, target in asked:
+        got = permissions.wait(layout, req["id"], deadline, ended)
         if got is None:
             stop = ended()
             got = permissions.answer(
                 layout, req["id"], "expire", principal=None, by="deadline" if stop is None else "run end",
                 reason=f"no answer within {wait_s:g} s: denied (the default)" if stop is None else stop,
             )  # fmt: skip
-        if got.get("state") == "allowed":
-            try:
-                grant(layout, wid, target, req["id"], str(got.get("by") or got.get("principal") or "operator"))
-                permissions.log(layout, req, behavior="granted", how="sandbox write grant", by=f"{wid}'s channel",
-                                reason=f"{target} is writable in {who}'s next sandbox")  # fmt: skip
-            except CocoplusError as exc:
-                permissions.log(layout, req, behavior="not granted", how="sandbox write grant",
-                                by=f"{wid}'s channel", reason=exc.message)  # fmt: skip
+        if got.get("state") != "allowed":
+            continue
+        try:
+            grant(layout, wid, target, req["id"], str(got.get("by") or got.get("principal") or "operator"))
+            permissions.log(layout, req, behavior="granted", how="sandbox write grant", by=f"{wid}'s channel",
+                            reason=f"{target} is writable in {who}'s next sandbox")  # fmt: skip
+        except CocoplusError as exc:
+            permissions.log(layout, req, behavior="not granted", how="sandbox write grant", by=f"{wid}'s channel",
+                            reason=exc.message)  # fmt: skip
+
+
+def _ask(
+    layout: Layout,
+    wid: str,
+    path: str,
+    tree: str,
+    homes: list[str],
+    session: Mapping[str, Any],
+    runtime: str,
+    since: str,
+    wait_s: float,
+) -> tuple[dict[str, Any] | None, str]:
+    """The decision opened about `path` (and what approving it grants), or (None, "") where none is: not offered,
+    asked already in this run, or too many open (each said in the audit log but the second)."""
+    target, why = offer(path, tree, layout.project, homes)
+    if target is None:
+        _not_asked(layout, wid, session, path, why)
+        return None, ""
+    who = str(session.get("alias") or wid)
+    text = (
+        f"its sandbox refused a write to {path} (read-only file system); approve: {target} is writable in "
+        f"{who}'s next sandbox (a failover, a resume, its next round), not in this run, whose mounts do not "
+        "change; what it writes there runs with your rights if a program outside the sandbox runs it"
+    )
+    with Lock(layout.lock(f"write-asks-{wid}")):  # two failures at once ask once
+        known = permissions.requests(layout, state=None)
+        if _asked(known, wid, target, since):
+            return None, ""
+        now = [r for r in known if r.get("tool") == TOOL and r.get("worker") == wid and r.get("state") == "pending"]
+        if len(now) >= MAX_OPEN:
+            _not_asked(layout, wid, session, target, f"{len(now)} decisions about its writes are open already")
+            return None, ""
+        req = permissions.open_request(
+            layout, dict(session), runtime=runtime, tool=TOOL, tool_input={"path": target, "refused": path},  # type: ignore[arg-type]
+            wait_s=wait_s, worker=wid, decision=engine.Decision("ask", text),
+        )  # fmt: skip
+    permissions.log(layout, req, state="held", how="sandbox write refused", by=f"{wid}'s channel")
+    return dict(req), target
+
+
+def _not_asked(layout: Layout, wid: str, session: Mapping[str, Any], path: str, why: str) -> None:
+    permissions.log(
+        layout, {"tool": TOOL, "input": path, "worker": wid, "session": session.get("id")},
+        behavior="not asked", how="sandbox write refused", by=f"{wid}'s channel", reason=why,
+    )  # fmt: skip
 
 
 def _asked(requests: Sequence[Mapping[str, Any]], wid: str, target: str, since: str) -> bool:

@@ -251,3 +251,58 @@ def test_a_runtime_whose_own_sandbox_runs_inside_is_given_the_granted_paths_too(
     for name in registry.names():
         if name != "codex":
             assert registry.get(name).granted_argv(["/home/u/cache"]) == [], name
+
+
+def test_a_worker_failing_on_ever_new_paths_opens_a_bounded_number_of_decisions(project: Layout) -> None:
+    """As a worker flooding the inbox would: a failure naming new paths each time asks about MAX_OPEN at most while
+    they are open; the rest are in the audit log, not asked."""
+    home = Path(userfiles.home())
+    argv = ["PostToolUseFailure", "--runtime", "claude", "--timeout", "10"]
+    paths = []
+    for i in range(writes.MAX_OPEN + 2):
+        (home / f"d{i}").mkdir()
+        paths.append(home / f"d{i}")
+    with channel_serving(project) as served:
+        for group in range(0, len(paths), writes.MAX_PATHS):
+            lines = "\n".join(f"sh: 1: cannot create {p}/x: Read-only file system" for p in paths[group : group + 4])
+            assert call(served, argv, failure(f"Exit code 2\n{lines}"))[0] == 0
+        wait_until(lambda: len(_requests(project)) == writes.MAX_OPEN or None)
+        refused = wait_until(
+            lambda: [
+                e for e in map(json.loads, Path(project.permission_log).read_text().splitlines())
+                if e.get("behavior") == "not asked"
+            ] or None
+        )  # fmt: skip
+    assert len(_requests(project)) == writes.MAX_OPEN
+    assert "decisions about its writes are open already" in refused[0]["reason"], refused
+
+
+def test_the_brain_approves_a_refused_write_only_within_brain_may_allow(project: Layout, cache: Path) -> None:
+    """Widening a sandbox is the operator's: the main brain may approve a write only where `[permissions]
+    brain_may_allow` (a trusted key) names it, as `SandboxWrite(/home/u/cache)`."""
+    from cocoplus.core.errors import Refused
+    from cocoplus.ops import authority
+    from cocoplus.ops import permissions as permissions_ops
+    from tests.support.trusting import trust_project
+
+    def held(path: Path) -> str:
+        return permissions.open_request(
+            project, None, runtime="claude", tool=writes.TOOL, tool_input={"path": str(path), "refused": str(path)},
+            wait_s=60, worker="w1",
+        )["id"]  # fmt: skip
+
+    with pytest.raises(Refused, match="brain_may_allow does not cover it"):
+        permissions_ops.approve(project, held(cache), principal=authority.BRAIN)
+    Path(project.config).write_text(f'[permissions]\nbrain_may_allow = ["SandboxWrite({cache})"]\n')
+    trust_project(project)
+    assert permissions_ops.approve(project, held(cache), principal=authority.BRAIN)["state"] == "allowed"
+    with pytest.raises(Refused, match="brain_may_allow does not cover it"):
+        permissions_ops.approve(project, held(cache.parent / "other"), principal=authority.BRAIN)
+
+
+def test_a_damaged_grants_file_grants_nothing_and_says_so(project: Layout) -> None:
+    os.makedirs(project.worker_dir("w1"), exist_ok=True)
+    Path(project.worker_write_grants("w1")).write_text('{"grants": [')
+    said: list[str] = []
+    assert writes.granted(project, "w1", project.project, [userfiles.home()], said.append) == []
+    assert len(said) == 1 and "write-grants.json" in said[0] and "not used" in said[0], said
