@@ -183,7 +183,7 @@ class PermissionRequest(TypedDict, total=False):
     protected: list[str]
     cwd: str | None
     tree: str | None
-    hook: dict[str, Any]  # the waiting hook's process
+    hook: dict[str, Any] | None  # the waiting hook's process; None: nothing waits (a refused write)
     created_at: str
     deadline: str
     wait_s: float

@@ -109,7 +109,30 @@ def approve(
     if always and not out["already_decided"] and not out["gone"]:
         out["always"] = permissions.add_user_rule(layout.project, "allow", remember)
     out["message"] = _said(out, "allowed")
+    if req.get("tool") == SANDBOX_WRITE and out.get("state") == "allowed" and not out["already_decided"]:
+        out["message"] = _granted(layout, out, by)
     return out
+
+
+def _granted(layout: Layout, out: dict[str, Any], by: str) -> str:
+    """An approved write a sandbox refused: the sealed grant its worker's next sandbox makes writable (nothing waits
+    for this answer in the run that asked: sandbox/writes.py)."""
+    from cocoplus.sandbox import writes  # deferred: only an approved refused write is granted
+
+    call = out.get("call")
+    path = call.get("path") if isinstance(call, dict) else None
+    wid = out.get("worker")
+    who = out.get("alias") or wid
+    if not isinstance(path, str) or not isinstance(wid, str):
+        return f"{out['id']} allowed, but it names no path or worker: nothing is granted"
+    try:
+        writes.grant(layout, wid, path, str(out["id"]), by)
+    except CocoplusError as exc:
+        permissions.log(layout, out, behavior="not granted", how="sandbox write grant", by=by, reason=exc.message)
+        return f"{out['id']} allowed, but not granted: {exc.message}"
+    permissions.log(layout, out, behavior="granted", how="sandbox write grant", by=by,
+                    reason=f"{path} is writable in {who}'s next sandbox")  # fmt: skip
+    return f"{out['id']} allowed: {path} is writable in {who}'s next sandbox (this run's mounts do not change)"
 
 
 def deny(

@@ -3,14 +3,16 @@
 A sandboxed worker's file system is read-only outside its tree (sandbox/bwrap.py).  When one of its tool calls
 fails on that (the runtime's post-tool payload says "Read-only file system" and names a path), the control channel
 (sandbox/channel.py), outside, after it has answered the hook, calls `follow`: the path is judged (`offer`), and a
-path worth asking about becomes a decision, "allow writes to ~/.npm for w3?", with `[sandbox] write_wait_s` as its
-deadline and deny as its default.  The process that opened it waits for the answer (a request whose opener has ended
-is never approved: session/permissions.py `gone`), and ends with the run.
+path worth asking about becomes a decision, "allow writes to ~/.npm for w3's next run?", with `[sandbox]
+write_wait_s` as its deadline and deny as its default.  Nothing has to wait for the answer, since what it grants is
+for the next run: the request records no waiting process, so it outlives the run that asked; the process that
+opened it records the deadline's denial while the run lasts, and past its deadline a request still open is expired
+when it is next listed or answered (session/permissions.py `overdue`).
 
 A running sandbox's mounts do not change: approved, the path is writable from the worker's **next** sandbox on (its
 failover, its resume, the brain's next round for it), never in this run, and the worker is not told otherwise.  The
-grant is a record under the worker's directory, sealed with this user's key (core/seal.py) outside the sandbox:
-`granted`, which the runner reads when it builds the sandbox, takes only a grant whose seal holds for this project,
+grant is a record under the worker's directory, sealed with this user's key (core/seal.py) outside the sandbox by
+the approval (ops/permissions.py, whichever door it came through): `granted`, which the runner reads when it builds the sandbox, takes only a grant whose seal holds for this project,
 this worker and this path, and judges the path again.  A worker cannot write it (`.cocoplus/` is read-only inside),
 and a repository that carries one grants nothing (no seal of this user's).
 
@@ -189,37 +191,27 @@ def follow(
     ended: Callable[[], str | None],
 ) -> None:
     """After a post-tool hook of worker `wid`: each path its sandbox refused becomes a decision (one per path and
-    run: `since` is when this run's channel started), all opened first and then waited for here, each to its
-    answer or its deadline; an approved one is granted."""
+    run: `since` is when this run's channel started).  Nothing has to wait for the answer (an approval grants,
+    where it is given: ops/permissions.py): here each is waited for only to record its deadline's denial while the
+    run lasts; one still open when the run ends is expired when it is next listed or answered
+    (session/permissions.py `overdue`)."""
     from cocoplus import config as config_mod  # deferred: only a refused write reads the configuration
 
     homes = list(dict.fromkeys(h for h in (userfiles.home(), os.environ.get("HOME")) if h))
-    who = str(session.get("alias") or wid)
     wait_s = float(config_mod.load_for(layout, environ={}).get("sandbox.write_wait_s"))
     deadline = time.monotonic() + wait_s
     asked = [
-        (req, target)
+        req
         for path in refused(payload)
-        for req, target in [_ask(layout, wid, path, tree, homes, session, runtime, since, wait_s)]
+        for req in [_ask(layout, wid, path, tree, homes, session, runtime, since, wait_s)]
         if req is not None
     ]
-    for req, target in asked:
-        got = permissions.wait(layout, req["id"], deadline, ended)
-        if got is None:
-            stop = ended()
-            got = permissions.answer(
-                layout, req["id"], "expire", principal=None, by="deadline" if stop is None else "run end",
-                reason=f"no answer within {wait_s:g} s: denied (the default)" if stop is None else stop,
+    for req in asked:
+        if permissions.wait(layout, req["id"], deadline, ended) is None and ended() is None:
+            permissions.answer(
+                layout, req["id"], "expire", principal=None, by="deadline",
+                reason=f"no answer within {wait_s:g} s: denied (the default)",
             )  # fmt: skip
-        if got.get("state") != "allowed":
-            continue
-        try:
-            grant(layout, wid, target, req["id"], str(got.get("by") or got.get("principal") or "operator"))
-            permissions.log(layout, req, behavior="granted", how="sandbox write grant", by=f"{wid}'s channel",
-                            reason=f"{target} is writable in {who}'s next sandbox")  # fmt: skip
-        except CocoplusError as exc:
-            permissions.log(layout, req, behavior="not granted", how="sandbox write grant", by=f"{wid}'s channel",
-                            reason=exc.message)  # fmt: skip
 
 
 def _ask(
@@ -232,13 +224,13 @@ def _ask(
     runtime: str,
     since: str,
     wait_s: float,
-) -> tuple[dict[str, Any] | None, str]:
-    """The decision opened about `path` (and what approving it grants), or (None, "") where none is: not offered,
-    asked already in this run, or too many open (each said in the audit log but the second)."""
+) -> dict[str, Any] | None:
+    """The decision opened about `path`, or None where none is: not offered, asked already in this run, or too many
+    open (each said in the audit log but the second)."""
     target, why = offer(path, tree, layout.project, homes)
     if target is None:
         _not_asked(layout, wid, session, path, why)
-        return None, ""
+        return None
     who = str(session.get("alias") or wid)
     text = (
         f"its sandbox refused a write to {path} (read-only file system); approve: {target} is writable in "
@@ -248,17 +240,17 @@ def _ask(
     with Lock(layout.lock(f"write-asks-{wid}")):  # two failures at once ask once
         known = permissions.requests(layout, state=None)
         if _asked(known, wid, target, since):
-            return None, ""
+            return None
         now = [r for r in known if r.get("tool") == TOOL and r.get("worker") == wid and r.get("state") == "pending"]
         if len(now) >= MAX_OPEN:
             _not_asked(layout, wid, session, target, f"{len(now)} decisions about its writes are open already")
-            return None, ""
+            return None
         req = permissions.open_request(
             layout, dict(session), runtime=runtime, tool=TOOL, tool_input={"path": target, "refused": path},  # type: ignore[arg-type]
-            wait_s=wait_s, worker=wid, decision=engine.Decision("ask", text),
+            wait_s=wait_s, worker=wid, decision=engine.Decision("ask", text), waited=False,
         )  # fmt: skip
     permissions.log(layout, req, state="held", how="sandbox write refused", by=f"{wid}'s channel")
-    return dict(req), target
+    return dict(req)
 
 
 def _not_asked(layout: Layout, wid: str, session: Mapping[str, Any], path: str, why: str) -> None:

@@ -158,15 +158,18 @@ def open_request(
     cwd: str | None = None,
     tree: str | None = None,
     agent: str | None = None,
+    waited: bool = True,
 ) -> PermissionRequest:
     """Write a pending request for this call; it is answered by `answer` (or expires at `deadline`).  The request
     keeps the whole call (to `MAX_CALL` characters), so whoever answers is judged against what would run, and the
-    hook's own process, so a request whose hook is gone is never approved."""
+    hook's own process, so a request whose hook is gone is never approved.  `waited=False`: nothing waits for the
+    answer (a write a sandbox refused, granted for the worker's next run: sandbox/writes.py); no process is
+    recorded, and past its deadline it is expired (`overdue`)."""
     from cocoplus.session import procinfo  # deferred: only a request records its hook's process
 
     shown = fsio.dumps(tool_input).strip() if tool_input is not None else ""
     req_id = new_id()
-    me = procinfo.self_process()
+    me = procinfo.self_process() if waited else None
     doc: PermissionRequest = {
         "id": req_id,
         "state": "pending",
@@ -192,6 +195,13 @@ def open_request(
     fsio.ensure_dir(layout.permission_requests_dir)
     fsio.atomic_write_json(layout.permission_request(req_id), doc)
     return doc
+
+
+def overdue(req: Mapping[str, Any]) -> bool:
+    """Whether a pending request that nothing waits for (no hook recorded) is past its deadline: its default (deny)
+    applies, as a waiting hook would apply it then."""
+    deadline = req.get("deadline")
+    return req.get("hook") is None and isinstance(deadline, str) and deadline <= clock.iso()
 
 
 def gone(req: Mapping[str, Any]) -> bool:
@@ -235,6 +245,8 @@ def requests(layout: Layout, state: str | None = "pending") -> list[PermissionRe
             continue
         if doc.get("state") == "pending" and gone(doc):
             doc = {**doc, "state": "gone"}  # shown as it is; `answer` records it
+        elif doc.get("state") == "pending" and overdue(doc):
+            doc = {**doc, "state": "expired"}  # shown as it is; `answer` records it
         if state is None or doc.get("state") == state:
             out.append(doc)
     return out
@@ -287,6 +299,11 @@ def answer(
         if doc is None:
             raise NotFound(f"no permission request {req_id!r}")
         if doc.get("state") != "pending":
+            out["already"] = True
+            return doc
+        if behavior != "expire" and overdue(doc):  # nothing waited to apply its deadline: it applies now
+            log(layout, doc, behavior="expired", how="deadline", principal=None, by="deadline", channel=channel)
+            doc.update(state="expired", decided_at=clock.iso(), by="deadline", reason="no answer by its deadline")
             out["already"] = True
             return doc
         if behavior != "expire" and gone(doc):

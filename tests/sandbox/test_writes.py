@@ -306,3 +306,35 @@ def test_a_damaged_grants_file_grants_nothing_and_says_so(project: Layout) -> No
     said: list[str] = []
     assert writes.granted(project, "w1", project.project, [userfiles.home()], said.append) == []
     assert len(said) == 1 and "write-grants.json" in said[0] and "not used" in said[0], said
+
+
+def test_a_decision_outlives_the_run_that_asked_and_expires_at_its_deadline(cli_subprocess, project: Layout) -> None:
+    """The grant is for the next run, so nothing waits for the answer: approved after the run (and its channel)
+    ended, it grants all the same; past its deadline, unanswered, it is expired (the default), and an approval
+    then grants nothing."""
+    home = Path(userfiles.home())
+    for name in ("later", "overdue"):
+        (home / name).mkdir()
+    argv = ["PostToolUseFailure", "--runtime", "claude", "--timeout", "10"]
+    with channel_serving(project) as served:
+        error = f"Exit code 1\nsh: 1: cannot create {home}/later/x: Read-only file system"
+        assert call(served, argv, failure(error))[0] == 0
+        (req,) = wait_until(lambda: _requests(project) or None)
+    assert req["hook"] is None
+    r = cli_subprocess("decide", str(req["id"]), "approve", cwd=project.project)
+    assert r.code == 0 and "writable in w1's next sandbox" in r.out, r
+    said: list[str] = []
+    assert writes.granted(project, "w1", project.project, [str(home)], said.append) == [str(home / "later")]
+    late = permissions.open_request(
+        project, None, runtime="claude", tool=writes.TOOL, tool_input={"path": str(home / "overdue")}, wait_s=0.2,
+        worker="w1", waited=False,
+    )  # fmt: skip
+    wait_until(lambda: [r for r in _requests(project) if r["id"] == late["id"] and r["state"] == "expired"] or None)
+    r = cli_subprocess("decide", str(late["id"]), "approve", cwd=project.project)
+    assert "is expired: by its deadline" in r.out, r
+    assert writes.granted(project, "w1", project.project, [str(home)], said.append) == [str(home / "later")]
+    # Any answer that reaches it records its deadline's denial, not the answer.
+    got = permissions.answer(project, str(late["id"]), "allow", principal="operator", by="test")
+    assert got["state"] == "expired" and got["by"] == "deadline" and got["already_decided"], got
+    log = [json.loads(line) for line in Path(project.permission_log).read_text().splitlines()]
+    assert [e.get("behavior") for e in log if e.get("request") == late["id"]] == ["expired"], log
