@@ -10,11 +10,12 @@ opened it records the deadline's denial while the run lasts, and past its deadli
 when it is next listed or answered (session/permissions.py `overdue`).
 
 A running sandbox's mounts do not change: approved, the path is writable from the worker's **next** sandbox on (its
-failover, its resume, the brain's next round for it), never in this run, and the worker is not told otherwise.  The
-grant is a record under the worker's directory, sealed with this user's key (core/seal.py) outside the sandbox by
-the approval (ops/permissions.py, whichever door it came through): `granted`, which the runner reads when it builds the sandbox, takes only a grant whose seal holds for this project,
-this worker and this path, and judges the path again.  A worker cannot write it (`.cocoplus/` is read-only inside),
-and a repository that carries one grants nothing (no seal of this user's).
+failover, its resume, the brain's next round for it), never in this run.  The grant is a record under the
+worker's directory, sealed with this user's key (core/seal.py) outside the sandbox by the approval
+(ops/permissions.py, whichever door it came through): `granted`, which the runner reads when it builds the sandbox,
+takes only a grant whose seal holds for this project, this worker and this path, and judges the path again.  A
+worker cannot write it (`.cocoplus/` is read-only inside), and a repository that carries one grants nothing (no
+seal of this user's).
 
 What is never offered, so never granted: a path inside the worker's tree (what is read-only there decides what
 runs), outside this user's home, the home itself or a file directly in it (`~/.bashrc`), `~/.config` and
