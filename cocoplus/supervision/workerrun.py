@@ -217,7 +217,7 @@ def _run(layout: Layout, wid: str, rec: WorkerRecord, stopping: dict[str, Any], 
     code = child.returncode = os.waitstatus_to_exitcode(leftovers.wait_for(child.pid))
     ended.set()
     end_channels()  # the run is over: nothing inside is left to call its hooks
-    left = leftovers.find() if reaper else []
+    left = ours_ended(leftovers.find() if reaper else [], (rec.get("sandbox") or "none") != "none")
     if left:
         say(
             f"the runtime left {len(left)} process(es) behind: "
@@ -420,6 +420,8 @@ def _pipe_with(data: bytes) -> int:
     return read_end
 
 
+CHANNEL_MODULE = "-m cocoplus.sandbox.channel"  # how a channel's command line, and its children's, names it
+RELAY_SERVER = "-m cocoplus mcp --role worker"  # what the channel starts for a sandboxed worker's MCP relay
 CHANNELS: list[subprocess.Popen[bytes]] = []  # this runner's control channel, ended with its run
 
 
@@ -459,7 +461,7 @@ def spawn_channel(layout: Layout, wid: str, rec: WorkerRecord) -> str:
             f"its control channel cannot listen on {layout.rel(sock)} ({exc.strerror or exc})"
         ) from None
     fd = server.fileno()
-    argv = [sys.executable, "-m", "cocoplus.sandbox.channel", "--fd", str(fd), layout.root, wid,
+    argv = [sys.executable, *CHANNEL_MODULE.split(), "--fd", str(fd), layout.root, wid,
             seal.worker_cwd(rec) or layout.project]  # fmt: skip
     if rec.get("alias"):
         argv.append(str(rec.get("alias")))
@@ -492,6 +494,20 @@ def spawn_proxy(layout: Layout, wid: str) -> str:
         server.close()
         raise
     return sock
+
+
+def ours_ended(left: list[dict[str, Any]], sandboxed: bool) -> list[dict[str, Any]]:
+    """What the runtime left behind, once what this runner's control channel left is ended without a word: its
+    forked processes (a hook call still running, a refused write's deadline kept; they carry its command line) and
+    the MCP servers it started for the worker's relay, and a process already gone (no command line)."""
+    ours = [
+        p for p in left
+        if not p.get("command") or CHANNEL_MODULE in str(p["command"])
+        or (sandboxed and RELAY_SERVER in str(p["command"]))
+    ]  # fmt: skip
+    if ours:
+        leftovers.end(ours, workers.KILL_GRACE_S, below=os.getpid())
+    return [p for p in left if p not in ours]
 
 
 def end_channels() -> None:
