@@ -79,3 +79,60 @@ def test_a_non_root_workers_sandbox_holds(tmp_path: Path) -> None:
             assert (project / "inside.txt").stat().st_uid == user.pw_uid
         finally:
             shutil.rmtree(base, ignore_errors=True)
+
+
+# Inside: the loopback is up (a socket bound there answers), and the host's loopback (where a "registry" listens,
+# outside) cannot be reached: the network namespace is the worker's own.
+LOOPBACK = r"""
+import socket, sys
+own = socket.socket(); own.bind(("127.0.0.1", 0)); own.listen(1)
+c = socket.create_connection(own.getsockname(), timeout=5); print("LOOPBACK-UP", flush=True); c.close()
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+    print("REACHED-HOST", flush=True)
+except OSError as exc:
+    print("HOST-UNREACHABLE", type(exc).__name__, flush=True)
+"""
+
+
+def test_a_non_root_workers_limited_network_has_its_own_loopback_and_not_the_hosts(tmp_path: Path) -> None:
+    """`--unshare-net` as a non-root user (where bubblewrap fails with "loopback: Failed RTM_NEWADDR" on machines
+    that refuse it): the sandbox's own loopback comes up, and a registry on the host's loopback is out of reach."""
+    import socket
+
+    found = require_sandbox()
+    registry = socket.socket()
+    registry.bind(("127.0.0.1", 0))
+    registry.listen(8)
+    with second_user() as user:
+        base = Path(tempfile.mkdtemp(prefix="cocoplus-sbx-", dir="/var/tmp"))
+        try:
+            home, project = base / "home", base / "project"
+            for d in (home, project / ".cocoplus"):
+                d.mkdir(parents=True)
+            proxy = socket.socket(socket.AF_UNIX)  # stands for the proxy's socket, which the sandbox mounts
+            proxy.bind(str(base / "proxy.sock"))
+            for path in [base, *base.rglob("*")]:
+                os.chown(path, user.pw_uid, user.pw_gid)
+            env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+            read_end, write_end = os.pipe()
+            os.write(write_end, bwrap.marker_text("w1", str(project), "workspace"))
+            os.close(write_end)
+            args = reachable(bwrap.arguments(
+                found["bwrap"], runtime="claude", tree=str(project), cwd=str(project), project=str(project),
+                home=str(home), environ=env, marker_fd=read_end, proxy_socket=str(base / "proxy.sock"),
+            ))  # fmt: skip
+            assert "--unshare-net" in args
+            outer = {k: v for k, v in os.environ.items() if k not in PASSWD_ENV}
+            r = subprocess.run(
+                ["runuser", "-u", user.pw_name, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()), *args,
+                 "/usr/bin/python3", "-S", "-c", LOOPBACK, str(registry.getsockname()[1])],
+                env=outer, pass_fds=(read_end,), capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            os.close(read_end)
+            proxy.close()
+            out = r.stdout + r.stderr
+            assert "LOOPBACK-UP" in out and "HOST-UNREACHABLE" in out and "REACHED-HOST" not in out, out
+        finally:
+            registry.close()
+            shutil.rmtree(base, ignore_errors=True)
