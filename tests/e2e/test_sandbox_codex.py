@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -21,7 +19,7 @@ from tests.e2e.test_codex import codex_home
 from tests.e2e.test_limits_codex_gemini import cli_json, path_with, worker
 from tests.e2e.test_sandbox_claude import SECRET
 from tests.supervision.workers_support import stop_workers
-from tests.support.model_stubs import ResponsesStub, text, tool
+from tests.support.model_stubs import Holding, ResponsesStub, text, tool
 from tests.support.sandbox import require_sandbox
 from tests.support.waiting import wait_until
 
@@ -79,29 +77,8 @@ def test_a_codex_worker_under_workspace_writes_its_tree_and_nothing_else(proj: P
     assert (p.root / "LAYOUT").exists() and not (home / ".ssh" / "x").exists()
 
 
-class HeldResponses(ResponsesStub):
-    """Holds the answer to the agent-loop requests numbered in `hold` (from 1) until `release(n)`."""
-
-    def __init__(self, script: list[dict[str, Any]], hold: tuple[int, ...] = ()) -> None:
-        super().__init__(script)
-        self.arrived = {n: threading.Event() for n in hold}
-        self.gates = {n: threading.Event() for n in hold}
-
-    def next_turn(self, body: dict[str, Any]) -> dict[str, Any]:
-        step = super().next_turn(body)
-        n = len(self.loop_requests)
-        if n in self.gates:
-            self.arrived[n].set()
-            self.gates[n].wait(180)
-        return step
-
-    def release(self, n: int) -> None:
-        self.gates[n].set()
-
-    def stop(self) -> None:
-        for gate in self.gates.values():
-            gate.set()
-        super().stop()
+class HeldResponses(Holding, ResponsesStub):
+    """Codex's stand-in, holding the agent-loop requests numbered in `hold` until `release(n)`."""
 
 
 def test_a_write_both_sandboxes_refused_is_a_decision_and_approved_its_next_run_writes(proj: Project) -> None:

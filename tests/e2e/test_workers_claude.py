@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,35 +38,14 @@ from tests.supervision.conftest import (
     watcher_has_processed_every_signal,
 )
 from tests.supervision.workers_support import stop_workers
-from tests.support.model_stubs import AnthropicStub, text
+from tests.support.model_stubs import AnthropicStub, Holding, text
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
 
-class HeldStub(AnthropicStub):
-    """Holds the answer to the agent-loop requests numbered in `hold` (from 1) until `release(n)`."""
-
-    def __init__(self, script: list[dict[str, Any]], hold: tuple[int, ...] = ()) -> None:
-        super().__init__(script)
-        self.arrived = {n: threading.Event() for n in hold}
-        self.gates = {n: threading.Event() for n in hold}
-
-    def next_turn(self, body: dict[str, Any]) -> dict[str, Any]:
-        step = super().next_turn(body)
-        n = len(self.loop_requests)
-        if n in self.gates:
-            self.arrived[n].set()
-            self.gates[n].wait(180)
-        return step
-
-    def release(self, n: int) -> None:
-        self.gates[n].set()
-
-    def stop(self) -> None:
-        for gate in self.gates.values():
-            gate.set()
-        super().stop()
+class HeldStub(Holding, AnthropicStub):
+    """Claude Code's stand-in, holding the agent-loop requests numbered in `hold` until `release(n)`."""
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from cocoplus.sandbox import bwrap
 from tests.conftest import PASSWD_ENV
@@ -39,6 +40,28 @@ def reachable(args: list[str]) -> list[str]:
     return out
 
 
+def run_as(user: Any, found: dict[str, Any], home: Path, project: Path, argv: list[str], **more: Any) -> str:
+    """`argv` in worker w1's `workspace` sandbox working in `project`, run by the created `user` with `home`; what
+    it printed.  `more`: further `bwrap.arguments` (a proxy's socket)."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+    read_end, write_end = os.pipe()
+    os.write(write_end, bwrap.marker_text("w1", str(project), "workspace"))
+    os.close(write_end)
+    args = reachable(bwrap.arguments(
+        found["bwrap"], runtime="claude", tree=str(project), cwd=str(project), project=str(project), home=str(home),
+        environ=env, marker_fd=read_end, **more,
+    ))  # fmt: skip
+    outer = {k: v for k, v in os.environ.items() if k not in PASSWD_ENV}  # the system's password database
+    try:
+        r = subprocess.run(
+            ["runuser", "-u", user.pw_name, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()), *args, *argv],
+            env=outer, pass_fds=(read_end,), capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        os.close(read_end)
+    return r.stdout + r.stderr
+
+
 def test_a_non_root_workers_sandbox_holds(tmp_path: Path) -> None:
     found = require_sandbox()
     with second_user() as user:
@@ -51,27 +74,12 @@ def test_a_non_root_workers_sandbox_holds(tmp_path: Path) -> None:
             (project / ".cocoplus" / "AGENT_STOP").write_text("stopped\n")
             for path in [base, *base.rglob("*")]:
                 os.chown(path, user.pw_uid, user.pw_gid)
-            env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
-            read_end, write_end = os.pipe()
-            os.write(write_end, bwrap.marker_text("w1", str(project), "workspace"))
-            os.close(write_end)
-            args = reachable(bwrap.arguments(
-                found["bwrap"], runtime="claude", tree=str(project), cwd=str(project), project=str(project),
-                home=str(home), environ=env, marker_fd=read_end,
-            ))  # fmt: skip
             script = (
                 "id -u; echo ok > inside.txt && echo WROTE-INSIDE; rm -f .cocoplus/AGENT_STOP && echo DELETED-STOP; "
                 f"cat {home}/.ssh/id_ed25519; echo x > {home}/outside.txt && echo WROTE-OUTSIDE; "
                 f"echo x > {home}/.claude/state && echo WROTE-STATE"
             )
-            outer = {k: v for k, v in os.environ.items() if k not in PASSWD_ENV}  # the system's password database
-            r = subprocess.run(
-                ["runuser", "-u", user.pw_name, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()), *args,
-                 "sh", "-c", script],
-                env=outer, pass_fds=(read_end,), capture_output=True, text=True, timeout=60,
-            )  # fmt: skip
-            os.close(read_end)
-            out = r.stdout + r.stderr
+            out = run_as(user, found, home, project, ["sh", "-c", script])
             said = set(out.split())
             assert str(user.pw_uid) in said and {"WROTE-INSIDE", "WROTE-STATE"} <= said, out
             assert not {"DELETED-STOP", "WROTE-OUTSIDE"} & said and "PRIVATE KEY" not in out, out
@@ -114,24 +122,9 @@ def test_a_non_root_workers_limited_network_has_its_own_loopback_and_not_the_hos
             proxy.bind(str(base / "proxy.sock"))
             for path in [base, *base.rglob("*")]:
                 os.chown(path, user.pw_uid, user.pw_gid)
-            env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
-            read_end, write_end = os.pipe()
-            os.write(write_end, bwrap.marker_text("w1", str(project), "workspace"))
-            os.close(write_end)
-            args = reachable(bwrap.arguments(
-                found["bwrap"], runtime="claude", tree=str(project), cwd=str(project), project=str(project),
-                home=str(home), environ=env, marker_fd=read_end, proxy_socket=str(base / "proxy.sock"),
-            ))  # fmt: skip
-            assert "--unshare-net" in args
-            outer = {k: v for k, v in os.environ.items() if k not in PASSWD_ENV}
-            r = subprocess.run(
-                ["runuser", "-u", user.pw_name, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()), *args,
-                 "/usr/bin/python3", "-S", "-c", LOOPBACK, str(registry.getsockname()[1])],
-                env=outer, pass_fds=(read_end,), capture_output=True, text=True, timeout=60,
-            )  # fmt: skip
-            os.close(read_end)
+            argv = ["/usr/bin/python3", "-S", "-c", LOOPBACK, str(registry.getsockname()[1])]
+            out = run_as(user, found, home, project, argv, proxy_socket=str(base / "proxy.sock"))
             proxy.close()
-            out = r.stdout + r.stderr
             assert "LOOPBACK-UP" in out and "HOST-UNREACHABLE" in out and "REACHED-HOST" not in out, out
         finally:
             registry.close()

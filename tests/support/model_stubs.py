@@ -233,6 +233,32 @@ def _send_sse(h: BaseHTTPRequestHandler, events: list[tuple[str | None, Any]]) -
 # -- Anthropic Messages API ---------------------------------------------------------------------
 
 
+class Holding(_Stub):
+    """A stand-in that holds its answer to the agent-loop requests numbered in `hold` (from 1) until `release(n)`:
+    `arrived[n]` is set when the request comes.  Mixed in before a stand-in (`class Held(Holding, AnthropicStub)`)."""
+
+    def __init__(self, script: list[dict[str, Any]], hold: tuple[int, ...] = ()) -> None:
+        super().__init__(script)
+        self.arrived = {n: threading.Event() for n in hold}
+        self.gates = {n: threading.Event() for n in hold}
+
+    def next_turn(self, body: dict[str, Any]) -> dict[str, Any]:
+        step = super().next_turn(body)
+        n = len(self.loop_requests)
+        if n in self.gates:
+            self.arrived[n].set()
+            self.gates[n].wait(180)
+        return step
+
+    def release(self, n: int) -> None:
+        self.gates[n].set()
+
+    def stop(self) -> None:
+        for gate in self.gates.values():
+            gate.set()
+        super().stop()
+
+
 class AnthropicStub(_Stub):
     """`usage` sets the token counts reported for every agent-loop answer (to make spend)."""
 
