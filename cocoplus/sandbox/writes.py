@@ -46,9 +46,11 @@ MAX_PATHS = 4  # paths one failed call may ask about
 MAX_OPEN = 8  # write decisions of one worker open at once: a worker that fails on ever new paths asks no more
 READ_ONLY = re.compile(r"read-only file system", re.IGNORECASE)
 # Where a message names the path: quoted (Node's `EROFS: ..., open '/x'`, Python's `[Errno 30] ...: '/x'`, GNU
-# tools' `cannot touch '/x'`), or before the error (`sh: 1: cannot create /x: Read-only file system`).
+# tools' `cannot touch '/x'`), or the word before the error and its colon (`sh: 1: cannot create /x: Read-only file
+# system`: `_before`, read backwards from each mention, so that a line cannot make the reading slow).
 QUOTED = re.compile(r"""['"`‘“](/[^'"`’”\n]+)['"`’”]""")
-BEFORE = re.compile(r"(/[^\s:'\"`]+):\s*(?:\[Errno 30\]\s*)?read-only file system", re.IGNORECASE)
+ERRNO = "[Errno 30]"  # Python's words between the path and the reason, in some of its messages
+MAX_LINE = 4096  # characters of a line read: a path is shorter, and a line a worker made endless is cut
 PATH_FIELDS = ("file_path", "path", "absolute_path", "filePath", "notebook_path")
 # Under the home: where what a login, a shell or a desktop starts lives.
 HOME_STARTS = (".config", ".local")
@@ -72,16 +74,30 @@ def refused(payload: Mapping[str, Any]) -> list[str]:
     said = False
     for text in (*_texts(payload.get("error")), *_texts(payload.get("tool_response"))):
         for line in text[:65536].splitlines():
-            if not READ_ONLY.search(line):
+            line = line[:MAX_LINE]
+            mentions = list(READ_ONLY.finditer(line))
+            if not mentions:
                 continue
             said = True
-            found += [m.group(1) for m in BEFORE.finditer(line)]
+            found += [p for m in mentions if (p := _before(line[: m.start()])) is not None]
             found += [m.group(1) for m in QUOTED.finditer(line)]
     given = payload.get("tool_input")
     if said and isinstance(given, Mapping):
         found += [v for k in PATH_FIELDS if isinstance(v := given.get(k), str) and v.startswith("/")]
     out = [os.path.normpath(p) for p in found if os.path.isabs(p)]
     return list(dict.fromkeys(out))[:MAX_PATHS]
+
+
+def _before(head: str) -> str | None:
+    """The path in `... /x: ` (what precedes a mention of the error), or None."""
+    head = head.rstrip()
+    if head.endswith(ERRNO):
+        head = head[: -len(ERRNO)].rstrip()
+    if not head.endswith(":"):
+        return None
+    words = head[:-1].split()
+    word = words[-1].strip("'\"`") if words else ""
+    return word if word.startswith("/") else None
 
 
 def _under(path: str, top: str) -> bool:

@@ -338,3 +338,14 @@ def test_a_decision_outlives_the_run_that_asked_and_expires_at_its_deadline(cli_
     assert got["state"] == "expired" and got["by"] == "deadline" and got["already_decided"], got
     log = [json.loads(line) for line in Path(project.permission_log).read_text().splitlines()]
     assert [e.get("behavior") for e in log if e.get("request") == late["id"]] == ["expired"], log
+
+
+def test_a_line_a_worker_made_endless_is_cut_and_read_backwards_from_each_mention() -> None:
+    """What the worker prints is read: a line is cut at MAX_LINE characters (a mention past the cut names nothing),
+    and the word before a mention is found by reading back from it, not by trying every slash of the line."""
+    far = "x" * writes.MAX_LINE + " sh: 1: cannot create /home/u/cache/f: Read-only file system"
+    assert writes.refused(failure(far)) == []
+    slashes = "/" * (writes.MAX_LINE - 100) + ": Read-only file system"
+    assert writes.refused(failure(slashes)) == ["/"]  # one answer, at once: `offer` then refuses "/"
+    near = "sh: 1: cannot create /home/u/cache/f: Read-only file system " + "/" * writes.MAX_LINE
+    assert writes.refused(failure(near)) == ["/home/u/cache/f"]
