@@ -24,7 +24,7 @@ import socket
 import sys
 from typing import Any
 
-from cocoplus.core import clock, fsio
+from cocoplus.core import clock, fsio, userfiles
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.hook import channel as wire
@@ -90,6 +90,8 @@ class Channel:
         self.listener: socket.socket | None = None
         self.relays: set[int] = set()  # the processes serving MCP relays
         self.started = clock.iso()  # this run's channel: a refused write is asked about once in it (writes.py)
+        # This user's homes as the runner gave them, before a forked child takes a hook call's environment.
+        self.homes = list(dict.fromkeys(h for h in (userfiles.home(), os.environ.get("HOME")) if h))
 
     def prepare(self, frame: bytes) -> tuple[list[str], dict[str, str], str, bytes] | str:
         """The hook call a request asks for, made this worker's; or why it is refused."""
@@ -188,7 +190,7 @@ class Channel:
         tree = (rec.get("worktree") or {}).get("path") if isinstance(rec.get("worktree"), dict) else None
         try:
             writes.follow(
-                self.layout, self.wid, payload, tree=tree or self.layout.project, runtime=runtime,
+                self.layout, self.wid, payload, tree=tree or self.layout.project, homes=self.homes, runtime=runtime,
                 session={"id": rec.get("session"), "alias": self.alias or rec.get("alias")}, since=self.started,
                 ended=ended,
             )  # fmt: skip

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from cocoplus.core import clock, fsio, seal, userfiles
+from cocoplus.core import clock, fsio, seal
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
@@ -202,19 +202,20 @@ def follow(
     payload: Mapping[str, Any],
     *,
     tree: str,
+    homes: list[str],
     session: Mapping[str, Any],
     runtime: str,
     since: str,
     ended: Callable[[], str | None],
 ) -> None:
     """After a post-tool hook of worker `wid`: each path its sandbox refused becomes a decision (one per path and
-    run: `since` is when this run's channel started).  Nothing has to wait for the answer (an approval grants,
+    run: `since` is when this run's channel started; `homes`: this user's, as the runner knows them, never as the
+    worker's environment names them).  Nothing has to wait for the answer (an approval grants,
     where it is given: ops/permissions.py): here each is waited for only to record its deadline's denial while the
     run lasts; one still open when the run ends is expired when it is next listed or answered
     (session/permissions.py `overdue`)."""
     from cocoplus import config as config_mod  # deferred: only a refused write reads the configuration
 
-    homes = list(dict.fromkeys(h for h in (userfiles.home(), os.environ.get("HOME")) if h))
     wait_s = float(config_mod.load_for(layout, environ={}).get("sandbox.write_wait_s"))
     deadline = time.monotonic() + wait_s
     asked = [

@@ -349,3 +349,19 @@ def test_a_line_a_worker_made_endless_is_cut_and_read_backwards_from_each_mentio
     assert writes.refused(failure(slashes)) == ["/"]  # one answer, at once: `offer` then refuses "/"
     near = "sh: 1: cannot create /home/u/cache/f: Read-only file system " + "/" * writes.MAX_LINE
     assert writes.refused(failure(near)) == ["/home/u/cache/f"]
+
+
+def test_a_home_the_workers_environment_names_is_not_believed(project: Layout, tmp_path: Path) -> None:
+    """As a worker setting HOME in its hooks' environment to make a system directory look like a home: the channel
+    judges against this user's homes as the runner knows them, and asks nothing."""
+    fake = tmp_path / "system"
+    (fake / "cron.d").mkdir(parents=True)
+    env = dict(os.environ, HOME=str(fake))
+    argv = ["PostToolUseFailure", "--runtime", "claude", "--timeout", "10"]
+    error = f"Exit code 1\nsh: 1: cannot create {fake}/cron.d/job: Read-only file system"
+    with channel_serving(project) as served:
+        assert call(served, argv, failure(error), env)[0] == 0
+        wait_until(lambda: os.path.exists(project.permission_log))
+    assert _requests(project) == []
+    (entry,) = [json.loads(line) for line in Path(project.permission_log).read_text().splitlines()]
+    assert entry["behavior"] == "not asked" and "outside your home" in entry["reason"], entry
