@@ -26,6 +26,12 @@ pytestmark = pytest.mark.e2e
 BLOCKED = "Command blocked by PreToolUse hook: "
 
 
+# Codex's sandbox makes /tmp and TMPDIR writable and, in each, place-holders of the files it protects (`.git`,
+# `.codex`, `.agents`) for as long as a command runs.  The suite's temporary directory is above every test's project:
+# a `.git` there for a moment would be the git tree of another test's project.  The tests' commands write neither.
+NO_TMP_ROOTS = "[sandbox_workspace_write]\nexclude_tmpdir_env_var = true\nexclude_slash_tmp = true\n"
+
+
 def codex_home(project: Project, stub: ResponsesStub) -> Path:
     """A throwaway CODEX_HOME whose config.toml points a `stub` provider at the stand-in and trusts the project."""
     home = project.home / ".codex"
@@ -39,7 +45,7 @@ def codex_home(project: Project, stub: ResponsesStub) -> Path:
         'wire_api = "responses"\n'
         'env_key = "STUB_API_KEY"\n'
         f'[projects."{project.project.resolve()}"]\n'
-        'trust_level = "trusted"\n'
+        'trust_level = "trusted"\n' + NO_TMP_ROOTS
     )
     return home
 

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 from cocoplus.core.paths import Layout
+from cocoplus.sandbox import writes
+from cocoplus.session import permissions
 from tests.e2e.conftest import Project
 from tests.e2e.test_codex import codex_home
 from tests.e2e.test_limits_codex_gemini import cli_json, path_with, worker
@@ -81,16 +88,35 @@ class HeldResponses(Holding, ResponsesStub):
     """Codex's stand-in, holding the agent-loop requests numbered in `hold` until `release(n)`."""
 
 
-def test_a_write_both_sandboxes_refused_is_a_decision_and_approved_its_next_run_writes(proj: Project) -> None:
+@contextmanager
+def outside_tmp() -> Iterator[Project]:
+    """A project with Codex's hooks installed and its home, under /var/tmp: Codex's own sandbox mounts a fresh /dev
+    and makes /tmp its own, so a home under either (the suite's temporary directory) would not be there inside."""
+    require_sandbox()
+    base = Path(tempfile.mkdtemp(prefix="cocoplus-codex-e2e-", dir="/var/tmp"))
+    p = Project(base / "project", base / "home")
+    p.project.mkdir()
+    p.home.mkdir()
+    subprocess.run(["git", "init", "-q", str(p.project)], check=True)
+    p.cocoplus("init")
+    p.cocoplus("install", "codex")
+    try:
+        yield p
+    finally:
+        stop_workers(Layout(str(p.root)))
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_write_both_sandboxes_refused_is_a_decision_and_approved_its_next_run_writes() -> None:
     """The real Codex's PostToolUse for a write to ~/cache (read-only in cocoplus's sandbox and in Codex's own,
     nested) opens a decision; approved, its resumed run (`codex exec resume`) writes there: the grant is mounted
-    writable and joins Codex's own writable roots.  Here the test's home lies under /dev/shm, which Codex's own
-    sandbox did not refuse in the resumed run even without that override (checked by taking it out), so what this
-    shows is cocoplus's grant; the override's command line has a test of its own (tests/sandbox/test_writes.py)."""
-    from cocoplus.sandbox import writes
-    from cocoplus.session import permissions
+    writable by cocoplus's sandbox and joins Codex's own writable roots (without either, the write fails)."""
 
-    p = proj
+    with outside_tmp() as p:
+        refused_then_written(p)
+
+
+def refused_then_written(p: Project) -> None:
     layout = Layout(str(p.root))
     cache = p.home / "cache"
     cache.mkdir()

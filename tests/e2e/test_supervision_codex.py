@@ -20,6 +20,7 @@ from cocoplus.core.paths import Layout
 from cocoplus.session import registry
 from cocoplus.supervision import autonomy, rounds
 from tests.e2e.conftest import Project, e2e_project, runtime_bin  # noqa: F401 - e2e_project is a fixture
+from tests.e2e.test_codex import NO_TMP_ROOTS
 from tests.mcp.test_codex_e2e import NAMESPACE, namespaced_calls  # noqa: F401 - namespaced_calls is a fixture
 from tests.supervision.conftest import rounds_finished
 from tests.support.model_stubs import ResponsesStub, text, tool
@@ -49,7 +50,7 @@ def test_a_codex_controller_acts_through_the_brain_tools_and_has_no_shell(
             f'base_url = "{stub.url}/v1"\nwire_api = "responses"\nenv_key = "STUB_API_KEY"\n'
             f'[projects."{p.project.resolve()}"]\ntrust_level = "trusted"\n'
             # a server of the user's own: the brain does not get it
-            '[mcp_servers.other]\ncommand = "no-such-server"\n'
+            '[mcp_servers.other]\ncommand = "no-such-server"\n' + NO_TMP_ROOTS
         )
         monkeypatch.setenv("CODEX_HOME", str(codex_home))
         monkeypatch.setenv("STUB_API_KEY", "sk-test-local")

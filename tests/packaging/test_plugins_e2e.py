@@ -13,6 +13,7 @@ import pytest
 
 from cocoplus.install import bundles
 from tests.e2e.conftest import Project, e2e_project, run_claude  # noqa: F401 - e2e_project is a fixture
+from tests.e2e.test_codex import NO_TMP_ROOTS
 from tests.e2e.test_gemini import run_gemini
 from tests.mcp.conftest import ALL_TOOLS, BRAIN_ONLY
 from tests.support.model_stubs import AnthropicStub, GeminiStub, ResponsesStub, text, tool
@@ -129,7 +130,7 @@ def test_codex_plugin_hooks_fire_the_kill_switch(e2e_project: Project) -> None:
         (codex_home / "config.toml").write_text(
             'model = "gpt-5-codex"\nmodel_provider = "stub"\n[model_providers.stub]\nname = "stub"\n'
             f'base_url = "{stub.url}/v1"\nwire_api = "responses"\nenv_key = "STUB_API_KEY"\n'
-            f'[projects."{p.project.resolve()}"]\ntrust_level = "trusted"\n'
+            f'[projects."{p.project.resolve()}"]\ntrust_level = "trusted"\n' + NO_TMP_ROOTS
         )
         for args in (("marketplace", "add", bundles.install_dir("codex")), ("add", "cocoplus@cocoplus")):
             r = subprocess.run(

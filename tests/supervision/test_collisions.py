@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,15 @@ from tests.supervision.conftest import (
     watcher_has_processed_every_signal,
 )
 from tests.support import vouched
+
+
+@pytest.fixture(autouse=True)
+def own_tree(project: Layout) -> None:
+    """The project is a git checkout of its own, as a worker's is.  Edits are relative to the nearest `.git` at or
+    above the session's directory, and the suite's shared temporary directory can hold one for a moment: Codex's
+    sandbox, in the end-to-end tests running beside these, makes place-holders of the files it protects (`.git`)
+    in the temporary directory it is given."""
+    subprocess.run(["git", "init", "-q", project.project], check=True)
 
 
 def edit(layout: Layout, sid: str, path: str, tree: str | None = None, tool: str = "Edit") -> None:
@@ -109,6 +119,7 @@ def test_the_same_relative_path_in_two_worktrees_collides(project: Layout, tmp_p
     trees = [Path(project.project) / ".cocoplus-trees" / n for n in ("w1", "w2")]
     for t in trees:
         (t / "src").mkdir(parents=True)
+        (t / ".git").write_text(f"gitdir: {project.project}/.git/worktrees/{t.name}\n")  # a worktree's own `.git`
     start(project, "s-one")
     start(project, "s-two")
     edit(project, "s-one", "src/app.py", tree=str(trees[0]))
