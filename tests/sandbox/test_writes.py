@@ -365,3 +365,24 @@ def test_a_home_the_workers_environment_names_is_not_believed(project: Layout, t
     assert _requests(project) == []
     (entry,) = [json.loads(line) for line in Path(project.permission_log).read_text().splitlines()]
     assert entry["behavior"] == "not asked" and "outside your home" in entry["reason"], entry
+
+
+def test_gemini_clis_after_tool_result_is_read_as_the_others() -> None:
+    """Gemini CLI's AfterTool gives the tool's result as `tool_response` {llmContent, returnDisplay} (reference
+    fixture gemini-aftertool-read-file.json): a write_file the sandbox refused, and a shell command's stderr."""
+    base = {"hook_event_name": "AfterTool", "session_id": "4c1e8a90", "cwd": "/nonexistent"}
+    refused_write = "Error writing to file: EROFS: read-only file system, open '/home/u/cache/a.txt'"
+    wrote = {
+        **base, "tool_name": "write_file", "tool_input": {"file_path": "/home/u/cache/a.txt", "content": "x"},
+        "tool_response": {"llmContent": refused_write, "returnDisplay": "Error writing to file"},
+    }  # fmt: skip
+    assert writes.refused(wrote) == ["/home/u/cache/a.txt"]
+    output = (
+        "Command: echo x > /home/u/cache/b\nStdout: (empty)\n"
+        "Stderr: sh: 1: cannot create /home/u/cache/b: Read-only file system\nExit Code: 2"
+    )
+    shell = {
+        **base, "tool_name": "run_shell_command", "tool_input": {"command": "echo x > /home/u/cache/b"},
+        "tool_response": {"llmContent": output},
+    }  # fmt: skip
+    assert writes.refused(shell) == ["/home/u/cache/b"]
