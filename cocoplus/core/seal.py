@@ -369,6 +369,13 @@ def worker_cwd(rec: Mapping[str, Any]) -> str | None:
     return cwd if isinstance(cwd, str) and cwd else None
 
 
+def worker_tree(rec: Mapping[str, Any]) -> str | None:
+    """The worker's git worktree (`launch --worktree`), or None: its tree is the project."""
+    tree = rec.get("worktree")
+    path = tree.get("path") if isinstance(tree, dict) else None
+    return path if isinstance(path, str) and path else None
+
+
 def session_problem(rec: Mapping[str, Any], project: str) -> str | None:
     """Why the session record's recorded command line may not be
     run (None: it is sealed for this user, project and record)."""

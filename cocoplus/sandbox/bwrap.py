@@ -39,6 +39,8 @@ from cocoplus.runtimes import registry as runtimes
 from cocoplus.sandbox import network
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from cocoplus.runtimes.protocol import Adapter
 
 MARKER = channel.SANDBOX_MARKER  # inside the sandbox only: its private /tmp
@@ -106,6 +108,12 @@ def protected_paths(base: str) -> list[str]:
     return [os.path.join(base, name) for name in (*protected.PROJECT_OWN, *protected.RUNTIMES)]
 
 
+def homes_of(home: str, environ: Mapping[str, str]) -> list[str]:
+    """The home the password database names (`home`) and the one the runtime is given ($HOME), where they differ:
+    the runtime's files are under the latter (the last), secrets under either."""
+    return list(dict.fromkeys(h for h in (home, environ.get("HOME")) if h))
+
+
 def prepare(
     tree: str, project: str, runtime: str | None = None, home: str = "", environ: dict[str, str] | None = None
 ) -> None:
@@ -167,9 +175,7 @@ def arguments(
     `granted`: paths the operator approved after an earlier sandbox of this worker refused a write (writes.py),
     writable before the protected paths and the secrets are mounted over everything."""
     adapter = runtimes.get(runtime)
-    # The home the password database names (`home`) and the one the runtime is given ($HOME), where they differ:
-    # the runtime's files are under the latter, secrets under either.
-    homes = list(dict.fromkeys(h for h in (home, environ.get("HOME")) if h))
+    homes = homes_of(home, environ)
     mine = _runtime_files(adapter, homes[-1], environ)
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     hidden_tops = ("/dev", "/tmp")

@@ -22,15 +22,16 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from cocoplus.core import clock, fsio, userfiles
+from cocoplus.core import clock, fsio, seal, userfiles
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
 from cocoplus.hook import channel as wire
 from cocoplus.hook import entry, mcprelay, runner
 from cocoplus.runtimes import registry
-from cocoplus.sandbox import writes
+from cocoplus.sandbox import bwrap, writes
 from cocoplus.session import procinfo
 
 PRELOADED = (runner,)  # what a hook imports, imported once here: every forked child starts with it
@@ -91,7 +92,7 @@ class Channel:
         self.relays: set[int] = set()  # the processes serving MCP relays
         self.started = clock.iso()  # this run's channel: a refused write is asked about once in it (writes.py)
         # This user's homes as the runner gave them, before a forked child takes a hook call's environment.
-        self.homes = list(dict.fromkeys(h for h in (userfiles.home(), os.environ.get("HOME")) if h))
+        self.homes = bwrap.homes_of(userfiles.home(), os.environ)
 
     def prepare(self, frame: bytes) -> tuple[list[str], dict[str, str], str, bytes] | str:
         """The hook call a request asks for, made this worker's; or why it is refused."""
@@ -136,33 +137,25 @@ class Channel:
         if isinstance(prepared, str):
             reply(conn, wire.BLOCKED, b"", f"cocoplus: refused: {prepared}\n".encode())
             return
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                procinfo.RUNTIME = self.runtime()  # not among this process's ancestors: its record says what it is
-                code = child(conn, *prepared, self.layout.project)
-                self.after(prepared[0], prepared[3])
-            finally:
-                os._exit(code)
 
-    def runtime(self) -> dict[str, Any]:
-        """The worker's runtime process as its record gives it: the sandbox's process on this machine (the runner
-        records it when it starts the run) and the command the sandbox runs (what a resume runs again)."""
+        def serve() -> int:
+            rec = self.record()
+            procinfo.RUNTIME = runtime_of(rec)  # not among this process's ancestors: its record says what it is
+            code = child(conn, *prepared, self.layout.project)
+            self.after(prepared[0], prepared[3], rec)
+            return code
+
+        forked(serve)
+
+    def record(self) -> dict[str, Any]:
+        """The worker's record as it stands ({} where it is missing or cannot be read)."""
         try:
             rec = fsio.read_json(self.layout.worker_record(self.wid))
         except CocoplusError:
             rec = None
-        rec = rec if isinstance(rec, dict) else {}
-        cmd = rec.get("command")
-        argv = list(cmd) if isinstance(cmd, list) and cmd and all(isinstance(a, str) for a in cmd) else None
-        pid, ticks = rec.get("pid"), rec.get("start_ticks")
-        return {"pid": pid if isinstance(pid, int) else None, "start_ticks": ticks if isinstance(ticks, int) else None,
-                "argv": argv}  # fmt: skip
+        return rec if isinstance(rec, dict) else {}
 
-    def after(self, argv: list[str], stdin: bytes) -> None:
+    def after(self, argv: list[str], stdin: bytes, rec: dict[str, Any]) -> None:
         """In the forked child, once the hook is answered: a post-tool call whose result says its sandbox refused a
         write becomes a decision, waited for here until its answer, its deadline or the run's end (writes.py)."""
         event, runtime, *_ = entry.parse_argv(argv)
@@ -185,14 +178,11 @@ class Channel:
         def ended() -> str | None:
             return None if os.getppid() == channel_pid else f"worker {self.wid}'s run ended"
 
-        rec = fsio.read_json(self.layout.worker_record(self.wid))
-        rec = rec if isinstance(rec, dict) else {}
-        tree = (rec.get("worktree") or {}).get("path") if isinstance(rec.get("worktree"), dict) else None
         try:
             writes.follow(
-                self.layout, self.wid, payload, tree=tree or self.layout.project, homes=self.homes, runtime=runtime,
-                session={"id": rec.get("session"), "alias": self.alias or rec.get("alias")}, since=self.started,
-                ended=ended,
+                self.layout, self.wid, payload, tree=seal.worker_tree(rec) or self.layout.project, homes=self.homes,
+                runtime=runtime, session={"id": rec.get("session"), "alias": self.alias or rec.get("alias")},
+                since=self.started, ended=ended,
             )  # fmt: skip
         except CocoplusError as exc:
             sys.stderr.write(f"cocoplus: a refused write of worker {self.wid} could not be asked about: {exc}\n")
@@ -209,18 +199,36 @@ class Channel:
             return
         from cocoplus.sandbox import mcpbridge  # deferred: only a worker's MCP server needs it
 
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                if self.listener is not None:
-                    self.listener.close()  # a hook finds the channel gone when it is, not this process
-                code = mcpbridge.serve(conn, self.layout, self.wid, self.cwd, self.alias)
-            finally:
-                os._exit(code)
-        self.relays.add(pid)
+        def serve() -> int:
+            if self.listener is not None:
+                self.listener.close()  # a hook finds the channel gone when it is, not this process
+            return mcpbridge.serve(conn, self.layout, self.wid, self.cwd, self.alias)
+
+        self.relays.add(forked(serve))
+
+
+def forked(serve: Callable[[], int]) -> int:
+    """Run `serve` in a forked child, which leaves with what it returns (1 if it raises); the child's pid."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = serve()
+        finally:
+            os._exit(code)
+    return pid
+
+
+def runtime_of(rec: dict[str, Any]) -> dict[str, Any]:
+    """The worker's runtime process as its record gives it: the sandbox's process on this machine (the runner
+    records it when it starts the run) and the command the sandbox runs (what a resume runs again)."""
+    cmd = rec.get("command")
+    argv = list(cmd) if isinstance(cmd, list) and cmd and all(isinstance(a, str) for a in cmd) else None
+    pid, ticks = rec.get("pid"), rec.get("start_ticks")
+    return {"pid": pid if isinstance(pid, int) else None, "start_ticks": ticks if isinstance(ticks, int) else None,
+            "argv": argv}  # fmt: skip
 
 
 def alive(pid: int) -> bool:

@@ -115,7 +115,7 @@ def settings(
     `hosts`: further destinations allowed besides the model endpoint; `granted`: paths the operator approved after
     an earlier sandbox of this worker refused a write (sandbox/writes.py)."""
     adapter = runtimes.get(runtime)
-    homes = list(dict.fromkeys(h for h in (home, environ.get("HOME")) if h))
+    homes = bwrap.homes_of(home, environ)
     state = bwrap._resolve(adapter.SANDBOX_STATE, homes[-1], environ)
     mine = [
         *bwrap._resolve(adapter.SANDBOX_READONLY, homes[-1], environ),
@@ -228,7 +228,7 @@ def arguments(
     """The command line (ending in `--`) that runs a worker of `runtime` in `tree` under srt: the outer layer (a
     private /tmp with the marker, the channel and srt's settings, read from `marker_fd` and `settings_fd`; the
     secret directories hidden read-only), then srt."""
-    homes = list(dict.fromkeys(h for h in (home, environ.get("HOME")) if h))
+    homes = bwrap.homes_of(home, environ)
     # /tmp/claude: the temporary directory srt gives the command (TMPDIR), writable by default
     args = [bwrap_path, "--dev-bind", "/", "/", "--tmpfs", "/tmp", "--dir", "/tmp/claude"]
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

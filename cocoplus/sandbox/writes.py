@@ -38,6 +38,7 @@ from cocoplus.core.errors import CocoplusError
 from cocoplus.core.lock import Lock
 from cocoplus.core.paths import Layout
 from cocoplus.rules import engine, protected
+from cocoplus.sandbox import bwrap
 from cocoplus.session import permissions
 
 TOOL = "SandboxWrite"  # the tool such a decision names, as a rule would: `SandboxWrite(/home/u/.npm)`
@@ -136,17 +137,11 @@ def _not_in_home(target: str, tree: str, project: str, homes: list[str]) -> str 
     for base in {tree, project}:
         if _under(base, target):
             return "it holds the project"
-    named = [os.path.join(h, s) for h in homes for s in (*protected.USER_RUNTIMES, *protected.USER_OWN, *_secrets())]
+    named = [os.path.join(h, s) for h in homes for s in (*protected.USER_RUNTIMES, *protected.USER_OWN, *bwrap.SECRETS)]
     for p in named:
         if _under(target, p) or _under(p, target):
             return f"{p} decides what runs or is a secret"
     return None
-
-
-def _secrets() -> tuple[str, ...]:
-    from cocoplus.sandbox import bwrap  # deferred: its list of secrets
-
-    return bwrap.SECRETS
 
 
 def _fields(project: str, wid: str, path: str, decision: str) -> list[Any]:

@@ -325,8 +325,7 @@ def sandboxed(
     if not found["ok"]:
         end_channels()
         raise CocoplusError(f"the sandbox {profile!r} cannot be applied here: {found['cause']}; fix: {found['fix']}")
-    tree = (rec.get("worktree") or {}).get("path") if isinstance(rec.get("worktree"), dict) else None
-    tree = tree or layout.project
+    tree = seal.worker_tree(rec) or layout.project
     runtime = str(rec.get("runtime"))
     try:
         bwrap.prepare(tree, layout.project, runtime, userfiles.home(), dict(os.environ))
@@ -337,7 +336,7 @@ def sandboxed(
         end_channels()
         raise CocoplusError(f"the sandbox {profile!r}: {exc}") from None
     keep = program_dirs(cmd[0])
-    homes = list(dict.fromkeys(h for h in (userfiles.home(), os.environ.get("HOME")) if h))
+    homes = bwrap.homes_of(userfiles.home(), os.environ)
     granted = tuple(sandbox_writes.granted(layout, wid, tree, homes, say))
     for path in granted:
         say(f"writable in its sandbox, as approved after an earlier one refused a write: {path}")

@@ -12,14 +12,21 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cocoplus.core.paths import Layout
+from tests.supervision.workers_support import stop_workers
 from tests.support.runtimes import CODEX_HELPER, runtime_bin
+from tests.support.sandbox import require_sandbox
 
 
 def cocoplus(
@@ -124,3 +131,45 @@ def trust_everywhere(p: Project) -> None:
 
     p.cocoplus("trust", "--yes")
     trust_project(Layout(str(p.root)))
+
+
+SECRET = "AKIA-planted-secret-value"  # planted in a sandboxed worker's home: it must never reach the model
+
+
+def plant_secrets(home: Path) -> None:
+    """What a sandbox must hide in `home`: an SSH key and cloud credentials holding SECRET."""
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    (home / ".aws").mkdir()
+    (home / ".aws" / "credentials").write_text(f"aws_secret_access_key = {SECRET}\n")
+
+
+def sandboxed(p: Project, runtime: str, secrets: bool = False) -> Iterator[Project]:
+    """`p` with `runtime`'s hooks installed, for a worker under a sandbox (skipped with the doctor's reason where
+    none can be applied; on CI it must run); `secrets`: its home has them planted.  Its workers are stopped after.
+    A fixture's body: `yield from sandboxed(e2e_project, "claude")`."""
+    require_sandbox()
+    p.cocoplus("install", runtime)
+    if secrets:
+        plant_secrets(p.home)
+    yield p
+    stop_workers(Layout(str(p.root)))
+
+
+@contextmanager
+def outside_tmp(runtime: str, prefix: str) -> Iterator[Project]:
+    """A git-initialised project with `runtime`'s hooks installed, and its home, under /var/tmp: a runtime's own
+    sandbox (srt's, Codex's) mounts a fresh /dev and makes /tmp its own, so a project or a home under either (the
+    suite's temporary directory) would not be there inside.  Removed after, its workers stopped."""
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
+    p = Project(base / "project", base / "home")
+    p.project.mkdir()
+    p.home.mkdir()
+    subprocess.run(["git", "init", "-q", str(p.project)], check=True)
+    p.cocoplus("init")
+    p.cocoplus("install", runtime)
+    try:
+        yield p
+    finally:
+        stop_workers(Layout(str(p.root)))
+        shutil.rmtree(base, ignore_errors=True)

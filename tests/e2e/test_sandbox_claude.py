@@ -15,28 +15,17 @@ from typing import Any
 import pytest
 
 from cocoplus.core.paths import Layout
-from tests.e2e.conftest import Project, cocoplus
+from tests.e2e.conftest import SECRET, Project, cocoplus, sandboxed
 from tests.e2e.test_workers_claude import HeldStub, env_for
-from tests.supervision.workers_support import stop_workers
 from tests.support.model_stubs import AnthropicStub, text, tool
-from tests.support.sandbox import require_sandbox
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
-SECRET = "AKIA-planted-secret-value"
-
 
 @pytest.fixture
 def proj(e2e_project: Project) -> Iterator[Project]:
-    require_sandbox()
-    e2e_project.cocoplus("install", "claude")
-    (e2e_project.home / ".ssh").mkdir()
-    (e2e_project.home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
-    (e2e_project.home / ".aws").mkdir()
-    (e2e_project.home / ".aws" / "credentials").write_text(f"aws_secret_access_key = {SECRET}\n")
-    yield e2e_project
-    stop_workers(Layout(str(e2e_project.root)))
+    yield from sandboxed(e2e_project, "claude", secrets=True)
 
 
 def attempts(p: Project) -> str:

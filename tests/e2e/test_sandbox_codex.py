@@ -9,23 +9,16 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from cocoplus.core.paths import Layout
 from cocoplus.sandbox import writes
 from cocoplus.session import permissions
-from tests.e2e.conftest import Project
+from tests.e2e.conftest import SECRET, Project, outside_tmp, sandboxed
 from tests.e2e.test_codex import codex_home
 from tests.e2e.test_limits_codex_gemini import cli_json, path_with, worker
-from tests.e2e.test_sandbox_claude import SECRET
-from tests.supervision.workers_support import stop_workers
 from tests.support.model_stubs import Holding, ResponsesStub, text, tool
 from tests.support.sandbox import require_sandbox
 from tests.support.waiting import wait_until
@@ -35,13 +28,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def proj(e2e_project: Project) -> Iterator[Project]:
-    require_sandbox()
-    e2e_project.cocoplus("install", "codex")
-    (e2e_project.home / ".ssh").mkdir()
-    (e2e_project.home / ".aws").mkdir()
-    (e2e_project.home / ".aws" / "credentials").write_text(f"aws_secret_access_key = {SECRET}\n")
-    yield e2e_project
-    stop_workers(Layout(str(e2e_project.root)))
+    yield from sandboxed(e2e_project, "codex", secrets=True)
 
 
 def outputs(stub: ResponsesStub) -> str:
@@ -88,31 +75,13 @@ class HeldResponses(Holding, ResponsesStub):
     """Codex's stand-in, holding the agent-loop requests numbered in `hold` until `release(n)`."""
 
 
-@contextmanager
-def outside_tmp() -> Iterator[Project]:
-    """A project with Codex's hooks installed and its home, under /var/tmp: Codex's own sandbox mounts a fresh /dev
-    and makes /tmp its own, so a home under either (the suite's temporary directory) would not be there inside."""
-    require_sandbox()
-    base = Path(tempfile.mkdtemp(prefix="cocoplus-codex-e2e-", dir="/var/tmp"))
-    p = Project(base / "project", base / "home")
-    p.project.mkdir()
-    p.home.mkdir()
-    subprocess.run(["git", "init", "-q", str(p.project)], check=True)
-    p.cocoplus("init")
-    p.cocoplus("install", "codex")
-    try:
-        yield p
-    finally:
-        stop_workers(Layout(str(p.root)))
-        shutil.rmtree(base, ignore_errors=True)
-
-
 def test_a_write_both_sandboxes_refused_is_a_decision_and_approved_its_next_run_writes() -> None:
     """The real Codex's PostToolUse for a write to ~/cache (read-only in cocoplus's sandbox and in Codex's own,
     nested) opens a decision; approved, its resumed run (`codex exec resume`) writes there: the grant is mounted
     writable by cocoplus's sandbox and joins Codex's own writable roots (without either, the write fails)."""
 
-    with outside_tmp() as p:
+    require_sandbox()
+    with outside_tmp("codex", "cocoplus-codex-e2e-") as p:
         refused_then_written(p)
 
 

@@ -15,11 +15,9 @@ import pytest
 from cocoplus.core.paths import Layout
 from cocoplus.inbox import decisions
 from cocoplus.session import registry
-from tests.e2e.conftest import Project, cocoplus
+from tests.e2e.conftest import Project, cocoplus, sandboxed
 from tests.e2e.test_sandbox_claude import launched_env, tool_results, worker_state
-from tests.supervision.workers_support import stop_workers
 from tests.support.model_stubs import AnthropicStub, text, tool
-from tests.support.sandbox import require_sandbox
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -30,10 +28,7 @@ QUESTION = "QUESTION-c19: keep the old parser's API?"
 
 @pytest.fixture
 def proj(e2e_project: Project) -> Iterator[Project]:
-    require_sandbox()
-    e2e_project.cocoplus("install", "claude")
-    yield e2e_project
-    stop_workers(Layout(str(e2e_project.root)))
+    yield from sandboxed(e2e_project, "claude")
 
 
 def test_a_sandboxed_claude_worker_reports_and_asks_through_its_mcp_server(proj: Project) -> None:

@@ -18,13 +18,11 @@ import pytest
 from cocoplus.core import jsonl
 from cocoplus.core.paths import Layout
 from cocoplus.session import permissions
-from tests.e2e.conftest import Project, cocoplus
+from tests.e2e.conftest import Project, cocoplus, sandboxed
 from tests.e2e.test_sandbox_claude import tool_results, worker_state
 from tests.e2e.test_workers_claude import env_for
 from tests.sandbox.test_network import Server
-from tests.supervision.workers_support import stop_workers
 from tests.support.model_stubs import AnthropicStub, text, tool
-from tests.support.sandbox import require_sandbox
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -32,10 +30,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def proj(e2e_project: Project) -> Iterator[Project]:
-    require_sandbox()
-    e2e_project.cocoplus("install", "claude")
-    yield e2e_project
-    stop_workers(Layout(str(e2e_project.root)))
+    yield from sandboxed(e2e_project, "claude")
 
 
 @pytest.fixture

@@ -9,14 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from cocoplus.core.paths import Layout
-from tests.e2e.conftest import Project
+from tests.e2e.conftest import Project, sandboxed
 from tests.e2e.test_codex import codex_home
 from tests.e2e.test_limits_codex_gemini import cli_json, path_with, worker
 from tests.e2e.test_sandbox_codex import outputs
-from tests.supervision.workers_support import stop_workers
 from tests.support.model_stubs import ResponsesStub, text, tool
-from tests.support.sandbox import require_sandbox
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -24,10 +21,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def proj(e2e_project: Project) -> Iterator[Project]:
-    require_sandbox()
-    e2e_project.cocoplus("install", "codex")
-    yield e2e_project
-    stop_workers(Layout(str(e2e_project.root)))
+    yield from sandboxed(e2e_project, "codex")
 
 
 def test_a_codex_worker_reaches_a_listed_loopback_model_and_runs_its_command(proj: Project) -> None:

@@ -9,16 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from cocoplus.core.paths import Layout
-from tests.e2e.conftest import Project
+from tests.e2e.conftest import Project, sandboxed
 from tests.e2e.test_gemini import MODEL
 from tests.e2e.test_limits_codex_gemini import cli_json, path_with, worker
 from tests.e2e.test_sandbox_gemini import outputs
 from tests.e2e.test_worker_logs import gemini_env
 from tests.sandbox.test_network import Server
-from tests.supervision.workers_support import stop_workers
 from tests.support.model_stubs import GeminiStub, text, tool
-from tests.support.sandbox import require_sandbox
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -26,10 +23,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture
 def proj(e2e_project: Project) -> Iterator[Project]:
-    require_sandbox()
-    e2e_project.cocoplus("install", "gemini")
-    yield e2e_project
-    stop_workers(Layout(str(e2e_project.root)))
+    yield from sandboxed(e2e_project, "gemini")
 
 
 def test_a_gemini_worker_under_none_reaches_its_model_and_not_a_loopback_registry(proj: Project) -> None:

@@ -12,21 +12,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
-from cocoplus.core.paths import Layout
 from tests.conftest import passwd_env_for
-from tests.e2e.conftest import Project, cocoplus
-from tests.e2e.test_sandbox_claude import SECRET, attempts, tool_results, worker_state
+from tests.e2e.conftest import SECRET, Project, cocoplus, outside_tmp, plant_secrets
+from tests.e2e.test_sandbox_claude import attempts, tool_results, worker_state
 from tests.e2e.test_workers_claude import HeldStub, env_for
-from tests.supervision.workers_support import stop_workers
 from tests.support.model_stubs import AnthropicStub, text, tool
 from tests.support.runtimes import SRT_BIN
 from tests.support.sandbox import require_srt
@@ -39,22 +33,9 @@ pytestmark = pytest.mark.e2e
 def srt_project(runtime: str) -> Iterator[Project]:
     """A project with `runtime`'s hooks installed and a home with planted secrets, under /var/tmp."""
     require_srt()
-    base = Path(tempfile.mkdtemp(prefix="cocoplus-srt-e2e-", dir="/var/tmp"))
-    p = Project(base / "project", base / "home")
-    p.project.mkdir()
-    p.home.mkdir()
-    subprocess.run(["git", "init", "-q", str(p.project)], check=True)
-    p.cocoplus("init")
-    p.cocoplus("install", runtime)
-    (p.home / ".ssh").mkdir()
-    (p.home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
-    (p.home / ".aws").mkdir()
-    (p.home / ".aws" / "credentials").write_text(f"aws_secret_access_key = {SECRET}\n")
-    try:
+    with outside_tmp(runtime, "cocoplus-srt-e2e-") as p:
+        plant_secrets(p.home)
         yield p
-    finally:
-        stop_workers(Layout(str(p.root)))
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def with_srt(p: Project, env: dict[str, str]) -> dict[str, str]:

@@ -8,10 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.conftest import Project
+from tests.e2e.conftest import SECRET, Project
 from tests.e2e.test_gemini import MODEL
 from tests.e2e.test_limits_codex_gemini import cli_json, path_with, worker
-from tests.e2e.test_sandbox_claude import SECRET
 from tests.e2e.test_sandbox_gemini import outputs
 from tests.e2e.test_sandbox_srt_claude import srt_project, with_srt
 from tests.e2e.test_worker_logs import gemini_env

@@ -16,7 +16,7 @@ import pytest
 from cocoplus.core.paths import Layout
 from cocoplus.hook import channel as wire
 from cocoplus.sandbox import probe
-from tests.support.sandbox import channel_serving, require_sandbox
+from tests.support.sandbox import channel_call, channel_serving, require_sandbox
 from tests.support.waiting import wait_until
 
 HOOK = str(Path(wire.__file__).with_name("__main__.py"))
@@ -29,25 +29,6 @@ def served(project: Layout) -> Iterator[Layout]:
         yield served
 
 
-def call(layout: Layout, argv: list[str], payload: Mapping[str, object], env: dict[str, str] | None = None):
-    environ = env if env is not None else dict(os.environ)
-    envb = b"\0".join(f"{k}={v}".encode() for k, v in environ.items())
-    frame = b"".join(
-        (
-            wire.field(b"\0".join(a.encode() for a in argv)),
-            wire.field(envb),
-            wire.field(layout.project.encode()),
-            wire.field(json.dumps(payload).encode()),
-        )
-    )
-    here = os.getcwd()
-    os.chdir(layout.worker_dir("w1"))  # a socket's path is limited to about 100 bytes: connected by its name
-    try:
-        return wire.exchange(frame, 60, os.path.basename(layout.worker_channel("w1")))
-    finally:
-        os.chdir(here)
-
-
 def pre_tool(session: str, project: str) -> dict[str, object]:
     return {"session_id": session, "hook_event_name": "PreToolUse", "tool_name": "Bash",
             "tool_input": {"command": "ls"}, "cwd": project, "transcript_path": "/nonexistent"}  # fmt: skip
@@ -55,18 +36,18 @@ def pre_tool(session: str, project: str) -> dict[str, object]:
 
 def test_the_channel_runs_the_hook_outside_and_a_stop_denies(cli_subprocess, served: Layout) -> None:
     argv = ["PreToolUse", "--runtime", "claude", "--timeout", "10", "--count-before-call"]
-    code, out, _err = call(served, argv, pre_tool("s-one", served.project))
+    code, out, _err = channel_call(served, argv, pre_tool("s-one", served.project))
     assert code == 0 and out == b""
     cli_subprocess("session", "stop", "--reason", "enough", cwd=served.project)
-    code, out, _err = call(served, argv, pre_tool("s-one", served.project))
+    code, out, _err = channel_call(served, argv, pre_tool("s-one", served.project))
     answer = json.loads(out)
     assert code == 0 and answer["hookSpecificOutput"]["permissionDecision"] == "deny" and "enough" in out.decode()
 
 
 def test_a_request_forged_for_another_session_is_refused_and_blocks(served: Layout) -> None:
     argv = ["PreToolUse", "--runtime", "claude", "--timeout", "10", "--count-before-call"]
-    assert call(served, argv, pre_tool("s-mine", served.project))[0] == 0
-    code, out, err = call(served, argv, pre_tool("s-another-workers", served.project))
+    assert channel_call(served, argv, pre_tool("s-mine", served.project))[0] == 0
+    code, out, err = channel_call(served, argv, pre_tool("s-another-workers", served.project))
     assert code == wire.BLOCKED and out == b"" and b"serves session s-mine of worker w1 only" in err
 
 
@@ -79,7 +60,7 @@ def test_a_request_naming_another_projects_state_acts_on_this_one(served: Layout
     argv = ["SessionStart", "--runtime", "claude", "--dir", str(other), "--timeout", "10"]
     payload = {"session_id": "s-start", "hook_event_name": "SessionStart", "source": "startup",
                "cwd": str(other.parent), "transcript_path": "/nonexistent"}  # fmt: skip
-    code, _out, _err = call(served, argv, payload, env)
+    code, _out, _err = channel_call(served, argv, payload, env)
     assert code == 0
     assert list(other.iterdir()) == []
     wait_until(lambda: any(Path(served.sessions_dir).glob("cs_*.json")), timeout=30)
@@ -186,7 +167,7 @@ def test_a_session_started_through_the_channel_records_the_workers_runtime_not_t
                                                         "command": command, "pid": os.getpid()})  # fmt: skip
     payload = {"session_id": "s-started", "hook_event_name": "SessionStart", "source": "startup",
                "cwd": served.project, "transcript_path": "/nonexistent"}  # fmt: skip
-    assert call(served, ["SessionStart", "--runtime", "claude", "--timeout", "10"], payload)[0] == 0
+    assert channel_call(served, ["SessionStart", "--runtime", "claude", "--timeout", "10"], payload)[0] == 0
     path = wait_until(lambda: next(iter(Path(served.sessions_dir).glob("cs_*.json")), None), timeout=30)
     proc = json.loads(path.read_text())["process"]
     assert proc["argv"] == command and proc["program"] == [str(program)] and proc["pid"] == os.getpid(), proc

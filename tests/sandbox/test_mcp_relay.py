@@ -27,7 +27,7 @@ from cocoplus.hook import mcprelay
 from cocoplus.inbox import decisions
 from cocoplus.sandbox import channel, probe
 from cocoplus.session import registry
-from tests.support.sandbox import channel_serving, require_sandbox
+from tests.support.sandbox import channel_call, channel_serving, require_sandbox
 from tests.support.waiting import wait_until
 
 WORKER_TOOLS = {"report_progress", "notify_blocked", "ask_human", "request_context"}
@@ -39,25 +39,6 @@ def served(project: Layout) -> Iterator[Layout]:
     """The channel of worker w1 of `project`, listening."""
     with channel_serving(project, stderr=subprocess.DEVNULL) as served:
         yield served
-
-
-def hook(layout: Layout, argv: list[str], payload: dict[str, Any]) -> tuple[int, bytes, bytes]:
-    """A hook's call through the channel, as hook/channel.py sends it."""
-    env = b"\0".join(f"{k}={v}".encode() for k, v in os.environ.items())
-    frame = b"".join(
-        (
-            wire.field(b"\0".join(a.encode() for a in argv)),
-            wire.field(env),
-            wire.field(layout.project.encode()),
-            wire.field(json.dumps(payload).encode()),
-        )
-    )
-    here = os.getcwd()
-    os.chdir(layout.worker_dir("w1"))  # a socket's path is limited to about 100 bytes: connected by its name
-    try:
-        return wire.exchange(frame, 60, os.path.basename(layout.worker_channel("w1")))
-    finally:
-        os.chdir(here)
 
 
 def session(layout: Layout, sid: str, worker: str | None, outside: bool = False) -> dict[str, Any]:
@@ -72,7 +53,7 @@ def session(layout: Layout, sid: str, worker: str | None, outside: bool = False)
                            cwd=layout.project, capture_output=True, timeout=60)  # fmt: skip
         assert r.returncode == 0, r
     else:
-        assert hook(layout, argv, payload)[0] == 0
+        assert channel_call(layout, argv, payload)[0] == 0
     rec = wait_until(lambda: next((r for r in registry.list_sessions(layout)[0] if r.get("runtime_session_id") == sid),
                                   None), timeout=30)  # fmt: skip
 
@@ -196,7 +177,7 @@ def test_the_workers_mcp_server_inside_the_sandbox_writes_outside_through_the_ch
         # A hook goes through the same channel while the MCP connection stays open: it is not held up.
         pre = {"session_id": "s-relay", "hook_event_name": "PreToolUse", "tool_name": "Bash",
                "tool_input": {"command": "ls"}, "cwd": served.project, "transcript_path": "/nonexistent"}  # fmt: skip
-        assert hook(served, ["PreToolUse", "--runtime", "claude", "--timeout", "10"], pre)[0] == 0
+        assert channel_call(served, ["PreToolUse", "--runtime", "claude", "--timeout", "10"], pre)[0] == 0
         asked = peer.call("ask_human", question="QUESTION-51c: keep the old API?")
         assert not asked["result"].get("isError"), asked
         (d,) = decisions.collect(served)
@@ -224,7 +205,7 @@ def test_an_answer_given_outside_reaches_the_worker_through_its_hook(served: Lay
     prompt = {"session_id": "s-ask", "hook_event_name": "UserPromptSubmit", "prompt": "go on",
               "cwd": served.project, "transcript_path": "/nonexistent"}  # fmt: skip
     told = b"".join(
-        hook(served, [event, "--runtime", "claude", "--timeout", "10"], payload)[1]
+        channel_call(served, [event, "--runtime", "claude", "--timeout", "10"], payload)[1]
         for event, payload in (("Stop", stop), ("UserPromptSubmit", prompt))
     )
     assert b"ANSWER-3f0: the new one" in told, told
@@ -371,7 +352,7 @@ def test_a_malformed_header_is_refused(served: Layout) -> None:
     # and the channel still serves hooks
     pre = {"session_id": "s-h", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"},
            "cwd": served.project, "transcript_path": "/nonexistent"}  # fmt: skip
-    assert hook(served, ["PreToolUse", "--runtime", "claude", "--timeout", "10"], pre)[0] == 0
+    assert channel_call(served, ["PreToolUse", "--runtime", "claude", "--timeout", "10"], pre)[0] == 0
 
 
 def test_a_relay_that_loses_its_channel_answers_what_waits_and_what_follows() -> None:
@@ -409,7 +390,7 @@ def test_a_worker_cannot_start_more_than_max_relays_servers_outside(served: Layo
             assert peer.next() is None
         pre = {"session_id": "s-h", "hook_event_name": "PreToolUse", "tool_name": "Bash",
                "tool_input": {"command": "ls"}, "cwd": served.project, "transcript_path": "/nonexistent"}  # fmt: skip
-        assert hook(served, ["PreToolUse", "--runtime", "claude", "--timeout", "10"], pre)[0] == 0
+        assert channel_call(served, ["PreToolUse", "--runtime", "claude", "--timeout", "10"], pre)[0] == 0
     finally:
         for c, _ in held:
             c.close()

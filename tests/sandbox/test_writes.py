@@ -18,8 +18,7 @@ from cocoplus.core.paths import Layout
 from cocoplus.inbox import decisions
 from cocoplus.sandbox import bwrap, writes
 from cocoplus.session import permissions
-from tests.sandbox.test_channel import call
-from tests.support.sandbox import channel_serving, require_sandbox
+from tests.support.sandbox import channel_call, channel_serving, require_sandbox
 from tests.support.waiting import wait_until
 
 
@@ -137,7 +136,7 @@ def test_a_refused_write_is_asked_once_approved_it_is_writable_in_the_next_sandb
     argv = ["PostToolUseFailure", "--runtime", "claude", "--timeout", "10"]
     with channel_serving(project) as served:
         for _ in range(2):
-            code, _out, _err = call(served, argv, failure(f"Exit code 2\n{refused.stderr.strip()}"))
+            code, _out, _err = channel_call(served, argv, failure(f"Exit code 2\n{refused.stderr.strip()}"))
             assert code == 0
         (req,) = wait_until(lambda: _requests(project) or None)
         assert req["state"] == "pending" and req["worker"] == "w1" and req["call"]["path"] == str(cache)
@@ -170,7 +169,7 @@ def test_unanswered_the_default_deny_applies_at_the_deadline(project: Layout, ca
     argv = ["PostToolUseFailure", "--runtime", "claude", "--timeout", "10"]
     error = f"Exit code 1\nsh: 1: cannot create {cache}/late: Read-only file system"
     with channel_serving(project) as served:
-        assert call(served, argv, failure(error))[0] == 0
+        assert channel_call(served, argv, failure(error))[0] == 0
         (req,) = wait_until(lambda: [r for r in _requests(project) if r["state"] == "expired"] or None, timeout=30)
     assert req["by"] == "deadline" and not os.path.exists(project.worker_write_grants("w1"))
 
@@ -180,7 +179,7 @@ def test_a_refused_write_to_what_decides_what_runs_asks_nothing_and_is_logged(pr
     argv = ["PostToolUseFailure", "--runtime", "claude", "--timeout", "10"]
     error = f"Exit code 1\nsh: 1: cannot create {home}/.bashrc: Read-only file system"
     with channel_serving(project) as served:
-        assert call(served, argv, failure(error))[0] == 0
+        assert channel_call(served, argv, failure(error))[0] == 0
         wait_until(lambda: os.path.exists(project.permission_log))
     assert _requests(project) == []
     (entry,) = [json.loads(line) for line in Path(project.permission_log).read_text().splitlines()]
@@ -265,7 +264,7 @@ def test_a_worker_failing_on_ever_new_paths_opens_a_bounded_number_of_decisions(
     with channel_serving(project) as served:
         for group in range(0, len(paths), writes.MAX_PATHS):
             lines = "\n".join(f"sh: 1: cannot create {p}/x: Read-only file system" for p in paths[group : group + 4])
-            assert call(served, argv, failure(f"Exit code 2\n{lines}"))[0] == 0
+            assert channel_call(served, argv, failure(f"Exit code 2\n{lines}"))[0] == 0
         wait_until(lambda: len(_requests(project)) == writes.MAX_OPEN or None)
         refused = wait_until(
             lambda: [
@@ -318,7 +317,7 @@ def test_a_decision_outlives_the_run_that_asked_and_expires_at_its_deadline(cli_
     argv = ["PostToolUseFailure", "--runtime", "claude", "--timeout", "10"]
     with channel_serving(project) as served:
         error = f"Exit code 1\nsh: 1: cannot create {home}/later/x: Read-only file system"
-        assert call(served, argv, failure(error))[0] == 0
+        assert channel_call(served, argv, failure(error))[0] == 0
         (req,) = wait_until(lambda: _requests(project) or None)
     assert req["hook"] is None
     r = cli_subprocess("decide", str(req["id"]), "approve", cwd=project.project)
@@ -360,7 +359,7 @@ def test_a_home_the_workers_environment_names_is_not_believed(project: Layout, t
     argv = ["PostToolUseFailure", "--runtime", "claude", "--timeout", "10"]
     error = f"Exit code 1\nsh: 1: cannot create {fake}/cron.d/job: Read-only file system"
     with channel_serving(project) as served:
-        assert call(served, argv, failure(error), env)[0] == 0
+        assert channel_call(served, argv, failure(error), env)[0] == 0
         wait_until(lambda: os.path.exists(project.permission_log))
     assert _requests(project) == []
     (entry,) = [json.loads(line) for line in Path(project.permission_log).read_text().splitlines()]

@@ -9,16 +9,18 @@ installs it (pinned, in tests/e2e/runtimes/srt), whose bin directory it returns 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
 from cocoplus.core.paths import Layout
+from cocoplus.hook import channel as wire
 from cocoplus.sandbox import probe, srt
 from tests.support.runtimes import SRT_BIN
 
@@ -78,3 +80,25 @@ def channel_serving(layout: Layout, stderr: int = subprocess.PIPE) -> Iterator[L
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def channel_call(
+    layout: Layout, argv: list[str], payload: Mapping[str, object], env: dict[str, str] | None = None
+) -> tuple[int, bytes, bytes]:
+    """A hook's call to worker w1's control channel, framed as hook/channel.py sends it (its arguments, `env` or this
+    process's environment, the project as its directory, `payload` on its stdin): the exit code, stdout, stderr."""
+    environ = env if env is not None else dict(os.environ)
+    frame = b"".join(
+        (
+            wire.field(b"\0".join(a.encode() for a in argv)),
+            wire.field(b"\0".join(f"{k}={v}".encode() for k, v in environ.items())),
+            wire.field(layout.project.encode()),
+            wire.field(json.dumps(payload).encode()),
+        )
+    )
+    here = os.getcwd()
+    os.chdir(layout.worker_dir("w1"))  # a socket's path is limited to about 100 bytes: connected by its name
+    try:
+        return wire.exchange(frame, 60, os.path.basename(layout.worker_channel("w1")))
+    finally:
+        os.chdir(here)
