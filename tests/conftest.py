@@ -10,10 +10,13 @@ that is enforced).
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -37,7 +40,12 @@ REAL_HOME = os.path.realpath(os.path.expanduser("~"))
 # cocoplus finds this user's home in the password database, not in $HOME (a repository can set a hook's
 # environment). Each test gets a password database of its own whose entry for this user names the test's
 # home: nss_wrapper (tests/e2e/runtimes/install-nss-wrapper.sh) for the processes a test starts, and
-# `pwd.getpwuid` for this process.
+# `pwd.getpwuid` for this process.  The databases live on the disk, under /var/tmp, not in the suite's temporary
+# directory: that is often /dev/shm, and a sandbox (Codex's own, and cocoplus's) gives its commands a /dev of its
+# own, where a database there would be missing and every program asking who its user is would print
+# nss_wrapper's errors into what the test reads.
+NSS_TOP = "/var/tmp"
+_nss_dir: list[str] = []  # this process's directory under NSS_TOP, made at the first test and removed at exit
 NSS_WRAPPER = next(
     (
         os.path.join(d, "libnss_wrapper.so")
@@ -86,8 +94,6 @@ def _temp_in_memory(config: pytest.Config) -> None:
     except OSError:
         return
     if on_tmpfs and os.access(SHM, os.W_OK) and st.f_bavail * st.f_frsize >= SHM_FREE_BYTES:
-        import tempfile
-
         os.environ["TMPDIR"] = SHM  # xdist's workers, and every process a test starts, inherit it
         tempfile.tempdir = None  # forget a directory chosen before this
 
@@ -216,6 +222,16 @@ def passwd_env_for(home: os.PathLike[str] | str) -> dict[str, str]:
     return {**passwd_env(), "NSS_WRAPPER_PASSWD": db}
 
 
+def _nss_top() -> str:
+    if not _nss_dir:
+        top = NSS_TOP if os.access(NSS_TOP, os.W_OK) else None
+        made = tempfile.mkdtemp(prefix="cocoplus-tests-passwd-", dir=top)
+        os.chmod(made, 0o755)
+        atexit.register(shutil.rmtree, made, True)
+        _nss_dir.append(made)
+    return _nss_dir[0]
+
+
 def _own_passwd(home: os.PathLike[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """This user's password database entry, with the test's home, for this process and the ones it starts."""
     import grp
@@ -226,8 +242,8 @@ def _own_passwd(home: os.PathLike[str], monkeypatch: pytest.MonkeyPatch) -> None
     fields = list(me)
     fields[5] = str(home)
     entry = pwd.struct_passwd(fields)
-    db = os.path.join(str(home), ".nss")
-    os.makedirs(db, exist_ok=True)
+    db = tempfile.mkdtemp(prefix="db-", dir=_nss_top())
+    os.chmod(db, 0o755)  # a test's non-root user reads it too
     with open(os.path.join(db, "passwd"), "w") as fh:
         fh.write(":".join(str(f) for f in entry) + "\n")
     group = grp.getgrgid(os.getgid())

@@ -47,8 +47,9 @@ MAX_PATHS = 4  # paths one failed call may ask about
 MAX_OPEN = 8  # write decisions of one worker open at once: a worker that fails on ever new paths asks no more
 READ_ONLY = re.compile(r"read-only file system", re.IGNORECASE)
 # Where a message names the path: quoted (Node's `EROFS: ..., open '/x'`, Python's `[Errno 30] ...: '/x'`, GNU
-# tools' `cannot touch '/x'`), or the word before the error and its colon (`sh: 1: cannot create /x: Read-only file
-# system`: `_before`, read backwards from each mention, so that a line cannot make the reading slow).
+# tools' `cannot touch '/x'`), the word before the error and its colon (bash's `bash: line 1: /x: Read-only file
+# system`, dash's `dash: 1: cannot create /x: ...`: `_before`, read backwards from each mention, so that a line cannot
+# make the reading slow), or the rest of the line after it (zsh's `zsh:1: read-only file system: /x`: `_after`).
 QUOTED = re.compile(r"""['"`‘“](/[^'"`’”\n]+)['"`’”]""")
 ERRNO = "[Errno 30]"  # Python's words between the path and the reason, in some of its messages
 MAX_LINE = 4096  # characters of a line read: a path is shorter, and a line a worker made endless is cut
@@ -80,7 +81,7 @@ def refused(payload: Mapping[str, Any]) -> list[str]:
             if not mentions:
                 continue
             said = True
-            found += [p for m in mentions if (p := _before(line[: m.start()])) is not None]
+            found += [p for m in mentions if (p := _before(line[: m.start()]) or _after(line[m.end() :])) is not None]
             found += [m.group(1) for m in QUOTED.finditer(line)]
     given = payload.get("tool_input")
     if said and isinstance(given, Mapping):
@@ -99,6 +100,11 @@ def _before(head: str) -> str | None:
     words = head[:-1].split()
     word = words[-1].strip("'\"`") if words else ""
     return word if word.startswith("/") else None
+
+
+def _after(tail: str) -> str | None:
+    """The path in `: /x` (what follows a mention of the error, as zsh says it), or None."""
+    return tail[2:].rstrip() if tail.startswith(": /") else None
 
 
 def _under(path: str, top: str) -> bool:

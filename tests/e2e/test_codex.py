@@ -207,9 +207,12 @@ def exit_signals(p: Project) -> list[dict[str, Any]]:
 def test_a_command_under_workspace_write_really_runs(codex_project: Project) -> None:
     """Codex's own sandbox (`-s workspace-write`, bubblewrap where it is installed) runs the command: its file is
     written and its output comes back. Where Codex's sandbox cannot start its helper, the command silently does not
-    run and `codex exec` still exits 0 (tests/e2e/runtimes/install.sh puts the helper on PATH)."""
+    run and `codex exec` still exits 0 (tests/e2e/runtimes/install.sh puts the helper on PATH). `ls -l` asks the
+    password database who owns the file: nothing but the command's own output comes back (tests/conftest.py
+    keeps that database where Codex's sandbox sees it)."""
     p = codex_project
-    with ResponsesStub([tool("exec_command", cmd="echo ran > ran.txt; echo hello-from-codex"), text("done")]) as stub:
+    cmd = "echo ran > ran.txt; ls -l ran.txt > /dev/null; echo hello-from-codex"
+    with ResponsesStub([tool("exec_command", cmd=cmd), text("done")]) as stub:
         events = run_codex(p, stub)
     ran = [
         e["item"] for e in events if e.get("type") == "item.completed" and e["item"].get("type") == "command_execution"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -116,10 +117,12 @@ def test_its_hooks_still_stop_it_through_the_channel_and_the_model_is_told(proj:
     assert w["state"] == "exited"
 
 
-def test_a_write_its_sandbox_refused_is_a_decision_and_approved_its_next_run_writes(proj: Project) -> None:
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_a_write_its_sandbox_refused_is_a_decision_and_approved_its_next_run_writes(proj: Project, shell: str) -> None:
     """The real Claude Code's PostToolUseFailure for a write to ~/cache (read-only in its sandbox) reaches the
     channel, which opens a decision; approved through the inbox, the grant is sealed; this run still cannot write
-    there, and its next run (a dispatch that resumes its session) can."""
+    there, and its next run (a dispatch that resumes its session) can.  Claude Code runs its commands in the shell
+    SHELL names, or in zsh when SHELL is not set and zsh is installed; each says the error in its own words."""
     from cocoplus.sandbox import writes
     from cocoplus.session import permissions
 
@@ -130,7 +133,9 @@ def test_a_write_its_sandbox_refused_is_a_decision_and_approved_its_next_run_wri
     write = f"echo x > {cache}/pkg.tgz && echo WROTE-CACHE"
     script = [tool("Bash", command=write), text("the cache is read-only"), tool("Bash", command=write), text("done")]
     with HeldStub(script, hold=(2,)) as stub:
-        env = launched_env(p, stub)
+        program = shutil.which(shell)
+        assert program, f"{shell} is not installed (tests/e2e/runtimes/install.sh installs it)"
+        env = {**launched_env(p, stub), "SHELL": program}
         cocoplus(p.project, "launch", "claude", "Fill the cache.", "--sandbox", "workspace", "--allow", "Bash",
                  "--alias", "cacher", env=env)  # fmt: skip
         assert stub.arrived[2].wait(120), "the failed write's result never reached the model"
@@ -150,7 +155,8 @@ def test_a_write_its_sandbox_refused_is_a_decision_and_approved_its_next_run_wri
         assert ended["state"] == "exited", ended
         assert not (cache / "pkg.tgz").exists()  # this run's mounts did not change
         first = tool_results(stub)
-        assert "Read-only file system" in first and "WROTE-CACHE" not in first, first
+        said = {"bash": f"{cache}/pkg.tgz: Read-only file system", "zsh": f"read-only file system: {cache}/pkg.tgz"}
+        assert said[shell] in first and "WROTE-CACHE" not in first, first
         out = json.loads(cocoplus(p.project, "dispatch", "cacher", "Try again.", "--json", env=env).stdout)
         assert out["route"] == "resume" and out["resume"]["worker"] == "w1", out
         w = wait_until(lambda: (x := worker_state(p, env))["state"] in ("exited", "failed") and x, timeout=120)

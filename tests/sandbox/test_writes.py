@@ -61,10 +61,13 @@ def failure(error: str, tool: str = "Bash", tool_input: dict[str, object] | None
 
 
 def test_what_real_programs_print_when_a_sandbox_refuses_a_write_names_the_path(project: Layout, cache: Path) -> None:
-    """The shell's redirection, coreutils, Python and Node (how Claude Code's Write tool fails), each refused for
-    real inside a sandbox: each message names the path, and what is offered is the cache directory."""
+    """Each shell's redirection (bash, dash and zsh: Claude Code and Codex run bash or zsh), coreutils, Python and
+    Node (how Claude Code's Write tool fails), each refused for real inside a sandbox: each message names the path,
+    and what is offered is the cache directory."""
+    shells = {name: shutil.which(name) for name in ("bash", "dash", "zsh")}
+    assert all(shells.values()), f"tests/e2e/runtimes/install.sh installs these shells: {shells}"
     scripts = {
-        cache / "by-shell": f"echo x > {cache}/by-shell",
+        **{cache / f"by-{name}": f"{program} -c 'echo x > {cache}/by-{name}'" for name, program in shells.items()},
         cache / "by-touch": f"touch {cache}/by-touch",
         cache / "by-python": f"python3 -c \"open('{cache}/by-python', 'w')\"",
     }
