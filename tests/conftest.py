@@ -11,6 +11,7 @@ that is enforced).
 from __future__ import annotations
 
 import atexit
+import functools
 import io
 import os
 import shutil
@@ -45,7 +46,6 @@ REAL_HOME = os.path.realpath(os.path.expanduser("~"))
 # own, where a database there would be missing and every program asking who its user is would print
 # nss_wrapper's errors into what the test reads.
 NSS_TOP = "/var/tmp"
-_nss_dir: list[str] = []  # this process's directory under NSS_TOP, made at the first test and removed at exit
 NSS_WRAPPER = next(
     (
         os.path.join(d, "libnss_wrapper.so")
@@ -222,14 +222,13 @@ def passwd_env_for(home: os.PathLike[str] | str) -> dict[str, str]:
     return {**passwd_env(), "NSS_WRAPPER_PASSWD": db}
 
 
+@functools.cache
 def _nss_top() -> str:
-    if not _nss_dir:
-        top = NSS_TOP if os.access(NSS_TOP, os.W_OK) else None
-        made = tempfile.mkdtemp(prefix="cocoplus-tests-passwd-", dir=top)
-        os.chmod(made, 0o755)
-        atexit.register(shutil.rmtree, made, True)
-        _nss_dir.append(made)
-    return _nss_dir[0]
+    """This process's directory of password databases under NSS_TOP, made at its first test and removed at exit."""
+    made = tempfile.mkdtemp(prefix="cocoplus-tests-passwd-", dir=NSS_TOP if os.access(NSS_TOP, os.W_OK) else None)
+    os.chmod(made, 0o755)
+    atexit.register(shutil.rmtree, made, True)
+    return made
 
 
 def _own_passwd(home: os.PathLike[str], monkeypatch: pytest.MonkeyPatch) -> None:

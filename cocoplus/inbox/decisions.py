@@ -33,6 +33,7 @@ from typing import Any
 from cocoplus.core import clock, inert
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
+from cocoplus.rules import engine
 
 STATES = ("open", "resolved", "expired", "gone")
 KINDS = ("permission", "question", "stop", "paused", "stall")
@@ -52,8 +53,6 @@ _PERMISSION_STATES = {"pending": "open", "allowed": "resolved", "denied": "resol
                       "gone": "gone"}  # fmt: skip
 
 Decision = dict[str, Any]
-NETWORK = "Network"  # the tool a sandboxed worker's held connection names (sandbox/netproxy.py)
-SANDBOX_WRITE = "SandboxWrite"  # the tool a write a sandboxed worker's sandbox refused names (sandbox/writes.py)
 
 
 def _line(text: Any, limit: int = SUMMARY_MAX) -> str:
@@ -80,19 +79,14 @@ def _permissions(layout: Layout) -> list[Decision]:
         state = _PERMISSION_STATES.get(str(r.get("state")), "resolved")
         touched = [p for p in r.get("protected") or [] if isinstance(p, str)]
         what = str(r.get("rule") or r.get("tool") or "a tool call")
-        summary = f"{r.get('alias') or r.get('worker') or 'a worker'} asks to run {what}"
-        host = (
-            (r.get("call") or {}).get("host") if r.get("tool") == NETWORK and isinstance(r.get("call"), dict) else None
-        )
-        if host:  # a host its sandbox's proxy held (sandbox/netproxy.py)
-            summary = f"allow {host} for {r.get('alias') or r.get('worker') or 'a worker'}?"
-        written = (
-            (r.get("call") or {}).get("path")
-            if r.get("tool") == SANDBOX_WRITE and isinstance(r.get("call"), dict)
-            else None
-        )
-        if written:  # a write its sandbox refused (sandbox/writes.py)
-            summary = f"allow writes to {written} for {r.get('alias') or r.get('worker') or 'a worker'}'s next run?"
+        who = r.get("alias") or r.get("worker") or "a worker"
+        call = r.get("call")
+        call = call if isinstance(call, dict) else {}
+        summary = f"{who} asks to run {what}"
+        if r.get("tool") == engine.NETWORK and call.get("host"):  # a host its proxy held (sandbox/netproxy.py)
+            summary = f"allow {call['host']} for {who}?"
+        elif r.get("tool") == engine.SANDBOX_WRITE and call.get("path"):  # a refused write (sandbox/writes.py)
+            summary = f"allow writes to {call['path']} for {who}'s next run?"
         detail = "\n".join(
             x for x in (
                 f"asks for: {what}", f"why it asks: {r['why']}" if r.get("why") else "",

@@ -20,9 +20,6 @@ from cocoplus.ops.authority import Principal
 from cocoplus.rules import engine, protected
 from cocoplus.session import permissions, registry
 
-NETWORK = "Network"  # a host a sandboxed worker's proxy held (sandbox/netproxy.py): allowed for its run only
-SANDBOX_WRITE = "SandboxWrite"  # a write a sandboxed worker's sandbox refused (sandbox/writes.py): its next sandbox
-
 if TYPE_CHECKING:
     from cocoplus.core.shapes import PermissionRequest
 
@@ -72,12 +69,12 @@ def approve(
             "it (`cocoplus approve`), one request at a time",
             layout, target=req["id"],
         )  # fmt: skip
-    if always and req.get("tool") == NETWORK:
+    if always and req.get("tool") == engine.NETWORK:
         raise UsageError(
             f"approve --always {req['id']}: a host its sandbox's proxy held is allowed for this run only; to allow it "
             "for every worker, add it to [sandbox] network"
         )
-    if always and req.get("tool") == SANDBOX_WRITE:
+    if always and req.get("tool") == engine.SANDBOX_WRITE:
         raise UsageError(
             f"approve --always {req['id']}: a write its sandbox refused is granted to that worker's next sandboxes "
             "only; approve it without --always"
@@ -109,7 +106,7 @@ def approve(
     if always and not out["already_decided"] and not out["gone"]:
         out["always"] = permissions.add_user_rule(layout.project, "allow", remember)
     out["message"] = _said(out, "allowed")
-    if req.get("tool") == SANDBOX_WRITE and out.get("state") == "allowed" and not out["already_decided"]:
+    if req.get("tool") == engine.SANDBOX_WRITE and out.get("state") == "allowed" and not out["already_decided"]:
         out["message"] = _granted(layout, out, by)
     return out
 

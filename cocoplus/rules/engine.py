@@ -35,10 +35,14 @@ if TYPE_CHECKING:  # typing costs start-up time on the hook path
     from cocoplus.rules import commands, shell
 
 # The tool input field a rule's pattern is matched against, by Claude Code tool name.
+# The tools a sandboxed worker's sandbox names in a request (no runtime has them): a host its proxy held
+# (sandbox/netproxy.py) and a write it refused (sandbox/writes.py), each ruled on as a runtime's tool is.
+NETWORK = "Network"
+SANDBOX_WRITE = "SandboxWrite"
 PATTERN_FIELD = {
     "Bash": "command", "Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path", "Read": "file_path",
     "NotebookEdit": "notebook_path", "NotebookRead": "notebook_path", "Glob": "pattern", "Grep": "pattern",
-    "WebFetch": "url", "WebSearch": "query", "Network": "host", "SandboxWrite": "path",
+    "WebFetch": "url", "WebSearch": "query", NETWORK: "host", SANDBOX_WRITE: "path",
 }  # fmt: skip
 WRITE_TOOLS = ("Write", "Edit", "MultiEdit", "NotebookEdit")
 READ_TOOLS = ("Read", "NotebookRead", "Glob", "Grep")

@@ -38,6 +38,7 @@ from cocoplus import config as config_mod
 from cocoplus.core import clock, fsio
 from cocoplus.core.errors import CocoplusError
 from cocoplus.core.paths import Layout
+from cocoplus.rules import engine
 from cocoplus.sandbox import network
 
 HEAD_MAX = 64 * 1024
@@ -47,7 +48,7 @@ STOP_WAIT_S = 5.0
 CHUNK = 64 * 1024
 MAX_DEPTH = 64  # processes between the runner and a connecting one, at most
 REASONS = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}
-TOOL = "Network"  # the tool a held connection names, as a rule would: `Network(registry.npmjs.org)`
+TOOL = engine.NETWORK  # the tool a held connection names, as a rule would: `Network(registry.npmjs.org)`
 
 
 def say(message: str) -> None:

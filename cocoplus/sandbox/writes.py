@@ -41,7 +41,7 @@ from cocoplus.rules import engine, protected
 from cocoplus.sandbox import bwrap
 from cocoplus.session import permissions
 
-TOOL = "SandboxWrite"  # the tool such a decision names, as a rule would: `SandboxWrite(/home/u/.npm)`
+TOOL = engine.SANDBOX_WRITE  # the tool such a decision names, as a rule would: `SandboxWrite(/home/u/.npm)`
 KIND = "sandbox-write-grant"  # what a grant's seal says it is
 MAX_PATHS = 4  # paths one failed call may ask about
 MAX_OPEN = 8  # write decisions of one worker open at once: a worker that fails on ever new paths asks no more
